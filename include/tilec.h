@@ -1,0 +1,125 @@
+/* tilec.h - the public API of libtilec, the tile-language compiler.
+ *
+ * If a function does not appear in this file, it is not a published API.
+ *
+ * Conventions:
+ *  - Every function returning tilec_status returns TILEC_OK (0) on success.
+ *  - Handles are opaque. Every *_create / compile has a matching *_free;
+ *    passing NULL to a *_free function is a no-op.
+ *  - Strings returned by accessors are owned by the handle they came from and
+ *    stay valid until that handle is freed. The caller never frees them.
+ *  - Separate handles may be used from separate threads at the same time; one
+ *    handle must not be used from two threads at once. The library keeps no
+ *    global mutable state.
+ */
+#ifndef TILEC_H
+#define TILEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILEC_VERSION_MAJOR 0
+#define TILEC_VERSION_MINOR 1
+#define TILEC_VERSION_PATCH 0
+
+typedef enum tilec_status {
+    TILEC_OK = 0,
+    TILEC_ERR_INPUT = 1,      /* the source has errors: see the diagnostics */
+    TILEC_ERR_USAGE = 2,      /* bad options (unknown arch, bad define, NULL argument) */
+    TILEC_ERR_IO = 3,         /* a file could not be read */
+    TILEC_ERR_NOMEM = 4,
+    TILEC_ERR_INTERNAL = 5,   /* a compiler bug: the diagnostics say where */
+    TILEC_ERR_UNSUPPORTED = 6 /* valid input that this version cannot compile for the target */
+} tilec_status;
+
+/* How far to go. Each stage includes the ones before it. */
+typedef enum tilec_emit {
+    TILEC_EMIT_TOKENS = 0,    /* the token stream, one per line */
+    TILEC_EMIT_AST = 1,       /* the parsed AST */
+    TILEC_EMIT_TIR = 2,       /* Tile IR after the pass pipeline */
+    TILEC_EMIT_LLVM = 3,      /* LLVM IR */
+    TILEC_EMIT_PTX = 4        /* PTX text and kernel metadata (default) */
+} tilec_emit;
+
+typedef struct tilec_define {
+    const char *name;         /* a compile-time param of the kernel */
+    const char *value;        /* "64", "true", "1.5", "bf16" */
+} tilec_define;
+
+typedef struct tilec_options {
+    size_t struct_size;       /* set by tilec_options_init: sizeof(tilec_options) */
+    const char *arch;         /* "sm_86", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f";
+                                 NULL = "sm_90a". sm_90 and sm_100 pick the fast
+                                 arch-specific target (reported as a remark). */
+    int family_portable;      /* nonzero: sm_100 gives family-portable sm_100f, sm_90 plain sm_90 */
+    int opt_level;            /* 0..3, default 3 */
+    tilec_emit emit;          /* default TILEC_EMIT_PTX */
+    const tilec_define *defines; size_t ndefines;
+    const char *const *print_after; size_t nprint_after;  /* pass names, or "*" for all */
+    int time_passes;          /* nonzero: collect per-pass timing */
+    int print_locs;           /* nonzero: Tile IR text carries loc(line:col) */
+    int verify_each;          /* default 1: run the IR verifier between passes */
+    int report;               /* nonzero: collect the decisions report */
+} tilec_options;
+
+void tilec_options_init(tilec_options *opts);
+
+typedef struct tilec_result tilec_result;
+
+/* Compile a file / an in-memory source. On return *out is always set (also on
+ * error, so that diagnostics can be read) unless out is NULL or memory ran
+ * out; the caller owns it and must call tilec_result_free. `name` labels the
+ * source in diagnostics and may be NULL ("<string>"). */
+tilec_status tilec_compile_file(const char *path, const tilec_options *opts,
+                                tilec_result **out);
+tilec_status tilec_compile_string(const char *name, const char *src, size_t len,
+                                  const tilec_options *opts, tilec_result **out);
+void tilec_result_free(tilec_result *r);
+
+tilec_status tilec_result_status(const tilec_result *r);
+
+/* Outputs. NULL if that output was not produced (not requested, or an error
+ * stopped compilation before it). Owned by r. */
+typedef enum tilec_output {
+    TILEC_OUT_TOKENS = 0, TILEC_OUT_AST, TILEC_OUT_TIR, TILEC_OUT_LLVM, TILEC_OUT_PTX,
+    TILEC_OUT_META,           /* kernel metadata text (docs/runtime.md) */
+    TILEC_OUT_DUMP,           /* --print-after output */
+    TILEC_OUT_TIMING,         /* --time-passes table */
+    TILEC_OUT_REPORT          /* decisions report */
+} tilec_output;
+const char *tilec_result_text(const tilec_result *r, tilec_output which);
+
+/* The target actually compiled for, e.g. "sm_90a". Owned by r. */
+const char *tilec_result_arch(const tilec_result *r);
+
+/* Diagnostics as records and as rendered text. */
+typedef enum tilec_severity {
+    TILEC_SEV_ERROR = 0, TILEC_SEV_WARNING = 1, TILEC_SEV_NOTE = 2, TILEC_SEV_REMARK = 3
+} tilec_severity;
+typedef struct tilec_diag {
+    tilec_severity severity;
+    const char *file;         /* owned by the result */
+    int line, col;            /* 1-based; 0 if unknown */
+    const char *message;      /* owned by the result */
+} tilec_diag;
+size_t tilec_result_num_diags(const tilec_result *r);
+const tilec_diag *tilec_result_diag(const tilec_result *r, size_t i);   /* NULL if out of range */
+/* `file:line:col: error: msg` + source line + caret, for all diagnostics. */
+const char *tilec_result_diag_text(const tilec_result *r);
+
+const char *tilec_status_string(tilec_status s);
+const char *tilec_version(void);     /* "0.1.0 (LLVM 22.1.8)" */
+
+/* The passes of the pipeline in order: name and one-line summary. */
+size_t tilec_num_passes(void);
+const char *tilec_pass_name(size_t i);
+const char *tilec_pass_summary(size_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,226 @@
+/* ir.h - Tile IR: typed SSA over tiles, structured control flow.
+ *
+ * A Module holds kernels (Func). A Func owns a value table: values are small
+ * indexes (ValId) into func->vals, never raw pointers; 0 is "no value".
+ * Ops live in Blocks; FOR and IF ops own nested single-block regions.
+ * Every op carries a source Loc. All memory comes from the module's Arena.
+ *
+ * Invariants the verifier (verify.c) checks between passes:
+ *  - each value is defined exactly once, before its uses, in an enclosing block;
+ *  - operand counts and types follow the op table (ops.h) and the op's rule;
+ *  - elementwise ops see operands of one identical type (scalar or tile):
+ *    the front end inserts SPLAT / EXPAND / BROADCAST / CAST explicitly;
+ *  - region blocks end in YIELD with values matching the parent's results.
+ */
+#ifndef TILEC_IR_H
+#define TILEC_IR_H
+
+#include "../lib/util.h"
+
+typedef struct Func Func;
+typedef struct Module Module;
+
+/* ---- element types ---- */
+typedef enum DType {
+    DT_NONE = 0,
+#define DTYPE(E, s, b, c) DT_##E,
+#include "dtypes.h"
+#undef DTYPE
+    DT_COUNT
+} DType;
+
+const char *dtype_name(DType t);          /* "bf16"; "?" for DT_NONE */
+DType dtype_lookup(const char *s, size_t n);  /* DT_NONE if unknown */
+int dtype_bits(DType t);
+bool dtype_is_float(DType t);
+bool dtype_is_int(DType t);               /* signed or unsigned, not bool */
+bool dtype_is_signed(DType t);
+
+/* ---- types ---- */
+enum { TILE_MAXRANK = 4, TENSOR_MAXRANK = 8 };
+
+typedef enum TypeKind { TY_SCALAR = 0, TY_TILE, TY_TENSOR } TypeKind;
+
+/* Where a tile lives. SP_ANY = the compiler chooses (layout pass, later). */
+typedef enum Space { SP_ANY = 0, SP_REG, SP_SHARED, SP_TMEM, SP_GLOBAL } Space;
+const char *space_name(Space s);
+
+typedef struct Type {
+    uint8_t kind;        /* TypeKind */
+    uint8_t dtype;       /* DType */
+    uint8_t rank;        /* 0 for scalars */
+    uint8_t space;       /* Space (tiles) */
+    uint16_t layout;     /* index into Func.layouts (0 = unassigned); later passes */
+    int64_t shape[TENSOR_MAXRANK];  /* tiles: static extents; tensors: static extent or -1 */
+    int16_t dimsym[TENSOR_MAXRANK]; /* tensors: index into Func.dims, or -1 if static */
+} Type;
+
+Type type_scalar(DType dt);
+Type type_tile(DType dt, int rank, const int64_t *shape, Space sp);
+bool type_eq(const Type *a, const Type *b);        /* ignores layout/space for SP_ANY? no: exact */
+bool type_same_shape(const Type *a, const Type *b);
+int64_t type_numel(const Type *t);                  /* tiles: product of shape; scalars: 1 */
+/* "i32", "tile<128x64xbf16>", "tile<128x64xbf16, shared>", "tensor<bf16[Z,H,N,128]>" */
+void type_print(const Func *f, const Type *t, StrBuf *out);
+
+/* ---- op table ---- */
+enum { OPF_PURE = 1, OPF_ELEM = 2, OPF_TERM = 4 };
+typedef enum OpCode {
+#define OP(E, s, na, nr, ng, fl) OP_##E,
+#include "ops.h"
+#undef OP
+    OP_COUNT
+} OpCode;
+
+typedef struct OpInfo {
+    const char *name;
+    int nargs, nres, nregions;   /* -1 = variadic */
+    unsigned flags;
+} OpInfo;
+extern const OpInfo op_info[OP_COUNT];
+OpCode op_lookup(const char *s, size_t n);   /* OP_COUNT if unknown */
+
+typedef enum CmpPred { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_COUNT } CmpPred;
+extern const char *const cmp_names[CMP_COUNT];      /* "eq" ... */
+typedef enum ReduceKind { RED_SUM, RED_MAX, RED_MIN, RED_PROD, RED_COUNT } ReduceKind;
+extern const char *const reduce_names[RED_COUNT];   /* "sum" ... */
+
+/* ---- values, ops, blocks ---- */
+typedef uint32_t ValId;
+
+typedef struct Value {
+    Type type;
+    struct Op *def;        /* defining op; NULL for params, dims and block args */
+    const char *name;      /* source name hint (arena) or NULL; printing ignores it */
+} Value;
+
+typedef struct Block {
+    ValId *args; int nargs;
+    struct Op **ops; int nops, capops;
+} Block;
+
+typedef struct Op {
+    uint16_t code;          /* OpCode */
+    uint16_t nargs, nres, nregions;
+    ValId *args;
+    ValId *res;
+    Block *regions;         /* nregions blocks */
+    int64_t iattr[4];       /* per-op meaning: see ops.h */
+    double fattr;           /* CONST of float type */
+    int64_t *list; int nlist;  /* per-op integer list: LOAD/STORE window extents */
+    Loc loc;
+    struct Block *parent;   /* block that holds this op (maintained by builders) */
+} Op;
+
+/* ---- kernels ---- */
+typedef enum ParamKind { PK_TENSOR = 0, PK_SCALAR } ParamKind;
+
+typedef struct ConstBinding {   /* a compile-time param after specialisation */
+    const char *name;
+    DType type;                 /* DT_I64 for `int`, DT_BOOL, DT_F64 for `float`; DT_NONE for `dtype` */
+    int64_t ival; double fval; DType dval;
+} ConstBinding;
+
+typedef struct Func {
+    struct Module *mod;
+    const char *name;
+    Loc loc;
+    Value *vals; uint32_t nvals, capvals;   /* vals[0] unused */
+    ValId *params; int nparams;             /* runtime params, in source order */
+    const char **dim_names; ValId *dims; int ndims;  /* named dims: i32 scalar values bound at launch */
+    ConstBinding *consts; int nconsts;      /* specialised compile-time params (informational) */
+    Block body;                              /* the kernel body; ends without a terminator */
+    Block grid;                              /* computes the launch grid from dims/consts; ends in YIELD of 3 i32 */
+} Func;
+
+typedef struct Module {
+    Arena *arena;
+    const char *source_name;
+    Func **funcs; int nfuncs;
+} Module;
+
+/* ---- construction (ir.c) ---- */
+Module *ir_module_new(Arena *a, const char *source_name);
+Func *ir_func_new(Module *m, const char *name, Loc loc);
+ValId ir_new_value(Func *f, Type t, const char *name_hint);
+ValId ir_add_param(Func *f, const char *name, Type t);        /* appended to params */
+ValId ir_add_dim(Func *f, const char *name);                  /* i32 scalar; returns existing if named */
+int ir_find_dim(const Func *f, const char *name);             /* index or -1 */
+static inline Value *ir_val(const Func *f, ValId v) { return &f->vals[v]; }
+static inline Type *ir_type(const Func *f, ValId v) { return &f->vals[v].type; }
+
+/* Builder: appends ops to a block (or inserts before an op). */
+typedef struct Builder {
+    Func *f;
+    Block *blk;
+    int pos;       /* insert position in blk->ops; -1 = append */
+    Loc loc;       /* loc stamped on new ops */
+} Builder;
+Builder ir_builder_at_end(Func *f, Block *b);
+Builder ir_builder_before(Func *f, Op *op);
+/* Create an op with the given operands and result types; results are fresh values. */
+Op *ir_build(Builder *b, OpCode code, const ValId *args, int nargs, const Type *restys, int nres);
+ValId ir_build1(Builder *b, OpCode code, const ValId *args, int nargs, Type resty); /* returns res[0] */
+ValId ir_const_int(Builder *b, Type t, int64_t v);
+ValId ir_const_float(Builder *b, Type t, double v);
+Block *ir_op_region(Op *op, int i);
+ValId ir_block_add_arg(Func *f, Block *b, Type t, const char *hint);
+void ir_block_append(Func *f, Block *b, Op *op);
+void ir_block_insert(Func *f, Block *b, int pos, Op *op);  /* pos -1 = append */
+void ir_block_remove(Block *b, int pos);       /* does not free */
+int ir_block_index_of(const Block *b, const Op *op);
+
+/* Uses: rebuilt on demand (QBE's filluse). */
+typedef struct UseInfo {
+    uint32_t *count;      /* per value: number of uses as an operand */
+} UseInfo;
+void ir_count_uses(const Func *f, UseInfo *u, Arena *scratch);
+/* Replace every use of `from` with `to` in the whole function. */
+void ir_replace_all_uses(Func *f, ValId from, ValId to);
+/* Walk every op, pre-order, recursing into regions. Return false to stop. */
+typedef bool (*OpVisitor)(Func *f, Op *op, void *ctx);
+bool ir_walk(Func *f, Block *b, OpVisitor fn, void *ctx);
+
+/* ---- textual form (print.c / parse.c) ---- */
+typedef struct PrintOpts { bool locs; } PrintOpts;
+void ir_print_module(const Module *m, const PrintOpts *o, StrBuf *out);
+void ir_print_func(const Func *f, const PrintOpts *o, StrBuf *out);
+/* Parse .tir text. Errors go to d with locations in `name`. NULL on error. */
+Module *ir_parse(Arena *a, const char *name, const char *text, size_t len, Diag *d);
+
+/* ---- verifier (verify.c) ---- */
+/* Returns the number of errors reported to d (0 = clean). `after` names the
+ * pass that just ran, for the message. */
+int ir_verify(const Module *m, const char *after, Diag *d);
+
+/* ---- interpreter (interp.c): the semantic reference ----
+ * Runs one kernel on host memory. Tensors are strided host arrays of their
+ * dtype's storage (bf16/f16 as uint16 bit patterns, fp8 as uint8). Scalars
+ * are given as double / int64 by param kind. Named dims are taken from the
+ * tensors' shapes and checked for agreement. */
+typedef struct InterpArg {
+    void *data;                        /* tensors */
+    int rank;
+    int64_t shape[TENSOR_MAXRANK];
+    int64_t strides[TENSOR_MAXRANK];   /* in elements */
+    double f; int64_t i;               /* scalars */
+} InterpArg;
+/* Run block (bx,by,bz). Returns 0 on success; errors (shape disagreement,
+ * bad args) go to d. */
+int interp_run_block(const Func *f, const InterpArg *args, int nargs,
+                     const int64_t block[3], Diag *d);
+/* Evaluate the grid, then run every block. */
+int interp_run(const Func *f, const InterpArg *args, int nargs, Diag *d);
+/* Evaluate the grid rule only. */
+int interp_grid(const Func *f, const InterpArg *args, int nargs, int64_t grid[3], Diag *d);
+
+/* ---- numeric helpers shared by interpreter, folding and codegen tests ---- */
+double tc_round_to(DType dt, double x);     /* round x to dt's precision (RNE), ints wrap */
+double tc_load_elem(DType dt, const void *p);
+void tc_store_elem(DType dt, void *p, double x);
+uint16_t tc_f32_to_bf16(float x);
+float tc_bf16_to_f32(uint16_t h);
+uint16_t tc_f32_to_f16(float x);
+float tc_f16_to_f32(uint16_t h);
+
+#endif

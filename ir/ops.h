@@ -1,0 +1,66 @@
+/* ops.h - every Tile IR op, one X-macro table.
+ *
+ * OP(ENUM, "name", nargs, nres, nregions, flags)
+ *   nargs / nres: fixed count, or -1 for variadic (checked by the op's verifier hook)
+ *   flags: OPF_PURE (no side effects: CSE/DCE may touch it), OPF_ELEM (elementwise:
+ *   all operands and the result share one shape), OPF_TERM (terminates a block)
+ *
+ * The enum, the printer's names, the parser's name lookup and the verifier's
+ * arity checks are all generated from this table (ir.c, print.c, parse.c,
+ * verify.c). Attribute meaning per op is documented here and in docs/internals.md.
+ *
+ * ORDER OP: the interpreter's and codegen's switch statements must handle every op;
+ * a missing case is an internal error at run time, and -Wswitch flags it.
+ */
+/* constants and values from the launch */
+OP(CONST,     "const",     0,  1, 0, OPF_PURE)          /* ival / fval -> scalar or tile splat */
+OP(BLOCKID,   "block_id",  0,  1, 0, OPF_PURE)          /* iattr[0] = axis 0..2 -> i32 */
+OP(NBLOCKS,   "num_blocks",0,  1, 0, OPF_PURE)          /* iattr[0] = axis 0..2 -> i32 */
+/* elementwise arithmetic: operands of identical type (scalar or tile) */
+OP(ADD,       "add",       2,  1, 0, OPF_PURE | OPF_ELEM)
+OP(SUB,       "sub",       2,  1, 0, OPF_PURE | OPF_ELEM)
+OP(MUL,       "mul",       2,  1, 0, OPF_PURE | OPF_ELEM)
+OP(DIV,       "div",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* ints: truncating */
+OP(REM,       "rem",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* ints: sign of dividend */
+OP(MIN,       "min",       2,  1, 0, OPF_PURE | OPF_ELEM)
+OP(MAX,       "max",       2,  1, 0, OPF_PURE | OPF_ELEM)
+OP(AND,       "and",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* bool or int */
+OP(OR,        "or",        2,  1, 0, OPF_PURE | OPF_ELEM)
+OP(XOR,       "xor",       2,  1, 0, OPF_PURE | OPF_ELEM)
+OP(CMP,       "cmp",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* iattr[0] = CmpPred; result bool */
+OP(NEG,       "neg",       1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(NOT,       "not",       1,  1, 0, OPF_PURE | OPF_ELEM)   /* bool */
+OP(ABS,       "abs",       1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(EXP,       "exp",       1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(EXP2,      "exp2",      1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(LOG,       "log",       1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(LOG2,      "log2",      1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(SQRT,      "sqrt",      1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(RSQRT,     "rsqrt",     1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(TANH,      "tanh",      1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(SELECT,    "select",    3,  1, 0, OPF_PURE | OPF_ELEM)   /* cond(bool), a, b */
+OP(CAST,      "cast",      1,  1, 0, OPF_PURE | OPF_ELEM)   /* to the result's dtype (RNE) */
+/* shape ops */
+OP(SPLAT,     "splat",     1,  1, 0, OPF_PURE)   /* scalar -> tile of the result type */
+OP(EXPAND,    "expand",    1,  1, 0, OPF_PURE)   /* iattr[0] = axis: insert a size-1 dim */
+OP(BROADCAST, "broadcast", 1,  1, 0, OPF_PURE)   /* size-1 dims stretched to the result shape */
+OP(IOTA,      "iota",      0,  1, 0, OPF_PURE)   /* i32 tile; iattr[0] = axis along which the index grows */
+OP(REDUCE,    "reduce",    1,  1, 0, OPF_PURE)   /* iattr[0] = axis, iattr[1] = ReduceKind; drops axis */
+OP(TRANS,     "trans",     1,  1, 0, OPF_PURE)   /* 2-D transpose */
+OP(DOT,       "dot",       3,  1, 0, OPF_PURE)   /* a[M,K] @ b[K,N] + acc[M,N]; acc/result f32 (or i32 for ints) */
+/* memory: windows of global tensors
+ *   LOAD  args: tensor, one i32 offset per tensor dim [, other]   result: tile (or scalar)
+ *   STORE args: tensor, one i32 offset per tensor dim, value
+ *   list[0..rank-1] = window extent per tensor dim (0 = a scalar index: the dim is dropped)
+ *   iattr[0] = mask bits: bit d set = dim d may run past the tensor's bounds (needs a mask);
+ *              set conservatively by the front end, cleared by the bounds pass
+ *   iattr[1] = 1 if an `other` operand is present (LOAD) */
+OP(LOAD,      "load",     -1,  1, 0, 0)
+OP(STORE,     "store",    -1,  0, 0, 0)
+/* structured control flow
+ *   FOR args: lo, hi, step, inits...; results: finals...; region 0 args: iv, carried...
+ *       iattr[0] = pipeline stages requested (0 = no hint)
+ *   IF  args: cond; results...; region 0 = then, region 1 = else; both end in YIELD */
+OP(FOR,       "for",      -1, -1, 1, 0)
+OP(IF,        "if",        1, -1, 2, 0)
+OP(YIELD,     "yield",    -1,  0, 0, OPF_TERM)

@@ -1,0 +1,375 @@
+/* util.c - arenas, string buffers, diagnostics, small helpers. */
+#define _POSIX_C_SOURCE 200809L
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- fatal errors and checked allocation ---- */
+
+void tc_fatal(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "tilec: internal error at %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}
+
+void *tc_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        TC_FATAL("out of memory (%zu bytes)", n);
+    return p;
+}
+
+void *tc_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        TC_FATAL("out of memory (%zu bytes)", n);
+    return q;
+}
+
+/* ---- arena: a list of chunks, bump allocation ---- */
+
+typedef struct Chunk {
+    struct Chunk *next;
+    size_t used, size;
+    _Alignas(16) unsigned char data[];
+} Chunk;
+
+struct Arena {
+    Chunk *head;
+};
+
+enum { ARENA_CHUNK = 64 * 1024 };
+
+Arena *arena_new(void)
+{
+    Arena *a = tc_xmalloc(sizeof *a);
+    a->head = NULL;
+    return a;
+}
+
+void *arena_alloc(Arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    Chunk *c = a->head;
+    if (!c || c->size - c->used < n) {
+        size_t sz = n > ARENA_CHUNK / 2 ? n : ARENA_CHUNK;
+        c = tc_xmalloc(sizeof(Chunk) + sz);
+        c->size = sz;
+        c->used = 0;
+        /* A large block gets its own chunk behind the head so the head's
+         * free space is not wasted. */
+        if (a->head && n > ARENA_CHUNK / 2) {
+            c->next = a->head->next;
+            a->head->next = c;
+        } else {
+            c->next = a->head;
+            a->head = c;
+        }
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
+{
+    void *p = arena_alloc(a, elem * newn);
+    if (old && oldn)
+        memcpy(p, old, elem * (oldn < newn ? oldn : newn));
+    return p;
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t n)
+{
+    char *p = arena_alloc(a, n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+char *arena_strdup(Arena *a, const char *s)
+{
+    return arena_strndup(a, s, strlen(s));
+}
+
+char *arena_printf(Arena *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = arena_alloc(a, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+void arena_free(Arena *a)
+{
+    if (!a)
+        return;
+    for (Chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(a);
+}
+
+/* ---- string buffers ---- */
+
+static void sb_reserve(StrBuf *sb, size_t extra)
+{
+    if (sb->len + extra + 1 <= sb->cap)
+        return;
+    size_t cap = sb->cap ? sb->cap : 256;
+    while (cap < sb->len + extra + 1)
+        cap *= 2;
+    sb->buf = tc_xrealloc(sb->buf, cap);
+    sb->cap = cap;
+}
+
+void sb_putn(StrBuf *sb, const char *s, size_t n)
+{
+    sb_reserve(sb, n);
+    memcpy(sb->buf + sb->len, s, n);
+    sb->len += n;
+    sb->buf[sb->len] = 0;
+}
+
+void sb_putc(StrBuf *sb, char c) { sb_putn(sb, &c, 1); }
+void sb_puts(StrBuf *sb, const char *s) { sb_putn(sb, s, strlen(s)); }
+
+void sb_vprintf(StrBuf *sb, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return;
+    sb_reserve(sb, (size_t)n);
+    vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+    sb->len += (size_t)n;
+}
+
+void sb_printf(StrBuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(sb, fmt, ap);
+    va_end(ap);
+}
+
+char *sb_take(StrBuf *sb)
+{
+    char *p = sb->buf;
+    if (!p) {
+        p = tc_xmalloc(1);
+        p[0] = 0;
+    }
+    sb->buf = NULL;
+    sb->len = sb->cap = 0;
+    return p;
+}
+
+void sb_free(StrBuf *sb)
+{
+    free(sb->buf);
+    sb->buf = NULL;
+    sb->len = sb->cap = 0;
+}
+
+/* ---- diagnostics ---- */
+
+void diag_init(Diag *d, Arena *a)
+{
+    memset(d, 0, sizeof *d);
+    d->arena = a;
+    d->max_errors = 50;
+}
+
+void diag_add_source(Diag *d, const char *file, const char *text, size_t len)
+{
+    if (d->nsrcs == (int)TC_COUNTOF(d->srcs))
+        return;
+    d->srcs[d->nsrcs].file = file;
+    d->srcs[d->nsrcs].text = text;
+    d->srcs[d->nsrcs].len = len;
+    d->nsrcs++;
+}
+
+bool diag_too_many(const Diag *d)
+{
+    return d->nerrors >= (d->max_errors ? d->max_errors : 50);
+}
+
+void diag_vreport(Diag *d, Severity sev, Loc loc, const char *fmt, va_list ap)
+{
+    if (sev == SEV_ERROR && diag_too_many(d)) {
+        d->nerrors++;
+        return;
+    }
+    /* A note that follows a suppressed error is suppressed too. */
+    if (sev == SEV_NOTE && diag_too_many(d))
+        return;
+    if (d->n == d->cap) {
+        int cap = d->cap ? d->cap * 2 : 16;
+        d->recs = arena_grow(d->arena, d->recs, sizeof *d->recs, (size_t)d->n, (size_t)cap);
+        d->cap = cap;
+    }
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    char *msg = arena_alloc(d->arena, (size_t)(n < 0 ? 0 : n) + 1);
+    vsnprintf(msg, (size_t)(n < 0 ? 0 : n) + 1, fmt, ap);
+    d->recs[d->n++] = (DiagRec){ sev, loc, msg };
+    if (sev == SEV_ERROR)
+        d->nerrors++;
+}
+
+#define DIAG_FN(NAME, SEV)                                  \
+    void NAME(Diag *d, Loc loc, const char *fmt, ...)       \
+    {                                                       \
+        va_list ap;                                         \
+        va_start(ap, fmt);                                  \
+        diag_vreport(d, SEV, loc, fmt, ap);                 \
+        va_end(ap);                                         \
+    }
+DIAG_FN(diag_error, SEV_ERROR)
+DIAG_FN(diag_warning, SEV_WARNING)
+DIAG_FN(diag_note, SEV_NOTE)
+DIAG_FN(diag_remark, SEV_REMARK)
+#undef DIAG_FN
+
+void diag_internal_at(Diag *d, Loc loc, const char *cfile, int cline, const char *fmt, ...)
+{
+    StrBuf sb = { 0 };
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    /* Strip the build directory from the C file name. */
+    const char *base = cfile;
+    for (const char *p = cfile; *p; p++)
+        if (*p == '/' && (strncmp(p + 1, "frontend/", 9) == 0 || strncmp(p + 1, "ir/", 3) == 0 ||
+                          strncmp(p + 1, "passes/", 7) == 0 || strncmp(p + 1, "codegen/", 8) == 0 ||
+                          strncmp(p + 1, "lib/", 4) == 0 || strncmp(p + 1, "runtime/", 8) == 0))
+            base = p + 1;
+    diag_error(d, loc, "internal compiler error at %s:%d: %s", base, cline, sb.buf ? sb.buf : "");
+    sb_free(&sb);
+}
+
+static const char *sev_name(Severity s)
+{
+    switch (s) {
+    case SEV_ERROR: return "error";
+    case SEV_WARNING: return "warning";
+    case SEV_NOTE: return "note";
+    case SEV_REMARK: return "remark";
+    }
+    return "error";
+}
+
+/* Find the text of line `line` of `file`; returns its start and length. */
+static bool find_line(const Diag *d, const char *file, int line, const char **start, size_t *len)
+{
+    for (int i = 0; i < d->nsrcs; i++) {
+        if (!file || !d->srcs[i].file || strcmp(file, d->srcs[i].file) != 0)
+            continue;
+        const char *p = d->srcs[i].text, *end = p + d->srcs[i].len;
+        for (int l = 1; l < line && p < end; p++)
+            if (*p == '\n')
+                l++;
+        if (p > end || (p == end && line > 1 && p[-1] != '\n'))
+            return false;
+        const char *e = p;
+        while (e < end && *e != '\n')
+            e++;
+        *start = p;
+        *len = (size_t)(e - p);
+        return true;
+    }
+    return false;
+}
+
+void diag_render(const Diag *d, StrBuf *out)
+{
+    for (int i = 0; i < d->n; i++) {
+        const DiagRec *r = &d->recs[i];
+        if (r->loc.file && r->loc.line > 0)
+            sb_printf(out, "%s:%d:%d: ", r->loc.file, r->loc.line, r->loc.col);
+        else if (r->loc.file)
+            sb_printf(out, "%s: ", r->loc.file);
+        sb_printf(out, "%s: %s\n", sev_name(r->sev), r->msg);
+        const char *ls;
+        size_t ll;
+        if (r->loc.line > 0 && find_line(d, r->loc.file, r->loc.line, &ls, &ll)) {
+            sb_putn(out, ls, ll);
+            sb_putc(out, '\n');
+            /* Caret under the column; tabs in the line are kept so the caret
+             * lines up in a terminal. Non-printable bytes print as spaces. */
+            int col = r->loc.col > 0 ? r->loc.col : 1;
+            for (int c = 1; c < col && (size_t)(c - 1) < ll; c++)
+                sb_putc(out, ls[c - 1] == '\t' ? '\t' : ' ');
+            sb_puts(out, "^\n");
+        }
+    }
+    if (d->nerrors > (d->max_errors ? d->max_errors : 50))
+        sb_printf(out, "note: %d more errors not shown\n", d->nerrors - (d->max_errors ? d->max_errors : 50));
+}
+
+/* ---- misc ---- */
+
+uint64_t tc_hash64(const void *data, size_t n, uint64_t seed)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+double tc_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+char *tc_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    StrBuf sb = { 0 };
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_putn(&sb, buf, n);
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        sb_free(&sb);
+        errno = EIO;
+        return NULL;
+    }
+    if (len)
+        *len = sb.len;
+    return sb_take(&sb);
+}

@@ -1,0 +1,105 @@
+/* util.h - shared support for every layer of tilec: arenas, string
+ * buffers, source locations and the diagnostic collector.
+ *
+ * Ownership: everything allocated from an Arena lives until arena_free().
+ * A compilation owns one Arena; IR, AST and interned names all live in it.
+ */
+#ifndef TILEC_UTIL_H
+#define TILEC_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define TC_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
+
+#if defined(__GNUC__)
+#define TC_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define TC_NORETURN __attribute__((noreturn))
+#else
+#define TC_PRINTF(f, a)
+#define TC_NORETURN
+#endif
+
+/* ---- arena ---- */
+typedef struct Arena Arena;
+Arena *arena_new(void);
+void *arena_alloc(Arena *a, size_t n);          /* zeroed, 16-byte aligned */
+char *arena_strdup(Arena *a, const char *s);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...) TC_PRINTF(2, 3);
+void arena_free(Arena *a);                      /* NULL is a no-op */
+/* Grow an arena array (old contents copied; old block stays in the arena). */
+void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn);
+
+/* Fatal out-of-memory / internal error: prints and aborts. Library code
+ * reports internal errors through diag_internal() where it can instead. */
+TC_NORETURN void tc_fatal(const char *file, int line, const char *fmt, ...) TC_PRINTF(3, 4);
+#define TC_FATAL(...) tc_fatal(__FILE__, __LINE__, __VA_ARGS__)
+void *tc_xmalloc(size_t n);
+void *tc_xrealloc(void *p, size_t n);
+
+/* ---- string buffer (heap, owned by the StrBuf) ---- */
+typedef struct StrBuf {
+    char *buf;   /* NUL-terminated when non-NULL */
+    size_t len, cap;
+} StrBuf;
+void sb_putc(StrBuf *sb, char c);
+void sb_puts(StrBuf *sb, const char *s);
+void sb_putn(StrBuf *sb, const char *s, size_t n);
+void sb_printf(StrBuf *sb, const char *fmt, ...) TC_PRINTF(2, 3);
+void sb_vprintf(StrBuf *sb, const char *fmt, va_list ap);
+char *sb_take(StrBuf *sb);   /* caller owns the result (free()); sb is reset */
+void sb_free(StrBuf *sb);
+
+/* ---- source locations ---- */
+typedef struct Loc {
+    const char *file;   /* interned in the compilation arena; may be NULL */
+    int line, col;      /* 1-based; 0 = unknown */
+} Loc;
+
+/* ---- diagnostics ----
+ * The library collects diagnostics and keeps going; only the CLI exits.
+ * Each source file registered with diag_add_source() lets errors print the
+ * source line and a caret. */
+typedef enum { SEV_ERROR = 0, SEV_WARNING = 1, SEV_NOTE = 2, SEV_REMARK = 3 } Severity;
+
+typedef struct DiagRec {
+    Severity sev;
+    Loc loc;
+    char *msg;          /* arena-owned */
+} DiagRec;
+
+typedef struct Diag {
+    Arena *arena;
+    DiagRec *recs;
+    int n, cap;
+    int nerrors;
+    int max_errors;     /* stop collecting after this many errors (0 = 50) */
+    struct { const char *file; const char *text; size_t len; } srcs[8];
+    int nsrcs;
+} Diag;
+
+void diag_init(Diag *d, Arena *a);
+void diag_add_source(Diag *d, const char *file, const char *text, size_t len);
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) TC_PRINTF(3, 4);
+void diag_warning(Diag *d, Loc loc, const char *fmt, ...) TC_PRINTF(3, 4);
+void diag_note(Diag *d, Loc loc, const char *fmt, ...) TC_PRINTF(3, 4);
+void diag_remark(Diag *d, Loc loc, const char *fmt, ...) TC_PRINTF(3, 4);
+void diag_vreport(Diag *d, Severity sev, Loc loc, const char *fmt, va_list ap);
+/* An internal compiler error: says so, with the C source position. */
+#define diag_internal(d, loc, ...) diag_internal_at((d), (loc), __FILE__, __LINE__, __VA_ARGS__)
+void diag_internal_at(Diag *d, Loc loc, const char *cfile, int cline, const char *fmt, ...) TC_PRINTF(5, 6);
+/* Render every record as `file:line:col: error: msg`, source line, caret. */
+void diag_render(const Diag *d, StrBuf *out);
+bool diag_too_many(const Diag *d);
+
+/* ---- misc ---- */
+uint64_t tc_hash64(const void *data, size_t n, uint64_t seed);  /* FNV-1a */
+double tc_now(void);  /* monotonic seconds */
+/* Read a whole file into malloc'd memory with a NUL sentinel. NULL on error
+ * (errno set). Caller frees. */
+char *tc_read_file(const char *path, size_t *len);
+
+#endif

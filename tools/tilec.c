@@ -1,0 +1,2 @@
+/* placeholder CLI */
+int main(void) { return 0; }
