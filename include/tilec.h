@@ -64,6 +64,12 @@ typedef struct tilec_options {
     int print_locs;           /* nonzero: Tile IR text carries loc(line:col) */
     int verify_each;          /* default 1: run the IR verifier between passes */
     int report;               /* nonzero: collect the decisions report */
+    /* Fields below were added after 0.1.0's first layout; struct_size tells
+     * the library whether a caller's struct has them. */
+    const char *passes;       /* comma-separated subset of the pipeline to run (in
+                                 table order); NULL = all passes, "" = none */
+    const char *language;     /* "tile" or "tir"; NULL = by the name's extension
+                                 (".tir" -> Tile IR text, anything else -> tile) */
 } tilec_options;
 
 void tilec_options_init(tilec_options *opts);

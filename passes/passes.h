@@ -23,6 +23,7 @@ typedef struct PassCtx {
     StrBuf *dump;              /* where --print-after output goes */
     StrBuf *timing;            /* where --time-passes output goes */
     StrBuf *remarks;           /* decisions passes explain (the report) */
+    const char *only;          /* comma-separated passes to run (table order); NULL = all */
 } PassCtx;
 
 typedef int (*PassFn)(Module *m, PassCtx *ctx);

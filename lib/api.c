@@ -1,0 +1,581 @@
+/* api.c - the public API (include/tilec.h): options, the compile flow
+ * (read -> lex -> parse -> lower -> verify -> passes -> print -> codegen),
+ * target resolution, and results that own everything they hand out.
+ *
+ * A tilec_result owns one Arena; every string it returns (outputs, diagnostic
+ * files and messages, rendered text) lives in that arena and dies with
+ * tilec_result_free. The library keeps no global mutable state: the only
+ * static data is read-only tables and the version string, built once under
+ * pthread_once.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "tilec.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "frontend/frontend.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
+
+enum { NOUT = TILEC_OUT_REPORT + 1 };
+
+struct tilec_result {
+    Arena *arena;
+    Diag diag;
+    tilec_status status;
+    const char *arch;
+    const char *text[NOUT];
+    tilec_diag *diags;
+    size_t ndiags;
+    const char *diag_text;
+};
+
+/* One compilation: the result being filled plus the scratch buffers. */
+typedef struct Job {
+    tilec_result *r;
+    tilec_options o;
+    const char *name;
+    StrBuf dump, timing, remarks, cgreport;
+    double t_start;
+} Job;
+
+/* ---- options ---- */
+
+void tilec_options_init(tilec_options *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = sizeof *opts;
+    opts->opt_level = 3;
+    opts->emit = TILEC_EMIT_PTX;
+    opts->verify_each = 1;
+}
+
+/* Copy the caller's options; fields past its struct_size keep their defaults. */
+static void copy_options(tilec_options *dst, const tilec_options *src)
+{
+    tilec_options_init(dst);
+    if (!src)
+        return;
+    size_t n = src->struct_size;
+    if (n == 0 || n > sizeof *dst)
+        n = sizeof *dst;
+    memcpy(dst, src, n);
+    dst->struct_size = sizeof *dst;
+}
+
+/* ---- targets ---- */
+
+static const char *const valid_archs[] = { "sm_86", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f" };
+
+/* The target compiled for, or NULL if `arch` is not one tilec knows. */
+static const char *resolve_arch(const char *arch, int family_portable)
+{
+    if (!arch)
+        return "sm_90a";
+    if (strcmp(arch, "sm_90") == 0)
+        return family_portable ? "sm_90" : "sm_90a";
+    if (strcmp(arch, "sm_100") == 0)
+        return family_portable ? "sm_100f" : "sm_100a";
+    for (size_t i = 0; i < TC_COUNTOF(valid_archs); i++)
+        if (strcmp(arch, valid_archs[i]) == 0)
+            return valid_archs[i];
+    return NULL;
+}
+
+static void arch_error(Job *j, const char *arch)
+{
+    StrBuf sb = { 0 };
+    for (size_t i = 0; i < TC_COUNTOF(valid_archs); i++)
+        sb_printf(&sb, "%s%s", i ? ", " : "", valid_archs[i]);
+    diag_error(&j->r->diag, (Loc){ 0 }, "unknown target architecture '%s' (valid: %s)", arch, sb.buf);
+    sb_free(&sb);
+}
+
+/* Resolve the arch and say which target a generic name picked. */
+static bool set_arch(Job *j)
+{
+    const char *a = j->o.arch;
+    const char *res = resolve_arch(a, j->o.family_portable);
+    if (!res) {
+        arch_error(j, a);
+        return false;
+    }
+    j->r->arch = res;
+    if (a && strcmp(a, res) != 0) {
+        bool is100 = strcmp(a, "sm_100") == 0;
+        if (j->o.family_portable)
+            diag_remark(&j->r->diag, (Loc){ 0 }, "compiling for %s, the family-portable target for %s", res, a);
+        else
+            diag_remark(&j->r->diag, (Loc){ 0 },
+                        "compiling for %s, the arch-specific target for %s; -family-portable gives %s", res, a,
+                        is100 ? "sm_100f" : "sm_90");
+    }
+    return true;
+}
+
+/* ---- option checks ---- */
+
+static bool is_print_after_name(const char *n)
+{
+    return strcmp(n, "*") == 0 || strcmp(n, "lower") == 0 || pass_lookup(n) != NULL;
+}
+
+static void pass_names(StrBuf *sb)
+{
+    for (int i = 0; i < tc_npasses; i++)
+        sb_printf(sb, "%s%s", i ? ", " : "", tc_pass_table[i].name);
+}
+
+static bool bad_pass_name(Job *j, const char *what, const char *n, size_t len)
+{
+    StrBuf sb = { 0 };
+    pass_names(&sb);
+    diag_error(&j->r->diag, (Loc){ 0 }, "unknown pass '%.*s' in %s (passes: %s)", (int)len, n, what,
+               sb.buf ? sb.buf : "");
+    sb_free(&sb);
+    return false;
+}
+
+static bool check_pass_list(Job *j)
+{
+    const char *p = j->o.passes;
+    while (p && *p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char name[64];
+        if (n > 0) {
+            if (n >= sizeof name)
+                return bad_pass_name(j, "--passes", p, n);
+            memcpy(name, p, n);
+            name[n] = 0;
+            if (!pass_lookup(name))
+                return bad_pass_name(j, "--passes", p, n);
+        }
+        p = e ? e + 1 : NULL;
+    }
+    return true;
+}
+
+static bool check_options(Job *j)
+{
+    Diag *d = &j->r->diag;
+    if (j->o.opt_level < 0 || j->o.opt_level > 3) {
+        diag_error(d, (Loc){ 0 }, "optimisation level %d out of range (0..3)", j->o.opt_level);
+        return false;
+    }
+    if ((unsigned)j->o.emit > TILEC_EMIT_PTX) {
+        diag_error(d, (Loc){ 0 }, "unknown emit kind %d", (int)j->o.emit);
+        return false;
+    }
+    if (j->o.ndefines && !j->o.defines) {
+        diag_error(d, (Loc){ 0 }, "defines is NULL but ndefines is %zu", j->o.ndefines);
+        return false;
+    }
+    for (size_t i = 0; i < j->o.ndefines; i++)
+        if (!j->o.defines[i].name || !j->o.defines[i].value) {
+            diag_error(d, (Loc){ 0 }, "define %zu has a NULL name or value", i);
+            return false;
+        }
+    for (size_t i = 0; i < j->o.nprint_after; i++) {
+        const char *n = j->o.print_after ? j->o.print_after[i] : NULL;
+        if (!n || !is_print_after_name(n))
+            return bad_pass_name(j, "--print-after", n ? n : "(null)", n ? strlen(n) : 6);
+    }
+    return check_pass_list(j) && set_arch(j);
+}
+
+/* ---- results ---- */
+
+static tilec_result *result_new(void)
+{
+    Arena *a = arena_new();
+    tilec_result *r = arena_alloc(a, sizeof *r);
+    r->arena = a;
+    diag_init(&r->diag, a);
+    return r;
+}
+
+static void set_text(Job *j, tilec_output which, const StrBuf *sb)
+{
+    j->r->text[which] = arena_strndup(j->r->arena, sb->buf ? sb->buf : "", sb->len);
+}
+
+static bool is_internal(const char *msg)
+{
+    return strncmp(msg, "internal compiler error", 23) == 0;
+}
+
+/* The status that the errors collected so far stand for. */
+static tilec_status status_from_diag(const Diag *d, tilec_status input_kind)
+{
+    if (d->nerrors == 0)
+        return TILEC_OK;
+    for (int i = 0; i < d->n; i++)
+        if (d->recs[i].sev == SEV_ERROR && is_internal(d->recs[i].msg))
+            return TILEC_ERR_INTERNAL;
+    return input_kind;
+}
+
+/* Copy the Diag records into the public records and render them. */
+static void finish_diags(tilec_result *r)
+{
+    Diag *d = &r->diag;
+    r->ndiags = (size_t)d->n;
+    r->diags = arena_alloc(r->arena, sizeof(tilec_diag) * (r->ndiags ? r->ndiags : 1));
+    for (int i = 0; i < d->n; i++) {
+        const DiagRec *x = &d->recs[i];
+        r->diags[i] = (tilec_diag){ (tilec_severity)x->sev, x->loc.file ? x->loc.file : "",
+                                    x->loc.line, x->loc.col, x->msg };
+    }
+    StrBuf sb = { 0 };
+    diag_render(d, &sb);
+    r->diag_text = arena_strndup(r->arena, sb.buf ? sb.buf : "", sb.len);
+    sb_free(&sb);
+}
+
+/* ---- the compile flow ---- */
+
+static void time_row(Job *j, const char *what, double t0)
+{
+    if (j->o.time_passes)
+        sb_printf(&j->timing, "%12.3f  %s\n", (tc_now() - t0) * 1e3, what);
+}
+
+static bool wants_print(const Job *j, const char *name)
+{
+    for (size_t i = 0; i < j->o.nprint_after; i++)
+        if (strcmp(j->o.print_after[i], "*") == 0 || strcmp(j->o.print_after[i], name) == 0)
+            return true;
+    return false;
+}
+
+static bool is_tir(const Job *j)
+{
+    if (j->o.language)
+        return strcmp(j->o.language, "tir") == 0;
+    size_t n = strlen(j->name);
+    return n >= 4 && strcmp(j->name + n - 4, ".tir") == 0;
+}
+
+static bool check_language(Job *j)
+{
+    const char *l = j->o.language;
+    if (l && strcmp(l, "tir") != 0 && strcmp(l, "tile") != 0) {
+        diag_error(&j->r->diag, (Loc){ 0 }, "unknown input language '%s' (valid: tile, tir)", l);
+        return false;
+    }
+    if (is_tir(j) && j->o.emit < TILEC_EMIT_TIR) {
+        diag_error(&j->r->diag, (Loc){ j->name, 0, 0 }, "--emit=%s needs a .tile input, not Tile IR text",
+                   j->o.emit == TILEC_EMIT_TOKENS ? "tokens" : "ast");
+        return false;
+    }
+    return true;
+}
+
+/* Front end: source -> Module (or tokens / AST output). NULL when it stops. */
+static Module *front_end(Job *j, const char *src, size_t len)
+{
+    Arena *a = j->r->arena;
+    Diag *d = &j->r->diag;
+    double t0 = tc_now();
+    if (is_tir(j)) {
+        Module *m = ir_parse(a, j->name, src, len, d);
+        time_row(j, "parse-tir", t0);
+        return d->nerrors ? NULL : m;
+    }
+    TokenList tl = fe_lex(a, j->name, src, len, d);
+    time_row(j, "lex", t0);
+    if (d->nerrors)
+        return NULL;
+    if (j->o.emit == TILEC_EMIT_TOKENS) {
+        StrBuf sb = { 0 };
+        fe_print_tokens(&tl, &sb);
+        set_text(j, TILEC_OUT_TOKENS, &sb);
+        sb_free(&sb);
+        return NULL;
+    }
+    t0 = tc_now();
+    AstModule *ast = fe_parse(a, &tl, d);
+    time_row(j, "parse", t0);
+    if (d->nerrors || !ast)
+        return NULL;
+    if (j->o.emit == TILEC_EMIT_AST) {
+        StrBuf sb = { 0 };
+        fe_print_ast(ast, &sb);
+        set_text(j, TILEC_OUT_AST, &sb);
+        sb_free(&sb);
+        return NULL;
+    }
+    FeDefine *defs = arena_alloc(a, sizeof(FeDefine) * (j->o.ndefines + 1));
+    for (size_t i = 0; i < j->o.ndefines; i++)
+        defs[i] = (FeDefine){ j->o.defines[i].name, j->o.defines[i].value };
+    t0 = tc_now();
+    Module *m = fe_lower(a, ast, j->name, defs, (int)j->o.ndefines, d);
+    time_row(j, "lower", t0);
+    return d->nerrors ? NULL : m;
+}
+
+static void print_ir(Job *j, const Module *m, StrBuf *out)
+{
+    PrintOpts po = { j->o.print_locs != 0 };
+    ir_print_module(m, &po, out);
+}
+
+/* Verify the input IR, print it for --print-after=lower, run the passes. */
+static bool middle_end(Job *j, Module *m)
+{
+    Diag *d = &j->r->diag;
+    double t0 = tc_now();
+    if (ir_verify(m, is_tir(j) ? "parse" : "lower", d))
+        return false;
+    time_row(j, "verify", t0);
+    if (wants_print(j, "lower")) {
+        sb_puts(&j->dump, "// -----// IR after lower //----- //\n");
+        print_ir(j, m, &j->dump);
+    }
+    PassCtx ctx = { 0 };
+    ctx.diag = d;
+    ctx.arch = j->r->arch;
+    ctx.opt_level = j->o.opt_level;
+    ctx.print_after = j->o.print_after;
+    ctx.nprint_after = (int)j->o.nprint_after;
+    ctx.verify_each = j->o.verify_each != 0;
+    ctx.time_passes = j->o.time_passes != 0;
+    ctx.print_locs = j->o.print_locs != 0;
+    ctx.dump = &j->dump;
+    ctx.timing = &j->timing;
+    ctx.remarks = &j->remarks;
+    ctx.only = j->o.passes;
+    return passes_run(m, &ctx) == 0 && d->nerrors == 0;
+}
+
+static void back_end(Job *j, Module *m)
+{
+    Diag *d = &j->r->diag;
+    if (!cg_arch_supported(j->r->arch)) {
+        diag_error(d, (Loc){ 0 }, "code generation for %s is not available in this build (use --emit=tir)",
+                   j->r->arch);
+        j->r->status = TILEC_ERR_UNSUPPORTED;
+        return;
+    }
+    CgOptions co = { j->r->arch, j->o.opt_level, j->o.emit >= TILEC_EMIT_LLVM, j->o.emit == TILEC_EMIT_PTX };
+    CgResult cr;
+    memset(&cr, 0, sizeof cr);
+    int nerr = cg_compile(m, &co, &cr, d, j->o.time_passes ? &j->timing : NULL);
+    if (nerr == 0 && d->nerrors == 0) {
+        if (co.want_llvm && cr.llvm_ir.buf)
+            set_text(j, TILEC_OUT_LLVM, &cr.llvm_ir);
+        if (co.want_ptx && cr.ptx.buf)
+            set_text(j, TILEC_OUT_PTX, &cr.ptx);
+        if (cr.meta.buf)
+            set_text(j, TILEC_OUT_META, &cr.meta);
+    }
+    if (cr.report.buf)
+        sb_putn(&j->cgreport, cr.report.buf, cr.report.len);
+    sb_free(&cr.llvm_ir);
+    sb_free(&cr.ptx);
+    sb_free(&cr.meta);
+    sb_free(&cr.report);
+}
+
+static void report_section(StrBuf *out, const char *title, const StrBuf *body)
+{
+    sb_printf(out, "== %s ==\n", title);
+    if (body->len)
+        sb_putn(out, body->buf, body->len);
+    else
+        sb_puts(out, "no decisions yet\n");
+}
+
+static void finish_outputs(Job *j)
+{
+    if (j->dump.len)
+        set_text(j, TILEC_OUT_DUMP, &j->dump);
+    if (j->o.time_passes) {
+        StrBuf t = { 0 };
+        sb_puts(&t, "===-- tilec pass timing --===\n   time (ms)  stage\n");
+        if (j->timing.buf)
+            sb_putn(&t, j->timing.buf, j->timing.len);
+        sb_printf(&t, "%12.3f  total\n", (tc_now() - j->t_start) * 1e3);
+        set_text(j, TILEC_OUT_TIMING, &t);
+        sb_free(&t);
+    }
+    if (j->o.report) {
+        StrBuf rep = { 0 };
+        sb_printf(&rep, "tilec report: %s for %s\n\n", j->name, j->r->arch ? j->r->arch : "?");
+        report_section(&rep, "bounds", &j->remarks);
+        sb_putc(&rep, '\n');
+        report_section(&rep, "code generation", &j->cgreport);
+        set_text(j, TILEC_OUT_REPORT, &rep);
+        sb_free(&rep);
+    }
+}
+
+static void run_job(Job *j, const char *src, size_t len)
+{
+    Module *m = front_end(j, src, len);
+    if (!m || j->o.emit < TILEC_EMIT_TIR)
+        return;
+    if (!middle_end(j, m))
+        return;
+    StrBuf sb = { 0 };
+    print_ir(j, m, &sb);
+    set_text(j, TILEC_OUT_TIR, &sb);
+    sb_free(&sb);
+    if (j->o.emit >= TILEC_EMIT_LLVM)
+        back_end(j, m);
+}
+
+/* Compile `len` bytes of `src` (copied). `r` already holds any earlier diags. */
+static tilec_status compile(tilec_result *r, const char *name, const char *src, size_t len,
+                            const tilec_options *opts)
+{
+    Job j;
+    memset(&j, 0, sizeof j);
+    j.r = r;
+    j.t_start = tc_now();
+    copy_options(&j.o, opts);
+    j.name = arena_strdup(r->arena, name);
+    char *text = arena_strndup(r->arena, src, len);
+    diag_add_source(&r->diag, j.name, text, len);
+    r->status = TILEC_OK;
+    if (!check_options(&j) || !check_language(&j))
+        r->status = TILEC_ERR_USAGE;
+    else
+        run_job(&j, text, len);
+    if (r->status == TILEC_OK)
+        r->status = status_from_diag(&r->diag, TILEC_ERR_INPUT);
+    finish_outputs(&j);
+    sb_free(&j.dump);
+    sb_free(&j.timing);
+    sb_free(&j.remarks);
+    sb_free(&j.cgreport);
+    finish_diags(r);
+    return r->status;
+}
+
+/* A result that holds one usage / I/O error. */
+static tilec_status fail_early(tilec_result **out, tilec_status st, const char *file, const char *msg)
+{
+    tilec_result *r = result_new();
+    diag_error(&r->diag, (Loc){ file ? arena_strdup(r->arena, file) : NULL, 0, 0 }, "%s", msg);
+    r->status = st;
+    finish_diags(r);
+    if (out)
+        *out = r;
+    else
+        tilec_result_free(r);
+    return st;
+}
+
+tilec_status tilec_compile_string(const char *name, const char *src, size_t len,
+                                  const tilec_options *opts, tilec_result **out)
+{
+    if (out)
+        *out = NULL;
+    if (!src)
+        return fail_early(out, TILEC_ERR_USAGE, NULL, "source text is NULL");
+    tilec_result *r = result_new();
+    tilec_status st = compile(r, name ? name : "<string>", src, len, opts);
+    if (out)
+        *out = r;
+    else
+        tilec_result_free(r);
+    return st;
+}
+
+tilec_status tilec_compile_file(const char *path, const tilec_options *opts, tilec_result **out)
+{
+    if (out)
+        *out = NULL;
+    if (!path)
+        return fail_early(out, TILEC_ERR_USAGE, NULL, "file path is NULL");
+    size_t len = 0;
+    char *text = tc_read_file(path, &len);
+    if (!text) {
+        char ebuf[128] = "unknown error", msg[1200];
+        strerror_r(errno, ebuf, sizeof ebuf);
+        snprintf(msg, sizeof msg, "cannot open '%s': %s", path, ebuf);
+        return fail_early(out, TILEC_ERR_IO, NULL, msg);
+    }
+    tilec_status st = tilec_compile_string(path, text, len, opts, out);
+    free(text);
+    return st;
+}
+
+void tilec_result_free(tilec_result *r)
+{
+    if (r)
+        arena_free(r->arena);
+}
+
+/* ---- accessors ---- */
+
+tilec_status tilec_result_status(const tilec_result *r) { return r ? r->status : TILEC_ERR_USAGE; }
+
+const char *tilec_result_text(const tilec_result *r, tilec_output which)
+{
+    return r && (unsigned)which < NOUT ? r->text[which] : NULL;
+}
+
+const char *tilec_result_arch(const tilec_result *r) { return r ? r->arch : NULL; }
+
+size_t tilec_result_num_diags(const tilec_result *r) { return r ? r->ndiags : 0; }
+
+const tilec_diag *tilec_result_diag(const tilec_result *r, size_t i)
+{
+    return r && i < r->ndiags ? &r->diags[i] : NULL;
+}
+
+const char *tilec_result_diag_text(const tilec_result *r) { return r ? r->diag_text : NULL; }
+
+const char *tilec_status_string(tilec_status s)
+{
+    switch (s) {
+    case TILEC_OK: return "ok";
+    case TILEC_ERR_INPUT: return "input error";
+    case TILEC_ERR_USAGE: return "usage error";
+    case TILEC_ERR_IO: return "I/O error";
+    case TILEC_ERR_NOMEM: return "out of memory";
+    case TILEC_ERR_INTERNAL: return "internal compiler error";
+    case TILEC_ERR_UNSUPPORTED: return "unsupported";
+    }
+    return "unknown status";
+}
+
+/* The version string is built once (it asks codegen for LLVM's version). */
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+static char version_buf[64];
+
+static void version_init(void)
+{
+    const char *llvm = cg_llvm_version();
+    if (!llvm || strcmp(llvm, "none") == 0)
+        snprintf(version_buf, sizeof version_buf, "%d.%d.%d (no LLVM)", TILEC_VERSION_MAJOR,
+                 TILEC_VERSION_MINOR, TILEC_VERSION_PATCH);
+    else
+        snprintf(version_buf, sizeof version_buf, "%d.%d.%d (LLVM %s)", TILEC_VERSION_MAJOR,
+                 TILEC_VERSION_MINOR, TILEC_VERSION_PATCH, llvm);
+}
+
+const char *tilec_version(void)
+{
+    pthread_once(&version_once, version_init);
+    return version_buf;
+}
+
+size_t tilec_num_passes(void) { return (size_t)tc_npasses; }
+
+const char *tilec_pass_name(size_t i) { return i < (size_t)tc_npasses ? tc_pass_table[i].name : NULL; }
+
+const char *tilec_pass_summary(size_t i)
+{
+    return i < (size_t)tc_npasses ? tc_pass_table[i].summary : NULL;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite: normal build + ctest; ASan/UBSan build + ctest;
+# the front-end fuzzer for a bounded time on the checked-in corpus.
+# FUZZ_SECONDS (default 120) bounds the fuzzing run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/lib/llvm-22/bin:$PATH"
+FUZZ_SECONDS=${FUZZ_SECONDS:-120}
+J=$(nproc)
+
+echo "== build (RelWithDebInfo)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$J"
+echo "== tests"
+(cd build && ctest --output-on-failure -j"$J")
+
+echo "== build (ASan + UBSan)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTILEC_SANITIZE=ON
+cmake --build build-asan -j"$J"
+echo "== tests under ASan + UBSan"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+   ctest --output-on-failure -j"$J")
+
+echo "== fuzz the front end for ${FUZZ_SECONDS}s"
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTILEC_FUZZ=ON -DTILEC_SANITIZE=ON
+cmake --build build-fuzz -j"$J" --target fuzz_frontend
+mkdir -p build-fuzz/corpus
+./build-fuzz/bin/fuzz_frontend -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=4096 \
+   -dict=tests/fuzz/tile.dict build-fuzz/corpus tests/fuzz/corpus 2>&1 | tail -n 5
+echo "fuzz: no crash, hang or sanitizer report in ${FUZZ_SECONDS}s"
