@@ -67,9 +67,9 @@ static uint32_t fmt_encode(const FloatFmt *f, double r)
 {
     uint32_t sign = signbit(r) ? 1u << (f->mbits + f->ebits) : 0;
     uint32_t expmask = (1u << f->ebits) - 1;
-    if (isnan(r))
-        return sign | (expmask << f->mbits) | ((1u << f->mbits) - 1) >> (f->has_inf ? 1 : 0) |
-               (f->has_inf ? 1u << (f->mbits - 1) : 0);
+    if (isnan(r))   /* quiet NaN; e4m3 has the single code S.1111.111 */
+        return sign | (expmask << f->mbits) |
+               (f->has_inf ? 1u << (f->mbits - 1) : (1u << f->mbits) - 1);
     if (isinf(r))
         return sign | (expmask << f->mbits);
     double a = fabs(r);
@@ -109,13 +109,15 @@ static int64_t wrap_double(double x, int bits, bool is_signed)
     if (isnan(x) || isinf(x))
         return 0;
     double t = trunc(x);
-    if (fabs(t) >= 9223372036854775808.0) {
+    uint64_t u;
+    if (fabs(t) < 9223372036854775808.0) {
+        u = (uint64_t)(int64_t)t;
+    } else {   /* reduce modulo 2^64 into [0, 2^64) */
         t = fmod(t, 18446744073709551616.0);
         if (t < 0)
             t += 18446744073709551616.0;
+        u = t >= 18446744073709551616.0 ? 0 : (uint64_t)t;
     }
-    uint64_t u = t >= 9223372036854775808.0 ? (uint64_t)t
-                 : t < 0 ? (uint64_t)(int64_t)t : (uint64_t)(int64_t)t;
     if (bits < 64) {
         u &= (UINT64_C(1) << bits) - 1;
         if (is_signed && (u >> (bits - 1)) & 1)

@@ -207,9 +207,14 @@ static void set_text(Job *j, tilec_output which, const StrBuf *sb)
     j->r->text[which] = arena_strndup(j->r->arena, sb->buf ? sb->buf : "", sb->len);
 }
 
+/* Internal errors: diag_internal(), and the verifier failing on IR that the
+ * compiler made (after lowering or a pass; not on .tir input it parsed). */
 static bool is_internal(const char *msg)
 {
-    return strncmp(msg, "internal compiler error", 23) == 0;
+    static const char vpre[] = "verifier failed after pass '";
+    if (strncmp(msg, "internal compiler error", 23) == 0)
+        return true;
+    return strncmp(msg, vpre, sizeof vpre - 1) == 0 && strncmp(msg + sizeof vpre - 1, "parse'", 6) != 0;
 }
 
 /* The status that the errors collected so far stand for. */
@@ -236,6 +241,11 @@ static void finish_diags(tilec_result *r)
     }
     StrBuf sb = { 0 };
     diag_render(d, &sb);
+    /* A source line may hold NUL bytes; the text is a C string, so they
+     * render as spaces (like other non-printable bytes under the caret). */
+    for (size_t i = 0; i < sb.len; i++)
+        if (sb.buf[i] == 0)
+            sb.buf[i] = ' ';
     r->diag_text = arena_strndup(r->arena, sb.buf ? sb.buf : "", sb.len);
     sb_free(&sb);
 }

@@ -1,2 +1,354 @@
-/* placeholder CLI */
-int main(void) { return 0; }
+/* tilec.c - the command-line compiler: a thin client of libtilec
+ * (include/tilec.h) with nvcc/clang conventions.
+ *
+ * Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 I/O
+ * errors, 4 internal compiler errors. Diagnostics, --print-after dumps and
+ * --time-passes go to stderr; the output goes to -o FILE or stdout.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec.h"
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_IO = 3, EXIT_INTERNAL = 4 };
+
+typedef struct Cli {
+    tilec_options o;
+    const char *file;
+    const char *out;
+    const char *lang;
+    tilec_define *defs; size_t ndefs;
+    const char **pa; size_t npa;
+    int help, version;
+} Cli;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "tilec: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see tilec --help)\n");
+    return EXIT_USAGE;
+}
+
+static void print_help(void)
+{
+    printf("usage: tilec FILE [options]\n"
+           "Compile a tile-language kernel (.tile) or Tile IR text (.tir) to PTX.\n"
+           "FILE '-' reads the standard input (tile language; -x tir for Tile IR).\n\n"
+           "options:\n"
+           "  -arch=ARCH, -arch ARCH  target: sm_86, sm_90, sm_90a, sm_100, sm_100a, sm_100f\n"
+           "                          (default sm_90a; sm_90/sm_100 pick the arch-specific target)\n"
+           "  -family-portable        sm_100 gives family-portable sm_100f, sm_90 plain sm_90\n"
+           "  -o FILE                 write the output to FILE (default: stdout); with\n"
+           "                          --emit=ptx the kernel metadata goes beside it as FILE.meta\n"
+           "  -DNAME=VALUE, -D NAME=VALUE\n"
+           "                          set a compile-time parameter of the kernel\n"
+           "  --emit=KIND             tokens, ast, tir, llvm or ptx (default ptx)\n"
+           "  -O0 -O1 -O2 -O3         optimisation level (default -O3)\n"
+           "  -x LANG                 input language: tile or tir (default: by extension)\n"
+           "  --passes=LIST           run only these passes (comma-separated, table order);\n"
+           "                          --passes= runs none\n"
+           "  --print-after=NAME      print the IR after pass NAME to stderr (repeatable;\n"
+           "                          'lower' prints it before the first pass)\n"
+           "  --print-after-all       print the IR after every pass\n"
+           "  --print-locs            Tile IR text carries loc(line:col)\n"
+           "  --no-verify             do not run the IR verifier between passes\n"
+           "  --time-passes           print a per-stage timing table to stderr\n"
+           "  --report                print what the compiler decided, and why\n"
+           "  --help                  show this help\n"
+           "  --version               show the version\n\n"
+           "passes (in pipeline order):\n");
+    for (size_t i = 0; i < tilec_num_passes(); i++)
+        printf("  %-22s  %s\n", tilec_pass_name(i), tilec_pass_summary(i));
+    printf("\nexit status: 0 success, 1 errors in the input, 2 usage error, 3 I/O error,\n"
+           "4 internal compiler error\n");
+}
+
+/* -DNAME=VALUE: `text` is what follows -D. */
+static int add_define(Cli *c, const char *text)
+{
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text || !eq[1])
+        return usage_error("bad define '%s': expected -DNAME=VALUE", text);
+    size_t n = (size_t)(eq - text);
+    char *name = malloc(n + 1);
+    memcpy(name, text, n);
+    name[n] = 0;
+    c->defs = realloc(c->defs, sizeof *c->defs * (c->ndefs + 1));
+    c->defs[c->ndefs++] = (tilec_define){ name, eq + 1 };
+    return 0;
+}
+
+static void add_print_after(Cli *c, const char *name)
+{
+    c->pa = realloc(c->pa, sizeof *c->pa * (c->npa + 1));
+    c->pa[c->npa++] = name;
+}
+
+static int set_emit(Cli *c, const char *k)
+{
+    static const char *const names[] = { "tokens", "ast", "tir", "llvm", "ptx" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(k, names[i]) == 0) {
+            c->o.emit = (tilec_emit)i;
+            return 0;
+        }
+    return usage_error("unknown --emit kind '%s' (valid: tokens, ast, tir, llvm, ptx)", k);
+}
+
+/* The argument of an option spelt `-opt=V` or `-opt V`; NULL if missing. */
+static const char *opt_value(int argc, char **argv, int *i, const char *opt)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(opt);
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] == 0 && *i + 1 < argc)
+        return argv[++*i];
+    return NULL;
+}
+
+static bool is_opt(const char *a, const char *opt)
+{
+    size_t n = strlen(opt);
+    return strncmp(a, opt, n) == 0 && (a[n] == 0 || a[n] == '=');
+}
+
+/* Options that take a value. Returns -1 if `a` is not one of them. */
+static int parse_valued(Cli *c, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i], *v;
+    if (is_opt(a, "-arch") || is_opt(a, "--arch")) {
+        if (!(v = opt_value(argc, argv, i, a[1] == '-' ? "--arch" : "-arch")))
+            return usage_error("option '%s' needs an architecture", a);
+        c->o.arch = v;
+        return 0;
+    }
+    if (strcmp(a, "-o") == 0 || strcmp(a, "-x") == 0) {
+        if (*i + 1 >= argc)
+            return usage_error("option '%s' needs an argument", a);
+        *(a[1] == 'o' ? &c->out : &c->lang) = argv[++*i];
+        return 0;
+    }
+    if (strncmp(a, "-D", 2) == 0) {
+        if (a[2])
+            return add_define(c, a + 2);
+        if (*i + 1 >= argc)
+            return usage_error("option '%s' needs NAME=VALUE", a);
+        return add_define(c, argv[++*i]);
+    }
+    if (strncmp(a, "--emit=", 7) == 0)
+        return set_emit(c, a + 7);
+    if (strncmp(a, "--passes=", 9) == 0) {
+        c->o.passes = a + 9;
+        return 0;
+    }
+    if (strncmp(a, "--print-after=", 14) == 0) {
+        add_print_after(c, a + 14);
+        return 0;
+    }
+    return -1;
+}
+
+/* Flags without a value. Returns -1 if `a` is not one of them. */
+static int parse_flag(Cli *c, const char *a)
+{
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+        c->help = 1;
+    else if (strcmp(a, "--version") == 0)
+        c->version = 1;
+    else if (strcmp(a, "-family-portable") == 0 || strcmp(a, "--family-portable") == 0)
+        c->o.family_portable = 1;
+    else if (strlen(a) == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3')
+        c->o.opt_level = a[2] - '0';
+    else if (strcmp(a, "--print-after-all") == 0)
+        add_print_after(c, "*");
+    else if (strcmp(a, "--time-passes") == 0)
+        c->o.time_passes = 1;
+    else if (strcmp(a, "--print-locs") == 0)
+        c->o.print_locs = 1;
+    else if (strcmp(a, "--report") == 0)
+        c->o.report = 1;
+    else if (strcmp(a, "--no-verify") == 0)
+        c->o.verify_each = 0;
+    else
+        return -1;
+    return 0;
+}
+
+static int parse_args(Cli *c, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            if (c->file)
+                return usage_error("more than one input file ('%s')", a);
+            c->file = a;
+            continue;
+        }
+        int rc = parse_valued(c, argc, argv, &i);
+        if (rc < 0)
+            rc = parse_flag(c, a);
+        if (rc < 0)
+            return usage_error("unknown option '%s'", a);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static char *read_stdin(size_t *len)
+{
+    size_t cap = 65536, n = 0, got;
+    char *buf = malloc(cap + 1);
+    while (buf && (got = fread(buf + n, 1, cap - n, stdin)) > 0) {
+        n += got;
+        if (n == cap)
+            buf = realloc(buf, (cap *= 2) + 1);
+    }
+    if (!buf)
+        return NULL;
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "tilec: error: cannot write '%s': %s\n", path, strerror(errno));
+        return EXIT_IO;
+    }
+    fputs(text, f);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "tilec: error: cannot write '%s': %s\n", path, strerror(errno));
+        return EXIT_IO;
+    }
+    return 0;
+}
+
+/* X.ptx -> X.meta (or X.meta appended when there is no extension). */
+static char *meta_path(const char *out)
+{
+    const char *slash = strrchr(out, '/');
+    const char *dot = strrchr(out, '.');
+    size_t n = (dot && (!slash || dot > slash)) ? (size_t)(dot - out) : strlen(out);
+    char *p = malloc(n + 6);
+    memcpy(p, out, n);
+    memcpy(p + n, ".meta", 6);
+    return p;
+}
+
+static int emit_outputs(const Cli *c, const tilec_result *r)
+{
+    static const tilec_output by_emit[] = { TILEC_OUT_TOKENS, TILEC_OUT_AST, TILEC_OUT_TIR,
+                                            TILEC_OUT_LLVM, TILEC_OUT_PTX };
+    const char *text = tilec_result_text(r, by_emit[c->o.emit]);
+    if (!text)
+        return 0;
+    if (!c->out || strcmp(c->out, "-") == 0) {
+        fputs(text, stdout);
+        return 0;
+    }
+    int rc = write_file(c->out, text);
+    const char *meta = tilec_result_text(r, TILEC_OUT_META);
+    if (!rc && meta && c->o.emit == TILEC_EMIT_PTX) {
+        char *mp = meta_path(c->out);
+        rc = write_file(mp, meta);
+        free(mp);
+    }
+    return rc;
+}
+
+static int exit_code(tilec_status s)
+{
+    switch (s) {
+    case TILEC_OK: return 0;
+    case TILEC_ERR_USAGE: return EXIT_USAGE;
+    case TILEC_ERR_IO: return EXIT_IO;
+    case TILEC_ERR_INTERNAL: case TILEC_ERR_NOMEM: return EXIT_INTERNAL;
+    case TILEC_ERR_INPUT: case TILEC_ERR_UNSUPPORTED: return EXIT_INPUT;
+    }
+    return EXIT_INTERNAL;
+}
+
+/* Usage errors found by the library print like the CLI's own. */
+static void print_diags(const tilec_result *r)
+{
+    if (tilec_result_status(r) != TILEC_ERR_USAGE) {
+        fputs(tilec_result_diag_text(r), stderr);
+        return;
+    }
+    for (size_t i = 0; i < tilec_result_num_diags(r); i++) {
+        const tilec_diag *d = tilec_result_diag(r, i);
+        if (d->severity == TILEC_SEV_ERROR)
+            fprintf(stderr, "tilec: error: %s (see tilec --help)\n", d->message);
+    }
+}
+
+static tilec_status compile(const Cli *c, tilec_result **r)
+{
+    if (strcmp(c->file, "-") != 0)
+        return tilec_compile_file(c->file, &c->o, r);
+    size_t len = 0;
+    char *src = read_stdin(&len);
+    if (!src) {
+        fprintf(stderr, "tilec: error: cannot read the standard input\n");
+        return TILEC_ERR_IO;
+    }
+    tilec_status st = tilec_compile_string("<stdin>", src, len, &c->o, r);
+    free(src);
+    return st;
+}
+
+static int run(Cli *c)
+{
+    c->o.defines = c->defs;
+    c->o.ndefines = c->ndefs;
+    c->o.print_after = c->pa;
+    c->o.nprint_after = c->npa;
+    c->o.language = c->lang;
+    tilec_result *r = NULL;
+    tilec_status st = compile(c, &r);
+    if (!r)
+        return exit_code(st);
+    print_diags(r);
+    const char *dump = tilec_result_text(r, TILEC_OUT_DUMP);
+    const char *timing = tilec_result_text(r, TILEC_OUT_TIMING);
+    const char *report = tilec_result_text(r, TILEC_OUT_REPORT);
+    if (dump)
+        fputs(dump, stderr);
+    if (timing)
+        fputs(timing, stderr);
+    int rc = emit_outputs(c, r);
+    if (report)
+        fputs(report, stdout);
+    tilec_result_free(r);
+    return rc ? rc : exit_code(st);
+}
+
+int main(int argc, char **argv)
+{
+    Cli c;
+    memset(&c, 0, sizeof c);
+    tilec_options_init(&c.o);
+    int rc = parse_args(&c, argc, argv);
+    if (!rc && c.help)
+        print_help();
+    else if (!rc && c.version)
+        printf("tilec %s\n", tilec_version());
+    else if (!rc && !c.file)
+        rc = usage_error("%s", "no input file");
+    else if (!rc)
+        rc = run(&c);
+    for (size_t i = 0; i < c.ndefs; i++)
+        free((char *)c.defs[i].name);
+    free(c.defs);
+    free(c.pa);
+    return rc;
+}

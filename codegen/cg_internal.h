@@ -1,0 +1,93 @@
+/* cg_internal.h - state shared by the code generator's files: the per-kernel
+ * lowering context (Cg), tile values in registers, and LLVM helpers.
+ *
+ * codegen.c      driver: target machine, module, kernel signature, metadata
+ * lower_simt.c   scalars, elementwise math, shape ops, control flow
+ * lower_mem.c    global loads / stores (16-byte vectors, masks)
+ * lower_xfer.c   reductions and layout conversions through shared memory
+ */
+#ifndef TILEC_CG_INTERNAL_H
+#define TILEC_CG_INTERNAL_H
+
+#include "codegen.h"
+
+#include <stdio.h>
+#include "layout.h"
+#include "target.h"
+
+#include <llvm-c/Core.h>
+
+/* A tile value during lowering. SPLAT and IOTA stay symbolic until a
+ * consumer needs registers in a concrete layout (cg_materialize). */
+typedef enum TvKind { TV_NONE = 0, TV_SCALAR, TV_SPLAT, TV_IOTA, TV_REGS } TvKind;
+
+typedef struct TileVal {
+    uint8_t kind;
+    uint8_t axis;            /* IOTA: the dim along which the index grows */
+    LLVMValueRef s;          /* SCALAR / SPLAT value */
+    const Layout *L;         /* REGS */
+    LLVMValueRef *r;         /* REGS: layout_nregs(L) values */
+} TileVal;
+
+typedef struct TensorArg {
+    LLVMValueRef base;                    /* ptr addrspace(1) */
+    LLVMValueRef stride[TENSOR_MAXRANK];  /* i64, elements; innermost = 1 */
+    LLVMValueRef size[TENSOR_MAXRANK];    /* i32 extent */
+} TensorArg;
+
+typedef struct Cg {
+    Arena *a;
+    Diag *d;
+    const Target *tg;
+    Func *f;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_ptr, t_sptr;
+    TileVal *vals;                        /* per ValId */
+    TensorArg *tens;                      /* per ValId of a tensor param (sparse) */
+    int nwarps;
+    LLVMValueRef tid, lane, warp;         /* i32, computed at entry */
+    LLVMValueRef smem;                    /* placeholder global, resized at the end */
+    int64_t smem_bytes;
+    StrBuf *report;
+    int nerr;
+} Cg;
+
+/* ---- helpers (codegen.c) ---- */
+LLVMTypeRef cg_type(Cg *cg, DType dt);            /* register type of a dtype */
+LLVMTypeRef cg_mem_type(Cg *cg, DType dt);        /* in-memory type (bool -> i8) */
+LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);
+LLVMValueRef cg_call1(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef x);
+LLVMValueRef cg_i32(Cg *cg, int64_t v);
+LLVMValueRef cg_i64(Cg *cg, int64_t v);
+LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name);
+/* Shared-memory scratch of at least `bytes`, as a ptr addrspace(3). */
+LLVMValueRef cg_smem(Cg *cg, int64_t bytes);
+/* The layout a tile of this type gets when nothing else decides. */
+const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous);
+Layout *cg_layout_dup(Cg *cg, Layout l);
+
+/* ---- lower_simt.c ---- */
+int cg_lower_block(Cg *cg, Block *blk);
+/* Registers of v in layout L (converting / materialising as needed). */
+LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layout *L, Loc loc);
+/* Logical coordinate (i32) of register r along logical dim `axis` for this thread. */
+LLVMValueRef cg_coord(Cg *cg, const Layout *L, int r, int axis);
+/* i1: is this thread's register r the primary owner of its element? */
+LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r);
+LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
+
+/* ---- lower_mem.c ---- */
+int cg_lower_load(Cg *cg, Op *op);
+int cg_lower_store(Cg *cg, Op *op);
+
+/* ---- lower_xfer.c ---- */
+int cg_lower_reduce(Cg *cg, Op *op);
+/* Move registers from layout `from` to `to` through shared memory; `perm`
+ * (or NULL) maps destination dim k to source dim perm[k] (transpose). */
+LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
+                                DType dt, const int *perm);
+
+#endif

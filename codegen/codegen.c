@@ -1,0 +1,485 @@
+/* codegen.c - the code generator's driver: Tile IR -> LLVM IR -> PTX.
+ *
+ * Needs: a verified Module (every op in ops.h; DOT is reported as not
+ * supported on this path). Per compilation: one LLVMContext and one LLVM
+ * module (so concurrent compilations share nothing), one kernel per Func
+ * with the ABI of codegen.h, the O3 pipeline, PTX emitted to memory, and
+ * the kernel metadata text the runtime validates launches against.
+ */
+#include "cg_internal.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <string.h>
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_nvptx(void)
+{
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+}
+
+bool cg_arch_supported(const char *arch) { return cg_target_lookup(arch) != NULL; }
+
+const char *cg_llvm_version(void)
+{
+#ifdef TILEC_LLVM_VERSION
+    return TILEC_LLVM_VERSION;
+#else
+    static char buf[32];
+    unsigned ma, mi, pa;
+    LLVMGetVersion(&ma, &mi, &pa);
+    snprintf(buf, sizeof buf, "%u.%u.%u", ma, mi, pa);
+    return buf;
+#endif
+}
+
+/* ---- helpers shared by the lowering files ---- */
+
+LLVMTypeRef cg_type(Cg *cg, DType dt)
+{
+    switch (dt) {
+    case DT_BOOL: return cg->t_i1;
+    case DT_I8: case DT_U8: case DT_F8E4M3: case DT_F8E5M2: return cg->t_i8;
+    case DT_I16: case DT_U16: return cg->t_i16;
+    case DT_I32: case DT_U32: return cg->t_i32;
+    case DT_I64: case DT_U64: return cg->t_i64;
+    case DT_F16: return cg->t_f16;
+    case DT_BF16: return cg->t_bf16;
+    case DT_F32: return cg->t_f32;
+    case DT_F64: return cg->t_f64;
+    default: return cg->t_i32;
+    }
+}
+
+LLVMTypeRef cg_mem_type(Cg *cg, DType dt) { return dt == DT_BOOL ? cg->t_i8 : cg_type(cg, dt); }
+
+LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
+{
+    LLVMTypeRef pt[8];
+    for (int i = 0; i < n && i < 8; i++)
+        pt[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef fty = LLVMFunctionType(ret, pt, (unsigned)n, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
+    if (!fn)
+        fn = LLVMAddFunction(cg->mod, name, fty);
+    return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)n, "");
+}
+
+LLVMValueRef cg_call1(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef x)
+{
+    return cg_call(cg, name, ret, &x, 1);
+}
+
+LLVMValueRef cg_i32(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i32, (unsigned long long)v, 1); }
+LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1); }
+
+LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name)
+{
+    return LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+}
+
+LLVMValueRef cg_smem(Cg *cg, int64_t bytes)
+{
+    if (!cg->smem) {
+        LLVMTypeRef ty = LLVMArrayType2(cg->t_i8, 1);
+        cg->smem = LLVMAddGlobalInAddressSpace(cg->mod, ty, "tilec.smem.tmp", 3);
+    }
+    if (bytes > cg->smem_bytes)
+        cg->smem_bytes = bytes;
+    return cg->smem;
+}
+
+Layout *cg_layout_dup(Cg *cg, Layout l)
+{
+    Layout *p = arena_alloc(cg->a, sizeof *p);
+    *p = l;
+    return p;
+}
+
+const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous)
+{
+    int bytes = dtype_bits((DType)t->dtype) / 8;
+    return cg_layout_dup(cg, layout_blocked(t->rank, t->shape, bytes ? bytes : 1, contiguous, cg->nwarps));
+}
+
+/* ---- warps per block ---- */
+
+static bool warp_visit(Func *f, Op *op, void *ctx)
+{
+    int64_t *best = ctx;   /* [0] = bytes-weighted work, [1] = elem bytes */
+    for (int i = 0; i < op->nres; i++) {
+        const Type *t = ir_type(f, op->res[i]);
+        if (t->kind != TY_TILE)
+            continue;
+        int64_t n = type_numel(t);
+        int eb = dtype_bits((DType)t->dtype) / 8;
+        if (op->code == OP_LOAD || n > best[0]) {
+            if (n >= best[0]) {
+                best[0] = n;
+                best[1] = eb ? eb : 1;
+            }
+        }
+    }
+    return true;
+}
+
+/* Enough warps that each thread keeps about four 16-byte accesses in flight
+ * over the largest tile, clamped to 1..max_warps. */
+static int pick_warps(const Cg *cg, Func *f)
+{
+    int64_t best[2] = { 0, 4 };
+    ir_walk(f, &f->body, warp_visit, best);
+    int64_t per_warp = 32 * (16 / best[1]) * 4;
+    int w = 1;
+    while (w < cg->tg->max_warps && (int64_t)w * 2 * per_warp <= best[0])
+        w *= 2;
+    return w;
+}
+
+/* ---- kernel signature (ORDER ABI: see codegen.h) ---- */
+
+static LLVMTypeRef kernel_type(Cg *cg, Func *f)
+{
+    LLVMTypeRef pt[128];
+    int n = 0;
+    for (int i = 0; i < f->nparams && n < 100; i++) {
+        const Type *t = ir_type(f, f->params[i]);
+        if (t->kind == TY_TENSOR) {
+            pt[n++] = cg->t_ptr;
+            for (int d = 0; d + 1 < t->rank; d++)
+                pt[n++] = cg->t_i64;
+        } else {
+            pt[n++] = cg_mem_type(cg, (DType)t->dtype);
+        }
+    }
+    for (int i = 0; i < f->ndims && n < 127; i++)
+        pt[n++] = cg->t_i32;
+    return LLVMFunctionType(cg->t_void, pt, (unsigned)n, 0);
+}
+
+static LLVMValueRef tensor_extent(Cg *cg, Func *f, const Type *t, int d)
+{
+    if (t->dimsym[d] >= 0)
+        return cg->vals[f->dims[t->dimsym[d]]].s;
+    return cg_i32(cg, t->shape[d]);
+}
+
+static void bind_params(Cg *cg, Func *f)
+{
+    unsigned k = 0;
+    LLVMValueRef fn = cg->fn;
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+    for (int i = 0; i < f->nparams; i++) {
+        ValId v = f->params[i];
+        const Type *t = ir_type(f, v);
+        if (t->kind != TY_TENSOR) {
+            LLVMValueRef p = LLVMGetParam(fn, k++);
+            if (t->dtype == DT_BOOL)
+                p = LLVMBuildTrunc(cg->b, p, cg->t_i1, "");
+            cg->vals[v] = (TileVal){ .kind = TV_SCALAR, .s = p };
+            continue;
+        }
+        LLVMAddAttributeAtIndex(fn, k + 1, LLVMCreateEnumAttribute(cg->ctx, noalias, 0));
+        LLVMAddAttributeAtIndex(fn, k + 1, LLVMCreateEnumAttribute(cg->ctx, align, 16));
+        cg->tens[v].base = LLVMGetParam(fn, k++);
+        for (int d = 0; d + 1 < t->rank; d++)
+            cg->tens[v].stride[d] = LLVMGetParam(fn, k++);
+        cg->tens[v].stride[t->rank - 1] = cg_i64(cg, 1);
+    }
+    for (int i = 0; i < f->ndims; i++)
+        cg->vals[f->dims[i]] = (TileVal){ .kind = TV_SCALAR, .s = LLVMGetParam(fn, k++) };
+    for (int i = 0; i < f->nparams; i++) {
+        const Type *t = ir_type(f, f->params[i]);
+        for (int d = 0; t->kind == TY_TENSOR && d < t->rank; d++)
+            cg->tens[f->params[i]].size[d] = tensor_extent(cg, f, t, d);
+    }
+}
+
+static void kernel_entry(Cg *cg)
+{
+    LLVMBasicBlockRef entry = cg_new_block(cg, "entry");
+    LLVMPositionBuilderAtEnd(cg->b, entry);
+    cg->tid = cg_call(cg, "llvm.nvvm.read.ptx.sreg.tid.x", cg->t_i32, NULL, 0);
+    cg->lane = LLVMBuildAnd(cg->b, cg->tid, cg_i32(cg, 31), "lane");
+    cg->warp = LLVMBuildLShr(cg->b, cg->tid, cg_i32(cg, 5), "warp");
+}
+
+/* Resize the shared scratch now that every user has asked for its bytes. */
+static void finish_smem(Cg *cg)
+{
+    if (!cg->smem)
+        return;
+    char name[256];
+    snprintf(name, sizeof name, "%s.smem", cg->f->name);
+    LLVMTypeRef ty = LLVMArrayType2(cg->t_i8, (uint64_t)cg->smem_bytes);
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(cg->mod, ty, name, 3);
+    LLVMSetInitializer(g, LLVMGetUndef(ty));
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetAlignment(g, 16);
+    LLVMReplaceAllUsesWith(cg->smem, g);
+    LLVMDeleteGlobal(cg->smem);
+    cg->smem = NULL;
+}
+
+/* ---- metadata ---- */
+
+static int grid_rpn(Cg *cg, Func *f, ValId v, StrBuf *out, int depth)
+{
+    static const struct { OpCode op; const char *tok; } bin[] = {
+        { OP_ADD, "+" }, { OP_SUB, "-" }, { OP_MUL, "*" }, { OP_DIV, "/" },
+        { OP_REM, "%" }, { OP_MIN, "min" }, { OP_MAX, "max" },
+    };
+    for (int i = 0; i < f->ndims; i++)
+        if (f->dims[i] == v) {
+            sb_printf(out, " %s", f->dim_names[i]);
+            return 0;
+        }
+    Op *op = ir_val(f, v)->def;
+    if (!op || depth > 64) {
+        diag_error(cg->d, f->loc, "kernel '%s': the grid may use only named dims and constants", f->name);
+        return 1;
+    }
+    if (op->code == OP_CONST) {
+        sb_printf(out, " %lld", (long long)op->iattr[0]);
+        return 0;
+    }
+    if (op->code == OP_CAST && dtype_is_int((DType)ir_type(f, op->args[0])->dtype))
+        return grid_rpn(cg, f, op->args[0], out, depth + 1);
+    for (size_t i = 0; i < TC_COUNTOF(bin); i++)
+        if (op->code == bin[i].op) {
+            int e = grid_rpn(cg, f, op->args[0], out, depth + 1);
+            e += grid_rpn(cg, f, op->args[1], out, depth + 1);
+            sb_printf(out, " %s", bin[i].tok);
+            return e;
+        }
+    diag_error(cg->d, op->loc, "the grid expression uses '%s', which the launch rule cannot express; "
+               "use + - * / %% min max cdiv of named dims and constants", op_info[op->code].name);
+    return 1;
+}
+
+static int emit_grid(Cg *cg, Func *f, StrBuf *out)
+{
+    Op *y = f->grid.nops ? f->grid.ops[f->grid.nops - 1] : NULL;
+    sb_puts(out, "grid");
+    if (!y || y->code != OP_YIELD) {
+        sb_puts(out, " 1 ; 1 ; 1\n");
+        return 0;
+    }
+    int e = 0;
+    for (int i = 0; i < 3; i++) {
+        if (i)
+            sb_puts(out, " ;");
+        if (i < y->nargs)
+            e += grid_rpn(cg, f, y->args[i], out, 0);
+        else
+            sb_puts(out, " 1");
+    }
+    sb_putc(out, '\n');
+    return e;
+}
+
+static int emit_meta(Cg *cg, Func *f, StrBuf *out)
+{
+    sb_printf(out, "tilec-meta 1\nkernel %s\narch %s\nthreads %d\nsmem 0\ncluster 1 1 1\n",
+              f->name, cg->tg->name, cg->nwarps * 32);
+    for (int i = 0; i < f->ndims; i++)
+        sb_printf(out, "dim %s\n", f->dim_names[i]);
+    for (int i = 0; i < f->nparams; i++) {
+        const Value *v = ir_val(f, f->params[i]);
+        const Type *t = &v->type;
+        const char *name = v->name ? v->name : "?";
+        if (t->kind != TY_TENSOR) {
+            sb_printf(out, "param %s scalar %s\n", name, dtype_name((DType)t->dtype));
+            continue;
+        }
+        sb_printf(out, "param %s tensor %s %d", name, dtype_name((DType)t->dtype), t->rank);
+        for (int d = 0; d < t->rank; d++) {
+            if (t->dimsym[d] >= 0)
+                sb_printf(out, " %s", f->dim_names[t->dimsym[d]]);
+            else
+                sb_printf(out, " %lld", (long long)t->shape[d]);
+        }
+        sb_puts(out, " align 16\n");
+    }
+    int e = emit_grid(cg, f, out);
+    sb_puts(out, "end\n");
+    return e;
+}
+
+/* ---- one kernel ---- */
+
+static void init_types(Cg *cg)
+{
+    LLVMContextRef c = cg->ctx;
+    cg->t_void = LLVMVoidTypeInContext(c);
+    cg->t_i1 = LLVMInt1TypeInContext(c);
+    cg->t_i8 = LLVMInt8TypeInContext(c);
+    cg->t_i16 = LLVMInt16TypeInContext(c);
+    cg->t_i32 = LLVMInt32TypeInContext(c);
+    cg->t_i64 = LLVMInt64TypeInContext(c);
+    cg->t_f16 = LLVMHalfTypeInContext(c);
+    cg->t_bf16 = LLVMBFloatTypeInContext(c);
+    cg->t_f32 = LLVMFloatTypeInContext(c);
+    cg->t_f64 = LLVMDoubleTypeInContext(c);
+    cg->t_ptr = LLVMPointerTypeInContext(c, 1);
+    cg->t_sptr = LLVMPointerTypeInContext(c, 3);
+}
+
+static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
+{
+    cg->f = f;
+    cg->vals = arena_alloc(cg->a, sizeof(TileVal) * f->nvals);
+    cg->tens = arena_alloc(cg->a, sizeof(TensorArg) * f->nvals);
+    cg->nwarps = pick_warps(cg, f);
+    cg->smem = NULL;
+    cg->smem_bytes = 0;
+    cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
+    LLVMSetFunctionCallConv(cg->fn, 71 /* ptx_kernel */);
+    char nt[16];
+    snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
+    LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
+    kernel_entry(cg);
+    bind_params(cg, f);
+    if (cg->report)
+        sb_printf(cg->report, "kernel %s (%s): %d threads (%d warps)\n", f->name, cg->tg->name,
+                  cg->nwarps * 32, cg->nwarps);
+    int e = cg_lower_block(cg, &f->body);
+    if (!e)
+        LLVMBuildRetVoid(cg->b);
+    finish_smem(cg);
+    if (cg->report)
+        sb_printf(cg->report, "  static shared memory: %lld bytes\n", (long long)cg->smem_bytes);
+    if (!e && cg->smem_bytes > cg->tg->max_smem_static) {
+        diag_error(cg->d, f->loc, "kernel '%s' needs %lld bytes of shared memory for reductions and "
+                   "layout conversions; %s allows %d", f->name, (long long)cg->smem_bytes,
+                   cg->tg->name, cg->tg->max_smem_static);
+        e++;
+    }
+    return e + emit_meta(cg, f, meta);
+}
+
+/* ---- module: optimise and emit ---- */
+
+static LLVMTargetMachineRef make_tm(const Target *tg, int opt, Diag *d, Loc loc)
+{
+    LLVMTargetRef t;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &err)) {
+        diag_error(d, loc, "LLVM has no NVPTX target: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+        return NULL;
+    }
+    LLVMCodeGenOptLevel lvl = opt <= 0 ? LLVMCodeGenLevelNone : opt >= 3 ? LLVMCodeGenLevelAggressive
+                                                                         : LLVMCodeGenLevelDefault;
+    return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", tg->cpu, tg->features, lvl,
+                                   LLVMRelocDefault, LLVMCodeModelDefault);
+}
+
+static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
+{
+    char pipe[32];
+    snprintf(pipe, sizeof pipe, "default<O%d>", opt < 0 ? 0 : opt > 3 ? 3 : opt);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef err = LLVMRunPasses(mod, pipe, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (err) {
+        char *msg = LLVMGetErrorMessage(err);
+        diag_internal(d, loc, "LLVM pass pipeline failed: %s", msg);
+        LLVMDisposeErrorMessage(msg);
+        return 1;
+    }
+    return 0;
+}
+
+static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, StrBuf *out, Diag *d, Loc loc)
+{
+    char *err = NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
+        diag_internal(d, loc, "NVPTX backend failed: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+        return 1;
+    }
+    sb_putn(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+    LLVMDisposeMemoryBuffer(buf);
+    return 0;
+}
+
+static int verify_module(LLVMModuleRef mod, Diag *d, Loc loc)
+{
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        diag_internal(d, loc, "generated LLVM IR does not verify: %s", msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return 1;
+    }
+    LLVMDisposeMessage(msg);
+    return 0;
+}
+
+static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, CgResult *res,
+                         StrBuf *timing, Loc loc)
+{
+    double t0 = tc_now();
+    if (verify_module(cg->mod, cg->d, loc))
+        return 1;
+    if (optimise(cg->mod, tm, o->opt_level, cg->d, loc))
+        return 1;
+    double t1 = tc_now();
+    if (o->want_llvm) {
+        char *s = LLVMPrintModuleToString(cg->mod);
+        sb_puts(&res->llvm_ir, s);
+        LLVMDisposeMessage(s);
+    }
+    int e = o->want_ptx ? emit_ptx(cg->mod, tm, &res->ptx, cg->d, loc) : 0;
+    if (timing)
+        sb_printf(timing, "  codegen: llvm opt %.2f ms, ptx emission %.2f ms\n", (t1 - t0) * 1e3,
+                  (tc_now() - t1) * 1e3);
+    return e;
+}
+
+int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *timing)
+{
+    Loc loc = { m->source_name, 0, 0 };
+    const Target *tg = cg_target_lookup(o->arch);
+    if (!tg) {
+        diag_error(d, loc, "unknown target arch '%s' (known: sm_86, sm_90, sm_90a, sm_100, sm_100a, sm_100f)",
+                   o->arch ? o->arch : "(none)");
+        return 1;
+    }
+    pthread_once(&init_once, init_nvptx);
+    LLVMTargetMachineRef tm = make_tm(tg, o->opt_level, d, loc);
+    if (!tm)
+        return 1;
+    double t0 = tc_now();
+    Cg cg = { .a = m->arena, .d = d, .tg = tg, .report = &res->report };
+    cg.ctx = LLVMContextCreate();
+    cg.mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", cg.ctx);
+    LLVMSetTarget(cg.mod, "nvptx64-nvidia-cuda");
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(cg.mod, dl);
+    init_types(&cg);
+    cg.b = LLVMCreateBuilderInContext(cg.ctx);
+    int e = 0;
+    for (int i = 0; i < m->nfuncs; i++)
+        e += gen_kernel(&cg, m->funcs[i], &res->meta);
+    if (timing)
+        sb_printf(timing, "  codegen: lowering %.2f ms\n", (tc_now() - t0) * 1e3);
+    if (!e)
+        e += finish_module(&cg, tm, o, res, timing, loc);
+    LLVMDisposeBuilder(cg.b);
+    LLVMDisposeModule(cg.mod);
+    LLVMDisposeTargetData(dl);
+    LLVMContextDispose(cg.ctx);
+    LLVMDisposeTargetMachine(tm);
+    return e;
+}

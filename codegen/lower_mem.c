@@ -1,0 +1,311 @@
+/* lower_mem.c - LOAD / STORE of tile windows of global tensors.
+ *
+ * Element (tile coordinate c) of a window at offsets o lives at
+ * base + sum_d (o_d + c_k(d)) * stride_d (i64, stride of the last dim = 1).
+ * When the layout gives each thread `vec` contiguous elements along a
+ * stride-1 last dim, the access is one 16-byte vector per group; that path
+ * runs when every row start is aligned (runtime test of the strides and the
+ * last offset; the runtime guarantees 16-byte aligned base pointers), else
+ * a per-element path runs. Masked dims (iattr[0] bit d) are predicated:
+ * loads read a safe address and select `other` (or zero), stores are
+ * skipped; with vectors, a masked last dim also needs its extent to be a
+ * multiple of vec, so a vector is either wholly in or wholly out.
+ */
+#include "cg_internal.h"
+
+typedef struct Access {
+    Op *op;
+    const Type *tt;                 /* tensor type */
+    TensorArg *ta;
+    int rank;                       /* tensor rank */
+    int tdim[TILE_MAXRANK];         /* tile dim k -> tensor dim */
+    int ntile;
+    LLVMValueRef off[TENSOR_MAXRANK];
+    unsigned mask;
+    DType dt;
+    LLVMTypeRef mty;                /* in-memory element type */
+} Access;
+
+static int access_init(Cg *cg, Op *op, Access *ac, int ntile)
+{
+    Func *f = cg->f;
+    ac->op = op;
+    ac->tt = ir_type(f, op->args[0]);
+    ac->ta = &cg->tens[op->args[0]];
+    ac->rank = ac->tt->rank;
+    ac->dt = (DType)ac->tt->dtype;
+    ac->mty = cg_mem_type(cg, ac->dt);
+    ac->mask = (unsigned)op->iattr[0];
+    ac->ntile = 0;
+    if (ac->tt->kind != TY_TENSOR || op->nlist != ac->rank || op->nargs < 1 + ac->rank) {
+        diag_internal(cg->d, op->loc, "malformed %s", op_info[op->code].name);
+        return 1;
+    }
+    for (int d = 0; d < ac->rank; d++) {
+        ac->off[d] = cg->vals[op->args[1 + d]].s;
+        if (op->list[d] > 0 && ac->ntile < TILE_MAXRANK)
+            ac->tdim[ac->ntile++] = d;
+    }
+    if (ac->ntile != ntile) {
+        diag_internal(cg->d, op->loc, "window keeps %d dims but the tile has rank %d", ac->ntile, ntile);
+        return 1;
+    }
+    return 0;
+}
+
+static bool last_contiguous(const Access *ac)
+{
+    return ac->ntile > 0 && ac->tdim[ac->ntile - 1] == ac->rank - 1;
+}
+
+/* Elements per vector access: the layout's contiguous run, at most 16 bytes. */
+static int access_vec(const Access *ac, const Layout *L)
+{
+    if (!last_contiguous(ac))
+        return 1;
+    int v = layout_vec(L), cap = 128 / (dtype_bits(ac->dt) ? dtype_bits(ac->dt) : 8);
+    return v < cap ? v : cap;
+}
+
+/* Tensor indices (i32) of register r's element. */
+static void reg_index(Cg *cg, const Access *ac, const Layout *L, int r, LLVMValueRef *idx)
+{
+    for (int d = 0; d < ac->rank; d++)
+        idx[d] = ac->off[d];
+    for (int k = 0; k < ac->ntile; k++) {
+        int d = ac->tdim[k];
+        idx[d] = LLVMBuildAdd(cg->b, ac->off[d], cg_coord(cg, L, r, k), "");
+    }
+}
+
+static LLVMValueRef elem_addr(Cg *cg, const Access *ac, LLVMValueRef *idx)
+{
+    LLVMValueRef o = NULL;
+    for (int d = 0; d < ac->rank; d++) {
+        LLVMValueRef x = LLVMBuildSExt(cg->b, idx[d], cg->t_i64, "");
+        if (d + 1 < ac->rank)
+            x = LLVMBuildMul(cg->b, x, ac->ta->stride[d], "");
+        o = o ? LLVMBuildAdd(cg->b, o, x, "") : x;
+    }
+    if (!o)
+        o = cg_i64(cg, 0);
+    return LLVMBuildGEP2(cg->b, ac->mty, ac->ta->base, &o, 1, "");
+}
+
+static LLVMValueRef in_bounds(Cg *cg, const Access *ac, LLVMValueRef *idx)
+{
+    LLVMValueRef ok = LLVMConstInt(cg->t_i1, 1, 0);
+    for (int d = 0; d < ac->rank; d++)
+        if (ac->mask >> d & 1)
+            ok = LLVMBuildAnd(cg->b, ok, LLVMBuildICmp(cg->b, LLVMIntULT, idx[d], ac->ta->size[d], ""), "");
+    return ok;
+}
+
+/* i1: may this access use 16-byte vectors of `vec` elements? */
+static LLVMValueRef vec_ok(Cg *cg, const Access *ac, int vec)
+{
+    LLVMValueRef bits = LLVMBuildSExt(cg->b, ac->off[ac->rank - 1], cg->t_i64, "");
+    for (int d = 0; d + 1 < ac->rank; d++)
+        bits = LLVMBuildOr(cg->b, bits, ac->ta->stride[d], "");
+    if (ac->mask >> (ac->rank - 1) & 1)
+        bits = LLVMBuildOr(cg->b, bits, LLVMBuildSExt(cg->b, ac->ta->size[ac->rank - 1], cg->t_i64, ""), "");
+    bits = LLVMBuildAnd(cg->b, bits, cg_i64(cg, vec - 1), "");
+    return LLVMBuildICmp(cg->b, LLVMIntEQ, bits, cg_i64(cg, 0), "vec.ok");
+}
+
+static bool is_true(LLVMValueRef v)
+{
+    return LLVMIsAConstantInt(v) && LLVMConstIntGetZExtValue(v) == 1;
+}
+
+static LLVMValueRef from_mem(Cg *cg, LLVMValueRef v, DType dt)
+{
+    return dt == DT_BOOL ? LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->t_i8, 0, 0), "") : v;
+}
+
+static LLVMValueRef to_mem(Cg *cg, LLVMValueRef v, DType dt)
+{
+    return dt == DT_BOOL ? LLVMBuildZExt(cg->b, v, cg->t_i8, "") : v;
+}
+
+/* ---- loads ---- */
+
+/* Load `n` elements at p (a vector when n > 1) if pred, else `other`. */
+static void load_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, int n,
+                       LLVMValueRef *other, LLVMValueRef *out)
+{
+    if (!is_true(pred))
+        p = LLVMBuildSelect(cg->b, pred, p, ac->ta->base, "");
+    LLVMTypeRef ty = n > 1 ? LLVMVectorType(ac->mty, (unsigned)n) : ac->mty;
+    LLVMValueRef v = LLVMBuildLoad2(cg->b, ty, p, "");
+    int bytes = n * dtype_bits(ac->dt) / 8;
+    LLVMSetAlignment(v, (unsigned)(bytes > 0 ? bytes : 1));
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef e = n > 1 ? LLVMBuildExtractElement(cg->b, v, cg_i32(cg, i), "") : v;
+        e = from_mem(cg, e, ac->dt);
+        out[i] = is_true(pred) ? e : LLVMBuildSelect(cg->b, pred, e, other[i], "");
+    }
+}
+
+static void load_regs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *other, LLVMValueRef *out)
+{
+    LLVMValueRef idx[TENSOR_MAXRANK];
+    int n = layout_nregs(L);
+    for (int r = 0; r < n; r += vec) {
+        reg_index(cg, ac, L, r, idx);
+        load_group(cg, ac, elem_addr(cg, ac, idx), in_bounds(cg, ac, idx), vec, &other[r], &out[r]);
+    }
+}
+
+/* Two paths, vector and per element, joined by phis. */
+static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other)
+{
+    int n = layout_nregs(L), vec = access_vec(ac, L);
+    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    if (vec <= 1) {
+        load_regs(cg, ac, L, 1, other, out);
+        return out;
+    }
+    LLVMValueRef *vo = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    LLVMValueRef *so = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    LLVMBasicBlockRef fast = cg_new_block(cg, "ld.vec"), slow = cg_new_block(cg, "ld.elem"),
+                      join = cg_new_block(cg, "ld.join");
+    LLVMBuildCondBr(cg->b, vec_ok(cg, ac, vec), fast, slow);
+    LLVMPositionBuilderAtEnd(cg->b, fast);
+    load_regs(cg, ac, L, vec, other, vo);
+    LLVMBasicBlockRef fe = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, slow);
+    load_regs(cg, ac, L, 1, other, so);
+    LLVMBasicBlockRef se = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, join);
+    for (int r = 0; r < n; r++) {
+        out[r] = LLVMBuildPhi(cg->b, LLVMTypeOf(vo[r]), "");
+        LLVMValueRef in[2] = { vo[r], so[r] };
+        LLVMBasicBlockRef bb[2] = { fe, se };
+        LLVMAddIncoming(out[r], in, bb, 2);
+    }
+    return out;
+}
+
+static void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec)
+{
+    if (!cg->report)
+        return;
+    sb_printf(cg->report, "  %s %s at %d:%d: ", what, ir_val(cg->f, op->args[0])->name ? ir_val(cg->f, op->args[0])->name : "?",
+              op->loc.line, op->loc.col);
+    layout_print(L, cg->report);
+    sb_printf(cg->report, ", %d-byte accesses%s\n", vec * dtype_bits((DType)ir_type(cg->f, op->args[0])->dtype) / 8,
+              op->iattr[0] ? ", masked" : "");
+}
+
+int cg_lower_load(Cg *cg, Op *op)
+{
+    const Type *rt = ir_type(cg->f, op->res[0]);
+    Access ac;
+    if (access_init(cg, op, &ac, rt->kind == TY_TILE ? rt->rank : 0))
+        return 1;
+    LLVMValueRef zero = LLVMConstNull(cg_type(cg, ac.dt));
+    const TileVal *ov = op->iattr[1] ? &cg->vals[op->args[op->nargs - 1]] : NULL;
+    if (rt->kind != TY_TILE) {
+        LLVMValueRef idx[TENSOR_MAXRANK], out, other = ov ? ov->s : zero;
+        for (int d = 0; d < ac.rank; d++)
+            idx[d] = ac.off[d];
+        load_group(cg, &ac, elem_addr(cg, &ac, idx), in_bounds(cg, &ac, idx), 1, &other, &out);
+        cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = out };
+        return 0;
+    }
+    const Layout *L = cg_default_layout(cg, rt, last_contiguous(&ac));
+    int n = layout_nregs(L);
+    LLVMValueRef *other;
+    if (ov) {
+        other = cg_materialize(cg, ov, ir_type(cg->f, op->args[op->nargs - 1]), L, op->loc);
+    } else {
+        other = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+        for (int r = 0; r < n; r++)
+            other[r] = zero;
+    }
+    LLVMValueRef *regs = load_tile(cg, &ac, L, other);
+    cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = regs };
+    report_access(cg, op, "load", L, access_vec(&ac, L));
+    return 0;
+}
+
+/* ---- stores ---- */
+
+static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, int n, LLVMValueRef *vals)
+{
+    LLVMBasicBlockRef doit = NULL, cont = NULL;
+    if (!is_true(pred)) {
+        doit = cg_new_block(cg, "st.do");
+        cont = cg_new_block(cg, "st.cont");
+        LLVMBuildCondBr(cg->b, pred, doit, cont);
+        LLVMPositionBuilderAtEnd(cg->b, doit);
+    }
+    LLVMValueRef v;
+    if (n > 1) {
+        v = LLVMGetUndef(LLVMVectorType(ac->mty, (unsigned)n));
+        for (int i = 0; i < n; i++)
+            v = LLVMBuildInsertElement(cg->b, v, to_mem(cg, vals[i], ac->dt), cg_i32(cg, i), "");
+    } else {
+        v = to_mem(cg, vals[0], ac->dt);
+    }
+    LLVMValueRef st = LLVMBuildStore(cg->b, v, p);
+    int bytes = n * dtype_bits(ac->dt) / 8;
+    LLVMSetAlignment(st, (unsigned)(bytes > 0 ? bytes : 1));
+    if (cont) {
+        LLVMBuildBr(cg->b, cont);
+        LLVMPositionBuilderAtEnd(cg->b, cont);
+    }
+}
+
+static void store_regs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals)
+{
+    LLVMValueRef idx[TENSOR_MAXRANK];
+    int n = layout_nregs(L);
+    for (int r = 0; r < n; r += vec) {
+        reg_index(cg, ac, L, r, idx);
+        LLVMValueRef pred = LLVMBuildAnd(cg->b, in_bounds(cg, ac, idx), cg_primary(cg, L, r), "");
+        store_group(cg, ac, elem_addr(cg, ac, idx), pred, vec, &vals[r]);
+    }
+}
+
+int cg_lower_store(Cg *cg, Op *op)
+{
+    ValId vv = op->args[op->nargs - 1];
+    const Type *vt = ir_type(cg->f, vv);
+    const TileVal *v = &cg->vals[vv];
+    Access ac;
+    if (access_init(cg, op, &ac, vt->kind == TY_TILE ? vt->rank : 0))
+        return 1;
+    if (vt->kind != TY_TILE) {
+        LLVMValueRef idx[TENSOR_MAXRANK], s = v->s;
+        for (int d = 0; d < ac.rank; d++)
+            idx[d] = ac.off[d];
+        /* One thread writes a scalar. */
+        LLVMValueRef pred = LLVMBuildAnd(cg->b, in_bounds(cg, &ac, idx),
+                                         LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""), "");
+        store_group(cg, &ac, elem_addr(cg, &ac, idx), pred, 1, &s);
+        return 0;
+    }
+    const Layout *L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, vt, last_contiguous(&ac));
+    LLVMValueRef *vals = cg_materialize(cg, v, vt, L, op->loc);
+    int vec = access_vec(&ac, L);
+    if (vec <= 1) {
+        store_regs(cg, &ac, L, 1, vals);
+    } else {
+        LLVMBasicBlockRef fast = cg_new_block(cg, "st.vec"), slow = cg_new_block(cg, "st.elem"),
+                          join = cg_new_block(cg, "st.join");
+        LLVMBuildCondBr(cg->b, vec_ok(cg, &ac, vec), fast, slow);
+        LLVMPositionBuilderAtEnd(cg->b, fast);
+        store_regs(cg, &ac, L, vec, vals);
+        LLVMBuildBr(cg->b, join);
+        LLVMPositionBuilderAtEnd(cg->b, slow);
+        store_regs(cg, &ac, L, 1, vals);
+        LLVMBuildBr(cg->b, join);
+        LLVMPositionBuilderAtEnd(cg->b, join);
+    }
+    report_access(cg, op, "store", L, vec);
+    return 0;
+}

@@ -1,0 +1,681 @@
+/* lower_simt.c - Tile IR ops -> LLVM IR for SIMT tiles: scalars, elementwise
+ * math, casts, shape ops (splat / iota / expand / broadcast / trans) and
+ * structured control flow.
+ *
+ * A tile lives in registers as one LLVM value per register slot of its
+ * layout (fully unrolled, compile-time indices only). SPLAT and IOTA stay
+ * symbolic until a consumer picks the layout. An elementwise op computes in
+ * the layout of its register operand with the fewest registers per thread;
+ * other operands are converted to it (cg_convert_layout).
+ */
+#include "cg_internal.h"
+
+#include <string.h>
+
+static const char *type_suffix(Cg *cg, LLVMTypeRef t)
+{
+    if (t == cg->t_f32) return "f32";
+    if (t == cg->t_f64) return "f64";
+    if (t == cg->t_f16) return "f16";
+    if (t == cg->t_bf16) return "bf16";
+    if (t == cg->t_i64) return "i64";
+    if (t == cg->t_i16) return "i16";
+    if (t == cg->t_i8) return "i8";
+    if (t == cg->t_i1) return "i1";
+    return "i32";
+}
+
+static LLVMValueRef call_ovl(Cg *cg, const char *base, LLVMValueRef *args, int n)
+{
+    char name[96];
+    LLVMTypeRef t = LLVMTypeOf(args[0]);
+    snprintf(name, sizeof name, "%s.%s", base, type_suffix(cg, t));
+    return cg_call(cg, name, t, args, n);
+}
+
+/* ---- conversions between dtypes ---- */
+
+static bool is_f(DType t) { return dtype_is_float(t); }
+
+static LLVMValueRef to_f32(Cg *cg, LLVMValueRef v, DType from)
+{
+    if (from == DT_F32)
+        return v;
+    return dtype_bits(from) < 32 ? LLVMBuildFPExt(cg->b, v, cg->t_f32, "")
+                                 : LLVMBuildFPTrunc(cg->b, v, cg->t_f32, "");
+}
+
+static LLVMValueRef float_to_int(Cg *cg, LLVMValueRef v, DType from, DType to)
+{
+    char name[64];
+    if (from != DT_F32 && from != DT_F64) {
+        v = to_f32(cg, v, from);
+        from = DT_F32;
+    }
+    LLVMTypeRef rt = cg_type(cg, to);
+    snprintf(name, sizeof name, "llvm.fpto%si.sat.%s.%s", dtype_is_signed(to) ? "s" : "u",
+             type_suffix(cg, rt), from == DT_F32 ? "f32" : "f64");
+    return cg_call(cg, name, rt, &v, 1);
+}
+
+LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMTypeRef rt = cg_type(cg, to);
+    if (from == to)
+        return v;
+    if (to == DT_BOOL)
+        return is_f(from) ? LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "")
+                          : LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    if (!is_f(from) && !is_f(to)) {
+        int fb = from == DT_BOOL ? 1 : dtype_bits(from), tb = dtype_bits(to);
+        if (fb == tb)
+            return v;
+        if (fb > tb)
+            return LLVMBuildTrunc(b, v, rt, "");
+        return dtype_is_signed(from) ? LLVMBuildSExt(b, v, rt, "") : LLVMBuildZExt(b, v, rt, "");
+    }
+    if (!is_f(from))
+        return dtype_is_signed(from) ? LLVMBuildSIToFP(b, v, rt, "") : LLVMBuildUIToFP(b, v, rt, "");
+    if (!is_f(to))
+        return float_to_int(cg, v, from, to);
+    if ((from == DT_BF16 && to == DT_F16) || (from == DT_F16 && to == DT_BF16))
+        v = to_f32(cg, v, from), from = DT_F32;
+    if (dtype_bits(from) < dtype_bits(to))
+        return LLVMBuildFPExt(b, v, rt, "");
+    return LLVMBuildFPTrunc(b, v, rt, "");
+}
+
+/* ---- elementwise math on one element ---- */
+
+/* Transcendentals run in f32 on the MUFU hardware approximations. */
+static LLVMValueRef math_f32(Cg *cg, OpCode code, LLVMValueRef x)
+{
+    const Target *tg = cg->tg;
+    LLVMBuilderRef b = cg->b;
+    switch (code) {
+    case OP_EXP2: return tg->exp2_f32(cg, x);
+    case OP_EXP: return tg->exp2_f32(cg, LLVMBuildFMul(b, x, LLVMConstReal(cg->t_f32, 1.4426950408889634), ""));
+    case OP_LOG2: return tg->log2_f32(cg, x);
+    case OP_LOG: return LLVMBuildFMul(b, tg->log2_f32(cg, x), LLVMConstReal(cg->t_f32, 0.6931471805599453), "");
+    case OP_SQRT: return cg_call1(cg, "llvm.sqrt.f32", cg->t_f32, x);
+    case OP_RSQRT: return tg->rsqrt_f32(cg, x);
+    case OP_TANH: return tg->tanh_f32(cg, x);
+    default: return x;
+    }
+}
+
+static LLVMValueRef float_op(Cg *cg, OpCode code, DType dt, LLVMValueRef *a)
+{
+    LLVMBuilderRef b = cg->b;
+    switch (code) {
+    case OP_ADD: return LLVMBuildFAdd(b, a[0], a[1], "");
+    case OP_SUB: return LLVMBuildFSub(b, a[0], a[1], "");
+    case OP_MUL: return LLVMBuildFMul(b, a[0], a[1], "");
+    case OP_DIV: return LLVMBuildFDiv(b, a[0], a[1], "");
+    case OP_REM: return LLVMBuildFRem(b, a[0], a[1], "");
+    case OP_MIN: return call_ovl(cg, "llvm.minnum", a, 2);
+    case OP_MAX: return call_ovl(cg, "llvm.maxnum", a, 2);
+    case OP_NEG: return LLVMBuildFNeg(b, a[0], "");
+    case OP_ABS: return call_ovl(cg, "llvm.fabs", a, 1);
+    case OP_SQRT:
+        if (dt == DT_F64)
+            return call_ovl(cg, "llvm.sqrt", a, 1);
+        break;
+    default:
+        break;
+    }
+    LLVMValueRef x = to_f32(cg, a[0], dt);
+    return cg_convert(cg, math_f32(cg, code, x), DT_F32, dt);
+}
+
+static LLVMValueRef int_op(Cg *cg, OpCode code, DType dt, LLVMValueRef *a)
+{
+    LLVMBuilderRef b = cg->b;
+    bool sg = dtype_is_signed(dt);
+    switch (code) {
+    case OP_ADD: return LLVMBuildAdd(b, a[0], a[1], "");
+    case OP_SUB: return LLVMBuildSub(b, a[0], a[1], "");
+    case OP_MUL: return LLVMBuildMul(b, a[0], a[1], "");
+    case OP_DIV: return sg ? LLVMBuildSDiv(b, a[0], a[1], "") : LLVMBuildUDiv(b, a[0], a[1], "");
+    case OP_REM: return sg ? LLVMBuildSRem(b, a[0], a[1], "") : LLVMBuildURem(b, a[0], a[1], "");
+    case OP_MIN: return call_ovl(cg, dt == DT_BOOL ? "llvm.umin" : sg ? "llvm.smin" : "llvm.umin", a, 2);
+    case OP_MAX: return call_ovl(cg, dt == DT_BOOL ? "llvm.umax" : sg ? "llvm.smax" : "llvm.umax", a, 2);
+    case OP_AND: return LLVMBuildAnd(b, a[0], a[1], "");
+    case OP_OR: return LLVMBuildOr(b, a[0], a[1], "");
+    case OP_XOR: return LLVMBuildXor(b, a[0], a[1], "");
+    case OP_NEG: return LLVMBuildNeg(b, a[0], "");
+    case OP_NOT: return LLVMBuildNot(b, a[0], "");
+    case OP_ABS: {
+        if (!sg)
+            return a[0];
+        LLVMValueRef args[2] = { a[0], LLVMConstInt(cg->t_i1, 0, 0) };
+        return cg_call(cg, dt == DT_I64 ? "llvm.abs.i64" : dt == DT_I32 ? "llvm.abs.i32"
+                           : dt == DT_I16 ? "llvm.abs.i16" : "llvm.abs.i8", LLVMTypeOf(a[0]), args, 2);
+    }
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef cmp_op(Cg *cg, CmpPred p, DType dt, LLVMValueRef *a)
+{
+    static const LLVMRealPredicate fp[] = { LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE };
+    static const LLVMIntPredicate sp[] = { LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE };
+    static const LLVMIntPredicate up[] = { LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE };
+    if (is_f(dt))
+        return LLVMBuildFCmp(cg->b, fp[p], a[0], a[1], "");
+    return LLVMBuildICmp(cg->b, dtype_is_signed(dt) ? sp[p] : up[p], a[0], a[1], "");
+}
+
+/* One element of an elementwise op; `dt` is the dtype of operand 0 (of the
+ * value operands for SELECT). */
+static LLVMValueRef elem(Cg *cg, Op *op, DType dt, DType rdt, LLVMValueRef *a)
+{
+    switch ((OpCode)op->code) {
+    case OP_CMP: return cmp_op(cg, (CmpPred)op->iattr[0], dt, a);
+    case OP_SELECT: return LLVMBuildSelect(cg->b, a[0], a[1], a[2], "");
+    case OP_CAST: return cg_convert(cg, a[0], dt, rdt);
+    default: break;
+    }
+    if (is_f(dt))
+        return float_op(cg, (OpCode)op->code, dt, a);
+    return int_op(cg, (OpCode)op->code, dt, a);
+}
+
+static bool elem_supported(Cg *cg, Op *op, DType dt)
+{
+    OpCode c = (OpCode)op->code;
+    bool transc = c == OP_EXP || c == OP_EXP2 || c == OP_LOG || c == OP_LOG2 || c == OP_RSQRT || c == OP_TANH;
+    if (dt == DT_F8E4M3 || dt == DT_F8E5M2) {
+        diag_error(cg->d, op->loc, "'%s' on %s tiles is not supported by the code generator yet; "
+                   "load f8 data and cast it on the tensor-core path", op_info[c].name, dtype_name(dt));
+        return false;
+    }
+    if (!is_f(dt) && (transc || c == OP_SQRT)) {
+        diag_error(cg->d, op->loc, "'%s' needs a float operand, got %s", op_info[c].name, dtype_name(dt));
+        return false;
+    }
+    return true;
+}
+
+/* ---- coordinates of register slots ---- */
+
+static LLVMValueRef bits_of(Cg *cg, LLVMValueRef id, int stride, int n)
+{
+    if (n <= 1)
+        return cg_i32(cg, 0);
+    LLVMValueRef v = stride > 1 ? LLVMBuildUDiv(cg->b, id, cg_i32(cg, stride), "") : id;
+    return LLVMBuildURem(cg->b, v, cg_i32(cg, n), "");
+}
+
+static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p)
+{
+    int idx[TILE_MAXRANK];
+    layout_reg_index(L, r, idx);
+    int es = layout_espt(L, p);
+    int64_t k = (int64_t)(idx[p] / es) * layout_cta(L, p) + idx[p] % es;
+    LLVMValueRef ld = bits_of(cg, cg->lane, layout_lane_stride(L, p), L->tpw[p]);
+    LLVMValueRef wd = bits_of(cg, cg->warp, layout_warp_stride(L, p), L->wpc[p]);
+    LLVMValueRef u = LLVMBuildMul(cg->b, ld, cg_i32(cg, es), "");
+    u = LLVMBuildAdd(cg->b, u, LLVMBuildMul(cg->b, wd, cg_i32(cg, (int64_t)L->tpw[p] * es), ""), "");
+    return LLVMBuildAdd(cg->b, u, cg_i32(cg, k), "");
+}
+
+LLVMValueRef cg_coord(Cg *cg, const Layout *L, int r, int axis)
+{
+    int p = layout_pdim(L, axis);
+    LLVMValueRef u = unwrapped(cg, L, r, p);
+    if (layout_may_wrap(L, p))
+        u = LLVMBuildURem(cg->b, u, cg_i32(cg, L->pshape[p]), "");
+    return u;
+}
+
+LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r)
+{
+    LLVMValueRef ok = LLVMConstInt(cg->t_i1, 1, 0);
+    for (int p = 0; p < L->prank; p++) {
+        LLVMValueRef c = NULL;
+        if (L->slice >> p & 1) {
+            if (L->tpw[p] * L->wpc[p] == 1)
+                continue;
+            LLVMValueRef ld = bits_of(cg, cg->lane, layout_lane_stride(L, p), L->tpw[p]);
+            LLVMValueRef wd = bits_of(cg, cg->warp, layout_warp_stride(L, p), L->wpc[p]);
+            c = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildOr(cg->b, ld, wd, ""), cg_i32(cg, 0), "");
+        } else if (layout_may_wrap(L, p)) {
+            c = LLVMBuildICmp(cg->b, LLVMIntULT, unwrapped(cg, L, r, p), cg_i32(cg, L->pshape[p]), "");
+        }
+        if (c)
+            ok = LLVMBuildAnd(cg->b, ok, c, "");
+    }
+    return ok;
+}
+
+/* ---- materialising tile values ---- */
+
+static LLVMValueRef *new_regs(Cg *cg, const Layout *L)
+{
+    return arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)layout_nregs(L));
+}
+
+LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layout *L, Loc loc)
+{
+    int n = layout_nregs(L);
+    LLVMValueRef *r;
+    switch (v->kind) {
+    case TV_SPLAT:
+    case TV_SCALAR:
+        r = new_regs(cg, L);
+        for (int i = 0; i < n; i++)
+            r[i] = v->s;
+        return r;
+    case TV_IOTA:
+        r = new_regs(cg, L);
+        for (int i = 0; i < n; i++)
+            r[i] = cg_convert(cg, cg_coord(cg, L, i, v->axis), DT_I32, (DType)t->dtype);
+        return r;
+    case TV_REGS:
+        if (layout_eq(v->L, L))
+            return v->r;
+        return cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
+    default:
+        diag_internal(cg->d, loc, "tile value used before it was defined");
+        r = new_regs(cg, L);
+        for (int i = 0; i < n; i++)
+            r[i] = LLVMGetUndef(cg_type(cg, (DType)t->dtype));
+        return r;
+    }
+}
+
+static void set_regs(Cg *cg, ValId v, const Layout *L, LLVMValueRef *r)
+{
+    cg->vals[v] = (TileVal){ .kind = TV_REGS, .L = L, .r = r };
+}
+
+/* ---- elementwise ops ---- */
+
+static const Layout *pick_layout(Cg *cg, Op *op)
+{
+    const Layout *best = NULL;
+    for (int i = 0; i < op->nargs; i++) {
+        const TileVal *v = &cg->vals[op->args[i]];
+        if (v->kind == TV_REGS && (!best || layout_nregs(v->L) < layout_nregs(best)))
+            best = v->L;
+    }
+    return best;
+}
+
+static int lower_elem(Cg *cg, Op *op)
+{
+    Func *f = cg->f;
+    DType dt = (DType)ir_type(f, op->args[op->code == OP_SELECT ? 1 : 0])->dtype;
+    const Type *rt = ir_type(f, op->res[0]);
+    if (!elem_supported(cg, op, dt) || (op->code == OP_CAST && !elem_supported(cg, op, (DType)rt->dtype)))
+        return 1;
+    LLVMValueRef a[3];
+    bool all_uniform = true;
+    for (int i = 0; i < op->nargs; i++) {
+        const TileVal *v = &cg->vals[op->args[i]];
+        all_uniform = all_uniform && (v->kind == TV_SCALAR || v->kind == TV_SPLAT);
+        a[i] = v->s;
+    }
+    if (all_uniform) {
+        LLVMValueRef s = elem(cg, op, dt, (DType)rt->dtype, a);
+        cg->vals[op->res[0]] = (TileVal){ .kind = rt->kind == TY_TILE ? TV_SPLAT : TV_SCALAR, .s = s };
+        return 0;
+    }
+    const Layout *L = pick_layout(cg, op);
+    if (!L)
+        L = cg_default_layout(cg, rt, true);
+    LLVMValueRef *in[3];
+    for (int i = 0; i < op->nargs; i++)
+        in[i] = cg_materialize(cg, &cg->vals[op->args[i]], ir_type(f, op->args[i]), L, op->loc);
+    int n = layout_nregs(L);
+    LLVMValueRef *out = new_regs(cg, L);
+    for (int r = 0; r < n; r++) {
+        for (int i = 0; i < op->nargs; i++)
+            a[i] = in[i][r];
+        out[r] = elem(cg, op, dt, (DType)rt->dtype, a);
+    }
+    set_regs(cg, op->res[0], L, out);
+    return 0;
+}
+
+/* ---- constants, launch values ---- */
+
+static LLVMValueRef const_value(Cg *cg, Op *op, DType dt)
+{
+    if (is_f(dt))
+        return LLVMConstReal(cg_type(cg, dt), op->fattr);
+    return LLVMConstInt(cg_type(cg, dt), (unsigned long long)op->iattr[0], dtype_is_signed(dt));
+}
+
+static int lower_const(Cg *cg, Op *op)
+{
+    const Type *t = ir_type(cg->f, op->res[0]);
+    if (t->dtype == DT_F8E4M3 || t->dtype == DT_F8E5M2) {
+        diag_error(cg->d, op->loc, "f8 constants are not supported by the code generator yet");
+        return 1;
+    }
+    LLVMValueRef s = const_value(cg, op, (DType)t->dtype);
+    cg->vals[op->res[0]] = (TileVal){ .kind = t->kind == TY_TILE ? TV_SPLAT : TV_SCALAR, .s = s };
+    return 0;
+}
+
+static int lower_sreg(Cg *cg, Op *op)
+{
+    static const char *const ctaid[] = { "llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
+                                         "llvm.nvvm.read.ptx.sreg.ctaid.z" };
+    static const char *const nctaid[] = { "llvm.nvvm.read.ptx.sreg.nctaid.x", "llvm.nvvm.read.ptx.sreg.nctaid.y",
+                                          "llvm.nvvm.read.ptx.sreg.nctaid.z" };
+    int ax = (int)op->iattr[0];
+    if (ax < 0 || ax > 2) {
+        diag_internal(cg->d, op->loc, "block axis %d out of range", ax);
+        return 1;
+    }
+    const char *name = op->code == OP_BLOCKID ? ctaid[ax] : nctaid[ax];
+    cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = cg_call(cg, name, cg->t_i32, NULL, 0) };
+    return 0;
+}
+
+/* ---- shape ops ---- */
+
+static int lower_splat(Cg *cg, Op *op)
+{
+    const Type *t = ir_type(cg->f, op->res[0]);
+    TileVal *src = &cg->vals[op->args[0]];
+    if (t->kind != TY_TILE || src->kind != TV_SCALAR) {
+        diag_internal(cg->d, op->loc, "splat of a non-scalar");
+        return 1;
+    }
+    cg->vals[op->res[0]] = (TileVal){ .kind = TV_SPLAT, .s = src->s };
+    return 0;
+}
+
+static int lower_iota(Cg *cg, Op *op)
+{
+    cg->vals[op->res[0]] = (TileVal){ .kind = TV_IOTA, .axis = (uint8_t)op->iattr[0] };
+    return 0;
+}
+
+static int lower_expand(Cg *cg, Op *op)
+{
+    const TileVal *v = &cg->vals[op->args[0]];
+    int axis = (int)op->iattr[0];
+    TileVal r = *v;
+    if (v->kind == TV_IOTA)
+        r.axis = (uint8_t)(v->axis >= axis ? v->axis + 1 : v->axis);
+    else if (v->kind == TV_SCALAR)
+        r.kind = TV_SPLAT;
+    else if (v->kind == TV_REGS)
+        r.L = cg_layout_dup(cg, layout_expand(v->L, axis));
+    cg->vals[op->res[0]] = r;
+    return 0;
+}
+
+static int lower_broadcast(Cg *cg, Op *op)
+{
+    const TileVal *v = &cg->vals[op->args[0]];
+    const Type *st = ir_type(cg->f, op->args[0]), *t = ir_type(cg->f, op->res[0]);
+    if (v->kind != TV_REGS) {
+        cg->vals[op->res[0]] = *v;
+        return 0;
+    }
+    const Layout *L = cg_layout_dup(cg, layout_with_shape(v->L, t->shape));
+    LLVMValueRef *out = new_regs(cg, L);
+    int n = layout_nregs(L), idx[TILE_MAXRANK];
+    for (int r = 0; r < n; r++) {
+        layout_reg_index(L, r, idx);
+        for (int a = 0; a < t->rank; a++)
+            if (st->shape[a] == 1)
+                idx[layout_pdim(L, a)] = 0;
+        out[r] = v->r[layout_reg_of(v->L, idx)];
+    }
+    set_regs(cg, op->res[0], L, out);
+    return 0;
+}
+
+static int lower_trans(Cg *cg, Op *op)
+{
+    const TileVal *v = &cg->vals[op->args[0]];
+    const Type *t = ir_type(cg->f, op->res[0]);
+    TileVal r = *v;
+    if (v->kind == TV_IOTA)
+        r.axis = (uint8_t)(1 - v->axis);
+    if (v->kind != TV_REGS) {
+        cg->vals[op->res[0]] = r;
+        return 0;
+    }
+    static const int perm[2] = { 1, 0 };
+    const Layout *L = cg_default_layout(cg, t, true);
+    set_regs(cg, op->res[0], L, cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, perm));
+    if (cg->report) {
+        sb_puts(cg->report, "  trans: shared-memory conversion to ");
+        layout_print(L, cg->report);
+        sb_putc(cg->report, '\n');
+    }
+    return 0;
+}
+
+/* ---- structured control flow ---- */
+
+static Op *block_yield(Block *b)
+{
+    Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
+    return y && y->code == OP_YIELD ? y : NULL;
+}
+
+/* The layout a loop-carried tile keeps: the init's, or that of a load of
+ * the same shape in the body (so the carried value needs no conversion). */
+static bool find_load_layout(Func *f, Op *op, void *ctx)
+{
+    const Type **want = ctx;
+    const Type *t = op->nres ? ir_type(f, op->res[0]) : NULL;
+    if (op->code == OP_LOAD && t && t->kind == TY_TILE && type_same_shape(t, want[0])) {
+        want[1] = t;
+        return false;
+    }
+    return true;
+}
+
+static const Layout *carried_layout(Cg *cg, Op *op, int i)
+{
+    const TileVal *v = &cg->vals[op->args[3 + i]];
+    const Type *t = ir_type(cg->f, op->res[i]);
+    if (v->kind == TV_REGS)
+        return v->L;
+    const Type *want[2] = { t, NULL };
+    ir_walk(cg->f, &op->regions[0], find_load_layout, want);
+    if (want[1]) {
+        Type lt = *t;
+        lt.dtype = want[1]->dtype;
+        return cg_default_layout(cg, &lt, true);
+    }
+    return cg_default_layout(cg, t, true);
+}
+
+/* Values carried by phis: scalars as one phi, tiles as one phi per register. */
+typedef struct Carried {
+    const Layout *L;     /* NULL: scalar */
+    LLVMValueRef *phi;
+    int n;
+} Carried;
+
+static void make_phis(Cg *cg, Carried *c, const Type *t)
+{
+    LLVMTypeRef ty = cg_type(cg, (DType)t->dtype);
+    c->n = c->L ? layout_nregs(c->L) : 1;
+    c->phi = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)c->n);
+    for (int r = 0; r < c->n; r++)
+        c->phi[r] = LLVMBuildPhi(cg->b, ty, "");
+}
+
+static TileVal carried_val(const Carried *c)
+{
+    if (!c->L)
+        return (TileVal){ .kind = TV_SCALAR, .s = c->phi[0] };
+    return (TileVal){ .kind = TV_REGS, .L = c->L, .r = c->phi };
+}
+
+static int lower_for(Cg *cg, Op *op)
+{
+    Func *f = cg->f;
+    int nc = op->nres;
+    Block *body = &op->regions[0];
+    Op *y = block_yield(body);
+    if (!y || y->nargs != nc || body->nargs != nc + 1) {
+        diag_internal(cg->d, op->loc, "malformed for loop");
+        return 1;
+    }
+    Carried *c = arena_alloc(cg->a, sizeof(Carried) * (size_t)(nc + 1));
+    for (int i = 0; i < nc; i++)
+        c[i + 1].L = ir_type(f, op->res[i])->kind == TY_TILE ? carried_layout(cg, op, i) : NULL;
+    /* Materialise inits in the preheader, before the header's phis exist. */
+    LLVMValueRef **init = arena_alloc(cg->a, sizeof(LLVMValueRef *) * (size_t)(nc + 1));
+    for (int i = 0; i < nc; i++)
+        if (c[i + 1].L)
+            init[i] = cg_materialize(cg, &cg->vals[op->args[3 + i]], ir_type(f, op->args[3 + i]), c[i + 1].L, op->loc);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b), head = cg_new_block(cg, "for.head"),
+                      bodyb = cg_new_block(cg, "for.body"), exit = cg_new_block(cg, "for.exit");
+    LLVMBuildBr(cg->b, head);
+    LLVMPositionBuilderAtEnd(cg->b, head);
+    c[0].L = NULL;
+    make_phis(cg, &c[0], ir_type(f, op->args[0]));
+    LLVMAddIncoming(c[0].phi[0], &cg->vals[op->args[0]].s, &pre, 1);
+    for (int i = 0; i < nc; i++) {
+        make_phis(cg, &c[i + 1], ir_type(f, op->res[i]));
+        LLVMValueRef one = cg->vals[op->args[3 + i]].s;
+        LLVMValueRef *r = c[i + 1].L ? init[i] : &one;
+        for (int k = 0; k < c[i + 1].n; k++)
+            LLVMAddIncoming(c[i + 1].phi[k], &r[k], &pre, 1);
+    }
+    LLVMValueRef cond = LLVMBuildICmp(cg->b, LLVMIntSLT, c[0].phi[0], cg->vals[op->args[1]].s, "");
+    LLVMBuildCondBr(cg->b, cond, bodyb, exit);
+    LLVMPositionBuilderAtEnd(cg->b, bodyb);
+    for (int i = 0; i <= nc; i++)
+        cg->vals[body->args[i]] = carried_val(&c[i]);
+    if (cg_lower_block(cg, body))
+        return 1;
+    LLVMValueRef next = LLVMBuildAdd(cg->b, c[0].phi[0], cg->vals[op->args[2]].s, "");
+    /* Yield values are materialised in the latch before the back edge. */
+    LLVMValueRef **yv = arena_alloc(cg->a, sizeof(LLVMValueRef *) * (size_t)(nc + 1));
+    for (int i = 0; i < nc; i++) {
+        const TileVal *v = &cg->vals[y->args[i]];
+        yv[i] = c[i + 1].L ? cg_materialize(cg, v, ir_type(f, y->args[i]), c[i + 1].L, y->loc) : NULL;
+    }
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+    LLVMAddIncoming(c[0].phi[0], &next, &latch, 1);
+    for (int i = 0; i < nc; i++) {
+        LLVMValueRef one = cg->vals[y->args[i]].s;
+        LLVMValueRef *r = yv[i] ? yv[i] : &one;
+        for (int k = 0; k < c[i + 1].n; k++)
+            LLVMAddIncoming(c[i + 1].phi[k], &r[k], &latch, 1);
+    }
+    LLVMBuildBr(cg->b, head);
+    LLVMPositionBuilderAtEnd(cg->b, exit);
+    for (int i = 0; i < nc; i++)
+        cg->vals[op->res[i]] = carried_val(&c[i + 1]);
+    return 0;
+}
+
+static const Layout *if_layout(Cg *cg, const TileVal *a, const TileVal *b, const Type *t)
+{
+    if (a->kind == TV_REGS)
+        return a->L;
+    if (b->kind == TV_REGS)
+        return b->L;
+    if (a->kind == TV_SPLAT && b->kind == TV_SPLAT)
+        return NULL;
+    return cg_default_layout(cg, t, true);
+}
+
+static int lower_if(Cg *cg, Op *op)
+{
+    Func *f = cg->f;
+    int nr = op->nres;
+    LLVMBasicBlockRef thenb = cg_new_block(cg, "if.then"), elseb = cg_new_block(cg, "if.else"),
+                      join = cg_new_block(cg, "if.join"), ends[2];
+    LLVMBuildCondBr(cg->b, cg->vals[op->args[0]].s, thenb, elseb);
+    Op *ys[2];
+    for (int k = 0; k < 2; k++) {
+        LLVMPositionBuilderAtEnd(cg->b, k ? elseb : thenb);
+        ys[k] = block_yield(&op->regions[k]);
+        if (cg_lower_block(cg, &op->regions[k]))
+            return 1;
+        ends[k] = LLVMGetInsertBlock(cg->b);
+        if (nr && (!ys[k] || ys[k]->nargs != nr)) {
+            diag_internal(cg->d, op->loc, "malformed if");
+            return 1;
+        }
+    }
+    Carried *c = arena_alloc(cg->a, sizeof(Carried) * (size_t)(nr + 1));
+    for (int i = 0; i < nr; i++) {
+        const Type *t = ir_type(f, op->res[i]);
+        c[i].L = t->kind == TY_TILE ? if_layout(cg, &cg->vals[ys[0]->args[i]], &cg->vals[ys[1]->args[i]], t) : NULL;
+    }
+    LLVMValueRef **vals[2];
+    for (int k = 0; k < 2; k++) {
+        LLVMPositionBuilderAtEnd(cg->b, ends[k]);
+        vals[k] = arena_alloc(cg->a, sizeof(LLVMValueRef *) * (size_t)(nr + 1));
+        for (int i = 0; i < nr; i++) {
+            const TileVal *v = &cg->vals[ys[k]->args[i]];
+            vals[k][i] = c[i].L ? cg_materialize(cg, v, ir_type(f, ys[k]->args[i]), c[i].L, op->loc) : NULL;
+        }
+        ends[k] = LLVMGetInsertBlock(cg->b);
+        LLVMBuildBr(cg->b, join);
+    }
+    LLVMPositionBuilderAtEnd(cg->b, join);
+    for (int i = 0; i < nr; i++) {
+        make_phis(cg, &c[i], ir_type(f, op->res[i]));
+        for (int k = 0; k < 2; k++) {
+            LLVMValueRef one = cg->vals[ys[k]->args[i]].s;
+            LLVMValueRef *r = vals[k][i] ? vals[k][i] : &one;
+            for (int j = 0; j < c[i].n; j++)
+                LLVMAddIncoming(c[i].phi[j], &r[j], &ends[k], 1);
+        }
+        TileVal v = carried_val(&c[i]);
+        if (!c[i].L && ir_type(f, op->res[i])->kind == TY_TILE)
+            v.kind = TV_SPLAT;
+        cg->vals[op->res[i]] = v;
+    }
+    return 0;
+}
+
+/* ---- dispatch ---- */
+
+static int lower_op(Cg *cg, Op *op)
+{
+    switch ((OpCode)op->code) {
+    case OP_CONST: return lower_const(cg, op);
+    case OP_BLOCKID: case OP_NBLOCKS: return lower_sreg(cg, op);
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_REM: case OP_MIN: case OP_MAX:
+    case OP_AND: case OP_OR: case OP_XOR: case OP_CMP: case OP_NEG: case OP_NOT: case OP_ABS:
+    case OP_EXP: case OP_EXP2: case OP_LOG: case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_TANH:
+    case OP_SELECT: case OP_CAST:
+        return lower_elem(cg, op);
+    case OP_SPLAT: return lower_splat(cg, op);
+    case OP_EXPAND: return lower_expand(cg, op);
+    case OP_BROADCAST: return lower_broadcast(cg, op);
+    case OP_IOTA: return lower_iota(cg, op);
+    case OP_REDUCE: return cg_lower_reduce(cg, op);
+    case OP_TRANS: return lower_trans(cg, op);
+    case OP_DOT:
+        diag_error(cg->d, op->loc, "matrix product '@' is not supported by the code generator yet");
+        return 1;
+    case OP_LOAD: return cg_lower_load(cg, op);
+    case OP_STORE: return cg_lower_store(cg, op);
+    case OP_FOR: return lower_for(cg, op);
+    case OP_IF: return lower_if(cg, op);
+    case OP_YIELD: return 0;   /* read by the parent FOR / IF */
+    case OP_COUNT: break;
+    }
+    diag_internal(cg->d, op->loc, "op '%s' has no lowering", op->code < OP_COUNT ? op_info[op->code].name : "?");
+    return 1;
+}
+
+int cg_lower_block(Cg *cg, Block *blk)
+{
+    for (int i = 0; i < blk->nops; i++)
+        if (lower_op(cg, blk->ops[i]))
+            return 1;
+    return 0;
+}

@@ -1,0 +1,258 @@
+/* lower_xfer.c - data movement between threads: reductions (in-thread,
+ * warp butterfly shuffles, then across warps through shared memory) and
+ * layout conversions through shared memory (transpose included).
+ *
+ * Shared scratch is one static buffer per kernel, sized for the largest
+ * user; every use starts with a barrier (an earlier user may still read it).
+ */
+#include "cg_internal.h"
+
+#include <math.h>
+
+static void barrier(Cg *cg) { cg->tg->barrier(cg); }
+
+/* ---- layout conversion ---- */
+
+static int elem_bytes(DType dt)
+{
+    int b = dtype_bits(dt) / 8;
+    return b ? b : 1;
+}
+
+/* Row-major offset (elements) of a logical coordinate, rows padded so that
+ * column walks spread over banks. */
+static LLVMValueRef smem_offset(Cg *cg, LLVMValueRef *c, const int64_t *shape, int rank, int pad)
+{
+    LLVMValueRef o = cg_i32(cg, 0);
+    for (int k = 0; k < rank; k++) {
+        int64_t ext = shape[k] + (k == rank - 1 && rank > 1 ? 0 : 0);
+        if (k > 0)
+            o = LLVMBuildMul(cg->b, o, cg_i32(cg, ext + (k == rank - 1 ? pad : 0)), "");
+        o = LLVMBuildAdd(cg->b, o, c[k], "");
+    }
+    return o;
+}
+
+static int64_t smem_elems(const int64_t *shape, int rank, int pad)
+{
+    int64_t n = 1;
+    for (int k = 0; k < rank; k++)
+        n *= shape[k] + (k == rank - 1 && rank > 1 ? pad : 0);
+    return n;
+}
+
+static void logical_shape(const Layout *L, int64_t *shape)
+{
+    for (int a = 0, r = layout_rank(L); a < r; a++)
+        shape[a] = L->pshape[layout_pdim(L, a)];
+}
+
+LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
+                                DType dt, const int *perm)
+{
+    int rank = layout_rank(to), eb = elem_bytes(dt);
+    int pad = rank > 1 ? (eb >= 4 ? 1 : 4 / eb) : 0;
+    int64_t shape[TILE_MAXRANK];
+    logical_shape(to, shape);
+    LLVMTypeRef mty = cg_mem_type(cg, dt);
+    LLVMValueRef sm = cg_smem(cg, smem_elems(shape, rank, pad) * eb);
+    barrier(cg);
+    for (int r = 0, n = layout_nregs(from); r < n; r++) {
+        LLVMValueRef c[TILE_MAXRANK];
+        for (int k = 0; k < rank; k++)
+            c[k] = cg_coord(cg, from, r, perm ? perm[k] : k);
+        LLVMValueRef o = smem_offset(cg, c, shape, rank, pad);
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, mty, sm, &o, 1, "");
+        LLVMValueRef v = dt == DT_BOOL ? LLVMBuildZExt(cg->b, regs[r], cg->t_i8, "") : regs[r];
+        LLVMBuildStore(cg->b, v, p);
+    }
+    barrier(cg);
+    int n = layout_nregs(to);
+    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    for (int r = 0; r < n; r++) {
+        LLVMValueRef c[TILE_MAXRANK];
+        for (int k = 0; k < rank; k++)
+            c[k] = cg_coord(cg, to, r, k);
+        LLVMValueRef o = smem_offset(cg, c, shape, rank, pad);
+        LLVMValueRef v = LLVMBuildLoad2(cg->b, mty, LLVMBuildGEP2(cg->b, mty, sm, &o, 1, ""), "");
+        out[r] = dt == DT_BOOL ? LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->t_i8, 0, 0), "") : v;
+    }
+    if (cg->report) {
+        sb_puts(cg->report, "  layout conversion through shared memory: ");
+        layout_print(from, cg->report);
+        sb_puts(cg->report, " -> ");
+        layout_print(to, cg->report);
+        sb_putc(cg->report, '\n');
+    }
+    return out;
+}
+
+/* ---- reductions ---- */
+
+typedef struct RedCtx {
+    ReduceKind kind;
+    DType acc;            /* accumulation dtype (f32 for 16-bit floats) */
+    LLVMTypeRef ty;
+} RedCtx;
+
+static LLVMValueRef identity(Cg *cg, const RedCtx *rc)
+{
+    bool f = dtype_is_float(rc->acc), sg = dtype_is_signed(rc->acc);
+    int bits = rc->acc == DT_BOOL ? 1 : dtype_bits(rc->acc);
+    switch (rc->kind) {
+    case RED_SUM: return LLVMConstNull(rc->ty);
+    case RED_PROD: return f ? LLVMConstReal(rc->ty, 1.0) : LLVMConstInt(rc->ty, 1, 0);
+    case RED_MAX:
+        if (f)
+            return LLVMConstReal(rc->ty, -INFINITY);
+        return sg ? LLVMConstInt(rc->ty, 1ull << (bits - 1), 0) : LLVMConstNull(rc->ty);
+    case RED_MIN:
+        if (f)
+            return LLVMConstReal(rc->ty, INFINITY);
+        return sg ? LLVMConstInt(rc->ty, (1ull << (bits - 1)) - 1, 0) : LLVMConstAllOnes(rc->ty);
+    default: return LLVMConstNull(rc->ty);
+    }
+}
+
+static LLVMValueRef combine(Cg *cg, const RedCtx *rc, LLVMValueRef a, LLVMValueRef b)
+{
+    bool f = dtype_is_float(rc->acc), sg = dtype_is_signed(rc->acc);
+    LLVMValueRef ab[2] = { a, b };
+    char name[48];
+    const char *sfx = f ? (rc->acc == DT_F64 ? "f64" : "f32")
+                        : rc->acc == DT_I64 || rc->acc == DT_U64 ? "i64" : rc->acc == DT_BOOL ? "i1"
+                        : dtype_bits(rc->acc) == 8 ? "i8" : dtype_bits(rc->acc) == 16 ? "i16" : "i32";
+    switch (rc->kind) {
+    case RED_SUM: return f ? LLVMBuildFAdd(cg->b, a, b, "") : LLVMBuildAdd(cg->b, a, b, "");
+    case RED_PROD: return f ? LLVMBuildFMul(cg->b, a, b, "") : LLVMBuildMul(cg->b, a, b, "");
+    case RED_MAX:
+        snprintf(name, sizeof name, "llvm.%s.%s", f ? "maxnum" : sg ? "smax" : "umax", sfx);
+        return cg_call(cg, name, rc->ty, ab, 2);
+    case RED_MIN:
+        snprintf(name, sizeof name, "llvm.%s.%s", f ? "minnum" : sg ? "smin" : "umin", sfx);
+        return cg_call(cg, name, rc->ty, ab, 2);
+    default: return a;
+    }
+}
+
+/* Butterfly shuffle of any accumulator type, through 32-bit lanes. */
+static LLVMValueRef shfl_bfly(Cg *cg, LLVMValueRef v, int mask)
+{
+    LLVMTypeRef ty = LLVMTypeOf(v);
+    LLVMValueRef args[4] = { cg_i32(cg, -1), NULL, cg_i32(cg, mask), cg_i32(cg, 31) };
+    if (ty == cg->t_f32) {
+        args[1] = v;
+        return cg_call(cg, "llvm.nvvm.shfl.sync.bfly.f32", cg->t_f32, args, 4);
+    }
+    unsigned bits = LLVMGetTypeKind(ty) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(ty) : 64;
+    if (bits <= 32) {
+        args[1] = LLVMBuildZExt(cg->b, v, cg->t_i32, "");
+        LLVMValueRef r = cg_call(cg, "llvm.nvvm.shfl.sync.bfly.i32", cg->t_i32, args, 4);
+        return bits == 32 ? r : LLVMBuildTrunc(cg->b, r, ty, "");
+    }
+    LLVMTypeRef v2 = LLVMVectorType(cg->t_i32, 2);
+    LLVMValueRef w = LLVMBuildBitCast(cg->b, v, v2, ""), out = LLVMGetUndef(v2);
+    for (int h = 0; h < 2; h++) {
+        args[1] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, h), "");
+        LLVMValueRef r = cg_call(cg, "llvm.nvvm.shfl.sync.bfly.i32", cg->t_i32, args, 4);
+        out = LLVMBuildInsertElement(cg->b, out, r, cg_i32(cg, h), "");
+    }
+    return LLVMBuildBitCast(cg->b, out, ty, "");
+}
+
+/* Step 1: combine the registers of each thread that differ only along p. */
+static LLVMValueRef *reduce_in_thread(Cg *cg, const RedCtx *rc, const Layout *L, const Layout *Lr,
+                                      LLVMValueRef *in, DType dt, int p)
+{
+    int nout = layout_nregs(Lr), idx[TILE_MAXRANK];
+    LLVMValueRef *acc = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nout);
+    for (int r = 0, n = layout_nregs(L); r < n; r++) {
+        layout_reg_index(L, r, idx);
+        idx[p] = 0;
+        int o = layout_reg_of(Lr, idx);
+        LLVMValueRef x = cg_convert(cg, in[r], dt, rc->acc);
+        if (layout_may_wrap(L, p)) {
+            Layout only = *L;     /* primary along p only */
+            only.slice = 0;
+            for (int d = 0; d < L->prank; d++)
+                if (d != p)
+                    only.pshape[d] = (int64_t)layout_cta(L, d) * ((L->pshape[d] + layout_cta(L, d) - 1) / layout_cta(L, d));
+            x = LLVMBuildSelect(cg->b, cg_primary(cg, &only, r), x, identity(cg, rc), "");
+        }
+        acc[o] = acc[o] ? combine(cg, rc, acc[o], x) : x;
+    }
+    return acc;
+}
+
+/* Step 3: partials of the wpc[p] warps along p meet in shared memory. */
+static void reduce_across_warps(Cg *cg, const RedCtx *rc, const Layout *L, const Layout *Lr,
+                                LLVMValueRef *acc, int p)
+{
+    int nw = L->wpc[p], nout = layout_nregs(Lr), rank = layout_rank(Lr);
+    int64_t shape[TILE_MAXRANK], numel = 1;
+    logical_shape(Lr, shape);
+    for (int k = 0; k < rank; k++)
+        numel *= shape[k];
+    LLVMValueRef sm = cg_smem(cg, numel * nw * elem_bytes(rc->acc));
+    int ws = layout_warp_stride(L, p);
+    LLVMValueRef wp = LLVMBuildURem(cg->b, LLVMBuildUDiv(cg->b, cg->warp, cg_i32(cg, ws), ""), cg_i32(cg, nw), "");
+    LLVMValueRef *slot = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nout);
+    barrier(cg);
+    for (int r = 0; r < nout; r++) {
+        LLVMValueRef c[TILE_MAXRANK];
+        for (int k = 0; k < rank; k++)
+            c[k] = cg_coord(cg, Lr, r, k);
+        slot[r] = LLVMBuildMul(cg->b, smem_offset(cg, c, shape, rank, 0), cg_i32(cg, nw), "");
+        LLVMValueRef o = LLVMBuildAdd(cg->b, slot[r], wp, "");
+        LLVMBuildStore(cg->b, acc[r], LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""));
+    }
+    barrier(cg);
+    for (int r = 0; r < nout; r++) {
+        LLVMValueRef v = NULL;
+        for (int w = 0; w < nw; w++) {
+            LLVMValueRef o = LLVMBuildAdd(cg->b, slot[r], cg_i32(cg, w), "");
+            LLVMValueRef x = LLVMBuildLoad2(cg->b, rc->ty, LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""), "");
+            v = v ? combine(cg, rc, v, x) : x;
+        }
+        acc[r] = v;
+    }
+}
+
+int cg_lower_reduce(Cg *cg, Op *op)
+{
+    Func *f = cg->f;
+    const Type *t = ir_type(f, op->args[0]), *rt = ir_type(f, op->res[0]);
+    DType dt = (DType)t->dtype;
+    int axis = (int)op->iattr[0];
+    RedCtx rc = { (ReduceKind)op->iattr[1], dt == DT_F16 || dt == DT_BF16 ? DT_F32 : dt, NULL };
+    if (dt == DT_F8E4M3 || dt == DT_F8E5M2 || axis < 0 || axis >= t->rank || rc.kind >= RED_COUNT) {
+        diag_error(cg->d, op->loc, "this reduction is not supported by the code generator yet");
+        return 1;
+    }
+    rc.ty = cg_type(cg, rc.acc);
+    const TileVal *v = &cg->vals[op->args[0]];
+    const Layout *L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, t, true);
+    LLVMValueRef *in = cg_materialize(cg, v, t, L, op->loc);
+    int p = layout_pdim(L, axis);
+    const Layout *Lr = cg_layout_dup(cg, layout_slice(L, axis));
+    LLVMValueRef *acc = reduce_in_thread(cg, &rc, L, Lr, in, dt, p);
+    int nout = layout_nregs(Lr), ls = layout_lane_stride(L, p);
+    for (int m = ls; m < ls * L->tpw[p]; m *= 2)
+        for (int r = 0; r < nout; r++)
+            acc[r] = combine(cg, &rc, acc[r], shfl_bfly(cg, acc[r], m));
+    if (L->wpc[p] > 1)
+        reduce_across_warps(cg, &rc, L, Lr, acc, p);
+    for (int r = 0; r < nout; r++)
+        acc[r] = cg_convert(cg, acc[r], rc.acc, (DType)rt->dtype);
+    if (rt->kind != TY_TILE)
+        cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = acc[0] };
+    else
+        cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = Lr, .r = acc };
+    if (cg->report) {
+        sb_printf(cg->report, "  reduce %s axis %d at %d:%d: %d lanes shuffle, %d warps via shared memory -> ",
+                  reduce_names[rc.kind], axis, op->loc.line, op->loc.col, L->tpw[p], L->wpc[p]);
+        layout_print(Lr, cg->report);
+        sb_putc(cg->report, '\n');
+    }
+    return 0;
+}

@@ -1,0 +1,116 @@
+/* scope.c - the symbol stack of the lowering walk: block scopes, name
+ * lookup, redefinition checks and "did you mean" suggestions.
+ *
+ * Scopes are marks on one stack: a scope ends by truncating the stack to the
+ * mark it started at (lower.c). Shadowing is not allowed: declaring a name that
+ * is visible anywhere (param, const, named dim, outer variable) is an error,
+ * which keeps loop-carried variable detection exact.
+ */
+#include "sema.h"
+
+#include <string.h>
+
+static const char *const builtins[] = {
+    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "max", "min",
+    "where", "rowmax", "rowsum", "rowmin", "colmax", "colsum", "colmin", "reduce",
+    "iota", "rows", "cols", "cdiv", "load",
+};
+
+bool fe_is_builtin(const char *name)
+{
+    for (size_t i = 0; i < TC_COUNTOF(builtins); i++)
+        if (strcmp(builtins[i], name) == 0)
+            return true;
+    return false;
+}
+
+void fe_scope_push(Lower *l, Sym *s)
+{
+    if (l->nsyms == l->capsyms) {
+        int cap = l->capsyms ? l->capsyms * 2 : 32;
+        l->syms = arena_grow(l->a, l->syms, sizeof *l->syms, (size_t)l->nsyms, (size_t)cap);
+        l->capsyms = cap;
+    }
+    l->syms[l->nsyms++] = s;
+}
+
+Sym *fe_scope_lookup(Lower *l, const char *name)
+{
+    for (int i = l->nsyms - 1; i >= 0; i--)
+        if (strcmp(l->syms[i]->name, name) == 0)
+            return l->syms[i];
+    return NULL;
+}
+
+/* Declare a name in the innermost scope; on a clash report it, note the
+ * previous definition, and still return a fresh symbol so the walk goes on. */
+Sym *fe_declare(Lower *l, const char *name, Loc loc, SymKind kind)
+{
+    Sym *prev = fe_scope_lookup(l, name);
+    if (prev) {
+        diag_error(l->d, loc, "redefinition of '%s'", name);
+        diag_note(l->d, prev->loc, "previous definition of '%s' is here", name);
+    }
+    Sym *s = arena_alloc(l->a, sizeof *s);
+    s->name = name;
+    s->loc = loc;
+    s->kind = (uint8_t)kind;
+    fe_scope_push(l, s);
+    return s;
+}
+
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 31 || lb > 31)
+        return 99;
+    int row[32];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+static void consider(const char *name, const char *cand, const char **best, int *bestd)
+{
+    int dist = edit_distance(name, cand);
+    int limit = strlen(name) <= 3 ? 1 : 2;
+    if (dist <= limit && dist < *bestd) {
+        *best = cand;
+        *bestd = dist;
+    }
+}
+
+/* Add "did you mean 'x'?" as a note when a visible name (or, for calls, a
+ * builtin or dtype) is close to the unknown one. */
+void fe_suggest(Lower *l, Loc loc, const char *name, bool calls)
+{
+    const char *best = NULL;
+    int bestd = 99;
+    for (int i = l->nsyms - 1; i >= 0; i--)
+        consider(name, l->syms[i]->name, &best, &bestd);
+    if (calls) {
+        for (size_t i = 0; i < TC_COUNTOF(builtins); i++)
+            consider(name, builtins[i], &best, &bestd);
+        for (int t = 1; t < DT_COUNT; t++)
+            consider(name, dtype_name((DType)t), &best, &bestd);
+    } else {
+        consider(name, "block", &best, &bestd);
+        consider(name, "num_blocks", &best, &bestd);
+    }
+    if (best)
+        diag_note(l->d, loc, "did you mean '%s'?", best);
+}

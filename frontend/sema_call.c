@@ -1,0 +1,306 @@
+/* sema_call.c - builtin calls: casts by dtype name, elementwise math,
+ * max/min/where, reductions, index tiles (iota, rows, cols), cdiv and load.
+ *
+ * Every builtin checks its argument count and kinds, then lowers to the ops
+ * of ir/ops.h; casts and cdiv of constants fold.
+ */
+#include "sema.h"
+
+#include <string.h>
+
+bool fe_shape_unify(Lower *l, EVal *a, EVal *b, Loc loc);
+
+typedef enum { B_MATH, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_IOTA, B_ROWS, B_COLS,
+               B_CDIV, B_LOAD } BKind;
+
+typedef struct Builtin {
+    const char *name;
+    uint8_t kind;      /* BKind */
+    uint8_t nargs;     /* B_LOAD: 1 or 2 */
+    uint16_t op;       /* OpCode, or ReduceKind for reductions */
+} Builtin;
+
+static const Builtin builtin_tab[] = {
+    { "exp", B_MATH, 1, OP_EXP }, { "exp2", B_MATH, 1, OP_EXP2 }, { "log", B_MATH, 1, OP_LOG },
+    { "log2", B_MATH, 1, OP_LOG2 }, { "sqrt", B_MATH, 1, OP_SQRT }, { "rsqrt", B_MATH, 1, OP_RSQRT },
+    { "abs", B_MATH, 1, OP_ABS }, { "tanh", B_MATH, 1, OP_TANH },
+    { "max", B_MINMAX, 2, OP_MAX }, { "min", B_MINMAX, 2, OP_MIN }, { "where", B_WHERE, 3, OP_SELECT },
+    { "rowmax", B_ROWRED, 1, RED_MAX }, { "rowsum", B_ROWRED, 1, RED_SUM },
+    { "rowmin", B_ROWRED, 1, RED_MIN }, { "colmax", B_COLRED, 1, RED_MAX },
+    { "colsum", B_COLRED, 1, RED_SUM }, { "colmin", B_COLRED, 1, RED_MIN },
+    { "reduce", B_REDUCE, 3, 0 }, { "iota", B_IOTA, 1, OP_IOTA }, { "rows", B_ROWS, 1, OP_IOTA },
+    { "cols", B_COLS, 1, OP_IOTA }, { "cdiv", B_CDIV, 2, 0 }, { "load", B_LOAD, 2, OP_LOAD },
+};
+
+static const Builtin *find_builtin(const char *name)
+{
+    for (size_t i = 0; i < TC_COUNTOF(builtin_tab); i++)
+        if (strcmp(builtin_tab[i].name, name) == 0)
+            return &builtin_tab[i];
+    return NULL;
+}
+
+static EVal err(void) { return (EVal){ 0 }; }
+
+static EVal lower_cast(Lower *l, const Expr *e, DType to)
+{
+    if (e->nargs != 1) {
+        diag_error(l->d, e->loc, "cast '%s' takes 1 argument, got %d", e->name, e->nargs);
+        return err();
+    }
+    EVal v = fe_value(l, e->args[0]);
+    if (v.kind == EV_ERR || v.ty.dtype == to)
+        return v;
+    if (v.kind == EV_CONST && v.ty.dtype != DT_BOOL && to != DT_BOOL)
+        return fe_const_convert(l, v, to, e->loc);
+    fe_materialize(l, &v, e->loc);
+    Type t = v.ty;
+    t.dtype = (uint8_t)to;
+    t.space = SP_ANY;
+    return fe_val(fe_emit(l, e->loc, OP_CAST, &v.v, 1, t), t);
+}
+
+static EVal lower_math(Lower *l, const Expr *e, OpCode op)
+{
+    EVal v = fe_value(l, e->args[0]);
+    if (v.kind == EV_ERR)
+        return v;
+    DType dt = (DType)v.ty.dtype;
+    bool ok = op == OP_ABS ? dt != DT_BOOL : dtype_is_float(dt);
+    if (!ok && v.ty.kind == TY_SCALAR && dtype_is_int(dt)) {
+        v = fe_convert(l, v, DT_F32, e->loc);
+    } else if (!ok) {
+        diag_error(l->d, e->args[0]->loc, "'%s' needs a float operand, got %s; cast with f32(x)",
+                   e->name, fe_tystr(l, &v.ty));
+        return err();
+    }
+    fe_materialize(l, &v, e->loc);
+    Type t = v.ty;
+    t.space = SP_ANY;
+    return fe_val(fe_emit(l, e->loc, op, &v.v, 1, t), t);
+}
+
+static EVal lower_minmax(Lower *l, const Expr *e, OpCode op)
+{
+    EVal a = fe_value(l, e->args[0]), b = fe_value(l, e->args[1]);
+    if (!fe_unify(l, &a, &b, e->args[0], e->args[1], e->loc))
+        return err();
+    if (a.ty.dtype == DT_BOOL) {
+        diag_error(l->d, e->loc, "'%s' does not apply to bool", e->name);
+        return err();
+    }
+    if (a.kind == EV_CONST && b.kind == EV_CONST) {
+        bool amax = dtype_is_float((DType)a.ty.dtype) ? a.f > b.f : a.i > b.i;
+        return (op == OP_MAX) == amax ? a : b;
+    }
+    ValId args[2] = { fe_materialize(l, &a, e->loc), fe_materialize(l, &b, e->loc) };
+    Type t = a.ty;
+    t.space = SP_ANY;
+    return fe_val(fe_emit(l, e->loc, op, args, 2, t), t);
+}
+
+static EVal lower_where(Lower *l, const Expr *e)
+{
+    EVal c = fe_value(l, e->args[0]), a = fe_value(l, e->args[1]), b = fe_value(l, e->args[2]);
+    if (c.kind == EV_ERR || a.kind == EV_ERR || b.kind == EV_ERR)
+        return err();
+    if (c.ty.dtype != DT_BOOL) {
+        diag_error(l->d, e->args[0]->loc, "the condition of where() must be bool, got %s",
+                   fe_tystr(l, &c.ty));
+        return err();
+    }
+    if (!fe_unify(l, &a, &b, e->args[1], e->args[2], e->loc))
+        return err();
+    if (c.kind == EV_CONST)
+        return c.i ? a : b;
+    if (!fe_shape_unify(l, &c, &a, e->loc) || !fe_shape_unify(l, &c, &b, e->loc))
+        return err();
+    ValId args[3] = { fe_materialize(l, &c, e->loc), fe_materialize(l, &a, e->loc),
+                      fe_materialize(l, &b, e->loc) };
+    Type t = a.ty;
+    t.space = SP_ANY;
+    return fe_val(fe_emit(l, e->loc, OP_SELECT, args, 3, t), t);
+}
+
+static EVal emit_reduce(Lower *l, const Expr *e, EVal v, int axis, ReduceKind k)
+{
+    Type t = v.ty;
+    if (t.rank == 1) {
+        t = type_scalar((DType)v.ty.dtype);
+    } else {
+        memmove(&t.shape[axis], &t.shape[axis + 1], sizeof(int64_t) * (size_t)(t.rank - axis - 1));
+        t.rank--;
+        t.shape[t.rank] = 0;
+        t.space = SP_ANY;
+    }
+    ValId r = fe_emit(l, e->loc, OP_REDUCE, &v.v, 1, t);
+    ir_val(l->f, r)->def->iattr[0] = axis;
+    ir_val(l->f, r)->def->iattr[1] = k;
+    return fe_val(r, t);
+}
+
+static bool reducible(Lower *l, const Expr *e, const EVal *v, int rank)
+{
+    if (v->kind == EV_ERR)
+        return false;
+    if (v->ty.kind != TY_TILE || (rank && v->ty.rank != rank) || v->ty.dtype == DT_BOOL) {
+        diag_error(l->d, e->args[0]->loc, "'%s' needs a %snumeric tile, got %s", e->name,
+                   rank == 2 ? "2-D " : "", fe_tystr(l, &v->ty));
+        return false;
+    }
+    return true;
+}
+
+static EVal lower_reduce(Lower *l, const Expr *e)
+{
+    EVal v = fe_value(l, e->args[0]);
+    int64_t axis;
+    if (!reducible(l, e, &v, 0) || !fe_const_as_int(l, e->args[1], "reduction axis", &axis))
+        return err();
+    if (axis < 0 || axis >= v.ty.rank) {
+        diag_error(l->d, e->args[1]->loc, "reduction axis %lld is out of range for %s (axes 0..%d)",
+                   (long long)axis, fe_tystr(l, &v.ty), v.ty.rank - 1);
+        return err();
+    }
+    const Expr *k = e->args[2];
+    for (int i = 0; k->kind == E_NAME && i < RED_COUNT; i++)
+        if (strcmp(k->name, reduce_names[i]) == 0)
+            return emit_reduce(l, e, v, (int)axis, (ReduceKind)i);
+    diag_error(l->d, k->loc, "reduction kind must be sum, max, min or prod");
+    return err();
+}
+
+static EVal lower_iota(Lower *l, const Expr *e, int kind)
+{
+    Type t;
+    int axis = 0;
+    if (kind == B_IOTA) {
+        int64_t n;
+        if (!fe_const_as_int(l, e->args[0], "tile shape", &n))
+            return err();
+        if (n <= 0) {
+            diag_error(l->d, e->args[0]->loc, "iota length must be positive, got %lld", (long long)n);
+            return err();
+        }
+        t = type_tile(DT_I32, 1, &n, SP_ANY);
+    } else {
+        EVal v = fe_value(l, e->args[0]);
+        if (v.kind == EV_ERR)
+            return v;
+        int need = kind == B_COLS ? 2 : 1;
+        if (v.ty.kind != TY_TILE || v.ty.rank < need) {
+            diag_error(l->d, e->args[0]->loc, "'%s' needs a tile of rank >= %d, got %s", e->name, need,
+                       fe_tystr(l, &v.ty));
+            return err();
+        }
+        t = type_tile(DT_I32, v.ty.rank, v.ty.shape, SP_ANY);
+        axis = kind == B_COLS ? 1 : 0;
+    }
+    ValId r = fe_emit(l, e->loc, OP_IOTA, NULL, 0, t);
+    ir_val(l->f, r)->def->iattr[0] = axis;
+    return fe_val(r, t);
+}
+
+/* cdiv(a, b) = (a + b - 1) / b on integers. */
+static EVal lower_cdiv(Lower *l, const Expr *e)
+{
+    EVal a = fe_value(l, e->args[0]), b = fe_value(l, e->args[1]);
+    if (a.kind == EV_ERR || b.kind == EV_ERR)
+        return err();
+    for (int i = 0; i < 2; i++) {
+        const EVal *v = i ? &b : &a;
+        if (!dtype_is_int((DType)v->ty.dtype)) {
+            diag_error(l->d, e->args[i]->loc, "cdiv needs integers, got %s", fe_tystr(l, &v->ty));
+            return err();
+        }
+    }
+    Expr add = { .kind = E_BINARY, .op = T_PLUS, .loc = e->loc, .a = e->args[0], .b = e->args[1] };
+    Expr div = add;
+    div.op = T_SLASH;
+    EVal s = fe_binary(l, T_PLUS, a, b, &add);
+    EVal s1 = fe_binary(l, T_MINUS, s, fe_const_int(1, DT_I32), &add);
+    return fe_binary(l, T_SLASH, s1, b, &div);
+}
+
+static EVal lower_load(Lower *l, const Expr *e)
+{
+    const Expr *w = e->args[0], *other = e->nargs > 1 ? e->args[1] : NULL;
+    if (other && other->kind == E_KWARG) {
+        if (strcmp(other->name, "other") != 0) {
+            diag_error(l->d, other->loc, "load() has no argument '%s'; did you mean 'other'?", other->name);
+            return err();
+        }
+        other = other->a;
+    }
+    EVal base = w->kind == E_INDEX ? fe_expr(l, w->a) : (EVal){ 0 };
+    if (w->kind != E_INDEX || base.kind != EV_TENSOR) {
+        if (w->kind != E_INDEX || base.kind != EV_ERR)
+            diag_error(l->d, w->loc, "load() needs a window of a tensor param, e.g. load(X[i : +n], 0)");
+        return err();
+    }
+    return fe_window(l, w, other);
+}
+
+static bool check_args(Lower *l, const Expr *e, const Builtin *b)
+{
+    int want = b->nargs;
+    bool ok = b->kind == B_LOAD ? (e->nargs == 1 || e->nargs == 2) : e->nargs == want;
+    if (!ok) {
+        diag_error(l->d, e->loc, "'%s' takes %s%d argument%s, got %d", e->name,
+                   b->kind == B_LOAD ? "1 or " : "", want, want == 1 ? "" : "s", e->nargs);
+        return false;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (e->args[i]->kind == E_KWARG && !(b->kind == B_LOAD && i == 1)) {
+            diag_error(l->d, e->args[i]->loc, "'%s' takes no named arguments", e->name);
+            return false;
+        }
+    return true;
+}
+
+static EVal lower_builtin(Lower *l, const Expr *e, const Builtin *b)
+{
+    if (!check_args(l, e, b))
+        return err();
+    switch (b->kind) {
+    case B_MATH: return lower_math(l, e, (OpCode)b->op);
+    case B_MINMAX: return lower_minmax(l, e, (OpCode)b->op);
+    case B_WHERE: return lower_where(l, e);
+    case B_ROWRED: case B_COLRED: {
+        EVal v = fe_value(l, e->args[0]);
+        if (!reducible(l, e, &v, 2))
+            return err();
+        return emit_reduce(l, e, v, b->kind == B_ROWRED ? 1 : 0, (ReduceKind)b->op);
+    }
+    case B_REDUCE: return lower_reduce(l, e);
+    case B_IOTA: case B_ROWS: case B_COLS: return lower_iota(l, e, b->kind);
+    case B_CDIV: return lower_cdiv(l, e);
+    default: return lower_load(l, e);
+    }
+}
+
+EVal fe_call(Lower *l, const Expr *e)
+{
+    DType dt = dtype_lookup(e->name, strlen(e->name));
+    if (dt != DT_NONE)
+        return lower_cast(l, e, dt);
+    const Builtin *b = find_builtin(e->name);
+    if (b) {
+        if (l->in_grid && b->kind != B_CDIV && b->kind != B_MINMAX) {
+            diag_error(l->d, e->loc, "'%s' cannot be used in the grid", e->name);
+            return err();
+        }
+        return lower_builtin(l, e, b);
+    }
+    Sym *s = fe_scope_lookup(l, e->name);
+    if (s && s->kind == SYM_CONST && strcmp(s->cls, "dtype") == 0)
+        return lower_cast(l, e, s->cb->dval);
+    if (s) {
+        diag_error(l->d, e->loc, "'%s' is not a function", e->name);
+        diag_note(l->d, s->loc, "'%s' is declared here", e->name);
+        return err();
+    }
+    diag_error(l->d, e->loc, "unknown function '%s'", e->name);
+    fe_suggest(l, e->loc, e->name, true);
+    return err();
+}

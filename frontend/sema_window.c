@@ -1,0 +1,199 @@
+/* sema_window.c - windows of tensor params: `X[i, a : +n, :]` as a LOAD
+ * (read) or STORE (assignment target).
+ *
+ * A window has one index per tensor dim: a scalar (the dim is dropped),
+ * `a : +n` (n a positive constant) or `:` (a static dim, whole). The op's
+ * list holds the extent per tensor dim (0 = dropped) and iattr[0] sets the
+ * mask bit of every kept dim; the bounds pass clears bits it proves safe.
+ */
+#include "sema.h"
+
+#include <string.h>
+
+typedef struct Win {
+    Sym *t;
+    int rank;                          /* tensor rank */
+    ValId offs[TENSOR_MAXRANK];
+    int64_t ext[TENSOR_MAXRANK];
+    unsigned mask;
+    Type ty;                           /* tile of the kept extents, or a scalar */
+} Win;
+
+static bool win_full(Lower *l, const Expr *a, Win *w, int d)
+{
+    const Type *tt = &w->t->val.ty;
+    if (tt->dimsym[d] >= 0) {
+        const char *dn = l->f->dim_names[tt->dimsym[d]];
+        diag_error(l->d, a->loc, "':' needs a static dim, but dim %d of '%s' is the named dim '%s'; "
+                   "use a window 'start : +extent'", d, w->t->name, dn);
+        diag_note(l->d, w->t->loc, "'%s' is declared here", w->t->name);
+        return false;
+    }
+    l->b.loc = a->loc;
+    w->offs[d] = ir_const_int(&l->b, type_scalar(DT_I32), 0);
+    w->ext[d] = tt->shape[d];
+    return true;
+}
+
+static bool win_index(Lower *l, const Expr *a, ValId *off)
+{
+    EVal v = fe_value(l, a);
+    if (v.kind == EV_ERR)
+        return false;
+    if (v.ty.kind != TY_SCALAR || !dtype_is_int((DType)v.ty.dtype)) {
+        diag_error(l->d, a->loc, "window index must be an integer scalar, got %s", fe_tystr(l, &v.ty));
+        return false;
+    }
+    v = fe_convert(l, v, DT_I32, a->loc);
+    *off = fe_materialize(l, &v, a->loc);
+    return true;
+}
+
+static bool win_slice(Lower *l, const Expr *a, Win *w, int d)
+{
+    int64_t n;
+    if (!win_index(l, a->a, &w->offs[d]) | !fe_const_as_int(l, a->b, "tile shape", &n))
+        return false;
+    if (n <= 0) {
+        diag_error(l->d, a->b->loc, "window extent must be positive, got %lld", (long long)n);
+        return false;
+    }
+    w->ext[d] = n;
+    return true;
+}
+
+static bool win_dim(Lower *l, const Expr *a, Win *w, int d)
+{
+    switch (a->kind) {
+    case E_FULL: return win_full(l, a, w, d);
+    case E_SLICE: return win_slice(l, a, w, d);
+    default:
+        w->ext[d] = 0;
+        return win_index(l, a, &w->offs[d]);
+    }
+}
+
+static bool window(Lower *l, const Expr *e, Sym *t, Win *w)
+{
+    memset(w, 0, sizeof *w);
+    w->t = t;
+    w->rank = t->val.ty.rank;
+    for (int i = 0; i < e->nargs; i++)
+        if (e->args[i]->kind == E_NEWAXIS) {
+            diag_error(l->d, e->args[i]->loc, "'*' only applies to tile values, not to a window of '%s'",
+                       t->name);
+            return false;
+        }
+    if (e->nargs != w->rank) {
+        diag_error(l->d, e->loc, "wrong window rank: '%s' has %d dim%s, the window gives %d", t->name,
+                   w->rank, w->rank == 1 ? "" : "s", e->nargs);
+        diag_note(l->d, t->loc, "'%s' is declared here", t->name);
+        return false;
+    }
+    bool ok = true;
+    int64_t shape[TENSOR_MAXRANK];
+    int kept = 0;
+    for (int d = 0; d < w->rank; d++) {
+        if (!win_dim(l, e->args[d], w, d)) {
+            ok = false;
+            continue;
+        }
+        if (w->ext[d]) {
+            w->mask |= 1u << d;
+            shape[kept++] = w->ext[d];
+        }
+    }
+    if (ok && kept > TILE_MAXRANK) {
+        diag_error(l->d, e->loc, "window keeps %d dims; tiles have at most %d", kept, TILE_MAXRANK);
+        return false;
+    }
+    DType dt = (DType)t->val.ty.dtype;
+    w->ty = kept ? type_tile(dt, kept, shape, SP_ANY) : type_scalar(dt);
+    return ok;
+}
+
+static Op *emit_mem(Lower *l, OpCode code, const Win *w, const ValId *extra, int nextra, Loc loc)
+{
+    ValId args[TENSOR_MAXRANK + 3];
+    int n = 0;
+    args[n++] = w->t->val.v;
+    for (int d = 0; d < w->rank; d++)
+        args[n++] = w->offs[d];
+    for (int i = 0; i < nextra; i++)
+        args[n++] = extra[i];
+    l->b.loc = loc;
+    Op *op = ir_build(&l->b, code, args, n, &w->ty, code == OP_LOAD);
+    op->list = arena_alloc(l->a, sizeof(int64_t) * (size_t)w->rank);
+    memcpy(op->list, w->ext, sizeof(int64_t) * (size_t)w->rank);
+    op->nlist = w->rank;
+    op->iattr[0] = w->mask;
+    op->iattr[1] = nextra && code == OP_LOAD;
+    return op;
+}
+
+/* A load of the window `idx` (E_INDEX on a tensor); `other` may be NULL. */
+EVal fe_window(Lower *l, const Expr *idx, const Expr *other)
+{
+    Sym *t = fe_expr(l, idx->a).sym;
+    Win w;
+    if (!t || !window(l, idx, t, &w))
+        return (EVal){ 0 };
+    ValId ov = 0;
+    if (other) {
+        EVal o = fe_value(l, other);
+        if (o.kind == EV_ERR)
+            return o;
+        if (o.ty.kind != TY_SCALAR) {
+            diag_error(l->d, other->loc, "'other' must be a scalar, got %s", fe_tystr(l, &o.ty));
+            return (EVal){ 0 };
+        }
+        if (dtype_is_float((DType)o.ty.dtype) && !dtype_is_float((DType)w.ty.dtype)) {
+            diag_error(l->d, other->loc, "'other' is %s but '%s' holds %s", dtype_name((DType)o.ty.dtype),
+                       t->name, dtype_name((DType)w.ty.dtype));
+            return (EVal){ 0 };
+        }
+        o = fe_convert(l, o, (DType)w.ty.dtype, other->loc);
+        if (o.kind == EV_ERR)
+            return o;
+        ov = fe_materialize(l, &o, other->loc);
+    }
+    Op *op = emit_mem(l, OP_LOAD, &w, &ov, ov != 0, idx->loc);
+    return fe_val(op->res[0], w.ty);
+}
+
+static bool store_matches(Lower *l, const Win *w, EVal *v, Loc loc)
+{
+    if (v->ty.kind == TY_SCALAR) {
+        *v = fe_to_type(l, *v, &w->ty, loc);
+        return v->kind != EV_ERR;
+    }
+    if (w->ty.kind != TY_TILE || !type_same_shape(&v->ty, &w->ty)) {
+        diag_error(l->d, loc, "store shape mismatch: the window of '%s' is %s, the value is %s",
+                   w->t->name, fe_tystr(l, &w->ty), fe_tystr(l, &v->ty));
+        return false;
+    }
+    if (v->ty.dtype != w->ty.dtype) {
+        diag_error(l->d, loc, "store dtype mismatch: '%s' holds %s, the value is %s; cast with %s(x)",
+                   w->t->name, dtype_name((DType)w->ty.dtype), fe_tystr(l, &v->ty),
+                   dtype_name((DType)w->ty.dtype));
+        return false;
+    }
+    return true;
+}
+
+/* `target = val` where target is a window of a tensor param. */
+void fe_store(Lower *l, const Expr *target, EVal val, Loc loc)
+{
+    EVal base = fe_expr(l, target->a);
+    if (base.kind == EV_ERR)
+        return;
+    if (base.kind != EV_TENSOR) {
+        const char *n = target->a->kind == E_NAME ? target->a->name : "this expression";
+        diag_error(l->d, target->a->loc, "cannot store into '%s': only tensor params can be stored to", n);
+        return;
+    }
+    Win w;
+    if (!window(l, target, base.sym, &w) || val.kind == EV_ERR || !store_matches(l, &w, &val, loc))
+        return;
+    emit_mem(l, OP_STORE, &w, &val.v, 1, target->loc);
+}

@@ -1,0 +1,221 @@
+/* tilert.h - the public API of libtilert, the tilec kernel runtime.
+ *
+ * If a function does not appear in this file, it is not a published API.
+ *
+ * libtilert loads the PTX and kernel metadata that tilec produces and
+ * launches kernels through the CUDA Driver API. It depends on libc and on a
+ * libcuda.so.1 that it opens with dlopen at tilert_driver_open: a program
+ * linked with it runs (and can validate launches) on a machine without CUDA.
+ *
+ * Conventions:
+ *  - Every function returning tilert_status returns TILERT_OK (0) on success.
+ *    On failure it records a message that tilert_last_error() returns on the
+ *    same thread; the message names the param, the metadata line or the
+ *    driver call that failed. Nothing ever aborts or exits.
+ *  - Handles are opaque. Every *_open / *_load / *_from_meta has a matching
+ *    *_close / *_free; passing NULL to those is a no-op.
+ *  - Strings returned by accessors are owned by the handle they came from and
+ *    stay valid until that handle is freed. The caller never frees them.
+ *  - A tilert_kernel is owned by its tilert_module: it is valid until the
+ *    module is freed and is never freed on its own.
+ *  - Tensors are DLPack DLTensors (dlpack/dlpack.h); the runtime only reads
+ *    them during the call and keeps no pointer to them afterwards.
+ *  - Thread safety: a driver, module or kernel may be used for launches from
+ *    several threads at once. tilert_module_free must not race with launches.
+ *
+ * The metadata text format, the kernel ABI and the launch validation rules
+ * are documented in docs/runtime.md (and, for the producer, codegen/codegen.h).
+ */
+#ifndef TILERT_H
+#define TILERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILERT_VERSION_MAJOR 0
+#define TILERT_VERSION_MINOR 1
+#define TILERT_VERSION_PATCH 0
+
+/* Limits of one kernel (the metadata parser rejects more). */
+#define TILERT_MAX_RANK 8        /* dims of one tensor param */
+#define TILERT_MAX_PARAMS 64     /* runtime params of one kernel */
+#define TILERT_MAX_DIMS 64       /* named dims of one kernel */
+#define TILERT_MAX_SLOTS (TILERT_MAX_PARAMS * TILERT_MAX_RANK + TILERT_MAX_DIMS)
+
+typedef enum tilert_status {
+    TILERT_OK = 0,
+    TILERT_ERR_USAGE = 1,      /* NULL argument, out-of-range index, module not loadable */
+    TILERT_ERR_NOMEM = 2,
+    TILERT_ERR_NO_DRIVER = 3,  /* libcuda.so.1 not found or lacks a needed symbol */
+    TILERT_ERR_NO_DEVICE = 4,  /* the driver sees no CUDA device */
+    TILERT_ERR_META = 5,       /* the metadata text is malformed: the message names the line */
+    TILERT_ERR_NOT_FOUND = 6,  /* no kernel of that name in the module */
+    TILERT_ERR_ARGS = 7,       /* launch arguments do not match the kernel's metadata */
+    TILERT_ERR_JIT = 8,        /* the driver could not load the PTX: the message holds its log */
+    TILERT_ERR_CUDA = 9,       /* another driver call failed: the message names it */
+    TILERT_ERR_IO = 10         /* a file could not be read */
+} tilert_status;
+
+/* The message of the last failed call on this thread ("" if none). Owned by
+ * the library (thread-local), valid until the next tilert_ call on this
+ * thread. */
+const char *tilert_last_error(void);
+const char *tilert_status_string(tilert_status s);
+const char *tilert_version(void);               /* "0.1.0" */
+
+/* ---- The driver ------------------------------------------------------ */
+
+typedef struct tilert_driver tilert_driver;
+
+/* dlopen libcuda.so.1 and cuInit. Fails with TILERT_ERR_NO_DRIVER ("no CUDA
+ * driver: libcuda.so.1 not found") or TILERT_ERR_NO_DEVICE ("no CUDA
+ * device"). The caller owns *out and must call tilert_driver_close after
+ * freeing every module loaded through it. *out is NULL on failure. */
+tilert_status tilert_driver_open(tilert_driver **out);
+void tilert_driver_close(tilert_driver *drv);
+
+tilert_status tilert_device_count(tilert_driver *drv, int *count);
+/* Compute capability of CUDA device `device` (an ordinal). */
+tilert_status tilert_device_capability(tilert_driver *drv, int device, int *major, int *minor);
+/* The tilec target for that device, written into buf (NUL-terminated):
+ * sm_90 -> "sm_90a", sm_100 -> "sm_100a", sm_8x -> "sm_86" (PTX for sm_86
+ * runs on all sm_86+ parts), others "sm_XY". */
+tilert_status tilert_device_arch(tilert_driver *drv, int device, char *buf, size_t buflen);
+/* Block until all work in the current context is done (cuCtxSynchronize);
+ * reports errors from earlier asynchronous launches. */
+tilert_status tilert_synchronize(tilert_driver *drv);
+
+/* ---- Modules and kernels --------------------------------------------- */
+
+typedef struct tilert_module tilert_module;
+typedef struct tilert_kernel tilert_kernel;
+
+/* Parse `meta` (NUL-terminated metadata text) and load `ptx` (NUL-terminated
+ * PTX text) into the calling thread's current CUDA context, or, if it has
+ * none, the primary context of device 0. The module is loaded again, on
+ * demand, into any other context a later launch runs in. Both strings are
+ * copied. The caller owns *out and must call tilert_module_free; *out is NULL
+ * on failure. A JIT failure is TILERT_ERR_JIT with the driver's error log in
+ * the message. */
+tilert_status tilert_module_load(tilert_driver *drv, const char *ptx, const char *meta,
+                                 tilert_module **out);
+/* The same, reading the two files. */
+tilert_status tilert_module_load_files(tilert_driver *drv, const char *ptx_path,
+                                       const char *meta_path, tilert_module **out);
+/* Parse metadata alone, without a driver: kernels can be queried and
+ * launches validated (tilert_check_args) but not launched. Works on machines
+ * without CUDA. The caller owns *out and must call tilert_module_free. */
+tilert_status tilert_module_from_meta(const char *meta, tilert_module **out);
+void tilert_module_free(tilert_module *m);
+
+/* The JIT's info log of the first load (may be ""). Owned by m. */
+const char *tilert_module_jit_log(const tilert_module *m);
+
+size_t tilert_module_num_kernels(const tilert_module *m);
+/* The i-th kernel in metadata order, NULL if out of range. Owned by m. */
+tilert_kernel *tilert_module_kernel_at(const tilert_module *m, size_t i);
+/* The kernel called `name`; TILERT_ERR_NOT_FOUND lists the names there are.
+ * *out is owned by m. */
+tilert_status tilert_module_get_kernel(const tilert_module *m, const char *name,
+                                       tilert_kernel **out);
+
+/* ---- Kernel metadata ---------------------------------------------------- */
+
+typedef enum tilert_param_kind {
+    TILERT_PARAM_TENSOR = 0,
+    TILERT_PARAM_SCALAR = 1
+} tilert_param_kind;
+
+typedef struct tilert_param_info {
+    const char *name;                  /* owned by the module */
+    tilert_param_kind kind;
+    const char *dtype;                 /* "bf16", "f32", ... (docs/runtime.md) */
+    int rank;                          /* tensors: 1..TILERT_MAX_RANK; scalars: 0 */
+    const char *dims[TILERT_MAX_RANK]; /* per dim: the named dim, or NULL if static */
+    int64_t extents[TILERT_MAX_RANK];  /* per dim: the static extent, or -1 if named */
+    int align;                         /* tensors: required byte alignment of the data */
+} tilert_param_info;
+
+const char *tilert_kernel_name(const tilert_kernel *k);   /* owned by the module */
+const char *tilert_kernel_arch(const tilert_kernel *k);   /* "sm_90a"; owned by the module */
+int tilert_kernel_threads(const tilert_kernel *k);        /* threads per block */
+int tilert_kernel_smem(const tilert_kernel *k);           /* dynamic shared memory, bytes */
+void tilert_kernel_cluster(const tilert_kernel *k, int cluster[3]);
+size_t tilert_kernel_num_params(const tilert_kernel *k);
+/* Fills *out for param i; TILERT_ERR_USAGE if i is out of range. */
+tilert_status tilert_kernel_param(const tilert_kernel *k, size_t i, tilert_param_info *out);
+size_t tilert_kernel_num_dims(const tilert_kernel *k);
+const char *tilert_kernel_dim(const tilert_kernel *k, size_t i);  /* NULL if out of range */
+/* The grid rule as written in the metadata ("cdiv N 1024 ; 1 ; 1"). Owned by the module. */
+const char *tilert_kernel_grid_rule(const tilert_kernel *k);
+/* Evaluate the grid rule for named-dim values dims[0..ndims) (ABI order).
+ * Division or cdiv by zero, a negative result or one over the hardware limit
+ * (x < 2^31, y and z < 65536) is TILERT_ERR_ARGS. A 0 in any dim is OK and
+ * means an empty launch. */
+tilert_status tilert_kernel_grid(const tilert_kernel *k, const int64_t *dims, size_t ndims,
+                                 unsigned grid[3]);
+
+/* ---- Launching ----------------------------------------------------------- */
+
+typedef enum tilert_arg_kind {
+    TILERT_ARG_TENSOR = 0,     /* u.tensor */
+    TILERT_ARG_INT = 1,        /* u.i: for i32/i64/bool params (and float params) */
+    TILERT_ARG_FLOAT = 2       /* u.f: for f32/f64 params */
+} tilert_arg_kind;
+
+/* One launch argument. Tensors are borrowed for the duration of the call. */
+typedef struct tilert_arg {
+    tilert_arg_kind kind;
+    union {
+        const DLTensor *tensor;
+        int64_t i;
+        double f;
+    } u;
+} tilert_arg;
+
+/* Everything a launch needs, computed from the arguments without a GPU.
+ * slot[i] holds the value of kernel-ABI argument i (in its first
+ * slot_size[i] bytes, host byte order); slot_offset[i] is its offset in the
+ * packed parameter buffer (each argument aligned to its size). */
+typedef struct tilert_launch_plan {
+    unsigned grid[3];
+    unsigned block[3];
+    unsigned smem;                         /* dynamic shared memory, bytes */
+    unsigned cluster[3];
+    int device;                            /* the tensors' CUDA device ordinal, -1 if none */
+    size_t ndims;
+    int64_t dims[TILERT_MAX_DIMS];         /* named-dim values, ABI order */
+    size_t nslots;
+    uint64_t slot[TILERT_MAX_SLOTS];
+    uint8_t slot_size[TILERT_MAX_SLOTS];
+    uint32_t slot_offset[TILERT_MAX_SLOTS];
+    size_t param_bytes;                    /* size of the packed parameter buffer */
+} tilert_launch_plan;
+
+/* Validate args[0..nargs) against k's metadata and, if they fit, fill *plan
+ * (may be NULL). Touches no GPU and works on modules from
+ * tilert_module_from_meta. On mismatch returns TILERT_ERR_ARGS and writes a
+ * message naming the param into err[0..errlen) (err may be NULL) and into
+ * tilert_last_error(). The rules are in docs/runtime.md. */
+tilert_status tilert_check_args(const tilert_kernel *k, const tilert_arg *args, size_t nargs,
+                                char *err, size_t errlen, tilert_launch_plan *plan);
+
+/* Validate (tilert_check_args), then launch k on `stream` (a CUstream; NULL
+ * = the legacy default stream) in the calling thread's current CUDA context,
+ * or, if it has none, the primary context of the tensors' device (device 0
+ * without tensors). Also checks that every tensor's memory belongs to that
+ * device. The launch is asynchronous: errors inside the kernel surface at a
+ * later synchronization. A grid with a 0 dim launches nothing and returns
+ * TILERT_OK. */
+tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, size_t nargs,
+                            void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,328 @@
+/* check.c - launch validation and argument packing, without a GPU.
+ *
+ * Needs: a parsed kernel (meta.c). Guarantees: tilert_check_args accepts the
+ * arguments only if every rule of docs/runtime.md "Launch validation" holds,
+ * and then fills a plan whose slots follow the kernel ABI (ORDER ABI in
+ * codegen/codegen.h): per param in order, a tensor's data pointer and its
+ * rank-1 outer strides (i64, elements) or a scalar in its dtype; then every
+ * named dim as i32.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "rt.h"
+
+/* DLPack >= 1.1 codes for types dlpack 0.6 lacks (values fixed by the standard). */
+enum { DL_BOOL = 6, DL_F8_E4M3FN = 10, DL_F8_E5M2 = 12 };
+
+typedef struct Check {
+    const tilert_kernel *k;
+    char *err;
+    size_t errlen;
+    tilert_launch_plan *plan;
+    int dim_param[TILERT_MAX_DIMS];    /* the param that bound the dim, or -1 */
+    int dim_axis[TILERT_MAX_DIMS];
+    int device_param;                  /* the first tensor param, or -1 */
+} Check;
+
+static tilert_status argerr(Check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tilert_status argerr(Check *c, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->err && c->errlen)
+        snprintf(c->err, c->errlen, "kernel %s: %s", c->k->name, msg);
+    return tilert_fail(TILERT_ERR_ARGS, "kernel %s: %s", c->k->name, msg);
+}
+
+/* "bf16[M, K]" / "f32" */
+static void param_type(const tilert_kernel *k, const RtParam *p, char *buf, size_t n)
+{
+    size_t len = (size_t)snprintf(buf, n, "%s", tilert_dtype_name(p->dtype));
+    for (int d = 0; d < p->rank && len < n; d++) {
+        if (p->dimref[d] >= 0)
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", d ? ", " : "[", k->dims[p->dimref[d]]);
+        else
+            len += (size_t)snprintf(buf + len, n - len, "%s%lld", d ? ", " : "[", (long long)p->extent[d]);
+    }
+    if (p->rank && len < n)
+        snprintf(buf + len, n - len, "]");
+}
+
+/* "float32", "bfloat16", "float8_e4m3fn", "code 9 bits 8" */
+static void dl_type_name(DLDataType t, char *buf, size_t n)
+{
+    static const char *const names[] = {"int", "uint", "float", "handle", "bfloat", "complex", "bool"};
+    size_t len;
+    if (t.code == DL_F8_E4M3FN)
+        len = (size_t)snprintf(buf, n, "float8_e4m3fn");
+    else if (t.code == DL_F8_E5M2)
+        len = (size_t)snprintf(buf, n, "float8_e5m2");
+    else if (t.code == DL_BOOL)
+        len = (size_t)snprintf(buf, n, "bool");
+    else if (t.code < sizeof names / sizeof names[0])
+        len = (size_t)snprintf(buf, n, "%s%d", names[t.code], t.bits);
+    else
+        len = (size_t)snprintf(buf, n, "DLPack code %d bits %d", t.code, t.bits);
+    if (t.lanes != 1 && len < n)
+        snprintf(buf + len, n - len, "x%d", t.lanes);
+}
+
+/* Does a DLPack dtype carry the param's dtype? fp8 also as raw uint8, bool as uint8. */
+static bool dtype_ok(int dt, DLDataType t)
+{
+    if (t.lanes != 1 || t.bits != tilert_dtype_bits(dt))
+        return false;
+    switch (dt) {
+    case RT_BOOL: return t.code == DL_BOOL || t.code == kDLUInt;
+    case RT_I8: case RT_I16: case RT_I32: case RT_I64: return t.code == kDLInt;
+    case RT_U8: case RT_U16: case RT_U32: case RT_U64: return t.code == kDLUInt;
+    case RT_BF16: return t.code == kDLBfloat;
+    case RT_F16: case RT_F32: case RT_F64: return t.code == kDLFloat;
+    case RT_F8E4M3: return t.code == DL_F8_E4M3FN || t.code == kDLUInt;
+    case RT_F8E5M2: return t.code == DL_F8_E5M2 || t.code == kDLUInt;
+    default: return false;
+    }
+}
+
+static void push_slot(tilert_launch_plan *pl, const void *v, size_t size)
+{
+    size_t i = pl->nslots++;
+    size_t off = (pl->param_bytes + size - 1) / size * size;
+    pl->slot[i] = 0;
+    memcpy(&pl->slot[i], v, size);
+    pl->slot_size[i] = (uint8_t)size;
+    pl->slot_offset[i] = (uint32_t)off;
+    pl->param_bytes = off + size;
+}
+
+/* The device of every tensor: CUDA memory, one device for all. */
+static tilert_status check_device(Check *c, int i, const DLTensor *t)
+{
+    const tilert_kernel *k = c->k;
+    const RtParam *p = &k->params[i];
+    if (t->device.device_type != kDLCUDA && t->device.device_type != kDLCUDAManaged)
+        return argerr(c, "param %s: tensor is in %s memory (DLPack device type %d); the kernel "
+                      "needs CUDA device memory", p->name,
+                      t->device.device_type == kDLCPU ? "CPU" :
+                      t->device.device_type == kDLCUDAHost ? "pinned host" : "non-CUDA",
+                      (int)t->device.device_type);
+    if (c->device_param < 0) {
+        c->device_param = i;
+        c->plan->device = t->device.device_id;
+    } else if (t->device.device_id != c->plan->device) {
+        return argerr(c, "param %s is on cuda:%d but param %s is on cuda:%d", p->name,
+                      (int)t->device.device_id, k->params[c->device_param].name, c->plan->device);
+    }
+    return TILERT_OK;
+}
+
+/* Shape of param i against its dims: static extents, named-dim agreement, i32 range. */
+static tilert_status check_shape(Check *c, int i, const DLTensor *t)
+{
+    const tilert_kernel *k = c->k;
+    const RtParam *p = &k->params[i];
+    for (int d = 0; d < p->rank; d++) {
+        int64_t n = t->shape[d];
+        int ref = p->dimref[d];
+        if (n < 0)
+            return argerr(c, "param %s dim %d has negative extent %lld", p->name, d, (long long)n);
+        if (ref < 0) {
+            if (n != p->extent[d])
+                return argerr(c, "param %s dim %d is %lld but the kernel is compiled for %lld",
+                              p->name, d, (long long)n, (long long)p->extent[d]);
+            continue;
+        }
+        if (n > INT32_MAX)
+            return argerr(c, "param %s dim %d (%s) is %lld, over the i32 limit %d of the kernel ABI",
+                          p->name, d, k->dims[ref], (long long)n, INT32_MAX);
+        if (c->dim_param[ref] < 0) {
+            c->dim_param[ref] = i;
+            c->dim_axis[ref] = d;
+            c->plan->dims[ref] = n;
+        } else if (c->plan->dims[ref] != n) {
+            return argerr(c, "param %s dim %d (%s) is %lld but param %s dim %d says %lld", p->name,
+                          d, k->dims[ref], (long long)n, k->params[c->dim_param[ref]].name,
+                          c->dim_axis[ref], (long long)c->plan->dims[ref]);
+        }
+    }
+    return TILERT_OK;
+}
+
+/* Strides (elements; NULL = compact row-major), alignment; then pack ptr + outer strides. */
+static tilert_status check_layout(Check *c, int i, const DLTensor *t)
+{
+    const RtParam *p = &c->k->params[i];
+    int64_t st[TILERT_MAX_RANK] = {0}, run = 1;
+    bool empty = false;
+    for (int d = p->rank - 1; d >= 0; d--) {
+        st[d] = t->strides ? t->strides[d] : run;
+        if (__builtin_mul_overflow(run, t->shape[d] ? t->shape[d] : 1, &run))
+            return argerr(c, "param %s: tensor size overflows 64 bits", p->name);
+        empty |= t->shape[d] == 0;
+        if (st[d] < 0)
+            return argerr(c, "param %s dim %d has negative stride %lld; pass a copy with "
+                          "positive strides", p->name, d, (long long)st[d]);
+    }
+    if (st[p->rank - 1] != 1 && t->shape[p->rank - 1] > 1)
+        return argerr(c, "param %s: innermost stride is %lld but the kernel needs 1 (a "
+                      "contiguous last dim; pass .contiguous())", p->name, (long long)st[p->rank - 1]);
+    uint64_t addr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
+    if (!empty && t->data == NULL)
+        return argerr(c, "param %s: data pointer is NULL", p->name);
+    if (!empty && addr % (uint64_t)p->align)
+        return argerr(c, "param %s: data address 0x%llx (data + byte_offset %llu) is not "
+                      "aligned to %d bytes as the kernel assumes", p->name,
+                      (unsigned long long)addr, (unsigned long long)t->byte_offset, p->align);
+    push_slot(c->plan, &addr, 8);
+    for (int d = 0; d < p->rank - 1; d++)
+        push_slot(c->plan, &st[d], 8);
+    return TILERT_OK;
+}
+
+static tilert_status check_tensor(Check *c, int i, const tilert_arg *a)
+{
+    const tilert_kernel *k = c->k;
+    const RtParam *p = &k->params[i];
+    char want[256], got[64];
+    param_type(k, p, want, sizeof want);
+    if (a->kind != TILERT_ARG_TENSOR || !a->u.tensor)
+        return argerr(c, "param %s: expected a tensor %s, got %s", p->name, want,
+                      a->kind == TILERT_ARG_TENSOR ? "NULL" : "a scalar");
+    const DLTensor *t = a->u.tensor;
+    tilert_status st = check_device(c, i, t);
+    if (st)
+        return st;
+    if (!dtype_ok(p->dtype, t->dtype)) {
+        dl_type_name(t->dtype, got, sizeof got);
+        return argerr(c, "param %s: tensor dtype is %s but the kernel wants %s", p->name, got, want);
+    }
+    if (t->ndim != p->rank || !t->shape)
+        return argerr(c, "param %s: tensor has rank %d but the kernel wants rank %d (%s)",
+                      p->name, t->ndim, p->rank, want);
+    if ((st = check_shape(c, i, t)))
+        return st;
+    return check_layout(c, i, t);
+}
+
+/* An integer value for an integer/bool param: exact, in [lo, hi]. */
+static tilert_status scalar_int(Check *c, const RtParam *p, const tilert_arg *a, int64_t lo,
+                                int64_t hi, int64_t *out)
+{
+    if (a->kind == TILERT_ARG_FLOAT) {
+        double f = a->u.f;
+        if (!(f == floor(f) && f >= -9.2233720368547758e18 && f < 9.2233720368547758e18))
+            return argerr(c, "param %s: %s expects an integer, got %g", p->name,
+                          tilert_dtype_name(p->dtype), f);
+        *out = (int64_t)f;
+    } else {
+        *out = a->u.i;
+    }
+    if (*out < lo || *out > hi)
+        return argerr(c, "param %s: %lld does not fit %s", p->name, (long long)*out,
+                      tilert_dtype_name(p->dtype));
+    return TILERT_OK;
+}
+
+static tilert_status check_scalar(Check *c, int i, const tilert_arg *a)
+{
+    const RtParam *p = &c->k->params[i];
+    if (a->kind != TILERT_ARG_INT && a->kind != TILERT_ARG_FLOAT)
+        return argerr(c, "param %s: expected a scalar %s, got %s", p->name,
+                      tilert_dtype_name(p->dtype), a->kind == TILERT_ARG_TENSOR ? "a tensor" :
+                      "an argument of unknown kind");
+    double f = a->kind == TILERT_ARG_FLOAT ? a->u.f : (double)a->u.i;
+    int64_t v;
+    tilert_status st = TILERT_OK;
+    if (p->dtype == RT_F32) {
+        float x = (float)f;
+        if (isinf(x) && !isinf(f))
+            return argerr(c, "param %s: %g does not fit f32", p->name, f);
+        push_slot(c->plan, &x, 4);
+    } else if (p->dtype == RT_F64) {
+        push_slot(c->plan, &f, 8);
+    } else if (p->dtype == RT_I32) {
+        if (!(st = scalar_int(c, p, a, INT32_MIN, INT32_MAX, &v)))
+            push_slot(c->plan, &(int32_t){(int32_t)v}, 4);
+    } else if (p->dtype == RT_I64) {
+        if (!(st = scalar_int(c, p, a, INT64_MIN, INT64_MAX, &v)))
+            push_slot(c->plan, &v, 8);
+    } else {    /* bool, as i8 */
+        if (a->kind == TILERT_ARG_FLOAT)
+            return argerr(c, "param %s: bool expects an integer (0 or 1), got %g", p->name, f);
+        push_slot(c->plan, &(int8_t){a->u.i != 0}, 1);
+    }
+    return st;
+}
+
+/* Grid from the bound dims; cluster divisibility; block and smem. */
+static tilert_status finish_plan(Check *c)
+{
+    const tilert_kernel *k = c->k;
+    tilert_launch_plan *pl = c->plan;
+    for (size_t d = 0; d < k->ndims; d++)
+        push_slot(pl, &(int32_t){(int32_t)pl->dims[d]}, 4);
+    tilert_status st = tilert_kernel_grid(k, pl->dims, k->ndims, pl->grid);
+    if (st) {
+        if (c->err && c->errlen)
+            snprintf(c->err, c->errlen, "%s", tilert_last_error());
+        return st;
+    }
+    for (int a = 0; a < 3; a++) {
+        pl->cluster[a] = (unsigned)k->cluster[a];
+        if (pl->grid[a] % pl->cluster[a])
+            return argerr(c, "grid %c is %u, not a multiple of the cluster size %u", "xyz"[a],
+                          pl->grid[a], pl->cluster[a]);
+    }
+    pl->block[0] = (unsigned)k->threads;
+    pl->block[1] = pl->block[2] = 1;
+    pl->smem = (unsigned)k->smem;
+    return TILERT_OK;
+}
+
+static tilert_status check_count(Check *c, size_t nargs)
+{
+    const tilert_kernel *k = c->k;
+    if (nargs == k->nparams)
+        return TILERT_OK;
+    char names[512] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < k->nparams && len < sizeof names; i++)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
+                                k->params[i].name);
+    return argerr(c, "takes %zu argument%s (%s), got %zu", k->nparams,
+                  k->nparams == 1 ? "" : "s", names, nargs);
+}
+
+TILERT_API tilert_status tilert_check_args(const tilert_kernel *k, const tilert_arg *args,
+                                           size_t nargs, char *err, size_t errlen,
+                                           tilert_launch_plan *plan)
+{
+    tilert_launch_plan local;
+    if (err && errlen)
+        err[0] = '\0';
+    if (!k || (nargs && !args)) {
+        if (err && errlen)
+            snprintf(err, errlen, "tilert_check_args: NULL kernel or arguments");
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_check_args: NULL kernel or arguments");
+    }
+    Check c = {.k = k, .err = err, .errlen = errlen, .plan = plan ? plan : &local,
+               .device_param = -1};
+    memset(c.plan, 0, sizeof *c.plan);
+    c.plan->ndims = k->ndims;
+    c.plan->device = -1;
+    for (size_t d = 0; d < k->ndims; d++)
+        c.dim_param[d] = -1;
+    tilert_status st = check_count(&c, nargs);
+    for (size_t i = 0; i < k->nparams && !st; i++)
+        st = k->params[i].kind == TILERT_PARAM_TENSOR ? check_tensor(&c, (int)i, &args[i])
+                                                      : check_scalar(&c, (int)i, &args[i]);
+    if (!st)
+        st = finish_plan(&c);
+    if (!st)
+        tilert_clear_error();
+    return st;
+}

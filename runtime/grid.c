@@ -1,0 +1,97 @@
+/* grid.c - evaluates a kernel's grid rule (three RPN programs over the named
+ * dims, parsed by meta.c) in checked 64-bit arithmetic.
+ *
+ * Guarantees: no overflow, no division by zero, and grid dims within the
+ * hardware limits (x < 2^31, y, z < 65536); 0 is allowed (empty launch).
+ */
+#include <stdio.h>
+#include "rt.h"
+
+#define STACK 64
+
+static bool apply(RpnOp op, int64_t a, int64_t b, int64_t *r, char *err, size_t errlen)
+{
+    switch (op) {
+    case RPN_ADD: if (__builtin_add_overflow(a, b, r)) goto overflow; return true;
+    case RPN_SUB: if (__builtin_sub_overflow(a, b, r)) goto overflow; return true;
+    case RPN_MUL: if (__builtin_mul_overflow(a, b, r)) goto overflow; return true;
+    case RPN_MIN: *r = a < b ? a : b; return true;
+    case RPN_MAX: *r = a > b ? a : b; return true;
+    case RPN_DIV: case RPN_MOD: case RPN_CDIV:
+        if (b == 0) {
+            snprintf(err, errlen, "%s by zero", op == RPN_DIV ? "division" : op == RPN_MOD ?
+                     "remainder" : "cdiv");
+            return false;
+        }
+        if (a == INT64_MIN && b == -1)
+            goto overflow;
+        if (op == RPN_CDIV) {   /* (a + b - 1) / b, as the compiler lowers cdiv */
+            if (__builtin_add_overflow(a, b - 1, &a))
+                goto overflow;
+        }
+        *r = op == RPN_MOD ? a % b : a / b;
+        return true;
+    default:
+        break;
+    }
+    snprintf(err, errlen, "bad grid operator");
+    return false;
+overflow:
+    snprintf(err, errlen, "arithmetic overflow");
+    return false;
+}
+
+bool tilert_rpn_eval(const RpnTok *prog, size_t n, const int64_t *dims, int64_t *out,
+                     char *err, size_t errlen)
+{
+    int64_t st[STACK];
+    size_t sp = 0;
+    for (size_t i = 0; i < n; i++) {
+        const RpnTok *t = &prog[i];
+        if (t->op == RPN_NUM || t->op == RPN_DIM) {
+            if (sp == STACK) {
+                snprintf(err, errlen, "grid rule too deep");
+                return false;
+            }
+            st[sp++] = t->op == RPN_NUM ? t->v : dims[t->v];
+            continue;
+        }
+        if (sp < 2) {
+            snprintf(err, errlen, "malformed grid rule");
+            return false;
+        }
+        if (!apply(t->op, st[sp - 2], st[sp - 1], &st[sp - 2], err, errlen))
+            return false;
+        sp--;
+    }
+    if (sp != 1) {
+        snprintf(err, errlen, "malformed grid rule");
+        return false;
+    }
+    *out = st[0];
+    return true;
+}
+
+TILERT_API tilert_status tilert_kernel_grid(const tilert_kernel *k, const int64_t *dims,
+                                            size_t ndims, unsigned grid[3])
+{
+    static const int64_t limit[3] = {INT32_MAX, 65535, 65535};
+    if (!k || !grid || (ndims && !dims))
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_kernel_grid: NULL argument");
+    if (ndims != k->ndims)
+        return tilert_fail(TILERT_ERR_USAGE, "kernel %s: grid needs %zu dim values, got %zu",
+                           k->name, k->ndims, ndims);
+    for (int a = 0; a < 3; a++) {
+        char err[128];
+        int64_t v;
+        if (!tilert_rpn_eval(k->rpn[a], k->nrpn[a], dims, &v, err, sizeof err))
+            return tilert_fail(TILERT_ERR_ARGS, "kernel %s: grid %c (%s): %s", k->name,
+                               "xyz"[a], k->grid_text, err);
+        if (v < 0 || v > limit[a])
+            return tilert_fail(TILERT_ERR_ARGS, "kernel %s: grid %c is %lld, outside 0..%lld "
+                               "(rule: %s)", k->name, "xyz"[a], (long long)v,
+                               (long long)limit[a], k->grid_text);
+        grid[a] = (unsigned)v;
+    }
+    return TILERT_OK;
+}

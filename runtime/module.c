@@ -1,0 +1,451 @@
+/* module.c - modules (PTX + parsed metadata), their per-context loaded
+ * copies, and launching.
+ *
+ * A module is JIT-loaded into the context current at tilert_module_load (or
+ * device 0's primary context) and again, on demand, into any other context a
+ * launch runs in (at most TILERT_MAX_CTX). Functions are looked up and their
+ * attributes (dynamic shared memory over 48 KiB, non-portable clusters) set
+ * once per context, under the module's lock; launches themselves take no lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rt.h"
+
+#define LOG_SIZE (64 * 1024)
+#define DEFAULT_SMEM_LIMIT (48 * 1024)
+
+static tilert_status new_module(tilert_driver *drv, const char *meta, tilert_module **out)
+{
+    if (!out)
+        return tilert_fail(TILERT_ERR_USAGE, "NULL out argument");
+    *out = NULL;
+    if (!meta)
+        return tilert_fail(TILERT_ERR_USAGE, "NULL metadata text");
+    tilert_module *m = calloc(1, sizeof *m);
+    if (!m)
+        return tilert_fail(TILERT_ERR_NOMEM, "out of memory");
+    m->drv = drv;
+    m->jit_log = "";
+    pthread_mutex_init(&m->lock, NULL);
+    tilert_status st = tilert_meta_parse(m, meta);
+    if (st) {
+        tilert_module_free(m);
+        return st;
+    }
+    *out = m;
+    return TILERT_OK;
+}
+
+TILERT_API tilert_status tilert_module_from_meta(const char *meta, tilert_module **out)
+{
+    tilert_status st = new_module(NULL, meta, out);
+    if (!st)
+        tilert_clear_error();
+    return st;
+}
+
+/* ---- contexts ---- */
+
+/* The context to work in: the current one, else device's primary context,
+ * retained and pushed for the duration of the call (*pdev = its device, else -1). */
+static tilert_status enter_ctx(tilert_module *m, int device, CUcontext *ctx, int *pdev)
+{
+    tilert_driver *drv = m->drv;
+    *pdev = -1;
+    CUresult r = drv->CtxGetCurrent(ctx);
+    if (r)
+        return tilert_cuda_fail(drv, r, "cuCtxGetCurrent", NULL);
+    if (*ctx)
+        return TILERT_OK;
+    CUdevice dev;
+    if ((r = drv->DeviceGet(&dev, device < 0 ? 0 : device)))
+        return tilert_cuda_fail(drv, r, "cuDeviceGet", "no current context");
+    if ((r = drv->DevicePrimaryCtxRetain(ctx, dev)))
+        return tilert_cuda_fail(drv, r, "cuDevicePrimaryCtxRetain", NULL);
+    if ((r = drv->CtxPushCurrent(*ctx))) {
+        drv->DevicePrimaryCtxRelease(dev);
+        return tilert_cuda_fail(drv, r, "cuCtxPushCurrent", NULL);
+    }
+    *pdev = dev;
+    return TILERT_OK;
+}
+
+static void leave_ctx(tilert_module *m, int pdev)
+{
+    CUcontext c;
+    if (pdev < 0)
+        return;
+    m->drv->CtxPopCurrent(&c);
+    m->drv->DevicePrimaryCtxRelease(pdev);
+}
+
+/* 90 and 'a' from "sm_90a". */
+static void split_arch(const char *arch, int *num, char *suffix)
+{
+    *num = atoi(arch + 3);
+    size_t n = strlen(arch);
+    *suffix = n && (arch[n - 1] == 'a' || arch[n - 1] == 'f') ? arch[n - 1] : 0;
+}
+
+/* Can code for each kernel's arch run on the context's device? */
+static tilert_status check_arch(tilert_module *m)
+{
+    tilert_driver *drv = m->drv;
+    CUdevice dev;
+    int major, minor;
+    char name[256] = "";
+    CUresult r = drv->CtxGetDevice(&dev);
+    if (!r)
+        r = drv->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    if (!r)
+        r = drv->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    if (r)
+        return tilert_cuda_fail(drv, r, "cuDeviceGetAttribute", "compute capability");
+    drv->DeviceGetName(name, sizeof name - 1, dev);
+    int cc = major * 10 + minor;
+    for (size_t i = 0; i < m->nkernels; i++) {
+        int num;
+        char sfx;
+        split_arch(m->kernels[i].arch, &num, &sfx);
+        bool ok = sfx == 'a' ? cc == num : sfx == 'f' ? cc / 10 == num / 10 && cc >= num : cc >= num;
+        if (!ok)
+            return tilert_fail(TILERT_ERR_JIT, "kernel %s is compiled for %s, which cannot run "
+                               "on device %d (%s, sm_%d); recompile with -arch=sm_%d%s",
+                               m->kernels[i].name, m->kernels[i].arch, (int)dev, name, cc, cc,
+                               cc == 90 || cc == 100 ? "a" : "");
+    }
+    return TILERT_OK;
+}
+
+/* JIT the PTX into the current context ctx; the caller holds m->lock. */
+static tilert_status load_into(tilert_module *m, CUcontext ctx, int pdev, RtLoaded **out)
+{
+    tilert_driver *drv = m->drv;
+    if (m->nloaded == TILERT_MAX_CTX)
+        return tilert_fail(TILERT_ERR_USAGE, "module used in more than %d CUDA contexts",
+                           TILERT_MAX_CTX);
+    tilert_status st = check_arch(m);
+    if (st)
+        return st;
+    char *info = calloc(1, LOG_SIZE), *error = calloc(1, LOG_SIZE);
+    RtLoaded *l = &m->loaded[m->nloaded];
+    l->funcs = tilert_pool_alloc(&m->pool, sizeof *l->funcs * m->nkernels);
+    l->max_threads = tilert_pool_alloc(&m->pool, sizeof *l->max_threads * m->nkernels);
+    if (!info || !error || !l->funcs || !l->max_threads) {
+        free(info);
+        free(error);
+        return tilert_fail(TILERT_ERR_NOMEM, "out of memory");
+    }
+    int opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                  CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE};
+    void *vals[] = {info, (void *)(uintptr_t)(LOG_SIZE - 1), error,
+                    (void *)(uintptr_t)(LOG_SIZE - 1), (void *)(uintptr_t)1};
+    CUresult r = drv->ModuleLoadDataEx(&l->mod, m->ptx, 5, opts, vals);
+    if (r) {
+        tilert_cuda_fail(drv, r, "cuModuleLoadDataEx", "loading the PTX");
+        st = tilert_fail(TILERT_ERR_JIT, "%s\nJIT log:\n%s", tilert_last_error(),
+                         error[0] ? error : "(empty)");
+    } else {
+        l->ctx = ctx;
+        l->primary_dev = -1;
+        if (pdev >= 0 && drv->DevicePrimaryCtxRetain(&ctx, pdev) == CUDA_SUCCESS)
+            l->primary_dev = pdev;    /* keep the primary context alive while loaded */
+        m->nloaded++;
+        if (m->nloaded == 1)
+            m->jit_log = tilert_pool_strndup(&m->pool, info, strlen(info));
+        if (!m->jit_log)
+            m->jit_log = "";
+        *out = l;
+    }
+    free(info);
+    free(error);
+    return st;
+}
+
+static tilert_status get_loaded(tilert_module *m, CUcontext ctx, int pdev, RtLoaded **out)
+{
+    for (size_t i = 0; i < m->nloaded; i++)
+        if (m->loaded[i].ctx == ctx) {
+            *out = &m->loaded[i];
+            return TILERT_OK;
+        }
+    return load_into(m, ctx, pdev, out);
+}
+
+static tilert_status read_file(const char *path, char **out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tilert_fail(TILERT_ERR_IO, "cannot open %s", path);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *nb = realloc(buf, cap *= 2);
+        if (!nb)
+            free(buf);
+        buf = nb;
+    }
+    bool err = ferror(f);
+    fclose(f);
+    if (!buf)
+        return tilert_fail(TILERT_ERR_NOMEM, "out of memory reading %s", path);
+    if (err) {
+        free(buf);
+        return tilert_fail(TILERT_ERR_IO, "error reading %s", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return TILERT_OK;
+}
+
+TILERT_API tilert_status tilert_module_load(tilert_driver *drv, const char *ptx,
+                                            const char *meta, tilert_module **out)
+{
+    if (!drv || !ptx)
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_module_load: NULL driver or PTX");
+    tilert_module *m;
+    tilert_status st = new_module(drv, meta, &m);
+    if (st)
+        return st;
+    m->ptx = malloc(strlen(ptx) + 1);
+    if (!m->ptx) {
+        tilert_module_free(m);
+        return tilert_fail(TILERT_ERR_NOMEM, "out of memory");
+    }
+    strcpy(m->ptx, ptx);
+    CUcontext ctx;
+    int pdev;
+    RtLoaded *l;
+    if (!(st = enter_ctx(m, 0, &ctx, &pdev))) {
+        pthread_mutex_lock(&m->lock);
+        st = get_loaded(m, ctx, pdev, &l);
+        pthread_mutex_unlock(&m->lock);
+        leave_ctx(m, pdev);
+    }
+    if (st) {
+        tilert_module_free(m);
+        return st;
+    }
+    *out = m;
+    tilert_clear_error();
+    return TILERT_OK;
+}
+
+TILERT_API tilert_status tilert_module_load_files(tilert_driver *drv, const char *ptx_path,
+                                                  const char *meta_path, tilert_module **out)
+{
+    if (out)
+        *out = NULL;
+    if (!ptx_path || !meta_path)
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_module_load_files: NULL path");
+    char *ptx = NULL, *meta = NULL;
+    tilert_status st = read_file(ptx_path, &ptx);
+    if (!st)
+        st = read_file(meta_path, &meta);
+    if (!st)
+        st = tilert_module_load(drv, ptx, meta, out);
+    if (st == TILERT_ERR_META) {   /* name the file in front of "metadata line N" */
+        char msg[4096];
+        snprintf(msg, sizeof msg, "%s", tilert_last_error());
+        tilert_fail(st, "%s: %s", meta_path, msg);
+    }
+    free(ptx);
+    free(meta);
+    return st;
+}
+
+TILERT_API void tilert_module_free(tilert_module *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->nloaded; i++) {
+        CUcontext c;
+        if (m->drv->CtxPushCurrent(m->loaded[i].ctx) == CUDA_SUCCESS) {
+            m->drv->ModuleUnload(m->loaded[i].mod);
+            m->drv->CtxPopCurrent(&c);
+        }
+        if (m->loaded[i].primary_dev >= 0)
+            m->drv->DevicePrimaryCtxRelease(m->loaded[i].primary_dev);
+    }
+    pthread_mutex_destroy(&m->lock);
+    tilert_pool_free(&m->pool);
+    free(m->ptx);
+    free(m);
+}
+
+TILERT_API const char *tilert_module_jit_log(const tilert_module *m)
+{
+    return m ? m->jit_log : "";
+}
+
+TILERT_API size_t tilert_module_num_kernels(const tilert_module *m)
+{
+    return m ? m->nkernels : 0;
+}
+
+TILERT_API tilert_kernel *tilert_module_kernel_at(const tilert_module *m, size_t i)
+{
+    return m && i < m->nkernels ? &m->kernels[i] : NULL;
+}
+
+TILERT_API tilert_status tilert_module_get_kernel(const tilert_module *m, const char *name,
+                                                  tilert_kernel **out)
+{
+    if (!m || !name || !out)
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_module_get_kernel: NULL argument");
+    *out = NULL;
+    char names[1024] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < m->nkernels; i++) {
+        if (strcmp(m->kernels[i].name, name) == 0) {
+            *out = &m->kernels[i];
+            return TILERT_OK;
+        }
+        if (len < sizeof names)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
+                                    m->kernels[i].name);
+    }
+    return tilert_fail(TILERT_ERR_NOT_FOUND, "no kernel '%s' in the module (it has: %s)", name,
+                       names);
+}
+
+/* ---- launching ---- */
+
+/* Set the function's attributes for k's needs once per context. Caller holds the lock. */
+static tilert_status prepare_func(tilert_kernel *k, RtLoaded *l, CUfunction *out)
+{
+    tilert_driver *drv = k->mod->drv;
+    CUfunction f = l->funcs[k->index];
+    if (f) {
+        *out = f;
+        return TILERT_OK;
+    }
+    CUresult r = drv->ModuleGetFunction(&f, l->mod, k->name);
+    if (r)
+        return tilert_cuda_fail(drv, r, "cuModuleGetFunction", k->name);
+    int maxt = 0;
+    if ((r = drv->FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f)))
+        return tilert_cuda_fail(drv, r, "cuFuncGetAttribute", k->name);
+    if (k->threads > maxt)
+        return tilert_fail(TILERT_ERR_CUDA, "kernel %s needs %d threads per block but its "
+                           "compiled code allows at most %d (too many registers)", k->name,
+                           k->threads, maxt);
+    if (k->smem > DEFAULT_SMEM_LIMIT &&
+        (r = drv->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->smem))) {
+        int optin = 0;
+        CUdevice dev;
+        if (!drv->CtxGetDevice(&dev))
+            drv->DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+        tilert_cuda_fail(drv, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", k->name);
+        return tilert_fail(TILERT_ERR_CUDA, "kernel %s needs %d bytes of shared memory; the "
+                           "device allows %d per block (%s)", k->name, k->smem, optin,
+                           tilert_last_error());
+    }
+    if (k->cluster[0] * k->cluster[1] * k->cluster[2] > 8)
+        drv->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+    l->funcs[k->index] = f;
+    *out = f;
+    return TILERT_OK;
+}
+
+/* Every tensor's memory is CUDA memory of the context's device. */
+static tilert_status check_pointers(tilert_kernel *k, const tilert_launch_plan *pl)
+{
+    tilert_driver *drv = k->mod->drv;
+    CUdevice dev;
+    CUresult r = drv->CtxGetDevice(&dev);
+    if (r)
+        return tilert_cuda_fail(drv, r, "cuCtxGetDevice", NULL);
+    if (pl->device >= 0 && pl->device != dev)
+        return tilert_fail(TILERT_ERR_ARGS, "kernel %s: the tensors are on cuda:%d but the "
+                           "current CUDA context is on device %d; make cuda:%d current",
+                           k->name, pl->device, (int)dev, pl->device);
+    size_t s = 0;
+    for (size_t i = 0; i < k->nparams; i++) {
+        const RtParam *p = &k->params[i];
+        int ord = -1;
+        if (p->kind == TILERT_PARAM_SCALAR) {
+            s++;
+            continue;
+        }
+        CUdeviceptr ptr = pl->slot[s];
+        s += (size_t)p->rank;
+        if (!ptr)
+            continue;    /* an empty tensor */
+        if ((r = drv->PointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr))) {
+            tilert_cuda_fail(drv, r, "cuPointerGetAttribute", NULL);
+            return tilert_fail(TILERT_ERR_ARGS, "kernel %s: param %s: address 0x%llx is not "
+                               "CUDA memory (%s)", k->name, p->name, ptr, tilert_last_error());
+        }
+        if (ord != dev)
+            return tilert_fail(TILERT_ERR_ARGS, "kernel %s: param %s is memory of device %d, "
+                               "but the launch runs on device %d", k->name, p->name, ord, (int)dev);
+    }
+    return TILERT_OK;
+}
+
+static tilert_status do_launch(tilert_kernel *k, CUfunction f, tilert_launch_plan *pl,
+                               void *stream)
+{
+    tilert_driver *drv = k->mod->drv;
+    void *params[TILERT_MAX_SLOTS];
+    for (size_t i = 0; i < pl->nslots; i++)
+        params[i] = &pl->slot[i];
+    CUresult r;
+    if (pl->cluster[0] * pl->cluster[1] * pl->cluster[2] == 1) {
+        r = drv->LaunchKernel(f, pl->grid[0], pl->grid[1], pl->grid[2], pl->block[0],
+                              pl->block[1], pl->block[2], pl->smem, (CUstream)stream, params, NULL);
+        return r ? tilert_cuda_fail(drv, r, "cuLaunchKernel", k->name) : TILERT_OK;
+    }
+    if (!drv->LaunchKernelEx)
+        return tilert_fail(TILERT_ERR_CUDA, "kernel %s uses thread-block clusters, which need "
+                           "cuLaunchKernelEx (CUDA 12 driver)", k->name);
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = pl->cluster[0];
+    attr.value.clusterDim.y = pl->cluster[1];
+    attr.value.clusterDim.z = pl->cluster[2];
+    CUlaunchConfig cfg = {pl->grid[0], pl->grid[1], pl->grid[2], pl->block[0], pl->block[1],
+                          pl->block[2], pl->smem, (CUstream)stream, &attr, 1};
+    r = drv->LaunchKernelEx(&cfg, f, params, NULL);
+    return r ? tilert_cuda_fail(drv, r, "cuLaunchKernelEx", k->name) : TILERT_OK;
+}
+
+TILERT_API tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, size_t nargs,
+                                       void *stream)
+{
+    tilert_launch_plan pl;
+    tilert_status st = tilert_check_args(k, args, nargs, NULL, 0, &pl);
+    if (st)
+        return st;
+    tilert_module *m = k->mod;
+    if (!m->drv)
+        return tilert_fail(TILERT_ERR_USAGE, "kernel %s: the module holds metadata only "
+                           "(tilert_module_from_meta) and cannot launch", k->name);
+    if (!pl.grid[0] || !pl.grid[1] || !pl.grid[2])
+        return TILERT_OK;    /* an empty grid: nothing to do */
+    CUcontext ctx;
+    int pdev;
+    if ((st = enter_ctx(m, pl.device, &ctx, &pdev)))
+        return st;
+    RtLoaded *l;
+    CUfunction f = NULL;
+    pthread_mutex_lock(&m->lock);
+    st = get_loaded(m, ctx, pdev, &l);
+    if (!st)
+        st = prepare_func(k, l, &f);
+    pthread_mutex_unlock(&m->lock);
+    if (!st)
+        st = check_pointers(k, &pl);
+    if (!st)
+        st = do_launch(k, f, &pl, stream);
+    leave_ctx(m, pdev);
+    if (!st)
+        tilert_clear_error();
+    return st;
+}

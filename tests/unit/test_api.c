@@ -1,0 +1,219 @@
+/* test_api.c - the public API (include/tilec.h): compiling strings with
+ * defines, diagnostics as records, NULL handling, target resolution, the
+ * pass list, and two threads compiling at once. */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec.h"
+
+static const char *const vadd_src =
+    "kernel vadd<BLOCK: int = 1024>(X: global f32[N], Y: global f32[N], Z: global f32[N])\n"
+    "  grid(cdiv(N, BLOCK))\n"
+    "{\n"
+    "  let i = block.x * BLOCK;\n"
+    "  Z[i : +BLOCK] = X[i : +BLOCK] + Y[i : +BLOCK];\n"
+    "}\n";
+
+static tilec_result *compile_tir(const char *src, const tilec_define *defs, size_t ndefs)
+{
+    tilec_options o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_TIR;
+    o.defines = defs;
+    o.ndefines = ndefs;
+    tilec_result *r = NULL;
+    tilec_compile_string("k.tile", src, strlen(src), &o, &r);
+    return r;
+}
+
+START_TEST(test_defines)
+{
+    tilec_define d = { "BLOCK", "256" };
+    tilec_result *r = compile_tir(vadd_src, &d, 1);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(tilec_result_status(r), TILEC_OK);
+    const char *tir = tilec_result_text(r, TILEC_OUT_TIR);
+    ck_assert_ptr_nonnull(tir);
+    ck_assert_ptr_nonnull(strstr(tir, "tile<256xf32>"));
+    ck_assert_ptr_null(strstr(tir, "tile<1024xf32>"));
+    ck_assert_ptr_null(tilec_result_text(r, TILEC_OUT_PTX));
+    ck_assert_str_eq(tilec_result_arch(r), "sm_90a");
+    tilec_result_free(r);
+}
+END_TEST
+
+START_TEST(test_diag_records)
+{
+    const char *src = "kernel k(X: global f32[N]) grid(1) {\n  let a = 1 +;\n}\n";
+    tilec_result *r = compile_tir(src, NULL, 0);
+    ck_assert_int_eq(tilec_result_status(r), TILEC_ERR_INPUT);
+    ck_assert_uint_ge(tilec_result_num_diags(r), 1);
+    const tilec_diag *d = tilec_result_diag(r, 0);
+    ck_assert_int_eq(d->severity, TILEC_SEV_ERROR);
+    ck_assert_str_eq(d->file, "k.tile");
+    ck_assert_int_eq(d->line, 2);
+    ck_assert_int_eq(d->col, 14);
+    ck_assert_ptr_nonnull(strstr(d->message, "expected expression"));
+    ck_assert_ptr_null(tilec_result_diag(r, 1000));
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag_text(r), "k.tile:2:14: error:"));
+    ck_assert_ptr_null(tilec_result_text(r, TILEC_OUT_TIR));
+    tilec_result_free(r);
+}
+END_TEST
+
+START_TEST(test_unknown_define)
+{
+    tilec_define d = { "NOPE", "1" };
+    tilec_result *r = compile_tir(vadd_src, &d, 1);
+    ck_assert_int_eq(tilec_result_status(r), TILEC_ERR_INPUT);
+    ck_assert_uint_ge(tilec_result_num_diags(r), 1);
+    tilec_result_free(r);
+}
+END_TEST
+
+START_TEST(test_null_handling)
+{
+    tilec_result_free(NULL);
+    tilec_options_init(NULL);
+    ck_assert_int_eq(tilec_result_status(NULL), TILEC_ERR_USAGE);
+    ck_assert_ptr_null(tilec_result_text(NULL, TILEC_OUT_TIR));
+    ck_assert_ptr_null(tilec_result_diag(NULL, 0));
+    ck_assert_uint_eq(tilec_result_num_diags(NULL), 0);
+    tilec_result *r = (tilec_result *)1;
+    ck_assert_int_eq(tilec_compile_string(NULL, NULL, 0, NULL, &r), TILEC_ERR_USAGE);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(tilec_result_status(r), TILEC_ERR_USAGE);
+    tilec_result_free(r);
+    ck_assert_int_eq(tilec_compile_file(NULL, NULL, NULL), TILEC_ERR_USAGE);
+    /* NULL options: defaults (emit PTX); NULL name: "<string>". */
+    ck_assert_int_ne(tilec_compile_string(NULL, "x", 1, NULL, &r), TILEC_OK);
+    ck_assert_str_eq(tilec_result_diag(r, 0)->file, "<string>");
+    tilec_result_free(r);
+}
+END_TEST
+
+START_TEST(test_missing_file)
+{
+    tilec_result *r = NULL;
+    ck_assert_int_eq(tilec_compile_file("/nonexistent/x.tile", NULL, &r), TILEC_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message,
+                                 "cannot open '/nonexistent/x.tile': No such file or directory"));
+    tilec_result_free(r);
+}
+END_TEST
+
+START_TEST(test_arch)
+{
+    tilec_options o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_TIR;
+    o.arch = "sm_100";
+    tilec_result *r = NULL;
+    ck_assert_int_eq(tilec_compile_string("a.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
+    ck_assert_str_eq(tilec_result_arch(r), "sm_100a");
+    ck_assert_int_eq(tilec_result_diag(r, 0)->severity, TILEC_SEV_REMARK);
+    tilec_result_free(r);
+    o.family_portable = 1;
+    tilec_compile_string("a.tile", vadd_src, strlen(vadd_src), &o, &r);
+    ck_assert_str_eq(tilec_result_arch(r), "sm_100f");
+    tilec_result_free(r);
+    o.arch = "sm_75";
+    ck_assert_int_eq(tilec_compile_string("a.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "sm_86, sm_90, sm_90a"));
+    tilec_result_free(r);
+}
+END_TEST
+
+START_TEST(test_passes_and_version)
+{
+    ck_assert_uint_ge(tilec_num_passes(), 2);
+    ck_assert_str_eq(tilec_pass_name(0), "canonicalize");
+    ck_assert_ptr_nonnull(tilec_pass_summary(1));
+    ck_assert_ptr_null(tilec_pass_name(tilec_num_passes()));
+    ck_assert_int_eq(strncmp(tilec_version(), "0.1.0 (", 7), 0);
+    ck_assert_str_eq(tilec_status_string(TILEC_OK), "ok");
+}
+END_TEST
+
+START_TEST(test_observability)
+{
+    tilec_options o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_TIR;
+    const char *pa[] = { "bounds" };
+    o.print_after = pa;
+    o.nprint_after = 1;
+    o.time_passes = 1;
+    o.report = 1;
+    tilec_result *r = NULL;
+    ck_assert_int_eq(tilec_compile_string("a.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
+    ck_assert_ptr_nonnull(strstr(tilec_result_text(r, TILEC_OUT_DUMP), "IR after bounds"));
+    ck_assert_ptr_nonnull(strstr(tilec_result_text(r, TILEC_OUT_TIMING), "canonicalize"));
+    ck_assert_ptr_nonnull(strstr(tilec_result_text(r, TILEC_OUT_REPORT), "N is dynamic"));
+    tilec_result_free(r);
+}
+END_TEST
+
+/* ---- two threads at once ---- */
+
+typedef struct Work {
+    const char *block;
+    const char *expect;
+    int ok;
+} Work;
+
+static void *worker(void *p)
+{
+    Work *w = p;
+    w->ok = 1;
+    for (int i = 0; i < 20; i++) {
+        tilec_define d = { "BLOCK", w->block };
+        tilec_result *r = compile_tir(vadd_src, &d, 1);
+        const char *tir = tilec_result_text(r, TILEC_OUT_TIR);
+        if (tilec_result_status(r) != TILEC_OK || !tir || !strstr(tir, w->expect))
+            w->ok = 0;
+        tilec_result_free(r);
+    }
+    return NULL;
+}
+
+START_TEST(test_threads)
+{
+    Work a = { "128", "tile<128xf32>", 0 }, b = { "512", "tile<512xf32>", 0 };
+    pthread_t ta, tb;
+    ck_assert_int_eq(pthread_create(&ta, NULL, worker, &a), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, worker, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_int_eq(a.ok, 1);
+    ck_assert_int_eq(b.ok, 1);
+}
+END_TEST
+
+static Suite *api_suite(void)
+{
+    Suite *s = suite_create("api");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_defines);
+    tcase_add_test(tc, test_diag_records);
+    tcase_add_test(tc, test_unknown_define);
+    tcase_add_test(tc, test_null_handling);
+    tcase_add_test(tc, test_missing_file);
+    tcase_add_test(tc, test_arch);
+    tcase_add_test(tc, test_passes_and_version);
+    tcase_add_test(tc, test_observability);
+    tcase_add_test(tc, test_threads);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(api_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int nfail = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nfail ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,495 @@
+/* test_examples.c - end to end on the example programs: each example program
+ * is compiled (fe_compile), run through the pass pipeline, verified, then
+ * interpreted on small random inputs and compared with a plain-C reference
+ * computed in double. Tolerances follow the output dtype. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "passes/passes.h"
+#include "ref.h"
+
+#ifndef TILEC_SOURCE_DIR
+#define TILEC_SOURCE_DIR "."
+#endif
+
+/* ---- compiling an example ---- */
+
+typedef struct Prog {
+    Arena *a;
+    Diag d;
+    char *src;
+    Module *m;
+    Func *f;
+} Prog;
+
+static void prog_dump_diag(const Prog *p)
+{
+    StrBuf sb = { 0 };
+    diag_render(&p->d, &sb);
+    if (sb.buf)
+        fprintf(stderr, "%s", sb.buf);
+    sb_free(&sb);
+}
+
+/* Does the kernel source declare a compile-time param NAME? (decides which
+ * defines to pass: an unknown define is an error) */
+static bool has_const(const char *src, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(src, name); p; p = strstr(p + 1, name)) {
+        const char *q = p + n;
+        while (*q == ' ')
+            q++;
+        bool start = p == src || p[-1] == '<' || p[-1] == ',' || p[-1] == ' ' || p[-1] == '\n' || p[-1] == '(';
+        if (start && *q == ':') {
+            const char *k = q + 1;
+            while (*k == ' ')
+                k++;
+            if (!strncmp(k, "int", 3) || !strncmp(k, "bool", 4) || !strncmp(k, "float", 5) || !strncmp(k, "dtype", 5))
+                return true;
+        }
+    }
+    return false;
+}
+
+static bool prog_load(Prog *p, const char *file, const char *kernel, const FeDefine *defs, int ndefs)
+{
+    memset(p, 0, sizeof *p);
+    p->a = arena_new();
+    diag_init(&p->d, p->a);
+    char *path = arena_printf(p->a, "%s/examples/%s", TILEC_SOURCE_DIR, file);
+    size_t len;
+    p->src = tc_read_file(path, &len);
+    if (!p->src) {
+        fprintf(stderr, "cannot read %s\n", path);
+        return false;
+    }
+    FeDefine used[16];
+    int nused = 0;
+    for (int i = 0; i < ndefs && nused < 16; i++)
+        if (has_const(p->src, defs[i].name))
+            used[nused++] = defs[i];
+    p->m = fe_compile(p->a, path, p->src, len, used, nused, &p->d);
+    if (!p->m || p->d.nerrors) {
+        prog_dump_diag(p);
+        return false;
+    }
+    PassCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.diag = &p->d;
+    ctx.arch = "sm_90a";
+    ctx.opt_level = 2;
+    ctx.verify_each = true;
+    if (passes_run(p->m, &ctx) || ir_verify(p->m, "the pass pipeline", &p->d)) {
+        prog_dump_diag(p);
+        return false;
+    }
+    for (int i = 0; i < p->m->nfuncs; i++)
+        if (!strcmp(p->m->funcs[i]->name, kernel))
+            p->f = p->m->funcs[i];
+    if (!p->f)
+        fprintf(stderr, "%s: no kernel '%s'\n", file, kernel);
+    return p->f != NULL;
+}
+
+static void prog_free(Prog *p)
+{
+    free(p->src);
+    arena_free(p->a);
+}
+
+static DType param_dtype(const Prog *p, const char *name)
+{
+    for (int i = 0; i < p->f->nparams; i++) {
+        const Value *v = ir_val(p->f, p->f->params[i]);
+        if (v->name && !strcmp(v->name, name))
+            return (DType)v->type.dtype;
+    }
+    return DT_NONE;
+}
+
+/* Arguments in the kernel's param order, looked up by name. */
+typedef struct Binding {
+    const char *name;
+    InterpArg arg;
+} Binding;
+
+static bool prog_run(Prog *p, const Binding *b, int nb)
+{
+    InterpArg args[16];
+    if (p->f->nparams > 16)
+        return false;
+    for (int i = 0; i < p->f->nparams; i++) {
+        const char *pn = ir_val(p->f, p->f->params[i])->name;
+        int j = 0;
+        while (j < nb && !(pn && !strcmp(b[j].name, pn)))
+            j++;
+        if (j == nb) {
+            fprintf(stderr, "%s: param %d '%s' has no test binding\n", p->f->name, i, pn ? pn : "?");
+            return false;
+        }
+        args[i] = b[j].arg;
+    }
+    if (interp_run(p->f, args, p->f->nparams, &p->d)) {
+        prog_dump_diag(p);
+        return false;
+    }
+    return true;
+}
+
+static double tol_for(DType dt)
+{
+    return dt == DT_BF16 ? 1e-2 : dt == DT_F16 ? 2e-3 : 1e-5;
+}
+
+/* ---- vector add ---- */
+
+static void run_vector_add(int64_t n)
+{
+    Prog p;
+    FeDefine defs[] = { { "BLOCK", "256" } };
+    ck_assert(prog_load(&p, "vector_add.tile", "vector_add", defs, 1));
+    DType dt = param_dtype(&p, "X");
+    uint64_t rng = 0x9e3779b97f4a7c15ull + (uint64_t)n;
+    Ten x = ten_new(dt, 1, &n), y = ten_new(dt, 1, &n), z = ten_new(dt, 1, &n);
+    ten_random(&x, &rng, 0.1, 4.0);
+    ten_random(&y, &rng, 0.1, 4.0);
+    ten_poison(&z);
+    Binding b[] = { { "X", ten_arg(&x) }, { "Y", ten_arg(&y) }, { "Z", ten_arg(&z) } };
+    ck_assert(prog_run(&p, b, 3));
+    double *want = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        want[i] = tc_round_to(dt, ten_get(&x, i) + ten_get(&y, i));
+    char what[64];
+    snprintf(what, sizeof what, "vector_add N=%lld", (long long)n);
+    ck_assert(ref_check(what, &z, want, 1e-7) <= 1e-7);
+    free(want);
+    ten_free(&x), ten_free(&y), ten_free(&z);
+    prog_free(&p);
+}
+
+START_TEST(vector_add_sizes)
+{
+    static const int64_t ns[] = { 1, 127, 1000 };
+    run_vector_add(ns[_i]);
+}
+END_TEST
+
+/* ---- row softmax ---- */
+
+static const char *const dtype_names[] = { "f32", "bf16", "f16" };
+
+static int64_t pow2_at_least(int64_t n, int64_t lo)
+{
+    int64_t b = lo;
+    while (b < n)
+        b *= 2;
+    return b;
+}
+
+static void run_softmax(int64_t rows, int64_t cols, const char *tname)
+{
+    char blk[32];
+    snprintf(blk, sizeof blk, "%lld", (long long)pow2_at_least(cols, 16));
+    FeDefine defs[] = { { "BLOCK", blk }, { "T", tname } };
+    Prog p;
+    ck_assert(prog_load(&p, "softmax.tile", "softmax", defs, 2));
+    DType dt = param_dtype(&p, "X");
+    int64_t shape[2] = { rows, cols };
+    uint64_t rng = 1234567 + (uint64_t)(rows * 1000 + cols);
+    Ten x = ten_new(dt, 2, shape), y = ten_new(param_dtype(&p, "Y"), 2, shape);
+    ten_random(&x, &rng, 0.05, 6.0);
+    ten_poison(&y);
+    Binding b[] = { { "X", ten_arg(&x) }, { "Y", ten_arg(&y) } };
+    ck_assert(prog_run(&p, b, 2));
+    double *want = malloc(sizeof(double) * (size_t)(rows * cols));
+    for (int64_t r = 0; r < rows; r++) {
+        double mx = -INFINITY, s = 0;
+        for (int64_t c = 0; c < cols; c++)
+            mx = fmax(mx, ten_get(&x, r * cols + c));
+        for (int64_t c = 0; c < cols; c++)
+            s += exp(ten_get(&x, r * cols + c) - mx);
+        for (int64_t c = 0; c < cols; c++)
+            want[r * cols + c] = exp(ten_get(&x, r * cols + c) - mx) / s;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "softmax %lldx%lld %s", (long long)rows, (long long)cols, tname);
+    ck_assert(ref_check(what, &y, want, tol_for(y.dt)) <= tol_for(y.dt));
+    free(want);
+    ten_free(&x), ten_free(&y);
+    prog_free(&p);
+}
+
+START_TEST(softmax_shapes)
+{
+    static const int64_t cols[] = { 1, 127, 1000 };
+    for (int t = 0; t < 3; t++)
+        run_softmax(3, cols[_i], dtype_names[t]);
+}
+END_TEST
+
+/* ---- layernorm: Y = (X - mean) / sqrt(var + eps) * W + B, per row ---- */
+
+static void run_layernorm(int64_t rows, int64_t cols, const char *tname)
+{
+    char blk[32];
+    snprintf(blk, sizeof blk, "%lld", (long long)pow2_at_least(cols, 16));
+    FeDefine defs[] = { { "BLOCK", blk }, { "T", tname } };
+    Prog p;
+    ck_assert(prog_load(&p, "layernorm.tile", "layernorm", defs, 2));
+    DType dt = param_dtype(&p, "X");
+    int64_t shape[2] = { rows, cols };
+    uint64_t rng = 777 + (uint64_t)cols;
+    Ten x = ten_new(dt, 2, shape), y = ten_new(param_dtype(&p, "Y"), 2, shape);
+    Ten w = ten_new(param_dtype(&p, "W"), 1, &cols), bb = ten_new(param_dtype(&p, "B"), 1, &cols);
+    ten_random(&x, &rng, 0.1, 3.0);
+    ten_random(&w, &rng, 0.5, 1.5);
+    ten_random(&bb, &rng, 0.1, 1.0);
+    ten_poison(&y);
+    double eps = 1e-5;
+    Binding b[] = { { "X", ten_arg(&x) }, { "W", ten_arg(&w) }, { "B", ten_arg(&bb) },
+                    { "Y", ten_arg(&y) }, { "eps", scalar_arg(eps, 0) } };
+    ck_assert(prog_run(&p, b, 5));
+    double *want = malloc(sizeof(double) * (size_t)(rows * cols));
+    for (int64_t r = 0; r < rows; r++) {
+        double mean = 0, var = 0;
+        for (int64_t c = 0; c < cols; c++)
+            mean += ten_get(&x, r * cols + c) / (double)cols;
+        for (int64_t c = 0; c < cols; c++) {
+            double dv = ten_get(&x, r * cols + c) - mean;
+            var += dv * dv / (double)cols;
+        }
+        for (int64_t c = 0; c < cols; c++)
+            want[r * cols + c] = (ten_get(&x, r * cols + c) - mean) / sqrt(var + eps) * ten_get(&w, c) + ten_get(&bb, c);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "layernorm %lldx%lld %s", (long long)rows, (long long)cols, tname);
+    ck_assert(ref_check(what, &y, want, tol_for(y.dt)) <= tol_for(y.dt));
+    free(want);
+    ten_free(&x), ten_free(&y), ten_free(&w), ten_free(&bb);
+    prog_free(&p);
+}
+
+START_TEST(layernorm_shapes)
+{
+    static const int64_t cols[] = { 1, 127, 1000 };
+    for (int t = 0; t < 3; t++)
+        run_layernorm(3, cols[_i], dtype_names[t]);
+}
+END_TEST
+
+/* ---- GEMM ---- */
+
+static void run_gemm(int64_t m, int64_t n, int64_t k)
+{
+    FeDefine defs[] = { { "BM", "32" }, { "BN", "32" }, { "BK", "16" }, { "STAGES", "2" } };
+    Prog p;
+    ck_assert(prog_load(&p, "gemm.tile", "gemm", defs, 4));
+    int64_t sa[2] = { m, k }, sb[2] = { k, n }, sc[2] = { m, n };
+    uint64_t rng = 42 + (uint64_t)(m * 10007 + n * 101 + k);
+    Ten a = ten_new(param_dtype(&p, "A"), 2, sa), b = ten_new(param_dtype(&p, "B"), 2, sb);
+    Ten c = ten_new(param_dtype(&p, "C"), 2, sc);
+    ten_random(&a, &rng, 0.1, 1.0);
+    ten_random(&b, &rng, 0.1, 1.0);
+    ten_poison(&c);
+    Binding bind[] = { { "A", ten_arg(&a) }, { "B", ten_arg(&b) }, { "C", ten_arg(&c) } };
+    ck_assert(prog_run(&p, bind, 3));
+    double *want = malloc(sizeof(double) * (size_t)(m * n));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t q = 0; q < k; q++)
+                s += ten_get(&a, i * k + q) * ten_get(&b, q * n + j);
+            want[i * n + j] = s;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "gemm M=%lld N=%lld K=%lld", (long long)m, (long long)n, (long long)k);
+    ck_assert(ref_check(what, &c, want, tol_for(c.dt)) <= tol_for(c.dt));
+    free(want);
+    ten_free(&a), ten_free(&b), ten_free(&c);
+    prog_free(&p);
+}
+
+START_TEST(gemm_shapes)
+{
+    static const int64_t sz[] = { 1, 17, 128, 100 };
+    /* a spread of (M, N, K) combinations, including every size on each axis */
+    run_gemm(sz[_i], sz[(_i + 1) % 4], sz[(_i + 2) % 4]);
+    run_gemm(sz[_i], sz[_i], sz[_i]);
+    run_gemm(sz[(_i + 3) % 4], sz[_i], sz[(_i + 1) % 4]);
+}
+END_TEST
+
+/* ---- attention forward ---- */
+
+typedef struct AttnCase {
+    int64_t z, h, hk, n, d;
+    bool causal;
+} AttnCase;
+
+/* Reference O and LSE for one (z, h) in double. LSE is in log2 units of
+ * scale * log2(e) * QK^T: max + log2(sum exp2(s - max)). */
+static void attn_ref(const AttnCase *c, const Ten *q, const Ten *k, const Ten *v, double scale,
+                     double *o, double *lse)
+{
+    int64_t n = c->n, d = c->d, grp = c->h / c->hk;
+    double *s = malloc(sizeof(double) * (size_t)n);
+    for (int64_t zh = 0; zh < c->z * c->h; zh++) {
+        int64_t zz = zh / c->h, hh = zh % c->h, kh = hh / grp;
+        const int64_t qb = zh * n * d, kb = (zz * c->hk + kh) * n * d;
+        for (int64_t i = 0; i < n; i++) {
+            double mx = -INFINITY, l = 0;
+            int64_t hi = c->causal ? i + 1 : n;
+            for (int64_t j = 0; j < hi; j++) {
+                double dot = 0;
+                for (int64_t e = 0; e < d; e++)
+                    dot += ten_get(q, qb + i * d + e) * ten_get(k, kb + j * d + e);
+                s[j] = dot * scale * 1.4426950408889634;
+                mx = fmax(mx, s[j]);
+            }
+            for (int64_t j = 0; j < hi; j++)
+                l += exp2(s[j] - mx);
+            for (int64_t e = 0; e < d; e++) {
+                double acc = 0;
+                for (int64_t j = 0; j < hi; j++)
+                    acc += exp2(s[j] - mx) * ten_get(v, kb + j * d + e);
+                o[qb + i * d + e] = acc / l;
+            }
+            lse[zh * n + i] = mx + log2(l);
+        }
+    }
+    free(s);
+}
+
+static void run_attention(const AttnCase *c)
+{
+    char dd[16];
+    snprintf(dd, sizeof dd, "%lld", (long long)c->d);
+    FeDefine defs[] = { { "D", dd }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", c->causal ? "true" : "false" } };
+    Prog p;
+    ck_assert(prog_load(&p, "attention.tile", "attention", defs, 4));
+    int64_t sq[4] = { c->z, c->h, c->n, c->d }, sk[4] = { c->z, c->hk, c->n, c->d }, sl[3] = { c->z, c->h, c->n };
+    uint64_t rng = 99 + (uint64_t)(c->n * 131 + c->d * 7 + c->hk * 3 + c->causal);
+    Ten q = ten_new(param_dtype(&p, "Q"), 4, sq), k = ten_new(param_dtype(&p, "K"), 4, sk);
+    Ten v = ten_new(param_dtype(&p, "V"), 4, sk), o = ten_new(param_dtype(&p, "O"), 4, sq);
+    Ten lse = ten_new(param_dtype(&p, "LSE"), 3, sl);
+    ten_random(&q, &rng, 0.05, 1.0);
+    ten_random(&k, &rng, 0.05, 1.0);
+    ten_random(&v, &rng, 0.05, 1.0);
+    ten_poison(&o);
+    ten_poison(&lse);
+    double scale = 1.0 / sqrt((double)c->d);
+    Binding b[] = { { "Q", ten_arg(&q) }, { "K", ten_arg(&k) }, { "V", ten_arg(&v) },
+                    { "O", ten_arg(&o) }, { "LSE", ten_arg(&lse) }, { "scale", scalar_arg(scale, 0) } };
+    ck_assert(prog_run(&p, b, 6));
+    double *wo = malloc(sizeof(double) * (size_t)o.n), *wl = malloc(sizeof(double) * (size_t)lse.n);
+    attn_ref(c, &q, &k, &v, (double)(float)scale, wo, wl);
+    char what[128];
+    snprintf(what, sizeof what, "attention Z=%lld H=%lld HK=%lld N=%lld D=%lld causal=%d",
+             (long long)c->z, (long long)c->h, (long long)c->hk, (long long)c->n, (long long)c->d, c->causal);
+    ck_assert(ref_check(what, &o, wo, 1e-2) <= 1e-2);
+    ck_assert(ref_check(what, &lse, wl, 1e-3) <= 1e-3);
+    free(wo), free(wl);
+    ten_free(&q), ten_free(&k), ten_free(&v), ten_free(&o), ten_free(&lse);
+    prog_free(&p);
+}
+
+START_TEST(attention_cases)
+{
+    /* _i: bit 0 causal, bit 1 GQA (H/HK = 4), bit 2 D = 32 */
+    AttnCase c = { 2, (_i & 2) ? 4 : 2, (_i & 2) ? 1 : 2, 37, (_i & 4) ? 32 : 16, (_i & 1) != 0 };
+    run_attention(&c);
+}
+END_TEST
+
+/* ---- reductions: row_sum and partial_sum (two kernels in one file) ---- */
+
+START_TEST(reduction_kernels)
+{
+    FeDefine defs[] = { { "BM", "16" }, { "BN", "32" }, { "BLOCK", "64" } };
+    Prog p;
+    ck_assert(prog_load(&p, "reduction.tile", "row_sum", defs, 3));
+    int64_t m = 37, n = 100, sx[2] = { m, n };
+    uint64_t rng = 2024;
+    Ten x = ten_new(DT_F32, 2, sx), s = ten_new(DT_F32, 1, &m);
+    ten_random(&x, &rng, 0.1, 2.0);
+    ten_poison(&s);
+    Binding b[] = { { "X", ten_arg(&x) }, { "S", ten_arg(&s) } };
+    ck_assert(prog_run(&p, b, 2));
+    double want[37];
+    for (int64_t i = 0; i < m; i++) {
+        want[i] = 0;
+        for (int64_t j = 0; j < n; j++)
+            want[i] += ten_get(&x, i * n + j);
+    }
+    ck_assert(ref_check("row_sum 37x100", &s, want, 1e-6) <= 1e-6);
+    prog_free(&p);
+    ck_assert(prog_load(&p, "reduction.tile", "partial_sum", defs, 3));
+    int64_t nx = 1000, nb = (nx + 63) / 64;
+    Ten v = ten_new(DT_F32, 1, &nx), ps = ten_new(DT_F32, 1, &nb);
+    ten_random(&v, &rng, 0.1, 2.0);
+    ten_poison(&ps);
+    Binding b2[] = { { "X", ten_arg(&v) }, { "P", ten_arg(&ps) } };
+    ck_assert(prog_run(&p, b2, 2));
+    double pw[16] = { 0 };
+    for (int64_t i = 0; i < nx; i++)
+        pw[i / 64] += ten_get(&v, i);
+    ck_assert(ref_check("partial_sum N=1000", &ps, pw, 1e-6) <= 1e-6);
+    ten_free(&x), ten_free(&s), ten_free(&v), ten_free(&ps);
+    prog_free(&p);
+}
+END_TEST
+
+/* ---- transpose ---- */
+
+START_TEST(transpose_tiles)
+{
+    FeDefine defs[] = { { "BM", "16" }, { "BN", "16" }, { "T", dtype_names[_i] } };
+    Prog p;
+    ck_assert(prog_load(&p, "transpose.tile", "transpose", defs, 3));
+    int64_t m = 37, n = 50, sx[2] = { m, n }, sy[2] = { n, m };
+    uint64_t rng = 31337 + (uint64_t)_i;
+    Ten x = ten_new(param_dtype(&p, "X"), 2, sx), y = ten_new(param_dtype(&p, "Y"), 2, sy);
+    ten_random(&x, &rng, 0.1, 5.0);
+    ten_poison(&y);
+    Binding b[] = { { "X", ten_arg(&x) }, { "Y", ten_arg(&y) } };
+    ck_assert(prog_run(&p, b, 2));
+    double *want = malloc(sizeof(double) * (size_t)(m * n));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            want[j * m + i] = ten_get(&x, i * n + j);
+    ck_assert(ref_check("transpose 37x50", &y, want, 0.0) <= 0.0);   /* exact */
+    free(want);
+    ten_free(&x), ten_free(&y);
+    prog_free(&p);
+}
+END_TEST
+
+static Suite *examples_suite(void)
+{
+    Suite *s = suite_create("examples");
+    TCase *tc = tcase_create("e2e");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, vector_add_sizes, 0, 3);
+    tcase_add_loop_test(tc, softmax_shapes, 0, 3);
+    tcase_add_loop_test(tc, layernorm_shapes, 0, 3);
+    tcase_add_loop_test(tc, gemm_shapes, 0, 4);
+    tcase_add_loop_test(tc, attention_cases, 0, 8);
+    tcase_add_test(tc, reduction_kernels);
+    tcase_add_loop_test(tc, transpose_tiles, 0, 3);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(examples_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}

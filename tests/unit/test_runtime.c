@@ -1,0 +1,571 @@
+/* test_runtime.c - libtilert without a GPU: metadata parsing (good and
+ * malformed), launch validation messages, grid rules and ABI packing. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tilert.h"
+
+/* A kernel with every kind of param: named and static dims, fp8, all scalars. */
+static const char *MM_META =
+    "tilec-meta 1\n"
+    "# comment line\n"
+    "kernel mm\n"
+    "arch sm_90a\n"
+    "threads 256\n"
+    "smem 98304\n"
+    "cluster 2 1 1\n"
+    "dim M\n"
+    "dim N\n"
+    "dim K\n"
+    "param A tensor bf16 2 M K align 16\n"
+    "param B tensor bf16 2 K N align 16\n"
+    "param C tensor f32 2 M N align 16\n"
+    "param W tensor f8e4m3 1 64 align 1\n"
+    "param scale scalar f32\n"
+    "param n scalar i32\n"
+    "param flag scalar bool\n"
+    "param big scalar i64\n"
+    "param eps scalar f64\n"
+    "grid M 128 cdiv ; N 128 cdiv ; 1\n"
+    "end\n"
+    "\n"
+    "kernel vadd\n"
+    "arch sm_86\n"
+    "threads 128\n"
+    "smem 0\n"
+    "dim N\n"
+    "param X tensor f32 1 N align 4\n"
+    "param Y tensor f32 1 N align 4\n"
+    "grid N 0 max 1024 / N 7 %  +\n"
+    "end\n";
+
+/* ---- DLTensor fixtures ---- */
+
+typedef struct T {
+    DLTensor t;
+    int64_t shape[8], strides[8];
+} T;
+
+#define FAKE_PTR ((void *)0x7f0000001000ull)   /* never dereferenced */
+
+static void mk(T *x, uint8_t code, uint8_t bits, int ndim, const int64_t *shape)
+{
+    memset(x, 0, sizeof *x);
+    x->t.data = FAKE_PTR;
+    x->t.device.device_type = kDLCUDA;
+    x->t.device.device_id = 0;
+    x->t.ndim = ndim;
+    x->t.dtype.code = code;
+    x->t.dtype.bits = bits;
+    x->t.dtype.lanes = 1;
+    x->t.shape = x->shape;
+    x->t.strides = NULL;
+    memcpy(x->shape, shape, sizeof *shape * (size_t)ndim);
+}
+
+typedef struct MmArgs {
+    T a, b, c, w;
+    tilert_arg args[9];
+} MmArgs;
+
+/* Valid arguments for mm with M=256, N=384, K=64. */
+static void mm_args(MmArgs *m)
+{
+    mk(&m->a, kDLBfloat, 16, 2, (int64_t[]){256, 64});
+    mk(&m->b, kDLBfloat, 16, 2, (int64_t[]){64, 384});
+    mk(&m->c, kDLFloat, 32, 2, (int64_t[]){256, 384});
+    mk(&m->w, kDLUInt, 8, 1, (int64_t[]){64});
+    m->args[0] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->a.t}};
+    m->args[1] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->b.t}};
+    m->args[2] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->c.t}};
+    m->args[3] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->w.t}};
+    m->args[4] = (tilert_arg){TILERT_ARG_FLOAT, {.f = 0.5}};
+    m->args[5] = (tilert_arg){TILERT_ARG_INT, {.i = -7}};
+    m->args[6] = (tilert_arg){TILERT_ARG_INT, {.i = 1}};
+    m->args[7] = (tilert_arg){TILERT_ARG_INT, {.i = 1ll << 40}};
+    m->args[8] = (tilert_arg){TILERT_ARG_FLOAT, {.f = 1e-6}};
+}
+
+static tilert_module *mod;
+static tilert_kernel *mm, *vadd;
+
+static void setup(void)
+{
+    ck_assert_int_eq(tilert_module_from_meta(MM_META, &mod), TILERT_OK);
+    ck_assert_int_eq(tilert_module_get_kernel(mod, "mm", &mm), TILERT_OK);
+    ck_assert_int_eq(tilert_module_get_kernel(mod, "vadd", &vadd), TILERT_OK);
+}
+
+static void teardown(void)
+{
+    tilert_module_free(mod);
+    mod = NULL;
+}
+
+/* Expect TILERT_ERR_ARGS with `want` in both the err buffer and tilert_last_error(). */
+static void expect_err(const tilert_kernel *k, const tilert_arg *args, size_t n, const char *want)
+{
+    char err[1024];
+    tilert_launch_plan plan;
+    tilert_status st = tilert_check_args(k, args, n, err, sizeof err, &plan);
+    ck_assert_msg(st == TILERT_ERR_ARGS, "status %d for '%s' (err: %s)", st, want, err);
+    ck_assert_msg(strstr(err, want) != NULL, "got '%s', want '%s'", err, want);
+    ck_assert_msg(strstr(tilert_last_error(), want) != NULL, "last error '%s'", tilert_last_error());
+}
+
+/* ---- metadata ---- */
+
+START_TEST(meta_good)
+{
+    ck_assert_uint_eq(tilert_module_num_kernels(mod), 2);
+    ck_assert_ptr_eq(tilert_module_kernel_at(mod, 0), mm);
+    ck_assert_ptr_null(tilert_module_kernel_at(mod, 2));
+    ck_assert_str_eq(tilert_kernel_name(mm), "mm");
+    ck_assert_str_eq(tilert_kernel_arch(mm), "sm_90a");
+    ck_assert_int_eq(tilert_kernel_threads(mm), 256);
+    ck_assert_int_eq(tilert_kernel_smem(mm), 98304);
+    int cl[3];
+    tilert_kernel_cluster(mm, cl);
+    ck_assert(cl[0] == 2 && cl[1] == 1 && cl[2] == 1);
+    tilert_kernel_cluster(vadd, cl);
+    ck_assert(cl[0] == 1 && cl[1] == 1 && cl[2] == 1);
+    ck_assert_uint_eq(tilert_kernel_num_dims(mm), 3);
+    ck_assert_str_eq(tilert_kernel_dim(mm, 2), "K");
+    ck_assert_ptr_null(tilert_kernel_dim(mm, 3));
+    ck_assert_uint_eq(tilert_kernel_num_params(mm), 9);
+    ck_assert_str_eq(tilert_kernel_grid_rule(mm), "M 128 cdiv ; N 128 cdiv ; 1");
+
+    tilert_param_info pi;
+    ck_assert_int_eq(tilert_kernel_param(mm, 1, &pi), TILERT_OK);
+    ck_assert_str_eq(pi.name, "B");
+    ck_assert_int_eq(pi.kind, TILERT_PARAM_TENSOR);
+    ck_assert_str_eq(pi.dtype, "bf16");
+    ck_assert_int_eq(pi.rank, 2);
+    ck_assert_str_eq(pi.dims[0], "K");
+    ck_assert_int_eq(pi.extents[0], -1);
+    ck_assert_int_eq(pi.align, 16);
+    ck_assert_int_eq(tilert_kernel_param(mm, 3, &pi), TILERT_OK);
+    ck_assert_ptr_null(pi.dims[0]);
+    ck_assert_int_eq(pi.extents[0], 64);
+    ck_assert_str_eq(pi.dtype, "f8e4m3");
+    ck_assert_int_eq(tilert_kernel_param(mm, 8, &pi), TILERT_OK);
+    ck_assert_int_eq(pi.kind, TILERT_PARAM_SCALAR);
+    ck_assert_str_eq(pi.dtype, "f64");
+    ck_assert_int_eq(tilert_kernel_param(mm, 9, &pi), TILERT_ERR_USAGE);
+}
+END_TEST
+
+START_TEST(meta_not_found)
+{
+    tilert_kernel *k = (tilert_kernel *)1;
+    ck_assert_int_eq(tilert_module_get_kernel(mod, "nope", &k), TILERT_ERR_NOT_FOUND);
+    ck_assert_ptr_null(k);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "no kernel 'nope' in the module (it has: mm, vadd)"));
+}
+END_TEST
+
+START_TEST(null_is_noop)
+{
+    tilert_module_free(NULL);
+    tilert_driver_close(NULL);
+    ck_assert_str_eq(tilert_status_string(TILERT_OK), "ok");
+    ck_assert_str_eq(tilert_version(), "0.1.0");
+}
+END_TEST
+
+static const char *KHEAD = "tilec-meta 1\nkernel k\narch sm_86\nthreads 128\n";
+
+static const struct { const char *body; const char *want; } bad_meta[] = {
+    /* full texts (no KHEAD) start with '!' */
+    {"!", "metadata is empty"},
+    {"!tilec-meta 2\nkernel k\n", "metadata line 1: metadata version 2; this runtime reads version 1"},
+    {"!hello 1\n", "metadata line 1: expected the header 'tilec-meta 1'"},
+    {"!tilec-meta 1\n\n", "describes no kernel"},
+    {"!tilec-meta 1\nparam X scalar f32\n", "metadata line 2: expected 'kernel NAME', found 'param'"},
+    {"!tilec-meta 1\nkernel 9k\n", "metadata line 2: expected 'kernel NAME'"},
+    {"grid 1\n", "metadata line 5: kernel k (line 2) has no 'end'"},
+    {"grid 1\nkernel j\n", "metadata line 6: kernel k (line 2) has no 'end' before the next kernel"},
+    {"grid 1\nend\nkernel k\narch sm_86\n", "metadata line 7: kernel k defined twice"},
+    {"end\n", "metadata line 5: kernel k (line 2) has no 'grid' record"},
+    {"frob 3\n", "metadata line 5: unknown record 'frob'"},
+    {"threads 64\n", "metadata line 5: kernel k: second 'threads' record"},
+    {"smem -1\n", "metadata line 5: expected 'smem N' with N in 0.."},
+    {"cluster 1 0 1\n", "metadata line 5: expected 'cluster X Y Z' with each at least 1"},
+    {"arch 86\n", "metadata line 5: kernel k: second 'arch' record"},
+    {"dim N\ndim N\n", "metadata line 6: kernel k: dim N declared twice"},
+    {"param X tensor f17 1 4 align 4\n", "metadata line 5: param X: unknown dtype 'f17'"},
+    {"param X tensor f32 0 align 4\n", "metadata line 5: param X: expected a rank in 1..8"},
+    {"param X tensor f32 2 4 align 4\n", "metadata line 5: param X: expected 2 dims then 'align BYTES'"},
+    {"param X tensor f32 1 4 align 6\n", "metadata line 5: param X: align must be a power of two"},
+    {"param X tensor f32 1 M align 4\n",
+     "metadata line 5: param X dim 0: 'M' is not declared by a 'dim' record"},
+    {"param X tensor f32 1 4.5 align 4\n", "metadata line 5: param X dim 0: '4.5' is neither"},
+    {"param X scalar f32\nparam X scalar f32\n", "metadata line 6: kernel k: param X declared twice"},
+    {"param X scalar f16\n", "metadata line 5: param X: a scalar must be f32, f64, i32, i64 or bool"},
+    {"param X vector f32\n", "metadata line 5: param X: expected 'tensor' or 'scalar'"},
+    {"dim N\nparam X tensor f32 1 N align 4\ngrid N +\n", "metadata line 7: grid x: '+' needs two operands"},
+    {"dim N\nparam X tensor f32 1 N align 4\ngrid N 1 ; 1\n",
+     "metadata line 7: grid x: the rule leaves 2 values (need exactly 1)"},
+    {"grid Q\n", "metadata line 5: grid x: 'Q' is not a number, a declared dim or an operator"},
+    {"grid 1 ; ; 1\n", "metadata line 5: grid: empty rule for y"},
+    {"grid 1 ; 1 ; 1 ; 1\n", "metadata line 5: grid: more than three rules"},
+    {"grid 1\ngrid 1\n", "metadata line 6: kernel k: second 'grid' record"},
+    {"dim N\ngrid 1\nend\n", "metadata line 5: kernel k: dim N is not a dim of any tensor param"},
+    {"grid 1\nend extra\n", "metadata line 6: expected 'end'"},
+};
+
+START_TEST(meta_bad)
+{
+    char text[1024];
+    const char *body = bad_meta[_i].body;
+    if (body[0] == '!')
+        snprintf(text, sizeof text, "%s", body + 1);
+    else
+        snprintf(text, sizeof text, "%s%s", KHEAD, body);
+    tilert_module *m = (tilert_module *)1;
+    tilert_status st = tilert_module_from_meta(text, &m);
+    ck_assert_msg(st == TILERT_ERR_META, "status %d for case %d", st, _i);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(tilert_last_error(), bad_meta[_i].want) != NULL,
+                  "case %d: got '%s', want '%s'", _i, tilert_last_error(), bad_meta[_i].want);
+}
+END_TEST
+
+START_TEST(meta_threads_range)
+{
+    tilert_module *m;
+    ck_assert_int_eq(tilert_module_from_meta("tilec-meta 1\nkernel k\nthreads 2000\n", &m),
+                     TILERT_ERR_META);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "metadata line 3: expected 'threads N' with N in 1..1024"));
+    ck_assert_int_eq(tilert_module_from_meta(NULL, &m), TILERT_ERR_USAGE);
+}
+END_TEST
+
+/* ---- validation ---- */
+
+START_TEST(args_ok_and_abi)
+{
+    MmArgs a;
+    mm_args(&a);
+    tilert_launch_plan pl;
+    char err[256];
+    ck_assert_int_eq(tilert_check_args(mm, a.args, 9, err, sizeof err, &pl), TILERT_OK);
+    ck_assert_str_eq(err, "");
+    ck_assert(pl.grid[0] == 2 && pl.grid[1] == 3 && pl.grid[2] == 1);
+    ck_assert(pl.block[0] == 256 && pl.block[1] == 1 && pl.block[2] == 1);
+    ck_assert_uint_eq(pl.smem, 98304);
+    ck_assert_uint_eq(pl.cluster[0], 2);
+    ck_assert_int_eq(pl.device, 0);
+    ck_assert_uint_eq(pl.ndims, 3);
+    ck_assert(pl.dims[0] == 256 && pl.dims[1] == 384 && pl.dims[2] == 64);
+    /* ORDER ABI: A ptr, A s0, B ptr, B s0, C ptr, C s0, W ptr, scale, n, flag, big, eps, M, N, K */
+    static const uint8_t size[] = {8, 8, 8, 8, 8, 8, 8, 4, 4, 1, 8, 8, 4, 4, 4};
+    static const uint32_t off[] = {0, 8, 16, 24, 32, 40, 48, 56, 60, 64, 72, 80, 88, 92, 96};
+    ck_assert_uint_eq(pl.nslots, 15);
+    for (int i = 0; i < 15; i++) {
+        ck_assert_msg(pl.slot_size[i] == size[i], "slot %d size %d", i, pl.slot_size[i]);
+        ck_assert_msg(pl.slot_offset[i] == off[i], "slot %d offset %u", i, pl.slot_offset[i]);
+    }
+    ck_assert_uint_eq(pl.param_bytes, 100);
+    ck_assert_uint_eq(pl.slot[0], (uint64_t)(uintptr_t)FAKE_PTR);
+    ck_assert_uint_eq(pl.slot[1], 64);      /* A row stride */
+    ck_assert_uint_eq(pl.slot[3], 384);     /* B row stride */
+    float scale;
+    int32_t n, dim;
+    int8_t flag;
+    int64_t big;
+    double eps;
+    memcpy(&scale, &pl.slot[7], 4);
+    memcpy(&n, &pl.slot[8], 4);
+    memcpy(&flag, &pl.slot[9], 1);
+    memcpy(&big, &pl.slot[10], 8);
+    memcpy(&eps, &pl.slot[11], 8);
+    memcpy(&dim, &pl.slot[13], 4);
+    ck_assert(scale == 0.5f && n == -7 && flag == 1 && big == 1ll << 40 && eps == 1e-6 && dim == 384);
+}
+END_TEST
+
+START_TEST(args_strided_and_offset)
+{
+    MmArgs a;
+    mm_args(&a);
+    a.a.t.strides = a.a.strides;           /* a row-padded view */
+    a.a.strides[0] = 72;
+    a.a.strides[1] = 1;
+    a.a.t.byte_offset = 32;
+    tilert_launch_plan pl;
+    ck_assert_int_eq(tilert_check_args(mm, a.args, 9, NULL, 0, &pl), TILERT_OK);
+    ck_assert_uint_eq(pl.slot[0], (uint64_t)(uintptr_t)FAKE_PTR + 32);
+    ck_assert_uint_eq(pl.slot[1], 72);
+    /* fp8 as DLPack float8_e4m3fn; a size-1 innermost dim may have any stride */
+    a.w.t.dtype.code = 10;
+    a.c.shape[1] = 1;
+    a.b.shape[1] = 1;
+    a.c.t.strides = a.c.strides;
+    a.c.strides[0] = 1;
+    a.c.strides[1] = 5;
+    ck_assert_int_eq(tilert_check_args(mm, a.args, 9, NULL, 0, &pl), TILERT_OK);
+    ck_assert_uint_eq(pl.grid[1], 1);
+}
+END_TEST
+
+START_TEST(args_count_and_kind)
+{
+    MmArgs a;
+    mm_args(&a);
+    expect_err(mm, a.args, 8, "kernel mm: takes 9 arguments (A, B, C, W, scale, n, flag, big, eps), got 8");
+    a.args[1] = (tilert_arg){TILERT_ARG_INT, {.i = 3}};
+    expect_err(mm, a.args, 9, "param B: expected a tensor bf16[K, N], got a scalar");
+    mm_args(&a);
+    a.args[1].u.tensor = NULL;
+    expect_err(mm, a.args, 9, "param B: expected a tensor bf16[K, N], got NULL");
+    mm_args(&a);
+    a.args[4] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &a.a.t}};
+    expect_err(mm, a.args, 9, "param scale: expected a scalar f32, got a tensor");
+    char err[8];
+    ck_assert_int_eq(tilert_check_args(NULL, a.args, 9, err, sizeof err, NULL), TILERT_ERR_USAGE);
+}
+END_TEST
+
+START_TEST(args_dtype)
+{
+    MmArgs a;
+    mm_args(&a);
+    a.a.t.dtype = (DLDataType){kDLFloat, 16, 1};
+    expect_err(mm, a.args, 9, "param A: tensor dtype is float16 but the kernel wants bf16[M, K]");
+    mm_args(&a);
+    a.c.t.dtype.lanes = 2;
+    expect_err(mm, a.args, 9, "param C: tensor dtype is float32x2 but the kernel wants f32[M, N]");
+    mm_args(&a);
+    a.w.t.dtype = (DLDataType){kDLInt, 8, 1};
+    expect_err(mm, a.args, 9, "param W: tensor dtype is int8 but the kernel wants f8e4m3[64]");
+    mm_args(&a);
+    a.w.t.dtype = (DLDataType){12, 8, 1};
+    expect_err(mm, a.args, 9, "param W: tensor dtype is float8_e5m2 but the kernel wants f8e4m3[64]");
+}
+END_TEST
+
+START_TEST(args_rank_and_dims)
+{
+    MmArgs a;
+    mm_args(&a);
+    a.c.t.ndim = 3;
+    a.c.shape[2] = 1;
+    expect_err(mm, a.args, 9, "param C: tensor has rank 3 but the kernel wants rank 2 (f32[M, N])");
+    mm_args(&a);
+    a.w.shape[0] = 63;
+    expect_err(mm, a.args, 9, "param W dim 0 is 63 but the kernel is compiled for 64");
+    mm_args(&a);
+    a.b.shape[0] = 65;
+    expect_err(mm, a.args, 9, "param B dim 0 (K) is 65 but param A dim 1 says 64");
+    mm_args(&a);
+    a.c.shape[1] = 383;
+    expect_err(mm, a.args, 9, "param C dim 1 (N) is 383 but param B dim 1 says 384");
+    mm_args(&a);
+    a.a.shape[0] = 3000000000ll;
+    expect_err(mm, a.args, 9, "param A dim 0 (M) is 3000000000, over the i32 limit 2147483647");
+    mm_args(&a);
+    a.a.shape[0] = -1;
+    expect_err(mm, a.args, 9, "param A dim 0 has negative extent -1");
+}
+END_TEST
+
+START_TEST(args_layout)
+{
+    MmArgs a;
+    mm_args(&a);
+    a.b.t.strides = a.b.strides;      /* a transposed view */
+    a.b.strides[0] = 1;
+    a.b.strides[1] = 64;
+    expect_err(mm, a.args, 9, "param B: innermost stride is 64 but the kernel needs 1");
+    mm_args(&a);
+    a.a.t.strides = a.a.strides;
+    a.a.strides[0] = -64;
+    a.a.strides[1] = 1;
+    expect_err(mm, a.args, 9, "param A dim 0 has negative stride -64");
+    mm_args(&a);
+    a.a.t.byte_offset = 2;
+    expect_err(mm, a.args, 9, "param A: data address 0x7f0000001002 (data + byte_offset 2) is "
+               "not aligned to 16 bytes");
+    mm_args(&a);
+    a.c.t.data = NULL;
+    expect_err(mm, a.args, 9, "param C: data pointer is NULL");
+}
+END_TEST
+
+START_TEST(args_device)
+{
+    MmArgs a;
+    mm_args(&a);
+    a.b.t.device.device_type = kDLCPU;
+    expect_err(mm, a.args, 9, "param B: tensor is in CPU memory (DLPack device type 1); the "
+               "kernel needs CUDA device memory");
+    mm_args(&a);
+    a.c.t.device.device_id = 1;
+    expect_err(mm, a.args, 9, "param C is on cuda:1 but param A is on cuda:0");
+    mm_args(&a);
+    a.a.t.device.device_type = kDLCUDAManaged;
+    a.b.t.device.device_type = kDLCUDAManaged;
+    ck_assert_int_eq(tilert_check_args(mm, a.args, 9, NULL, 0, NULL), TILERT_OK);
+}
+END_TEST
+
+START_TEST(args_scalars)
+{
+    MmArgs a;
+    mm_args(&a);
+    a.args[5] = (tilert_arg){TILERT_ARG_INT, {.i = 3000000000ll}};
+    expect_err(mm, a.args, 9, "param n: 3000000000 does not fit i32");
+    a.args[5] = (tilert_arg){TILERT_ARG_FLOAT, {.f = 1.5}};
+    expect_err(mm, a.args, 9, "param n: i32 expects an integer, got 1.5");
+    mm_args(&a);
+    a.args[4] = (tilert_arg){TILERT_ARG_FLOAT, {.f = 1e300}};
+    expect_err(mm, a.args, 9, "param scale: 1e+300 does not fit f32");
+    mm_args(&a);
+    a.args[6] = (tilert_arg){TILERT_ARG_FLOAT, {.f = 1.0}};
+    expect_err(mm, a.args, 9, "param flag: bool expects an integer (0 or 1), got 1");
+    mm_args(&a);
+    a.args[5] = (tilert_arg){TILERT_ARG_FLOAT, {.f = 4.0}};   /* integral float for i32: OK */
+    a.args[4] = (tilert_arg){TILERT_ARG_INT, {.i = 3}};       /* int for f32: converts */
+    tilert_launch_plan pl;
+    ck_assert_int_eq(tilert_check_args(mm, a.args, 9, NULL, 0, &pl), TILERT_OK);
+    float f;
+    int32_t n;
+    memcpy(&f, &pl.slot[7], 4);
+    memcpy(&n, &pl.slot[8], 4);
+    ck_assert(f == 3.0f && n == 4);
+}
+END_TEST
+
+/* ---- grid ---- */
+
+START_TEST(grid_rules)
+{
+    unsigned g[3];
+    /* vadd: grid = N / max(0, 1024) + N % 7 */
+    ck_assert_int_eq(tilert_kernel_grid(vadd, (int64_t[]){5000}, 1, g), TILERT_OK);
+    ck_assert_uint_eq(g[0], 5000 / 1024 + 5000 % 7);
+    ck_assert(g[1] == 1 && g[2] == 1);
+    ck_assert_int_eq(tilert_kernel_grid(mm, (int64_t[]){129, 1, 5}, 3, g), TILERT_OK);
+    ck_assert(g[0] == 2 && g[1] == 1 && g[2] == 1);
+    ck_assert_int_eq(tilert_kernel_grid(mm, (int64_t[]){0, 1, 5}, 3, g), TILERT_OK);
+    ck_assert_uint_eq(g[0], 0);
+    ck_assert_int_eq(tilert_kernel_grid(mm, (int64_t[]){1, 2}, 2, g), TILERT_ERR_USAGE);
+
+    tilert_module *m;
+    tilert_kernel *k;
+    ck_assert_int_eq(tilert_module_from_meta(
+        "tilec-meta 1\nkernel g\narch sm_86\nthreads 32\ndim A\ndim B\n"
+        "param X tensor f32 2 A B align 4\ngrid A B cdiv ; B A / ; A B - \nend\n", &m), TILERT_OK);
+    k = tilert_module_kernel_at(m, 0);
+    ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){10, 3}, 2, g), TILERT_OK);
+    ck_assert(g[0] == 4 && g[1] == 0 && g[2] == 7);
+    ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){10, 0}, 2, g), TILERT_ERR_ARGS);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "kernel g: grid x (A B cdiv ; B A / ; A B -): cdiv by zero"));
+    ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){0, 3}, 2, g), TILERT_ERR_ARGS);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "grid y (A B cdiv ; B A / ; A B -): division by zero"));
+    ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){3, 10}, 2, g), TILERT_ERR_ARGS);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "kernel g: grid z is -7, outside 0..65535"));
+    ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){INT64_MAX, 2}, 2, g), TILERT_ERR_ARGS);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "arithmetic overflow"));
+    tilert_module_free(m);
+}
+END_TEST
+
+START_TEST(grid_through_check)
+{
+    MmArgs a;
+    mm_args(&a);
+    a.a.shape[0] = a.c.shape[0] = 128;    /* grid x = 1: not a multiple of cluster 2 */
+    expect_err(mm, a.args, 9, "kernel mm: grid x is 1, not a multiple of the cluster size 2");
+    mm_args(&a);
+    a.b.shape[1] = a.c.shape[1] = 65536 * 128;   /* grid y over 65535 */
+    expect_err(mm, a.args, 9, "grid y is 65536, outside 0..65535");
+    mm_args(&a);
+    a.a.shape[0] = a.c.shape[0] = 0;       /* empty: grid 0, data may be NULL */
+    a.a.t.data = a.c.t.data = NULL;
+    tilert_launch_plan pl;
+    ck_assert_int_eq(tilert_check_args(mm, a.args, 9, NULL, 0, &pl), TILERT_OK);
+    ck_assert_uint_eq(pl.grid[0], 0);
+}
+END_TEST
+
+/* ---- without a GPU ---- */
+
+START_TEST(launch_meta_only)
+{
+    MmArgs a;
+    mm_args(&a);
+    ck_assert_int_eq(tilert_launch(mm, a.args, 9, NULL), TILERT_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "metadata only"));
+    a.args[0].u.tensor = NULL;  /* validation comes first */
+    ck_assert_int_eq(tilert_launch(mm, a.args, 9, NULL), TILERT_ERR_ARGS);
+}
+END_TEST
+
+START_TEST(driver_open)
+{
+    tilert_driver *drv = (tilert_driver *)1;
+    tilert_status st = tilert_driver_open(&drv);
+    if (st == TILERT_OK) {      /* a machine with a GPU */
+        int n = 0;
+        ck_assert_int_eq(tilert_device_count(drv, &n), TILERT_OK);
+        ck_assert_int_gt(n, 0);
+        tilert_driver_close(drv);
+        return;
+    }
+    ck_assert_ptr_null(drv);
+    ck_assert(st == TILERT_ERR_NO_DRIVER || st == TILERT_ERR_NO_DEVICE);
+    ck_assert_msg(strncmp(tilert_last_error(), "no CUDA", 7) == 0, "%s", tilert_last_error());
+}
+END_TEST
+
+START_TEST(load_files_missing)
+{
+    tilert_module *m = (tilert_module *)1;
+    ck_assert_int_eq(tilert_module_load_files((tilert_driver *)1, "/nonexistent.ptx",
+                                              "/nonexistent.meta", &m), TILERT_ERR_IO);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "cannot open /nonexistent.ptx"));
+}
+END_TEST
+
+static Suite *runtime_suite(void)
+{
+    Suite *s = suite_create("runtime");
+    TCase *tc = tcase_create("meta");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, meta_good);
+    tcase_add_test(tc, meta_not_found);
+    tcase_add_test(tc, null_is_noop);
+    tcase_add_loop_test(tc, meta_bad, 0, (int)(sizeof bad_meta / sizeof bad_meta[0]));
+    tcase_add_test(tc, meta_threads_range);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("check");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, args_ok_and_abi);
+    tcase_add_test(tc, args_strided_and_offset);
+    tcase_add_test(tc, args_count_and_kind);
+    tcase_add_test(tc, args_dtype);
+    tcase_add_test(tc, args_rank_and_dims);
+    tcase_add_test(tc, args_layout);
+    tcase_add_test(tc, args_device);
+    tcase_add_test(tc, args_scalars);
+    tcase_add_test(tc, grid_rules);
+    tcase_add_test(tc, grid_through_check);
+    tcase_add_test(tc, launch_meta_only);
+    tcase_add_test(tc, driver_open);
+    tcase_add_test(tc, load_files_missing);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(runtime_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
