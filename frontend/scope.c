@@ -87,8 +87,9 @@ static int edit_distance(const char *a, const char *b)
 static void consider(const char *name, const char *cand, const char **best, int *bestd)
 {
     int dist = edit_distance(name, cand);
-    int limit = strlen(name) <= 3 ? 1 : 2;
-    if (dist <= limit && dist < *bestd) {
+    size_t n = strlen(name);
+    int limit = n <= 2 ? 0 : n <= 4 ? 1 : 2;
+    if (dist > 0 && dist <= limit && dist < *bestd) {
         *best = cand;
         *bestd = dist;
     }
