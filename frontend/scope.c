@@ -59,29 +59,29 @@ Sym *fe_declare(Lower *l, const char *name, Loc loc, SymKind kind)
     return s;
 }
 
+/* Edit distance with adjacent transpositions (optimal string alignment). */
 static int edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 31 || lb > 31)
         return 99;
-    int row[32];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+    int m[32][32];
+    for (size_t i = 0; i <= la; i++)
+        for (size_t j = 0; j <= lb; j++) {
+            if (i == 0 || j == 0) {
+                m[i][j] = (int)(i + j);
+                continue;
+            }
+            int best = m[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (m[i - 1][j] + 1 < best)
+                best = m[i - 1][j] + 1;
+            if (m[i][j - 1] + 1 < best)
+                best = m[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && m[i - 2][j - 2] + 1 < best)
+                best = m[i - 2][j - 2] + 1;
+            m[i][j] = best;
         }
-    }
-    return row[lb];
+    return m[la][lb];
 }
 
 static void consider(const char *name, const char *cand, const char **best, int *bestd)

@@ -1,0 +1,265 @@
+/* gpu_vector_add.c - end-to-end GPU test of libtilert: Z = X + Y (or
+ * X + alpha * Y when the kernel has an f32 scalar param) against a CPU
+ * reference, for sizes with and without a partial last block.
+ *
+ *   gpu_vector_add                compile TILEC_VECTOR_ADD with TILEC_EXE
+ *                                 (-arch=sm_86) into TILEC_WORK_DIR, then test
+ *   gpu_vector_add X.ptx X.meta   test precompiled PTX + metadata
+ *
+ * Every kernel of the module whose params are X, Y, Z: f32[N] (+ one f32
+ * scalar) is tested. Exits 77 (a skip) without a CUDA driver or device.
+ * Device memory comes from the driver, dlopen'ed here like the runtime does.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "tilert.h"
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+
+static struct {
+    CUresult (*DeviceGet)(int *, int);
+    CUresult (*PrimaryCtxRetain)(CUcontext *, int);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*HtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*DtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*CtxSynchronize)(void);
+} cu;
+
+static int failures;
+
+#define CU(call) cu_check((call), #call, __LINE__)
+static void cu_check(CUresult r, const char *what, int line)
+{
+    if (r) {
+        fprintf(stderr, "line %d: %s failed: CUDA error %d\n", line, what, r);
+        exit(1);
+    }
+}
+
+#define RT(call) rt_check((call), #call, __LINE__)
+static void rt_check(tilert_status st, const char *what, int line)
+{
+    if (st) {
+        fprintf(stderr, "line %d: %s failed: %s: %s\n", line, what, tilert_status_string(st),
+                tilert_last_error());
+        exit(1);
+    }
+}
+
+static void open_cuda(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib) {
+        fprintf(stderr, "libcuda.so.1: %s\n", dlerror());
+        exit(1);
+    }
+    static const char *const names[] = {"cuDeviceGet", "cuDevicePrimaryCtxRetain",
+        "cuCtxSetCurrent", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2",
+        "cuMemcpyDtoH_v2", "cuCtxSynchronize"};
+    void **slots = (void **)&cu;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!(slots[i] = dlsym(lib, names[i]))) {
+            fprintf(stderr, "libcuda.so.1 lacks %s\n", names[i]);
+            exit(1);
+        }
+    int dev;
+    CUcontext ctx;
+    CU(cu.DeviceGet(&dev, 0));
+    CU(cu.PrimaryCtxRetain(&ctx, dev));
+    CU(cu.CtxSetCurrent(ctx));
+}
+
+static uint64_t rng;
+static float frand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 11) % 2000001) / 1000.0f - 1000.0f;
+}
+
+static DLTensor vec(CUdeviceptr p, int64_t *n)
+{
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    t.data = (void *)(uintptr_t)p;
+    t.device.device_type = kDLCUDA;
+    t.ndim = 1;
+    t.dtype.code = kDLFloat;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    t.shape = n;
+    return t;
+}
+
+/* Does k look like vector add: X, Y, Z f32[N] tensors (+ one f32 scalar)? */
+static bool is_vector_add(const tilert_kernel *k, bool *has_alpha)
+{
+    size_t np = tilert_kernel_num_params(k);
+    int tensors = 0, scalars = 0;
+    for (size_t i = 0; i < np; i++) {
+        tilert_param_info p;
+        tilert_kernel_param(k, i, &p);
+        if (strcmp(p.dtype, "f32") != 0)
+            return false;
+        if (p.kind == TILERT_PARAM_TENSOR && p.rank == 1 && (size_t)tensors == i)
+            tensors++;
+        else if (p.kind == TILERT_PARAM_SCALAR)
+            scalars++;
+        else
+            return false;
+    }
+    *has_alpha = scalars == 1;
+    return tensors == 3 && scalars <= 1;
+}
+
+#define GUARD 64    /* poisoned elements after Z: out-of-bounds writes must not land */
+
+/* One size: fresh inputs, poisoned output, launch, compare. */
+static void run_size(tilert_kernel *k, bool has_alpha, int64_t n)
+{
+    size_t bytes = (size_t)n * 4, zbytes = bytes + GUARD * 4;
+    float *x = malloc(bytes + 4), *y = malloc(bytes + 4), *z = malloc(zbytes);
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = frand();
+        y[i] = frand();
+    }
+    memset(z, 0xff, zbytes);    /* NaN poison */
+    CUdeviceptr dx, dy, dz;
+    CU(cu.MemAlloc(&dx, bytes + 4));
+    CU(cu.MemAlloc(&dy, bytes + 4));
+    CU(cu.MemAlloc(&dz, zbytes));
+    CU(cu.HtoD(dx, x, bytes + 4));
+    CU(cu.HtoD(dy, y, bytes + 4));
+    CU(cu.HtoD(dz, z, zbytes));
+    int64_t shape = n;
+    DLTensor tx = vec(dx, &shape), ty = vec(dy, &shape), tz = vec(dz, &shape);
+    float alpha = has_alpha ? 2.0f : 1.0f;
+    tilert_arg args[4] = {
+        {TILERT_ARG_TENSOR, {.tensor = &tx}}, {TILERT_ARG_TENSOR, {.tensor = &ty}},
+        {TILERT_ARG_TENSOR, {.tensor = &tz}}, {TILERT_ARG_FLOAT, {.f = alpha}}};
+    RT(tilert_launch(k, args, has_alpha ? 4 : 3, NULL));
+    CU(cu.CtxSynchronize());
+    CU(cu.DtoH(z, dz, zbytes));
+    int bad = 0;
+    for (int64_t i = 0; i < n + GUARD; i++) {
+        float want = i < n ? fmaf(alpha, y[i], x[i]) : 0;
+        bool ok = i < n ? z[i] == want : isnan(z[i]);
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "  %s N=%lld: Z[%lld] = %g, want %s%g\n", tilert_kernel_name(k),
+                    (long long)n, (long long)i, z[i], i < n ? "" : "untouched NaN, not ", want);
+    }
+    printf("%s N=%lld: %s\n", tilert_kernel_name(k), (long long)n, bad ? "FAIL" : "ok");
+    failures += bad != 0;
+    CU(cu.MemFree(dx));
+    CU(cu.MemFree(dy));
+    CU(cu.MemFree(dz));
+    free(x);
+    free(y);
+    free(z);
+}
+
+/* Launch errors found on the GPU side: host memory, misalignment. */
+static void run_errors(tilert_kernel *k, bool has_alpha)
+{
+    static float host[256];
+    int64_t n = 256;
+    CUdeviceptr d;
+    CU(cu.MemAlloc(&d, 2048));
+    DLTensor th = vec((CUdeviceptr)(uintptr_t)host, &n), td = vec(d, &n);
+    tilert_arg args[4] = {
+        {TILERT_ARG_TENSOR, {.tensor = &td}}, {TILERT_ARG_TENSOR, {.tensor = &th}},
+        {TILERT_ARG_TENSOR, {.tensor = &td}}, {TILERT_ARG_FLOAT, {.f = 1.0}}};
+    size_t na = has_alpha ? 4 : 3;
+    tilert_status st = tilert_launch(k, args, na, NULL);
+    bool ok = st == TILERT_ERR_ARGS && strstr(tilert_last_error(), "is not CUDA memory");
+    printf("%s host-memory tensor rejected: %s (%s)\n", tilert_kernel_name(k), ok ? "ok" : "FAIL",
+           tilert_last_error());
+    failures += !ok;
+    td.byte_offset = 2;
+    args[1].u.tensor = &td;
+    st = tilert_launch(k, args, na, NULL);
+    ok = st == TILERT_ERR_ARGS && strstr(tilert_last_error(), "not aligned");
+    printf("%s misaligned tensor rejected: %s (%s)\n", tilert_kernel_name(k), ok ? "ok" : "FAIL",
+           tilert_last_error());
+    failures += !ok;
+    CU(cu.MemFree(d));
+}
+
+static void compile(char *ptx, char *meta, size_t len)
+{
+#if defined(TILEC_EXE) && defined(TILEC_VECTOR_ADD) && defined(TILEC_WORK_DIR)
+    char cmd[4096];
+    snprintf(ptx, len, "%s/vector_add.ptx", TILEC_WORK_DIR);
+    snprintf(meta, len, "%s/vector_add.meta", TILEC_WORK_DIR);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' -arch=sm_86 -o '%s'", TILEC_EXE, TILEC_VECTOR_ADD, ptx);
+    printf("+ %s\n", cmd);
+    fflush(stdout);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "tilec failed\n");
+        exit(1);
+    }
+#else
+    (void)ptx; (void)meta; (void)len;
+    fprintf(stderr, "built without TILEC_EXE: pass X.ptx X.meta\n");
+    exit(1);
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    tilert_driver *drv;
+    tilert_status st = tilert_driver_open(&drv);
+    if (st == TILERT_ERR_NO_DRIVER || st == TILERT_ERR_NO_DEVICE) {
+        printf("skipped: %s\n", tilert_last_error());
+        return 77;
+    }
+    RT(st);
+    char ptx[4096], meta[4096], arch[16];
+    if (argc == 3) {
+        snprintf(ptx, sizeof ptx, "%s", argv[1]);
+        snprintf(meta, sizeof meta, "%s", argv[2]);
+    } else {
+        compile(ptx, meta, sizeof ptx);
+    }
+    open_cuda();
+    RT(tilert_device_arch(drv, 0, arch, sizeof arch));
+    int major, minor;
+    RT(tilert_device_capability(drv, 0, &major, &minor));
+    rng = (uint64_t)time(NULL) * 2654435761u | 1;
+    printf("device arch %s, seed %llu\n", arch, (unsigned long long)rng);
+    tilert_module *m;
+    RT(tilert_module_load_files(drv, ptx, meta, &m));
+    int tested = 0;
+    for (size_t i = 0; i < tilert_module_num_kernels(m); i++) {
+        tilert_kernel *k = tilert_module_kernel_at(m, i);
+        int cl[3];
+        bool has_alpha;
+        tilert_kernel_cluster(k, cl);
+        if (!is_vector_add(k, &has_alpha) || (cl[0] * cl[1] * cl[2] > 1 && major < 9))
+            continue;
+        static const int64_t sizes[] = {0, 1, 127, 1024, 1000003};
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            run_size(k, has_alpha, sizes[s]);
+        run_errors(k, has_alpha);
+        tested++;
+    }
+    RT(tilert_synchronize(drv));
+    tilert_module_free(m);
+    tilert_driver_close(drv);
+    if (!tested) {
+        fprintf(stderr, "no vector-add kernel (X, Y, Z: f32[N]) in %s\n", meta);
+        return 1;
+    }
+    printf("%s\n", failures ? "FAILED" : "all passed");
+    return failures ? 1 : 0;
+}
