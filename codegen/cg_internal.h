@@ -53,6 +53,10 @@ typedef struct Cg {
     int64_t smem_bytes;
     StrBuf *report;
     int nerr;
+    /* Anchor layouts by tile shape (from loads, then their reductions):
+     * values with no register operand (iota, splat) take these. */
+    struct { int rank; int64_t shape[TILE_MAXRANK]; const Layout *L; } anchors[32];
+    int nanchors;
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
@@ -65,9 +69,11 @@ LLVMValueRef cg_i64(Cg *cg, int64_t v);
 LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name);
 /* Shared-memory scratch of at least `bytes`, as a ptr addrspace(3). */
 LLVMValueRef cg_smem(Cg *cg, int64_t bytes);
-/* The layout a tile of this type gets when nothing else decides. */
+/* The layout a tile of this type gets when nothing else decides: the
+ * anchor of its shape if any, else the coalesced blocked layout. */
 const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous);
 Layout *cg_layout_dup(Cg *cg, Layout l);
+void cg_find_anchors(Cg *cg, Func *f);
 
 /* ---- lower_simt.c ---- */
 int cg_lower_block(Cg *cg, Block *blk);

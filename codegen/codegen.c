@@ -103,8 +103,54 @@ Layout *cg_layout_dup(Cg *cg, Layout l)
     return p;
 }
 
+static const Layout *anchor_of(Cg *cg, int rank, const int64_t *shape)
+{
+    for (int i = 0; i < cg->nanchors; i++)
+        if (cg->anchors[i].rank == rank && memcmp(cg->anchors[i].shape, shape, sizeof(int64_t) * (size_t)rank) == 0)
+            return cg->anchors[i].L;
+    return NULL;
+}
+
+static void add_anchor(Cg *cg, int rank, const int64_t *shape, const Layout *L)
+{
+    if (cg->nanchors == (int)TC_COUNTOF(cg->anchors) || anchor_of(cg, rank, shape))
+        return;
+    cg->anchors[cg->nanchors].rank = rank;
+    memcpy(cg->anchors[cg->nanchors].shape, shape, sizeof(int64_t) * (size_t)rank);
+    cg->anchors[cg->nanchors++].L = L;
+}
+
+static bool anchor_visit(Func *f, Op *op, void *ctx)
+{
+    Cg *cg = ctx;
+    const Type *t = op->nres ? ir_type(f, op->res[0]) : NULL;
+    if (!t || t->kind != TY_TILE)
+        return true;
+    if (op->code == OP_LOAD) {
+        int bytes = dtype_bits((DType)t->dtype) / 8;
+        bool contig = op->nlist > 0 && op->list[op->nlist - 1] > 0;
+        add_anchor(cg, t->rank, t->shape,
+                   cg_layout_dup(cg, layout_blocked(t->rank, t->shape, bytes ? bytes : 1, contig, cg->nwarps)));
+    } else if (op->code == OP_REDUCE) {
+        const Type *it = ir_type(f, op->args[0]);
+        const Layout *in = anchor_of(cg, it->rank, it->shape);
+        if (in)
+            add_anchor(cg, t->rank, t->shape, cg_layout_dup(cg, layout_slice(in, (int)op->iattr[0])));
+    }
+    return true;
+}
+
+void cg_find_anchors(Cg *cg, Func *f)
+{
+    cg->nanchors = 0;
+    ir_walk(f, &f->body, anchor_visit, cg);
+}
+
 const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous)
 {
+    const Layout *a = contiguous ? anchor_of(cg, t->rank, t->shape) : NULL;
+    if (a)
+        return a;
     int bytes = dtype_bits((DType)t->dtype) / 8;
     return cg_layout_dup(cg, layout_blocked(t->rank, t->shape, bytes ? bytes : 1, contiguous, cg->nwarps));
 }
@@ -347,6 +393,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
+    cg_find_anchors(cg, f);
     kernel_entry(cg);
     bind_params(cg, f);
     if (cg->report)

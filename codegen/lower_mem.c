@@ -92,13 +92,55 @@ static LLVMValueRef elem_addr(Cg *cg, const Access *ac, LLVMValueRef *idx)
     return LLVMBuildGEP2(cg->b, ac->mty, ac->ta->base, &o, 1, "");
 }
 
-static LLVMValueRef in_bounds(Cg *cg, const Access *ac, LLVMValueRef *idx)
+static LLVMValueRef in_bounds_upto(Cg *cg, const Access *ac, LLVMValueRef *idx, int nd)
 {
     LLVMValueRef ok = LLVMConstInt(cg->t_i1, 1, 0);
-    for (int d = 0; d < ac->rank; d++)
+    for (int d = 0; d < nd; d++)
         if (ac->mask >> d & 1)
             ok = LLVMBuildAnd(cg->b, ok, LLVMBuildICmp(cg->b, LLVMIntULT, idx[d], ac->ta->size[d], ""), "");
     return ok;
+}
+
+static LLVMValueRef in_bounds(Cg *cg, const Access *ac, LLVMValueRef *idx)
+{
+    return in_bounds_upto(cg, ac, idx, ac->rank);
+}
+
+static bool last_masked(const Access *ac) { return ac->mask >> (ac->rank - 1) & 1; }
+
+/* i1: is last-dim index idx_last + k inside the tensor? */
+static LLVMValueRef last_ok(Cg *cg, const Access *ac, LLVMValueRef *idx, int k)
+{
+    LLVMValueRef i = LLVMBuildAdd(cg->b, idx[ac->rank - 1], cg_i32(cg, k), "");
+    return LLVMBuildICmp(cg->b, LLVMIntULT, i, ac->ta->size[ac->rank - 1], "");
+}
+
+static LLVMValueRef elem_ptr(Cg *cg, const Access *ac, LLVMValueRef p, int k)
+{
+    LLVMValueRef o = cg_i64(cg, k);
+    return k ? LLVMBuildGEP2(cg->b, ac->mty, p, &o, 1, "") : p;
+}
+
+/* Two-way branch on c; returns the join block's phis of the two value sets. */
+typedef void (*ArmFn)(Cg *cg, void *ctx, int arm, LLVMValueRef *out);
+static void diamond(Cg *cg, LLVMValueRef c, int n, ArmFn fn, void *ctx, LLVMValueRef *out)
+{
+    LLVMBasicBlockRef bb[2] = { cg_new_block(cg, "a"), cg_new_block(cg, "b") }, join = cg_new_block(cg, "j");
+    LLVMValueRef *v[2];
+    LLVMBuildCondBr(cg->b, c, bb[0], bb[1]);
+    for (int k = 0; k < 2; k++) {
+        v[k] = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n + 1));
+        LLVMPositionBuilderAtEnd(cg->b, bb[k]);
+        fn(cg, ctx, k, v[k]);
+        bb[k] = LLVMGetInsertBlock(cg->b);
+        LLVMBuildBr(cg->b, join);
+    }
+    LLVMPositionBuilderAtEnd(cg->b, join);
+    for (int i = 0; i < n; i++) {
+        out[i] = LLVMBuildPhi(cg->b, LLVMTypeOf(v[0][i]), "");
+        LLVMValueRef in[2] = { v[0][i], v[1][i] };
+        LLVMAddIncoming(out[i], in, bb, 2);
+    }
 }
 
 /* i1: may this access use 16-byte vectors of `vec` elements? */
@@ -107,8 +149,6 @@ static LLVMValueRef vec_ok(Cg *cg, const Access *ac, int vec)
     LLVMValueRef bits = LLVMBuildSExt(cg->b, ac->off[ac->rank - 1], cg->t_i64, "");
     for (int d = 0; d + 1 < ac->rank; d++)
         bits = LLVMBuildOr(cg->b, bits, ac->ta->stride[d], "");
-    if (ac->mask >> (ac->rank - 1) & 1)
-        bits = LLVMBuildOr(cg->b, bits, LLVMBuildSExt(cg->b, ac->ta->size[ac->rank - 1], cg->t_i64, ""), "");
     bits = LLVMBuildAnd(cg->b, bits, cg_i64(cg, vec - 1), "");
     return LLVMBuildICmp(cg->b, LLVMIntEQ, bits, cg_i64(cg, 0), "vec.ok");
 }
@@ -132,12 +172,13 @@ static LLVMValueRef to_mem(Cg *cg, LLVMValueRef v, DType dt)
 
 /* Load `n` elements at p (a vector when n > 1) if pred, else `other`. */
 static void load_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, int n,
-                       LLVMValueRef *other, LLVMValueRef *out)
+                       LLVMValueRef *other, LLVMValueRef *out, bool vol)
 {
     if (!is_true(pred))
         p = LLVMBuildSelect(cg->b, pred, p, ac->ta->base, "");
     LLVMTypeRef ty = n > 1 ? LLVMVectorType(ac->mty, (unsigned)n) : ac->mty;
     LLVMValueRef v = LLVMBuildLoad2(cg->b, ty, p, "");
+    LLVMSetVolatile(v, vol);
     int bytes = n * dtype_bits(ac->dt) / 8;
     LLVMSetAlignment(v, (unsigned)(bytes > 0 ? bytes : 1));
     for (int i = 0; i < n; i++) {
@@ -147,45 +188,82 @@ static void load_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pr
     }
 }
 
-static void load_regs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *other, LLVMValueRef *out)
+/* Fallback loads, one element at a time. They are volatile so that the
+ * optimiser never merges them with the vector loads of the other path
+ * (which would split the vectors). */
+static void load_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other, LLVMValueRef *out, bool vol)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
-    int n = layout_nregs(L);
-    for (int r = 0; r < n; r += vec) {
+    for (int r = 0, n = layout_nregs(L); r < n; r++) {
         reg_index(cg, ac, L, r, idx);
-        load_group(cg, ac, elem_addr(cg, ac, idx), in_bounds(cg, ac, idx), vec, &other[r], &out[r]);
+        load_group(cg, ac, elem_addr(cg, ac, idx), in_bounds(cg, ac, idx), 1, &other[r], &out[r], vol);
     }
 }
 
-/* Two paths, vector and per element, joined by phis. */
+typedef struct GroupCtx {
+    const Access *ac;
+    LLVMValueRef p, rows, *idx, *vals;
+    int vec;
+} GroupCtx;
+
+static void load_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
+{
+    GroupCtx *g = ctx;
+    LLVMValueRef yes = LLVMConstInt(cg->t_i1, 1, 0);
+    if (arm == 0) {
+        load_group(cg, g->ac, g->p, yes, g->vec, g->vals, out, false);
+        return;
+    }
+    for (int e = 0; e < g->vec; e++) {
+        LLVMValueRef pred = LLVMBuildAnd(cg->b, g->rows, last_ok(cg, g->ac, g->idx, e), "");
+        load_group(cg, g->ac, elem_ptr(cg, g->ac, g->p, e), pred, 1, &g->vals[e], &out[e], true);
+    }
+}
+
+/* The vector path: whole 16-byte vectors; with a masked last dim, a vector
+ * that straddles the end goes element by element. */
+static void load_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *other, LLVMValueRef *out)
+{
+    LLVMValueRef idx[TENSOR_MAXRANK];
+    for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
+        reg_index(cg, ac, L, r, idx);
+        GroupCtx g = { ac, elem_addr(cg, ac, idx), in_bounds_upto(cg, ac, idx, ac->rank - 1), idx, &other[r], vec };
+        if (!last_masked(ac)) {
+            load_group(cg, ac, g.p, g.rows, vec, &other[r], &out[r], false);
+            continue;
+        }
+        LLVMValueRef full = LLVMBuildAnd(cg->b, g.rows, last_ok(cg, ac, idx, vec - 1), "");
+        diamond(cg, full, vec, load_arm, &g, &out[r]);
+    }
+}
+
+typedef struct TileCtx {
+    const Access *ac;
+    const Layout *L;
+    int vec;
+    LLVMValueRef *other;
+} TileCtx;
+
+static void tile_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
+{
+    TileCtx *t = ctx;
+    if (arm == 0)
+        load_vecs(cg, t->ac, t->L, t->vec, t->other, out);
+    else
+        load_elems(cg, t->ac, t->L, t->other, out, true);
+}
+
+/* Vector path when the row starts are 16-byte aligned, else per element. */
 static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other)
 {
     int n = layout_nregs(L), vec = access_vec(ac, L);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     if (vec <= 1) {
-        load_regs(cg, ac, L, 1, other, out);
+        load_elems(cg, ac, L, other, out, false);
         return out;
     }
-    LLVMValueRef *vo = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
-    LLVMValueRef *so = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
-    LLVMBasicBlockRef fast = cg_new_block(cg, "ld.vec"), slow = cg_new_block(cg, "ld.elem"),
-                      join = cg_new_block(cg, "ld.join");
-    LLVMBuildCondBr(cg->b, vec_ok(cg, ac, vec), fast, slow);
-    LLVMPositionBuilderAtEnd(cg->b, fast);
-    load_regs(cg, ac, L, vec, other, vo);
-    LLVMBasicBlockRef fe = LLVMGetInsertBlock(cg->b);
-    LLVMBuildBr(cg->b, join);
-    LLVMPositionBuilderAtEnd(cg->b, slow);
-    load_regs(cg, ac, L, 1, other, so);
-    LLVMBasicBlockRef se = LLVMGetInsertBlock(cg->b);
-    LLVMBuildBr(cg->b, join);
-    LLVMPositionBuilderAtEnd(cg->b, join);
-    for (int r = 0; r < n; r++) {
-        out[r] = LLVMBuildPhi(cg->b, LLVMTypeOf(vo[r]), "");
-        LLVMValueRef in[2] = { vo[r], so[r] };
-        LLVMBasicBlockRef bb[2] = { fe, se };
-        LLVMAddIncoming(out[r], in, bb, 2);
-    }
+    TileCtx t = { ac, L, vec, other };
+    diamond(cg, vec_ok(cg, ac, vec), n, tile_arm, &t, out);
     return out;
 }
 
@@ -212,7 +290,7 @@ int cg_lower_load(Cg *cg, Op *op)
         LLVMValueRef idx[TENSOR_MAXRANK], out, other = ov ? ov->s : zero;
         for (int d = 0; d < ac.rank; d++)
             idx[d] = ac.off[d];
-        load_group(cg, &ac, elem_addr(cg, &ac, idx), in_bounds(cg, &ac, idx), 1, &other, &out);
+        load_group(cg, &ac, elem_addr(cg, &ac, idx), in_bounds(cg, &ac, idx), 1, &other, &out, false);
         cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = out };
         return 0;
     }
@@ -234,7 +312,8 @@ int cg_lower_load(Cg *cg, Op *op)
 
 /* ---- stores ---- */
 
-static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, int n, LLVMValueRef *vals)
+static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, int n, LLVMValueRef *vals,
+                        bool vol)
 {
     LLVMBasicBlockRef doit = NULL, cont = NULL;
     if (!is_true(pred)) {
@@ -252,6 +331,7 @@ static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef p
         v = to_mem(cg, vals[0], ac->dt);
     }
     LLVMValueRef st = LLVMBuildStore(cg->b, v, p);
+    LLVMSetVolatile(st, vol);
     int bytes = n * dtype_bits(ac->dt) / 8;
     LLVMSetAlignment(st, (unsigned)(bytes > 0 ? bytes : 1));
     if (cont) {
@@ -260,14 +340,39 @@ static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef p
     }
 }
 
-static void store_regs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals)
+static void store_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *vals, bool vol)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
-    int n = layout_nregs(L);
-    for (int r = 0; r < n; r += vec) {
+    for (int r = 0, n = layout_nregs(L); r < n; r++) {
         reg_index(cg, ac, L, r, idx);
         LLVMValueRef pred = LLVMBuildAnd(cg->b, in_bounds(cg, ac, idx), cg_primary(cg, L, r), "");
-        store_group(cg, ac, elem_addr(cg, ac, idx), pred, vec, &vals[r]);
+        store_group(cg, ac, elem_addr(cg, ac, idx), pred, 1, &vals[r], vol);
+    }
+}
+
+static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals)
+{
+    LLVMValueRef idx[TENSOR_MAXRANK];
+    for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
+        reg_index(cg, ac, L, r, idx);
+        LLVMValueRef p = elem_addr(cg, ac, idx);
+        LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
+        if (!last_masked(ac)) {
+            store_group(cg, ac, p, rows, vec, &vals[r], false);
+            continue;
+        }
+        LLVMValueRef full = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, vec - 1), "");
+        LLVMBasicBlockRef vb = cg_new_block(cg, "st.v"), eb = cg_new_block(cg, "st.e"), j = cg_new_block(cg, "st.j");
+        LLVMBuildCondBr(cg->b, full, vb, eb);
+        LLVMPositionBuilderAtEnd(cg->b, vb);
+        store_group(cg, ac, p, LLVMConstInt(cg->t_i1, 1, 0), vec, &vals[r], false);
+        LLVMBuildBr(cg->b, j);
+        LLVMPositionBuilderAtEnd(cg->b, eb);
+        for (int e = 0; e < vec; e++)
+            store_group(cg, ac, elem_ptr(cg, ac, p, e), LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, e), ""),
+                        1, &vals[r + e], true);
+        LLVMBuildBr(cg->b, j);
+        LLVMPositionBuilderAtEnd(cg->b, j);
     }
 }
 
@@ -286,23 +391,23 @@ int cg_lower_store(Cg *cg, Op *op)
         /* One thread writes a scalar. */
         LLVMValueRef pred = LLVMBuildAnd(cg->b, in_bounds(cg, &ac, idx),
                                          LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""), "");
-        store_group(cg, &ac, elem_addr(cg, &ac, idx), pred, 1, &s);
+        store_group(cg, &ac, elem_addr(cg, &ac, idx), pred, 1, &s, false);
         return 0;
     }
     const Layout *L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, vt, last_contiguous(&ac));
     LLVMValueRef *vals = cg_materialize(cg, v, vt, L, op->loc);
     int vec = access_vec(&ac, L);
     if (vec <= 1) {
-        store_regs(cg, &ac, L, 1, vals);
+        store_elems(cg, &ac, L, vals, false);
     } else {
         LLVMBasicBlockRef fast = cg_new_block(cg, "st.vec"), slow = cg_new_block(cg, "st.elem"),
                           join = cg_new_block(cg, "st.join");
         LLVMBuildCondBr(cg->b, vec_ok(cg, &ac, vec), fast, slow);
         LLVMPositionBuilderAtEnd(cg->b, fast);
-        store_regs(cg, &ac, L, vec, vals);
+        store_vecs(cg, &ac, L, vec, vals);
         LLVMBuildBr(cg->b, join);
         LLVMPositionBuilderAtEnd(cg->b, slow);
-        store_regs(cg, &ac, L, 1, vals);
+        store_elems(cg, &ac, L, vals, true);
         LLVMBuildBr(cg->b, join);
         LLVMPositionBuilderAtEnd(cg->b, join);
     }

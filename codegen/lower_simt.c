@@ -448,11 +448,6 @@ static int lower_trans(Cg *cg, Op *op)
     static const int perm[2] = { 1, 0 };
     const Layout *L = cg_default_layout(cg, t, true);
     set_regs(cg, op->res[0], L, cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, perm));
-    if (cg->report) {
-        sb_puts(cg->report, "  trans: shared-memory conversion to ");
-        layout_print(L, cg->report);
-        sb_putc(cg->report, '\n');
-    }
     return 0;
 }
 

@@ -6,7 +6,7 @@
 
 LLVMValueRef cg_tg_ex2_approx(Cg *cg, LLVMValueRef x)
 {
-    return cg_call1(cg, "llvm.nvvm.ex2.approx.ftz.f", cg->t_f32, x);
+    return cg_call1(cg, "llvm.nvvm.ex2.approx.ftz.f32", cg->t_f32, x);
 }
 
 LLVMValueRef cg_tg_lg2_approx(Cg *cg, LLVMValueRef x)

@@ -1,6 +1,8 @@
 /* frontend.h - the .tile front end: lexer (lexer.re, re2c), parser
- * (parse.c, recursive descent), AST, semantic analysis and lowering to
- * Tile IR (sema.c, lower.c).
+ * (parse.c, recursive descent), AST (ast_print.c), semantic analysis and
+ * lowering to Tile IR (lower.c, sema_expr.c, sema_call.c, sema_window.c,
+ * consts.c, scope.c; their shared internal header is sema.h), and the
+ * lex-parse-lower driver (compile.c).
  *
  * Flow: fe_lex() -> fe_parse() -> fe_lower() (sema and lowering are one walk:
  * compile-time params are specialised first, so every tile shape is a

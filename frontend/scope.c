@@ -10,19 +10,12 @@
 
 #include <string.h>
 
+/* Builtin names offered as suggestions (ORDER: builtin_tab in sema_call.c). */
 static const char *const builtins[] = {
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "max", "min",
     "where", "rowmax", "rowsum", "rowmin", "colmax", "colsum", "colmin", "reduce",
     "iota", "rows", "cols", "cdiv", "load",
 };
-
-bool fe_is_builtin(const char *name)
-{
-    for (size_t i = 0; i < TC_COUNTOF(builtins); i++)
-        if (strcmp(builtins[i], name) == 0)
-            return true;
-    return false;
-}
 
 void fe_scope_push(Lower *l, Sym *s)
 {

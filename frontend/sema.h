@@ -58,7 +58,6 @@ void fe_scope_push(Lower *l, Sym *s);
 Sym *fe_scope_lookup(Lower *l, const char *name);
 Sym *fe_declare(Lower *l, const char *name, Loc loc, SymKind kind);
 void fe_suggest(Lower *l, Loc loc, const char *name, bool calls);
-bool fe_is_builtin(const char *name);
 
 /* consts.c */
 void fe_specialise(Lower *l, const AstKernel *k, const FeDefine *defs, int ndefs);
@@ -78,11 +77,11 @@ EVal fe_convert(Lower *l, EVal v, DType to, Loc loc);
 EVal fe_to_type(Lower *l, EVal v, const Type *to, Loc loc);
 EVal fe_binary(Lower *l, int op, EVal a, EVal b, const Expr *e);
 bool fe_unify(Lower *l, EVal *a, EVal *b, const Expr *ea, const Expr *eb, Loc loc);
+bool fe_shape_unify(Lower *l, EVal *a, EVal *b, Loc loc);   /* shapes only */
 EVal fe_window(Lower *l, const Expr *idx, const Expr *other);
 void fe_store(Lower *l, const Expr *target, EVal val, Loc loc);
 ValId fe_emit(Lower *l, Loc loc, OpCode code, const ValId *args, int n, Type ty);
 EVal fe_val(ValId v, Type ty);
-void fe_type_str(Lower *l, const Type *t, char *buf, size_t n);
 const char *fe_tystr(Lower *l, const Type *t);
 EVal fe_scratch_expr(Lower *l, const Expr *e);
 

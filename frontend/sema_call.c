@@ -8,8 +8,6 @@
 
 #include <string.h>
 
-bool fe_shape_unify(Lower *l, EVal *a, EVal *b, Loc loc);
-
 typedef enum { B_MATH, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_IOTA, B_ROWS, B_COLS,
                B_CDIV, B_LOAD } BKind;
 

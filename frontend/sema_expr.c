@@ -201,7 +201,6 @@ bool fe_unify(Lower *l, EVal *a, EVal *b, const Expr *ea, const Expr *eb, Loc lo
 }
 
 /* Unify the shape of a third operand (a `where` condition) with a result. */
-bool fe_shape_unify(Lower *l, EVal *a, EVal *b, Loc loc);
 bool fe_shape_unify(Lower *l, EVal *a, EVal *b, Loc loc) { return shape_unify(l, a, b, loc); }
 
 /* ---- operators ---- */

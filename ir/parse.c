@@ -146,7 +146,7 @@ static bool lex_string(Parser *p, Lexer *L, Tok *t)
  * (so `1e-30`, `0x1.8p+3` and the tile shape `128x64xbf16` are one token). */
 static void lex_number(Lexer *L, Tok *t)
 {
-    size_t st = L->i;
+    size_t st = L->i++;   /* a digit */
     while (L->i < L->len) {
         char c = L->s[L->i];
         char prev = L->s[L->i - 1];
@@ -224,7 +224,7 @@ static bool lex_all(Parser *p, const char *s, size_t len)
     return true;
 }
 
-/* ---- token helpers ---- */
+/* ---- tokens ---- */
 
 static Tok *peek(Parser *p) { return &p->toks[p->pos]; }
 static Tok *peek2(Parser *p) { return &p->toks[p->pos + 1 < p->ntoks ? p->pos + 1 : p->pos]; }

@@ -63,7 +63,7 @@ static const char *tstr(Verifier *V, const Type *t)
     return s;
 }
 
-/* ---- type helpers ---- */
+/* ---- type predicates ---- */
 
 static const Type *T(Verifier *V, ValId v) { return ir_type(V->f, v); }
 static bool is_scalar(const Type *t) { return t->kind == TY_SCALAR; }

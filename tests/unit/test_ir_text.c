@@ -124,7 +124,7 @@ static void build_loop_kernel(Kit *k)
     red->iattr[1] = RED_SUM;
 }
 
-/* ---- helpers ---- */
+/* ---- printing and parsing ---- */
 
 static char *print_mod(const Module *m, bool locs)
 {

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Tests of the tilec Python package that need no GPU (plain python3, no pytest).
+
+Needs libtilert (launch validation) and, for the compile tests, libtilec;
+found via TILEC_LIB_DIR or ../../build*/lib. Exits 77 if neither library is
+built, 1 on a failure. Run: python3 python/tests/test_python.py
+"""
+import ctypes
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tilec  # noqa: E402
+from tilec import _lib  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+REF = os.path.join(ROOT, "tests", "gpu", "vector_add_ref")
+
+
+class _Managed(ctypes.Structure):
+    _fields_ = [("dl_tensor", _lib.DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+class FakeTensor:
+    """A DLPack producer over a made-up address (never dereferenced)."""
+
+    def __init__(self, shape, code=2, bits=32, device_type=2, addr=0x7F0000001000):
+        self.shape = (ctypes.c_int64 * len(shape))(*shape)
+        self.m = _Managed()
+        t = self.m.dl_tensor
+        t.data, t.ndim = addr, len(shape)
+        t.device.device_type, t.device.device_id = device_type, 0
+        t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
+        t.shape = self.shape
+        self.device_type = device_type
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+    def __dlpack__(self, stream=None):
+        return _lib.capsule_new(ctypes.addressof(self.m), b"dltensor", None)
+
+
+failures = []
+
+
+def check(name, cond, detail=""):
+    print("%s %s%s" % ("ok  " if cond else "FAIL", name, (": " + detail) if detail and not cond else ""))
+    if not cond:
+        failures.append(name)
+
+
+def raises(exc, fn, *args, **kw):
+    try:
+        fn(*args, **kw)
+    except exc as e:
+        return e
+    return None
+
+
+def test_runtime_side():
+    with open(REF + ".ptx") as f:
+        ptx = f.read()
+    with open(REF + ".meta") as f:
+        meta = f.read()
+    mod = tilec.load(ptx, meta)
+    check("two kernels", [k.name for k in mod.kernels] == ["vadd", "vadd_c2"])
+    k = mod.vadd
+    check("params", repr(k.params) == "[X: f32[N], Y: f32[N], Z: f32[N], alpha: f32]", repr(k.params))
+    check("threads/grid", k.threads == 128 and k.grid_rule == "N 128 cdiv ; 1 ; 1")
+    e = raises(TypeError, mod)
+    check("module with two kernels is not callable", e is not None and "2 kernels" in str(e))
+    x, y, z = FakeTensor([1000]), FakeTensor([1000]), FakeTensor([1000])
+    k.check(x, y, z, 2.0)
+    check("valid launch passes validation", True)
+    e = raises(tilec.LaunchError, k.check, x, y, z)
+    check("arg count", e is not None and "takes 4 arguments (X, Y, Z, alpha), got 3" in str(e), str(e))
+    e = raises(tilec.LaunchError, k.check, x, FakeTensor([999]), z, 1)
+    check("named dim mismatch", e is not None and "param Y dim 0 (N) is 999 but param X dim 0 says 1000" in str(e), str(e))
+    e = raises(tilec.LaunchError, k.check, x, y, FakeTensor([1000], device_type=1), 1)
+    check("cpu tensor", e is not None and "param Z: tensor is in CPU memory" in str(e), str(e))
+    e = raises(tilec.LaunchError, k.check, x, FakeTensor([1000], code=4, bits=16), z, 1)
+    check("dtype", e is not None and "param Y: tensor dtype is bfloat16 but the kernel wants f32[N]" in str(e), str(e))
+    e = raises(tilec.LaunchError, k.check, x, y, z, x)
+    check("tensor for scalar", e is not None and "param alpha: expected a scalar f32, got a tensor" in str(e), str(e))
+    e = raises(TypeError, k.check, x, y, z, "2")
+    check("string arg", e is not None and "param alpha" in str(e))
+    e = raises(tilec.LaunchError, tilec.load, ptx, "tilec-meta 1\nkernel k\nthreads 0\n")
+    check("bad metadata", e is not None and "metadata line 3" in str(e), str(e))
+    arch = tilec.device_arch()
+    check("device_arch without a GPU is None or sm_*", arch is None or arch.startswith("sm_"))
+
+
+def test_defines():
+    class FakeDtype:
+        def __str__(self):
+            return "torch.bfloat16"
+    dv = tilec._define_value
+    check("define values", (dv("a", True), dv("b", 64), dv("c", 1.5), dv("d", "f16"),
+                            dv("e", FakeDtype())) == ("true", "64", "1.5", "f16", "bf16"))
+    check("bad define type", raises(TypeError, dv, "x", object()) is not None)
+
+
+def test_compile_errors():
+    src = "kernel k(X: global f32[N]) grid(1) {\n  let = ;\n}\n"
+    e = raises(tilec.CompileError, tilec.compile, src, arch="sm_86")
+    check("syntax error raises CompileError", e is not None, repr(e))
+    if e is None:
+        return
+    check("message has <string>:line:col: error:",
+          re.search(r"<string>:2:\d+: error:", str(e)) is not None, str(e))
+    check("diagnostics records", any(d[0] == "error" and d[2] == 2 for d in e.diagnostics),
+          repr(e.diagnostics))
+    good = "kernel k<B: int = 4>(X: global f32[N]) grid(1) { }\n"
+    e = raises(tilec.CompileError, tilec.compile, good, arch="sm_86", NOPE=3)
+    check("unknown define raises CompileError", e is not None and "NOPE" in str(e), repr(e))
+    path = os.path.join(ROOT, "examples", "does_not_exist.tile")
+    e = raises(tilec.CompileError, tilec.compile, src, arch="sm_99")
+    check("unknown arch raises CompileError", e is not None, repr(e))
+    del path
+
+
+def main():
+    try:
+        _lib.tilert()
+        have_rt = True
+    except OSError as e:
+        print("skip runtime tests: %s" % e)
+        have_rt = False
+    try:
+        _lib.tilec()
+        have_cc = True
+    except OSError as e:
+        print("skip compile tests: %s" % e)
+        have_cc = False
+    if not have_rt:
+        return 77
+    test_runtime_side()
+    test_defines()
+    if have_cc:
+        test_compile_errors()
+    print("%d failure(s)" % len(failures) if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

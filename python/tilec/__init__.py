@@ -1,0 +1,407 @@
+"""tilec: compile tile-language kernels and launch them on CUDA tensors.
+
+    import tilec
+    k = tilec.compile("attention.tile", BLOCK_M=128, CAUSAL=True, T=torch.bfloat16)
+    k(q, k_, v, out, scale)                  # tensors via DLPack, scalars as numbers
+
+ctypes over libtilec (the compiler) and libtilert (the runtime); no build step.
+See docs/python.md.
+"""
+import ctypes
+import numbers
+import os
+import sys
+
+from . import _lib
+
+__all__ = ["compile", "load", "load_files", "device_arch", "synchronize",
+           "Module", "Kernel", "Param", "CompileError", "LaunchError", "TilecError"]
+
+
+class TilecError(Exception):
+    """Base of the errors this package raises."""
+
+
+class CompileError(TilecError):
+    """The source did not compile. str() is the rendered diagnostics
+    (file:line:col: error: message, source line, caret); .diagnostics holds
+    (severity, file, line, col, message) tuples."""
+
+    def __init__(self, text, diagnostics=(), status=None):
+        super().__init__(text)
+        self.diagnostics = list(diagnostics)
+        self.status = status
+
+
+class LaunchError(TilecError):
+    """The runtime refused or failed a load or launch; the message is the
+    runtime's (it names the param, metadata line or driver call)."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+# ---- the runtime side ---------------------------------------------------
+
+_driver = None
+
+
+def _rt_error(st, what=None):
+    rt = _lib.tilert()
+    msg = (rt.tilert_last_error() or b"").decode(errors="replace")
+    if not msg:
+        msg = rt.tilert_status_string(st).decode()
+    return LaunchError(msg if what is None else "%s: %s" % (what, msg), st)
+
+
+def _get_driver():
+    """The process's tilert_driver (opened once, never closed)."""
+    global _driver
+    if _driver is None:
+        rt = _lib.tilert()
+        h = ctypes.c_void_p()
+        st = rt.tilert_driver_open(ctypes.byref(h))
+        if st:
+            raise _rt_error(st)
+        _driver = h
+    return _driver
+
+
+def device_arch(device=0):
+    """The tilec target for CUDA device `device` ("sm_90a" on an H100/H200),
+    or None without a driver or device."""
+    try:
+        drv = _get_driver()
+    except (LaunchError, OSError):
+        return None
+    buf = ctypes.create_string_buffer(32)
+    if _lib.tilert().tilert_device_arch(drv, device, buf, len(buf)):
+        return None
+    return buf.value.decode()
+
+
+def synchronize():
+    """Wait for all work in the current CUDA context (cuCtxSynchronize)."""
+    st = _lib.tilert().tilert_synchronize(_get_driver())
+    if st:
+        raise _rt_error(st)
+
+
+class Param:
+    """One runtime param of a kernel, from its metadata."""
+
+    def __init__(self, info):
+        self.name = info.name.decode()
+        self.kind = "tensor" if info.kind == _lib.TILERT_PARAM_TENSOR else "scalar"
+        self.dtype = info.dtype.decode()
+        self.shape = tuple(
+            info.dims[d].decode() if info.dims[d] is not None else int(info.extents[d])
+            for d in range(info.rank))
+        self.align = info.align
+
+    def __repr__(self):
+        if self.kind == "scalar":
+            return "%s: %s" % (self.name, self.dtype)
+        return "%s: %s[%s]" % (self.name, self.dtype, ", ".join(map(str, self.shape)))
+
+
+def _stream_handle(stream):
+    """A CUstream as an int from None, an int, a torch/CuPy stream or a
+    __cuda_stream__ object."""
+    if stream is None:
+        return None
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise TypeError("stream must be None, an int CUstream, or a stream object "
+                    "(torch.cuda.Stream, cupy Stream, __cuda_stream__); got %r" % (stream,))
+
+
+def _torch_of(args):
+    """torch, if it is loaded and some argument is a torch tensor on CUDA; with that tensor."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None, None
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.is_cuda:
+            return torch, a
+    return None, None
+
+
+def _export(obj, stream):
+    """(capsule, DLTensor address) of a __dlpack__ object. CUDA producers are
+    asked to make their work visible to `stream` (DLPack stream protocol)."""
+    dev = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (None, None)
+    try:
+        if dev[0] == 2:  # kDLCUDA: 0 means "no stream" in DLPack; 1 is the legacy default
+            capsule = obj.__dlpack__(stream=stream if stream else 1)
+        else:
+            capsule = obj.__dlpack__()
+    except (RuntimeError, BufferError) as e:
+        if "grad" in str(e) and hasattr(obj, "detach"):
+            return _export(obj.detach(), stream)
+        raise
+    return capsule, _lib.dltensor_of_capsule(capsule)
+
+
+class Kernel:
+    """One kernel of a module: metadata queries and launching."""
+
+    def __init__(self, module, index, handle):
+        self._module = module
+        self._index = index
+        self._meta = handle  # kernel of the metadata-only module (checks without a GPU)
+        rt = _lib.tilert()
+        self.name = rt.tilert_kernel_name(handle).decode()
+        self.arch = rt.tilert_kernel_arch(handle).decode()
+        self.threads = rt.tilert_kernel_threads(handle)
+        self.smem = rt.tilert_kernel_smem(handle)
+        self.grid_rule = rt.tilert_kernel_grid_rule(handle).decode()
+        self.params = []
+        for i in range(rt.tilert_kernel_num_params(handle)):
+            info = _lib.TilertParamInfo()
+            rt.tilert_kernel_param(handle, i, ctypes.byref(info))
+            self.params.append(Param(info))
+
+    def __repr__(self):
+        return "<tilec.Kernel %s(%s) %s>" % (self.name, ", ".join(map(repr, self.params)),
+                                              self.arch)
+
+    def _pack(self, args, stream):
+        keep, packed = [], (_lib.TilertArg * max(len(args), 1))()
+        for i, a in enumerate(args):
+            p = packed[i]
+            if hasattr(a, "__dlpack__"):
+                capsule, addr = _export(a, stream)
+                keep.append((a, capsule))  # alive (and unconsumed) until after the launch
+                p.kind, p.u.tensor = _lib.TILERT_ARG_TENSOR, addr
+            elif isinstance(a, (bool, numbers.Integral)):
+                p.kind, p.u.i = _lib.TILERT_ARG_INT, int(a)
+            elif isinstance(a, numbers.Real):
+                p.kind, p.u.f = _lib.TILERT_ARG_FLOAT, float(a)
+            else:
+                name = self.params[i].name if i < len(self.params) else "#%d" % i
+                raise TypeError("kernel %s: param %s: cannot pass %s (need a DLPack tensor "
+                                "or a number)" % (self.name, name, type(a).__name__))
+        return packed, keep
+
+    def check(self, *args):
+        """Validate a launch without running it (no GPU needed); raises LaunchError."""
+        packed, keep = self._pack(args, None)
+        self._check(packed, len(args))
+        del keep
+
+    def _check(self, packed, n):
+        rt = _lib.tilert()
+        err = ctypes.create_string_buffer(2048)
+        st = rt.tilert_check_args(self._meta, packed, n, err, len(err), None)
+        if st:
+            raise LaunchError(err.value.decode(errors="replace"), st)
+
+    def __call__(self, *args, stream=None):
+        """Launch on `stream` (default: torch's current stream of the tensors'
+        device when the arguments are torch CUDA tensors, else the legacy
+        default stream). Asynchronous, like any CUDA launch."""
+        torch, t = _torch_of(args)
+        handle = _stream_handle(stream)
+        if handle is None and torch is not None:
+            handle = torch.cuda.current_stream(t.device).cuda_stream
+        packed, keep = self._pack(args, handle)
+        self._check(packed, len(args))
+        if torch is not None:
+            with torch.cuda.device(t.device):
+                self._launch(packed, len(args), handle)
+        else:
+            self._launch(packed, len(args), handle)
+        del keep
+
+    def _launch(self, packed, n, stream):
+        rt = _lib.tilert()
+        k = self._module._loaded_kernel(self._index)
+        st = rt.tilert_launch(k, packed, n, ctypes.c_void_p(stream or None))
+        if st:
+            raise _rt_error(st)
+
+
+class Module:
+    """Compiled PTX + metadata: one or more kernels. Callable when it holds
+    exactly one kernel. The PTX is loaded onto the GPU at the first launch."""
+
+    def __init__(self, ptx, meta, arch=None, report=None):
+        self.ptx, self.meta, self.arch, self.report = ptx, meta, arch, report
+        rt = _lib.tilert()
+        h = ctypes.c_void_p()
+        st = rt.tilert_module_from_meta(meta.encode(), ctypes.byref(h))
+        if st:
+            raise _rt_error(st)
+        self._meta_handle = h
+        self._handle = None
+        self._rt = rt  # kept for __del__ at interpreter exit
+        self.kernels = [Kernel(self, i, rt.tilert_module_kernel_at(h, i))
+                        for i in range(rt.tilert_module_num_kernels(h))]
+
+    def __del__(self):
+        rt = getattr(self, "_rt", None)
+        if rt is not None:
+            rt.tilert_module_free(self._handle)
+            rt.tilert_module_free(self._meta_handle)
+
+    def _loaded_kernel(self, i):
+        if self._handle is None:
+            rt = _lib.tilert()
+            h = ctypes.c_void_p()
+            st = rt.tilert_module_load(_get_driver(), self.ptx.encode(), self.meta.encode(),
+                                       ctypes.byref(h))
+            if st:
+                raise _rt_error(st)
+            self._handle = h
+        return _lib.tilert().tilert_module_kernel_at(self._handle, i)
+
+    def __getitem__(self, name):
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError("no kernel %r (the module has: %s)"
+                       % (name, ", ".join(k.name for k in self.kernels)))
+
+    def __getattr__(self, name):
+        if name.startswith("_") or "kernels" not in self.__dict__:
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError as e:
+            raise AttributeError(str(e)) from None
+
+    def __call__(self, *args, stream=None):
+        if len(self.kernels) != 1:
+            raise TypeError("the module has %d kernels (%s): call one by name, e.g. mod.%s(...)"
+                            % (len(self.kernels), ", ".join(k.name for k in self.kernels),
+                               self.kernels[0].name))
+        return self.kernels[0](*args, stream=stream)
+
+    def __repr__(self):
+        return "<tilec.Module %s>" % ", ".join(k.name for k in self.kernels)
+
+
+def load(ptx, meta):
+    """A Module from PTX text and metadata text (both str)."""
+    return Module(ptx, meta)
+
+
+def load_files(ptx_path, meta_path=None):
+    """A Module from X.ptx and X.meta (meta_path defaults to the .ptx path
+    with the suffix .meta)."""
+    if meta_path is None:
+        meta_path = os.path.splitext(ptx_path)[0] + ".meta"
+    with open(ptx_path) as f:
+        ptx = f.read()
+    with open(meta_path) as f:
+        meta = f.read()
+    return Module(ptx, meta)
+
+
+# ---- the compiler side ---------------------------------------------------
+
+# ORDER DTYPE (ir/dtypes.h): torch / numpy names -> tilec spellings.
+_DTYPE_NAMES = {
+    "bfloat16": "bf16", "float16": "f16", "half": "f16", "float32": "f32", "float": "f32",
+    "float64": "f64", "double": "f64", "int8": "i8", "int16": "i16", "int32": "i32",
+    "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "bool": "bool", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+
+
+def _define_value(name, v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    if isinstance(v, numbers.Real):
+        return repr(float(v))
+    if isinstance(v, str):
+        return v
+    text = str(v)  # torch.bfloat16 -> "torch.bfloat16", numpy dtype('float32') -> "float32"
+    base = text.rsplit(".", 1)[-1]
+    if base in _DTYPE_NAMES:
+        return _DTYPE_NAMES[base]
+    raise TypeError("define %s: cannot pass %r (use a bool, int, float, str or dtype)" % (name, v))
+
+
+def _default_arch():
+    torch = sys.modules.get("torch")
+    dev = 0
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                dev = torch.cuda.current_device()
+        except Exception:  # a broken CUDA setup: fall back to device 0
+            pass
+    return device_arch(dev) or "sm_86"
+
+
+def _is_path(x):
+    if isinstance(x, os.PathLike):
+        return True
+    return isinstance(x, str) and "\n" not in x and "{" not in x and os.path.isfile(x)
+
+
+def _diagnostics(lib, res):
+    out = []
+    for i in range(lib.tilec_result_num_diags(res)):
+        d = lib.tilec_result_diag(res, i).contents
+        out.append(("error warning note remark".split()[d.severity] if 0 <= d.severity < 4
+                    else str(d.severity),
+                    (d.file or b"").decode(errors="replace"), d.line, d.col,
+                    (d.message or b"").decode(errors="replace")))
+    return out
+
+
+def compile(path_or_source, arch=None, opt_level=3, report=False, **consts):
+    """Compile a .tile file (a path) or source text, with compile-time params
+    given as keyword arguments (bools -> true/false, dtypes as "bf16" or a
+    torch/numpy dtype). arch defaults to the current GPU's ("sm_90a" on
+    Hopper), else "sm_86". Returns a Module (callable if it holds one kernel);
+    raises CompileError with the rendered diagnostics."""
+    lib = _lib.tilec()
+    opts = _lib.TilecOptions()
+    lib.tilec_options_init(ctypes.byref(opts))
+    arch = arch or _default_arch()
+    opts.arch = arch.encode()
+    opts.opt_level = opt_level
+    opts.emit = _lib.TILEC_EMIT_PTX
+    opts.report = 1 if report else 0
+    defs = (_lib.TilecDefine * max(len(consts), 1))()
+    for i, (name, v) in enumerate(consts.items()):
+        defs[i].name, defs[i].value = name.encode(), _define_value(name, v).encode()
+    opts.defines, opts.ndefines = defs, len(consts)
+    res = ctypes.c_void_p()
+    if _is_path(path_or_source):
+        st = lib.tilec_compile_file(os.fsencode(path_or_source), ctypes.byref(opts),
+                                    ctypes.byref(res))
+    else:
+        src = path_or_source.encode()
+        st = lib.tilec_compile_string(b"<string>", src, len(src), ctypes.byref(opts),
+                                      ctypes.byref(res))
+    if not res:
+        raise CompileError("tilec: %s" % lib.tilec_status_string(st).decode(), status=st)
+    try:
+        if st:
+            text = (lib.tilec_result_diag_text(res) or b"").decode(errors="replace")
+            raise CompileError(text or lib.tilec_status_string(st).decode(),
+                               _diagnostics(lib, res), st)
+        ptx = lib.tilec_result_text(res, _lib.TILEC_OUT_PTX)
+        meta = lib.tilec_result_text(res, _lib.TILEC_OUT_META)
+        rep = lib.tilec_result_text(res, _lib.TILEC_OUT_REPORT)
+        got_arch = lib.tilec_result_arch(res)
+        if not ptx or not meta:
+            raise CompileError("tilec produced no PTX/metadata (is libtilec built with LLVM?)",
+                               _diagnostics(lib, res), st)
+    finally:
+        lib.tilec_result_free(res)
+    return Module(ptx.decode(), meta.decode(), (got_arch or b"").decode() or arch,
+                  rep.decode() if rep else None)

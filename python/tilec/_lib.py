@@ -1,0 +1,210 @@
+"""ctypes bindings of libtilec (include/tilec.h) and libtilert (include/tilert.h).
+
+The libraries are found, in order, in $TILEC_LIB_DIR, in the build trees next
+to this package (../../build/lib, ../../build-*/lib), then by the system loader.
+Each is loaded on first use, so a host with only libtilert (a GPU box that
+launches precompiled PTX) or only libtilec (a CPU box that compiles) works.
+"""
+import ctypes
+import glob
+import os
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _candidates(name):
+    env = os.environ.get("TILEC_LIB_DIR")
+    if env:
+        yield os.path.join(env, name)
+    root = os.path.normpath(os.path.join(_HERE, "..", ".."))
+    yield os.path.join(root, "build", "lib", name)
+    for d in sorted(glob.glob(os.path.join(root, "build*", "lib"))):
+        yield os.path.join(d, name)
+    yield name  # the default loader (LD_LIBRARY_PATH, ld.so.cache)
+
+
+def _open(name):
+    errors = []
+    for path in _candidates(name):
+        if os.sep in path and not os.path.exists(path):
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            errors.append(str(e))
+    raise OSError("cannot load %s (set TILEC_LIB_DIR to the folder holding it): %s"
+                  % (name, "; ".join(errors) or "not found"))
+
+
+# ---- libtilec -------------------------------------------------------------
+
+TILEC_EMIT_PTX = 4
+TILEC_OUT_PTX, TILEC_OUT_META, TILEC_OUT_REPORT = 4, 5, 8
+
+
+class TilecDefine(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_char_p)]
+
+
+class TilecOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("arch", ctypes.c_char_p),
+        ("family_portable", ctypes.c_int),
+        ("opt_level", ctypes.c_int),
+        ("emit", ctypes.c_int),
+        ("defines", ctypes.POINTER(TilecDefine)),
+        ("ndefines", ctypes.c_size_t),
+        ("print_after", ctypes.POINTER(ctypes.c_char_p)),
+        ("nprint_after", ctypes.c_size_t),
+        ("time_passes", ctypes.c_int),
+        ("print_locs", ctypes.c_int),
+        ("verify_each", ctypes.c_int),
+        ("report", ctypes.c_int),
+    ]
+
+
+class TilecDiag(ctypes.Structure):
+    _fields_ = [("severity", ctypes.c_int), ("file", ctypes.c_char_p),
+                ("line", ctypes.c_int), ("col", ctypes.c_int), ("message", ctypes.c_char_p)]
+
+
+_tilec = None
+
+
+def tilec():
+    """libtilec, with prototypes set (loaded on first use)."""
+    global _tilec
+    if _tilec is None:
+        lib = _open("libtilec.so")
+        vp, cp, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
+        res_pp = ctypes.POINTER(ctypes.c_void_p)
+        opts_p = ctypes.POINTER(TilecOptions)
+        _proto(lib, "tilec_options_init", None, [opts_p])
+        _proto(lib, "tilec_compile_file", ctypes.c_int, [cp, opts_p, res_pp])
+        _proto(lib, "tilec_compile_string", ctypes.c_int, [cp, cp, sz, opts_p, res_pp])
+        _proto(lib, "tilec_result_free", None, [vp])
+        _proto(lib, "tilec_result_status", ctypes.c_int, [vp])
+        _proto(lib, "tilec_result_text", cp, [vp, ctypes.c_int])
+        _proto(lib, "tilec_result_arch", cp, [vp])
+        _proto(lib, "tilec_result_num_diags", sz, [vp])
+        _proto(lib, "tilec_result_diag", ctypes.POINTER(TilecDiag), [vp, sz])
+        _proto(lib, "tilec_result_diag_text", cp, [vp])
+        _proto(lib, "tilec_status_string", cp, [ctypes.c_int])
+        _proto(lib, "tilec_version", cp, [])
+        _tilec = lib
+    return _tilec
+
+
+# ---- libtilert ------------------------------------------------------------
+
+TILERT_OK = 0
+TILERT_ERR_NO_DRIVER, TILERT_ERR_NO_DEVICE = 3, 4
+TILERT_MAX_RANK = 8
+TILERT_ARG_TENSOR, TILERT_ARG_INT, TILERT_ARG_FLOAT = 0, 1, 2
+TILERT_PARAM_TENSOR, TILERT_PARAM_SCALAR = 0, 1
+
+
+class _ArgValue(ctypes.Union):
+    _fields_ = [("tensor", ctypes.c_void_p), ("i", ctypes.c_int64), ("f", ctypes.c_double)]
+
+
+class TilertArg(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("u", _ArgValue)]
+
+
+class TilertParamInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("kind", ctypes.c_int),
+        ("dtype", ctypes.c_char_p),
+        ("rank", ctypes.c_int),
+        ("dims", ctypes.c_char_p * TILERT_MAX_RANK),
+        ("extents", ctypes.c_int64 * TILERT_MAX_RANK),
+        ("align", ctypes.c_int),
+    ]
+
+
+# DLPack (dlpack/dlpack.h): only what the Python side builds or reads.
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_tilert = None
+
+
+def tilert():
+    """libtilert, with prototypes set (loaded on first use)."""
+    global _tilert
+    if _tilert is None:
+        lib = _open("libtilert.so")
+        vp, cp, sz, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int
+        pp = ctypes.POINTER(ctypes.c_void_p)
+        ip = ctypes.POINTER(ctypes.c_int)
+        _proto(lib, "tilert_last_error", cp, [])
+        _proto(lib, "tilert_status_string", cp, [i])
+        _proto(lib, "tilert_driver_open", i, [pp])
+        _proto(lib, "tilert_device_arch", i, [vp, i, cp, sz])
+        _proto(lib, "tilert_device_count", i, [vp, ip])
+        _proto(lib, "tilert_synchronize", i, [vp])
+        _proto(lib, "tilert_module_load", i, [vp, cp, cp, pp])
+        _proto(lib, "tilert_module_from_meta", i, [cp, pp])
+        _proto(lib, "tilert_module_free", None, [vp])
+        _proto(lib, "tilert_module_num_kernels", sz, [vp])
+        _proto(lib, "tilert_module_kernel_at", vp, [vp, sz])
+        _proto(lib, "tilert_module_get_kernel", i, [vp, cp, pp])
+        _proto(lib, "tilert_kernel_name", cp, [vp])
+        _proto(lib, "tilert_kernel_arch", cp, [vp])
+        _proto(lib, "tilert_kernel_threads", i, [vp])
+        _proto(lib, "tilert_kernel_smem", i, [vp])
+        _proto(lib, "tilert_kernel_num_params", sz, [vp])
+        _proto(lib, "tilert_kernel_param", i, [vp, sz, ctypes.POINTER(TilertParamInfo)])
+        _proto(lib, "tilert_kernel_grid_rule", cp, [vp])
+        _proto(lib, "tilert_check_args", i,
+               [vp, ctypes.POINTER(TilertArg), sz, cp, sz, vp])
+        _proto(lib, "tilert_launch", i, [vp, ctypes.POINTER(TilertArg), sz, vp])
+        _tilert = lib
+    return _tilert
+
+
+def _proto(lib, name, restype, argtypes):
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = argtypes
+
+
+# PyCapsule access for DLPack capsules.
+_capsule_get = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_get.restype = ctypes.c_void_p
+_capsule_get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+capsule_new = ctypes.pythonapi.PyCapsule_New
+capsule_new.restype = ctypes.py_object
+capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+def dltensor_of_capsule(capsule):
+    """The DLTensor* inside an unconsumed "dltensor" capsule (DLManagedTensor
+    starts with its DLTensor). The capsule keeps ownership: its destructor
+    calls the producer's deleter once the capsule is collected."""
+    if not _capsule_is_valid(capsule, b"dltensor"):
+        raise TypeError("__dlpack__() did not return an unconsumed 'dltensor' capsule")
+    return _capsule_get(capsule, b"dltensor")
