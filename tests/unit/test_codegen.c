@@ -44,7 +44,7 @@ static void check_coverage(const Layout *l)
 
 START_TEST(layout_coverage)
 {
-    static const int64_t shapes[][3] = {
+    static const int64_t shapes[][4] = {
         { 1, 1024 }, { 1, 4096 }, { 1, 16384 }, { 1, 16 }, { 1, 100 }, { 2, 64, 64 }, { 2, 4, 1024 },
         { 2, 128, 64 }, { 2, 1, 8 }, { 2, 64, 1 }, { 3, 2, 16, 32 },
     };
