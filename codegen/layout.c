@@ -52,7 +52,7 @@ Layout layout_blocked(int rank, const int64_t *shape, int elem_bytes, bool conti
         return l;
     int vmax = elem_bytes > 0 && elem_bytes <= 16 ? 16 / elem_bytes : 1;
     l.spt[rank - 1] = contiguous ? (int)pow2_divisor(shape[rank - 1], vmax) : 1;
-    int64_t cap[TILE_MAXRANK];
+    int64_t cap[TILE_MAXRANK] = { 0 };
     for (int d = 0; d < rank; d++)
         cap[d] = shape[d] / l.spt[d];
     spread(&l, cap, 32, l.tpw);

@@ -253,7 +253,33 @@ static void tile_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
         load_elems(cg, t->ac, t->L, t->other, out, true);
 }
 
-/* Vector path when the row starts are 16-byte aligned, else per element. */
+/* i1: does the window's whole last-dim range lie inside the tensor? */
+static LLVMValueRef last_full(Cg *cg, const Access *ac)
+{
+    int d = ac->rank - 1;
+    LLVMValueRef end = LLVMBuildAdd(cg->b, LLVMBuildSExt(cg->b, ac->off[d], cg->t_i64, ""),
+                                    cg_i64(cg, ac->op->list[d]), "");
+    LLVMValueRef lo = LLVMBuildICmp(cg->b, LLVMIntSGE, ac->off[d], cg_i32(cg, 0), "");
+    LLVMValueRef hi = LLVMBuildICmp(cg->b, LLVMIntSLE, end, LLVMBuildSExt(cg->b, ac->ta->size[d], cg->t_i64, ""), "");
+    return LLVMBuildAnd(cg->b, lo, hi, "");
+}
+
+static void full_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
+{
+    TileCtx *t = ctx;
+    if (arm == 1) {
+        diamond(cg, vec_ok(cg, t->ac, t->vec), layout_nregs(t->L), tile_arm, t, out);
+        return;
+    }
+    Access inner = *t->ac;     /* the last dim needs no mask here */
+    inner.mask &= ~(1u << (inner.rank - 1));
+    load_vecs(cg, &inner, t->L, t->vec, t->other, out);
+}
+
+/* Three paths: straight-line 16-byte vectors when rows are aligned and the
+ * last dim of the window is wholly inside (all loads in one block, so they
+ * are all in flight together); vectors with per-vector tails when only
+ * aligned; element by element otherwise. */
 static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other)
 {
     int n = layout_nregs(L), vec = access_vec(ac, L);
@@ -263,7 +289,12 @@ static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMVa
         return out;
     }
     TileCtx t = { ac, L, vec, other };
-    diamond(cg, vec_ok(cg, ac, vec), n, tile_arm, &t, out);
+    if (!last_masked(ac)) {
+        diamond(cg, vec_ok(cg, ac, vec), n, tile_arm, &t, out);
+        return out;
+    }
+    LLVMValueRef fast = LLVMBuildAnd(cg->b, vec_ok(cg, ac, vec), last_full(cg, ac), "");
+    diamond(cg, fast, n, full_arm, &t, out);
     return out;
 }
 
@@ -376,6 +407,21 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMV
     }
 }
 
+/* Vectors (with per-vector tails) when aligned, else element by element. */
+static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals, LLVMValueRef ok)
+{
+    LLVMBasicBlockRef fast = cg_new_block(cg, "st.vec"), slow = cg_new_block(cg, "st.elem"),
+                      join = cg_new_block(cg, "st.join");
+    LLVMBuildCondBr(cg->b, ok, fast, slow);
+    LLVMPositionBuilderAtEnd(cg->b, fast);
+    store_vecs(cg, ac, L, vec, vals);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, slow);
+    store_elems(cg, ac, L, vals, true);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, join);
+}
+
 int cg_lower_store(Cg *cg, Op *op)
 {
     ValId vv = op->args[op->nargs - 1];
@@ -400,16 +446,24 @@ int cg_lower_store(Cg *cg, Op *op)
     if (vec <= 1) {
         store_elems(cg, &ac, L, vals, false);
     } else {
-        LLVMBasicBlockRef fast = cg_new_block(cg, "st.vec"), slow = cg_new_block(cg, "st.elem"),
-                          join = cg_new_block(cg, "st.join");
-        LLVMBuildCondBr(cg->b, vec_ok(cg, &ac, vec), fast, slow);
-        LLVMPositionBuilderAtEnd(cg->b, fast);
-        store_vecs(cg, &ac, L, vec, vals);
-        LLVMBuildBr(cg->b, join);
-        LLVMPositionBuilderAtEnd(cg->b, slow);
-        store_elems(cg, &ac, L, vals, true);
-        LLVMBuildBr(cg->b, join);
-        LLVMPositionBuilderAtEnd(cg->b, join);
+        LLVMValueRef ok = vec_ok(cg, &ac, vec);
+        Access inner = ac;
+        if (last_masked(&ac)) {
+            /* Straight-line vectors when the window's last dim is wholly inside. */
+            LLVMBasicBlockRef fb = cg_new_block(cg, "st.full"), gb = cg_new_block(cg, "st.gen"),
+                              jb = cg_new_block(cg, "st.fj");
+            LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, ok, last_full(cg, &ac), ""), fb, gb);
+            LLVMPositionBuilderAtEnd(cg->b, fb);
+            inner.mask &= ~(1u << (inner.rank - 1));
+            store_vecs(cg, &inner, L, vec, vals);
+            LLVMBuildBr(cg->b, jb);
+            LLVMPositionBuilderAtEnd(cg->b, gb);
+            store_general(cg, &ac, L, vec, vals, ok);
+            LLVMBuildBr(cg->b, jb);
+            LLVMPositionBuilderAtEnd(cg->b, jb);
+        } else {
+            store_general(cg, &ac, L, vec, vals, ok);
+        }
     }
     report_access(cg, op, "store", L, vec);
     return 0;

@@ -52,7 +52,10 @@ static bool win_index(Lower *l, const Expr *a, ValId *off)
 static bool win_slice(Lower *l, const Expr *a, Win *w, int d)
 {
     int64_t n;
-    if (!win_index(l, a->a, &w->offs[d]) | !fe_const_as_int(l, a->b, "tile shape", &n))
+    /* Check both halves, so that both errors are reported. */
+    bool ok_start = win_index(l, a->a, &w->offs[d]);
+    bool ok_size = fe_const_as_int(l, a->b, "tile shape", &n);
+    if (!ok_start || !ok_size)
         return false;
     if (n <= 0) {
         diag_error(l->d, a->b->loc, "window extent must be positive, got %lld", (long long)n);

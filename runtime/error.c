@@ -1,6 +1,7 @@
 /* error.c - status strings, the version and the thread-local last-error
  * message every failing tilert_ call leaves behind. */
 #include <stdio.h>
+#include <string.h>
 #include "rt.h"
 
 static _Thread_local char last_error[4096];
@@ -9,12 +10,15 @@ TILERT_API const char *tilert_last_error(void) { return last_error; }
 
 void tilert_clear_error(void) { last_error[0] = '\0'; }
 
+/* The arguments may include tilert_last_error() itself: format into a copy. */
 tilert_status tilert_fail(tilert_status st, const char *fmt, ...)
 {
+    char buf[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(last_error, buf, sizeof buf);
     return st;
 }
 

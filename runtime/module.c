@@ -248,11 +248,8 @@ TILERT_API tilert_status tilert_module_load_files(tilert_driver *drv, const char
         st = read_file(meta_path, &meta);
     if (!st)
         st = tilert_module_load(drv, ptx, meta, out);
-    if (st == TILERT_ERR_META) {   /* name the file in front of "metadata line N" */
-        char msg[4096];
-        snprintf(msg, sizeof msg, "%s", tilert_last_error());
-        tilert_fail(st, "%s: %s", meta_path, msg);
-    }
+    if (st == TILERT_ERR_META)    /* name the file in front of "metadata line N" */
+        tilert_fail(st, "%s: %s", meta_path, tilert_last_error());
     free(ptx);
     free(meta);
     return st;
@@ -377,9 +374,11 @@ static tilert_status check_pointers(tilert_kernel *k, const tilert_launch_plan *
         if (!ptr)
             continue;    /* an empty tensor */
         if ((r = drv->PointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr))) {
-            tilert_cuda_fail(drv, r, "cuPointerGetAttribute", NULL);
+            const char *name = NULL;
+            drv->GetErrorName(r, &name);
             return tilert_fail(TILERT_ERR_ARGS, "kernel %s: param %s: address 0x%llx is not "
-                               "CUDA memory (%s)", k->name, p->name, ptr, tilert_last_error());
+                               "CUDA memory (cuPointerGetAttribute: %s)", k->name, p->name, ptr,
+                               name ? name : "error");
         }
         if (ord != dev)
             return tilert_fail(TILERT_ERR_ARGS, "kernel %s: param %s is memory of device %d, "

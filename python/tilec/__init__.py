@@ -370,6 +370,7 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, **consts):
     lib = _lib.tilec()
     opts = _lib.TilecOptions()
     lib.tilec_options_init(ctypes.byref(opts))
+    opts.struct_size = _lib.TilecOptions._reserved.offset  # the fields this package knows
     arch = arch or _default_arch()
     opts.arch = arch.encode()
     opts.opt_level = opt_level

@@ -195,6 +195,30 @@ static void run_errors(tilert_kernel *k, bool has_alpha)
     CU(cu.MemFree(d));
 }
 
+/* Load errors: PTX the JIT rejects (its log comes back), an arch the device lacks. */
+static void run_load_errors(tilert_driver *drv, int major)
+{
+    static const char *meta = "tilec-meta 1\nkernel bad\narch sm_86\nthreads 32\n"
+                              "dim N\nparam X tensor f32 1 N align 4\ngrid N\nend\n";
+    static const char *ptx = ".version 7.1\n.target sm_86\n.address_size 64\n"
+                             ".visible .entry bad(.param .u64 X, .param .u32 N)\n"
+                             "{\n  frobnicate.u32 %r1;\n  ret;\n}\n";
+    tilert_module *m = NULL;
+    tilert_status st = tilert_module_load(drv, ptx, meta, &m);
+    bool ok = st == TILERT_ERR_JIT && m == NULL && strstr(tilert_last_error(), "JIT log:");
+    printf("bad PTX rejected with the JIT log: %s\n  %s\n", ok ? "ok" : "FAIL", tilert_last_error());
+    failures += !ok;
+    char meta2[512];
+    const char *other = major == 9 ? "sm_100a" : "sm_90a";
+    snprintf(meta2, sizeof meta2, "tilec-meta 1\nkernel bad\narch %s\nthreads 32\n"
+             "dim N\nparam X tensor f32 1 N align 4\ngrid N\nend\n", other);
+    st = tilert_module_load(drv, ptx, meta2, &m);
+    ok = st == TILERT_ERR_JIT && strstr(tilert_last_error(), "cannot run on device");
+    printf("%s module rejected on this device: %s\n  %s\n", other, ok ? "ok" : "FAIL",
+           tilert_last_error());
+    failures += !ok;
+}
+
 static void compile(char *ptx, char *meta, size_t len)
 {
 #if defined(TILEC_EXE) && defined(TILEC_VECTOR_ADD) && defined(TILEC_WORK_DIR)
@@ -231,14 +255,14 @@ int main(int argc, char **argv)
     } else {
         compile(ptx, meta, sizeof ptx);
     }
-    open_cuda();
     RT(tilert_device_arch(drv, 0, arch, sizeof arch));
     int major, minor;
     RT(tilert_device_capability(drv, 0, &major, &minor));
     rng = (uint64_t)time(NULL) * 2654435761u | 1;
     printf("device arch %s, seed %llu\n", arch, (unsigned long long)rng);
     tilert_module *m;
-    RT(tilert_module_load_files(drv, ptx, meta, &m));
+    RT(tilert_module_load_files(drv, ptx, meta, &m));   /* no current context yet: primary */
+    open_cuda();                                         /* now it is current */
     int tested = 0;
     for (size_t i = 0; i < tilert_module_num_kernels(m); i++) {
         tilert_kernel *k = tilert_module_kernel_at(m, i);
@@ -253,6 +277,7 @@ int main(int argc, char **argv)
         run_errors(k, has_alpha);
         tested++;
     }
+    run_load_errors(drv, major);
     RT(tilert_synchronize(drv));
     tilert_module_free(m);
     tilert_driver_close(drv);

@@ -1,9 +1,11 @@
 /* test_runtime.c - libtilert without a GPU: metadata parsing (good and
  * malformed), launch validation messages, grid rules and ABI packing. */
+#define _POSIX_C_SOURCE 200809L   /* mkstemp */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "tilert.h"
 
 /* A kernel with every kind of param: named and static dims, fp8, all scalars. */
@@ -38,6 +40,12 @@ static const char *MM_META =
     "param X tensor f32 1 N align 4\n"
     "param Y tensor f32 1 N align 4\n"
     "grid N 0 max 1024 / N 7 %  +\n"
+    "end\n"
+    "tilec-meta 1\n"              /* a concatenated file repeats the header */
+    "kernel one\n"
+    "arch sm_100f\n"
+    "threads 1\n"
+    "grid 1\n"
     "end\n";
 
 /* ---- DLTensor fixtures ---- */
@@ -118,9 +126,9 @@ static void expect_err(const tilert_kernel *k, const tilert_arg *args, size_t n,
 
 START_TEST(meta_good)
 {
-    ck_assert_uint_eq(tilert_module_num_kernels(mod), 2);
+    ck_assert_uint_eq(tilert_module_num_kernels(mod), 3);
     ck_assert_ptr_eq(tilert_module_kernel_at(mod, 0), mm);
-    ck_assert_ptr_null(tilert_module_kernel_at(mod, 2));
+    ck_assert_ptr_null(tilert_module_kernel_at(mod, 3));
     ck_assert_str_eq(tilert_kernel_name(mm), "mm");
     ck_assert_str_eq(tilert_kernel_arch(mm), "sm_90a");
     ck_assert_int_eq(tilert_kernel_threads(mm), 256);
@@ -161,7 +169,7 @@ START_TEST(meta_not_found)
     tilert_kernel *k = (tilert_kernel *)1;
     ck_assert_int_eq(tilert_module_get_kernel(mod, "nope", &k), TILERT_ERR_NOT_FOUND);
     ck_assert_ptr_null(k);
-    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "no kernel 'nope' in the module (it has: mm, vadd)"));
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "no kernel 'nope' in the module (it has: mm, vadd, one)"));
 }
 END_TEST
 
@@ -213,6 +221,7 @@ static const struct { const char *body; const char *want; } bad_meta[] = {
     {"grid 1\ngrid 1\n", "metadata line 6: kernel k: second 'grid' record"},
     {"dim N\ngrid 1\nend\n", "metadata line 5: kernel k: dim N is not a dim of any tensor param"},
     {"grid 1\nend extra\n", "metadata line 6: expected 'end'"},
+    {"grid 1\nend\ntilec-meta 2\n", "metadata line 7: metadata version 2"},
 };
 
 START_TEST(meta_bad)
@@ -531,6 +540,29 @@ START_TEST(load_files_missing)
 }
 END_TEST
 
+START_TEST(load_files_bad_meta)
+{
+    char ptx[] = "/tmp/tilert_test_XXXXXX";
+    int fd = mkstemp(ptx);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char meta[64];
+    snprintf(meta, sizeof meta, "%s.meta", ptx);
+    FILE *f = fopen(meta, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("tilec-meta 1\nkernel k\nthreads 0\n", f);
+    fclose(f);
+    tilert_module *m;
+    /* the metadata is parsed before the driver is used */
+    ck_assert_int_eq(tilert_module_load_files((tilert_driver *)1, ptx, meta, &m), TILERT_ERR_META);
+    char want[128];
+    snprintf(want, sizeof want, "%s: metadata line 3: expected 'threads N'", meta);
+    ck_assert_msg(strstr(tilert_last_error(), want) != NULL, "%s", tilert_last_error());
+    unlink(meta);
+    unlink(ptx);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
     Suite *s = suite_create("runtime");
@@ -557,6 +589,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(tc, launch_meta_only);
     tcase_add_test(tc, driver_open);
     tcase_add_test(tc, load_files_missing);
+    tcase_add_test(tc, load_files_bad_meta);
     suite_add_tcase(s, tc);
     return s;
 }
