@@ -47,6 +47,7 @@ OpCode op_lookup(const char *s, size_t n)
 }
 
 const char *const cmp_names[CMP_COUNT] = { "eq", "ne", "lt", "le", "gt", "ge" };
+const char *const swizzle_names[SWZ_COUNT] = { "none", "32B", "64B", "128B", "pad" };
 const char *const reduce_names[RED_COUNT] = { "sum", "max", "min", "prod" };
 
 const char *space_name(Space s)

@@ -82,6 +82,10 @@ OpCode op_lookup(const char *s, size_t n);   /* OP_COUNT if unknown */
 
 typedef enum CmpPred { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_COUNT } CmpPred;
 extern const char *const cmp_names[CMP_COUNT];      /* "eq" ... */
+/* Shared-tile address transforms (SMEM_ALLOC iattr[0]). The XOR swizzles are
+ * the PTX/TMA/wgmma 32/64/128-byte modes: 16-byte chunk index XOR (row bits). */
+typedef enum SwizzleMode { SWZ_NONE = 0, SWZ_32B, SWZ_64B, SWZ_128B, SWZ_PAD, SWZ_COUNT } SwizzleMode;
+extern const char *const swizzle_names[SWZ_COUNT];  /* "none" "32B" "64B" "128B" "pad" */
 typedef enum ReduceKind { RED_SUM, RED_MAX, RED_MIN, RED_PROD, RED_COUNT } ReduceKind;
 extern const char *const reduce_names[RED_COUNT];   /* "sum" ... */
 
@@ -131,6 +135,7 @@ typedef struct Func {
     ConstBinding *consts; int nconsts;      /* specialised compile-time params (informational) */
     Block body;                              /* the kernel body; ends without a terminator */
     Block grid;                              /* computes the launch grid from dims/consts; ends in YIELD of 3 i32 */
+    int64_t smem_bytes;                      /* dynamic shared memory of one block (smem_alloc pass); 0 = none */
 } Func;
 
 typedef struct Module {

@@ -57,6 +57,31 @@ OP(DOT,       "dot",       3,  1, 0, OPF_PURE)   /* a[M,K] @ b[K,N] + acc[M,N]; 
  *   iattr[1] = 1 if an `other` operand is present (LOAD) */
 OP(LOAD,      "load",     -1,  1, 0, 0)
 OP(STORE,     "store",    -1,  0, 0, 0)
+/* shared memory and asynchronous copies (made by the double_buffer pass; the
+ * front end never emits them). A shared buffer is a value of tile type in
+ * space `shared` whose leading dim is the number of stages (slots):
+ * tile<S x R x C x dt, shared>.
+ *   SMEM_ALLOC   result: the buffer. iattr[0] = SwizzleMode (swizzle pass),
+ *                iattr[1] = byte offset in the kernel's shared memory (-1 until
+ *                smem_alloc assigns it), iattr[2] = alignment in bytes,
+ *                iattr[3] = pad bytes per row (SWZ_PAD only)
+ *   ASYNC_COPY   args: buffer, slot (i32), tensor, one i32 offset per tensor dim.
+ *                list = window extents per tensor dim (as LOAD), iattr[0] = mask
+ *                bits (as LOAD). Copies the window into buffer[slot]; elements
+ *                out of the tensor's bounds are written as zero. Completes at
+ *                the ASYNC_WAIT that retires its group.
+ *   ASYNC_COMMIT closes the group of copies issued since the last commit.
+ *   ASYNC_WAIT   iattr[0] = N: waits until at most N committed groups are pending.
+ *   BARRIER      every thread of the block arrives before any continues.
+ *   SMEM_LOAD    args: buffer, slot (i32) -> the slot's tile (register value)
+ *   SMEM_STORE   args: buffer, slot (i32), value: writes the tile into the slot */
+OP(SMEM_ALLOC,   "smem_alloc",   0,  1, 0, 0)
+OP(ASYNC_COPY,   "async_copy",  -1,  0, 0, 0)
+OP(ASYNC_COMMIT, "async_commit", 0,  0, 0, 0)
+OP(ASYNC_WAIT,   "async_wait",   0,  0, 0, 0)
+OP(BARRIER,      "barrier",      0,  0, 0, 0)
+OP(SMEM_LOAD,    "smem_load",    2,  1, 0, 0)
+OP(SMEM_STORE,   "smem_store",   3,  0, 0, 0)
 /* structured control flow
  *   FOR args: lo, hi, step, inits...; results: finals...; region 0 args: iv, carried...
  *       iattr[0] = pipeline stages requested (0 = no hint)

@@ -186,6 +186,17 @@ static void put_mem_attrs(Printer *p, const Op *op)
     sb_putc(p->out, '}');
 }
 
+/* {swizzle = 128B, offset = 0, align = 1024[, pad = 16]} */
+static void put_smem_attrs(Printer *p, const Op *op)
+{
+    sb_puts(p->out, " {swizzle = ");
+    put_name_or_int(p->out, op->iattr[0], swizzle_names, SWZ_COUNT);
+    sb_printf(p->out, ", offset = %lld, align = %lld", (long long)op->iattr[1], (long long)op->iattr[2]);
+    if (op->iattr[3])
+        sb_printf(p->out, ", pad = %lld", (long long)op->iattr[3]);
+    sb_putc(p->out, '}');
+}
+
 static void put_attrs(Printer *p, const Op *op)
 {
     StrBuf *out = p->out;
@@ -207,9 +218,15 @@ static void put_attrs(Printer *p, const Op *op)
         put_name_or_int(out, op->iattr[1], reduce_names, RED_COUNT);
         sb_putc(out, '}');
         return;
-    case OP_LOAD: case OP_STORE:
+    case OP_LOAD: case OP_STORE: case OP_ASYNC_COPY:
         sb_putc(out, ' ');
         put_mem_attrs(p, op);
+        return;
+    case OP_SMEM_ALLOC:
+        put_smem_attrs(p, op);
+        return;
+    case OP_ASYNC_WAIT:
+        sb_printf(out, " {pending = %lld}", (long long)op->iattr[0]);
         return;
     case OP_FOR:
         if (op->iattr[0])
@@ -325,6 +342,8 @@ static void put_header(Printer *p)
         }
         sb_putc(p->out, ')');
     }
+    if (f->smem_bytes)
+        sb_printf(p->out, " smem(%lld)", (long long)f->smem_bytes);
     put_loc(p, f->loc);
     sb_puts(p->out, " {\n");
 }

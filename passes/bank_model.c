@@ -57,7 +57,8 @@ const char *pass_smem_layout_check(const SmemLayout *l)
 {
     if (l->rows <= 0 || l->cols <= 0 || l->elem_bytes <= 0)
         return "empty tile";
-    if (l->xform == SMX_PAD && (l->pad_bytes <= 0 || l->pad_bytes % 4 != 0))
+    if (l->xform == SMX_PAD && (l->pad_bytes <= 0 || l->pad_bytes % 4 != 0
+                                || l->pad_bytes % l->elem_bytes != 0))
         return "padding must be a positive multiple of 4 bytes";
     if (l->xform != SMX_SWIZZLE)
         return NULL;

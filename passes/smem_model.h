@@ -59,7 +59,7 @@ int pass_smem_swizzle_width(int swz_bits);
 
 /* NULL when the layout is well formed, else why not (static text):
  * a swizzle needs row_bytes a multiple of its width and rows a multiple
- * of 8 (its repeat); padding a multiple of 4 bytes. */
+ * of 8 (its repeat); padding a multiple of 4 bytes and of the element. */
 const char *pass_smem_layout_check(const SmemLayout *l);
 
 /* Byte offset of element (row, col) / of byte colbyte of row `row`. Rows
@@ -162,12 +162,13 @@ typedef struct SmemDecision {
 } SmemDecision;
 
 /* Choose the layout of a [rows x cols] tile of dt accessed by `uses`.
- * Candidates: identity; padding (16 B, and 4 B when every access is at most
- * 4 bytes wide); 32B/64B/128B swizzles whose width <= row_bytes (rows a
+ * Candidates: identity; padding (16 B, and max(4, elem, widest access) B
+ * when that is below 16); 32B/64B/128B swizzles whose width <= row_bytes (rows a
  * multiple of 8). Descriptor users exclude padding (and wgmma/tcgen05
  * identity for rows wider than 16 B: no canonical no-swizzle layout is
  * row-major). Fewest weighted wavefronts wins; ties go to descriptor
- * modes, then less shared memory, then smaller alignment.
+ * modes, then less shared memory, then identity, then the widest swizzle
+ * (fewest column panels).
  * Returns 0, or 1 after reporting to d (if non-NULL) at loc when no use can
  * cover the tile or no candidate is admissible (out->explain says why). */
 int pass_smem_select(Arena *a, DType dt, int64_t rows, int64_t cols,

@@ -8,7 +8,8 @@
  * Guarantees: the chosen layout is admissible for every use (every pattern
  * covers it; descriptor users get a descriptor mode); no admissible
  * candidate has fewer weighted wavefronts; among equals it prefers
- * descriptor modes, then the smaller footprint, then the smaller alignment.
+ * descriptor modes, then the smaller footprint, then identity, then the
+ * widest swizzle.
  * The decision records the wavefronts each use would take on the identity
  * layout and takes on the chosen one, and a one-line explanation for the
  * kernel's report. The thin pass that stamps the choice on the IR lives
@@ -28,14 +29,15 @@ static bool use_needs_desc(const SmemUse *u)
 
 static int64_t use_weight(const SmemUse *u) { return u->weight > 0 ? u->weight : 1; }
 
-/* Candidates in preference order for equal cost (identity, swizzles by
- * width, paddings). Returns how many. */
+/* Candidates in preference order for equal cost: identity, swizzles from
+ * the widest (fewest column panels: fewer TMA boxes and descriptors),
+ * paddings. Returns how many. */
 static int make_candidates(int eb, int64_t rows, int64_t cols, const SmemUse *uses,
                            int nuses, SmemCandidate *c)
 {
     int n = 0, widest = 0;
     c[n++].layout = pass_smem_identity(eb, rows, cols);
-    for (int b = 1; b <= 3; b++) {
+    for (int b = 3; b >= 1; b--) {
         SmemLayout l = pass_smem_swizzled(eb, rows, cols, b);
         if (pass_smem_swizzle_width(b) <= l.row_bytes)
             c[n++].layout = l;
@@ -43,8 +45,11 @@ static int make_candidates(int eb, int64_t rows, int64_t cols, const SmemUse *us
     for (int i = 0; i < nuses; i++)
         if (pass_smem_access_width(uses[i].kind) > widest)
             widest = pass_smem_access_width(uses[i].kind);
-    if (widest <= 4)
-        c[n++].layout = pass_smem_padded(eb, rows, cols, 4);
+    int small = widest > eb ? widest : eb;   /* keeps accesses and elements aligned */
+    if (small < 4)
+        small = 4;
+    if (small < 16)
+        c[n++].layout = pass_smem_padded(eb, rows, cols, small);
     c[n++].layout = pass_smem_padded(eb, rows, cols, 16);
     return n;
 }
@@ -79,17 +84,15 @@ static void eval_candidate(SmemCandidate *c, const SmemUse *uses, int nuses)
     }
 }
 
-/* Is a strictly better than b? (cost, then descriptor modes, then bytes,
- * then alignment; candidate order decides the rest.) */
+/* Is a strictly better than b? (cost, then descriptor modes, then bytes;
+ * candidate order decides the rest.) */
 static bool better(const SmemCandidate *a, const SmemCandidate *b)
 {
     if (a->wavefronts != b->wavefronts)
         return a->wavefronts < b->wavefronts;
     if (pass_smem_desc_ok(&a->layout) != pass_smem_desc_ok(&b->layout))
         return pass_smem_desc_ok(&a->layout);
-    if (a->bytes != b->bytes)
-        return a->bytes < b->bytes;
-    return a->align < b->align;
+    return a->bytes < b->bytes;
 }
 
 /* Format x / n compactly: "4", "2.5". */
@@ -172,6 +175,23 @@ static const char *uses_check(const SmemLayout *id, const SmemUse *uses, int nus
     return NULL;
 }
 
+/* "no shared layout of tile 64x24 bf16 serves all its uses: identity (...), ..." */
+static const char *no_layout_msg(Arena *a, DType dt, int64_t rows, int64_t cols,
+                                 const SmemDecision *dec)
+{
+    StrBuf sb = { 0 };
+    char name[32];
+    sb_printf(&sb, "no shared layout of tile %lldx%lld %s serves all its uses:",
+              (long long)rows, (long long)cols, dtype_name(dt));
+    for (int i = 0; i < dec->ncands; i++) {
+        pass_smem_layout_name(&dec->cands[i].layout, name, sizeof name);
+        sb_printf(&sb, "%s %s (%s)", i ? "," : "", name, dec->cands[i].excluded);
+    }
+    char *s = arena_strdup(a, sb.buf);
+    sb_free(&sb);
+    return s;
+}
+
 static int fail(Arena *a, SmemDecision *out, Diag *d, Loc loc, const char *msg)
 {
     out->explain = arena_strdup(a, msg);
@@ -203,10 +223,7 @@ int pass_smem_select(Arena *a, DType dt, int64_t rows, int64_t cols,
             best = i;
     }
     if (best < 0)
-        return fail(a, out, d, loc, arena_printf(a,
-                    "no shared layout of tile %lldx%lld %s fits its descriptor users: "
-                    "TMA/wgmma need rows a multiple of 8 and row bytes a multiple of 32",
-                    (long long)rows, (long long)cols, dtype_name(dt)));
+        return fail(a, out, d, loc, no_layout_msg(a, dt, rows, cols, out));
     out->layout = out->cands[best].layout;
     out->bytes = out->cands[best].bytes;
     out->align = out->cands[best].align;
