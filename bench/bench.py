@@ -2,8 +2,13 @@
 
 Run by bench/device.sh in one call on the GPU machine. Every check draws
 fresh random inputs, poisons outputs with NaN first, and compares against a
-float64/float32 reference; every timing is the median of do_bench, with the
-peers (PyTorch, cuDNN, cuBLAS) timed in the same run.
+float64 reference; every timing is the median of do_bench, with the peers
+(torch.softmax, F.layer_norm) and the device copy bandwidth measured in the
+same run.
+
+Kernels come precompiled from bench/prepare.sh (.devcarry/kernels/<arch>/,
+.devcarry/perf/; the GPU host then needs only libtilert); a kernel missing
+there is compiled with tilec.compile when libtilec is available.
 """
 import argparse
 import json
@@ -25,8 +30,19 @@ results = {"checks": [], "bench": []}
 failures = 0
 
 
+CARRY = os.environ.get("TILEC_CARRY", os.path.join(ROOT, ".devcarry"))
+
+
 def ex(name):
     return os.path.join(ROOT, "examples", name + ".tile")
+
+
+def kernel(arch, name, example, **consts):
+    """The precompiled kernels/<arch>/<name>.ptx, else tilec.compile."""
+    path = os.path.join(CARRY, "kernels", arch, name + ".ptx")
+    if os.path.exists(path):
+        return tilec.load_files(path)
+    return tilec.compile(ex(example), arch=arch, **consts)
 
 
 def rel_err(out, ref):
@@ -68,7 +84,7 @@ def poison(*ts):
 # ---------------------------------------------------------------- correctness
 
 def check_vector_add(arch):
-    k = tilec.compile(ex("vector_add"), arch=arch)
+    k = kernel(arch, "vector_add", "vector_add")
     for n in (1, 127, 1000, 4097, 1 << 20):
         x = torch.randn(n, device="cuda")
         y = torch.randn(n, device="cuda")
@@ -83,7 +99,8 @@ def check_softmax(arch):
     for dt in ("bf16", "f16", "f32"):
         for cols in (1, 127, 1000, 4097):
             rows = 67
-            k = tilec.compile(ex("softmax"), arch=arch, BLOCK=next_pow2(cols), T=dt)
+            b = next_pow2(cols)
+            k = kernel(arch, f"softmax_{dt}_{b}", "softmax", BLOCK=b, T=dt)
             x = (torch.randn(rows, cols, device="cuda") * 3).to(DTYPES[dt])
             y = torch.empty_like(x)
             poison(y)
@@ -97,7 +114,8 @@ def check_layernorm(arch):
     for dt in ("bf16", "f16", "f32"):
         for cols in (1, 127, 1000, 4097):
             rows = 37
-            k = tilec.compile(ex("layernorm"), arch=arch, BLOCK=next_pow2(cols), T=dt)
+            b = next_pow2(cols)
+            k = kernel(arch, f"layernorm_{dt}_{b}", "layernorm", BLOCK=b, T=dt)
             x = (torch.randn(rows, cols, device="cuda") * 2 + 0.5).to(DTYPES[dt])
             w = torch.randn(cols, device="cuda").to(DTYPES[dt])
             b = torch.randn(cols, device="cuda").to(DTYPES[dt])
@@ -112,7 +130,7 @@ def check_layernorm(arch):
 def check_transpose(arch):
     for dt in ("bf16", "f32"):
         for (m, n) in ((1, 1), (127, 1000), (4097, 33), (1024, 1024)):
-            k = tilec.compile(ex("transpose"), arch=arch, T=dt)
+            k = kernel(arch, f"transpose_{dt}", "transpose", T=dt)
             x = torch.randn(m, n, device="cuda").to(DTYPES[dt])
             y = torch.empty(n, m, device="cuda", dtype=DTYPES[dt])
             poison(y)
@@ -122,21 +140,27 @@ def check_transpose(arch):
 
 
 def check_reduction(arch):
-    for dt in ("bf16", "f32"):
-        for cols in (1, 127, 1000, 4097):
-            rows = 33
-            k = tilec.compile(ex("reduction"), arch=arch, BLOCK=next_pow2(cols), T=dt)
-            x = torch.randn(rows, cols, device="cuda").to(DTYPES[dt])
-            y = torch.empty(rows, device="cuda", dtype=torch.float32)
-            poison(y)
-            k(x, y)
-            torch.cuda.synchronize()
-            check(f"reduction {arch} {dt} {rows}x{cols}", rel_err(y, x.double().sum(-1)), 1e-5)
+    mod = kernel(arch, "reduction", "reduction")
+    for cols in (1, 127, 1000, 4097):
+        rows = 33
+        x = torch.randn(rows, cols, device="cuda")
+        y = torch.empty(rows, device="cuda")
+        poison(y)
+        mod.row_sum(x, y)
+        torch.cuda.synchronize()
+        check(f"row_sum {arch} f32 {rows}x{cols}", rel_err(y, x.double().sum(-1)), 1e-5)
+        n = rows * cols
+        v = torch.randn(n, device="cuda")
+        p = torch.empty((n + 4095) // 4096, device="cuda")
+        poison(p)
+        mod.partial_sum(v, p)
+        torch.cuda.synchronize()
+        check(f"partial_sum {arch} f32 n={n}", rel_err(p.double().sum(), v.double().sum()), 1e-5)
 
 
 def check_bad_launches(arch):
     global failures
-    k = tilec.compile(ex("vector_add"), arch=arch)
+    k = kernel(arch, "vector_add", "vector_add")
     x = torch.randn(1000, device="cuda")
     cases = {
         "wrong dtype": (lambda: k(x.half(), x, x), "X"),
@@ -186,25 +210,56 @@ def row(name, ms, nbytes, copy_gbs, peer_ms=None, peer="", flops=None):
     return r
 
 
-def bench_memory_bound(arch, copy_gbs):
-    rows = []
-    for (m, n) in ((32768, 4096), (8192, 16384)):
+def perf_variants():
+    """(name, env, defines, ptxas summary) of every benchmark kernel prepared."""
+    path = os.path.join(CARRY, "perf", "variants.txt")
+    if not os.path.exists(path):
+        return [(n, "", "", "") for n in ("softmax_4096", "softmax_16384", "layernorm_4096", "layernorm_16384")]
+    with open(path) as f:
+        return [tuple((ln.rstrip("\n").split("|") + [""] * 4)[:4]) for ln in f if ln.strip()]
+
+
+def perf_kernel(name):
+    path = os.path.join(CARRY, "perf", name + ".ptx")
+    if os.path.exists(path):
+        return tilec.load_files(path)
+    kind, block = name.split("_")[:2]
+    return tilec.compile(ex(kind), arch="sm_90a", BLOCK=int(block), T="bf16")
+
+
+def bench_memory_bound(copy_gbs):
+    rows, peers = [], {}
+    shapes = {4096: (32768, 4096), 16384: (8192, 16384)}
+    for name, envs, defs, regs in perf_variants():
+        kind, block = name.split("_")[:2]
+        m, n = shapes[int(block)]
         x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
         y = torch.empty_like(x)
-        k = tilec.compile(ex("softmax"), arch=arch, BLOCK=next_pow2(n), T="bf16")
-        k(x, y)
-        check(f"softmax bench-shape {m}x{n}", rel_err(y, torch.softmax(x.double(), -1)), 1e-2)
-        rows.append(row(f"softmax bf16 {m}x{n} [{arch}]", bench(lambda: k(x, y)), 2 * x.numel() * 2,
-                        copy_gbs, bench(lambda: torch.softmax(x, dim=-1)), "torch.softmax"))
-        w = torch.randn(n, device="cuda").to(torch.bfloat16)
-        b = torch.randn(n, device="cuda").to(torch.bfloat16)
-        kl = tilec.compile(ex("layernorm"), arch=arch, BLOCK=next_pow2(n), T="bf16")
-        kl(x, w, b, y, 1e-5)
-        ref = F.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
-        check(f"layernorm bench-shape {m}x{n}", rel_err(y, ref), 2e-2)
-        rows.append(row(f"layernorm bf16 {m}x{n} [{arch}]", bench(lambda: kl(x, w, b, y, 1e-5)),
-                        2 * x.numel() * 2, copy_gbs,
-                        bench(lambda: F.layer_norm(x, (n,), w, b, 1e-5)), "F.layer_norm"))
+        poison(y)
+        k = perf_kernel(name)
+        label = f"{name} [{envs.replace('XP_=0', 'default')}] {regs.strip()}"
+        if kind == "softmax":
+            k(x, y)
+            ref = torch.softmax(x.double(), -1)
+            run = lambda: k(x, y)
+            peer = ("torch.softmax", lambda: torch.softmax(x, dim=-1))
+        else:
+            w = torch.randn(n, device="cuda").to(torch.bfloat16)
+            b = torch.randn(n, device="cuda").to(torch.bfloat16)
+            k(x, w, b, y, 1e-5)
+            ref = F.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
+            run = lambda: k(x, w, b, y, 1e-5)
+            peer = ("F.layer_norm", lambda: F.layer_norm(x, (n,), w, b, 1e-5))
+        torch.cuda.synchronize()
+        check(f"{name} bench-shape {m}x{n} {envs}", rel_err(y, ref), 1e-2 if kind == "softmax" else 2e-2)
+        del ref
+        key = (kind, m, n)
+        if key not in peers:
+            peers[key] = bench(peer[1])
+        r = row(f"{kind} bf16 {m}x{n} {label}", bench(run), 2 * x.numel() * 2, copy_gbs, peers[key], peer[0])
+        rows.append(r)
+        print(f"  {r['name']}: {r['ms']:.4f} ms {r['GB/s']:.0f} GB/s {r['pct_copy']:.1f}% copy, "
+              f"{peer[0]} {r['peer_ms']:.4f} ms -> {r['speedup']:.2f}x", flush=True)
     return rows
 
 
@@ -227,10 +282,13 @@ def main():
     if not args.skip_bench:
         copy_gbs = copy_bandwidth()
         print(f"== benchmark (copy bandwidth {copy_gbs:.0f} GB/s)")
-        for arch in arches:
-            guarded(f"bench {arch}", lambda: table.extend(bench_memory_bound(arch, copy_gbs)))
+        guarded("bench", lambda: table.extend(bench_memory_bound(copy_gbs)))
+        copy2 = copy_bandwidth()
+        print(f"== copy bandwidth again after the benchmark: {copy2:.0f} GB/s")
         results["copy_GBps"] = copy_gbs
+        results["copy_GBps_after"] = copy2
         print()
+        print(f"device {torch.cuda.get_device_name()}, copy bandwidth {copy_gbs:.0f} GB/s (read+write)")
         print(f"| kernel | tilec ms | GB/s | % copy BW | peer | peer ms | tilec / peer speed |")
         print(f"|---|---|---|---|---|---|---|")
         for r in table:

@@ -5,6 +5,8 @@
  * lower_simt.c   scalars, elementwise math, shape ops, control flow
  * lower_mem.c    global loads / stores (16-byte vectors, masks)
  * lower_xfer.c   reductions and layout conversions through shared memory
+ * lower_async.c  shared buffers, cp.async copies, wait groups, barriers
+ * lower_mma.c    `@` on tensor cores (ldmatrix + mma.sync m16n8k16)
  */
 #ifndef TILEC_CG_INTERNAL_H
 #define TILEC_CG_INTERNAL_H
@@ -19,7 +21,20 @@
 
 /* A tile value during lowering. SPLAT and IOTA stay symbolic until a
  * consumer needs registers in a concrete layout (cg_materialize). */
-typedef enum TvKind { TV_NONE = 0, TV_SCALAR, TV_SPLAT, TV_IOTA, TV_REGS } TvKind;
+typedef enum TvKind { TV_NONE = 0, TV_SCALAR, TV_SPLAT, TV_IOTA, TV_REGS, TV_SMEM } TvKind;
+
+/* A 2-D tile in shared memory (TV_SMEM): a slot of an SMEM_ALLOC buffer
+ * read lazily by its consumers (DOT operands), or the buffer itself. Byte
+ * offset of (row, byte b of the row) from `base`: see cg_smem_offset. */
+typedef struct SmemView {
+    LLVMValueRef base;       /* ptr addrspace(3): first byte of the tile (buffer: of slot 0) */
+    int64_t rows, cols;      /* stored shape (a 1-D tile: rows = 1) */
+    int eb;                  /* element bytes */
+    int swz;                 /* SwizzleMode */
+    int pad;                 /* SWZ_PAD: bytes after each row */
+    bool trans;              /* the value is the transpose of the stored tile */
+    int64_t slots, slot_bytes;  /* buffers: number of slots, bytes between slots */
+} SmemView;
 
 typedef struct TileVal {
     uint8_t kind;
@@ -27,6 +42,7 @@ typedef struct TileVal {
     LLVMValueRef s;          /* SCALAR / SPLAT value */
     const Layout *L;         /* REGS */
     LLVMValueRef *r;         /* REGS: layout_nregs(L) values */
+    const SmemView *sv;      /* SMEM */
 } TileVal;
 
 typedef struct TensorArg {
@@ -51,6 +67,12 @@ typedef struct Cg {
     LLVMValueRef tid, lane, warp;         /* i32, computed at entry */
     LLVMValueRef smem;                    /* placeholder global, resized at the end */
     int64_t smem_bytes;
+    /* Dynamic shared memory (kernels with shared buffers or tensor-core
+     * products): buffers at their SMEM_ALLOC offsets, the scratch above at
+     * dsmem_base. */
+    LLVMValueRef dsmem;                   /* extern shared array, or NULL: static scratch only */
+    int64_t dsmem_base;                   /* Func.smem_bytes (or the buffers' end), 128-aligned */
+    int64_t smem_auto;                    /* next offset for buffers the allocator left unplaced */
     StrBuf *report;
     int nerr;
     /* Anchor layouts by tile shape (from loads, then their reductions):
@@ -95,5 +117,33 @@ int cg_lower_reduce(Cg *cg, Op *op);
  * (or NULL) maps destination dim k to source dim perm[k] (transpose). */
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
                                 DType dt, const int *perm);
+
+/* ---- lower_async.c ---- */
+/* Bytes the kernel's shared buffers need (their offsets + sizes, or a
+ * packing of the unplaced ones); 0 if it has none. */
+int64_t cg_smem_buffers_end(Cg *cg, Func *f);
+int cg_lower_smem_alloc(Cg *cg, Op *op);
+int cg_lower_async_copy(Cg *cg, Op *op);
+int cg_lower_async_sync(Cg *cg, Op *op);       /* ASYNC_COMMIT, ASYNC_WAIT, BARRIER */
+int cg_lower_smem_load(Cg *cg, Op *op);
+int cg_lower_smem_store(Cg *cg, Op *op);
+/* i32 byte offset of (row, byte b of the row) in a shared tile: row-major,
+ * padded, or the CUTLASS Swizzle<B,4,3> on [rows x W] column panels. */
+LLVMValueRef cg_smem_offset(Cg *cg, const SmemView *sv, LLVMValueRef row, LLVMValueRef b);
+LLVMValueRef cg_smem_ptr(Cg *cg, const SmemView *sv, LLVMValueRef row, LLVMValueRef b);
+/* Read a shared tile into registers of layout L / write registers into it. */
+LLVMValueRef *cg_smem_read(Cg *cg, const SmemView *sv, DType dt, const Layout *L);
+void cg_smem_write(Cg *cg, const SmemView *sv, DType dt, const Layout *L, LLVMValueRef *regs);
+
+/* ---- lower_mma.c ---- */
+int cg_lower_dot(Cg *cg, Op *op);
+int cg_lower_trans_view(Cg *cg, Op *op);        /* TRANS of a shared tile: a transposed view */
+/* Warps per block for a kernel with tensor-core products (0: it has none). */
+int cg_mma_kernel_warps(Func *f, int max_warps);
+/* The accumulator layout of the DOT that yields carried value i of FOR op, or NULL. */
+const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i);
+/* Before a STORE of an accumulator-layout tile: move it to the coalesced
+ * layout (16-byte stores) through shared memory. */
+void cg_mma_prepare_store(Cg *cg, Op *op);
 
 #endif

@@ -1,9 +1,8 @@
 /* codegen.c - the code generator's driver: Tile IR -> LLVM IR -> PTX.
  *
- * Needs: a verified Module (every op in ops.h; DOT is reported as not
- * supported on this path). Per compilation: one LLVMContext and one LLVM
+ * Needs: a verified Module (every op in ops.h). Per compilation: one LLVMContext and one LLVM
  * module (so concurrent compilations share nothing), one kernel per Func
- * with the ABI of codegen.h, the O3 pipeline, PTX emitted to memory, and
+ * with the ABI of codegen.h, a short cleanup pipeline, PTX emitted to memory, and
  * the kernel metadata text the runtime validates launches against.
  */
 #include "cg_internal.h"
@@ -14,6 +13,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
 #include <string.h>
+#include <stdlib.h>
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -176,16 +176,21 @@ static bool warp_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
-/* Enough warps that each thread keeps about four 16-byte accesses in flight
- * over the largest tile, clamped to 1..max_warps. */
+/* Enough warps that each thread holds about two 16-byte vectors of the
+ * largest tile, clamped to 1..max_warps. Fewer elements per thread means
+ * fewer registers, so more blocks per SM and more bytes in flight (a bf16
+ * [4096] row: 8 warps, 32 registers, 8 blocks per SM; with four vectors per
+ * thread it took 4 warps and 48-80 registers). */
 static int pick_warps(const Cg *cg, Func *f)
 {
     int64_t best[2] = { 0, 4 };
     ir_walk(f, &f->body, warp_visit, best);
-    int64_t per_warp = 32 * (16 / best[1]) * 4;
+    int64_t per_warp = 32 * (16 / best[1]) * 2;
     int w = 1;
     while (w < cg->tg->max_warps && (int64_t)w * 2 * per_warp <= best[0])
         w *= 2;
+    if (getenv("XP_WARPS"))
+        w = atoi(getenv("XP_WARPS"));
     return w;
 }
 
@@ -258,11 +263,44 @@ static void kernel_entry(Cg *cg)
     cg->warp = LLVMBuildLShr(cg->b, cg->tid, cg_i32(cg, 5), "warp");
 }
 
+/* Kernels with shared buffers or tensor-core products use dynamic shared
+ * memory: one extern array per module, the buffers at their offsets and the
+ * scratch above them. */
+static void setup_dynamic_smem(Cg *cg, Func *f, bool mma)
+{
+    int64_t end = cg_smem_buffers_end(cg, f);
+    cg->dsmem = NULL;
+    cg->dsmem_base = 0;
+    if (end <= 0 && !mma)
+        return;
+    cg->dsmem = LLVMGetNamedGlobal(cg->mod, "tilec_dsmem");
+    if (!cg->dsmem) {
+        cg->dsmem = LLVMAddGlobalInAddressSpace(cg->mod, LLVMArrayType2(cg->t_i8, 0), "tilec_dsmem", 3);
+        LLVMSetLinkage(cg->dsmem, LLVMExternalLinkage);
+        LLVMSetAlignment(cg->dsmem, 1024);
+    }
+    cg->dsmem_base = (end + 127) / 128 * 128;
+}
+
+/* Dynamic shared bytes of the kernel (0: static scratch only). */
+static int64_t dynamic_smem_bytes(const Cg *cg)
+{
+    return cg->dsmem ? cg->dsmem_base + cg->smem_bytes : 0;
+}
+
 /* Resize the shared scratch now that every user has asked for its bytes. */
 static void finish_smem(Cg *cg)
 {
     if (!cg->smem)
         return;
+    if (cg->dsmem) {
+        LLVMValueRef o = cg_i64(cg, cg->dsmem_base);
+        LLVMValueRef p = LLVMConstInBoundsGEP2(cg->t_i8, cg->dsmem, &o, 1);
+        LLVMReplaceAllUsesWith(cg->smem, p);
+        LLVMDeleteGlobal(cg->smem);
+        cg->smem = NULL;
+        return;
+    }
     char name[256];
     snprintf(name, sizeof name, "%s.smem", cg->f->name);
     LLVMTypeRef ty = LLVMArrayType2(cg->t_i8, (uint64_t)cg->smem_bytes);
@@ -334,8 +372,8 @@ static int emit_grid(Cg *cg, Func *f, StrBuf *out)
 
 static int emit_meta(Cg *cg, Func *f, StrBuf *out)
 {
-    sb_printf(out, "tilec-meta 1\nkernel %s\narch %s\nthreads %d\nsmem 0\ncluster 1 1 1\n",
-              f->name, cg->tg->name, cg->nwarps * 32);
+    sb_printf(out, "tilec-meta 1\nkernel %s\narch %s\nthreads %d\nsmem %lld\ncluster 1 1 1\n",
+              f->name, cg->tg->name, cg->nwarps * 32, (long long)dynamic_smem_bytes(cg));
     for (int i = 0; i < f->ndims; i++)
         sb_printf(out, "dim %s\n", f->dim_names[i]);
     for (int i = 0; i < f->nparams; i++) {
@@ -384,7 +422,8 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     cg->f = f;
     cg->vals = arena_alloc(cg->a, sizeof(TileVal) * f->nvals);
     cg->tens = arena_alloc(cg->a, sizeof(TensorArg) * f->nvals);
-    cg->nwarps = pick_warps(cg, f);
+    int mma_warps = cg_mma_kernel_warps(f, cg->tg->max_warps);
+    cg->nwarps = mma_warps ? mma_warps : pick_warps(cg, f);
     cg->smem = NULL;
     cg->smem_bytes = 0;
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
@@ -393,8 +432,14 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
+    if (getenv("XP_MINCTA")) {
+        const char *mc = getenv("XP_MINCTA");
+        LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(cg->ctx, "nvvm.minctasm", 13, mc, (unsigned)strlen(mc)));
+    }
     cg_find_anchors(cg, f);
     kernel_entry(cg);
+    setup_dynamic_smem(cg, f, mma_warps > 0);
     bind_params(cg, f);
     if (cg->report)
         sb_printf(cg->report, "kernel %s (%s): %d threads (%d warps)\n", f->name, cg->tg->name,
@@ -403,9 +448,18 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     if (!e)
         LLVMBuildRetVoid(cg->b);
     finish_smem(cg);
-    if (cg->report)
+    if (cg->report && cg->dsmem)
+        sb_printf(cg->report, "  dynamic shared memory: %lld bytes (buffers %lld, scratch %lld)\n",
+                  (long long)dynamic_smem_bytes(cg), (long long)cg->dsmem_base, (long long)cg->smem_bytes);
+    else if (cg->report)
         sb_printf(cg->report, "  static shared memory: %lld bytes\n", (long long)cg->smem_bytes);
-    if (!e && cg->smem_bytes > cg->tg->max_smem_static) {
+    if (!e && cg->dsmem && dynamic_smem_bytes(cg) > cg->tg->max_smem_dynamic) {
+        diag_error(cg->d, f->loc, "kernel '%s' needs %lld bytes of shared memory (buffers %lld, scratch %lld); "
+                   "%s allows %d; use smaller tiles or fewer pipeline stages", f->name,
+                   (long long)dynamic_smem_bytes(cg), (long long)cg->dsmem_base, (long long)cg->smem_bytes,
+                   cg->tg->name, cg->tg->max_smem_dynamic);
+        e++;
+    } else if (!e && !cg->dsmem && cg->smem_bytes > cg->tg->max_smem_static) {
         diag_error(cg->d, f->loc, "kernel '%s' needs %lld bytes of shared memory for reductions and "
                    "layout conversions; %s allows %d", f->name, (long long)cg->smem_bytes,
                    cg->tg->name, cg->tg->max_smem_static);
@@ -425,18 +479,34 @@ static LLVMTargetMachineRef make_tm(const Target *tg, int opt, Diag *d, Loc loc)
         LLVMDisposeMessage(err);
         return NULL;
     }
-    LLVMCodeGenOptLevel lvl = opt <= 0 ? LLVMCodeGenLevelNone : opt >= 3 ? LLVMCodeGenLevelAggressive
-                                                                         : LLVMCodeGenLevelDefault;
+    /* Aggressive gives the same PTX as Default on these kernels, slower. */
+    LLVMCodeGenOptLevel lvl = opt <= 0 ? LLVMCodeGenLevelNone : LLVMCodeGenLevelDefault;
     return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", tg->cpu, tg->features, lvl,
                                    LLVMRelocDefault, LLVMCodeModelDefault);
 }
 
+/* The IR this generator emits is fully unrolled straight-line code with
+ * structured loops: what it needs is scalar cleanup (redundant index math,
+ * constant folding, selects and branches on constants), not the whole O3
+ * pipeline, whose loop and vector passes find nothing to do here and whose
+ * load scalarisation drops !invariant.load. -O1 runs the cleanup, -O2/-O3
+ * add GVN and hoisting out of loops; the NVPTX backend re-forms 16-byte
+ * accesses and strength-reduces addresses itself. */
+static const char *pipeline(int opt)
+{
+    static const char *const p[] = {
+        "verify",
+        "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
+        "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
+        "loop-mssa(licm),gvn,instcombine<no-verify-fixpoint>,simplifycfg,adce)",
+    };
+    return p[opt <= 0 ? 0 : opt == 1 ? 1 : 2];
+}
+
 static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
 {
-    char pipe[32];
-    snprintf(pipe, sizeof pipe, "default<O%d>", opt < 0 ? 0 : opt > 3 ? 3 : opt);
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(mod, pipe, tm, po);
+    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt), tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (err) {
         char *msg = LLVMGetErrorMessage(err);
@@ -473,24 +543,33 @@ static int verify_module(LLVMModuleRef mod, Diag *d, Loc loc)
     return 0;
 }
 
+/* One row of the --time-passes table (the driver prints the header). */
+static void time_row(StrBuf *timing, const char *what, double t0)
+{
+    if (timing)
+        sb_printf(timing, "%12.3f  %s\n", (tc_now() - t0) * 1e3, what);
+}
+
 static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, CgResult *res,
                          StrBuf *timing, Loc loc)
 {
     double t0 = tc_now();
     if (verify_module(cg->mod, cg->d, loc))
         return 1;
+    time_row(timing, "codegen: verify llvm ir", t0);
+    t0 = tc_now();
     if (optimise(cg->mod, tm, o->opt_level, cg->d, loc))
         return 1;
-    double t1 = tc_now();
+    time_row(timing, "codegen: llvm optimisation", t0);
     if (o->want_llvm) {
         char *s = LLVMPrintModuleToString(cg->mod);
         sb_puts(&res->llvm_ir, s);
         LLVMDisposeMessage(s);
     }
+    t0 = tc_now();
     int e = o->want_ptx ? emit_ptx(cg->mod, tm, &res->ptx, cg->d, loc) : 0;
-    if (timing)
-        sb_printf(timing, "  codegen: llvm opt %.2f ms, ptx emission %.2f ms\n", (t1 - t0) * 1e3,
-                  (tc_now() - t1) * 1e3);
+    if (o->want_ptx)
+        time_row(timing, "codegen: ptx emission (nvptx backend)", t0);
     return e;
 }
 
@@ -503,11 +582,13 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
                    o->arch ? o->arch : "(none)");
         return 1;
     }
+    double t0 = tc_now();
     pthread_once(&init_once, init_nvptx);
     LLVMTargetMachineRef tm = make_tm(tg, o->opt_level, d, loc);
     if (!tm)
         return 1;
-    double t0 = tc_now();
+    time_row(timing, "codegen: target machine", t0);
+    t0 = tc_now();
     Cg cg = { .a = m->arena, .d = d, .tg = tg, .report = &res->report };
     cg.ctx = LLVMContextCreate();
     cg.mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", cg.ctx);
@@ -519,8 +600,7 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
     int e = 0;
     for (int i = 0; i < m->nfuncs; i++)
         e += gen_kernel(&cg, m->funcs[i], &res->meta);
-    if (timing)
-        sb_printf(timing, "  codegen: lowering %.2f ms\n", (tc_now() - t0) * 1e3);
+    time_row(timing, "codegen: lowering to llvm ir", t0);
     if (!e)
         e += finish_module(&cg, tm, o, res, timing, loc);
     LLVMDisposeBuilder(cg.b);

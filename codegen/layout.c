@@ -47,6 +47,7 @@ Layout layout_blocked(int rank, const int64_t *shape, int elem_bytes, bool conti
         l.pshape[d] = shape[d];
         l.order[d] = rank - 1 - d;
         l.spt[d] = 1;
+        l.rpt[d] = 1;
     }
     if (rank == 0)
         return l;
@@ -83,14 +84,19 @@ int layout_espt(const Layout *l, int d)
     return l->pshape[d] < l->spt[d] ? (int)l->pshape[d] : l->spt[d];
 }
 
-int layout_cta(const Layout *l, int d) { return layout_espt(l, d) * l->tpw[d] * l->wpc[d]; }
+int layout_rpt(const Layout *l, int d) { return l->rpt[d] > 1 ? l->rpt[d] : 1; }
+
+int layout_cta(const Layout *l, int d)
+{
+    return layout_espt(l, d) * l->tpw[d] * layout_rpt(l, d) * l->wpc[d];
+}
 
 int layout_nregs_dim(const Layout *l, int d)
 {
     if (l->slice >> d & 1)
         return 1;
     int64_t cta = layout_cta(l, d);
-    return layout_espt(l, d) * (int)((l->pshape[d] + cta - 1) / cta);
+    return layout_espt(l, d) * layout_rpt(l, d) * (int)((l->pshape[d] + cta - 1) / cta);
 }
 
 int layout_nregs(const Layout *l)
@@ -160,8 +166,9 @@ bool layout_coord(const Layout *l, int t, int r, int64_t *coord)
             primary = primary && ld == 0 && wd == 0;
             continue;
         }
-        int64_t u = (int64_t)(idx[d] / es) * layout_cta(l, d) + (int64_t)wd * l->tpw[d] * es +
-                    (int64_t)ld * es + idx[d] % es;
+        int rp = layout_rpt(l, d), s = idx[d] / es % rp, rep = idx[d] / es / rp;
+        int64_t u = (int64_t)rep * layout_cta(l, d) + (int64_t)wd * rp * l->tpw[d] * es +
+                    (int64_t)s * l->tpw[d] * es + (int64_t)ld * es + idx[d] % es;
         primary = primary && u < l->pshape[d];
         coord[n++] = u % l->pshape[d];
     }
@@ -186,9 +193,10 @@ static Layout insert_trivial(const Layout *l, int p)
         n.spt[d] = l->spt[d - 1];
         n.tpw[d] = l->tpw[d - 1];
         n.wpc[d] = l->wpc[d - 1];
+        n.rpt[d] = l->rpt[d - 1];
     }
     n.pshape[p] = 1;
-    n.spt[p] = n.tpw[p] = n.wpc[p] = 1;
+    n.spt[p] = n.tpw[p] = n.wpc[p] = n.rpt[p] = 1;
     for (int k = 0; k < l->prank; k++)
         n.order[k] = l->order[k] + (l->order[k] >= p);
     n.order[l->prank] = p;
@@ -227,7 +235,7 @@ bool layout_eq(const Layout *a, const Layout *b)
         return false;
     for (int d = 0; d < a->prank; d++)
         if (a->pshape[d] != b->pshape[d] || a->spt[d] != b->spt[d] || a->tpw[d] != b->tpw[d] ||
-            a->wpc[d] != b->wpc[d] || a->order[d] != b->order[d])
+            a->wpc[d] != b->wpc[d] || a->order[d] != b->order[d] || layout_rpt(a, d) != layout_rpt(b, d))
             return false;
     return true;
 }
@@ -260,10 +268,93 @@ void layout_print(const Layout *l, StrBuf *out)
     sb_puts(out, "blocked{");
     print_arr(out, "spt", l->spt, l->prank);
     print_arr(out, "tpw", l->tpw, l->prank);
+    if (layout_is_mma(l)) {
+        int r[TILE_MAXRANK];
+        for (int d = 0; d < l->prank; d++)
+            r[d] = layout_rpt(l, d);
+        print_arr(out, "rpt", r, l->prank);
+    }
     print_arr(out, "wpc", l->wpc, l->prank);
     print_arr(out, "order", l->order, l->prank);
     sb_puts(out, " } ");
     for (int d = 0; d < l->prank; d++)
         sb_printf(out, "%s%lld", d ? "x" : "", (long long)l->pshape[d]);
     sb_puts(out, l->slice ? ")" : "");
+}
+
+/* ---- MMA layouts ---- */
+
+bool layout_is_mma(const Layout *l)
+{
+    for (int d = 0; d < l->prank; d++)
+        if (layout_rpt(l, d) > 1)
+            return true;
+    return false;
+}
+
+void layout_mma_warps(int64_t m, int64_t n, int nwarps, int *wm, int *wn)
+{
+    *wm = *wn = 1;
+    while (*wm * *wn * 2 <= nwarps) {
+        int64_t pm = m / *wm, pn = n / *wn;
+        if (pn >= pm && pn % 32 == 0)
+            *wn *= 2;
+        else if (pm % 32 == 0)
+            *wm *= 2;
+        else if (pn % 32 == 0)
+            *wn *= 2;
+        else
+            break;
+    }
+}
+
+static Layout mma_base(int64_t m, int64_t n, int nwarps)
+{
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.prank = 2;
+    l.nwarps = nwarps;
+    l.pshape[0] = m;
+    l.pshape[1] = n;
+    l.order[0] = 1;
+    l.order[1] = 0;
+    l.spt[0] = 1;
+    l.tpw[0] = 8;
+    l.spt[1] = 2;
+    l.tpw[1] = 4;
+    return l;
+}
+
+Layout layout_mma_acc(int64_t m, int64_t n, int wm, int wn, int nwarps)
+{
+    Layout l = mma_base(m, n, nwarps);
+    l.rpt[0] = (int)(m / (16 * wm)) * 2;
+    l.wpc[0] = wm;
+    l.rpt[1] = (int)(n / (8 * wn));
+    l.wpc[1] = wn;
+    return l;
+}
+
+Layout layout_mma_a(int64_t m, int64_t k, int wm, int nwarps)
+{
+    Layout l = mma_base(m, k, nwarps);
+    l.rpt[0] = (int)(m / (16 * wm)) * 2;
+    l.wpc[0] = wm;
+    l.rpt[1] = 2;
+    l.wpc[1] = 1;
+    return l;
+}
+
+/* c0, c1: row h = 0, cols e = 0, 1; c2, c3: row h = 1. */
+int layout_mma_acc_reg(const Layout *l, int i, int j, int q)
+{
+    int idx[TILE_MAXRANK] = { 2 * i + q / 2, 2 * j + q % 2 };
+    return layout_reg_of(l, idx);
+}
+
+/* a0, a1: (g, 2t+e); a2, a3: (g+8, ..); a4, a5: (g, 2t+8+e); a6, a7: (g+8, 2t+8+e). */
+int layout_mma_a_reg(const Layout *l, int i, int kk, int q)
+{
+    int idx[TILE_MAXRANK] = { 2 * i + q / 2 % 2, (2 * kk + q / 4) * 2 + q % 2 };
+    return layout_reg_of(l, idx);
 }

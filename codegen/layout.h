@@ -13,12 +13,28 @@
  * the indices along `order`, so the espt elements of the fastest dim are
  * consecutive registers (one 16-byte vector for a coalesced layout).
  *
+ * Each dim may also repeat its lane pattern rpt[d] times inside a warp
+ * before the next warp starts (register index s, between the lane and the
+ * warp); rpt = 1 everywhere for the coalesced layouts. The per-dim register
+ * index is i_d = (rep * rpt_d + s) * espt_d + e.
+ *
  * Logical coordinate of (thread t, register r) in dim d:
- *   u_d = rep * cta_d + warp_d * tpw_d * espt_d + lane_d * espt_d + e
- *   c_d = u_d mod pshape_d                 (cta_d = espt_d * tpw_d * wpc_d)
+ *   u_d = rep * cta_d + warp_d * rpt_d * tpw_d * espt_d + s * tpw_d * espt_d
+ *         + lane_d * espt_d + e
+ *   c_d = u_d mod pshape_d        (cta_d = espt_d * tpw_d * rpt_d * wpc_d)
  * A slot is the primary owner of its element when u_d < pshape_d in every
  * kept dim and lane_d = warp_d = 0 in every sliced dim; every element has
  * exactly one primary owner (tests/unit/test_codegen.c checks this).
+ *
+ * MMA layouts (mma.sync m16n8k16) are blocked layouts with rpt > 1: the
+ * accumulator [M, N] of a warp grid wm x wn (warp w at row block w / wn,
+ * column block w % wn) has rows  spt 1, tpw 8, rpt 2*tm, wpc wm  and
+ * columns  spt 2, tpw 4, rpt tn, wpc wn  (tm m16 tiles and tn n8 tiles per
+ * warp): lane l holds (l/4 + 8h, 2(l%4) + e) of each m16n8 tile, h, e in
+ * {0, 1}, as the PTX fragment c0..c3. The A operand [M, K] is the same with
+ * columns spt 2, tpw 4, rpt 2, wpc 1 per k16 step (a0..a7), which maps every
+ * element to the same thread as the accumulator [M, K] of a grid with wn = 1:
+ * an accumulator feeds the next product's A operand by renumbering registers.
  */
 #ifndef TILEC_CG_LAYOUT_H
 #define TILEC_CG_LAYOUT_H
@@ -29,6 +45,7 @@ typedef struct Layout {
     int prank;                         /* rank of the blocked parent */
     int64_t pshape[TILE_MAXRANK];      /* parent shape (sliced dims keep theirs) */
     int spt[TILE_MAXRANK], tpw[TILE_MAXRANK], wpc[TILE_MAXRANK];
+    int rpt[TILE_MAXRANK];             /* lane-pattern repeats per warp (0 or 1: none) */
     int order[TILE_MAXRANK];           /* order[0] = fastest dim */
     unsigned slice;                    /* bit d: parent dim d reduced away */
     int nwarps;
@@ -46,7 +63,8 @@ bool layout_eq(const Layout *a, const Layout *b);
 int layout_rank(const Layout *l);
 int layout_pdim(const Layout *l, int axis);   /* parent dim of logical dim `axis` */
 int layout_espt(const Layout *l, int d);      /* effective elements per thread (parent dim) */
-int layout_cta(const Layout *l, int d);       /* espt * tpw * wpc */
+int layout_rpt(const Layout *l, int d);       /* rpt, at least 1 */
+int layout_cta(const Layout *l, int d);       /* espt * tpw * rpt * wpc */
 int layout_nregs_dim(const Layout *l, int d); /* 1 for sliced dims */
 int layout_nregs(const Layout *l);
 bool layout_may_wrap(const Layout *l, int d); /* some u_d >= pshape_d */
@@ -63,6 +81,22 @@ int layout_warp_stride(const Layout *l, int d);
 bool layout_coord(const Layout *l, int t, int r, int64_t *coord);
 /* Contiguous elements per register group along the fastest logical dim. */
 int layout_vec(const Layout *l);
+/* ---- MMA layouts (mma.sync m16n8k16; see the top of this file) ---- */
+/* Warp grid for an [M, N] accumulator with `nwarps` warps: start from 1 x 1
+ * and double the dim whose per-warp extent is larger (N on ties) while the
+ * warp tile stays at least 16 x 16; wm * wn may end below nwarps (the other
+ * warps then hold copies). 128 x 128 with 8 warps -> 2 x 4 (64 x 32 each). */
+void layout_mma_warps(int64_t m, int64_t n, int nwarps, int *wm, int *wn);
+/* Needs m % (16 wm) == 0 and n % (16 wn) == 0. */
+Layout layout_mma_acc(int64_t m, int64_t n, int wm, int wn, int nwarps);
+/* A operand [m, k] of the warp grid's row blocks (replicated over wn). */
+Layout layout_mma_a(int64_t m, int64_t k, int wm, int nwarps);
+/* The three per-fragment register numbers of an accumulator layout:
+ * register of c[q] (q = 0..3) of m16 tile i, n8 tile j of this warp. */
+int layout_mma_acc_reg(const Layout *l, int i, int j, int q);
+int layout_mma_a_reg(const Layout *l, int i, int kk, int q);   /* a[q], q = 0..7 */
+bool layout_is_mma(const Layout *l);
+
 /* "blocked{spt=[1,8] tpw=[1,32] wpc=[1,4] order=[1,0]} 4x4096" / "slice(1, ...)" */
 void layout_print(const Layout *l, StrBuf *out);
 

@@ -4,14 +4,20 @@
  * base + sum_d (o_d + c_k(d)) * stride_d (i64, stride of the last dim = 1).
  * When the layout gives each thread `vec` contiguous elements along a
  * stride-1 last dim, the access is one 16-byte vector per group; that path
- * runs when every row start is aligned (runtime test of the strides and the
- * last offset; the runtime guarantees 16-byte aligned base pointers), else
- * a per-element path runs. Masked dims (iattr[0] bit d) are predicated:
- * loads read a safe address and select `other` (or zero), stores are
- * skipped; with vectors, a masked last dim also needs its extent to be a
- * multiple of vec, so a vector is either wholly in or wholly out.
+ * runs when every row start is aligned (one uniform runtime test of the
+ * strides and the last offset; the runtime guarantees 16-byte aligned base
+ * pointers), else a per-element path runs. Masked dims (iattr[0] bit d)
+ * are predicated: loads read a safe address and select `other` (or zero),
+ * stores are skipped. A vector load is branch free: an aligned 16-byte
+ * chunk whose first element is inside the tensor is read whole and the
+ * elements past the end replaced; a vector store that straddles the end
+ * goes element by element. Loads of tensors the kernel never writes carry
+ * !invariant.load (ld.global.nc).
  */
 #include "cg_internal.h"
+
+#include <stdlib.h>
+
 
 typedef struct Access {
     Op *op;
@@ -24,7 +30,28 @@ typedef struct Access {
     unsigned mask;
     DType dt;
     LLVMTypeRef mty;                /* in-memory element type */
+    bool readonly;                  /* the kernel never stores to this tensor */
 } Access;
+
+typedef struct StoreFind { ValId t; bool found; } StoreFind;
+
+static bool store_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    StoreFind *s = ctx;
+    if (op->code == OP_STORE && op->args[0] == s->t)
+        s->found = true;
+    return !s->found;
+}
+
+/* A tensor the kernel never stores to is read-only for the whole launch
+ * (params are noalias): its loads may use the non-coherent path (ld.global.nc). */
+static bool tensor_readonly(Cg *cg, ValId t)
+{
+    StoreFind s = { t, false };
+    ir_walk(cg->f, &cg->f->body, store_visit, &s);
+    return !s.found;
+}
 
 static int access_init(Cg *cg, Op *op, Access *ac, int ntile)
 {
@@ -36,6 +63,7 @@ static int access_init(Cg *cg, Op *op, Access *ac, int ntile)
     ac->dt = (DType)ac->tt->dtype;
     ac->mty = cg_mem_type(cg, ac->dt);
     ac->mask = (unsigned)op->iattr[0];
+    ac->readonly = op->code == OP_LOAD && tensor_readonly(cg, op->args[0]);
     ac->ntile = 0;
     if (ac->tt->kind != TY_TENSOR || op->nlist != ac->rank || op->nargs < 1 + ac->rank) {
         diag_internal(cg->d, op->loc, "malformed %s", op_info[op->code].name);
@@ -121,9 +149,11 @@ static LLVMValueRef elem_ptr(Cg *cg, const Access *ac, LLVMValueRef p, int k)
     return k ? LLVMBuildGEP2(cg->b, ac->mty, p, &o, 1, "") : p;
 }
 
-/* Two-way branch on c; returns the join block's phis of the two value sets. */
+/* Two-way branch on c; returns the join block's phis of the two value sets.
+ * With group > 1, narrow elements (16-bit, 8-bit) cross the join as vectors
+ * of `group` (packed registers) and are taken apart after it. */
 typedef void (*ArmFn)(Cg *cg, void *ctx, int arm, LLVMValueRef *out);
-static void diamond(Cg *cg, LLVMValueRef c, int n, ArmFn fn, void *ctx, LLVMValueRef *out)
+static void diamond(Cg *cg, LLVMValueRef c, int n, int group, ArmFn fn, void *ctx, LLVMValueRef *out)
 {
     LLVMBasicBlockRef bb[2] = { cg_new_block(cg, "a"), cg_new_block(cg, "b") }, join = cg_new_block(cg, "j");
     LLVMValueRef *v[2];
@@ -133,14 +163,31 @@ static void diamond(Cg *cg, LLVMValueRef c, int n, ArmFn fn, void *ctx, LLVMValu
         LLVMPositionBuilderAtEnd(cg->b, bb[k]);
         fn(cg, ctx, k, v[k]);
         bb[k] = LLVMGetInsertBlock(cg->b);
+    }
+    LLVMTypeRef et = LLVMTypeOf(v[0][0]);
+    bool pack = group > 1 && n % group == 0 && LLVMGetTypeKind(et) != LLVMIntegerTypeKind &&
+                LLVMGetTypeKind(et) != LLVMFloatTypeKind && LLVMGetTypeKind(et) != LLVMDoubleTypeKind;
+    if (!pack)
+        group = 1;
+    for (int k = 0; k < 2; k++) {
+        LLVMPositionBuilderAtEnd(cg->b, bb[k]);
+        for (int i = 0; pack && i < n; i += group) {
+            LLVMValueRef w = LLVMGetUndef(LLVMVectorType(et, (unsigned)group));
+            for (int e = 0; e < group; e++)
+                w = LLVMBuildInsertElement(cg->b, w, v[k][i + e], cg_i32(cg, e), "");
+            v[k][i] = w;
+        }
         LLVMBuildBr(cg->b, join);
     }
     LLVMPositionBuilderAtEnd(cg->b, join);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i += group) {   /* every phi first, then the extracts */
         out[i] = LLVMBuildPhi(cg->b, LLVMTypeOf(v[0][i]), "");
         LLVMValueRef in[2] = { v[0][i], v[1][i] };
         LLVMAddIncoming(out[i], in, bb, 2);
     }
+    for (int i = 0; pack && i < n; i += group)
+        for (int e = group - 1; e >= 0; e--)
+            out[i + e] = LLVMBuildExtractElement(cg->b, out[i], cg_i32(cg, e), "");
 }
 
 /* i1: may this access use 16-byte vectors of `vec` elements? */
@@ -170,70 +217,80 @@ static LLVMValueRef to_mem(Cg *cg, LLVMValueRef v, DType dt)
 
 /* ---- loads ---- */
 
-/* Load `n` elements at p (a vector when n > 1) if pred, else `other`. */
-static void load_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, int n,
-                       LLVMValueRef *other, LLVMValueRef *out, bool vol)
+/* Load `n` elements at p (a vector when n > 1); returns the elements. */
+static void load_raw(Cg *cg, const Access *ac, LLVMValueRef p, int n, bool vol, LLVMValueRef *out)
 {
-    if (!is_true(pred))
-        p = LLVMBuildSelect(cg->b, pred, p, ac->ta->base, "");
     LLVMTypeRef ty = n > 1 ? LLVMVectorType(ac->mty, (unsigned)n) : ac->mty;
     LLVMValueRef v = LLVMBuildLoad2(cg->b, ty, p, "");
     LLVMSetVolatile(v, vol);
     int bytes = n * dtype_bits(ac->dt) / 8;
     LLVMSetAlignment(v, (unsigned)(bytes > 0 ? bytes : 1));
-    for (int i = 0; i < n; i++) {
-        LLVMValueRef e = n > 1 ? LLVMBuildExtractElement(cg->b, v, cg_i32(cg, i), "") : v;
-        e = from_mem(cg, e, ac->dt);
-        out[i] = is_true(pred) ? e : LLVMBuildSelect(cg->b, pred, e, other[i], "");
+    if (ac->readonly && !vol && !getenv("XP_NONC")) {
+        unsigned kind = LLVMGetMDKindIDInContext(cg->ctx, "invariant.load", 14);
+        LLVMSetMetadata(v, kind, LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, NULL, 0)));
     }
+    for (int i = 0; i < n; i++)
+        out[i] = from_mem(cg, n > 1 ? LLVMBuildExtractElement(cg->b, v, cg_i32(cg, i), "") : v, ac->dt);
 }
 
-/* Fallback loads, one element at a time. They are volatile so that the
- * optimiser never merges them with the vector loads of the other path
- * (which would split the vectors). */
-static void load_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other, LLVMValueRef *out, bool vol)
+/* One element at p if pred, else `other` (the address is made safe first). */
+static LLVMValueRef load_elem(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, LLVMValueRef other,
+                              bool vol)
+{
+    LLVMValueRef v;
+    if (!is_true(pred))
+        p = LLVMBuildSelect(cg->b, pred, p, ac->ta->base, "");
+    load_raw(cg, ac, p, 1, vol, &v);
+    return is_true(pred) ? v : LLVMBuildSelect(cg->b, pred, v, other, "");
+}
+
+/* Element by element, `vec` consecutive registers (one run along the last
+ * dim) sharing one address computation. The loads are volatile when they
+ * are the fallback of a vector path, so that the optimiser never merges
+ * them with (and splits) the vectors of the other path. */
+static void load_elems(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *other, LLVMValueRef *out,
+                       bool vol)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
-    for (int r = 0, n = layout_nregs(L); r < n; r++) {
+    bool runs = last_contiguous(ac) && vec > 1;
+    for (int r = 0, n = layout_nregs(L); r < n; r += runs ? vec : 1) {
         reg_index(cg, ac, L, r, idx);
-        load_group(cg, ac, elem_addr(cg, ac, idx), in_bounds(cg, ac, idx), 1, &other[r], &out[r], vol);
+        LLVMValueRef p = elem_addr(cg, ac, idx);
+        if (!runs) {
+            out[r] = load_elem(cg, ac, p, in_bounds(cg, ac, idx), other[r], vol);
+            continue;
+        }
+        LLVMValueRef rows = in_bounds_upto(cg, ac, idx, ac->rank - 1);
+        for (int e = 0; e < vec; e++) {
+            LLVMValueRef pred = last_masked(ac) ? LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, e), "") : rows;
+            out[r + e] = load_elem(cg, ac, elem_ptr(cg, ac, p, e), pred, other[r + e], vol);
+        }
     }
 }
 
-typedef struct GroupCtx {
-    const Access *ac;
-    LLVMValueRef p, rows, *idx, *vals;
-    int vec;
-} GroupCtx;
-
-static void load_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
-{
-    GroupCtx *g = ctx;
-    LLVMValueRef yes = LLVMConstInt(cg->t_i1, 1, 0);
-    if (arm == 0) {
-        load_group(cg, g->ac, g->p, yes, g->vec, g->vals, out, false);
-        return;
-    }
-    for (int e = 0; e < g->vec; e++) {
-        LLVMValueRef pred = LLVMBuildAnd(cg->b, g->rows, last_ok(cg, g->ac, g->idx, e), "");
-        load_group(cg, g->ac, elem_ptr(cg, g->ac, g->p, e), pred, 1, &g->vals[e], &out[e], true);
-    }
-}
-
-/* The vector path: whole 16-byte vectors; with a masked last dim, a vector
- * that straddles the end goes element by element. */
+/* 16-byte vectors, branch free, all in one basic block (so they are all in
+ * flight together). Rows and offsets are vector-aligned here, so a vector is
+ * one aligned 16-byte chunk: when its first element is inside the tensor the
+ * chunk cannot cross into unmapped memory, and it is loaded whole; elements
+ * past the end of a masked last dim are then replaced by `other`. */
 static void load_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *other, LLVMValueRef *out)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
     for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
-        GroupCtx g = { ac, elem_addr(cg, ac, idx), in_bounds_upto(cg, ac, idx, ac->rank - 1), idx, &other[r], vec };
-        if (!last_masked(ac)) {
-            load_group(cg, ac, g.p, g.rows, vec, &other[r], &out[r], false);
-            continue;
+        LLVMValueRef p = elem_addr(cg, ac, idx), pred = in_bounds_upto(cg, ac, idx, ac->rank - 1);
+        if (last_masked(ac))
+            pred = LLVMBuildAnd(cg->b, pred, last_ok(cg, ac, idx, 0), "");
+        if (!is_true(pred))
+            p = LLVMBuildSelect(cg->b, pred, p, ac->ta->base, "");
+        load_raw(cg, ac, p, vec, false, &out[r]);
+        for (int e = 0; e < vec; e++) {
+            LLVMValueRef ok = pred;
+            if (last_masked(ac) && e > 0)
+                ok = LLVMBuildAnd(cg->b, pred, last_ok(cg, ac, idx, e), "");
+            if (!is_true(ok))
+                out[r + e] = LLVMBuildSelect(cg->b, ok, out[r + e], other[r + e], "");
         }
-        LLVMValueRef full = LLVMBuildAnd(cg->b, g.rows, last_ok(cg, ac, idx, vec - 1), "");
-        diamond(cg, full, vec, load_arm, &g, &out[r]);
     }
 }
 
@@ -250,51 +307,21 @@ static void tile_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
     if (arm == 0)
         load_vecs(cg, t->ac, t->L, t->vec, t->other, out);
     else
-        load_elems(cg, t->ac, t->L, t->other, out, true);
+        load_elems(cg, t->ac, t->L, t->vec, t->other, out, true);
 }
 
-/* i1: does the window's whole last-dim range lie inside the tensor? */
-static LLVMValueRef last_full(Cg *cg, const Access *ac)
-{
-    int d = ac->rank - 1;
-    LLVMValueRef end = LLVMBuildAdd(cg->b, LLVMBuildSExt(cg->b, ac->off[d], cg->t_i64, ""),
-                                    cg_i64(cg, ac->op->list[d]), "");
-    LLVMValueRef lo = LLVMBuildICmp(cg->b, LLVMIntSGE, ac->off[d], cg_i32(cg, 0), "");
-    LLVMValueRef hi = LLVMBuildICmp(cg->b, LLVMIntSLE, end, LLVMBuildSExt(cg->b, ac->ta->size[d], cg->t_i64, ""), "");
-    return LLVMBuildAnd(cg->b, lo, hi, "");
-}
-
-static void full_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
-{
-    TileCtx *t = ctx;
-    if (arm == 1) {
-        diamond(cg, vec_ok(cg, t->ac, t->vec), layout_nregs(t->L), tile_arm, t, out);
-        return;
-    }
-    Access inner = *t->ac;     /* the last dim needs no mask here */
-    inner.mask &= ~(1u << (inner.rank - 1));
-    load_vecs(cg, &inner, t->L, t->vec, t->other, out);
-}
-
-/* Three paths: straight-line 16-byte vectors when rows are aligned and the
- * last dim of the window is wholly inside (all loads in one block, so they
- * are all in flight together); vectors with per-vector tails when only
- * aligned; element by element otherwise. */
+/* Two paths: 16-byte vectors when every row start is vector-aligned (one
+ * uniform runtime test), element by element otherwise. */
 static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other)
 {
     int n = layout_nregs(L), vec = access_vec(ac, L);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     if (vec <= 1) {
-        load_elems(cg, ac, L, other, out, false);
+        load_elems(cg, ac, L, 1, other, out, false);
         return out;
     }
     TileCtx t = { ac, L, vec, other };
-    if (!last_masked(ac)) {
-        diamond(cg, vec_ok(cg, ac, vec), n, tile_arm, &t, out);
-        return out;
-    }
-    LLVMValueRef fast = LLVMBuildAnd(cg->b, vec_ok(cg, ac, vec), last_full(cg, ac), "");
-    diamond(cg, fast, n, full_arm, &t, out);
+    diamond(cg, vec_ok(cg, ac, vec), n, vec, tile_arm, &t, out);
     return out;
 }
 
@@ -321,7 +348,7 @@ int cg_lower_load(Cg *cg, Op *op)
         LLVMValueRef idx[TENSOR_MAXRANK], out, other = ov ? ov->s : zero;
         for (int d = 0; d < ac.rank; d++)
             idx[d] = ac.off[d];
-        load_group(cg, &ac, elem_addr(cg, &ac, idx), in_bounds(cg, &ac, idx), 1, &other, &out, false);
+        out = load_elem(cg, &ac, elem_addr(cg, &ac, idx), in_bounds(cg, &ac, idx), other, false);
         cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = out };
         return 0;
     }
@@ -342,6 +369,18 @@ int cg_lower_load(Cg *cg, Op *op)
 }
 
 /* ---- stores ---- */
+
+/* i1: does the window's whole last-dim range lie inside the tensor? */
+static LLVMValueRef last_full(Cg *cg, const Access *ac)
+{
+    int d = ac->rank - 1;
+    LLVMValueRef end = LLVMBuildAdd(cg->b, LLVMBuildSExt(cg->b, ac->off[d], cg->t_i64, ""),
+                                    cg_i64(cg, ac->op->list[d]), "");
+    LLVMValueRef lo = LLVMBuildICmp(cg->b, LLVMIntSGE, ac->off[d], cg_i32(cg, 0), "");
+    LLVMValueRef hi = LLVMBuildICmp(cg->b, LLVMIntSLE, end, LLVMBuildSExt(cg->b, ac->ta->size[d], cg->t_i64, ""), "");
+    return LLVMBuildAnd(cg->b, lo, hi, "");
+}
+
 
 static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, int n, LLVMValueRef *vals,
                         bool vol)

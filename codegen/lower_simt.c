@@ -1,6 +1,7 @@
 /* lower_simt.c - Tile IR ops -> LLVM IR for SIMT tiles: scalars, elementwise
  * math, casts, shape ops (splat / iota / expand / broadcast / trans) and
- * structured control flow.
+ * structured control flow; it dispatches DOT and the shared-memory ops to
+ * lower_mma.c and lower_async.c.
  *
  * A tile lives in registers as one LLVM value per register slot of its
  * layout (fully unrolled, compile-time indices only). SPLAT and IOTA stay
@@ -212,12 +213,13 @@ static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p)
 {
     int idx[TILE_MAXRANK];
     layout_reg_index(L, r, idx);
-    int es = layout_espt(L, p);
-    int64_t k = (int64_t)(idx[p] / es) * layout_cta(L, p) + idx[p] % es;
+    int es = layout_espt(L, p), rp = layout_rpt(L, p);
+    int64_t k = (int64_t)(idx[p] / es / rp) * layout_cta(L, p) + (int64_t)(idx[p] / es % rp) * L->tpw[p] * es +
+                idx[p] % es;
     LLVMValueRef ld = bits_of(cg, cg->lane, layout_lane_stride(L, p), L->tpw[p]);
     LLVMValueRef wd = bits_of(cg, cg->warp, layout_warp_stride(L, p), L->wpc[p]);
     LLVMValueRef u = LLVMBuildMul(cg->b, ld, cg_i32(cg, es), "");
-    u = LLVMBuildAdd(cg->b, u, LLVMBuildMul(cg->b, wd, cg_i32(cg, (int64_t)L->tpw[p] * es), ""), "");
+    u = LLVMBuildAdd(cg->b, u, LLVMBuildMul(cg->b, wd, cg_i32(cg, (int64_t)rp * L->tpw[p] * es), ""), "");
     return LLVMBuildAdd(cg->b, u, cg_i32(cg, k), "");
 }
 
@@ -277,6 +279,8 @@ LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layo
         if (layout_eq(v->L, L))
             return v->r;
         return cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
+    case TV_SMEM:
+        return cg_smem_read(cg, v->sv, (DType)t->dtype, L);
     default:
         diag_internal(cg->d, loc, "tile value used before it was defined");
         r = new_regs(cg, L);
@@ -478,6 +482,9 @@ static const Layout *carried_layout(Cg *cg, Op *op, int i)
     const Type *t = ir_type(cg->f, op->res[i]);
     if (v->kind == TV_REGS)
         return v->L;
+    const Layout *mma = cg_mma_carried_layout(cg, op, i);
+    if (mma)
+        return mma;
     const Type *want[2] = { t, NULL };
     ir_walk(cg->f, &op->regions[0], find_load_layout, want);
     if (want[1]) {
@@ -652,12 +659,18 @@ static int lower_op(Cg *cg, Op *op)
     case OP_BROADCAST: return lower_broadcast(cg, op);
     case OP_IOTA: return lower_iota(cg, op);
     case OP_REDUCE: return cg_lower_reduce(cg, op);
-    case OP_TRANS: return lower_trans(cg, op);
-    case OP_DOT:
-        diag_error(cg->d, op->loc, "matrix product '@' is not supported by the code generator yet");
-        return 1;
+    case OP_TRANS:
+        return cg->vals[op->args[0]].kind == TV_SMEM ? cg_lower_trans_view(cg, op) : lower_trans(cg, op);
+    case OP_DOT: return cg_lower_dot(cg, op);
     case OP_LOAD: return cg_lower_load(cg, op);
-    case OP_STORE: return cg_lower_store(cg, op);
+    case OP_STORE:
+        cg_mma_prepare_store(cg, op);
+        return cg_lower_store(cg, op);
+    case OP_SMEM_ALLOC: return cg_lower_smem_alloc(cg, op);
+    case OP_ASYNC_COPY: return cg_lower_async_copy(cg, op);
+    case OP_ASYNC_COMMIT: case OP_ASYNC_WAIT: case OP_BARRIER: return cg_lower_async_sync(cg, op);
+    case OP_SMEM_LOAD: return cg_lower_smem_load(cg, op);
+    case OP_SMEM_STORE: return cg_lower_smem_store(cg, op);
     case OP_FOR: return lower_for(cg, op);
     case OP_IF: return lower_if(cg, op);
     case OP_YIELD: return 0;   /* read by the parent FOR / IF */

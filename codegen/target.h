@@ -5,6 +5,7 @@
 #define TILEC_CG_TARGET_H
 
 #include <llvm-c/Core.h>
+#include <stdbool.h>
 
 struct Cg;
 
@@ -15,6 +16,7 @@ typedef struct Target {
     int sm;                  /* 86, 90, 100 */
     int max_smem_static;     /* bytes of static shared memory a block may use */
     int max_warps;           /* warps per block the SIMT path may pick */
+    int max_smem_dynamic;    /* bytes of dynamic shared memory a block may opt in to */
     /* Fast base-2 exponential / logarithm of an f32 value (hardware MUFU). */
     LLVMValueRef (*exp2_f32)(struct Cg *cg, LLVMValueRef x);
     LLVMValueRef (*log2_f32)(struct Cg *cg, LLVMValueRef x);
@@ -22,6 +24,18 @@ typedef struct Target {
     LLVMValueRef (*rsqrt_f32)(struct Cg *cg, LLVMValueRef x);
     /* Block-wide barrier (all threads of the CTA). */
     void (*barrier)(struct Cg *cg);
+    /* Tensor cores (warp-level mma.sync m16n8k16, f32 accumulators): d = a b + c
+     * with a[4], b[2] packed pairs (i32) of f16 (`f16`) or bf16 values. */
+    void (*mma_16816)(struct Cg *cg, bool f16, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c,
+                      LLVMValueRef *d);
+    /* ldmatrix.x4 (.trans): four 8x8 b16 matrices from shared memory; each
+     * lane gives one 16-byte row address. out[4]: i32 fragments. */
+    void (*ldmatrix_x4)(struct Cg *cg, LLVMValueRef sptr, bool trans, LLVMValueRef *out);
+    /* 16-byte asynchronous global -> shared copy; src_bytes (i32, 0..16; NULL
+     * = 16) reads that many bytes and zero-fills the rest. */
+    void (*cp_async16)(struct Cg *cg, LLVMValueRef sptr, LLVMValueRef gptr, LLVMValueRef src_bytes);
+    void (*async_commit)(struct Cg *cg);
+    void (*async_wait)(struct Cg *cg, int pending);
 } Target;
 
 /* NULL if `arch` is not a resolved arch name codegen knows. */
@@ -33,6 +47,15 @@ LLVMValueRef cg_tg_lg2_approx(struct Cg *cg, LLVMValueRef x);
 LLVMValueRef cg_tg_tanh_approx(struct Cg *cg, LLVMValueRef x);
 LLVMValueRef cg_tg_rsqrt_approx(struct Cg *cg, LLVMValueRef x);
 void cg_tg_bar_sync(struct Cg *cg);
+/* mma.sync / ldmatrix / cp.async (sm_80 and later), target_common.c. */
+void cg_tg_mma_16816(struct Cg *cg, bool f16, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d);
+void cg_tg_ldmatrix_x4(struct Cg *cg, LLVMValueRef sptr, bool trans, LLVMValueRef *out);
+void cg_tg_cp_async16(struct Cg *cg, LLVMValueRef sptr, LLVMValueRef gptr, LLVMValueRef src_bytes);
+void cg_tg_async_commit(struct Cg *cg);
+void cg_tg_async_wait(struct Cg *cg, int pending);
+#define CG_TG_SM80_MMA \
+    .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4, .cp_async16 = cg_tg_cp_async16, \
+    .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait
 
 extern const Target cg_target_sm86;
 extern const Target cg_target_sm90, cg_target_sm90a;

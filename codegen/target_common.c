@@ -30,6 +30,63 @@ void cg_tg_bar_sync(Cg *cg)
     cg_call(cg, "llvm.nvvm.barrier.cta.sync.aligned.all", cg->t_void, &zero, 1);
 }
 
+/* ---- tensor cores and async copies (sm_80 and later) ---- */
+
+static LLVMTypeRef struct4(Cg *cg, LLVMTypeRef t)
+{
+    LLVMTypeRef e[4] = { t, t, t, t };
+    return LLVMStructTypeInContext(cg->ctx, e, 4, 0);
+}
+
+void cg_tg_mma_16816(Cg *cg, bool f16, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d)
+{
+    LLVMValueRef args[10];
+    LLVMTypeRef h2 = LLVMVectorType(cg->t_f16, 2);
+    for (int i = 0; i < 6; i++) {
+        LLVMValueRef x = i < 4 ? a[i] : b[i - 4];
+        args[i] = f16 ? LLVMBuildBitCast(cg->b, x, h2, "") : x;
+    }
+    for (int i = 0; i < 4; i++)
+        args[6 + i] = c[i];
+    const char *name = f16 ? "llvm.nvvm.mma.m16n8k16.row.col.f32.f32" : "llvm.nvvm.mma.m16n8k16.row.col.bf16";
+    LLVMTypeRef pt[10];
+    for (int i = 0; i < 10; i++)
+        pt[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef rt = struct4(cg, cg->t_f32), fty = LLVMFunctionType(rt, pt, 10, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
+    if (!fn)
+        fn = LLVMAddFunction(cg->mod, name, fty);
+    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, fn, args, 10, "");
+    for (int i = 0; i < 4; i++)
+        d[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
+}
+
+void cg_tg_ldmatrix_x4(Cg *cg, LLVMValueRef sptr, bool trans, LLVMValueRef *out)
+{
+    LLVMValueRef r = cg_call(cg, trans ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3"
+                                       : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3",
+                             struct4(cg, cg->t_i32), &sptr, 1);
+    for (int i = 0; i < 4; i++)
+        out[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
+}
+
+void cg_tg_cp_async16(Cg *cg, LLVMValueRef sptr, LLVMValueRef gptr, LLVMValueRef src_bytes)
+{
+    LLVMValueRef args[3] = { sptr, gptr, src_bytes };
+    if (src_bytes)
+        cg_call(cg, "llvm.nvvm.cp.async.cg.shared.global.16.s", cg->t_void, args, 3);
+    else
+        cg_call(cg, "llvm.nvvm.cp.async.cg.shared.global.16", cg->t_void, args, 2);
+}
+
+void cg_tg_async_commit(Cg *cg) { cg_call(cg, "llvm.nvvm.cp.async.commit.group", cg->t_void, NULL, 0); }
+
+void cg_tg_async_wait(Cg *cg, int pending)
+{
+    LLVMValueRef n = cg_i32(cg, pending < 0 ? 0 : pending);
+    cg_call(cg, "llvm.nvvm.cp.async.wait.group", cg->t_void, &n, 1);
+}
+
 const Target *cg_target_lookup(const char *arch)
 {
     static const Target *const all[] = {

@@ -16,6 +16,10 @@
  *  - LOAD reads out-of-bounds elements (negative indices included) as 0 or
  *    `other`; STORE drops them. A window dim whose mask bit is cleared but
  *    that runs out of bounds is reported: the IR claimed it was safe.
+ *  - Shared buffers: SMEM_ALLOC gives zeroed storage (every time it runs);
+ *    ASYNC_COPY copies at once (out-of-bounds elements written as 0), so
+ *    ASYNC_COMMIT, ASYNC_WAIT and BARRIER do nothing here; SMEM_LOAD and
+ *    SMEM_STORE read / write one slot. A slot out of 0..stages-1 is an error.
  *
  * Memory: each value owns one buffer, allocated on its first definition
  * from the per-block scratch arena and reused when a loop redefines it, so
@@ -596,20 +600,21 @@ typedef struct Window {
     int64_t n;        /* elements in the window */
 } Window;
 
-static int window_init(Interp *I, const Op *op, Window *w, int nextra)
+/* The tensor is operand `base` (0 for LOAD/STORE, 2 for ASYNC_COPY). */
+static int window_init(Interp *I, const Op *op, Window *w, int base, int nextra)
 {
-    const Type *tt = ir_type(I->f, op->args[0]);
-    w->t = I->slots[op->args[0]].tensor;
+    const Type *tt = ir_type(I->f, op->args[base]);
+    w->t = I->slots[op->args[base]].tensor;
     w->dt = (DType)tt->dtype;
     w->rank = tt->rank;
-    if (!w->t || op->nlist != w->rank || op->nargs != 1 + w->rank + nextra) {
+    if (!w->t || op->nlist != w->rank || op->nargs != base + 1 + w->rank + nextra) {
         diag_internal(I->d, op->loc, "%s: malformed window (tensor rank %d, %d extents, %d operands)",
                       op_info[op->code].name, w->rank, op->nlist, op->nargs);
         return 1;
     }
     w->n = 1;
     for (int d = 0; d < w->rank; d++) {
-        w->off[d] = sint(I, op->args[1 + d]);
+        w->off[d] = sint(I, op->args[base + 1 + d]);
         w->ext[d] = op->list[d];
         if (w->ext[d] < 0) {
             diag_internal(I->d, op->loc, "negative window extent");
@@ -657,7 +662,7 @@ static int exec_load(Interp *I, const Op *op)
 {
     Window w;
     bool has_other = op->iattr[1] != 0, bad = false;
-    if (window_init(I, op, &w, has_other))
+    if (window_init(I, op, &w, 0, has_other))
         return 1;
     ValId res = op->res[0];
     DType rd = vdt(I, res);
@@ -686,7 +691,7 @@ static int exec_store(Interp *I, const Op *op)
 {
     Window w;
     bool bad = false;
-    if (window_init(I, op, &w, 1))
+    if (window_init(I, op, &w, 0, 1))
         return 1;
     ValId val = op->args[op->nargs - 1];
     if (vnumel(I, val) != w.n) {
@@ -702,6 +707,91 @@ static int exec_store(Interp *I, const Op *op)
             store_elem(w.dt, p, conv(vd, w.dt, x[k]));
     }
     return bad;
+}
+
+/* ---- shared buffers ---- */
+
+static int exec_smem_alloc(Interp *I, const Op *op)
+{
+    Elem *o = out(I, op->res[0]);
+    memset(o, 0, sizeof(Elem) * (size_t)vnumel(I, op->res[0]));
+    return 0;
+}
+
+/* The first element of operand 0's slot given by operand 1; NULL after
+ * reporting a slot out of range. *n = elements per slot. */
+static Elem *buffer_slot(Interp *I, const Op *op, int64_t *n)
+{
+    const Type *bt = ir_type(I->f, op->args[0]);
+    int64_t stages = bt->shape[0], s = sint(I, op->args[1]);
+    *n = type_numel(bt) / stages;
+    if (s < 0 || s >= stages) {
+        diag_error(I->d, op->loc, "%s: slot %lld out of range 0..%lld of the shared buffer",
+                   op_info[op->code].name, (long long)s, (long long)stages - 1);
+        return NULL;
+    }
+    return I->slots[op->args[0]].e + s * *n;
+}
+
+static int exec_async_copy(Interp *I, const Op *op)
+{
+    Window w;
+    bool bad = false;
+    int64_t n;
+    Elem *dst = buffer_slot(I, op, &n);
+    if (!dst || window_init(I, op, &w, 2, 0))
+        return 1;
+    if (n != w.n) {
+        diag_internal(I->d, op->loc, "async_copy: window has %lld elements, slot %lld", (long long)w.n,
+                      (long long)n);
+        return 1;
+    }
+    DType bd = vdt(I, op->args[0]);
+    for (int64_t k = 0; k < w.n; k++) {
+        void *p = window_elem(I, op, &w, k, &bad);
+        if (p)
+            dst[k] = conv(w.dt, bd, load_elem(w.dt, p));
+        else
+            memset(&dst[k], 0, sizeof dst[k]);
+    }
+    return bad;
+}
+
+static int exec_smem_load(Interp *I, const Op *op)
+{
+    int64_t n;
+    const Elem *src = buffer_slot(I, op, &n);
+    if (!src)
+        return 1;
+    if (n != vnumel(I, op->res[0])) {
+        diag_internal(I->d, op->loc, "smem_load: slot has %lld elements, result %lld", (long long)n,
+                      (long long)vnumel(I, op->res[0]));
+        return 1;
+    }
+    DType bd = vdt(I, op->args[0]), rd = vdt(I, op->res[0]);
+    Elem *o = out(I, op->res[0]);
+    for (int64_t k = 0; k < n; k++)
+        o[k] = conv(bd, rd, src[k]);
+    return 0;
+}
+
+static int exec_smem_store(Interp *I, const Op *op)
+{
+    int64_t n;
+    Elem *dst = buffer_slot(I, op, &n);
+    if (!dst)
+        return 1;
+    ValId v = op->args[2];
+    if (n != vnumel(I, v)) {
+        diag_internal(I->d, op->loc, "smem_store: slot has %lld elements, value %lld", (long long)n,
+                      (long long)vnumel(I, v));
+        return 1;
+    }
+    DType bd = vdt(I, op->args[0]), vd = vdt(I, v);
+    const Elem *x = in(I, v);
+    for (int64_t k = 0; k < n; k++)
+        dst[k] = conv(vd, bd, x[k]);
+    return 0;
 }
 
 /* ---- control flow ---- */
@@ -801,6 +891,11 @@ static int exec_op(Interp *I, const Op *op)
     case OP_DOT: return exec_dot(I, op);
     case OP_LOAD: return exec_load(I, op);
     case OP_STORE: return exec_store(I, op);
+    case OP_SMEM_ALLOC: return exec_smem_alloc(I, op);
+    case OP_ASYNC_COPY: return exec_async_copy(I, op);
+    case OP_ASYNC_COMMIT: case OP_ASYNC_WAIT: case OP_BARRIER: return 0;   /* copies complete at once */
+    case OP_SMEM_LOAD: return exec_smem_load(I, op);
+    case OP_SMEM_STORE: return exec_smem_store(I, op);
     case OP_FOR: return exec_for(I, op);
     case OP_IF: return exec_if(I, op);
     case OP_YIELD: return 0;   /* handled by run_block */

@@ -14,13 +14,15 @@
  * Grammar (NL = end of line):
  *   module  := NL* ['source' STRING NL] (kernel NL*)* EOF
  *   kernel  := 'kernel' @NAME '(' [param (',' param)*] ')' ['dims' '(' vals ')']
- *              ['consts' '(' [const (',' const)*] ')'] [loc] '{' NL items '}'
+ *              ['consts' '(' [const (',' const)*] ')'] ['smem' '(' INT ')'] [loc]
+ *              '{' NL items '}'
  *   items   := (NL | 'grid' ':' | 'body' ':' | op)*
  *   param   := %NAME ':' type
  *   const   := NAME ':' ('int'|'bool'|'float'|'dtype'|DTYPE) '=' value
  *   op      := [vals '='] OPNAME [vals] [attrs] region* [':' type (',' type)*] [loc] NL
  *   attrs   := '{' [attr (',' attr)*] '}'      (on the op's line)
  *   attr    := NAME ['=' (['-'] NUMBER | NAME | '[' [int (',' int)*] ']')]
+ *              (smem_alloc's `swizzle = 128B` is a NUMBER token read as a name)
  *   region  := ['else'] '{' NL ['^' '(' [%v ':' type (',' ...)*] ')' ':' NL] op* '}'
  *   type    := DTYPE | 'tile' '<' SHAPExDTYPE [',' SPACE] [',' '#' 'L'N] '>'
  *              | 'tensor' '<' DTYPE '[' (NAME|INT) (',' ...)* ']' '>'
@@ -622,10 +624,32 @@ static bool attr_allowed(OpCode code, const char *key)
         return code == OP_BLOCKID || code == OP_NBLOCKS || code == OP_EXPAND || code == OP_IOTA || code == OP_REDUCE;
     if (!strcmp(key, "pred")) return code == OP_CMP;
     if (!strcmp(key, "kind")) return code == OP_REDUCE;
-    if (!strcmp(key, "extents") || !strcmp(key, "mask")) return code == OP_LOAD || code == OP_STORE;
+    if (!strcmp(key, "extents") || !strcmp(key, "mask"))
+        return code == OP_LOAD || code == OP_STORE || code == OP_ASYNC_COPY;
+    if (!strcmp(key, "swizzle") || !strcmp(key, "offset") || !strcmp(key, "align") || !strcmp(key, "pad"))
+        return code == OP_SMEM_ALLOC;
+    if (!strcmp(key, "pending")) return code == OP_ASYNC_WAIT;
     if (!strcmp(key, "other")) return code == OP_LOAD;
     if (!strcmp(key, "pipeline")) return code == OP_FOR;
     return false;
+}
+
+/* swizzle = none | 32B | 64B | 128B | pad (32B.. lex as numbers) | INT */
+static bool parse_swizzle(Parser *p, int64_t *out)
+{
+    Tok *t = peek(p);
+    for (int i = 0; i < SWZ_COUNT; i++)
+        if ((t->kind == T_IDENT || t->kind == T_NUM) && (int)strlen(swizzle_names[i]) == t->n &&
+            memcmp(t->s, swizzle_names[i], (size_t)t->n) == 0) {
+            next(p);
+            *out = i;
+            return true;
+        }
+    if (t->kind == T_IDENT || (t->kind == T_NUM && t->s[t->n - 1] == 'B')) {
+        perr(p, t, "unknown swizzle mode %s (none, 32B, 64B, 128B, pad)", tok_desc(p, t));
+        return false;
+    }
+    return parse_int(p, out);
 }
 
 static bool parse_attr(Parser *p, OpCode code, Attrs *at)
@@ -652,7 +676,11 @@ static bool parse_attr(Parser *p, OpCode code, Attrs *at)
     if (!strcmp(key, "kind")) return parse_named(p, reduce_names, RED_COUNT, "reduction", &at->iattr[1]);
     if (!strcmp(key, "extents")) return parse_list(p, at);
     if (!strcmp(key, "other")) return parse_int(p, &at->iattr[1]);
-    return parse_int(p, &at->iattr[0]);   /* axis, mask, pipeline */
+    if (!strcmp(key, "swizzle")) return parse_swizzle(p, &at->iattr[0]);
+    if (!strcmp(key, "offset")) return parse_int(p, &at->iattr[1]);
+    if (!strcmp(key, "align")) return parse_int(p, &at->iattr[2]);
+    if (!strcmp(key, "pad")) return parse_int(p, &at->iattr[3]);
+    return parse_int(p, &at->iattr[0]);   /* axis, mask, pipeline, pending */
 }
 
 static bool parse_attrs(Parser *p, OpCode code, Attrs *at)
@@ -851,6 +879,10 @@ static bool parse_op(Parser *p, Block *b)
     Attrs at = { { 0 }, NULL, 0, -1 };
     if (nargs < 0)
         return false;
+    if (code == OP_SMEM_ALLOC) {   /* unset: no swizzle, no offset yet, 16-byte alignment */
+        at.iattr[1] = -1;
+        at.iattr[2] = 16;
+    }
     if (tok_punct(peek(p), '{') && peek2(p)->kind != T_NL && !parse_attrs(p, code, &at))
         return false;
     Builder bl = ir_builder_at_end(p->f, b);
@@ -1020,6 +1052,15 @@ static bool parse_consts(Parser *p)
     return expect(p, ')', "to close the constants");
 }
 
+/* 'smem' '(' INT ')': the kernel's dynamic shared memory in bytes */
+static bool parse_smem(Parser *p)
+{
+    next(p);
+    return expect(p, '(', "after 'smem'") &&
+           parse_int_range(p, 0, (int64_t)1 << 40, "shared memory size", &p->f->smem_bytes) &&
+           expect(p, ')', "to close smem(...)");
+}
+
 /* Params are added after the dims so tensor types can name them; a dim named
  * by a tensor but missing from dims(...) is added after the listed ones. */
 static bool add_params(Parser *p, PendingParam *pp, int n)
@@ -1085,6 +1126,8 @@ static bool parse_kernel(Parser *p)
     if (tok_is(peek(p), "dims") && !parse_dims(p))
         return false;
     if (tok_is(peek(p), "consts") && !parse_consts(p))
+        return false;
+    if (tok_is(peek(p), "smem") && !parse_smem(p))
         return false;
     if (!add_params(p, pp, npp))
         return false;

@@ -8,7 +8,12 @@
  *  - operand / result / region counts follow op_info;
  *  - the type rule of each op (elementwise operands identical in shape and
  *    dtype, CMP gives bool, DOT shapes, LOAD/STORE windows, FOR/IF carried
- *    values and YIELDs, ...); tensors are only ever operand 0 of LOAD/STORE;
+ *    values and YIELDs, ...); tensors are only ever operand 0 of LOAD/STORE
+ *    and operand 2 of ASYNC_COPY;
+ *  - shared buffers: SMEM_ALLOC gives a `shared` tile of rank >= 2 whose
+ *    leading dim is the stage count; the buffer operand of ASYNC_COPY,
+ *    SMEM_LOAD and SMEM_STORE is an SMEM_ALLOC result, the slot an i32, and
+ *    what moves in or out has the slot's shape and dtype;
  *  - YIELD only as the last op of a region or of the grid block; the grid
  *    yields three i32 scalars.
  * Space and layout are not compared (passes that assign them insert explicit
@@ -153,9 +158,10 @@ static bool check_operands(Verifier *V, const Op *op)
                  : V->state[v] == VS_UNSEEN ? "is used before its definition"
                                             : "is used outside the region (or grid) that defines it");
         }
-        bool mem = (op->code == OP_LOAD || op->code == OP_STORE) && i == 0;
+        bool mem = ((op->code == OP_LOAD || op->code == OP_STORE) && i == 0) ||
+                   (op->code == OP_ASYNC_COPY && i == 2);
         if (mem && T(V, v)->kind != TY_TENSOR) {
-            verr(V, op, "operand #0 must be a tensor, got %s", tstr(V, T(V, v)));
+            verr(V, op, "operand #%d must be a tensor, got %s", i, tstr(V, T(V, v)));
             ok = false;
         } else if (!mem && T(V, v)->kind == TY_TENSOR) {
             verr(V, op, "operand #%d is a tensor; only load/store take tensors", i);
@@ -337,16 +343,17 @@ static void check_dot(Verifier *V, const Op *op)
         check_result_is(V, op, c, "the accumulator type");
 }
 
-/* LOAD/STORE: tensor, one i32 offset per dim [, other | value]; extents per
- * dim (0 = scalar index); the tile shape is the kept extents. */
-static bool window_type(Verifier *V, const Op *op, const Type *tt, int nextra, Type *win)
+/* LOAD/STORE/ASYNC_COPY: [buffer, slot,] tensor (operand `base`), one i32
+ * offset per dim [, other | value]; extents per dim (0 = scalar index); the
+ * tile shape is the kept extents. */
+static bool window_type(Verifier *V, const Op *op, const Type *tt, int base, int nextra, Type *win)
 {
     int r = tt->rank;
-    if (op->nargs != 1 + r + nextra) {
-        verr(V, op, "needs %d operands for a rank-%d tensor, got %d", 1 + r + nextra, r, op->nargs);
+    if (op->nargs != base + 1 + r + nextra) {
+        verr(V, op, "needs %d operands for a rank-%d tensor, got %d", base + 1 + r + nextra, r, op->nargs);
         return false;
     }
-    for (int i = 1; i <= r; i++)
+    for (int i = base + 1; i <= base + r; i++)
         if (!is_i32(T(V, op->args[i]))) {
             verr(V, op, "offset operand #%d must be an i32 scalar, got %s", i, tstr(V, T(V, op->args[i])));
             return false;
@@ -382,7 +389,7 @@ static void check_load(Verifier *V, const Op *op)
     const Type *tt = T(V, op->args[0]);
     bool other = op->iattr[1] != 0;
     Type win;
-    if (!window_type(V, op, tt, other, &win))
+    if (!window_type(V, op, tt, 0, other, &win))
         return;
     check_result_is(V, op, &win, "the window type");
     if (other) {
@@ -397,11 +404,86 @@ static void check_store(Verifier *V, const Op *op)
 {
     const Type *tt = T(V, op->args[0]);
     Type win;
-    if (!window_type(V, op, tt, 1, &win))
+    if (!window_type(V, op, tt, 0, 1, &win))
         return;
     const Type *v = T(V, op->args[op->nargs - 1]);
     if (!same_st(v, &win))
         verr(V, op, "stored value %s does not match the window type %s", tstr(V, v), tstr(V, &win));
+}
+
+/* ---- shared buffers ---- */
+
+static bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+static void check_smem_alloc(Verifier *V, const Op *op)
+{
+    const Type *r = T(V, op->res[0]);
+    if (!is_tile(r) || r->space != SP_SHARED || r->rank < 2)
+        verr(V, op, "result must be a shared tile of rank >= 2 (stages x slot shape), got %s", tstr(V, r));
+    if (op->iattr[0] < 0 || op->iattr[0] >= SWZ_COUNT)
+        verr(V, op, "unknown swizzle mode %lld", (long long)op->iattr[0]);
+    if (op->iattr[1] < -1)
+        verr(V, op, "offset %lld is negative (-1 = not assigned yet)", (long long)op->iattr[1]);
+    if (!is_pow2(op->iattr[2]))
+        verr(V, op, "alignment %lld is not a positive power of two", (long long)op->iattr[2]);
+    else if (op->iattr[1] > 0 && op->iattr[1] % op->iattr[2])
+        verr(V, op, "offset %lld is not a multiple of the alignment %lld", (long long)op->iattr[1],
+             (long long)op->iattr[2]);
+    if (op->iattr[3] < 0 || (op->iattr[3] && op->iattr[0] != SWZ_PAD))
+        verr(V, op, "pad %lld needs swizzle = pad and a non-negative size", (long long)op->iattr[3]);
+}
+
+/* Operand #0 is an SMEM_ALLOC result and #1 an i32 slot; *slot = the shape
+ * of one slot (the buffer type without its leading stage dim). */
+static bool buffer_slot(Verifier *V, const Op *op, Type *slot)
+{
+    const Value *b = ir_val(V->f, op->args[0]);
+    if (!b->def || b->def->code != OP_SMEM_ALLOC || !is_tile(&b->type) || b->type.rank < 2) {
+        verr(V, op, "operand #0 must be a buffer made by smem_alloc");
+        return false;
+    }
+    if (!is_i32(T(V, op->args[1]))) {
+        verr(V, op, "slot operand #1 must be an i32 scalar, got %s", tstr(V, T(V, op->args[1])));
+        return false;
+    }
+    *slot = type_tile((DType)b->type.dtype, b->type.rank - 1, b->type.shape + 1, SP_SHARED);
+    return true;
+}
+
+static void check_async_copy(Verifier *V, const Op *op)
+{
+    Type slot, win;
+    if (op->nargs < 3 || !buffer_slot(V, op, &slot)) {
+        if (op->nargs < 3)
+            verr(V, op, "needs a buffer, a slot, a tensor and its offsets");
+        return;
+    }
+    if (!window_type(V, op, T(V, op->args[2]), 2, 0, &win))
+        return;
+    if (!same_st(&win, &slot))
+        verr(V, op, "window %s does not match the buffer slot %s", tstr(V, &win), tstr(V, &slot));
+}
+
+static void check_smem_load(Verifier *V, const Op *op)
+{
+    Type slot;
+    if (!buffer_slot(V, op, &slot))
+        return;
+    const Type *r = T(V, op->res[0]);
+    slot.space = SP_REG;
+    check_result_is(V, op, &slot, "the buffer's slot type");
+    if (r->space != SP_REG && r->space != SP_ANY)
+        verr(V, op, "result must be a register tile, got %s", tstr(V, r));
+}
+
+static void check_smem_store(Verifier *V, const Op *op)
+{
+    Type slot;
+    if (!buffer_slot(V, op, &slot))
+        return;
+    const Type *v = T(V, op->args[2]);
+    if (!same_st(v, &slot))
+        verr(V, op, "stored value %s does not match the buffer slot %s", tstr(V, v), tstr(V, &slot));
 }
 
 /* A region ends in YIELD whose values match the op's results. */
@@ -503,6 +585,14 @@ static void check_rule(Verifier *V, const Op *op)
     case OP_DOT: check_dot(V, op); return;
     case OP_LOAD: check_load(V, op); return;
     case OP_STORE: check_store(V, op); return;
+    case OP_SMEM_ALLOC: check_smem_alloc(V, op); return;
+    case OP_ASYNC_COPY: check_async_copy(V, op); return;
+    case OP_SMEM_LOAD: check_smem_load(V, op); return;
+    case OP_SMEM_STORE: check_smem_store(V, op); return;
+    case OP_ASYNC_WAIT:
+        if (op->iattr[0] < 0)
+            verr(V, op, "pending count %lld is negative", (long long)op->iattr[0]);
+        return;
     case OP_FOR: check_for(V, op); return;
     case OP_IF: check_if(V, op); return;
     default: return;

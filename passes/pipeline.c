@@ -5,10 +5,12 @@
  * Needs: a Module that passed ir_verify.
  * Guarantees: every pass in the table (or in ctx->only) ran in table order;
  * with verify_each, the IR verified after each one; stops at the first pass
- * that reports errors.
+ * that reports errors. A pass's decisions (pass_note) go to the report and,
+ * as // comments, before its --print-after dump (the dump still parses).
  */
 #include "passes.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ORDER PASS: the pipeline, in order. The summary feeds `tilec --help`. */
@@ -17,6 +19,14 @@ const PassInfo tc_pass_table[] = {
       "fold constants and identities, fold constant if/for, CSE and DCE of pure ops" },
     { "bounds", pass_bounds,
       "prove loads/stores in bounds per dim and drop the masks that are not needed" },
+    { "mask_split", pass_mask_split,
+      "split masked loops into full blocks (masks removed) and boundary blocks" },
+    { "double_buffer", pass_double_buffer,
+      "stage dot operands and shared loads through S-slot shared ring buffers filled by async copies" },
+    { "swizzle", pass_swizzle,
+      "pick each shared buffer's swizzle or padding from its writers and readers (bank-conflict model)" },
+    { "smem_alloc", pass_smem_alloc,
+      "give shared buffers offsets (reusing dead ones), set the kernel's shared memory, check the arch limit" },
 };
 const int tc_npasses = (int)TC_COUNTOF(tc_pass_table);
 
@@ -56,27 +66,58 @@ static bool print_requested(const PassCtx *ctx, const char *name)
     return false;
 }
 
-static void dump_after(Module *m, PassCtx *ctx, const char *name)
+void pass_note(PassCtx *ctx, const char *fmt, ...)
+{
+    StrBuf line = { 0 };
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&line, fmt, ap);
+    va_end(ap);
+    const char *s = line.buf ? line.buf : "";
+    if (ctx->remarks)
+        sb_printf(ctx->remarks, "%s%s%s\n", ctx->cur_pass ? ctx->cur_pass : "", ctx->cur_pass ? ": " : "", s);
+    if (ctx->notes) {   /* one comment line per text line */
+        for (const char *p = s; *p;) {
+            const char *e = strchr(p, '\n');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            sb_puts(ctx->notes, "// ");
+            sb_putn(ctx->notes, p, n);
+            sb_putc(ctx->notes, '\n');
+            p += n + (e != NULL);
+        }
+    }
+    sb_free(&line);
+}
+
+static void dump_after(Module *m, PassCtx *ctx, const char *name, const StrBuf *notes)
 {
     if (!ctx->dump || !print_requested(ctx, name))
         return;
     PrintOpts po = { ctx->print_locs };
     sb_printf(ctx->dump, "// -----// IR after %s //----- //\n", name);
+    if (notes->len)
+        sb_putn(ctx->dump, notes->buf, notes->len);
     ir_print_module(m, &po, ctx->dump);
 }
 
 /* Run one pass: time it, then verify and dump after it. Returns errors. */
 static int run_one(Module *m, PassCtx *ctx, const PassInfo *p)
 {
+    StrBuf notes = { 0 };
+    ctx->cur_pass = p->name;
+    ctx->notes = &notes;
     double t0 = tc_now();
     int nerr = p->fn(m, ctx);
     double ms = (tc_now() - t0) * 1e3;
+    ctx->cur_pass = NULL;
+    ctx->notes = NULL;
     if (ctx->time_passes && ctx->timing)
         sb_printf(ctx->timing, "%12.3f  %s\n", ms, p->name);
     if (nerr == 0 && ctx->verify_each)
         nerr = ir_verify(m, p->name, ctx->diag);
     if (nerr == 0)
-        dump_after(m, ctx, p->name);
+        dump_after(m, ctx, p->name, &notes);
+    sb_free(&notes);
     return nerr;
 }
 

@@ -8,75 +8,17 @@
  *
  * Every kernel of the module whose params are X, Y, Z: f32[N] (+ one f32
  * scalar) is tested. Exits 77 (a skip) without a CUDA driver or device.
- * Device memory comes from the driver, dlopen'ed here like the runtime does.
+ * Device memory comes from the driver, dlopen'ed (gpu_util) like the runtime does.
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "tilert.h"
-
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-
-static struct {
-    CUresult (*DeviceGet)(int *, int);
-    CUresult (*PrimaryCtxRetain)(CUcontext *, int);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*HtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*DtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*CtxSynchronize)(void);
-} cu;
+#include "gpu_util.h"
 
 static int failures;
-
-#define CU(call) cu_check((call), #call, __LINE__)
-static void cu_check(CUresult r, const char *what, int line)
-{
-    if (r) {
-        fprintf(stderr, "line %d: %s failed: CUDA error %d\n", line, what, r);
-        exit(1);
-    }
-}
-
-#define RT(call) rt_check((call), #call, __LINE__)
-static void rt_check(tilert_status st, const char *what, int line)
-{
-    if (st) {
-        fprintf(stderr, "line %d: %s failed: %s: %s\n", line, what, tilert_status_string(st),
-                tilert_last_error());
-        exit(1);
-    }
-}
-
-static void open_cuda(void)
-{
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!lib) {
-        fprintf(stderr, "libcuda.so.1: %s\n", dlerror());
-        exit(1);
-    }
-    static const char *const names[] = {"cuDeviceGet", "cuDevicePrimaryCtxRetain",
-        "cuCtxSetCurrent", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2",
-        "cuMemcpyDtoH_v2", "cuCtxSynchronize"};
-    void **slots = (void **)&cu;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!(slots[i] = dlsym(lib, names[i]))) {
-            fprintf(stderr, "libcuda.so.1 lacks %s\n", names[i]);
-            exit(1);
-        }
-    int dev;
-    CUcontext ctx;
-    CU(cu.DeviceGet(&dev, 0));
-    CU(cu.PrimaryCtxRetain(&ctx, dev));
-    CU(cu.CtxSetCurrent(ctx));
-}
 
 static uint64_t rng;
 static float frand(void)
@@ -135,21 +77,21 @@ static void run_size(tilert_kernel *k, bool has_alpha, int64_t n)
     }
     memset(z, 0xff, zbytes);    /* NaN poison */
     CUdeviceptr dx, dy, dz;
-    CU(cu.MemAlloc(&dx, bytes + 4));
-    CU(cu.MemAlloc(&dy, bytes + 4));
-    CU(cu.MemAlloc(&dz, zbytes));
-    CU(cu.HtoD(dx, x, bytes + 4));
-    CU(cu.HtoD(dy, y, bytes + 4));
-    CU(cu.HtoD(dz, z, zbytes));
+    GPU_CU(gpu_cu.MemAlloc(&dx, bytes + 4));
+    GPU_CU(gpu_cu.MemAlloc(&dy, bytes + 4));
+    GPU_CU(gpu_cu.MemAlloc(&dz, zbytes));
+    GPU_CU(gpu_cu.HtoD(dx, x, bytes + 4));
+    GPU_CU(gpu_cu.HtoD(dy, y, bytes + 4));
+    GPU_CU(gpu_cu.HtoD(dz, z, zbytes));
     int64_t shape = n;
     DLTensor tx = vec(dx, &shape), ty = vec(dy, &shape), tz = vec(dz, &shape);
     float alpha = has_alpha ? 2.0f : 1.0f;
     tilert_arg args[4] = {
         {TILERT_ARG_TENSOR, {.tensor = &tx}}, {TILERT_ARG_TENSOR, {.tensor = &ty}},
         {TILERT_ARG_TENSOR, {.tensor = &tz}}, {TILERT_ARG_FLOAT, {.f = alpha}}};
-    RT(tilert_launch(k, args, has_alpha ? 4 : 3, NULL));
-    CU(cu.CtxSynchronize());
-    CU(cu.DtoH(z, dz, zbytes));
+    GPU_RT(tilert_launch(k, args, has_alpha ? 4 : 3, NULL));
+    GPU_CU(gpu_cu.CtxSynchronize());
+    GPU_CU(gpu_cu.DtoH(z, dz, zbytes));
     int bad = 0;
     for (int64_t i = 0; i < n + GUARD; i++) {
         float want = i < n ? fmaf(alpha, y[i], x[i]) : 0;
@@ -160,9 +102,9 @@ static void run_size(tilert_kernel *k, bool has_alpha, int64_t n)
     }
     printf("%s N=%lld: %s\n", tilert_kernel_name(k), (long long)n, bad ? "FAIL" : "ok");
     failures += bad != 0;
-    CU(cu.MemFree(dx));
-    CU(cu.MemFree(dy));
-    CU(cu.MemFree(dz));
+    GPU_CU(gpu_cu.MemFree(dx));
+    GPU_CU(gpu_cu.MemFree(dy));
+    GPU_CU(gpu_cu.MemFree(dz));
     free(x);
     free(y);
     free(z);
@@ -174,7 +116,7 @@ static void run_errors(tilert_kernel *k, bool has_alpha)
     static float host[256];
     int64_t n = 256;
     CUdeviceptr d;
-    CU(cu.MemAlloc(&d, 2048));
+    GPU_CU(gpu_cu.MemAlloc(&d, 2048));
     DLTensor th = vec((CUdeviceptr)(uintptr_t)host, &n), td = vec(d, &n);
     tilert_arg args[4] = {
         {TILERT_ARG_TENSOR, {.tensor = &td}}, {TILERT_ARG_TENSOR, {.tensor = &th}},
@@ -192,7 +134,7 @@ static void run_errors(tilert_kernel *k, bool has_alpha)
     printf("%s misaligned tensor rejected: %s (%s)\n", tilert_kernel_name(k), ok ? "ok" : "FAIL",
            tilert_last_error());
     failures += !ok;
-    CU(cu.MemFree(d));
+    GPU_CU(gpu_cu.MemFree(d));
 }
 
 /* Load errors: PTX the JIT rejects (its log comes back), an arch the device lacks. */
@@ -222,7 +164,7 @@ static void run_load_errors(tilert_driver *drv, int major)
 static void compile(char *ptx, char *meta, size_t len)
 {
 #if defined(TILEC_EXE) && defined(TILEC_VECTOR_ADD) && defined(TILEC_WORK_DIR)
-    char cmd[4096];
+    char cmd[8192];
     snprintf(ptx, len, "%s/vector_add.ptx", TILEC_WORK_DIR);
     snprintf(meta, len, "%s/vector_add.meta", TILEC_WORK_DIR);
     snprintf(cmd, sizeof cmd, "'%s' '%s' -arch=sm_86 -o '%s'", TILEC_EXE, TILEC_VECTOR_ADD, ptx);
@@ -241,13 +183,7 @@ static void compile(char *ptx, char *meta, size_t len)
 
 int main(int argc, char **argv)
 {
-    tilert_driver *drv;
-    tilert_status st = tilert_driver_open(&drv);
-    if (st == TILERT_ERR_NO_DRIVER || st == TILERT_ERR_NO_DEVICE) {
-        printf("skipped: %s\n", tilert_last_error());
-        return 77;
-    }
-    RT(st);
+    tilert_driver *drv = gpu_open();     /* exits 77 without a driver or device */
     char ptx[4096], meta[4096], arch[16];
     if (argc == 3) {
         snprintf(ptx, sizeof ptx, "%s", argv[1]);
@@ -255,14 +191,14 @@ int main(int argc, char **argv)
     } else {
         compile(ptx, meta, sizeof ptx);
     }
-    RT(tilert_device_arch(drv, 0, arch, sizeof arch));
+    GPU_RT(tilert_device_arch(drv, 0, arch, sizeof arch));
     int major, minor;
-    RT(tilert_device_capability(drv, 0, &major, &minor));
+    GPU_RT(tilert_device_capability(drv, 0, &major, &minor));
     rng = (uint64_t)time(NULL) * 2654435761u | 1;
     printf("device arch %s, seed %llu\n", arch, (unsigned long long)rng);
     tilert_module *m;
-    RT(tilert_module_load_files(drv, ptx, meta, &m));   /* no current context yet: primary */
-    open_cuda();                                         /* now it is current */
+    GPU_RT(tilert_module_load_files(drv, ptx, meta, &m));   /* no current context yet: primary */
+    gpu_cuda_init();                                     /* now it is current */
     int tested = 0;
     for (size_t i = 0; i < tilert_module_num_kernels(m); i++) {
         tilert_kernel *k = tilert_module_kernel_at(m, i);
@@ -278,7 +214,7 @@ int main(int argc, char **argv)
         tested++;
     }
     run_load_errors(drv, major);
-    RT(tilert_synchronize(drv));
+    GPU_RT(tilert_synchronize(drv));
     tilert_module_free(m);
     tilert_driver_close(drv);
     if (!tested) {

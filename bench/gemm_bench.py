@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""gemm_bench.py - the tensor-core GEMM on the GPU: correctness against
+torch.matmul (f32 reference), TFLOP/s of tilec's gemm vs torch.matmul
+(cuBLAS) measured in the same run, and a warp-MMA ceiling (bench/mma_peak.ptx:
+mma.sync only, no memory traffic).
+
+Precompiled PTX comes from .devcarry/gemm/*.ptx (+ .meta), written on the
+build machine with e.g.
+  tilec tests/lit/codegen/gemm_f16.tile -arch=sm_90a -DT=bf16 -DSTAGES=3 \\
+      -o .devcarry/gemm/gemm_bf16_128x128x64_s3.ptx
+On the GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
+  TILEC_LIB_DIR=/tmp/rt/runtime python3 bench/gemm_bench.py
+"""
+import ctypes
+import glob
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import torch  # noqa: E402
+import tilec  # noqa: E402
+
+SIZES = [1, 17, 128, 1000, 4096]
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def bench(fn):
+    try:
+        from triton.testing import do_bench
+        return do_bench(fn, warmup=25, rep=200, return_mode="median")
+    except ImportError:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for _ in range(5):
+            fn()
+        ts = []
+        for _ in range(30):
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            ts.append(start.elapsed_time(end))
+        return sorted(ts)[len(ts) // 2]
+
+
+def gemm(mod, a, b):
+    c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+    mod(a, b, c)
+    return c
+
+
+def rel_err(c, a, b):
+    ref = a.float() @ b.float()
+    den = ref.norm().item()
+    return (c.float() - ref).norm().item() / (den if den > 0 else 1.0)
+
+
+def check(name, mod, dt, combos):
+    worst, bad = 0.0, []
+    for m, n, k in combos:
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        b = torch.randn(k, n, device="cuda", dtype=dt)
+        e = rel_err(gemm(mod, a, b), a, b)
+        worst = max(worst, e)
+        if not e <= 1e-2:
+            bad.append((m, n, k, e))
+    torch.cuda.synchronize()
+    print("check %-32s %3d shapes  worst rel err %.2e  %s" % (name, len(combos), worst,
+          "OK" if not bad else "FAIL %s" % bad[:4]), flush=True)
+    return not bad
+
+
+def mma_peak():
+    """TFLOP/s of bench/mma_peak.ptx through the driver API."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    torch.zeros(1, device="cuda")
+    ptx = open(os.path.join(ROOT, "bench", "mma_peak.ptx"), "rb").read() + b"\0"
+    mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
+    assert cuda.cuModuleLoadData(ctypes.byref(mod), ptx) == 0
+    assert cuda.cuModuleGetFunction(ctypes.byref(fn), mod, b"mma_peak") == 0
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    blocks, threads, iters = sms * 8, 256, 4096
+    out = torch.empty(blocks * threads, device="cuda")
+    p_out, p_it = ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters)
+    args = (ctypes.c_void_p * 2)(ctypes.cast(ctypes.byref(p_out), ctypes.c_void_p),
+                                 ctypes.cast(ctypes.byref(p_it), ctypes.c_void_p))
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def launch():
+        r = cuda.cuLaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(stream), args, None)
+        assert r == 0, r
+    ms = bench(launch)
+    flops = blocks * (threads // 32) * iters * 8 * (2 * 16 * 8 * 16)
+    return flops / ms / 1e9
+
+
+def main():
+    d = os.path.join(ROOT, ".devcarry", "gemm")
+    mods = {os.path.basename(p)[:-4]: tilec.load_files(p) for p in sorted(glob.glob(os.path.join(d, "*.ptx")))}
+    print("device:", torch.cuda.get_device_name(0), "| variants:", ", ".join(mods), flush=True)
+    full = [(m, n, k) for m in SIZES for n in SIZES for k in SIZES]
+    small = [(m, n, k) for (m, n, k) in full if m * n * k <= 128 * 1000 * 4096 and (m in (17, 1000) or k == 1000)]
+    ok = True
+    for name, mod in mods.items():
+        dt = DTYPES["f16" if "_f16_" in name else "bf16"]
+        combos = full if name.endswith("128x128x64_s3") else small
+        try:
+            ok = check(name, mod, dt, combos) and ok
+        except Exception as e:  # noqa: BLE001 - report and go on to the next variant
+            ok = False
+            print("check %-32s ERROR %s" % (name, e), flush=True)
+    rows = []
+    for size in (4096, 8192):
+        flop = 2.0 * size ** 3
+        for dname, dt in DTYPES.items():
+            a = torch.randn(size, size, device="cuda", dtype=dt)
+            b = torch.randn(size, size, device="cuda", dtype=dt)
+            rows.append(("torch.matmul (cuBLAS) %s" % dname, size, flop / bench(lambda: torch.matmul(a, b)) / 1e9))
+            for name, mod in mods.items():
+                if ("_%s_" % dname) not in name or "nopipe" in name:
+                    continue
+                try:
+                    c = torch.empty(size, size, device="cuda", dtype=dt)
+                    rows.append((name, size, flop / bench(lambda: mod(a, b, c)) / 1e9))
+                except Exception as e:  # noqa: BLE001
+                    print("time", name, "ERROR", e, flush=True)
+    peak = mma_peak()
+    print("\n%-36s %6s %10s %8s" % ("kernel", "size", "TFLOP/s", "of peak"))
+    for name, size, tf in rows:
+        print("%-36s %6d %10.1f %7.0f%%" % (name, size, tf, 100 * tf / peak))
+    print("%-36s %6s %10.1f" % ("mma.sync m16n8k16 bf16 ceiling", "-", peak))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    t0 = time.time()
+    r = main()
+    print("total %.0f s" % (time.time() - t0))
+    sys.exit(r)

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Run on the build machine before bench/device.sh: compiles every kernel the
+# device run needs to PTX + metadata under .devcarry/ (gitignored), so that
+# the GPU machine needs no LLVM, only libtilert (built there by device.sh).
+#
+#   bench/prepare.sh [TILEC]        TILEC defaults to build/bin/tilec
+#
+# Layout:  .devcarry/kernels/<arch>/<name>.ptx + .meta   correctness kernels
+#          .devcarry/perf/<name>.ptx + .meta              benchmark kernels
+#          .devcarry/perf/variants.txt                    what each variant is
+#          .devcarry/compile_times.txt                    --time-passes totals
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+tilec="${1:-${TILEC:-$root/build/bin/tilec}}"
+out="$root/.devcarry"
+rm -rf "$out/kernels" "$out/perf"
+mkdir -p "$out/perf"
+ex="$root/examples"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+pow2() { local n=$1 p=1; while [ $p -lt $n ]; do p=$((p * 2)); done; echo $p; }
+
+# compile DIR NAME FILE ARCH [DEFINES...]
+compile() {
+  local dir=$1 name=$2 file=$3 arch=$4; shift 4
+  mkdir -p "$dir"
+  "$tilec" "$file" -arch="$arch" "$@" -o "$dir/$name.ptx"
+}
+
+for arch in sm_90a sm_86; do
+  d="$out/kernels/$arch"
+  compile "$d" vector_add "$ex/vector_add.tile" $arch
+  compile "$d" reduction "$ex/reduction.tile" $arch
+  for t in bf16 f32; do compile "$d" transpose_$t "$ex/transpose.tile" $arch -DT=$t; done
+  for t in bf16 f16 f32; do
+    for cols in 1 127 1000 4097; do
+      b=$(pow2 $cols)
+      compile "$d" softmax_${t}_$b "$ex/softmax.tile" $arch -DT=$t -DBLOCK=$b
+      compile "$d" layernorm_${t}_$b "$ex/layernorm.tile" $arch -DT=$t -DBLOCK=$b
+    done
+  done
+done
+
+# Benchmark kernels: the defaults, plus variants given as "NAME|ENV|DEFINES"
+# (ENV: knobs of the code generator used only for these experiments).
+p="$out/perf"
+: > "$p/variants.txt"
+while IFS='|' read -r name envs defs; do
+  [ -z "$name" ] && continue
+  env $envs "$tilec" $defs -arch=sm_90a -o "$p/$name.ptx"
+  regs=$(command -v ptxas >/dev/null && ptxas -arch=sm_90a -v "$p/$name.ptx" -o /dev/null 2>&1 |
+         grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ' || true)
+  echo "$name|$envs|$defs|$regs" >> "$p/variants.txt"
+done <<VARIANTS
+softmax_4096|XP_=0|$ex/softmax.tile -DBLOCK=4096
+softmax_16384|XP_=0|$ex/softmax.tile -DBLOCK=16384
+layernorm_4096|XP_=0|$ex/layernorm.tile -DBLOCK=4096
+layernorm_16384|XP_=0|$ex/layernorm.tile -DBLOCK=16384
+${PERF_VARIANTS:-}
+VARIANTS
+
+# Compile time per example (best of 5 --time-passes totals).
+: > "$out/compile_times.txt"
+for spec in "vector_add" "reduction" "transpose" "softmax -DBLOCK=4096" "softmax -DBLOCK=16384" \
+            "layernorm -DBLOCK=4096" "layernorm -DBLOCK=16384"; do
+  set -- $spec
+  best=
+  for i in 1 2 3 4 5; do
+    t=$("$tilec" "$ex/$1.tile" ${2:-} -arch=sm_90a --time-passes -o "$tmp/t.ptx" 2>&1 | awk '/ total$/{print $1}')
+    best=$(echo "$t ${best:-$t}" | awk '{print ($1 < $2) ? $1 : $2}')
+  done
+  echo "$spec: $best ms" >> "$out/compile_times.txt"
+done
+cat "$out/compile_times.txt"
+cat "$p/variants.txt"

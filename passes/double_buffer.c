@@ -1,0 +1,561 @@
+/* double_buffer.c - multi-stage pipelining of tile loads through shared
+ * memory: a loop's operand loads become an S-slot ring of shared buffers
+ * filled by asynchronous copies S-1 iterations ahead.
+ *
+ * Needs: verified IR, best after canonicalize and bounds (mask bits already
+ * final: the prefetches are guarded by `iv' < hi`, so a window proved in
+ * bounds for iv in lo..hi-1 stays in bounds).
+ * Guarantees: results are unchanged (the interpreter gives bit-identical
+ * output before and after) for any trip count, including 0, 1, fewer trips
+ * than stages and trip counts that are not a multiple of S. Kernels with no
+ * DOT and no `shared` load are not touched.
+ *
+ * Which loads: a LOAD directly in a FOR body whose result feeds a DOT operand
+ * (directly or through TRANS) or whose type is `shared` (the user asked),
+ * has no `other` value, keeps 1..3 dims, and whose offsets depend only on
+ * the induction variable and values defined outside the loop (through pure
+ * ops of the body, which are cloned). A qualifying LOAD outside any loop
+ * becomes a 1-slot buffer. Every other load of such a kernel stays, with a
+ * remark saying why.
+ *
+ * Stages S: the loop's pipeline(S) hint, else min(4, budget / stage bytes)
+ * (at least 1) with the budget the arch's shared-memory limit.
+ *
+ * Schedule for S >= 2 (it = (iv - lo) / step, slot = it % S):
+ *   before the loop  smem_alloc per load; for i in 0..S-2:
+ *                    if lo + i*step < hi { copies of iteration i into slot i }
+ *                    async_commit (always: every thread commits the same
+ *                    number of groups, so wait counts stay uniform)
+ *   top of the body  async_wait {pending = S-2}   (iteration it's group done)
+ *                    barrier                       (all threads' copies visible;
+ *                                                  all reads of iteration it-1 done)
+ *                    if iv + (S-1)*step < hi { copies of iteration it+S-1
+ *                    into slot (it+S-1) % S }, async_commit
+ *   the loads        smem_load buf, slot
+ *   after the loop   async_wait {pending = 0}, barrier
+ * The prefetch is issued right after the barrier, before the compute: it
+ * overwrites the slot read by iteration it-1, which the barrier has just
+ * retired, so no second barrier is needed and the copy overlaps the whole
+ * compute of iteration it. S = 1: copies, commit, wait 0, barrier at the top;
+ * smem_load; a barrier at the end of the body before the next overwrite.
+ * Outside loops: alloc, copy, commit, wait 0, barrier, smem_load in place.
+ * The barrier after the loop lets smem_alloc reuse the ring's bytes later.
+ */
+#include "passes.h"
+
+#include <string.h>
+
+enum { MAX_LOADS = 16 };
+
+typedef struct Loop {
+    Func *f;
+    Op *op;
+    Block *body;
+    ValId iv, lo, hi, step;
+    Op *loads[MAX_LOADS];
+    ValId bufs[MAX_LOADS];
+    int nloads;
+    int stages;
+    ValId *map;              /* clone map: value of the original body -> clone (0 = none) */
+    uint32_t nmap;           /* values that existed before the transformation */
+} Loop;
+
+/* ---- small helpers ---- */
+
+static Type i32t(void) { return type_scalar(DT_I32); }
+
+static ValId cst(Builder *b, int64_t v) { return ir_const_int(b, i32t(), v); }
+
+static ValId bin(Builder *b, OpCode c, ValId x, ValId y)
+{
+    ValId a[2] = { x, y };
+    return ir_build1(b, c, a, 2, c == OP_CMP ? type_scalar(DT_BOOL) : i32t());
+}
+
+static ValId cmp_lt(Builder *b, ValId x, ValId y)
+{
+    ValId r = bin(b, OP_CMP, x, y);
+    ir_val(b->f, r)->def->iattr[0] = CMP_LT;
+    return r;
+}
+
+static Op *build0(Builder *b, OpCode c, const ValId *args, int n) { return ir_build(b, c, args, n, NULL, 0); }
+
+static const char *loc_str(Arena *a, const Func *f, Loc l)
+{
+    const char *file = l.file ? l.file : f->mod->source_name ? f->mod->source_name : "?";
+    return arena_printf(a, "%s:%d:%d", file, l.line, l.col);
+}
+
+static const char *tensor_name(const Func *f, const Op *load)
+{
+    const char *n = ir_val(f, load->args[0])->name;
+    return n ? n : "?";
+}
+
+static int64_t tile_bytes(const Type *t) { return type_numel(t) * (dtype_bits((DType)t->dtype) / 8); }
+
+/* ---- analysis: which loads qualify ---- */
+
+typedef struct UseScan { ValId v; bool dot; } UseScan;
+
+static bool scan_dot_use(Func *f, Op *op, void *ctx)
+{
+    UseScan *u = ctx;
+    for (int i = 0; i < op->nargs && !u->dot; i++) {
+        if (op->args[i] != u->v)
+            continue;
+        if (op->code == OP_DOT && i < 2)
+            u->dot = true;
+        else if (op->code == OP_TRANS) {
+            UseScan t = { op->res[0], false };
+            ir_walk(f, &f->body, scan_dot_use, &t);
+            u->dot = t.dot;
+        }
+    }
+    return !u->dot;
+}
+
+static bool feeds_dot(Func *f, ValId v)
+{
+    UseScan u = { v, false };
+    ir_walk(f, &f->body, scan_dot_use, &u);
+    return u.dot;
+}
+
+/* Wanted in shared memory at all: a dot operand or declared `shared`. */
+static bool wanted(Func *f, const Op *op)
+{
+    return op->code == OP_LOAD && (feeds_dot(f, op->res[0]) || ir_type(f, op->res[0])->space == SP_SHARED);
+}
+
+/* Why a wanted load cannot be staged (NULL: it can). */
+static const char *shape_problem(Func *f, const Op *op)
+{
+    const Type *t = ir_type(f, op->res[0]);
+    if (op->iattr[1])
+        return "it has an `other` value (async copies fill out-of-bounds elements with zero)";
+    if (t->kind != TY_TILE)
+        return "it loads a scalar";
+    if (t->rank + 1 > TILE_MAXRANK)
+        return "its tile has 4 dims (a buffer adds a stage dim)";
+    return NULL;
+}
+
+/* Does v depend only on the induction variable and values from outside the
+ * loop, through pure region-free ops of the body? */
+static bool invariant_but_iv(const Loop *L, ValId v, int depth)
+{
+    if (v == L->iv)
+        return true;
+    for (int i = 1; i < L->body->nargs; i++)
+        if (L->body->args[i] == v)
+            return false;
+    const Op *d = ir_val(L->f, v)->def;
+    if (!d || d->parent != L->body)
+        return true;
+    if (!(op_info[d->code].flags & OPF_PURE) || d->nregions || depth > 64)
+        return false;
+    for (int i = 0; i < d->nargs; i++)
+        if (!invariant_but_iv(L, d->args[i], depth + 1))
+            return false;
+    return true;
+}
+
+static bool offsets_ok(const Loop *L, const Op *load)
+{
+    for (int i = 1; i < load->nargs; i++)
+        if (!invariant_but_iv(L, load->args[i], 0))
+            return false;
+    return true;
+}
+
+/* ---- cloning the offset computation ---- */
+
+static ValId clone_val(Loop *L, Builder *b, ValId v);
+
+static ValId clone_op_result(Loop *L, Builder *b, const Op *d, ValId v)
+{
+    ValId args[8];
+    ValId *ap = d->nargs <= 8 ? args : arena_alloc(L->f->mod->arena, sizeof(ValId) * d->nargs);
+    for (int i = 0; i < d->nargs; i++)
+        ap[i] = clone_val(L, b, d->args[i]);
+    Type tys[4];
+    for (int i = 0; i < d->nres && i < 4; i++)
+        tys[i] = *ir_type(L->f, d->res[i]);
+    Op *c = ir_build(b, (OpCode)d->code, ap, d->nargs, tys, d->nres);
+    memcpy(c->iattr, d->iattr, sizeof c->iattr);
+    c->fattr = d->fattr;
+    c->list = d->list;
+    c->nlist = d->nlist;
+    c->loc = d->loc;
+    ValId r = 0;
+    for (int i = 0; i < d->nres; i++) {
+        L->map[d->res[i]] = c->res[i];
+        if (d->res[i] == v)
+            r = c->res[i];
+    }
+    return r;
+}
+
+/* The value of v with the iv replaced by L->map[iv] (set by the caller). */
+static ValId clone_val(Loop *L, Builder *b, ValId v)
+{
+    if (v < L->nmap && L->map[v])
+        return L->map[v];
+    const Op *d = ir_val(L->f, v)->def;
+    if (!d || d->parent != L->body)
+        return v;
+    return clone_op_result(L, b, d, v);
+}
+
+static void map_reset(Loop *L, ValId iv_new)
+{
+    memset(L->map, 0, sizeof(ValId) * L->nmap);
+    L->map[L->iv] = iv_new;
+}
+
+/* async_copy bufs[j], slot, tensor, offsets(iv := the mapped value) */
+static void emit_copy(Loop *L, Builder *b, int j, ValId slot)
+{
+    const Op *ld = L->loads[j];
+    int n = ld->nargs + 2;
+    ValId *args = arena_alloc(L->f->mod->arena, sizeof(ValId) * (size_t)n);
+    args[0] = L->bufs[j];
+    args[1] = slot;
+    args[2] = ld->args[0];
+    for (int i = 1; i < ld->nargs; i++)
+        args[2 + i] = clone_val(L, b, ld->args[i]);
+    Op *c = build0(b, OP_ASYNC_COPY, args, n);
+    c->list = ld->list;
+    c->nlist = ld->nlist;
+    c->iattr[0] = ld->iattr[0];
+    c->loc = ld->loc;
+}
+
+/* if cond { copies of every load for iv := ivv into slot } ; async_commit */
+static void emit_guarded_stage(Loop *L, Builder *b, ValId cond, ValId ivv, ValId slot)
+{
+    Op *iff = build0(b, OP_IF, &cond, 1);
+    Builder t = ir_builder_at_end(L->f, &iff->regions[0]);
+    t.loc = b->loc;
+    map_reset(L, ivv);
+    for (int j = 0; j < L->nloads; j++)
+        emit_copy(L, &t, j, slot);
+    build0(&t, OP_YIELD, NULL, 0);
+    Builder e = ir_builder_at_end(L->f, &iff->regions[1]);
+    e.loc = b->loc;
+    build0(&e, OP_YIELD, NULL, 0);
+    build0(b, OP_ASYNC_COMMIT, NULL, 0);
+}
+
+static void emit_wait(Builder *b, int64_t pending)
+{
+    Op *w = build0(b, OP_ASYNC_WAIT, NULL, 0);
+    w->iattr[0] = pending;
+}
+
+/* ---- the transformation ---- */
+
+static ValId new_buffer(Func *f, Builder *b, const Op *load, int stages)
+{
+    const Type *t = ir_type(f, load->res[0]);
+    int64_t shape[TILE_MAXRANK];
+    shape[0] = stages;
+    for (int i = 0; i < t->rank; i++)
+        shape[i + 1] = t->shape[i];
+    Type bt = type_tile((DType)t->dtype, t->rank + 1, shape, SP_SHARED);
+    Loc saved = b->loc;
+    b->loc = load->loc;
+    Op *op = ir_build(b, OP_SMEM_ALLOC, NULL, 0, &bt, 1);
+    b->loc = saved;
+    op->iattr[0] = SWZ_NONE;
+    op->iattr[1] = -1;
+    op->iattr[2] = 16;
+    return op->res[0];
+}
+
+/* Replace the LOAD by smem_load buf, slot (same place, register tile). */
+static void replace_load(Func *f, Op *load, ValId buf, ValId slot)
+{
+    Builder b = ir_builder_before(f, load);
+    Type t = *ir_type(f, load->res[0]);
+    t.space = SP_REG;
+    ValId args[2] = { buf, slot };
+    ValId r = ir_build1(&b, OP_SMEM_LOAD, args, 2, t);
+    ir_replace_all_uses(f, load->res[0], r);
+    ir_block_remove(load->parent, ir_block_index_of(load->parent, load));
+}
+
+/* The prologue before the loop: stages 0..S-2, each guarded and committed. */
+static void emit_prologue(Loop *L, Builder *b)
+{
+    for (int i = 0; i < L->stages - 1; i++) {
+        ValId ivi = i == 0 ? L->lo : bin(b, OP_ADD, L->lo, bin(b, OP_MUL, cst(b, i), L->step));
+        emit_guarded_stage(L, b, cmp_lt(b, ivi, L->hi), ivi, cst(b, i));
+    }
+}
+
+/* Top of the body for S >= 2; returns the slot of this iteration. */
+static ValId emit_body_head(Loop *L, Builder *b)
+{
+    int S = L->stages;
+    ValId it = bin(b, OP_DIV, bin(b, OP_SUB, L->iv, L->lo), L->step);
+    ValId cs = cst(b, S);
+    ValId slot = bin(b, OP_REM, it, cs);
+    emit_wait(b, S - 2);
+    build0(b, OP_BARRIER, NULL, 0);
+    ValId ahead = cst(b, S - 1);
+    ValId ivn = bin(b, OP_ADD, L->iv, bin(b, OP_MUL, ahead, L->step));
+    ValId nslot = bin(b, OP_REM, bin(b, OP_ADD, it, ahead), cs);
+    emit_guarded_stage(L, b, cmp_lt(b, ivn, L->hi), ivn, nslot);
+    return slot;
+}
+
+/* Top of the body for S = 1: copy, commit, wait 0, barrier. */
+static ValId emit_body_head1(Loop *L, Builder *b)
+{
+    ValId slot = cst(b, 0);
+    map_reset(L, L->iv);
+    for (int j = 0; j < L->nloads; j++)
+        emit_copy(L, b, j, slot);
+    build0(b, OP_ASYNC_COMMIT, NULL, 0);
+    emit_wait(b, 0);
+    build0(b, OP_BARRIER, NULL, 0);
+    return slot;
+}
+
+/* Drop pure ops of blk whose results are no longer used (the old offsets). */
+static void drop_dead(Func *f, Block *blk)
+{
+    Arena *scratch = arena_new();
+    UseInfo u;
+    ir_count_uses(f, &u, scratch);
+    for (int i = blk->nops - 1; i >= 0; i--) {
+        Op *op = blk->ops[i];
+        bool dead = (op_info[op->code].flags & OPF_PURE) && !op->nregions && op->nres;
+        for (int r = 0; dead && r < op->nres; r++)
+            dead = u.count[op->res[r]] == 0;
+        if (!dead)
+            continue;
+        for (int k = 0; k < op->nargs; k++)
+            u.count[op->args[k]]--;
+        ir_block_remove(blk, i);
+    }
+    arena_free(scratch);
+}
+
+static void transform_loop(Loop *L)
+{
+    Func *f = L->f;
+    Builder pre = ir_builder_before(f, L->op);
+    for (int j = 0; j < L->nloads; j++)
+        L->bufs[j] = new_buffer(f, &pre, L->loads[j], L->stages);
+    pre.loc = L->op->loc;
+    emit_prologue(L, &pre);
+    Builder top = { f, L->body, 0, L->op->loc };
+    ValId slot = L->stages >= 2 ? emit_body_head(L, &top) : emit_body_head1(L, &top);
+    for (int j = 0; j < L->nloads; j++)
+        replace_load(f, L->loads[j], L->bufs[j], slot);
+    if (L->stages == 1) {
+        Builder end = { f, L->body, L->body->nops - 1, L->op->loc };   /* before the yield */
+        build0(&end, OP_BARRIER, NULL, 0);
+    }
+    Builder post = { f, L->op->parent, ir_block_index_of(L->op->parent, L->op) + 1, L->op->loc };
+    emit_wait(&post, 0);
+    build0(&post, OP_BARRIER, NULL, 0);
+    drop_dead(f, L->body);
+}
+
+/* A qualifying load outside every loop: a 1-slot buffer, in place. */
+static void stage_single(Func *f, Op *load)
+{
+    Builder b = ir_builder_before(f, load);
+    ValId buf = new_buffer(f, &b, load, 1);
+    ValId slot = cst(&b, 0);
+    int n = load->nargs + 2;
+    ValId *args = arena_alloc(f->mod->arena, sizeof(ValId) * (size_t)n);
+    args[0] = buf, args[1] = slot, args[2] = load->args[0];
+    for (int i = 1; i < load->nargs; i++)
+        args[2 + i] = load->args[i];
+    Op *c = build0(&b, OP_ASYNC_COPY, args, n);
+    c->list = load->list, c->nlist = load->nlist, c->iattr[0] = load->iattr[0];
+    build0(&b, OP_ASYNC_COMMIT, NULL, 0);
+    emit_wait(&b, 0);
+    build0(&b, OP_BARRIER, NULL, 0);
+    replace_load(f, load, buf, slot);
+}
+
+/* ---- stage choice ---- */
+
+static int choose_stages(PassCtx *ctx, const Loop *L, int64_t stage_bytes, StrBuf *why)
+{
+    if (L->op->iattr[0] > 0) {
+        sb_printf(why, "pipeline(%lld) hint", (long long)L->op->iattr[0]);
+        return (int)L->op->iattr[0];
+    }
+    int64_t budget = pass_smem_limit(ctx->arch);
+    int64_t fit = stage_bytes > 0 ? budget / stage_bytes : 4;
+    int s = fit >= 4 ? 4 : fit < 1 ? 1 : (int)fit;
+    sb_printf(why, "no hint: %lld B per stage, %lld B of shared memory on %s fits %lld", (long long)stage_bytes,
+              (long long)budget, ctx->arch ? ctx->arch : "sm_86", (long long)fit);
+    return s;
+}
+
+/* ---- driver ---- */
+
+typedef struct Found {
+    Op **ops; int n, cap;
+    Arena *a;
+    int dots;                /* DOT ops seen */
+} Found;
+
+static void found_add(Found *fd, Op *op)
+{
+    if (fd->n == fd->cap) {
+        fd->ops = arena_grow(fd->a, fd->ops, sizeof(Op *), (size_t)fd->n, (size_t)fd->cap * 2 + 8);
+        fd->cap = fd->cap * 2 + 8;
+    }
+    fd->ops[fd->n++] = op;
+}
+
+static bool find_fors(Func *f, Op *op, void *ctx)
+{
+    Found *fd = ctx;
+    (void)f;
+    if (op->code == OP_FOR)
+        found_add(fd, op);
+    fd->dots += op->code == OP_DOT;
+    return true;
+}
+
+static void remark_load(PassCtx *ctx, Func *f, const Op *ld, const char *why)
+{
+    pass_note(ctx, "load of %s at %s stays a global load: %s", tensor_name(f, ld), loc_str(f->mod->arena, f, ld->loc),
+              why);
+}
+
+/* Collect the stageable loads of one loop; remark on the others. */
+static void collect_loads(PassCtx *ctx, Loop *L)
+{
+    for (int i = 0; i < L->body->nops; i++) {
+        Op *op = L->body->ops[i];
+        if (!wanted(L->f, op))
+            continue;
+        const char *why = shape_problem(L->f, op);
+        if (!why && !offsets_ok(L, op))
+            why = "its offsets depend on values the loop computes from carried state, not only on the induction variable";
+        if (!why && L->nloads == MAX_LOADS)
+            why = "too many loads in one loop";
+        if (why)
+            remark_load(ctx, L->f, op, why);
+        else
+            L->loads[L->nloads++] = op;
+    }
+}
+
+static void describe_loop(PassCtx *ctx, const Loop *L, const char *why)
+{
+    Func *f = L->f;
+    StrBuf sb = { 0 };
+    int64_t total = 0;
+    for (int j = 0; j < L->nloads; j++) {
+        const Type *t = ir_type(f, L->bufs[j]);
+        int64_t slot = tile_bytes(t) / L->stages;
+        total += tile_bytes(t);
+        sb_printf(&sb, "%s%s ", j ? ", " : "", tensor_name(f, L->loads[j]));
+        type_print(f, t, &sb);
+        sb_printf(&sb, " (%lld B/stage)", (long long)slot);
+    }
+    pass_note(ctx, "loop at %s: %d stage%s (%s); %d load%s staged: %s; %lld B; %s", loc_str(f->mod->arena, f, L->op->loc),
+              L->stages, L->stages == 1 ? "" : "s", why, L->nloads, L->nloads == 1 ? "" : "s", sb.buf,
+              (long long)total,
+              L->stages == 1 ? "no prefetch (copy, wait, barrier at the top; barrier at the end)"
+                             : arena_printf(f->mod->arena, "prefetch %d iteration%s ahead, issued after the top barrier",
+                                            L->stages - 1, L->stages == 2 ? "" : "s"));
+    sb_free(&sb);
+}
+
+static void pipeline_loop(PassCtx *ctx, Func *f, Op *fo)
+{
+    Loop L;
+    memset(&L, 0, sizeof L);
+    L.f = f, L.op = fo, L.body = &fo->regions[0];
+    L.iv = L.body->args[0], L.lo = fo->args[0], L.hi = fo->args[1], L.step = fo->args[2];
+    collect_loads(ctx, &L);
+    if (!L.nloads)
+        return;
+    int64_t stage_bytes = 0;
+    for (int j = 0; j < L.nloads; j++)
+        stage_bytes += tile_bytes(ir_type(f, L.loads[j]->res[0]));
+    StrBuf why = { 0 };
+    L.stages = choose_stages(ctx, &L, stage_bytes, &why);
+    L.nmap = f->nvals;
+    L.map = arena_alloc(f->mod->arena, sizeof(ValId) * L.nmap);
+    transform_loop(&L);
+    describe_loop(ctx, &L, why.buf);
+    sb_free(&why);
+}
+
+static bool in_loop(const Found *fors, const Op *op)
+{
+    for (int i = 0; i < fors->n; i++)
+        if (op->parent == &fors->ops[i]->regions[0])
+            return true;
+    return false;
+}
+
+static bool find_loads(Func *f, Op *op, void *ctx)
+{
+    Found *fd = ctx;
+    if (wanted(f, op))
+        found_add(fd, op);
+    return true;
+}
+
+/* Qualifying loads outside loops; loads nested under an IF in a loop stay. */
+static void stage_outside(PassCtx *ctx, Func *f, const Found *fors, Arena *a)
+{
+    Found lds = { NULL, 0, 0, a, 0 };
+    ir_walk(f, &f->body, find_loads, &lds);
+    for (int i = 0; i < lds.n; i++) {
+        Op *ld = lds.ops[i];
+        const char *why = shape_problem(f, ld);
+        if (in_loop(fors, ld))
+            continue;   /* a loop's own load that did not qualify: remarked already */
+        bool nested = ld->parent != &f->body;
+        if (!why && nested)
+            why = "it sits inside a conditional or a loop region it does not belong to";
+        if (why) {
+            remark_load(ctx, f, ld, why);
+            continue;
+        }
+        stage_single(f, ld);
+        pass_note(ctx, "load of %s at %s: 1-slot shared buffer (outside loops: copy, wait, barrier, read)",
+                  tensor_name(f, ld), loc_str(f->mod->arena, f, ld->loc));
+    }
+}
+
+static void run_func(PassCtx *ctx, Func *f)
+{
+    Arena *a = arena_new();
+    Found fors = { NULL, 0, 0, a, 0 };
+    ir_walk(f, &f->body, find_fors, &fors);
+    Found lds = { NULL, 0, 0, a, 0 };
+    ir_walk(f, &f->body, find_loads, &lds);
+    if (lds.n == 0) {
+        arena_free(a);
+        return;   /* nothing wants shared memory: SIMT kernels stay untouched */
+    }
+    for (int i = 0; i < fors.n; i++)
+        pipeline_loop(ctx, f, fors.ops[i]);
+    stage_outside(ctx, f, &fors, a);
+    arena_free(a);
+}
+
+int pass_double_buffer(Module *m, PassCtx *ctx)
+{
+    for (int i = 0; i < m->nfuncs; i++)
+        run_func(ctx, m->funcs[i]);
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* smem_alloc.c - the thin pass that writes the shared-memory plan
+ * (smem_plan.c) into the IR and enforces the arch's limit.
+ *
+ * Needs: verified IR; shared buffers as SMEM_ALLOC results with their final
+ * swizzle, alignment and padding (after swizzle).
+ * Guarantees: every SMEM_ALLOC's iattr[1] holds its byte offset (a multiple
+ * of iattr[2]); Func.smem_bytes is the block's dynamic shared memory (0 when
+ * there are no buffers); a kernel above the limit of ctx->arch (sm_86 99 KB,
+ * sm_90a / sm_100a 227 KB) gets one error at the kernel that lists every
+ * buffer and the limit. The plan goes to the report and --print-after.
+ */
+#include "passes.h"
+
+#include <string.h>
+
+static const char *loc_str(Arena *a, const Func *f, Loc l)
+{
+    const char *file = l.file ? l.file : f->mod->source_name ? f->mod->source_name : "?";
+    return arena_printf(a, "%s:%d:%d", file, l.line, l.col);
+}
+
+/* "A at gemm.tile:9:5: tile<4x256x128xbf16, shared>, 4 stages of 65536 B = 262144 B at offset 0" */
+static void describe(const Func *f, const SmemBuf *b, Arena *a, StrBuf *out)
+{
+    const Type *t = ir_type(f, b->alloc->res[0]);
+    sb_printf(out, "%s at %s: ", b->name, loc_str(a, f, b->alloc->loc));
+    type_print(f, t, out);
+    sb_printf(out, ", %lld stage%s of %lld B = %lld B at offset %lld", (long long)t->shape[0],
+              t->shape[0] == 1 ? "" : "s", (long long)pass_smem_slot_stride(f, b->alloc), (long long)b->bytes,
+              (long long)b->offset);
+}
+
+static void report_limit(PassCtx *ctx, const Func *f, const SmemPlan *p, int64_t limit, Arena *a)
+{
+    StrBuf sb = { 0 };
+    const char *arch = ctx->arch ? ctx->arch : "sm_86";
+    sb_printf(&sb, "kernel '%s' needs %lld bytes of shared memory, above the %lld bytes (%lld KB) one block may use on %s; buffers:",
+              f->name, (long long)p->total, (long long)limit, (long long)(limit / 1024), arch);
+    for (int i = 0; i < p->nbufs; i++) {
+        sb_puts(&sb, "\n  ");
+        describe(f, &p->bufs[i], a, &sb);
+    }
+    sb_puts(&sb, "\n  reduce the tile sizes or the pipeline stages (pipeline(N))");
+    diag_error(ctx->diag, f->loc, "%s", sb.buf);
+    sb_free(&sb);
+}
+
+static int run_func(PassCtx *ctx, Func *f)
+{
+    Arena *a = arena_new();
+    SmemPlan p;
+    pass_smem_plan(f, a, &p);
+    f->smem_bytes = p.total;
+    int64_t limit = pass_smem_limit(ctx->arch);
+    int nerr = 0;
+    for (int i = 0; i < p.nbufs; i++) {
+        p.bufs[i].alloc->iattr[1] = p.bufs[i].offset;
+        StrBuf sb = { 0 };
+        describe(f, &p.bufs[i], a, &sb);
+        pass_note(ctx, "@%s: %s, live [%lld, %lld]", f->name, sb.buf, (long long)p.bufs[i].start,
+                  (long long)p.bufs[i].end);
+        sb_free(&sb);
+    }
+    if (p.nbufs) {
+        int64_t sum = 0;
+        for (int i = 0; i < p.nbufs; i++)
+            sum += p.bufs[i].bytes;
+        pass_note(ctx, "@%s: %lld B of shared memory (%lld B before reuse), limit %lld B on %s", f->name,
+                  (long long)p.total, (long long)sum, (long long)limit, ctx->arch ? ctx->arch : "sm_86");
+    }
+    if (p.total > limit) {
+        report_limit(ctx, f, &p, limit, a);
+        nerr = 1;
+    }
+    arena_free(a);
+    return nerr;
+}
+
+int pass_smem_alloc(Module *m, PassCtx *ctx)
+{
+    int nerr = 0;
+    for (int i = 0; i < m->nfuncs; i++)
+        nerr += run_func(ctx, m->funcs[i]);
+    return nerr;
+}

@@ -1,0 +1,31 @@
+#!/bin/sh
+# make_ptx.sh - compile every kernel configuration that gpu_kernels tests
+# into OUTDIR/ARCH/<kernel>_<config>.ptx + .meta, so that a GPU host without
+# tilec (a runtime-only build) can run the test from them:
+#
+#   tests/gpu/make_ptx.sh BUILD_DIR OUTDIR [ARCH ...]    (default: sm_86 sm_90a)
+#   gpu_kernels OUTDIR          (or TILEC_PTX_DIR=OUTDIR gpu_kernels)
+#
+# BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
+# tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
+set -eu
+if [ $# -lt 2 ]; then
+    echo "usage: $0 BUILD_DIR OUTDIR [ARCH ...]" >&2
+    exit 2
+fi
+build=$1
+out=$2
+shift 2
+[ $# -gt 0 ] || set -- sm_86 sm_90a
+tilec=${TILEC:-$build/bin/tilec}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+configs=$("$build/tests/gpu/gpu_kernels" --list-configs)
+for arch in "$@"; do
+    mkdir -p "$out/$arch"
+    echo "$configs" | while read -r name tile defs; do
+        # $defs is a list of -DNAME=VALUE words: split on purpose.
+        # shellcheck disable=SC2086
+        "$tilec" "$src/examples/$tile.tile" -arch="$arch" $defs -o "$out/$arch/$name.ptx"
+    done
+    echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"
+done

@@ -1,0 +1,432 @@
+/* test_pipeline_passes.c - the shared-memory passes (double_buffer, swizzle,
+ * smem_alloc) keep results bit-identical: each kernel is compiled, run
+ * through the passes before them, interpreted on random inputs (the
+ * reference), then after EACH of the three passes verified and interpreted
+ * again on the same inputs; outputs must match bit for bit. Trip counts
+ * cover 0 (hi <= lo), 1, fewer than the stages, and non-multiples of them.
+ * Also: the shared-memory limit diagnostic, and kernels without dots are
+ * left untouched. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "passes/passes.h"
+#include "ref.h"
+
+#ifndef TILEC_SOURCE_DIR
+#define TILEC_SOURCE_DIR "."
+#endif
+
+/* gemm with the element type as a parameter (examples/gemm.tile is bf16). */
+static const char gemm_t_src[] =
+    "kernel gemm<BM: int = 32, BN: int = 32, BK: int = 16, STAGES: int = 3, T: dtype = f16>(\n"
+    "    A: global T[M, K], B: global T[K, N], C: global T[M, N])\n"
+    "  grid(cdiv(N, BN), cdiv(M, BM))\n"
+    "{\n"
+    "  tile acc: reg f32[BM, BN] = 0;\n"
+    "  for k in 0 .. cdiv(K, BK) pipeline(STAGES) {\n"
+    "    tile a: shared T[BM, BK] = A[block.y * BM : +BM, k * BK : +BK];\n"
+    "    tile b: shared T[BK, BN] = B[k * BK : +BK, block.x * BN : +BN];\n"
+    "    acc += a @ b;\n"
+    "  }\n"
+    "  C[block.y * BM : +BM, block.x * BN : +BN] = T(acc);\n"
+    "}\n";
+
+/* A loop with runtime bounds and step 2: hi <= lo gives zero trips; the
+ * induction variable does not start at 0. */
+static const char gemm_range_src[] =
+    "kernel gr<BM: int = 16, BN: int = 16, BK: int = 16, STAGES: int = 3>(\n"
+    "    A: global bf16[M, K], B: global bf16[K, N], C: global f32[M, N], lo: i32, hi: i32)\n"
+    "  grid(cdiv(N, BN), cdiv(M, BM))\n"
+    "{\n"
+    "  tile acc: reg f32[BM, BN] = 1;\n"
+    "  for k in lo .. hi step 2 pipeline(STAGES) {\n"
+    "    tile a: shared bf16[BM, BK] = A[block.y * BM : +BM, k * BK : +BK];\n"
+    "    tile b: shared bf16[BK, BN] = B[k * BK : +BK, block.x * BN : +BN];\n"
+    "    acc += a @ b;\n"
+    "  }\n"
+    "  C[block.y * BM : +BM, block.x * BN : +BN] = acc;\n"
+    "}\n";
+
+static char *read_example(const char *name, size_t *len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/%s", TILEC_SOURCE_DIR, name);
+    char *s = tc_read_file(path, len);
+    ck_assert_msg(s != NULL, "cannot read %s", path);
+    return s;
+}
+
+typedef struct Prog {
+    Arena *a;
+    Diag d;
+    Module *m;
+    Func *f;
+} Prog;
+
+static void dump_diag(Prog *p)
+{
+    StrBuf sb = { 0 };
+    diag_render(&p->d, &sb);
+    if (sb.buf)
+        fprintf(stderr, "%s", sb.buf);
+    sb_free(&sb);
+}
+
+static int run_passes(Prog *p, const char *only, const char *arch)
+{
+    PassCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.diag = &p->d;
+    ctx.arch = arch;
+    ctx.opt_level = 2;
+    ctx.verify_each = true;
+    ctx.only = only;
+    int n = passes_run(p->m, &ctx);
+    if (n)
+        dump_diag(p);
+    return n;
+}
+
+static void prog_compile(Prog *p, const char *file, const char *src, size_t len, const FeDefine *defs, int ndefs)
+{
+    p->a = arena_new();
+    diag_init(&p->d, p->a);
+    diag_add_source(&p->d, file, src, len);
+    p->m = fe_compile(p->a, file, src, len, defs, ndefs, &p->d);
+    if (!p->m)
+        dump_diag(p);
+    ck_assert_ptr_nonnull(p->m);
+    p->f = p->m->funcs[0];
+}
+
+/* ---- running and comparing ---- */
+
+typedef struct Run {
+    Ten *tens; int ntens;       /* every tensor argument, inputs first */
+    int nin;                    /* inputs (not poisoned) */
+    InterpArg args[16]; int nargs;
+    const int *argmap;          /* per kernel arg: tensor index, or -1 - scalar index */
+    const InterpArg *scalars;
+} Run;
+
+static void run_interp(Prog *p, Run *r)
+{
+    for (int i = r->nin; i < r->ntens; i++)
+        ten_poison(&r->tens[i]);
+    for (int k = 0; k < r->nargs; k++)
+        r->args[k] = r->argmap[k] >= 0 ? ten_arg(&r->tens[r->argmap[k]]) : r->scalars[-1 - r->argmap[k]];
+    int rc = interp_run(p->f, r->args, r->nargs, &p->d);
+    if (rc)
+        dump_diag(p);
+    ck_assert_int_eq(rc, 0);
+}
+
+/* Snapshot the outputs' bytes. */
+static unsigned char **snapshot(const Run *r)
+{
+    unsigned char **s = calloc((size_t)r->ntens, sizeof *s);
+    for (int i = r->nin; i < r->ntens; i++) {
+        size_t n = (size_t)(r->tens[i].n ? r->tens[i].n : 1) * ten_esize(r->tens[i].dt);
+        s[i] = malloc(n);
+        memcpy(s[i], r->tens[i].data, n);
+    }
+    return s;
+}
+
+static void compare(const Run *r, unsigned char **ref, const char *what)
+{
+    for (int i = r->nin; i < r->ntens; i++) {
+        size_t n = (size_t)(r->tens[i].n ? r->tens[i].n : 1) * ten_esize(r->tens[i].dt);
+        ck_assert_msg(memcmp(ref[i], r->tens[i].data, n) == 0, "%s: output %d differs from the reference", what, i);
+    }
+}
+
+static void free_snapshot(const Run *r, unsigned char **s)
+{
+    for (int i = 0; i < r->ntens; i++)
+        free(s[i]);
+    free(s);
+}
+
+static bool has_op_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    return op->code != *(int *)ctx;
+}
+
+static bool has_op(Func *f, OpCode c)
+{
+    int code = c;
+    return !ir_walk(f, &f->body, has_op_visit, &code);
+}
+
+/* The passes before double_buffer, the reference, then each of the three
+ * passes with the interpreter after it. */
+static void check_passes(Prog *p, Run *r, const char *arch, const char *what, bool expect_buffers)
+{
+    ck_assert_int_eq(run_passes(p, "canonicalize,bounds,mask_split", arch), 0);
+    run_interp(p, r);
+    unsigned char **ref = snapshot(r);
+    static const char *const three[] = { "double_buffer", "swizzle", "smem_alloc" };
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(run_passes(p, three[i], arch) == 0, "%s: pass %s failed", what, three[i]);
+        run_interp(p, r);
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s after %s", what, three[i]);
+        compare(r, ref, buf);
+    }
+    ck_assert_int_eq(has_op(p->f, OP_SMEM_ALLOC), expect_buffers);
+    ck_assert_int_eq(p->f->smem_bytes > 0, expect_buffers);
+    free_snapshot(r, ref);
+}
+
+/* ---- gemm ---- */
+
+static const int64_t sizes[][3] = {   /* M, N, K: 1, 17, 64, 100 mixed */
+    { 1, 1, 1 }, { 17, 17, 17 }, { 64, 64, 64 }, { 100, 100, 100 },
+    { 17, 100, 1 }, { 100, 17, 64 }, { 64, 1, 100 }, { 1, 64, 17 },
+};
+
+static void gemm_case(const char *file, const char *src, size_t len, DType dt, int stages, const int64_t *mnk,
+                      const char *tiles[3])
+{
+    char st[8];
+    snprintf(st, sizeof st, "%d", stages);
+    FeDefine defs[5] = { { "BM", tiles[0] }, { "BN", tiles[1] }, { "BK", tiles[2] }, { "STAGES", st },
+                         { "T", dt == DT_F16 ? "f16" : "bf16" } };
+    Prog p;
+    prog_compile(&p, file, src, len, defs, strstr(src, "T: dtype") ? 5 : 4);
+    int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+    int64_t sa[2] = { M, K }, sb[2] = { K, N }, sc[2] = { M, N };
+    Ten t[3] = { ten_new(dt, 2, sa), ten_new(dt, 2, sb), ten_new(dt, 2, sc) };
+    uint64_t rng = 0x1234u + (uint64_t)(M * 131 + N * 17 + K) + (uint64_t)stages * 7;
+    ten_random(&t[0], &rng, -1, 1);
+    ten_random(&t[1], &rng, -1, 1);
+    static const int argmap[3] = { 0, 1, 2 };
+    Run r = { t, 3, 2, { { 0 } }, 3, argmap, NULL };
+    char what[128];
+    snprintf(what, sizeof what, "%s %s S=%d tiles %s/%s/%s M=%lld N=%lld K=%lld", file, dtype_name(dt), stages,
+             tiles[0], tiles[1], tiles[2], (long long)M, (long long)N, (long long)K);
+    check_passes(&p, &r, "sm_86", what, true);
+    for (int i = 0; i < 3; i++)
+        ten_free(&t[i]);
+    arena_free(p.a);
+}
+
+START_TEST(gemm_example_bf16)
+{
+    size_t len;
+    char *src = read_example("gemm.tile", &len);
+    const char *tiles[3] = { "32", "32", "16" };
+    for (int s = 1; s <= 4; s++)
+        for (size_t i = 0; i < TC_COUNTOF(sizes); i++)
+            gemm_case("gemm.tile", src, len, DT_BF16, s, sizes[i], tiles);
+    free(src);
+}
+END_TEST
+
+START_TEST(gemm_f16_and_bf16)
+{
+    const char *tiles[2][3] = { { "32", "32", "16" }, { "16", "32", "32" } };
+    for (int d = 0; d < 2; d++)
+        for (int s = 1; s <= 4; s++)
+            for (size_t i = 0; i < TC_COUNTOF(sizes); i += 2)
+                gemm_case("gemm_t.tile", gemm_t_src, strlen(gemm_t_src), d ? DT_BF16 : DT_F16, s, sizes[i],
+                          tiles[(i / 2 + (size_t)s) % 2]);
+}
+END_TEST
+
+/* Runtime bounds: zero trips (hi == lo, hi < lo), one trip, a few, step 2. */
+START_TEST(gemm_runtime_range)
+{
+    static const int64_t ranges[][2] = { { 0, 0 }, { 5, 3 }, { 3, 4 }, { 1, 8 }, { 0, 7 }, { -3, 6 } };
+    for (int s = 1; s <= 4; s++)
+        for (size_t k = 0; k < TC_COUNTOF(ranges); k++) {
+            char st[8];
+            snprintf(st, sizeof st, "%d", s);
+            FeDefine defs[1] = { { "STAGES", st } };
+            Prog p;
+            prog_compile(&p, "gr.tile", gemm_range_src, strlen(gemm_range_src), defs, 1);
+            int64_t sa[2] = { 20, 130 }, sb[2] = { 130, 33 }, sc[2] = { 20, 33 };
+            Ten t[3] = { ten_new(DT_BF16, 2, sa), ten_new(DT_BF16, 2, sb), ten_new(DT_F32, 2, sc) };
+            uint64_t rng = 99 + k;
+            ten_random(&t[0], &rng, -1, 1);
+            ten_random(&t[1], &rng, -1, 1);
+            InterpArg sc2[2] = { scalar_arg(0, ranges[k][0]), scalar_arg(0, ranges[k][1]) };
+            static const int argmap[5] = { 0, 1, 2, -1, -2 };
+            Run r = { t, 3, 2, { { 0 } }, 5, argmap, sc2 };
+            char what[96];
+            snprintf(what, sizeof what, "range %lld..%lld step 2, S=%d", (long long)ranges[k][0],
+                     (long long)ranges[k][1], s);
+            check_passes(&p, &r, "sm_90a", what, true);
+            for (int i = 0; i < 3; i++)
+                ten_free(&t[i]);
+            arena_free(p.a);
+        }
+}
+END_TEST
+
+/* ---- attention ---- */
+
+static void attention_case(const char *causal)
+{
+    size_t len;
+    char *src = read_example("attention.tile", &len);
+    FeDefine defs[4] = { { "D", "16" }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", causal } };
+    Prog p;
+    prog_compile(&p, "attention.tile", src, len, defs, 4);
+    int64_t Z = 1, H = 2, HK = 1, N = 37;
+    int64_t sq[4] = { Z, H, N, 16 }, sk[4] = { Z, HK, N, 16 }, sl[3] = { Z, H, N };
+    Ten t[5] = { ten_new(DT_BF16, 4, sq), ten_new(DT_BF16, 4, sk), ten_new(DT_BF16, 4, sk),
+                 ten_new(DT_BF16, 4, sq), ten_new(DT_F32, 3, sl) };
+    uint64_t rng = 7;
+    for (int i = 0; i < 3; i++)
+        ten_random(&t[i], &rng, -1, 1);
+    InterpArg scale = scalar_arg(0.25, 0);
+    static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
+    Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
+    check_passes(&p, &r, "sm_86", causal[0] == 't' ? "attention causal" : "attention", true);
+    for (int i = 0; i < 5; i++)
+        ten_free(&t[i]);
+    arena_free(p.a);
+    free(src);
+}
+
+START_TEST(attention_plain) { attention_case("false"); }
+END_TEST
+
+START_TEST(attention_causal) { attention_case("true"); }
+END_TEST
+
+/* ---- the limit and untouched kernels ---- */
+
+START_TEST(smem_limit_lists_buffers)
+{
+    size_t len;
+    char *src = read_example("gemm.tile", &len);
+    FeDefine defs[4] = { { "BM", "256" }, { "BN", "256" }, { "BK", "128" }, { "STAGES", "4" } };
+    Prog p;
+    prog_compile(&p, "gemm.tile", src, len, defs, 4);
+    PassCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.diag = &p.d;
+    ctx.arch = "sm_86";
+    ctx.verify_each = true;
+    ck_assert_int_ne(passes_run(p.m, &ctx), 0);
+    ck_assert_int_eq(p.d.nerrors, 1);
+    const char *msg = p.d.recs[0].msg;
+    ck_assert_ptr_nonnull(strstr(msg, "kernel 'gemm' needs 524288 bytes of shared memory"));
+    ck_assert_ptr_nonnull(strstr(msg, "101376 bytes (99 KB) one block may use on sm_86"));
+    ck_assert_ptr_nonnull(strstr(msg, "A at gemm.tile:9:"));
+    ck_assert_ptr_nonnull(strstr(msg, "tile<4x256x128xbf16, shared>, 4 stages of 65536 B = 262144 B at offset"));
+    ck_assert_ptr_nonnull(strstr(msg, "B at gemm.tile:10:"));
+    ck_assert_ptr_nonnull(strstr(msg, "tile<4x128x256xbf16, shared>"));
+    ck_assert_int_eq(p.d.recs[0].loc.line, 3);
+    arena_free(p.a);
+    /* the same kernel fits on sm_90a (227 KB)? 512 KB does not either */
+    free(src);
+}
+END_TEST
+
+START_TEST(smem_limit_fits_sm90)
+{
+    size_t len;
+    char *src = read_example("gemm.tile", &len);
+    FeDefine defs[4] = { { "BM", "128" }, { "BN", "128" }, { "BK", "64" }, { "STAGES", "4" } };
+    Prog p;
+    prog_compile(&p, "gemm.tile", src, len, defs, 4);
+    ck_assert_int_eq(run_passes(&p, NULL, "sm_90a"), 0);
+    ck_assert_int_eq(p.f->smem_bytes, 4 * 2 * 128 * 64 * 2);
+    arena_free(p.a);
+    Prog q;
+    prog_compile(&q, "gemm.tile", src, len, defs, 4);
+    PassCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.diag = &q.d;
+    ctx.arch = "sm_86";
+    ck_assert_int_ne(passes_run(q.m, &ctx), 0);   /* 128 KB > 99 KB */
+    arena_free(q.a);
+    free(src);
+}
+END_TEST
+
+/* Stage choice without a hint: min(4, budget / stage bytes). */
+START_TEST(stages_from_budget)
+{
+    static const char src[] =
+        "kernel g<BM: int = 128>(A: global bf16[M, K], B: global bf16[K, N], C: global f32[M, N])\n"
+        "  grid(1) {\n"
+        "  tile acc: reg f32[BM, BM] = 0;\n"
+        "  for k in 0 .. cdiv(K, 64) {\n"
+        "    acc += A[0 : +BM, k * 64 : +64] @ B[k * 64 : +64, 0 : +BM];\n"
+        "  }\n"
+        "  C[0 : +BM, 0 : +BM] = acc;\n"
+        "}\n";
+    static const struct { const char *bm, *arch; int64_t bytes; } cases[] = {
+        { "128", "sm_86", 3 * 32768 },    /* 32 KB per stage: 99 KB fits 3 */
+        { "128", "sm_90a", 4 * 32768 },   /* capped at 4 */
+        { "256", "sm_86", 1 * 65536 },    /* 64 KB per stage: 1 */
+    };
+    for (size_t i = 0; i < TC_COUNTOF(cases); i++) {
+        FeDefine defs[1] = { { "BM", cases[i].bm } };
+        Prog p;
+        prog_compile(&p, "g.tile", src, strlen(src), defs, 1);
+        ck_assert_int_eq(run_passes(&p, NULL, cases[i].arch), 0);
+        ck_assert_int_eq(p.f->smem_bytes, cases[i].bytes);
+        arena_free(p.a);
+    }
+}
+END_TEST
+
+START_TEST(no_dot_untouched)
+{
+    static const char *const names[] = { "softmax.tile", "vector_add.tile", "layernorm.tile", "transpose.tile" };
+    for (size_t i = 0; i < TC_COUNTOF(names); i++) {
+        size_t len;
+        char *src = read_example(names[i], &len);
+        Prog p;
+        prog_compile(&p, names[i], src, len, NULL, 0);
+        ck_assert_int_eq(run_passes(&p, "canonicalize,bounds,mask_split", "sm_86"), 0);
+        StrBuf before = { 0 }, after = { 0 };
+        ir_print_module(p.m, NULL, &before);
+        ck_assert_int_eq(run_passes(&p, "double_buffer,swizzle,smem_alloc", "sm_86"), 0);
+        ir_print_module(p.m, NULL, &after);
+        ck_assert_str_eq(before.buf, after.buf);
+        ck_assert_int_eq(p.f->smem_bytes, 0);
+        sb_free(&before);
+        sb_free(&after);
+        arena_free(p.a);
+        free(src);
+    }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("pipeline_passes");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, gemm_example_bf16);
+    tcase_add_test(tc, gemm_f16_and_bf16);
+    tcase_add_test(tc, gemm_runtime_range);
+    tcase_add_test(tc, attention_plain);
+    tcase_add_test(tc, attention_causal);
+    tcase_add_test(tc, smem_limit_lists_buffers);
+    tcase_add_test(tc, smem_limit_fits_sm90);
+    tcase_add_test(tc, stages_from_budget);
+    tcase_add_test(tc, no_dot_untouched);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
