@@ -6,6 +6,7 @@
 # under .devcarry/ (carry it with the call), so this host needs no LLVM:
 #   .devcarry/kernels/<arch>/*.ptx + .meta   correctness kernels
 #   .devcarry/perf/*.ptx + .meta             benchmark kernels (+ variants.txt)
+#   .devcarry/include/dlpack/dlpack.h        (the GPU image has no libdlpack-dev)
 # Without them, bench.py falls back to tilec.compile (needs libtilec).
 # Writes the full results under $OUT (or ./bench-out when OUT is unset).
 #   bench/device.sh [bench.py options: --skip-bench, --arches sm_90a]
@@ -20,7 +21,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 
 echo "== build libtilert (runtime only: no LLVM on this host)"
 rt=/tmp/tilert-build
-cmake -S "$root" -B "$rt" -DTILEC_COMPILER=OFF -DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 &&
+dl=()
+[ -f "$root/.devcarry/include/dlpack/dlpack.h" ] && dl=(-DDLPACK_INCLUDE_DIR="$root/.devcarry/include")
+cmake -S "$root" -B "$rt" -DTILEC_COMPILER=OFF -DCMAKE_BUILD_TYPE=Release "${dl[@]}" > "$out/cmake.log" 2>&1 &&
   cmake --build "$rt" -j 16 >> "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
 
 export TILEC_LIB_DIR="$rt/lib"

@@ -5,7 +5,8 @@
 #
 #   bench/prepare.sh [TILEC]        TILEC defaults to build/bin/tilec
 #
-# Layout:  .devcarry/kernels/<arch>/<name>.ptx + .meta   correctness kernels
+# Layout:  .devcarry/include/dlpack/dlpack.h             for libtilert's build there
+#          .devcarry/kernels/<arch>/<name>.ptx + .meta   correctness kernels
 #          .devcarry/perf/<name>.ptx + .meta              benchmark kernels
 #          .devcarry/perf/variants.txt                    what each variant is
 #          .devcarry/compile_times.txt                    --time-passes totals
@@ -13,11 +14,15 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tilec="${1:-${TILEC:-$root/build/bin/tilec}}"
 out="$root/.devcarry"
-rm -rf "$out/kernels" "$out/perf"
+rm -rf "$out/kernels" "$out/perf" "$out/include"
 mkdir -p "$out/perf"
 ex="$root/examples"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+# The GPU image has no DLPack header: carry the build machine's.
+mkdir -p "$out/include/dlpack"
+cp /usr/include/dlpack/dlpack.h "$out/include/dlpack/"
 
 pow2() { local n=$1 p=1; while [ $p -lt $n ]; do p=$((p * 2)); done; echo $p; }
 

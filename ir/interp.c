@@ -17,9 +17,15 @@
  *    `other`; STORE drops them. A window dim whose mask bit is cleared but
  *    that runs out of bounds is reported: the IR claimed it was safe.
  *  - Shared buffers: SMEM_ALLOC gives zeroed storage (every time it runs);
- *    ASYNC_COPY copies at once (out-of-bounds elements written as 0), so
- *    ASYNC_COMMIT, ASYNC_WAIT and BARRIER do nothing here; SMEM_LOAD and
- *    SMEM_STORE read / write one slot. A slot out of 0..stages-1 is an error.
+ *    ASYNC_COPY copies at once (out-of-bounds elements written as 0);
+ *    SMEM_LOAD and SMEM_STORE read / write one slot. A slot out of
+ *    0..stages-1 is an error. The data never waits, but the protocol is
+ *    checked as one thread of the block sees it, so a schedule that would
+ *    race on the GPU is an error here: reading a slot whose copy's group no
+ *    ASYNC_WAIT has retired, or whose copy was retired after the last
+ *    BARRIER (other threads' parts may not be visible), and writing a slot
+ *    (copy or store) that was read since the last BARRIER (other threads may
+ *    still be reading it).
  *
  * Memory: each value owns one buffer, allocated on its first definition
  * from the per-block scratch arena and reused when a loop redefines it, so
@@ -35,9 +41,17 @@ typedef union Elem {
     int64_t i;
 } Elem;
 
+/* Protocol state of one slot of a shared buffer (see the header). */
+typedef struct SyncSlot {
+    int64_t group;              /* group of its last copy (-1 = none pending) */
+    int64_t landed;             /* barrier epoch in which that copy was retired */
+    int64_t read;               /* barrier epoch of its last read (-1 = none) */
+} SyncSlot;
+
 typedef struct Slot {
     Elem *e;                    /* numel elements; NULL until defined */
     const InterpArg *tensor;    /* tensor params */
+    SyncSlot *sync;             /* shared buffers: one per stage */
 } Slot;
 
 typedef struct Interp {
@@ -46,6 +60,9 @@ typedef struct Interp {
     Diag *d;
     Slot *slots;                /* per ValId */
     int64_t block[3], grid[3];
+    int64_t committed;          /* async groups committed (the open group's id) */
+    int64_t retired;            /* groups an ASYNC_WAIT has retired */
+    int64_t epoch;              /* BARRIERs passed */
 } Interp;
 
 /* ---- element helpers ---- */
@@ -715,7 +732,67 @@ static int exec_smem_alloc(Interp *I, const Op *op)
 {
     Elem *o = out(I, op->res[0]);
     memset(o, 0, sizeof(Elem) * (size_t)vnumel(I, op->res[0]));
+    int64_t stages = ir_type(I->f, op->res[0])->shape[0];
+    Slot *s = &I->slots[op->res[0]];
+    if (!s->sync)
+        s->sync = arena_alloc(I->a, sizeof(SyncSlot) * (size_t)stages);
+    for (int64_t k = 0; k < stages; k++)
+        s->sync[k] = (SyncSlot){ -1, -1, -1 };
     return 0;
+}
+
+static void exec_wait(Interp *I, const Op *op)
+{
+    int64_t r = I->committed - op->iattr[0];
+    if (r > I->retired)
+        I->retired = r;
+}
+
+/* The protocol check of an access to slot s of buffer operand 0. */
+static int sync_access(Interp *I, const Op *op, int64_t s, bool write)
+{
+    SyncSlot *y = I->slots[op->args[0]].sync;
+    if (!y)
+        return 0;
+    y += s;
+    const char *name = op_info[op->code].name;
+    if (write && y->read == I->epoch) {
+        diag_error(I->d, op->loc, "%s overwrites slot %lld of a shared buffer read since the last barrier "
+                   "(other threads may still be reading it)", name, (long long)s);
+        return 1;
+    }
+    if (!write && y->group >= I->retired) {
+        diag_error(I->d, op->loc, "%s reads slot %lld before an async_wait retired its copy", name, (long long)s);
+        return 1;
+    }
+    if (!write && y->landed == I->epoch) {
+        diag_error(I->d, op->loc, "%s reads slot %lld with no barrier since it was written "
+                   "(other threads' parts may not be visible)", name, (long long)s);
+        return 1;
+    }
+    if (write) {
+        bool copy = op->code == OP_ASYNC_COPY;
+        y->group = copy ? I->committed : -1;
+        y->landed = copy ? -1 : I->epoch;   /* a store is visible to others after the next barrier */
+    } else {
+        y->read = I->epoch;
+    }
+    return 0;
+}
+
+/* A retired copy lands in the epoch of the wait that retired it: stamp the
+ * slots at each wait. */
+static void sync_land(Interp *I)
+{
+    for (uint32_t v = 1; v < I->f->nvals; v++) {
+        SyncSlot *y = I->slots[v].sync;
+        if (!y)
+            continue;
+        int64_t stages = ir_type(I->f, v)->shape[0];
+        for (int64_t k = 0; k < stages; k++)
+            if (y[k].group >= 0 && y[k].group < I->retired && y[k].landed < 0)
+                y[k].landed = I->epoch;
+    }
 }
 
 /* The first element of operand 0's slot given by operand 1; NULL after
@@ -730,6 +807,8 @@ static Elem *buffer_slot(Interp *I, const Op *op, int64_t *n)
                    op_info[op->code].name, (long long)s, (long long)stages - 1);
         return NULL;
     }
+    if (sync_access(I, op, s, op->code != OP_SMEM_LOAD))
+        return NULL;
     return I->slots[op->args[0]].e + s * *n;
 }
 
@@ -893,7 +972,9 @@ static int exec_op(Interp *I, const Op *op)
     case OP_STORE: return exec_store(I, op);
     case OP_SMEM_ALLOC: return exec_smem_alloc(I, op);
     case OP_ASYNC_COPY: return exec_async_copy(I, op);
-    case OP_ASYNC_COMMIT: case OP_ASYNC_WAIT: case OP_BARRIER: return 0;   /* copies complete at once */
+    case OP_ASYNC_COMMIT: I->committed++; return 0;
+    case OP_ASYNC_WAIT: exec_wait(I, op); sync_land(I); return 0;
+    case OP_BARRIER: I->epoch++; return 0;
     case OP_SMEM_LOAD: return exec_smem_load(I, op);
     case OP_SMEM_STORE: return exec_smem_store(I, op);
     case OP_FOR: return exec_for(I, op);
@@ -1099,6 +1180,7 @@ int interp_run(const Func *f, const InterpArg *args, int nargs, Diag *d)
                 memcpy(I.slots, saved, ssz);
                 I.a = ba;
                 I.block[0] = x, I.block[1] = y, I.block[2] = z;
+                I.committed = I.retired = I.epoch = 0;
                 rc = run_body(&I);
                 arena_free(ba);
             }

@@ -1,12 +1,12 @@
 """ctypes bindings of libtilec (include/tilec.h) and libtilert (include/tilert.h).
 
-The libraries are found, in order, in $TILEC_LIB_DIR, in the build trees next
-to this package (../../build/lib, ../../build-*/lib), then by the system loader.
+The libraries are found in $TILEC_LIB_DIR (a list of folders separated by
+os.pathsep) when it is set; otherwise in the build tree next to this package
+(../../build/lib), then by the system loader.
 Each is loaded on first use, so a host with only libtilert (a GPU box that
 launches precompiled PTX) or only libtilec (a CPU box that compiles) works.
 """
 import ctypes
-import glob
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -15,11 +15,12 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 def _candidates(name):
     env = os.environ.get("TILEC_LIB_DIR")
     if env:
-        yield os.path.join(env, name)
+        for d in env.split(os.pathsep):
+            if d:
+                yield os.path.join(d, name)
+        return
     root = os.path.normpath(os.path.join(_HERE, "..", ".."))
     yield os.path.join(root, "build", "lib", name)
-    for d in sorted(glob.glob(os.path.join(root, "build*", "lib"))):
-        yield os.path.join(d, name)
     yield name  # the default loader (LD_LIBRARY_PATH, ld.so.cache)
 
 

@@ -318,7 +318,6 @@ static void compile_all(Kit *k, const char *const *want)
         ck_assert_msg(e == 0, "%s: %s", ARCHS[i], err.buf ? err.buf : "");
         sb_free(&err);
         printf("codegen %-12s %-8s %6.2f ms\n", k->f->name, ARCHS[i], ms);
-        ck_assert_msg(ms < 200, "compile took %.1f ms", ms);
         for (int w = 0; want[w]; w++)
             ck_assert_msg(strstr(res.ptx.buf, want[w]), "%s: PTX lacks '%s'", ARCHS[i], want[w]);
         ck_assert(strstr(res.meta.buf, "tilec-meta 1\n") && strstr(res.meta.buf, "end\n"));
