@@ -227,39 +227,42 @@ def perf_kernel(name):
     return tilec.compile(ex(kind), arch="sm_90a", BLOCK=int(block), T="bf16")
 
 
+def bench_variant(name, envs, regs, copy_gbs, peers, rows):
+    kind, block = name.split("_")[:2]
+    m, n = {4096: (32768, 4096), 16384: (8192, 16384)}[int(block)]
+    x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
+    y = torch.empty_like(x)
+    poison(y)
+    k = perf_kernel(name)
+    label = f"{name} [{envs.replace('XP_=0', 'default')}] {regs.strip()}"
+    if kind == "softmax":
+        k(x, y)
+        ref = torch.softmax(x.double(), -1)
+        run = lambda: k(x, y)
+        peer = ("torch.softmax", lambda: torch.softmax(x, dim=-1))
+    else:
+        w = torch.randn(n, device="cuda").to(torch.bfloat16)
+        b = torch.randn(n, device="cuda").to(torch.bfloat16)
+        k(x, w, b, y, 1e-5)
+        ref = F.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
+        run = lambda: k(x, w, b, y, 1e-5)
+        peer = ("F.layer_norm", lambda: F.layer_norm(x, (n,), w, b, 1e-5))
+    torch.cuda.synchronize()
+    check(f"{name} bench-shape {m}x{n} {envs}", rel_err(y, ref), 1e-2 if kind == "softmax" else 2e-2)
+    del ref
+    key = (kind, m, n)
+    if key not in peers:
+        peers[key] = bench(peer[1])
+    r = row(f"{kind} bf16 {m}x{n} {label}", bench(run), 2 * x.numel() * 2, copy_gbs, peers[key], peer[0])
+    rows.append(r)
+    print(f"  {r['name']}: {r['ms']:.4f} ms {r['GB/s']:.0f} GB/s {r['pct_copy']:.1f}% copy, "
+          f"{peer[0]} {r['peer_ms']:.4f} ms -> {r['speedup']:.2f}x", flush=True)
+
+
 def bench_memory_bound(copy_gbs):
     rows, peers = [], {}
-    shapes = {4096: (32768, 4096), 16384: (8192, 16384)}
-    for name, envs, defs, regs in perf_variants():
-        kind, block = name.split("_")[:2]
-        m, n = shapes[int(block)]
-        x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
-        y = torch.empty_like(x)
-        poison(y)
-        k = perf_kernel(name)
-        label = f"{name} [{envs.replace('XP_=0', 'default')}] {regs.strip()}"
-        if kind == "softmax":
-            k(x, y)
-            ref = torch.softmax(x.double(), -1)
-            run = lambda: k(x, y)
-            peer = ("torch.softmax", lambda: torch.softmax(x, dim=-1))
-        else:
-            w = torch.randn(n, device="cuda").to(torch.bfloat16)
-            b = torch.randn(n, device="cuda").to(torch.bfloat16)
-            k(x, w, b, y, 1e-5)
-            ref = F.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
-            run = lambda: k(x, w, b, y, 1e-5)
-            peer = ("F.layer_norm", lambda: F.layer_norm(x, (n,), w, b, 1e-5))
-        torch.cuda.synchronize()
-        check(f"{name} bench-shape {m}x{n} {envs}", rel_err(y, ref), 1e-2 if kind == "softmax" else 2e-2)
-        del ref
-        key = (kind, m, n)
-        if key not in peers:
-            peers[key] = bench(peer[1])
-        r = row(f"{kind} bf16 {m}x{n} {label}", bench(run), 2 * x.numel() * 2, copy_gbs, peers[key], peer[0])
-        rows.append(r)
-        print(f"  {r['name']}: {r['ms']:.4f} ms {r['GB/s']:.0f} GB/s {r['pct_copy']:.1f}% copy, "
-              f"{peer[0]} {r['peer_ms']:.4f} ms -> {r['speedup']:.2f}x", flush=True)
+    for name, envs, _defs, regs in perf_variants():
+        guarded(f"bench {name}", lambda: bench_variant(name, envs, regs, copy_gbs, peers, rows))
     return rows
 
 
@@ -282,7 +285,7 @@ def main():
     if not args.skip_bench:
         copy_gbs = copy_bandwidth()
         print(f"== benchmark (copy bandwidth {copy_gbs:.0f} GB/s)")
-        guarded("bench", lambda: table.extend(bench_memory_bound(copy_gbs)))
+        table.extend(bench_memory_bound(copy_gbs))
         copy2 = copy_bandwidth()
         print(f"== copy bandwidth again after the benchmark: {copy2:.0f} GB/s")
         results["copy_GBps"] = copy_gbs

@@ -13,7 +13,6 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
 #include <string.h>
-#include <stdlib.h>
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -176,21 +175,18 @@ static bool warp_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
-/* Enough warps that each thread holds about two 16-byte vectors of the
- * largest tile, clamped to 1..max_warps. Fewer elements per thread means
- * fewer registers, so more blocks per SM and more bytes in flight (a bf16
- * [4096] row: 8 warps, 32 registers, 8 blocks per SM; with four vectors per
- * thread it took 4 warps and 48-80 registers). */
+/* Enough warps that each thread keeps about four 16-byte accesses in flight
+ * over the largest tile, clamped to 1..max_warps. Measured on an H200
+ * (docs/codegen.md): for bf16 [4096] rows 4 warps beat 8 and 16 (fewer
+ * warps share each cross-warp reduction, more bytes in flight per thread). */
 static int pick_warps(const Cg *cg, Func *f)
 {
     int64_t best[2] = { 0, 4 };
     ir_walk(f, &f->body, warp_visit, best);
-    int64_t per_warp = 32 * (16 / best[1]) * 2;
+    int64_t per_warp = 32 * (16 / best[1]) * 4;
     int w = 1;
     while (w < cg->tg->max_warps && (int64_t)w * 2 * per_warp <= best[0])
         w *= 2;
-    if (getenv("XP_WARPS"))
-        w = atoi(getenv("XP_WARPS"));
     return w;
 }
 
@@ -432,11 +428,14 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
-    if (getenv("XP_MINCTA")) {
-        const char *mc = getenv("XP_MINCTA");
+    /* Blocks of 16+ warps: ask for two blocks per SM, so that one block's
+     * loads overlap the other's reductions (ptxas then keeps registers <=
+     * 64K / (2 * threads); bf16 [16384] layernorm: 86 -> 64 registers, 48%
+     * -> 67% of copy bandwidth on an H200). Smaller blocks get several per
+     * SM anyway, and the hint would only loosen ptxas' register budget. */
+    if (cg->nwarps >= 16)
         LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(cg->ctx, "nvvm.minctasm", 13, mc, (unsigned)strlen(mc)));
-    }
+                                LLVMCreateStringAttribute(cg->ctx, "nvvm.minctasm", 13, "2", 1));
     cg_find_anchors(cg, f);
     kernel_entry(cg);
     setup_dynamic_smem(cg, f, mma_warps > 0);

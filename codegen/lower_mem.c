@@ -16,8 +16,6 @@
  */
 #include "cg_internal.h"
 
-#include <stdlib.h>
-
 
 typedef struct Access {
     Op *op;
@@ -225,7 +223,7 @@ static void load_raw(Cg *cg, const Access *ac, LLVMValueRef p, int n, bool vol, 
     LLVMSetVolatile(v, vol);
     int bytes = n * dtype_bits(ac->dt) / 8;
     LLVMSetAlignment(v, (unsigned)(bytes > 0 ? bytes : 1));
-    if (ac->readonly && !vol && !getenv("XP_NONC")) {
+    if (ac->readonly && !vol) {
         unsigned kind = LLVMGetMDKindIDInContext(cg->ctx, "invariant.load", 14);
         LLVMSetMetadata(v, kind, LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, NULL, 0)));
     }

@@ -276,8 +276,8 @@ static int check_dot(Cg *cg, Op *op, Mma *mm)
     const Type *at = ir_type(f, op->args[0]), *bt = ir_type(f, op->args[1]), *ct = ir_type(f, op->res[0]);
     DType dt = (DType)at->dtype;
     if ((dt != DT_BF16 && dt != DT_F16) || bt->dtype != dt || ct->dtype != DT_F32) {
-        diag_error(cg->d, op->loc, "matrix product of %s tiles is not supported by the code generator yet "
-                   "(bf16 and f16 operands with f32 accumulation are)", dtype_name(dt));
+        diag_error(cg->d, op->loc, "matrix product '@' is not supported by the code generator yet for %s "
+                   "tiles (the tensor-core path takes bf16 and f16 operands with f32 accumulation)", dtype_name(dt));
         return 1;
     }
     mm->m = at->shape[0];
