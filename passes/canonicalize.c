@@ -311,7 +311,9 @@ static bool fold_dot_acc(Canon *c, Op *op, const uint32_t *uses)
         ValId x = op->args[1 - side];
         if (!d || d->code != OP_DOT || uses[d->res[0]] != 1 || !is_const_val(f, d->args[2], 0))
             continue;
-        if (!type_eq(ir_type(f, x), ir_type(f, d->res[0])))
+        /* Placement (reg/shared) may differ: only shape and dtype matter. */
+        const Type *tx = ir_type(f, x), *td = ir_type(f, d->res[0]);
+        if (!type_same_shape(tx, td) || tx->dtype != td->dtype)
             continue;
         Builder b = ir_builder_before(f, op);
         b.loc = d->loc;
