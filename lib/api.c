@@ -420,7 +420,7 @@ static void finish_outputs(Job *j)
     if (j->o.report) {
         StrBuf rep = { 0 };
         sb_printf(&rep, "tilec report: %s for %s\n\n", j->name, j->r->arch ? j->r->arch : "?");
-        report_section(&rep, "bounds", &j->remarks);
+        report_section(&rep, "passes", &j->remarks);
         sb_putc(&rep, '\n');
         report_section(&rep, "code generation", &j->cgreport);
         set_text(j, TILEC_OUT_REPORT, &rep);
