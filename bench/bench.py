@@ -234,7 +234,7 @@ def bench_variant(name, envs, regs, copy_gbs, peers, rows):
     y = torch.empty_like(x)
     poison(y)
     k = perf_kernel(name)
-    label = f"{name} [{envs.replace('XP_=0', 'default')}] {regs.strip()}"
+    label = f"{name} [{envs or 'default'}] {regs.strip()}"
     if kind == "softmax":
         k(x, y)
         ref = torch.softmax(x.double(), -1)

@@ -48,7 +48,7 @@ for arch in sm_90a sm_86; do
 done
 
 # Benchmark kernels: the defaults, plus variants given as "NAME|ENV|DEFINES"
-# (ENV: knobs of the code generator used only for these experiments).
+# (ENV: extra environment for tilec, may be empty).
 p="$out/perf"
 : > "$p/variants.txt"
 while IFS='|' read -r name envs defs; do
@@ -58,10 +58,10 @@ while IFS='|' read -r name envs defs; do
          grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ' || true)
   echo "$name|$envs|$defs|$regs" >> "$p/variants.txt"
 done <<VARIANTS
-softmax_4096|XP_=0|$ex/softmax.tile -DBLOCK=4096
-softmax_16384|XP_=0|$ex/softmax.tile -DBLOCK=16384
-layernorm_4096|XP_=0|$ex/layernorm.tile -DBLOCK=4096
-layernorm_16384|XP_=0|$ex/layernorm.tile -DBLOCK=16384
+softmax_4096||$ex/softmax.tile -DBLOCK=4096
+softmax_16384||$ex/softmax.tile -DBLOCK=16384
+layernorm_4096||$ex/layernorm.tile -DBLOCK=4096
+layernorm_16384||$ex/layernorm.tile -DBLOCK=16384
 ${PERF_VARIANTS:-}
 VARIANTS
 

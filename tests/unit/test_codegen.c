@@ -335,7 +335,7 @@ START_TEST(cg_vector_add)
     Kit k;
     build_vector_add(&k);
     /* 16-byte accesses: v4.b32, or v2.b64 where LLVM packs f32 pairs (sm_100) */
-    static const char *const want[] = { "ld.global.v", "st.global.v", ".maxntid", NULL };
+    static const char *const want[] = { "ld.global.nc.v", "st.global.v", ".maxntid", NULL };
     compile_all(&k, want);
     CgOptions o = { .arch = "sm_90a", .opt_level = 3, .want_ptx = true };
     CgResult res;
@@ -353,7 +353,7 @@ START_TEST(cg_softmax_rows)
 {
     Kit k;
     build_softmax_rows(&k);
-    static const char *const want[] = { "ld.global.v4.b32", "shfl.sync.bfly", "ex2.approx", "bar.sync", NULL };
+    static const char *const want[] = { "ld.global.nc.v4.b32", "shfl.sync.bfly", "ex2.approx", "bar.sync", NULL };
     compile_all(&k, want);
     arena_free(k.a);
 }
@@ -363,7 +363,7 @@ START_TEST(cg_transpose)
 {
     Kit k;
     build_transpose(&k);
-    static const char *const want[] = { "ld.global.v4.b32", "st.shared", "bar.sync", "st.global.v4.b32", NULL };
+    static const char *const want[] = { "ld.global.nc.v4.b32", "st.shared", "bar.sync", "st.global.v4.b32", NULL };
     compile_all(&k, want);
     arena_free(k.a);
 }
