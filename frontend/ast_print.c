@@ -24,19 +24,6 @@
 static void print_expr(const Expr *e, StrBuf *out);
 
 /* Shortest %g form that reads back exactly; always shows it is a float. */
-static void print_float(double v, StrBuf *out)
-{
-    char buf[64];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    sb_puts(out, buf);
-    if (!strpbrk(buf, ".eE"))
-        sb_puts(out, ".0");
-}
-
 static void print_list(Expr *const *v, int n, StrBuf *out)
 {
     for (int i = 0; i < n; i++) {
@@ -53,7 +40,7 @@ static void print_expr(const Expr *e, StrBuf *out)
     }
     switch ((ExprKind)e->kind) {
     case E_INT: sb_printf(out, "%lld", (long long)e->ival); return;
-    case E_FLOAT: print_float(e->fval, out); return;
+    case E_FLOAT: sb_put_double(out, e->fval); return;
     case E_BOOL: sb_puts(out, e->bval ? "true" : "false"); return;
     case E_INF: sb_puts(out, "inf"); return;
     case E_NAME: sb_puts(out, e->name); return;

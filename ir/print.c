@@ -129,15 +129,7 @@ static void put_double(StrBuf *out, double v)
         sb_puts(out, v < 0 ? "-inf" : "inf");
         return;
     }
-    char buf[64];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    sb_puts(out, buf);
-    if (!strpbrk(buf, ".e"))
-        sb_puts(out, ".0");
+    sb_put_double(out, v);
 }
 
 static void put_indent(Printer *p, int ind)

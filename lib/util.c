@@ -173,6 +173,19 @@ void sb_printf(StrBuf *sb, const char *fmt, ...)
     va_end(ap);
 }
 
+void sb_put_double(StrBuf *sb, double v)
+{
+    char buf[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    sb_puts(sb, buf);
+    if (!strpbrk(buf, ".eE"))
+        sb_puts(sb, ".0");
+}
+
 char *sb_take(StrBuf *sb)
 {
     char *p = sb->buf;

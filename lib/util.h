@@ -50,6 +50,9 @@ void sb_puts(StrBuf *sb, const char *s);
 void sb_putn(StrBuf *sb, const char *s, size_t n);
 void sb_printf(StrBuf *sb, const char *fmt, ...) TC_PRINTF(2, 3);
 void sb_vprintf(StrBuf *sb, const char *fmt, va_list ap);
+/* The shortest decimal that reads back (strtod) as exactly v, with ".0"
+ * added when it would otherwise read as an integer. Finite v only. */
+void sb_put_double(StrBuf *sb, double v);
 char *sb_take(StrBuf *sb);   /* caller owns the result (free()); sb is reset */
 void sb_free(StrBuf *sb);
 
