@@ -10,6 +10,12 @@ build machine with e.g.
       -o .devcarry/gemm/gemm_bf16_128x128x64_s3.ptx
 On the GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
   TILEC_LIB_DIR=/tmp/rt/runtime python3 bench/gemm_bench.py
+
+Variants (--prepare, on the build machine): VARIANTS below, compiled with
+the CLI into .devcarry/gemm/NAME.ptx + .meta, with ptxas registers / spills
+(sm_90a) in .devcarry/gemm/variants.txt; the name with "default" gets the
+full correctness set, the others a reduced one.
+  python3 bench/gemm_bench.py --prepare build/bin/tilec
 """
 import ctypes
 import glob
@@ -19,6 +25,52 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import subprocess  # noqa: E402
+
+# NAME | ARCH | FILE | DEFINES | ENV (experiment knobs of the code generator)
+VARIANTS = """
+default_bf16_128x128x64_s3 | sm_86 | examples/gemm.tile | |
+sm90a_bf16_128x128x64_s3 | sm_90a | examples/gemm.tile | |
+f16_128x128x64_s3        | sm_86  | tests/lit/codegen/gemm_f16.tile | -DT=f16 |
+bf16_128x128x64_s1       | sm_86  | examples/gemm.tile | -DSTAGES=1 |
+bf16_128x128x64_s2       | sm_86  | examples/gemm.tile | -DSTAGES=2 |
+bf16_128x128x32_s3       | sm_86  | examples/gemm.tile | -DBK=32 -DSTAGES=3 |
+bf16_128x128x32_s4       | sm_86  | examples/gemm.tile | -DBK=32 -DSTAGES=4 |
+bf16_128x128x64_s3_w8    | sm_86  | examples/gemm.tile | | TILEC_XP_MMA_WARPS=8
+bf16_256x128x64_s2       | sm_86  | examples/gemm.tile | -DBM=256 -DBK=64 -DSTAGES=2 |
+bf16_128x256x64_s2       | sm_86  | examples/gemm.tile | -DBN=256 -DBK=64 -DSTAGES=2 |
+bf16_128x256x32_s4       | sm_86  | examples/gemm.tile | -DBN=256 -DBK=32 -DSTAGES=4 |
+sm90a_bf16_128x256x64_s3 | sm_90a | examples/gemm.tile | -DBN=256 -DBK=64 -DSTAGES=3 |
+"""
+
+
+def prepare(tilec_bin):
+    """Compile VARIANTS into .devcarry/gemm (build machine: needs tilec, ptxas)."""
+    d = os.path.join(ROOT, ".devcarry", "gemm")
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.remove(os.path.join(d, f))
+    lines = []
+    for row in VARIANTS.strip().splitlines():
+        name, arch, src, defs, envs = [x.strip() for x in row.split("|")]
+        env = dict(os.environ, **dict(e.split("=", 1) for e in envs.split()))
+        ptx = os.path.join(d, name + ".ptx")
+        subprocess.run([tilec_bin, os.path.join(ROOT, src), "-arch=" + arch] + defs.split() + ["-o", ptx],
+                       env=env, check=True)
+        r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", ptx, "-o", "/dev/null"], capture_output=True, text=True)
+        info = r.stderr
+        regs = info.split("Used ")[1].split()[0] if "Used " in info else "?"
+        spill = info.split("bytes spill stores")[0].split()[-1] if "spill stores" in info else "?"
+        lines.append("%s %s %s" % (name, regs, spill))
+        print("%-32s %-7s regs %s spill %s  %s %s" % (name, arch, regs, spill, defs, envs))
+    with open(os.path.join(d, "variants.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if len(sys.argv) > 2 and sys.argv[1] == "--prepare":
+    prepare(sys.argv[2])
+    sys.exit(0)
 
 import torch  # noqa: E402
 import tilec  # noqa: E402
@@ -45,8 +97,12 @@ def bench(fn):
         return sorted(ts)[len(ts) // 2]
 
 
+def dtname(variant):
+    return "f16" if ("_" + variant).find("_f16_") >= 0 else "bf16"
+
+
 def gemm(mod, a, b):
-    c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+    c = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=a.dtype, device=a.device)
     mod(a, b, c)
     return c
 
@@ -64,7 +120,7 @@ def check(name, mod, dt, combos):
         b = torch.randn(k, n, device="cuda", dtype=dt)
         e = rel_err(gemm(mod, a, b), a, b)
         worst = max(worst, e)
-        if not e <= 1e-2:
+        if not e <= 1e-2:  # NaN (an unwritten element) fails too
             bad.append((m, n, k, e))
     torch.cuda.synchronize()
     print("check %-32s %3d shapes  worst rel err %.2e  %s" % (name, len(combos), worst,
@@ -99,13 +155,19 @@ def mma_peak():
 def main():
     d = os.path.join(ROOT, ".devcarry", "gemm")
     mods = {os.path.basename(p)[:-4]: tilec.load_files(p) for p in sorted(glob.glob(os.path.join(d, "*.ptx")))}
-    print("device:", torch.cuda.get_device_name(0), "| variants:", ", ".join(mods), flush=True)
+    print("device:", torch.cuda.get_device_name(0), "|", time.strftime("%Y-%m-%d"), flush=True)
+    regs = {}
+    vt = os.path.join(d, "variants.txt")
+    if os.path.exists(vt):
+        for line in open(vt):
+            w = line.split()
+            regs[w[0]] = "%s/%s" % (w[1], w[2])
     full = [(m, n, k) for m in SIZES for n in SIZES for k in SIZES]
     small = [(m, n, k) for (m, n, k) in full if m * n * k <= 128 * 1000 * 4096 and (m in (17, 1000) or k == 1000)]
     ok = True
     for name, mod in mods.items():
-        dt = DTYPES["f16" if "_f16_" in name else "bf16"]
-        combos = full if name.endswith("128x128x64_s3") else small
+        dt = DTYPES[dtname(name)]
+        combos = full if "default" in name else small
         try:
             ok = check(name, mod, dt, combos) and ok
         except Exception as e:  # noqa: BLE001 - report and go on to the next variant
@@ -119,7 +181,7 @@ def main():
             b = torch.randn(size, size, device="cuda", dtype=dt)
             rows.append(("torch.matmul (cuBLAS) %s" % dname, size, flop / bench(lambda: torch.matmul(a, b)) / 1e9))
             for name, mod in mods.items():
-                if ("_%s_" % dname) not in name or "nopipe" in name:
+                if dtname(name) != dname:
                     continue
                 try:
                     c = torch.empty(size, size, device="cuda", dtype=dt)
@@ -127,9 +189,9 @@ def main():
                 except Exception as e:  # noqa: BLE001
                     print("time", name, "ERROR", e, flush=True)
     peak = mma_peak()
-    print("\n%-36s %6s %10s %8s" % ("kernel", "size", "TFLOP/s", "of peak"))
+    print("\n%-36s %6s %10s %8s  %s" % ("kernel", "size", "TFLOP/s", "of peak", "regs/spill"))
     for name, size, tf in rows:
-        print("%-36s %6d %10.1f %7.0f%%" % (name, size, tf, 100 * tf / peak))
+        print("%-36s %6d %10.1f %7.0f%%  %s" % (name, size, tf, 100 * tf / peak, regs.get(name, "")))
     print("%-36s %6s %10.1f" % ("mma.sync m16n8k16 bf16 ceiling", "-", peak))
     return 0 if ok else 1
 

@@ -7,6 +7,7 @@
  * lower_xfer.c   reductions and layout conversions through shared memory
  * lower_async.c  shared buffers, cp.async copies, wait groups, barriers
  * lower_mma.c    `@` on tensor cores (ldmatrix + mma.sync m16n8k16)
+ * lower_chain.c  products feeding products (attention): warps along M only
  */
 #ifndef TILEC_CG_INTERNAL_H
 #define TILEC_CG_INTERNAL_H
@@ -43,6 +44,14 @@ typedef struct TileVal {
     const Layout *L;         /* REGS */
     LLVMValueRef *r;         /* REGS: layout_nregs(L) values */
     const SmemView *sv;      /* SMEM */
+    /* Rematerialisation (lower_simt.c): an elementwise value computed from
+     * narrow loaded data is recomputed after a barrier instead of being kept
+     * live across it. def: the op that recomputes it (NULL: keep); epoch:
+     * Cg.epoch of `r`; leaf: `r` are the registers of a 16-bit float load. */
+    Op *def;
+    int epoch;
+    int gen;                 /* recomputations so far (picks the widening form) */
+    bool leaf;
 } TileVal;
 
 typedef struct TensorArg {
@@ -79,6 +88,12 @@ typedef struct Cg {
      * values with no register operand (iota, splat) take these. */
     struct { int rank; int64_t shape[TILE_MAXRANK]; const Layout *L; } anchors[32];
     int nanchors;
+    /* Rematerialisation (lower_simt.c): epoch counts barriers emitted so
+     * far; depth counts enclosing FOR/IF regions (remat at depth 0 only);
+     * remat: 0 off, 1 without transcendentals, 2 all (TILEC_REMAT). */
+    int epoch, depth, remat;
+    /* Products feed products (attention): MMA warp grids are wm x 1 (lower_chain.c). */
+    bool mma_rows_only;
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
@@ -106,6 +121,8 @@ LLVMValueRef cg_coord(Cg *cg, const Layout *L, int r, int axis);
 /* i1: is this thread's register r the primary owner of its element? */
 LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r);
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
+/* After optimisation: pure values of a SIMT kernel move to their first use. */
+void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
 
 /* ---- lower_mem.c ---- */
 int cg_lower_load(Cg *cg, Op *op);
@@ -145,5 +162,16 @@ const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i);
 /* Before a STORE of an accumulator-layout tile: move it to the coalesced
  * layout (16-byte stores) through shared memory. */
 void cg_mma_prepare_store(Cg *cg, Op *op);
+
+/* ---- lower_chain.c (products that feed products: the FlashAttention-2 rule) ---- */
+/* Warps (one per 16 accumulator rows, <= 8) when some DOT's A operand comes
+ * from a DOT result; 0 otherwise. */
+int cg_chain_kernel_warps(Func *f, int max_warps);
+void cg_chain_acc_warps(const Cg *cg, int64_t m, int *wm, int *wn);
+/* Accumulator shapes and their row vectors default to the MMA layouts. */
+void cg_chain_anchors(Cg *cg, Func *f);
+/* A layout conversion that moves no data (each thread already holds what
+ * it needs), or NULL. */
+LLVMValueRef *cg_chain_renumber(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to);
 
 #endif

@@ -12,6 +12,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -413,15 +414,26 @@ static void init_types(Cg *cg)
     cg->t_sptr = LLVMPointerTypeInContext(c, 3);
 }
 
+/* Tuning overrides for benchmark variants (TILEC_REMAT, TILEC_MINCTASM). */
+static int env_int(const char *name, int dflt)
+{
+    const char *s = getenv(name);
+    return s && *s ? atoi(s) : dflt;
+}
+
 static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
 {
     cg->f = f;
     cg->vals = arena_alloc(cg->a, sizeof(TileVal) * f->nvals);
     cg->tens = arena_alloc(cg->a, sizeof(TensorArg) * f->nvals);
-    int mma_warps = cg_mma_kernel_warps(f, cg->tg->max_warps);
+    int chain_warps = cg_chain_kernel_warps(f, cg->tg->max_warps);
+    int mma_warps = chain_warps ? chain_warps : cg_mma_kernel_warps(f, cg->tg->max_warps);
+    cg->mma_rows_only = chain_warps > 0;
     cg->nwarps = mma_warps ? mma_warps : pick_warps(cg, f);
     cg->smem = NULL;
     cg->smem_bytes = 0;
+    cg->epoch = cg->depth = 0;
+    cg->remat = env_int("TILEC_REMAT", 2);
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
     LLVMSetFunctionCallConv(cg->fn, 71 /* ptx_kernel */);
     char nt[16];
@@ -433,10 +445,19 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
      * 64K / (2 * threads); bf16 [16384] layernorm: 86 -> 64 registers, 48%
      * -> 67% of copy bandwidth on an H200). Smaller blocks get several per
      * SM anyway, and the hint would only loosen ptxas' register budget. */
-    if (cg->nwarps >= 16)
+    int minct = env_int("TILEC_MINCTASM", cg->nwarps >= 16 ? 2 : 0);
+    if (minct > 0) {
+        char mc[16];
+        snprintf(mc, sizeof mc, "%d", minct);
         LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(cg->ctx, "nvvm.minctasm", 13, "2", 1));
+                                LLVMCreateStringAttribute(cg->ctx, "nvvm.minctasm", 13, mc, (unsigned)strlen(mc)));
+    }
+    if (!mma_warps)
+        LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(cg->ctx, "tilec.simt", 10, "", 0));
     cg_find_anchors(cg, f);
+    if (cg->mma_rows_only)
+        cg_chain_anchors(cg, f);
     kernel_entry(cg);
     setup_dynamic_smem(cg, f, mma_warps > 0);
     bind_params(cg, f);
@@ -549,6 +570,17 @@ static void time_row(StrBuf *timing, const char *what, double t0)
         sb_printf(timing, "%12.3f  %s\n", (tc_now() - t0) * 1e3, what);
 }
 
+/* SIMT kernels (no tensor-core products) carry "tilec.simt": their pure
+ * values move to their first use (lower_simt.c). TILEC_SCHED=0 turns it off. */
+static void schedule_simt(Cg *cg, int opt)
+{
+    if (opt <= 0 || !env_int("TILEC_SCHED", 1))
+        return;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(cg->mod); fn; fn = LLVMGetNextFunction(fn))
+        if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.simt", 10))
+            cg_schedule_simt(cg, fn);
+}
+
 static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, CgResult *res,
                          StrBuf *timing, Loc loc)
 {
@@ -559,6 +591,7 @@ static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, Cg
     t0 = tc_now();
     if (optimise(cg->mod, tm, o->opt_level, cg->d, loc))
         return 1;
+    schedule_simt(cg, o->opt_level);
     time_row(timing, "codegen: llvm optimisation", t0);
     if (o->want_llvm) {
         char *s = LLVMPrintModuleToString(cg->mod);

@@ -216,6 +216,7 @@ Layout layout_expand(const Layout *l, int axis)
             Layout n = *l;
             n.slice &= ~(1u << d);
             n.pshape[d] = 1;
+            n.rpt[d] = 1;     /* one register along the new size-1 dim */
             return n;
         }
     return insert_trivial(l, before + 1);

@@ -246,9 +246,10 @@ static LLVMValueRef chunk_bytes(Cg *cg, const Copy *c, LLVMValueRef *idx)
     return LLVMBuildSelect(cg->b, ok, n, cg_i32(cg, 0), "");
 }
 
-static void copy_chunk_async(Cg *cg, const Copy *c, LLVMValueRef *idx, LLVMValueRef sptr)
+static void copy_chunk_async(Cg *cg, const Copy *c, LLVMValueRef *idx, LLVMValueRef sptr, LLVMValueRef g)
 {
-    LLVMValueRef g = global_ptr(cg, c, idx);
+    if (!g)
+        g = global_ptr(cg, c, idx);
     if (!c->mask) {
         cg->tg->cp_async16(cg, sptr, g, NULL);
         return;
@@ -278,10 +279,50 @@ static void copy_chunk_sync(Cg *cg, const Copy *c, LLVMValueRef *idx, LLVMValueR
     LLVMSetAlignment(LLVMBuildStore(cg->b, v, sptr), 16);
 }
 
+/* When every thread copies whole rows steps apart (nthreads a multiple of
+ * the chunks per row, as many chunks for every thread, and a row step that
+ * keeps the swizzle phase), chunk i of a thread is chunk 0 moved down
+ * i * step rows: its shared address is a constant offset from chunk 0's
+ * (an immediate) and its global address chunk i - 1's plus step rows
+ * (one 64-bit add), instead of a full index computation per chunk whose
+ * loop-invariant parts would each hold registers across the K loop. */
+static bool copy_regular(Cg *cg, const Copy *c, int64_t *step)
+{
+    int64_t cpr = c->sv->cols * c->sv->eb / 16, total = c->sv->rows * cpr, nthr = 32LL * cg->nwarps;
+    *step = nthr / cpr;
+    bool swz = c->sv->swz != SWZ_NONE && c->sv->swz != SWZ_PAD;
+    return c->rdim >= 0 && nthr % cpr == 0 && total % nthr == 0 && total > nthr && (!swz || *step % 8 == 0);
+}
+
+static void copy_rows(Cg *cg, const Copy *c, int64_t step)
+{
+    int64_t cpr = c->sv->cols * c->sv->eb / 16, n = c->sv->rows * cpr / (32LL * cg->nwarps);
+    LLVMValueRef row0 = LLVMBuildUDiv(cg->b, cg->tid, cg_i32(cg, cpr), "");
+    LLVMValueRef ch = LLVMBuildURem(cg->b, cg->tid, cg_i32(cg, cpr), ""), idx[TENSOR_MAXRANK];
+    chunk_index(cg, c, row0, LLVMBuildMul(cg->b, ch, cg_i32(cg, c->vec), ""), idx);
+    LLVMValueRef s0 = cg_smem_ptr(cg, c->sv, row0, LLVMBuildMul(cg->b, ch, cg_i32(cg, 16), ""));
+    LLVMValueRef g = global_ptr(cg, c, idx), r0 = idx[c->rdim];
+    LLVMValueRef gstep = LLVMBuildMul(cg->b, cg_i64(cg, step), c->ta->stride[c->rdim], "");
+    int64_t sstep = step * (c->sv->swz == SWZ_NONE || c->sv->swz == SWZ_PAD ? row_pitch(c->sv) : 16 << swz_bits(c->sv->swz));
+    for (int64_t i = 0; i < n; i++) {
+        LLVMValueRef o = cg_i64(cg, i * sstep);
+        LLVMValueRef sp = i ? LLVMBuildGEP2(cg->b, cg->t_i8, s0, &o, 1, "") : s0;
+        if (i) {
+            g = LLVMBuildGEP2(cg->b, c->ety, g, &gstep, 1, "");
+            idx[c->rdim] = LLVMBuildAdd(cg->b, r0, cg_i32(cg, i * step), "");
+        }
+        copy_chunk_async(cg, c, idx, sp, g);
+    }
+}
+
 /* Every thread copies chunks tid, tid + nthreads, ... of the slot. */
 static void copy_all(Cg *cg, const Copy *c, bool async)
 {
-    int64_t cpr = c->sv->cols * c->sv->eb / 16, total = c->sv->rows * cpr, nthr = 32LL * cg->nwarps;
+    int64_t cpr = c->sv->cols * c->sv->eb / 16, total = c->sv->rows * cpr, nthr = 32LL * cg->nwarps, step;
+    if (async && copy_regular(cg, c, &step)) {
+        copy_rows(cg, c, step);
+        return;
+    }
     for (int64_t i = 0; i * nthr < total; i++) {
         LLVMValueRef id = LLVMBuildAdd(cg->b, cg->tid, cg_i32(cg, i * nthr), ""), idx[TENSOR_MAXRANK];
         LLVMBasicBlockRef cont = NULL;
@@ -296,7 +337,7 @@ static void copy_all(Cg *cg, const Copy *c, bool async)
         chunk_index(cg, c, row, LLVMBuildMul(cg->b, ch, cg_i32(cg, c->vec), ""), idx);
         LLVMValueRef sptr = cg_smem_ptr(cg, c->sv, row, LLVMBuildMul(cg->b, ch, cg_i32(cg, 16), ""));
         if (async)
-            copy_chunk_async(cg, c, idx, sptr);
+            copy_chunk_async(cg, c, idx, sptr, NULL);
         else
             copy_chunk_sync(cg, c, idx, sptr);
         if (cont) {

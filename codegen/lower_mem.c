@@ -361,7 +361,7 @@ int cg_lower_load(Cg *cg, Op *op)
             other[r] = zero;
     }
     LLVMValueRef *regs = load_tile(cg, &ac, L, other);
-    cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = regs };
+    cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = regs, .leaf = ac.dt == DT_BF16 };
     report_access(cg, op, "load", L, access_vec(&ac, L));
     return 0;
 }
@@ -459,6 +459,25 @@ static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, LL
     LLVMPositionBuilderAtEnd(cg->b, join);
 }
 
+/* Build each group's vector once, before the store's branches, and take
+ * the elements from it: narrow values then stay packed (two per 32-bit
+ * register) across the branches instead of one register each. */
+static LLVMValueRef *pack_groups(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals)
+{
+    int n = layout_nregs(L);
+    if (n % vec || dtype_bits(ac->dt) >= 32 || ac->dt == DT_BOOL)
+        return vals;
+    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    for (int r = 0; r < n; r += vec) {
+        LLVMValueRef w = LLVMGetUndef(LLVMVectorType(ac->mty, (unsigned)vec));
+        for (int e = 0; e < vec; e++)
+            w = LLVMBuildInsertElement(cg->b, w, vals[r + e], cg_i32(cg, e), "");
+        for (int e = 0; e < vec; e++)
+            out[r + e] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, e), "");
+    }
+    return out;
+}
+
 int cg_lower_store(Cg *cg, Op *op)
 {
     ValId vv = op->args[op->nargs - 1];
@@ -480,6 +499,8 @@ int cg_lower_store(Cg *cg, Op *op)
     const Layout *L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, vt, last_contiguous(&ac));
     LLVMValueRef *vals = cg_materialize(cg, v, vt, L, op->loc);
     int vec = access_vec(&ac, L);
+    if (vec > 1)
+        vals = pack_groups(cg, &ac, L, vec, vals);
     if (vec <= 1) {
         store_elems(cg, &ac, L, vals, false);
     } else {

@@ -20,7 +20,19 @@
  */
 #include "cg_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+typedef struct FragAddr {
+    const SmemView *sv;
+    bool p2, trans;               /* lane pattern; ldmatrix.trans */
+    LLVMValueRef rt, ct;          /* thread row / column (elements) */
+    LLVMValueRef T;               /* byte offset of (rt, ct) */
+    int64_t w;                    /* swizzle panel bytes (0: none) */
+    bool fast;                    /* the split above holds for every fragment */
+    LLVMValueRef xo[16];          /* T ^ (bc % W), by bc % W / 16 */
+    LLVMValueRef base;            /* the tile's base for this k step (see step_base) */
+} FragAddr;
 
 typedef struct Mma {
     Op *op;
@@ -33,6 +45,7 @@ typedef struct Mma {
     const Layout *aL;
     LLVMValueRef wrow, wcol;       /* this warp's first row / column */
     LLVMValueRef l15, l7, hi8, mid8;  /* lane terms of the ldmatrix addresses */
+    FragAddr fa, fb;               /* ldmatrix addresses of A (shared) and B */
 } Mma;
 
 /* ---- warps ---- */
@@ -43,26 +56,40 @@ static bool warps_visit(Func *f, Op *op, void *ctx)
     if (op->code != OP_DOT)
         return true;
     const Type *t = ir_type(f, op->res[0]);
-    int64_t tiles = t->rank == 2 ? t->shape[0] * t->shape[1] / 1024 : 1;
+    int64_t elems = t->rank == 2 ? t->shape[0] * t->shape[1] : 1024;
+    int64_t want = w[2] ? elems / 1024 : elems / 4096 > 4 ? elems / 4096 : elems / 1024 < 4 ? elems / 1024 : 4;
     int n = 1;
-    while (n * 2 <= tiles && n * 2 <= w[1])
+    while (n * 2 <= want && n * 2 <= w[1])
         n *= 2;
     if (n > w[0])
         w[0] = n;
     return true;
 }
 
-/* One warp per 32 x 32 of the largest accumulator, at most 8 warps. */
+/* One warp per 64 x 64 of the largest accumulator (128 f32 registers per
+ * thread), at most 8 warps; small accumulators keep up to 4 warps (one per
+ * 32 x 32). Measured on an H200 (docs/codegen.md): 64 x 64 warp tiles read
+ * a third less shared memory per mma than 64 x 32, and a 128 x 128 tile on
+ * 4 warps leaves room for two blocks per SM, whose barriers then overlap
+ * each other's products: 380 TFLOP/s against 289 with 8 warps. */
 int cg_mma_kernel_warps(Func *f, int max_warps)
 {
-    int w[2] = { 0, max_warps < 8 ? max_warps : 8 };
+    const char *xp = getenv("TILEC_XP_MMA_WARPS");   /* experiment knob: max warps */
+    int w[3] = { 0, max_warps < 8 ? max_warps : 8, 0 };
+    if (xp && atoi(xp) > 0) {             /* one warp per 32 x 32, at most xp */
+        w[1] = atoi(xp);
+        w[2] = 1;
+    }
     ir_walk(f, &f->body, warps_visit, w);
     return w[0];
 }
 
 static Layout acc_layout(Cg *cg, int64_t m, int64_t n, int *wm, int *wn)
 {
-    layout_mma_warps(m, n, cg->nwarps, wm, wn);
+    if (cg->mma_rows_only)         /* attention: warps along M only (lower_chain.c) */
+        cg_chain_acc_warps(cg, m, wm, wn);
+    else
+        layout_mma_warps(m, n, cg->nwarps, wm, wn);
     return layout_mma_acc(m, n, *wm, *wn, cg->nwarps);
 }
 
@@ -192,16 +219,77 @@ static void lane_terms(Cg *cg, Mma *mm)
     mm->wcol = LLVMBuildMul(cg->b, wc, cg_i32(cg, 8 * mm->tn), "");
 }
 
-/* ldmatrix.x4 of the 16 x 16 block at stored (r0, c0) (+ lane terms).
- * P1: lane l reads row r0 + (l & 15), column c0 + 8 (l >> 4);
- * P2: lane l reads row r0 + (l & 7) + 8 (l >> 4 & 1), column c0 + 8 (l >> 3 & 1). */
-static void ldsm(Cg *cg, const Mma *mm, const SmemView *sv, bool p2, LLVMValueRef r0, LLVMValueRef c0,
-                 bool trans, LLVMValueRef *out)
+/* ---- ldmatrix addresses ----
+ * An ldmatrix.x4 lane address is (thread row + rc, thread column + cc) of
+ * the stored tile, with the thread part fixed for the whole product and
+ * (rc, cc) constants per fragment (multiples of 16). The thread's byte
+ * offset T is computed once (loop-invariant: lane and warp only). Row-major
+ * and padded tiles add the constant. In a Swizzle<B,4,3> tile the XOR term
+ * depends on row % 8, which rc keeps, and on the 16-byte chunk: when the
+ * constant column bytes bc share no bit inside a W-byte panel with any
+ * thread's column bytes, offset(rt + rc, bt + bc) = (T ^ (bc % W)) +
+ * (bc / W) * rows * W + rc * W: one XOR per distinct bc % W (a k step),
+ * the rest an immediate of the ldmatrix. Otherwise the full swizzle is
+ * computed per fragment. */
+
+
+static int64_t swz_width(int swz)
 {
-    LLVMValueRef row = LLVMBuildAdd(cg->b, r0, p2 ? LLVMBuildAdd(cg->b, mm->l7, mm->hi8, "") : mm->l15, "");
-    LLVMValueRef col = LLVMBuildAdd(cg->b, c0, p2 ? mm->mid8 : mm->hi8, "");
-    LLVMValueRef p = cg_smem_ptr(cg, sv, row, LLVMBuildMul(cg->b, col, cg_i32(cg, sv->eb), ""));
-    cg->tg->ldmatrix_x4(cg, p, trans, out);
+    return swz == SWZ_32B ? 32 : swz == SWZ_64B ? 64 : swz == SWZ_128B ? 128 : 0;
+}
+
+/* wbase: warp part of the thread column (per warp index 0..nw-1: w * wstep). */
+static void frag_addr_init(Cg *cg, const Mma *mm, FragAddr *fa, const SmemView *sv, bool p2, bool trans,
+                           LLVMValueRef wrow, LLVMValueRef wcol, int nw, int64_t wstep, int64_t cmax)
+{
+    memset(fa, 0, sizeof *fa);
+    fa->sv = sv;
+    fa->p2 = p2;
+    fa->trans = trans;
+    fa->rt = LLVMBuildAdd(cg->b, wrow, p2 ? LLVMBuildAdd(cg->b, mm->l7, mm->hi8, "") : mm->l15, "");
+    fa->ct = LLVMBuildAdd(cg->b, wcol, p2 ? mm->mid8 : mm->hi8, "");
+    fa->T = cg_smem_offset(cg, sv, fa->rt, LLVMBuildMul(cg->b, fa->ct, cg_i32(cg, sv->eb), ""));
+    fa->w = swz_width(sv->swz);
+    if (!fa->w) {
+        fa->fast = true;
+        return;
+    }
+    int64_t tbits = 0;                  /* every bit some thread's column bytes set inside a panel */
+    for (int w = 0; w < nw; w++)
+        for (int h = 0; h < 2; h++)
+            tbits |= ((w * wstep + 8 * h) * sv->eb) % fa->w;
+    int64_t cbits = 0;
+    for (int64_t c = 0; c < cmax; c += 16)
+        cbits |= (c * sv->eb) % fa->w;
+    fa->fast = (tbits & cbits) == 0 && fa->w / 16 <= 16;
+}
+
+/* Pointer to this lane's row of the ldmatrix block at constant (rc, cc). */
+static LLVMValueRef frag_ptr(Cg *cg, FragAddr *fa, int64_t rc, int64_t cc)
+{
+    const SmemView *sv = fa->sv;
+    LLVMValueRef base = fa->base ? fa->base : sv->base;
+    if (!fa->fast) {
+        LLVMValueRef row = LLVMBuildAdd(cg->b, fa->rt, cg_i32(cg, rc), "");
+        LLVMValueRef col = LLVMBuildAdd(cg->b, fa->ct, cg_i32(cg, cc), "");
+        LLVMValueRef o = cg_smem_offset(cg, sv, row, LLVMBuildMul(cg->b, col, cg_i32(cg, sv->eb), ""));
+        return LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, "");
+    }
+    int64_t bc = cc * sv->eb, imm;
+    LLVMValueRef t = fa->T;
+    if (fa->w) {
+        int x = (int)(bc % fa->w / 16);
+        if (!fa->xo[x])
+            fa->xo[x] = x ? LLVMBuildXor(cg->b, fa->T, cg_i32(cg, bc % fa->w), "") : fa->T;
+        t = fa->xo[x];
+        imm = bc / fa->w * sv->rows * fa->w + rc * fa->w;
+    } else {
+        imm = rc * (sv->cols * sv->eb + (sv->swz == SWZ_PAD ? sv->pad : 0)) + bc;
+    }
+    LLVMValueRef o = LLVMBuildZExt(cg->b, t, cg->t_i64, "");
+    LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, "");
+    o = cg_i64(cg, imm);
+    return imm ? LLVMBuildGEP2(cg->b, cg->t_i8, p, &o, 1, "") : p;
 }
 
 static LLVMValueRef pack2(Cg *cg, LLVMValueRef x, LLVMValueRef y)
@@ -213,7 +301,7 @@ static LLVMValueRef pack2(Cg *cg, LLVMValueRef x, LLVMValueRef y)
 }
 
 /* A fragments (4 x i32) of m16 tile i at k step kk. */
-static void a_frag(Cg *cg, const Mma *mm, int i, int kk, LLVMValueRef *out)
+static void a_frag(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
 {
     if (mm->aregs) {
         for (int q = 0; q < 4; q++)
@@ -221,27 +309,64 @@ static void a_frag(Cg *cg, const Mma *mm, int i, int kk, LLVMValueRef *out)
                            mm->aregs[layout_mma_a_reg(mm->aL, i, kk, 2 * q + 1)]);
         return;
     }
-    LLVMValueRef m0 = LLVMBuildAdd(cg->b, mm->wrow, cg_i32(cg, 16 * i), ""), k0 = cg_i32(cg, 16 * kk);
-    if (mm->av->trans)            /* stored [K, M] */
-        ldsm(cg, mm, mm->av, true, k0, m0, true, out);
+    FragAddr *fa = &mm->fa;
+    if (fa->trans)                /* stored [K, M] */
+        cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fa, 16 * kk, 16 * i), true, out);
     else                          /* stored [M, K] */
-        ldsm(cg, mm, mm->av, false, m0, k0, false, out);
+        cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fa, 16 * i, 16 * kk), false, out);
 }
 
 /* B fragments of n8 tiles 2jp, 2jp+1 at k step kk: out[0..1], out[2..3]. */
-static void b_frag(Cg *cg, const Mma *mm, int jp, int kk, LLVMValueRef *out)
+static void b_frag(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
 {
-    LLVMValueRef n0 = LLVMBuildAdd(cg->b, mm->wcol, cg_i32(cg, 16 * jp), ""), k0 = cg_i32(cg, 16 * kk);
-    if (mm->bv->trans)            /* stored [N, K] */
-        ldsm(cg, mm, mm->bv, true, n0, k0, false, out);
+    FragAddr *fb = &mm->fb;
+    if (!fb->trans)               /* stored [N, K]: plain ldmatrix */
+        cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fb, 16 * jp, 16 * kk), false, out);
     else                          /* stored [K, N] */
-        ldsm(cg, mm, mm->bv, false, k0, n0, true, out);
+        cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fb, 16 * kk, 16 * jp), true, out);
+}
+
+static void frag_addrs(Cg *cg, Mma *mm)
+{
+    LLVMValueRef z = cg_i32(cg, 0);
+    if (!mm->aregs) {
+        if (mm->av->trans)        /* [K, M]: rows k (lane), columns warp rows */
+            frag_addr_init(cg, mm, &mm->fa, mm->av, true, true, z, mm->wrow, mm->wm, 16 * mm->tm, mm->m / mm->wm);
+        else
+            frag_addr_init(cg, mm, &mm->fa, mm->av, false, false, mm->wrow, z, 1, 0, mm->k);
+    }
+    if (mm->bv->trans)            /* [N, K]: rows warp columns, plain ldmatrix */
+        frag_addr_init(cg, mm, &mm->fb, mm->bv, true, false, mm->wcol, z, 1, 0, mm->k);
+    else                          /* [K, N]: ldmatrix.trans */
+        frag_addr_init(cg, mm, &mm->fb, mm->bv, false, true, z, mm->wcol, mm->wn, 8 * mm->tn, mm->n / mm->wn);
 }
 
 typedef struct Frags { LLVMValueRef *a, *b; } Frags;   /* a: tm x 4, b: tn/2 x 4 */
 
-static Frags load_frags(Cg *cg, const Mma *mm, int kk)
+/* The NVPTX scheduler would hoist every ldmatrix of the product above the
+ * first mma (the mma intrinsics carry no chain), keeping all K/16 steps'
+ * fragments live at once: 64 x 64 warp tiles with BK = 64 then spill. A
+ * step's base address goes through an opaque register move that takes an
+ * accumulator of the step before as an (unused) operand, so step k + 1's
+ * loads stay after step k - 1's products; the move costs nothing in SASS. */
+static LLVMValueRef step_base(Cg *cg, LLVMValueRef base, LLVMValueRef dep)
 {
+    LLVMTypeRef pt[2] = { cg->t_i64, LLVMTypeOf(dep) };
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_i64, pt, 2, 0);
+    static const char code[] = "mov.b64 $0, $1;", cons[] = "=l,l,f";
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 0, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef args[2] = { LLVMBuildPtrToInt(cg->b, base, cg->t_i64, ""), dep };
+    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, 2, "");
+    return LLVMBuildIntToPtr(cg->b, r, LLVMTypeOf(base), "");
+}
+
+static Frags load_frags(Cg *cg, Mma *mm, int kk, LLVMValueRef dep)
+{
+    if (dep && !mm->aregs)
+        mm->fa.base = step_base(cg, mm->fa.sv->base, dep);
+    if (dep)
+        mm->fb.base = step_base(cg, mm->fb.sv->base, dep);
     Frags fr;
     fr.a = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(4 * mm->tm));
     fr.b = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(2 * mm->tn));
@@ -311,10 +436,12 @@ int cg_lower_dot(Cg *cg, Op *op)
     if (operands(cg, &mm))
         return 1;
     lane_terms(cg, &mm);
+    frag_addrs(cg, &mm);
     int nk = (int)(mm.k / 16);
-    Frags cur = load_frags(cg, &mm, 0);
+    Frags cur = load_frags(cg, &mm, 0, NULL);
     for (int kk = 0; kk < nk; kk++) {
-        Frags next = kk + 1 < nk ? load_frags(cg, &mm, kk + 1) : cur;
+        LLVMValueRef dep = kk > 0 ? acc[layout_mma_acc_reg(mm.L, mm.tm - 1, mm.tn - 1, 3)] : NULL;
+        Frags next = kk + 1 < nk ? load_frags(cg, &mm, kk + 1, dep) : cur;
         mma_step(cg, &mm, &cur, acc);
         cur = next;
     }
@@ -350,6 +477,12 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     int eb = dtype_bits((DType)t->dtype) / 8;
     int64_t need = t->shape[0] * (t->shape[1] + (eb >= 4 ? 1 : 4 / (eb ? eb : 1))) * (eb ? eb : 1);
     if (layout_vec(L) <= layout_vec(v->L) || (cg->dsmem && cg->dsmem_base + need > cg->tg->max_smem_dynamic))
+        return;
+    /* Growing a pipelined kernel's shared memory by more than a quarter for
+     * the epilogue costs blocks per SM: gemm 128x128x64 on sm_90a, 96 KB of
+     * buffers + 33 KB of scratch -> one block per SM, 306 TFLOP/s against
+     * 375 with the fragment stores (H200). */
+    if (cg->dsmem && cg->dsmem_base > 0 && need > cg->dsmem_base / 4)
         return;
     v->r = cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
     v->L = L;

@@ -11,6 +11,7 @@
  */
 #include "cg_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static const char *type_suffix(Cg *cg, LLVMTypeRef t)
@@ -259,6 +260,122 @@ static LLVMValueRef *new_regs(Cg *cg, const Layout *L)
     return arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)layout_nregs(L));
 }
 
+/* ---- rematerialisation ----
+ * A tile computed elementwise from 16-bit float loads (the widening cast,
+ * then cheap arithmetic, index compares, selects and, at TILEC_REMAT=2, exp)
+ * is not kept live across a barrier: its first use after one recomputes it
+ * from the loaded registers, which stay packed two per 32-bit register. The
+ * reductions of softmax / layernorm then keep half the registers live.
+ * The widening of a recomputation is written as bit operations (alternating
+ * shl and prmt), never as the fpext of the first computation, so that CSE
+ * in LLVM or ptxas cannot merge it back and revive the long live range.
+ * Only at the top level of the body (depth 0): a recomputation cached there
+ * dominates every later use. */
+
+static bool remat_code(const Cg *cg, OpCode c)
+{
+    switch (c) {
+    case OP_CAST: case OP_ADD: case OP_SUB: case OP_MUL: case OP_NEG: case OP_MIN: case OP_MAX:
+    case OP_ABS: case OP_CMP: case OP_SELECT:
+        return true;
+    case OP_EXP: case OP_EXP2:
+        return cg->remat >= 2;
+    default:
+        return false;
+    }
+}
+
+/* May op's result be recomputed later? Every register operand must be
+ * recomputable itself, an index tile, or (for a cast) a 16-bit load. */
+static bool remat_ok(Cg *cg, Op *op)
+{
+    if (!cg->remat || cg->depth > 0 || !remat_code(cg, (OpCode)op->code))
+        return false;
+    bool src = false;
+    for (int i = 0; i < op->nargs; i++) {
+        const TileVal *v = &cg->vals[op->args[i]];
+        if (v->kind == TV_SCALAR || v->kind == TV_SPLAT)
+            continue;
+        if (v->kind == TV_IOTA || (v->kind == TV_REGS && (v->def || (v->leaf && op->code == OP_CAST)))) {
+            src = true;
+            continue;
+        }
+        return false;
+    }
+    return src;
+}
+
+static LLVMValueRef prmt(Cg *cg, LLVMValueRef w, bool high)
+{
+    static const char lo[] = "prmt.b32 $0, $1, 0, 0x1044;", hi[] = "prmt.b32 $0, $1, 0, 0x3244;";
+    LLVMTypeRef ft = LLVMFunctionType(cg->t_i32, &cg->t_i32, 1, 0);
+    LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)(high ? hi : lo), sizeof lo - 1, (char *)"=r,r", 4, 0, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(cg->b, ft, fn, &w, 1, "");
+}
+
+/* bf16 -> f32 by bit operations on the 32-bit register that holds it: an
+ * element taken out of a loaded vector is widened from the packed pair
+ * (so only the packed registers stay live); shl / and, or prmt on even
+ * generations. */
+static LLVMValueRef widen_bf16(Cg *cg, LLVMValueRef x, int gen)
+{
+    LLVMValueRef w, vec = LLVMIsAExtractElementInst(x) ? LLVMGetOperand(x, 0) : NULL;
+    LLVMValueRef ix = vec ? LLVMGetOperand(x, 1) : NULL;
+    bool high = false;
+    if (vec && LLVMIsAConstantInt(ix) && LLVMGetVectorSize(LLVMTypeOf(vec)) % 2 == 0) {
+        unsigned i = (unsigned)LLVMConstIntGetZExtValue(ix), n = LLVMGetVectorSize(LLVMTypeOf(vec));
+        LLVMValueRef words = LLVMBuildBitCast(cg->b, vec, LLVMVectorType(cg->t_i32, n / 2), "");
+        w = LLVMBuildExtractElement(cg->b, words, cg_i32(cg, i / 2), "");
+        high = i % 2;
+    } else {
+        w = LLVMBuildZExt(cg->b, LLVMBuildBitCast(cg->b, x, cg->t_i16, ""), cg->t_i32, "");
+    }
+    if (gen % 2 == 0)
+        w = prmt(cg, w, high);
+    else if (high)
+        w = LLVMBuildAnd(cg->b, w, cg_i32(cg, (int32_t)0xffff0000), "");
+    else
+        w = LLVMBuildShl(cg->b, w, cg_i32(cg, 16), "");
+    return LLVMBuildBitCast(cg->b, w, cg->t_f32, "");
+}
+
+static LLVMValueRef elem(Cg *cg, Op *op, DType dt, DType rdt, LLVMValueRef *a);
+
+static DType elem_dtype(Cg *cg, Op *op)
+{
+    return (DType)ir_type(cg->f, op->args[op->code == OP_SELECT ? 1 : 0])->dtype;
+}
+
+/* The value of v in cg->vals to recompute now, or NULL. */
+static TileVal *remat_target(Cg *cg, const TileVal *v)
+{
+    if (!v->def || v->epoch == cg->epoch || cg->depth > 0 || v < cg->vals || v >= cg->vals + cg->f->nvals)
+        return NULL;
+    return &cg->vals[v - cg->vals];
+}
+
+static LLVMValueRef *remat(Cg *cg, TileVal *v)
+{
+    Op *op = v->def;
+    DType dt = elem_dtype(cg, op), rdt = (DType)ir_type(cg->f, op->res[0])->dtype;
+    bool widen = op->code == OP_CAST && dt == DT_BF16 && rdt == DT_F32 && cg->vals[op->args[0]].leaf;
+    LLVMValueRef *in[3], a[3];
+    for (int i = 0; i < op->nargs && i < 3; i++)
+        in[i] = cg_materialize(cg, &cg->vals[op->args[i]], ir_type(cg->f, op->args[i]), v->L, op->loc);
+    int n = layout_nregs(v->L);
+    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    v->gen++;
+    for (int r = 0; r < n; r++) {
+        for (int i = 0; i < op->nargs && i < 3; i++)
+            a[i] = in[i][r];
+        out[r] = widen ? widen_bf16(cg, a[0], v->gen) : elem(cg, op, dt, rdt, a);
+    }
+    v->r = out;
+    v->epoch = cg->epoch;
+    return out;
+}
+
 LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layout *L, Loc loc)
 {
     int n = layout_nregs(L);
@@ -275,10 +392,13 @@ LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layo
         for (int i = 0; i < n; i++)
             r[i] = cg_convert(cg, cg_coord(cg, L, i, v->axis), DT_I32, (DType)t->dtype);
         return r;
-    case TV_REGS:
+    case TV_REGS: {
+        TileVal *m = remat_target(cg, v);
+        LLVMValueRef *regs = m ? remat(cg, m) : v->r;
         if (layout_eq(v->L, L))
-            return v->r;
-        return cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
+            return regs;
+        return cg_convert_layout(cg, regs, v->L, L, (DType)t->dtype, NULL);
+    }
     case TV_SMEM:
         return cg_smem_read(cg, v->sv, (DType)t->dtype, L);
     default:
@@ -308,6 +428,17 @@ static const Layout *pick_layout(Cg *cg, Op *op)
     return best;
 }
 
+/* An f32 tile divided by a uniform value: one correctly rounded reciprocal,
+ * then a multiply per element (at most 1 ulp from the quotient) instead of
+ * an IEEE division subroutine per element. NULL: divide normally. */
+static LLVMValueRef uniform_recip(Cg *cg, Op *op, DType dt)
+{
+    const TileVal *d = op->code == OP_DIV && dt == DT_F32 ? &cg->vals[op->args[1]] : NULL;
+    if (!d || (d->kind != TV_SCALAR && d->kind != TV_SPLAT))
+        return NULL;
+    return LLVMBuildFDiv(cg->b, LLVMConstReal(cg->t_f32, 1.0), d->s, "");
+}
+
 static int lower_elem(Cg *cg, Op *op)
 {
     Func *f = cg->f;
@@ -334,13 +465,17 @@ static int lower_elem(Cg *cg, Op *op)
     for (int i = 0; i < op->nargs; i++)
         in[i] = cg_materialize(cg, &cg->vals[op->args[i]], ir_type(f, op->args[i]), L, op->loc);
     int n = layout_nregs(L);
-    LLVMValueRef *out = new_regs(cg, L);
+    LLVMValueRef *out = new_regs(cg, L), inv = uniform_recip(cg, op, dt);
     for (int r = 0; r < n; r++) {
         for (int i = 0; i < op->nargs; i++)
             a[i] = in[i][r];
-        out[r] = elem(cg, op, dt, (DType)rt->dtype, a);
+        out[r] = inv ? LLVMBuildFMul(cg->b, a[0], inv, "") : elem(cg, op, dt, (DType)rt->dtype, a);
     }
     set_regs(cg, op->res[0], L, out);
+    if (remat_ok(cg, op)) {
+        cg->vals[op->res[0]].def = op;
+        cg->vals[op->res[0]].epoch = cg->epoch;
+    }
     return 0;
 }
 
@@ -406,6 +541,8 @@ static int lower_expand(Cg *cg, Op *op)
     const TileVal *v = &cg->vals[op->args[0]];
     int axis = (int)op->iattr[0];
     TileVal r = *v;
+    r.def = NULL;   /* recomputation happens in the operand's layout only */
+    r.leaf = false;
     if (v->kind == TV_IOTA)
         r.axis = (uint8_t)(v->axis >= axis ? v->axis + 1 : v->axis);
     else if (v->kind == TV_SCALAR)
@@ -443,6 +580,8 @@ static int lower_trans(Cg *cg, Op *op)
     const TileVal *v = &cg->vals[op->args[0]];
     const Type *t = ir_type(cg->f, op->res[0]);
     TileVal r = *v;
+    r.def = NULL;
+    r.leaf = false;
     if (v->kind == TV_IOTA)
         r.axis = (uint8_t)(1 - v->axis);
     if (v->kind != TV_REGS) {
@@ -555,6 +694,7 @@ static int lower_for(Cg *cg, Op *op)
     LLVMPositionBuilderAtEnd(cg->b, bodyb);
     for (int i = 0; i <= nc; i++)
         cg->vals[body->args[i]] = carried_val(&c[i]);
+    cg->depth++;   /* until the yields are materialised in the latch */
     if (cg_lower_block(cg, body))
         return 1;
     LLVMValueRef next = LLVMBuildAdd(cg->b, c[0].phi[0], cg->vals[op->args[2]].s, "");
@@ -564,6 +704,7 @@ static int lower_for(Cg *cg, Op *op)
         const TileVal *v = &cg->vals[y->args[i]];
         yv[i] = c[i + 1].L ? cg_materialize(cg, v, ir_type(f, y->args[i]), c[i + 1].L, y->loc) : NULL;
     }
+    cg->depth--;
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
     LLVMAddIncoming(c[0].phi[0], &next, &latch, 1);
     for (int i = 0; i < nc; i++) {
@@ -598,6 +739,7 @@ static int lower_if(Cg *cg, Op *op)
                       join = cg_new_block(cg, "if.join"), ends[2];
     LLVMBuildCondBr(cg->b, cg->vals[op->args[0]].s, thenb, elseb);
     Op *ys[2];
+    cg->depth++;   /* until the yields are materialised in the arms */
     for (int k = 0; k < 2; k++) {
         LLVMPositionBuilderAtEnd(cg->b, k ? elseb : thenb);
         ys[k] = block_yield(&op->regions[k]);
@@ -625,6 +767,7 @@ static int lower_if(Cg *cg, Op *op)
         ends[k] = LLVMGetInsertBlock(cg->b);
         LLVMBuildBr(cg->b, join);
     }
+    cg->depth--;
     LLVMPositionBuilderAtEnd(cg->b, join);
     for (int i = 0; i < nr; i++) {
         make_phis(cg, &c[i], ir_type(f, op->res[i]));
@@ -686,4 +829,138 @@ int cg_lower_block(Cg *cg, Block *blk)
         if (lower_op(cg, blk->ops[i]))
             return 1;
     return 0;
+}
+
+/* ---- schedule: compute each value where it is first needed ----
+ * The lowering emits a tile op at a time (all registers of `x - m`, then
+ * all of `exp`, ...), so every intermediate tile is live at once: 32 f32
+ * registers per op for a [4096] row on 4 warps. After optimisation this
+ * reorders each basic block of a SIMT kernel: instructions with effects
+ * (loads, stores, calls, barriers, shuffles) keep their order; pure
+ * arithmetic moves to just before its first user, depth first, so a chain
+ * is consumed element by element (a reduction folds each value as it is
+ * made). Loads stay where they are, all issued before the first use. */
+
+typedef struct Sched {
+    LLVMValueRef *key;        /* open addressing on instruction pointers */
+    uint8_t *state;           /* 1 pending (this block), 2 placed */
+    size_t cap;
+    LLVMBuilderRef b;
+} Sched;
+
+static size_t sched_slot(const Sched *s, LLVMValueRef v)
+{
+    size_t h = ((size_t)(uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ull & (s->cap - 1);
+    while (s->key[h] && s->key[h] != v)
+        h = (h + 1) & (s->cap - 1);
+    return h;
+}
+
+static bool sched_pure_call(LLVMValueRef I)
+{
+    static const char *const ok[] = { "llvm.nvvm.ex2", "llvm.nvvm.lg2", "llvm.nvvm.rsqrt", "llvm.nvvm.sqrt",
+                                      "llvm.nvvm.fmax", "llvm.nvvm.fmin", "llvm.nvvm.tanh", "llvm.maxnum",
+                                      "llvm.minnum", "llvm.fabs", "llvm.sqrt", "llvm.exp2", "llvm.fma",
+                                      "llvm.smax", "llvm.smin", "llvm.umax", "llvm.umin", "llvm.abs" };
+    LLVMValueRef callee = LLVMGetCalledValue(I);
+    if (callee && LLVMIsAInlineAsm(callee)) {
+        const char *s = NULL;
+        size_t n = 0;
+        s = LLVMGetInlineAsmAsmString(callee, &n);
+        return !LLVMGetInlineAsmHasSideEffects(callee) && n >= 4 && strncmp(s, "prmt", 4) == 0;
+    }
+    if (!callee || !LLVMIsAFunction(callee))
+        return false;
+    size_t n = 0;
+    const char *name = LLVMGetValueName2(callee, &n);
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (strncmp(name, ok[i], strlen(ok[i])) == 0)
+            return true;
+    return false;
+}
+
+static bool sched_movable(LLVMValueRef I)
+{
+    LLVMOpcode op = LLVMGetInstructionOpcode(I);
+    if (op == LLVMCall)
+        return sched_pure_call(I);
+    return (op >= LLVMAdd && op <= LLVMXor) || op == LLVMFNeg || (op >= LLVMTrunc && op <= LLVMAddrSpaceCast) ||
+           op == LLVMICmp || op == LLVMFCmp || op == LLVMSelect || op == LLVMExtractElement ||
+           op == LLVMInsertElement || op == LLVMShuffleVector || op == LLVMGetElementPtr;
+}
+
+/* Pure, and every user is a non-phi instruction of the same block. */
+static bool sched_sinkable(LLVMValueRef I, LLVMBasicBlockRef bb)
+{
+    if (!sched_movable(I))
+        return false;
+    LLVMUseRef u = LLVMGetFirstUse(I);
+    if (!u)
+        return false;
+    for (; u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef user = LLVMGetUser(u);
+        if (!LLVMIsAInstruction(user) || LLVMIsAPHINode(user) || LLVMGetInstructionParent(user) != bb)
+            return false;
+    }
+    return true;
+}
+
+static void sched_place(Sched *s, LLVMValueRef I)
+{
+    size_t h = sched_slot(s, I);
+    if (s->key[h] != I || s->state[h] != 1)
+        return;
+    s->state[h] = 2;
+    for (int k = 0, n = LLVMGetNumOperands(I); k < n; k++) {
+        LLVMValueRef o = LLVMGetOperand(I, (unsigned)k);
+        if (o && LLVMIsAInstruction(o))
+            sched_place(s, o);
+    }
+    LLVMInstructionRemoveFromParent(I);
+    LLVMInsertIntoBuilder(s->b, I);
+}
+
+static void sched_block(Cg *cg, LLVMBasicBlockRef bb, LLVMBuilderRef b)
+{
+    size_t n = 0;
+    for (LLVMValueRef I = LLVMGetFirstInstruction(bb); I; I = LLVMGetNextInstruction(I))
+        n++;
+    if (n < 8)
+        return;
+    Sched s = { .cap = 16, .b = b };
+    while (s.cap < 2 * n)
+        s.cap *= 2;
+    s.key = arena_alloc(cg->a, sizeof(LLVMValueRef) * s.cap);
+    s.state = arena_alloc(cg->a, s.cap);
+    memset(s.key, 0, sizeof(LLVMValueRef) * s.cap);
+    memset(s.state, 0, s.cap);
+    LLVMValueRef *order = arena_alloc(cg->a, sizeof(LLVMValueRef) * n);
+    size_t i = 0;
+    for (LLVMValueRef I = LLVMGetFirstInstruction(bb); I; I = LLVMGetNextInstruction(I)) {
+        order[i++] = I;
+        size_t h = sched_slot(&s, I);
+        s.key[h] = I;
+        s.state[h] = 1;
+    }
+    /* Anchors (phis, effects, values used elsewhere) in their order; pure
+     * values on demand. The block is rebuilt at its end as it goes. */
+    LLVMPositionBuilderAtEnd(b, bb);
+    for (i = 0; i < n; i++) {
+        LLVMValueRef I = order[i];
+        if (LLVMIsAPHINode(I)) {
+            s.state[sched_slot(&s, I)] = 2;
+            continue;
+        }
+        if (sched_sinkable(I, bb))
+            continue;
+        sched_place(&s, I);
+    }
+}
+
+void cg_schedule_simt(Cg *cg, LLVMValueRef fn)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        sched_block(cg, bb, b);
+    LLVMDisposeBuilder(b);
 }

@@ -9,7 +9,13 @@
 
 #include <math.h>
 
-static void barrier(Cg *cg) { cg->tg->barrier(cg); }
+/* Every barrier starts a new epoch: values from before it are recomputed,
+ * not kept live, where lower_simt.c can (rematerialisation). */
+static void barrier(Cg *cg)
+{
+    cg->tg->barrier(cg);
+    cg->epoch++;
+}
 
 /* ---- layout conversion ---- */
 
@@ -50,6 +56,9 @@ static void logical_shape(const Layout *L, int64_t *shape)
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
                                 DType dt, const int *perm)
 {
+    LLVMValueRef *same = perm ? NULL : cg_chain_renumber(cg, regs, from, to);
+    if (same)
+        return same;
     int rank = layout_rank(to), eb = elem_bytes(dt);
     int pad = rank > 1 ? (eb >= 4 ? 1 : 4 / eb) : 0;
     int64_t shape[TILE_MAXRANK];
@@ -249,8 +258,12 @@ int cg_lower_reduce(Cg *cg, Op *op)
     else
         cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = Lr, .r = acc };
     if (cg->report) {
-        sb_printf(cg->report, "  reduce %s axis %d at %d:%d: %d lanes shuffle, %d warps via shared memory -> ",
-                  reduce_names[rc.kind], axis, op->loc.line, op->loc.col, L->tpw[p], L->wpc[p]);
+        sb_printf(cg->report, "  reduce %s axis %d at %d:%d: %d lanes shuffle, ", reduce_names[rc.kind], axis,
+                  op->loc.line, op->loc.col, L->tpw[p]);
+        if (L->wpc[p] > 1)
+            sb_printf(cg->report, "%d warps via shared memory -> ", L->wpc[p]);
+        else
+            sb_puts(cg->report, "no shared memory -> ");
         layout_print(Lr, cg->report);
         sb_putc(cg->report, '\n');
     }

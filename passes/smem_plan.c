@@ -56,6 +56,7 @@ typedef struct Lin {
     Op **loops; int nloops, caploops;   /* the enclosing FORs during the walk */
     SmemBuf *bufs; int nbufs, capbufs;
     int *buf_of;                        /* per value: index into bufs, or -1 */
+    bool *dot_only;                     /* per value: used only as DOT operands (or through TRANS) */
     int **buf_loops; int *nbuf_loops;   /* per buffer: FORs around its alloc */
     int64_t *fences; int nfences, capfences;
     int64_t *loop_end;                  /* per FOR (by walk index) */
@@ -127,6 +128,12 @@ static void walk(Lin *L, Block *blk, bool top)
                 use_buf(L, L->buf_of[op->args[k]]);
         if (op->code == OP_SMEM_ALLOC)
             new_buf(L, op);
+        /* The code generator reads a slot whose value only feeds matrix
+         * products in place, when the product runs (lower_mma.c): the
+         * buffer lives as long as that value (and its transpose) is used. */
+        if ((op->code == OP_SMEM_LOAD || op->code == OP_TRANS) && op->nargs && op->nres &&
+            op->args[0] < L->f->nvals && L->buf_of[op->args[0]] >= 0 && L->dot_only[op->res[0]])
+            L->buf_of[op->res[0]] = L->buf_of[op->args[0]];
         if (op->code == OP_BARRIER && top) {
             L->fences = grow(L->a, L->fences, sizeof(int64_t), L->nfences, &L->capfences);
             L->fences[L->nfences++] = L->pos;
@@ -236,6 +243,35 @@ static bool name_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
+static bool not_dot_visit(Func *f, Op *op, void *ctx)
+{
+    bool *bad = ctx;
+    for (int k = 0; k < op->nargs; k++)
+        if (op->args[k] < f->nvals && !(op->code == OP_DOT && k < 2) && op->code != OP_TRANS)
+            bad[op->args[k]] = true;
+    return true;
+}
+
+/* A TRANS result that is not dot-only makes its operand not dot-only. */
+static bool trans_visit(Func *f, Op *op, void *ctx)
+{
+    bool *bad = ctx;
+    if (op->code == OP_TRANS && op->nres && bad[op->res[0]] && op->args[0] < f->nvals)
+        bad[op->args[0]] = true;
+    return true;
+}
+
+static bool *dot_only_values(Func *f, Arena *a)
+{
+    bool *bad = arena_alloc(a, sizeof(bool) * (f->nvals + 1)), *ok = arena_alloc(a, sizeof(bool) * (f->nvals + 1));
+    memset(bad, 0, sizeof(bool) * (f->nvals + 1));
+    ir_walk(f, &f->body, not_dot_visit, bad);
+    ir_walk(f, &f->body, trans_visit, bad);
+    for (uint32_t v = 0; v < f->nvals; v++)
+        ok[v] = !bad[v];
+    return ok;
+}
+
 void pass_smem_plan(Func *f, Arena *a, SmemPlan *out)
 {
     Lin L;
@@ -245,6 +281,7 @@ void pass_smem_plan(Func *f, Arena *a, SmemPlan *out)
     L.buf_of = arena_alloc(a, sizeof(int) * (f->nvals + 1));
     for (uint32_t v = 0; v < f->nvals; v++)
         L.buf_of[v] = -1;
+    L.dot_only = dot_only_values(f, a);
     walk(&L, &f->body, true);
     for (int k = 0; k < L.nexts; k++) {
         SmemBuf *b = &L.bufs[L.exts[k].buf];

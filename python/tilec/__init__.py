@@ -406,3 +406,8 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, **consts):
         lib.tilec_result_free(res)
     return Module(ptx.decode(), meta.decode(), (got_arch or b"").decode() or arch,
                   rep.decode() if rep else None)
+
+
+from ._attention import attention  # noqa: E402  (FlashAttention forward on torch tensors)
+
+__all__.append("attention")

@@ -174,7 +174,7 @@ START_TEST(gemm_ptx)
         ck_assert_msg(e == 0, "%s: %s", archs[i], err.buf ? err.buf : "");
         for (int w = 0; want[w]; w++)
             ck_assert_msg(strstr(res.ptx.buf, want[w]), "%s: PTX lacks '%s'", archs[i], want[w]);
-        ck_assert(strstr(res.meta.buf, "threads 256\n") && !strstr(res.meta.buf, "smem 0\n"));
+        ck_assert(strstr(res.meta.buf, "threads 128\n") && !strstr(res.meta.buf, "smem 0\n"));
         if (ptxas)
             ptxas_check(res.ptx.buf, archs[i]);
         sb_free(&err), sb_free(&res.ptx), sb_free(&res.meta), sb_free(&res.llvm_ir), sb_free(&res.report);

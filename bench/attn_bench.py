@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""attn_bench.py - attention forward (examples/attention.tile, mma.sync path)
+on the GPU: correctness against PyTorch in float32 and timing against SDPA's
+flash and cuDNN backends, in one run.
+
+Precompiled PTX (+ .meta) comes from .devcarry/attn/ (bench/attn_prepare.sh on
+the build machine), named attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>.ptx. On the
+GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
+  TILEC_LIB_DIR=/tmp/rt/lib python3 bench/attn_bench.py [--quick] [--out DIR]
+
+Correctness: O against softmax(scale * q k^T) v in float32 (relative
+Frobenius error <= 1e-2), LSE against logsumexp(scale * q k^T) / ln 2 (the
+kernel's log2 units); outputs poisoned with NaN before each launch; fresh
+random inputs per case. Timing: triton do_bench medians; FLOPs 4 Z H N^2 D,
+halved when causal; FlashAttention-paper shapes (16384 tokens, hidden 2048).
+"""
+import argparse
+import glob
+import math
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import tilec  # noqa: E402
+from tilec import _attention as A  # noqa: E402
+
+DT = {"bf16": torch.bfloat16, "f16": torch.float16}
+PTX_DIR = os.path.join(ROOT, ".devcarry", "attn")
+LN2 = math.log(2.0)
+
+
+def bench(fn):
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        do_bench = None
+    if do_bench:
+        return do_bench(fn, warmup=25, rep=100, return_mode="median")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(5):
+        fn()
+    ts = []
+    for _ in range(30):
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        ts.append(start.elapsed_time(end))
+    return sorted(ts)[len(ts) // 2]
+
+
+def reference(q, k, v, causal, scale):
+    """(o, lse) in float32; lse in log2 units."""
+    g = q.shape[1] // k.shape[1]
+    qf, kf, vf = q.float(), k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1)
+    s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
+    if causal:
+        n, nk = s.shape[-2], s.shape[-1]
+        s = s.masked_fill(torch.ones(n, nk, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    lse = torch.logsumexp(s, -1) / LN2
+    o = torch.matmul(torch.softmax(s, -1), vf)
+    return o, lse
+
+
+def rel(a, b):
+    den = b.norm().item()
+    return (a.float() - b).norm().item() / (den if den > 0 else 1.0)
+
+
+def check_case(dt, d, n, causal, g, arch, z=1, hk=2, bm=None, bn=None):
+    h = hk * g
+    q = torch.randn(z, h, n, d, device="cuda", dtype=DT[dt])
+    k = torch.randn(z, hk, n, d, device="cuda", dtype=DT[dt])
+    v = torch.randn(z, hk, n, d, device="cuda", dtype=DT[dt])
+    scale = d ** -0.5
+    mod = A.kernel(d, dt, causal, bm, bn, arch, PTX_DIR)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((z, h, n), float("nan"), device="cuda")
+    mod(q, k, v, o, lse, scale)
+    torch.cuda.synchronize()
+    ro, rl = reference(q, k, v, causal, scale)
+    eo, el = rel(o, ro), rel(lse, rl)
+    mx = (lse - rl).abs().max().item()
+    ok = eo <= 1e-2 and el <= 1e-3 and mx <= 2e-2 and not torch.isnan(o).any().item()
+    return ok, eo, el, mx
+
+
+def correctness(quick):
+    rows, bad = [], 0
+    cases = []
+    for arch in ("sm_90a", "sm_86"):
+        for dt in ("bf16", "f16"):
+            for d in (64, 128):
+                for n in (1, 100, 1000, 1024, 4097, 8192):
+                    for causal in (False, True):
+                        for g in (1, 4, 8):
+                            if arch == "sm_86" and (dt != "bf16" or n not in (100, 4097) or g != 4):
+                                continue
+                            if quick and n > 1024:
+                                continue
+                            cases.append((arch, dt, d, n, causal, g))
+    worst = {}
+    for arch, dt, d, n, causal, g in cases:
+        try:
+            ok, eo, el, mx = check_case(dt, d, n, causal, g, arch)
+        except Exception as e:  # noqa: BLE001 - report and go on
+            ok, eo, el, mx = False, float("nan"), float("nan"), float("nan")
+            print("ERROR", arch, dt, d, n, causal, g, e, flush=True)
+        key = (arch, dt, d)
+        w = worst.setdefault(key, [0, 0.0, 0.0, 0.0, 0])
+        w[0] += 1
+        w[1] = max(w[1], eo) if eo == eo else float("nan")
+        w[2] = max(w[2], el) if el == el else float("nan")
+        w[3] = max(w[3], mx) if mx == mx else float("nan")
+        if not ok:
+            bad += 1
+            w[4] += 1
+            print("FAIL %s %s D=%d N=%d causal=%d H/HK=%d: O rel %.2e, LSE rel %.2e max abs %.2e"
+                  % (arch, dt, d, n, causal, g, eo, el, mx), flush=True)
+    print("\ncorrectness (O rel Frobenius <= 1e-2; LSE rel <= 1e-3, max abs <= 2e-2), "
+          "N in {1,100,1000,1024,4097,8192}, causal/not, H/HK in {1,4,8}:")
+    for (arch, dt, d), (cnt, eo, el, mx, nb) in sorted(worst.items()):
+        print("  %-7s %-5s D=%-4d %3d cases  worst O %.2e  LSE %.2e (max abs %.2e)  %s"
+              % (arch, dt, d, cnt, eo, el, mx, "OK" if not nb else "%d FAIL" % nb))
+    return bad == 0
+
+
+def sdpa(q, k, v, causal, backend):
+    from torch.nn.attention import sdpa_kernel
+    with sdpa_kernel(backend):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def timing(variants):
+    from torch.nn.attention import SDPBackend
+    print("\nattention forward, bf16, 16384 tokens, hidden 2048 (TFLOP/s, do_bench median)")
+    hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
+    for bm, bn in variants:
+        hdr += " %12s" % ("tilec %dx%d" % (bm, bn))
+    print(hdr + "   best/flash  best/cuDNN", flush=True)
+    for d in (64, 128):
+        h = 2048 // d
+        for n in (1024, 2048, 4096, 8192, 16384):
+            z = 16384 // n
+            for causal in (False, True):
+                q = torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16)
+                k = torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16)
+                v = torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16)
+                flop = 4.0 * z * h * n * n * d / (2 if causal else 1)
+                tf = lambda ms: flop / ms / 1e9  # noqa: E731
+                res = {}
+                for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                    try:
+                        res[name] = tf(bench(lambda: sdpa(q, k, v, causal, be)))
+                    except Exception as e:  # noqa: BLE001
+                        res[name] = float("nan")
+                        print("  %s unavailable: %s" % (name, str(e)[:80]), flush=True)
+                ours = []
+                o = torch.empty_like(q)
+                lse = torch.empty(z, h, n, device="cuda")
+                for bm, bn in variants:
+                    try:
+                        mod = A.kernel(d, "bf16", causal, bm, bn, "sm_90a", PTX_DIR)
+                        ours.append(tf(bench(lambda: mod(q, k, v, o, lse, d ** -0.5))))
+                    except Exception as e:  # noqa: BLE001
+                        ours.append(float("nan"))
+                        print("  tilec %dx%d: %s" % (bm, bn, str(e)[:100]), flush=True)
+                best = max([x for x in ours if x == x] or [float("nan")])
+                line = "%-4d %-6d %-6s %-3d %8.1f %8.1f" % (d, n, "yes" if causal else "no", z, res["flash"], res["cudnn"])
+                for x in ours:
+                    line += " %12.1f" % x
+                print(line + "   %9.2fx  %9.2fx" % (best / res["flash"], best / res["cudnn"]), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--skip-bench", action="store_true")
+    args = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__,
+          "| %s" % time.strftime("%Y-%m-%d"), flush=True)
+    names = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(PTX_DIR, "*.ptx")))
+    print("variants:", len(names), flush=True)
+    ok = True
+    if not args.skip_check:
+        ok = correctness(args.quick)
+    if not args.skip_bench:
+        vs = sorted({(int(x.split("_m")[1].split("_")[0]), int(x.split("_n")[1].split("_")[0]))
+                     for x in names if "sm_90a" in x and x.startswith("attn_bf16")}, reverse=True)
+        timing(vs)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    t0 = time.time()
+    r = main()
+    print("total %.0f s" % (time.time() - t0))
+    sys.exit(r)

@@ -1,0 +1,190 @@
+/* lower_chain.c - kernels whose matrix products feed another product
+ * (attention: s = q @ k^T, p = exp2(s - max), acc += bf16(p) @ v).
+ *
+ * The FlashAttention-2 structure: every warp owns whole rows of every
+ * accumulator (a wm x 1 warp grid, e.g. 128 rows = 8 warps x 16 rows), so
+ *  - the accumulator of the first product, cast elementwise, already is the
+ *    A operand of the second one (lower_mma.c renumbers registers: no shared
+ *    memory);
+ *  - row reductions (rowmax, rowsum) combine in-thread and then over the 4
+ *    lanes of a quad with butterfly shuffles (lower_xfer.c's generic path on
+ *    a layout with wpc = 1 along the reduced dim): no shared memory;
+ *  - the row vectors (max, sum) live in the slice of the accumulator layout,
+ *    loop-carried as such; broadcasting them back over any accumulator of
+ *    the same rows is a register renumbering (cg_chain_renumber).
+ *
+ * Entry points: cg_chain_kernel_warps (the warp rule, from codegen.c),
+ * cg_chain_acc_warps (the warp grid, from lower_mma.c), cg_chain_anchors
+ * (default layouts of the accumulator shapes and their rows), and
+ * cg_chain_renumber (a conversion that moves no data, from lower_xfer.c).
+ */
+#include "cg_internal.h"
+
+#include <string.h>
+
+/* ---- detection ---- */
+
+/* Does v come from a DOT result through elementwise / shape ops? */
+static bool from_dot(Func *f, ValId v, int depth)
+{
+    Op *def = ir_val(f, v)->def;
+    if (!def || depth > 24)
+        return false;
+    if (def->code == OP_DOT)
+        return true;
+    if (!(op_info[def->code].flags & OPF_ELEM) && def->code != OP_BROADCAST && def->code != OP_EXPAND)
+        return false;
+    for (int i = 0; i < def->nargs; i++)
+        if (from_dot(f, def->args[i], depth + 1))
+            return true;
+    return false;
+}
+
+typedef struct ChainScan {
+    bool chained;          /* some DOT's A operand comes from a DOT */
+    int64_t mgcd;          /* rows of every DOT accumulator (all must split alike) */
+} ChainScan;
+
+static bool chain_visit(Func *f, Op *op, void *ctx)
+{
+    ChainScan *cs = ctx;
+    if (op->code != OP_DOT)
+        return true;
+    const Type *t = ir_type(f, op->res[0]);
+    int64_t m = t->rank == 2 ? t->shape[0] : 0;
+    if (!cs->mgcd || m < cs->mgcd)
+        cs->mgcd = m;
+    if (from_dot(f, op->args[0], 0))
+        cs->chained = true;
+    return true;
+}
+
+static int rows_warps(int64_t m, int max_warps)
+{
+    int w = 1;
+    while (w * 2 <= max_warps && m % (16 * w * 2) == 0)
+        w *= 2;
+    return w;
+}
+
+/* Warps for a kernel with chained products: one warp per 16 rows of the
+ * accumulators, at most 8 (and max_warps); 0 when the kernel has none. */
+int cg_chain_kernel_warps(Func *f, int max_warps)
+{
+    ChainScan cs = { false, 0 };
+    ir_walk(f, &f->body, chain_visit, &cs);
+    if (!cs.chained || cs.mgcd <= 0 || cs.mgcd % 16)
+        return 0;
+    return rows_warps(cs.mgcd, max_warps < 8 ? max_warps : 8);
+}
+
+/* Warps only along M: wm = the warps that fit 16-row blocks, wn = 1. */
+void cg_chain_acc_warps(const Cg *cg, int64_t m, int *wm, int *wn)
+{
+    *wm = rows_warps(m, cg->nwarps);
+    *wn = 1;
+}
+
+/* ---- default layouts ---- */
+
+static void set_anchor(Cg *cg, int rank, const int64_t *shape, const Layout *L)
+{
+    int i = 0;
+    while (i < cg->nanchors && !(cg->anchors[i].rank == rank &&
+                                 memcmp(cg->anchors[i].shape, shape, sizeof(int64_t) * (size_t)rank) == 0))
+        i++;
+    if (i == (int)TC_COUNTOF(cg->anchors))
+        return;
+    if (i == cg->nanchors) {
+        cg->nanchors++;
+        cg->anchors[i].rank = rank;
+        memcpy(cg->anchors[i].shape, shape, sizeof(int64_t) * (size_t)rank);
+    }
+    cg->anchors[i].L = L;
+}
+
+static bool anchor_visit(Func *f, Op *op, void *ctx)
+{
+    Cg *cg = ctx;
+    if (op->code != OP_DOT)
+        return true;
+    const Type *t = ir_type(f, op->res[0]);
+    if (t->rank != 2 || t->shape[0] % 16 || t->shape[1] % 8)
+        return true;
+    int wm, wn;
+    cg_chain_acc_warps(cg, t->shape[0], &wm, &wn);
+    const Layout *L = cg_layout_dup(cg, layout_mma_acc(t->shape[0], t->shape[1], wm, wn, cg->nwarps));
+    set_anchor(cg, 2, t->shape, L);
+    set_anchor(cg, 1, t->shape, cg_layout_dup(cg, layout_slice(L, 1)));
+    return true;
+}
+
+/* Tiles of an accumulator's shape (masks from iota, splats, row vectors)
+ * default to the accumulator layout and its row slice, so that they meet
+ * the products' results without a conversion. */
+void cg_chain_anchors(Cg *cg, Func *f)
+{
+    ir_walk(f, &f->body, anchor_visit, cg);
+}
+
+/* ---- conversions that move no data ---- */
+
+static int64_t lin(const int64_t *c, const int64_t *shape, int rank)
+{
+    int64_t o = 0;
+    for (int k = 0; k < rank; k++)
+        o = o * shape[k] + c[k];
+    return o;
+}
+
+/* map[i] = the register of `from` that holds the element `to` keeps in
+ * register i, the same in every thread; false if some thread lacks one. */
+static bool same_thread_map(Cg *cg, const Layout *from, const Layout *to, int *map)
+{
+    int rank = layout_rank(to), nf = layout_nregs(from), nt = layout_nregs(to);
+    int64_t shape[TILE_MAXRANK], numel = 1, c[TILE_MAXRANK];
+    for (int a = 0; a < rank; a++) {
+        shape[a] = to->pshape[layout_pdim(to, a)];
+        if (from->pshape[layout_pdim(from, a)] != shape[a])
+            return false;
+        numel *= shape[a];
+    }
+    if (numel > (1 << 20))
+        return false;
+    int *at = arena_alloc(cg->a, sizeof(int) * (size_t)numel);
+    for (int t = 0; t < cg->nwarps * 32; t++) {
+        for (int r = 0; r < nf; r++) {
+            layout_coord(from, t, r, c);
+            at[lin(c, shape, rank)] = r + 1;
+        }
+        for (int r = 0; r < nt; r++) {
+            layout_coord(to, t, r, c);
+            int got = at[lin(c, shape, rank)] - 1;
+            if (got < 0 || (t && map[r] != got))
+                return false;
+            map[r] = got;
+        }
+        for (int r = 0; r < nf; r++) {
+            layout_coord(from, t, r, c);
+            at[lin(c, shape, rank)] = 0;
+        }
+    }
+    return true;
+}
+
+/* Registers of `to` picked from `from` when every thread already holds
+ * what it needs (an accumulator's row vector against another accumulator
+ * of the same rows, a broadcast of one): NULL otherwise. */
+LLVMValueRef *cg_chain_renumber(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to)
+{
+    if (layout_rank(from) != layout_rank(to) || from->nwarps != to->nwarps || !layout_is_mma(from))
+        return NULL;
+    int nt = layout_nregs(to);
+    int *map = arena_alloc(cg->a, sizeof(int) * (size_t)nt);
+    if (!same_thread_map(cg, from, to, map))
+        return NULL;
+    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nt);
+    for (int r = 0; r < nt; r++)
+        out[r] = regs[map[r]];
+    return out;
+}

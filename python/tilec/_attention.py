@@ -1,0 +1,95 @@
+"""tilec.attention (python/tilec/_attention.py): FlashAttention forward (examples/attention.tile) on
+PyTorch tensors.
+
+    o, lse = tilec.attention(q, k, v, causal=False, scale=None)
+
+q: [Z, H, N, D], k and v: [Z, HK, NK, D] (H a multiple of HK: grouped-query
+heads), bf16 or f16, on one CUDA device; D 64 or 128 (any multiple of 16
+compiles). Returns o [Z, H, N, D] (q's dtype) and lse [Z, H, N] float32 in
+log2 units: lse = log2(sum_j exp2(scale * log2(e) * q.k_j)), i.e. the
+natural log-sum-exp of the scaled scores divided by ln 2. The kernel runs on
+torch's current stream.
+
+A variant (D, dtype, causal, tile sizes, arch) is compiled once per process
+and cached. Precompiled PTX is used when present: a folder given by
+TILEC_ATTN_DIR (or `ptx_dir=`) holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>.ptx
+and its .meta (bench/attn_bench.py's layout), so a GPU machine without the
+compiler library can run it.
+"""
+import os
+import sys
+
+from . import compile as _compile, load_files as _load_files, device_arch as _device_arch
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_SOURCE = os.path.join(_ROOT, "examples", "attention.tile")
+
+# Tile sizes (BM, BN) per head dim: 8 warps x 16 query rows each. Measured
+# on an H200 (docs/codegen.md): D = 64 runs faster with BN = 64 (128
+# registers), D = 128 with BN = 128 (255 registers, no spills).
+TILES = {64: (128, 64), 128: (128, 128)}
+
+_cache = {}
+
+
+def variant_name(dt, arch, d, bm, bn, causal):
+    return "attn_%s_%s_d%d_m%d_n%d_%s" % (dt, arch, d, bm, bn, "c" if causal else "f")
+
+
+def source(dt):
+    """The example's source with its element dtype replaced (bf16 -> f16)."""
+    with open(_SOURCE) as f:
+        text = f.read()
+    return text if dt == "bf16" else text.replace("bf16", dt)
+
+
+def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None):
+    """The compiled (or loaded) Module for one variant."""
+    arch = arch or _device_arch() or "sm_90a"
+    tbm, tbn = TILES.get(d, (128, 64))
+    if arch.startswith("sm_8"):      # 99 KB of shared memory per block
+        tbn = min(tbn, 64)
+    bm, bn = bm or tbm, bn or tbn
+    key = (d, dt, bool(causal), bm, bn, arch)
+    mod = _cache.get(key)
+    if mod is not None:
+        return mod
+    ptx_dir = ptx_dir or os.environ.get("TILEC_ATTN_DIR")
+    path = os.path.join(ptx_dir, variant_name(dt, arch, d, bm, bn, causal) + ".ptx") if ptx_dir else None
+    if path and os.path.isfile(path):
+        mod = _load_files(path)
+    else:
+        mod = _compile(source(dt), arch=arch, D=d, BM=bm, BN=bn, CAUSAL=bool(causal))
+    _cache[key] = mod
+    return mod
+
+
+def attention(q, k, v, causal=False, scale=None, block_m=None, block_n=None, arch=None, ptx_dir=None):
+    """FlashAttention forward; returns (o, lse). See the module docstring."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(q, torch.Tensor):
+        raise TypeError("tilec.attention takes torch tensors")
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError("q, k, v must be [Z, H, N, D] / [Z, HK, NK, D]")
+    z, h, n, d = q.shape
+    hk = k.shape[1]
+    if k.shape != v.shape or k.shape[0] != z or k.shape[3] != d:
+        raise ValueError("k and v must both be [Z, HK, NK, D] with q's Z and D; got %s, %s"
+                         % (tuple(k.shape), tuple(v.shape)))
+    if hk == 0 or h % hk:
+        raise ValueError("H (%d) must be a multiple of HK (%d)" % (h, hk))
+    names = {torch.bfloat16: "bf16", torch.float16: "f16"}
+    if q.dtype not in names or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError("q, k, v must all be bfloat16 or all float16")
+    if d % 16:
+        raise ValueError("head dim D must be a multiple of 16 (got %d)" % d)
+    if scale is None:
+        scale = d ** -0.5
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    o = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = torch.empty((z, h, n), dtype=torch.float32, device=q.device)
+    if n == 0 or z * h == 0:
+        return o, lse
+    mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir)
+    mod(q, k, v, o, lse, float(scale))
+    return o, lse
