@@ -2,6 +2,8 @@
  * defines, diagnostics as records, NULL handling, target resolution, the
  * pass list, and two threads compiling at once. */
 #include <check.h>
+
+#include "check_main.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,9 +213,5 @@ static Suite *api_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(api_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int nfail = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nfail ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tc_check_run(api_suite());
 }

@@ -3,6 +3,8 @@
  * interpreted on small random inputs and compared with a plain-C reference
  * computed in double. Tolerances follow the output dtype. */
 #include <check.h>
+
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -487,9 +489,5 @@ static Suite *examples_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(examples_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tc_check_run(examples_suite());
 }

@@ -2,6 +2,8 @@
  * with the Builder API: windows with tails and masks, loops with carried
  * values, reductions, casts, products, and argument checking. */
 #include <check.h>
+
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -595,9 +597,5 @@ static Suite *interp_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(interp_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tc_check_run(interp_suite());
 }

@@ -3,6 +3,8 @@
  * interpreted again on the same inputs; the outputs must be bit-identical,
  * and the loop must have been split where the masks allow it. */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,9 +262,5 @@ static Suite *mask_split_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(mask_split_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tc_check_run(mask_split_suite());
 }

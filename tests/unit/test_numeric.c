@@ -1,6 +1,8 @@
 /* test_numeric.c - rounding to dtype precision and element storage
  * (ir/numeric.c), against hand-computed cases. */
 #include <check.h>
+
+#include "check_main.h"
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -213,9 +215,5 @@ static Suite *numeric_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(numeric_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tc_check_run(numeric_suite());
 }

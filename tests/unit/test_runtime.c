@@ -2,6 +2,8 @@
  * malformed), launch validation messages, grid rules and ABI packing. */
 #define _POSIX_C_SOURCE 200809L   /* mkstemp */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -596,9 +598,5 @@ static Suite *runtime_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(runtime_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tc_check_run(runtime_suite());
 }

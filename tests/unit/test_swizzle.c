@@ -3,6 +3,8 @@
  * counts the conflicts worked out by hand for each standard access, and the
  * selection reaches 0 predicted conflicts on the standard bf16 tiles. */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,9 +505,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tc_check_run(suite());
 }

@@ -2,6 +2,8 @@
  * broken invariant (scoping, arity, type rules, regions, windows, grid) is
  * reported once with the op's location, its name and what is wrong. */
 #include <check.h>
+
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,9 +437,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tc_check_run(suite());
 }
