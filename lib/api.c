@@ -21,6 +21,7 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "ptxas.h"
 
 enum { NOUT = TILEC_OUT_REPORT + 1 };
 
@@ -423,6 +424,13 @@ static void finish_outputs(Job *j)
         report_section(&rep, "passes", &j->remarks);
         sb_putc(&rep, '\n');
         report_section(&rep, "code generation", &j->cgreport);
+        /* Registers, spills and occupancy: runs ptxas, so only here. */
+        StrBuf res = { 0 };
+        tc_report_resources(j->r->arena, &res, j->r->arch, j->r->text[TILEC_OUT_META],
+                            j->r->text[TILEC_OUT_PTX]);
+        sb_putc(&rep, '\n');
+        report_section(&rep, "resources", &res);
+        sb_free(&res);
         set_text(j, TILEC_OUT_REPORT, &rep);
         sb_free(&rep);
     }
