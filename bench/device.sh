@@ -34,4 +34,13 @@ status=0
 
 echo "== Python correctness + benchmark"
 python3 "$root/bench/bench.py" --out "$out" "$@" 2>&1 | tee "$out/bench.txt" || status=1
+
+# SASS of chosen benchmark kernels (DUMP_SASS="softmax_16384 layernorm_4096"):
+# the build machine has ptxas but no disassembler.
+for n in ${DUMP_SASS:-}; do
+  ptx="$root/.devcarry/perf/$n.ptx"
+  [ -f "$ptx" ] || { echo "no $ptx"; continue; }
+  ptxas -arch=sm_90a "$ptx" -o "/tmp/$n.cubin" && cuobjdump -sass "/tmp/$n.cubin" > "$out/$n.sass" ||
+    echo "sass of $n failed"
+done
 exit $status

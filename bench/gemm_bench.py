@@ -31,18 +31,27 @@ import subprocess  # noqa: E402
 # NAME | ARCH | FILE | DEFINES | ENV (experiment knobs of the code generator)
 VARIANTS = """
 default_bf16_128x128x64_s3 | sm_86 | examples/gemm.tile | |
+default_il_bf16_128x128x64_s3 | sm_86 | examples/gemm.tile | | TILEC_XP_INTERLEAVE=1
+bf16_128x128x64_s3_il_noearly | sm_86 | examples/gemm.tile | | TILEC_XP_INTERLEAVE=1 TILEC_XP_EARLY_FRAGS=0
+bf16_128x128x64_s3_il_pos2 | sm_86  | examples/gemm.tile | | TILEC_XP_INTERLEAVE=1 TILEC_XP_COPY_POS=2
 sm90a_bf16_128x128x64_s3 | sm_90a | examples/gemm.tile | |
 f16_128x128x64_s3        | sm_86  | tests/lit/codegen/gemm_f16.tile | -DT=f16 |
-bf16_128x128x64_s1       | sm_86  | examples/gemm.tile | -DSTAGES=1 |
 bf16_128x128x64_s2       | sm_86  | examples/gemm.tile | -DSTAGES=2 |
 bf16_128x128x32_s3       | sm_86  | examples/gemm.tile | -DBK=32 -DSTAGES=3 |
 bf16_128x128x32_s4       | sm_86  | examples/gemm.tile | -DBK=32 -DSTAGES=4 |
 bf16_128x128x64_s3_w8    | sm_86  | examples/gemm.tile | | TILEC_XP_MMA_WARPS=8
 bf16_256x128x64_s2       | sm_86  | examples/gemm.tile | -DBM=256 -DBK=64 -DSTAGES=2 |
-bf16_128x256x64_s2       | sm_86  | examples/gemm.tile | -DBN=256 -DBK=64 -DSTAGES=2 |
 bf16_128x256x32_s4       | sm_86  | examples/gemm.tile | -DBN=256 -DBK=32 -DSTAGES=4 |
 sm90a_bf16_128x256x64_s3 | sm_90a | examples/gemm.tile | -DBN=256 -DBK=64 -DSTAGES=3 |
 """
+
+# The default variant, also launched through the driver API directly (Raw):
+# the driver's own register count for the PTX it compiles, the occupancy,
+# and the shared-memory carveout set to its maximum (100%) or left alone
+# (2026-11-30: the occupancy query gave 2 blocks per SM either way; the
+# timings were skipped that run because the checked variant was wrong on
+# unaligned shapes).
+RAW = "default_bf16_128x128x64_s3"
 
 
 def prepare(tilec_bin):
@@ -152,6 +161,88 @@ def mma_peak():
     return flops / ms / 1e9
 
 
+def _rpn(expr, env):
+    st = []
+    for t in expr.split():
+        if t in "+-*/%":
+            y, x = st.pop(), st.pop()
+            st.append({"+": x + y, "-": x - y, "*": x * y, "/": x // y, "%": x % y}[t])
+        else:
+            st.append(int(t) if t.lstrip("-").isdigit() else env[t])
+    return st[0]
+
+
+class Raw:
+    """A gemm PTX loaded and launched through the driver API (ABI: per tensor
+    a pointer and its row stride, then the dims M, K, N as i32)."""
+
+    def __init__(self, path, carveout=None):
+        cuda = self.cuda = ctypes.CDLL("libcuda.so.1")
+        torch.zeros(1, device="cuda")
+        meta = {}
+        for line in open(path[:-4] + ".meta"):
+            w = line.split(None, 1)
+            if len(w) == 2 and w[0] in ("smem", "threads", "grid"):
+                meta[w[0]] = w[1].strip()
+        self.smem, self.threads = int(meta["smem"]), int(meta["threads"])
+        self.grid = [g.strip() for g in meta["grid"].split(";")]
+        cuda.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
+        cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor.argtypes = [
+            ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+        cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        self.mod, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
+        ptx = open(path, "rb").read() + b"\0"
+        assert cuda.cuModuleLoadData(ctypes.byref(self.mod), ptx) == 0
+        assert cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.mod, b"gemm") == 0
+        assert cuda.cuFuncSetAttribute(self.fn, 8, self.smem) == 0     # MAX_DYNAMIC_SHARED_SIZE_BYTES
+        if carveout is not None:
+            assert cuda.cuFuncSetAttribute(self.fn, 9, carveout) == 0  # PREFERRED_SHARED_MEMORY_CARVEOUT
+        v = ctypes.c_int()
+        assert cuda.cuFuncGetAttribute(ctypes.byref(v), 4, self.fn) == 0  # NUM_REGS
+        self.regs = v.value
+        assert cuda.cuFuncGetAttribute(ctypes.byref(v), 3, self.fn) == 0  # LOCAL_SIZE_BYTES
+        self.local = v.value
+        assert cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(v), self.fn, self.threads,
+                                                                 self.smem) == 0
+        self.occ = v.value
+
+    def __call__(self, a, b, c):
+        m, k = a.shape
+        n = b.shape[1]
+        env = {"M": m, "K": k, "N": n}
+        vals = [ctypes.c_uint64(a.data_ptr()), ctypes.c_int64(a.stride(0)), ctypes.c_uint64(b.data_ptr()),
+                ctypes.c_int64(b.stride(0)), ctypes.c_uint64(c.data_ptr()), ctypes.c_int64(c.stride(0)),
+                ctypes.c_int32(m), ctypes.c_int32(k), ctypes.c_int32(n)]
+        args = (ctypes.c_void_p * len(vals))(*[ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in vals])
+        g = [_rpn(e, env) for e in self.grid]
+        r = self.cuda.cuLaunchKernel(self.fn, g[0], g[1], g[2], self.threads, 1, 1, self.smem,
+                                     torch.cuda.current_stream().cuda_stream, ctypes.cast(args, ctypes.c_void_p), None)
+        assert r == 0, r
+
+
+def raw_rows(d, rows):
+    """The default variant through Raw: carveout left alone / at 100%."""
+    path = os.path.join(d, RAW + ".ptx")
+    if not os.path.exists(path):
+        return
+    for cv in (None, 100):
+        try:
+            raw = Raw(path, cv)
+            tag = "raw %s carveout %s" % (RAW, "default" if cv is None else "%d%%" % cv)
+            ok = check(tag, raw, torch.bfloat16, [(1000, 17, 4096), (4096, 4096, 1000), (1000, 1000, 1000)])
+            print("%s: driver regs %d, local %d B, occupancy %d blocks/SM (smem %d B)" % (
+                tag, raw.regs, raw.local, raw.occ, raw.smem), flush=True)
+            for size in (4096, 8192):
+                a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+                b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+                c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
+                if ok:
+                    rows.append((tag, size, 2.0 * size ** 3 / bench(lambda: raw(a, b, c)) / 1e9))
+        except Exception as e:  # noqa: BLE001
+            print("raw", cv, "ERROR", e, flush=True)
+
+
 def main():
     d = os.path.join(ROOT, ".devcarry", "gemm")
     mods = {os.path.basename(p)[:-4]: tilec.load_files(p) for p in sorted(glob.glob(os.path.join(d, "*.ptx")))}
@@ -188,6 +279,7 @@ def main():
                     rows.append((name, size, flop / bench(lambda: mod(a, b, c)) / 1e9))
                 except Exception as e:  # noqa: BLE001
                     print("time", name, "ERROR", e, flush=True)
+    raw_rows(d, rows)
     peak = mma_peak()
     print("\n%-36s %6s %10s %8s  %s" % ("kernel", "size", "TFLOP/s", "of peak", "regs/spill"))
     for name, size, tf in rows:

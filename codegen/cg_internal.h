@@ -52,6 +52,7 @@ typedef struct TileVal {
     int epoch;
     int gen;                 /* recomputations so far (picks the widening form) */
     bool leaf;
+    bool lazy;               /* r are unused extracts of packed loads: placed at the first use */
 } TileVal;
 
 typedef struct TensorArg {
@@ -92,8 +93,12 @@ typedef struct Cg {
      * far; depth counts enclosing FOR/IF regions (remat at depth 0 only);
      * remat: 0 off, 1 without transcendentals, 2 all (TILEC_REMAT). */
     int epoch, depth, remat;
+    int hoist;                            /* early loads of read-only tensors (TILEC_HOIST) */
     /* Products feed products (attention): MMA warp grids are wm x 1 (lower_chain.c). */
     bool mma_rows_only;
+    /* Pipelined loops whose prefetch copies their DOT issues between its k
+     * steps (lower_async.c, found on first use). */
+    struct CgPrefetch *pf;
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
@@ -127,6 +132,8 @@ void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
 /* ---- lower_mem.c ---- */
 int cg_lower_load(Cg *cg, Op *op);
 int cg_lower_store(Cg *cg, Op *op);
+/* Does the kernel never store to tensor t? */
+bool cg_tensor_readonly(Cg *cg, ValId t);
 
 /* ---- lower_xfer.c ---- */
 int cg_lower_reduce(Cg *cg, Op *op);
@@ -151,6 +158,22 @@ LLVMValueRef cg_smem_ptr(Cg *cg, const SmemView *sv, LLVMValueRef row, LLVMValue
 /* Read a shared tile into registers of layout L / write registers into it. */
 LLVMValueRef *cg_smem_read(Cg *cg, const SmemView *sv, DType dt, const Layout *L);
 void cg_smem_write(Cg *cg, const SmemView *sv, DType dt, const Layout *L, LLVMValueRef *regs);
+/* The prefetch copies (and their commit) of a pipelined loop whose DOT is
+ * `dot`, re-lowered at the DOT for issue between its k steps; NULL when
+ * the copies were lowered where they stand. */
+struct CgCopies *cg_deferred_copies(Cg *cg, Op *dot);
+/* Issue part `part` of `nparts` of the copies (the last part also
+ * commits) if `where` is their place in a k step: 0 before the next step's
+ * fragment loads, 1 between those and this step's products, 2 after them
+ * (-1: here, whatever their place). */
+void cg_deferred_copies_emit(Cg *cg, struct CgCopies *dc, int part, int nparts, int where);
+/* Early fragments: the FOR whose top wait (pending count) + barrier the
+ * DOT issues before its last k step, or NULL (lower_async.c). */
+Op *cg_deferred_early(Cg *cg, const struct CgCopies *dc, int *pending);
+/* Base of the slot a DOT operand (SMEM_LOAD of a buffer, maybe through
+ * TRANS) reads: slot 0 of its buffer, or (next) the slot after the one
+ * it reads, modulo the buffer's slots; NULL if it is not such a view. */
+LLVMValueRef cg_slot_base(Cg *cg, ValId operand, bool next);
 
 /* ---- lower_mma.c ---- */
 int cg_lower_dot(Cg *cg, Op *op);
@@ -173,5 +196,10 @@ void cg_chain_anchors(Cg *cg, Func *f);
 /* A layout conversion that moves no data (each thread already holds what
  * it needs), or NULL. */
 LLVMValueRef *cg_chain_renumber(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to);
+
+/* ---- llvm_tune.c ---- */
+/* The LLVM pipeline to run: `dflt`, or for modules of tensor-core kernels
+ * at -O2/-O3 a cheaper one (early-cse in place of GVN). */
+const char *cg_tune_pipeline(LLVMModuleRef mod, const char *dflt, int opt);
 
 #endif

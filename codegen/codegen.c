@@ -180,8 +180,13 @@ static bool warp_visit(Func *f, Op *op, void *ctx)
  * over the largest tile, clamped to 1..max_warps. Measured on an H200
  * (docs/codegen.md): for bf16 [4096] rows 4 warps beat 8 and 16 (fewer
  * warps share each cross-warp reduction, more bytes in flight per thread). */
+static int env_int(const char *name, int dflt);
+
 static int pick_warps(const Cg *cg, Func *f)
 {
+    int forced = env_int("TILEC_WARPS", 0);   /* benchmark variants */
+    if (forced > 0 && forced <= cg->tg->max_warps)
+        return forced;
     int64_t best[2] = { 0, 4 };
     ir_walk(f, &f->body, warp_visit, best);
     int64_t per_warp = 32 * (16 / best[1]) * 4;
@@ -414,11 +419,37 @@ static void init_types(Cg *cg)
     cg->t_sptr = LLVMPointerTypeInContext(c, 3);
 }
 
-/* Tuning overrides for benchmark variants (TILEC_REMAT, TILEC_MINCTASM). */
+/* Tuning overrides for benchmark variants (TILEC_REMAT, TILEC_MINCTASM, ...). */
 static int env_int(const char *name, int dflt)
 {
     const char *s = getenv(name);
     return s && *s ? atoi(s) : dflt;
+}
+
+static bool load_visit(Func *f, Op *op, void *ctx)
+{
+    if (op->code == OP_LOAD && ir_type(f, op->res[0])->kind == TY_TILE)
+        *(int64_t *)ctx += type_numel(ir_type(f, op->res[0]));
+    return true;
+}
+
+/* Blocks per SM a SIMT kernel asks ptxas for (.minnctapersm; 0: none).
+ * Blocks of 16+ warps: two, so that one block's loads overlap the other's
+ * reductions (bf16 [16384] layernorm: 86 -> 64 registers, 48% -> 67% of
+ * copy bandwidth on an H200). Smaller blocks that load more than 64
+ * elements per thread: enough for 24 resident warps (bf16 [4096]
+ * layernorm, 4 warps, three loaded rows: 84 -> 80 registers, 5 -> 6 blocks
+ * per SM, 76% -> 84%). Smaller ones get no hint: there it only loosens
+ * ptxas' own budget (bf16 [4096] softmax: 48 -> 55 registers). */
+static int simt_min_blocks(Func *f, int nwarps)
+{
+    if (nwarps >= 16)
+        return 2;
+    int64_t elems = 0;
+    ir_walk(f, &f->body, load_visit, &elems);
+    if (elems / (32 * nwarps) <= 64)
+        return 0;
+    return (24 + nwarps - 1) / nwarps;
 }
 
 static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
@@ -433,19 +464,15 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     cg->smem = NULL;
     cg->smem_bytes = 0;
     cg->epoch = cg->depth = 0;
-    cg->remat = env_int("TILEC_REMAT", 2);
+    cg->remat = env_int("TILEC_REMAT", 0);
+    cg->hoist = env_int("TILEC_HOIST", 0);
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
     LLVMSetFunctionCallConv(cg->fn, 71 /* ptx_kernel */);
     char nt[16];
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
-    /* Blocks of 16+ warps: ask for two blocks per SM, so that one block's
-     * loads overlap the other's reductions (ptxas then keeps registers <=
-     * 64K / (2 * threads); bf16 [16384] layernorm: 86 -> 64 registers, 48%
-     * -> 67% of copy bandwidth on an H200). Smaller blocks get several per
-     * SM anyway, and the hint would only loosen ptxas' register budget. */
-    int minct = env_int("TILEC_MINCTASM", cg->nwarps >= 16 ? 2 : 0);
+    int minct = env_int("TILEC_MINCTASM", mma_warps ? (cg->nwarps >= 16 ? 2 : 0) : simt_min_blocks(f, cg->nwarps));
     if (minct > 0) {
         char mc[16];
         snprintf(mc, sizeof mc, "%d", minct);
@@ -526,7 +553,7 @@ static const char *pipeline(int opt)
 static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
 {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt), tm, po);
+    LLVMErrorRef err = LLVMRunPasses(mod, cg_tune_pipeline(mod, pipeline(opt), opt), tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (err) {
         char *msg = LLVMGetErrorMessage(err);
@@ -571,10 +598,11 @@ static void time_row(StrBuf *timing, const char *what, double t0)
 }
 
 /* SIMT kernels (no tensor-core products) carry "tilec.simt": their pure
- * values move to their first use (lower_simt.c). TILEC_SCHED=0 turns it off. */
+ * values move to their first use (lower_simt.c). Off by default (ptxas
+ * then takes more registers, docs/codegen.md); TILEC_SCHED=1 turns it on. */
 static void schedule_simt(Cg *cg, int opt)
 {
-    if (opt <= 0 || !env_int("TILEC_SCHED", 1))
+    if (opt <= 0 || !env_int("TILEC_SCHED", 0))
         return;
     for (LLVMValueRef fn = LLVMGetFirstFunction(cg->mod); fn; fn = LLVMGetNextFunction(fn))
         if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.simt", 10))

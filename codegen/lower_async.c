@@ -1,7 +1,8 @@
 /* lower_async.c - shared buffers and asynchronous copies: SMEM_ALLOC,
  * ASYNC_COPY (cp.async 16-byte global -> shared, zero fill at tensor
  * edges), ASYNC_COMMIT / ASYNC_WAIT (cp.async wait groups), BARRIER,
- * SMEM_LOAD and SMEM_STORE.
+ * SMEM_LOAD and SMEM_STORE; and (experiment) a pipelined loop's prefetch
+ * copies handed to its DOT to issue between the k steps.
  *
  * Shared buffers live in the kernel's dynamic shared memory at the byte
  * offset SMEM_ALLOC carries (iattr[1], from the smem_alloc pass; buffers it
@@ -19,6 +20,9 @@
  * between its SMEM_LOAD and the DOTs that read it.
  */
 #include "cg_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- address of (row, byte) in a shared tile ---- */
 
@@ -294,37 +298,56 @@ static bool copy_regular(Cg *cg, const Copy *c, int64_t *step)
     return c->rdim >= 0 && nthr % cpr == 0 && total % nthr == 0 && total > nthr && (!swz || *step % 8 == 0);
 }
 
-static void copy_rows(Cg *cg, const Copy *c, int64_t step)
+/* Chunks i0 .. i1-1 of this thread (of rows * chunks-per-row / threads). */
+static void copy_rows(Cg *cg, const Copy *c, int64_t step, int64_t i0, int64_t i1, LLVMValueRef tid)
 {
-    int64_t cpr = c->sv->cols * c->sv->eb / 16, n = c->sv->rows * cpr / (32LL * cg->nwarps);
-    LLVMValueRef row0 = LLVMBuildUDiv(cg->b, cg->tid, cg_i32(cg, cpr), "");
-    LLVMValueRef ch = LLVMBuildURem(cg->b, cg->tid, cg_i32(cg, cpr), ""), idx[TENSOR_MAXRANK];
+    int64_t cpr = c->sv->cols * c->sv->eb / 16;
+    LLVMValueRef row0 = LLVMBuildUDiv(cg->b, tid, cg_i32(cg, cpr), "");
+    LLVMValueRef ch = LLVMBuildURem(cg->b, tid, cg_i32(cg, cpr), ""), idx[TENSOR_MAXRANK];
     chunk_index(cg, c, row0, LLVMBuildMul(cg->b, ch, cg_i32(cg, c->vec), ""), idx);
     LLVMValueRef s0 = cg_smem_ptr(cg, c->sv, row0, LLVMBuildMul(cg->b, ch, cg_i32(cg, 16), ""));
     LLVMValueRef g = global_ptr(cg, c, idx), r0 = idx[c->rdim];
     LLVMValueRef gstep = LLVMBuildMul(cg->b, cg_i64(cg, step), c->ta->stride[c->rdim], "");
     int64_t sstep = step * (c->sv->swz == SWZ_NONE || c->sv->swz == SWZ_PAD ? row_pitch(c->sv) : 16 << swz_bits(c->sv->swz));
-    for (int64_t i = 0; i < n; i++) {
+    if (i0) {
+        LLVMValueRef o = LLVMBuildMul(cg->b, gstep, cg_i64(cg, i0), "");
+        g = LLVMBuildGEP2(cg->b, c->ety, g, &o, 1, "");
+    }
+    for (int64_t i = i0; i < i1; i++) {
         LLVMValueRef o = cg_i64(cg, i * sstep);
         LLVMValueRef sp = i ? LLVMBuildGEP2(cg->b, cg->t_i8, s0, &o, 1, "") : s0;
-        if (i) {
+        if (i > i0)
             g = LLVMBuildGEP2(cg->b, c->ety, g, &gstep, 1, "");
+        if (i)
             idx[c->rdim] = LLVMBuildAdd(cg->b, r0, cg_i32(cg, i * step), "");
-        }
         copy_chunk_async(cg, c, idx, sp, g);
     }
 }
 
+/* The thread index through an opaque move: what is computed from it stays
+ * where it is written instead of being hoisted out of the loop and kept
+ * live across it (the copies' addresses are cheap to recompute; registers
+ * are not free next to a 64 x 64 warp tile's accumulators). */
+static LLVMValueRef opaque_tid(Cg *cg)
+{
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, &cg->t_i32, 1, 0);
+    static const char code[] = "mov.b32 $0, $1;", cons[] = "=r,r";
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(cg->b, fty, as, &cg->tid, 1, "");
+}
+
 /* Every thread copies chunks tid, tid + nthreads, ... of the slot. */
-static void copy_all(Cg *cg, const Copy *c, bool async)
+static void copy_all(Cg *cg, const Copy *c)
 {
     int64_t cpr = c->sv->cols * c->sv->eb / 16, total = c->sv->rows * cpr, nthr = 32LL * cg->nwarps, step;
-    if (async && copy_regular(cg, c, &step)) {
-        copy_rows(cg, c, step);
+    LLVMValueRef tid = cg->tid;
+    if (copy_regular(cg, c, &step)) {
+        copy_rows(cg, c, step, 0, c->sv->rows * cpr / nthr, tid);
         return;
     }
     for (int64_t i = 0; i * nthr < total; i++) {
-        LLVMValueRef id = LLVMBuildAdd(cg->b, cg->tid, cg_i32(cg, i * nthr), ""), idx[TENSOR_MAXRANK];
+        LLVMValueRef id = LLVMBuildAdd(cg->b, tid, cg_i32(cg, i * nthr), ""), idx[TENSOR_MAXRANK];
         LLVMBasicBlockRef cont = NULL;
         if ((i + 1) * nthr > total) {
             LLVMBasicBlockRef doit = cg_new_block(cg, "cp.do");
@@ -336,15 +359,43 @@ static void copy_all(Cg *cg, const Copy *c, bool async)
         LLVMValueRef ch = LLVMBuildURem(cg->b, id, cg_i32(cg, cpr), "");
         chunk_index(cg, c, row, LLVMBuildMul(cg->b, ch, cg_i32(cg, c->vec), ""), idx);
         LLVMValueRef sptr = cg_smem_ptr(cg, c->sv, row, LLVMBuildMul(cg->b, ch, cg_i32(cg, 16), ""));
-        if (async)
-            copy_chunk_async(cg, c, idx, sptr, NULL);
-        else
-            copy_chunk_sync(cg, c, idx, sptr);
+        copy_chunk_async(cg, c, idx, sptr, NULL);
         if (cont) {
             LLVMBuildBr(cg->b, cont);
             LLVMPositionBuilderAtEnd(cg->b, cont);
         }
     }
+}
+
+/* Unaligned rows (rare): a loop over this thread's chunks, one at a time,
+ * that the optimizer can neither unroll nor hoist from (the index steps
+ * through an opaque add), so that this path needs few registers where it
+ * stands: inside the K loop, next to the accumulators. */
+static void copy_all_sync(Cg *cg, const Copy *c)
+{
+    int64_t cpr = c->sv->cols * c->sv->eb / 16, total = c->sv->rows * cpr, nthr = 32LL * cg->nwarps;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b), head = cg_new_block(cg, "cps.head"),
+                      body = cg_new_block(cg, "cps.body"), exit = cg_new_block(cg, "cps.exit");
+    LLVMValueRef id0 = opaque_tid(cg), idx[TENSOR_MAXRANK];
+    LLVMBuildBr(cg->b, head);
+    LLVMPositionBuilderAtEnd(cg->b, head);
+    LLVMValueRef id = LLVMBuildPhi(cg->b, cg->t_i32, "cps.id");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, id, cg_i32(cg, total), ""), body, exit);
+    LLVMPositionBuilderAtEnd(cg->b, body);
+    LLVMValueRef row = LLVMBuildUDiv(cg->b, id, cg_i32(cg, cpr), "");
+    LLVMValueRef ch = LLVMBuildURem(cg->b, id, cg_i32(cg, cpr), "");
+    chunk_index(cg, c, row, LLVMBuildMul(cg->b, ch, cg_i32(cg, c->vec), ""), idx);
+    copy_chunk_sync(cg, c, idx, cg_smem_ptr(cg, c->sv, row, LLVMBuildMul(cg->b, ch, cg_i32(cg, 16), "")));
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, &cg->t_i32, 1, 0);
+    char code[64];
+    snprintf(code, sizeof code, "add.s32 $0, $1, %lld;", (long long)nthr);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, code, strlen(code), (char *)"=r,r", 4, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef nid = LLVMBuildCall2(cg->b, fty, as, &id, 1, "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, head);
+    LLVMAddIncoming(id, &id0, &pre, 1);
+    LLVMAddIncoming(id, &nid, &latch, 1);
+    LLVMPositionBuilderAtEnd(cg->b, exit);
 }
 
 /* i1: are all rows and the window start 16-byte aligned in global memory? */
@@ -357,33 +408,305 @@ static LLVMValueRef copy_aligned(Cg *cg, const Copy *c)
     return LLVMBuildICmp(cg->b, LLVMIntEQ, bits, cg_i64(cg, 0), "cp.aligned");
 }
 
+/* ---- prefetch copies issued between the k steps of a DOT ----
+ * Experiment, off by default (TILEC_XP_INTERLEAVE=1 turns it on): on an
+ * H200 it measured no faster than the copies where they stand (370 / 355
+ * TFLOP/s against 361 / 377 at 4096^3 / 8192^3, docs/codegen.md), and the
+ * version measured had a bug since fixed (one condition for all copies, see
+ * cg_deferred_copies_emit) that this fix has not been measured with.
+ * The double_buffer schedule of a loop body is: wait, barrier, IF (guard)
+ * { copies of a later iteration into the retired slot }, commit,
+ * smem_loads, DOT. Lowered as it stands, every iteration is one burst
+ * (all copies, then all products). When the body has exactly this shape
+ * and one DOT, the copies' cp.async go between the DOT's k16 steps
+ * instead (1/K16 of the chunks per step, each copy under `guard && its
+ * rows aligned`) and the commit after the last part: the same copies into
+ * the same slot, in the same commit group, so the wait counts are
+ * unchanged; the slot written is still the one the top barrier retired,
+ * which the DOT does not read. A copy whose rows are not 16-byte aligned
+ * still takes the synchronous path where the IF stands.
+ * TILEC_XP_COPY_POS places the parts in a k step (see
+ * cg_deferred_copies_emit). */
+
+typedef struct PfLoop {
+    Op *forop, *ifop, *commit, *dot;
+    Op *wait, *barrier;           /* the body's top wait + barrier */
+    bool early;                   /* the DOT issues them before its last k step */
+} PfLoop;
+
+enum { PF_MAX_LOOPS = 16, PF_MAX_COPIES = 8 };
+
+struct CgPrefetch {
+    PfLoop loops[PF_MAX_LOOPS];
+    int n;
+    struct CgCopies *collect;     /* re-lowering at the DOT: copies are recorded here */
+};
+
+struct CgCopies {
+    Copy c[PF_MAX_COPIES];
+    int64_t chunks[PF_MAX_COPIES];   /* per-thread chunks (1: issued whole) */
+    int n;
+    int64_t total;
+    LLVMValueRef ok[PF_MAX_COPIES];  /* i1 per copy: the guard, and its rows aligned */
+    int where;                       /* place in a k step (cg_deferred_copies_emit) */
+    const PfLoop *loop;
+};
+
+static bool scalar_pure(Func *f, const Op *op)
+{
+    return (op_info[op->code].flags & OPF_PURE) && op->nregions == 0 && op->nres == 1 &&
+           ir_type(f, op->res[0])->kind != TY_TILE;
+}
+
+static bool pf_then_ok(Func *f, const Block *b)
+{
+    int ncopy = 0;
+    for (int i = 0; i < b->nops; i++) {
+        const Op *op = b->ops[i];
+        if (op->code == OP_ASYNC_COPY)
+            ncopy++;
+        else if (op->code != OP_YIELD && !scalar_pure(f, op))
+            return false;
+    }
+    return ncopy > 0 && ncopy <= PF_MAX_COPIES;
+}
+
+static bool from_smem_load(Func *f, ValId v)
+{
+    Op *d = ir_val(f, v)->def;
+    if (d && d->code == OP_TRANS)
+        d = ir_val(f, d->args[0])->def;
+    return d && d->code == OP_SMEM_LOAD;
+}
+
+static bool count_dots(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    *(int *)ctx += op->code == OP_DOT;
+    return true;
+}
+
+/* Early fragments (TILEC_XP_EARLY_FRAGS=0 turns them off): the body's top
+ * wait + barrier move to just before the DOT's last k step (after the
+ * last part of the copies and their commit), where every fragment of the
+ * current slot is already in registers, so the step-0 fragments of the
+ * next slot load before the last products; the first iteration's wait +
+ * barrier + fragments go to the preheader. Needs pending >= 1 (S >= 3:
+ * the wait then leaves the group just committed in flight) and the DOT's
+ * result yielded directly (the DOT ends the body). */
+static bool pf_early_ok(Func *f, Block *b, int j, Op *wait)
+{
+    const char *xp = getenv("TILEC_XP_EARLY_FRAGS");
+    Op *dot = b->ops[j], *y = j + 1 < b->nops ? b->ops[j + 1] : NULL;
+    if ((xp && atoi(xp) <= 0) || !wait || wait->iattr[0] < 1 || !y || y->code != OP_YIELD || j + 2 != b->nops)
+        return false;
+    for (int k = 0; k < y->nargs; k++)
+        if (y->args[k] == dot->res[0])
+            return ir_type(f, dot->res[0])->kind == TY_TILE;
+    return false;
+}
+
+static void pf_record(Cg *cg, struct CgPrefetch *pf, Op *forop, int i, int j)
+{
+    Block *b = &forop->regions[0];
+    PfLoop *l = &pf->loops[pf->n++];
+    *l = (PfLoop){ .forop = forop, .ifop = b->ops[i], .commit = b->ops[i + 1], .dot = b->ops[j] };
+    int k = i - 1;
+    while (k >= 0 && scalar_pure(cg->f, b->ops[k]))
+        k--;
+    if (k >= 1 && b->ops[k]->code == OP_BARRIER && b->ops[k - 1]->code == OP_ASYNC_WAIT) {
+        l->barrier = b->ops[k];
+        l->wait = b->ops[k - 1];
+    }
+    l->early = pf_early_ok(cg->f, b, j, l->wait);
+}
+
+/* The IF / commit / DOT of a FOR body of the double_buffer shape, if any. */
+static void pf_scan_for(Cg *cg, struct CgPrefetch *pf, Op *forop)
+{
+    Func *f = cg->f;
+    Block *b = &forop->regions[0];
+    int ndots = 0;
+    ir_walk(f, b, count_dots, &ndots);
+    for (int i = 0; ndots == 1 && i + 1 < b->nops && pf->n < PF_MAX_LOOPS; i++) {
+        Op *ifop = b->ops[i];
+        if (ifop->code != OP_IF || ifop->nres || ifop->nregions != 2 || b->ops[i + 1]->code != OP_ASYNC_COMMIT ||
+            !pf_then_ok(f, &ifop->regions[0]) || ifop->regions[1].nops > 1)
+            continue;
+        for (int j = i + 2; j < b->nops; j++) {
+            Op *op = b->ops[j];
+            if (op->code == OP_DOT) {
+                if (from_smem_load(f, op->args[0]) && from_smem_load(f, op->args[1]))
+                    pf_record(cg, pf, forop, i, j);
+                break;
+            }
+            if (op->code != OP_SMEM_LOAD && op->code != OP_TRANS && !scalar_pure(f, op))
+                break;
+        }
+        return;
+    }
+}
+
+static bool pf_visit(Func *f, Op *op, void *ctx)
+{
+    Cg *cg = ctx;
+    (void)f;
+    if (op->code == OP_FOR)
+        pf_scan_for(cg, cg->pf, op);
+    return true;
+}
+
+static struct CgPrefetch *pf_get(Cg *cg)
+{
+    if (!cg->pf) {
+        cg->pf = arena_alloc(cg->a, sizeof *cg->pf);
+        memset(cg->pf, 0, sizeof *cg->pf);
+        const char *on = getenv("TILEC_XP_INTERLEAVE");
+        if (on && atoi(on) > 0)
+            ir_walk(cg->f, &cg->f->body, pf_visit, cg);
+    }
+    return cg->pf;
+}
+
+static const PfLoop *pf_find(Cg *cg, const Op *op)
+{
+    struct CgPrefetch *pf = pf_get(cg);
+    for (int i = 0; i < pf->n; i++) {
+        const PfLoop *l = &pf->loops[i];
+        if (op == l->commit || op == l->dot || op->parent == &l->ifop->regions[0])
+            return l;
+    }
+    return NULL;
+}
+
+static int pf_collect(Cg *cg, struct CgCopies *dc, Op *op)
+{
+    if (dc->n == PF_MAX_COPIES || copy_init(cg, op, &dc->c[dc->n]))
+        return 1;
+    const Copy *c = &dc->c[dc->n];
+    int64_t step, cpr = c->sv->cols * c->sv->eb / 16;
+    dc->chunks[dc->n] = copy_regular(cg, c, &step) ? c->sv->rows * cpr / (32LL * cg->nwarps) : 1;
+    dc->total += dc->chunks[dc->n++];
+    return 0;
+}
+
+struct CgCopies *cg_deferred_copies(Cg *cg, Op *dot)
+{
+    const PfLoop *l = pf_find(cg, dot);
+    if (!l || l->dot != dot)
+        return NULL;
+    struct CgCopies *dc = arena_alloc(cg->a, sizeof *dc);
+    memset(dc, 0, sizeof *dc);
+    cg->pf->collect = dc;
+    int e = cg_lower_block(cg, &l->ifop->regions[0]);
+    cg->pf->collect = NULL;
+    if (e)
+        return NULL;
+    const char *xp = getenv("TILEC_XP_COPY_POS");   /* experiments: 0, 1 (default), 2 */
+    dc->where = xp ? atoi(xp) : 1;
+    dc->loop = l;
+    for (int i = 0; i < dc->n; i++)
+        dc->ok[i] = LLVMBuildAnd(cg->b, cg->vals[l->ifop->args[0]].s, copy_aligned(cg, &dc->c[i]), "");
+    return dc;
+}
+
+/* Chunks lo .. hi-1 (over all copies) of this thread, each copy's under
+ * its own condition: the guard and that copy's alignment (a copy whose
+ * rows are not aligned took the synchronous path where the IF stands). */
+void cg_deferred_copies_emit(Cg *cg, struct CgCopies *dc, int part, int nparts, int where)
+{
+    if (where >= 0 && where != dc->where)
+        return;
+    int64_t lo = dc->total * part / nparts, hi = dc->total * (part + 1) / nparts, base = 0;
+    for (int k = 0; k < dc->n; base += dc->chunks[k++]) {
+        int64_t a = (lo > base ? lo : base) - base, z = (hi < base + dc->chunks[k] ? hi : base + dc->chunks[k]) - base;
+        int64_t step;
+        if (a >= z)
+            continue;
+        LLVMBasicBlockRef doit = cg_new_block(cg, "pf.copy"), cont = cg_new_block(cg, "pf.cont");
+        LLVMBuildCondBr(cg->b, dc->ok[k], doit, cont);
+        LLVMPositionBuilderAtEnd(cg->b, doit);
+        if (copy_regular(cg, &dc->c[k], &step))
+            copy_rows(cg, &dc->c[k], step, a, z, cg->tid);
+        else
+            copy_all(cg, &dc->c[k]);
+        LLVMBuildBr(cg->b, cont);
+        LLVMPositionBuilderAtEnd(cg->b, cont);
+    }
+    if (part == nparts - 1)
+        cg->tg->async_commit(cg);
+}
+
+Op *cg_deferred_early(Cg *cg, const struct CgCopies *dc, int *pending)
+{
+    (void)cg;
+    if (!dc->loop->early)
+        return NULL;
+    *pending = (int)dc->loop->wait->iattr[0];
+    return dc->loop->forop;
+}
+
+LLVMValueRef cg_slot_base(Cg *cg, ValId operand, bool next)
+{
+    Func *f = cg->f;
+    Op *d = ir_val(f, operand)->def;
+    if (d && d->code == OP_TRANS)
+        d = ir_val(f, d->args[0])->def;
+    if (!d || d->code != OP_SMEM_LOAD || cg->vals[d->args[0]].kind != TV_SMEM)
+        return NULL;
+    const SmemView *buf = cg->vals[d->args[0]].sv;
+    if (!next)
+        return buf->base;
+    LLVMValueRef s = LLVMBuildAdd(cg->b, cg->vals[d->args[1]].s, cg_i32(cg, 1), "");
+    s = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, s, cg_i32(cg, buf->slots), ""), cg_i32(cg, 0), s, "");
+    LLVMValueRef o = LLVMBuildMul(cg->b, LLVMBuildSExt(cg->b, s, cg->t_i64, ""), cg_i64(cg, buf->slot_bytes), "");
+    return LLVMBuildGEP2(cg->b, cg->t_i8, buf->base, &o, 1, "");
+}
+
 int cg_lower_async_copy(Cg *cg, Op *op)
 {
     Copy c;
+    if (pf_get(cg)->collect)
+        return pf_collect(cg, cg->pf->collect, op);
     if (copy_init(cg, op, &c))
         return 1;
-    LLVMBasicBlockRef fast = cg_new_block(cg, "cp.async"), slow = cg_new_block(cg, "cp.sync"),
+    bool deferred = pf_find(cg, op) != NULL;   /* cp.async issued by the DOT */
+    LLVMBasicBlockRef fast = deferred ? NULL : cg_new_block(cg, "cp.async"), slow = cg_new_block(cg, "cp.sync"),
                       join = cg_new_block(cg, "cp.join");
-    LLVMBuildCondBr(cg->b, copy_aligned(cg, &c), fast, slow);
-    LLVMPositionBuilderAtEnd(cg->b, fast);
-    copy_all(cg, &c, true);
-    LLVMBuildBr(cg->b, join);
+    LLVMBuildCondBr(cg->b, copy_aligned(cg, &c), deferred ? join : fast, slow);
+    if (!deferred) {
+        LLVMPositionBuilderAtEnd(cg->b, fast);
+        copy_all(cg, &c);
+        LLVMBuildBr(cg->b, join);
+    }
     LLVMPositionBuilderAtEnd(cg->b, slow);
-    copy_all(cg, &c, false);
+    copy_all_sync(cg, &c);
     LLVMBuildBr(cg->b, join);
     LLVMPositionBuilderAtEnd(cg->b, join);
     if (cg->report)
-        sb_printf(cg->report, "  async copy at %d:%d: %lldx%lld, cp.async 16 B%s\n", op->loc.line, op->loc.col,
-                  (long long)c.sv->rows, (long long)c.sv->cols, c.mask ? ", zero fill at the edges" : "");
+        sb_printf(cg->report, "  async copy at %d:%d: %lldx%lld, cp.async 16 B%s%s\n", op->loc.line, op->loc.col,
+                  (long long)c.sv->rows, (long long)c.sv->cols, c.mask ? ", zero fill at the edges" : "",
+                  deferred ? ", issued between the k steps of the product" : "");
     return 0;
 }
 
 int cg_lower_async_sync(Cg *cg, Op *op)
 {
     switch ((OpCode)op->code) {
-    case OP_ASYNC_COMMIT: cg->tg->async_commit(cg); return 0;
-    case OP_ASYNC_WAIT: cg->tg->async_wait(cg, (int)op->iattr[0]); return 0;
-    case OP_BARRIER: cg->tg->barrier(cg); return 0;
+    case OP_ASYNC_COMMIT:
+        if (!pf_find(cg, op))      /* else committed by the DOT after its copies */
+            cg->tg->async_commit(cg);
+        return 0;
+    case OP_ASYNC_WAIT:
+    case OP_BARRIER:
+        for (int i = 0; i < pf_get(cg)->n; i++)
+            if (cg->pf->loops[i].early && (op == cg->pf->loops[i].wait || op == cg->pf->loops[i].barrier))
+                return 0;       /* issued by the DOT (early fragments) */
+        if (op->code == OP_ASYNC_WAIT)
+            cg->tg->async_wait(cg, (int)op->iattr[0]);
+        else
+            cg->tg->barrier(cg);
+        return 0;
     default: break;
     }
     diag_internal(cg->d, op->loc, "not a synchronisation op");

@@ -8,7 +8,10 @@
  * (layout.h). The product runs as K/16 unrolled steps: per step, one
  * ldmatrix.x4 per m16 tile of A and per pair of n8 tiles of B, then tm * tn
  * mma.sync; the fragments of step k+1 are loaded before the products of
- * step k (register double buffering).
+ * step k (register double buffering). In a pipelined loop the DOT may
+ * also issue the loop's prefetch copies between its k steps and load the
+ * next slot's first fragments before its last products (experiment,
+ * TILEC_XP_INTERLEAVE=1: lower_async.c).
  *
  * Operands: a shared view (SMEM_LOAD of a pipeline slot, possibly through
  * TRANS) is read in place, with ldmatrix for [M, K] A / [N, K] B (B given
@@ -377,6 +380,79 @@ static Frags load_frags(Cg *cg, Mma *mm, int kk, LLVMValueRef dep)
     return fr;
 }
 
+/* Fragments of step kk read from other slots (bases abase, bbase). */
+static Frags load_frags_at(Cg *cg, Mma *mm, int kk, LLVMValueRef dep, LLVMValueRef abase, LLVMValueRef bbase)
+{
+    LLVMValueRef sa = mm->fa.base, sb = mm->fb.base;
+    mm->fa.base = dep ? step_base(cg, abase, dep) : abase;
+    mm->fb.base = dep ? step_base(cg, bbase, dep) : bbase;
+    Frags fr = load_frags(cg, mm, kk, NULL);
+    mm->fa.base = sa;
+    mm->fb.base = sb;
+    return fr;
+}
+
+/* ---- early fragments (see lower_async.c: the loop's top wait + barrier
+ * move before the DOT's last k step) ----
+ * The step-0 fragments become loop-carried: phis in the loop header, from
+ * the preheader (after the first iteration's wait + barrier) and from the
+ * end of the body (the next slot's, loaded before the last products). */
+
+typedef struct Early {
+    LLVMBasicBlockRef head, pre;
+    LLVMValueRef *phi;            /* tm * 4 A then tn * 2 B */
+    int n;
+} Early;
+
+static LLVMValueRef *frag_slot(Frags *fr, const Mma *mm, int i)
+{
+    return i < 4 * mm->tm ? &fr->a[i] : &fr->b[i - 4 * mm->tm];
+}
+
+/* In the preheader: wait, barrier, the thread's fragment addresses and the
+ * first slot's step-0 fragments; returns the header phis as this step's. */
+static Frags early_first(Cg *cg, Mma *mm, Op *forop, int pending, Early *e)
+{
+    LLVMValueRef iv = cg->vals[forop->regions[0].args[0]].s;
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(cg->b);
+    e->head = LLVMGetInstructionParent(iv);
+    e->pre = LLVMGetIncomingBlock(iv, 0);
+    LLVMPositionBuilderBefore(cg->b, LLVMGetBasicBlockTerminator(e->pre));
+    cg->tg->async_wait(cg, pending);
+    cg->tg->barrier(cg);
+    lane_terms(cg, mm);
+    frag_addrs(cg, mm);
+    Frags f0 = load_frags_at(cg, mm, 0, NULL, cg_slot_base(cg, mm->op->args[0], false),
+                             cg_slot_base(cg, mm->op->args[1], false));
+    e->n = 4 * mm->tm + 2 * mm->tn;
+    e->phi = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)e->n);
+    Frags cur = { arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(4 * mm->tm)),
+                  arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(2 * mm->tn)) };
+    LLVMPositionBuilder(cg->b, e->head, LLVMGetFirstInstruction(e->head));
+    for (int i = 0; i < e->n; i++) {
+        LLVMValueRef v = *frag_slot(&f0, mm, i);
+        e->phi[i] = LLVMBuildPhi(cg->b, LLVMTypeOf(v), "frag0");
+        LLVMAddIncoming(e->phi[i], &v, &e->pre, 1);
+        *frag_slot(&cur, mm, i) = e->phi[i];
+    }
+    LLVMPositionBuilderAtEnd(cg->b, here);
+    return cur;
+}
+
+/* Before the last step: the copies' last part and commit, the next
+ * iteration's wait + barrier, then the next slot's step-0 fragments. */
+static void early_next(Cg *cg, Mma *mm, struct CgCopies *dc, int nk, int pending, LLVMValueRef dep, Early *e)
+{
+    cg_deferred_copies_emit(cg, dc, nk - 1, nk, -1);
+    cg->tg->async_wait(cg, pending);
+    cg->tg->barrier(cg);
+    LLVMValueRef na = cg_slot_base(cg, mm->op->args[0], true), nb = cg_slot_base(cg, mm->op->args[1], true);
+    Frags nx = load_frags_at(cg, mm, 0, dep, na, nb);
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);   /* the DOT ends the body */
+    for (int i = 0; i < e->n; i++)
+        LLVMAddIncoming(e->phi[i], frag_slot(&nx, mm, i), &latch, 1);
+}
+
 static void mma_step(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc)
 {
     for (int i = 0; i < mm->tm; i++)
@@ -435,14 +511,31 @@ int cg_lower_dot(Cg *cg, Op *op)
     memcpy(acc, c, sizeof(LLVMValueRef) * (size_t)n);
     if (operands(cg, &mm))
         return 1;
-    lane_terms(cg, &mm);
-    frag_addrs(cg, &mm);
-    int nk = (int)(mm.k / 16);
-    Frags cur = load_frags(cg, &mm, 0, NULL);
+    int nk = (int)(mm.k / 16), pending = 0;
+    struct CgCopies *dc = cg_deferred_copies(cg, op);   /* the loop's prefetch, spread over the k steps */
+    Op *early = dc && !mm.aregs ? cg_deferred_early(cg, dc, &pending) : NULL;
+    Early e;
+    Frags cur;
+    if (early) {
+        cur = early_first(cg, &mm, early, pending, &e);
+    } else {
+        lane_terms(cg, &mm);
+        frag_addrs(cg, &mm);
+        cur = load_frags(cg, &mm, 0, NULL);
+    }
     for (int kk = 0; kk < nk; kk++) {
         LLVMValueRef dep = kk > 0 ? acc[layout_mma_acc_reg(mm.L, mm.tm - 1, mm.tn - 1, 3)] : NULL;
-        Frags next = kk + 1 < nk ? load_frags(cg, &mm, kk + 1, dep) : cur;
-        mma_step(cg, &mm, &cur, acc);
+        Frags next = cur;
+        if (early && kk == nk - 1)
+            early_next(cg, &mm, dc, nk, pending, dep, &e);
+        for (int where = 0; where < 3; where++) {
+            if (dc && !(early && kk == nk - 1))
+                cg_deferred_copies_emit(cg, dc, kk, nk, where);
+            if (where == 0 && kk + 1 < nk)
+                next = load_frags(cg, &mm, kk + 1, dep);
+            else if (where == 1)
+                mma_step(cg, &mm, &cur, acc);
+        }
         cur = next;
     }
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = mm.L, .r = acc };

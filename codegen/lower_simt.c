@@ -7,7 +7,11 @@
  * layout (fully unrolled, compile-time indices only). SPLAT and IOTA stay
  * symbolic until a consumer picks the layout. An elementwise op computes in
  * the layout of its register operand with the fewest registers per thread;
- * other operands are converted to it (cg_convert_layout).
+ * other operands are converted to it (cg_convert_layout). An f32 tile
+ * divided by a uniform value multiplies by one reciprocal. Optional, off by
+ * default (tuning experiments, docs/codegen.md): recomputation after
+ * barriers (TILEC_REMAT), early loads (TILEC_HOIST) and a use-driven
+ * instruction order after optimisation (TILEC_SCHED).
  */
 #include "cg_internal.h"
 
@@ -210,13 +214,20 @@ static LLVMValueRef bits_of(Cg *cg, LLVMValueRef id, int stride, int n)
     return LLVMBuildURem(cg->b, v, cg_i32(cg, n), "");
 }
 
-static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p)
+/* The part of register r's coordinate along p that is a compile-time constant. */
+static int64_t reg_offset(const Layout *L, int r, int p)
 {
     int idx[TILE_MAXRANK];
     layout_reg_index(L, r, idx);
     int es = layout_espt(L, p), rp = layout_rpt(L, p);
-    int64_t k = (int64_t)(idx[p] / es / rp) * layout_cta(L, p) + (int64_t)(idx[p] / es % rp) * L->tpw[p] * es +
-                idx[p] % es;
+    return (int64_t)(idx[p] / es / rp) * layout_cta(L, p) + (int64_t)(idx[p] / es % rp) * L->tpw[p] * es +
+           idx[p] % es;
+}
+
+static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p)
+{
+    int es = layout_espt(L, p), rp = layout_rpt(L, p);
+    int64_t k = reg_offset(L, r, p);
     LLVMValueRef ld = bits_of(cg, cg->lane, layout_lane_stride(L, p), L->tpw[p]);
     LLVMValueRef wd = bits_of(cg, cg->warp, layout_warp_stride(L, p), L->wpc[p]);
     LLVMValueRef u = LLVMBuildMul(cg->b, ld, cg_i32(cg, es), "");
@@ -270,7 +281,9 @@ static LLVMValueRef *new_regs(Cg *cg, const Layout *L)
  * shl and prmt), never as the fpext of the first computation, so that CSE
  * in LLVM or ptxas cannot merge it back and revive the long live range.
  * Only at the top level of the body (depth 0): a recomputation cached there
- * dominates every later use. */
+ * dominates every later use. Off by default (TILEC_REMAT=1|2): ptxas
+ * schedules the recomputed code with more registers unless capped; with
+ * a cap of 40 it helps bf16 [16384] softmax (docs/codegen.md). */
 
 static bool remat_code(const Cg *cg, OpCode c)
 {
@@ -355,17 +368,56 @@ static TileVal *remat_target(Cg *cg, const TileVal *v)
     return &cg->vals[v - cg->vals];
 }
 
+static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p);
+
+/* A compare of an index tile with a uniform value, recomputed: as
+ * `offset_r pred (S - base)` (one subtraction, then a compare with a
+ * constant per register) on odd generations, so that CSE does not merge it
+ * with the first computation and keep its predicates live across barriers.
+ * NULL: not that pattern. */
+static LLVMValueRef *remat_iota_cmp(Cg *cg, TileVal *v)
+{
+    Op *op = v->def;
+    if (op->code != OP_CMP || v->gen % 2 == 0 || op->nargs != 2)
+        return NULL;
+    const TileVal *a = &cg->vals[op->args[0]], *b = &cg->vals[op->args[1]];
+    int ia = a->kind == TV_IOTA ? 0 : b->kind == TV_IOTA ? 1 : -1;
+    const TileVal *u = ia == 0 ? b : a, *io = ia == 0 ? a : b;
+    DType dt = elem_dtype(cg, op);
+    if (ia < 0 || (u->kind != TV_SCALAR && u->kind != TV_SPLAT) || dt != DT_I32)
+        return NULL;
+    int p = layout_pdim(v->L, io->axis);
+    if (layout_may_wrap(v->L, p))
+        return NULL;
+    LLVMValueRef t = LLVMBuildSub(cg->b, u->s, unwrapped(cg, v->L, 0, p), ""), ab[2];
+    int n = layout_nregs(v->L);
+    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    for (int r = 0; r < n; r++) {
+        LLVMValueRef k = cg_i32(cg, reg_offset(v->L, r, p) - reg_offset(v->L, 0, p));
+        ab[0] = ia == 0 ? k : t;
+        ab[1] = ia == 0 ? t : k;
+        out[r] = elem(cg, op, dt, DT_BOOL, ab);
+    }
+    return out;
+}
+
 static LLVMValueRef *remat(Cg *cg, TileVal *v)
 {
     Op *op = v->def;
     DType dt = elem_dtype(cg, op), rdt = (DType)ir_type(cg->f, op->res[0])->dtype;
     bool widen = op->code == OP_CAST && dt == DT_BF16 && rdt == DT_F32 && cg->vals[op->args[0]].leaf;
+    v->gen++;
+    LLVMValueRef *out = remat_iota_cmp(cg, v);
+    if (out) {
+        v->r = out;
+        v->epoch = cg->epoch;
+        return out;
+    }
     LLVMValueRef *in[3], a[3];
     for (int i = 0; i < op->nargs && i < 3; i++)
         in[i] = cg_materialize(cg, &cg->vals[op->args[i]], ir_type(cg->f, op->args[i]), v->L, op->loc);
     int n = layout_nregs(v->L);
-    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
-    v->gen++;
+    out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     for (int r = 0; r < n; r++) {
         for (int i = 0; i < op->nargs && i < 3; i++)
             a[i] = in[i][r];
@@ -374,6 +426,26 @@ static LLVMValueRef *remat(Cg *cg, TileVal *v)
     v->r = out;
     v->epoch = cg->epoch;
     return out;
+}
+
+/* A narrow load's elements are taken out of its packed vectors where they
+ * are first used (at the top level), so that a load issued early (W, B of
+ * layernorm) stays packed, two elements per register, until then. */
+static void place_extracts(Cg *cg, const TileVal *v)
+{
+    if (v < cg->vals || v >= cg->vals + cg->f->nvals)
+        return;
+    TileVal *m = &cg->vals[v - cg->vals];
+    m->lazy = false;
+    if (cg->depth > 0)
+        return;
+    for (int i = 0, n = layout_nregs(v->L); i < n; i++) {
+        LLVMValueRef x = v->r[i];
+        if (LLVMIsAExtractElementInst(x) && !LLVMGetFirstUse(x)) {
+            LLVMInstructionRemoveFromParent(x);
+            LLVMInsertIntoBuilder(cg->b, x);
+        }
+    }
 }
 
 LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layout *L, Loc loc)
@@ -393,6 +465,8 @@ LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layo
             r[i] = cg_convert(cg, cg_coord(cg, L, i, v->axis), DT_I32, (DType)t->dtype);
         return r;
     case TV_REGS: {
+        if (v->lazy)
+            place_extracts(cg, v);
         TileVal *m = remat_target(cg, v);
         LLVMValueRef *regs = m ? remat(cg, m) : v->r;
         if (layout_eq(v->L, L))
@@ -823,8 +897,63 @@ static int lower_op(Cg *cg, Op *op)
     return 1;
 }
 
+/* ---- issue order of the kernel body ----
+ * A tile load of a read-only tensor is lowered as soon as its operands
+ * exist, not where the source wrote it: layernorm's W and B loads leave
+ * with X's instead of after the two reductions, so a row waits for memory
+ * once. Read-only: no store of the kernel can be reordered with it.
+ * TILEC_HOIST: 0 keeps the source order, 1 issues them at the top, 2 right
+ * after the last reduction before them (live only in their own phase). */
+
+static bool hoistable(Cg *cg, Op *op)
+{
+    return op->code == OP_LOAD && op->nres == 1 && ir_type(cg->f, op->res[0])->kind == TY_TILE &&
+           cg_tensor_readonly(cg, op->args[0]);
+}
+
+static int lower_body(Cg *cg, Block *blk)
+{
+    int n = blk->nops;
+    int *ready = arena_alloc(cg->a, sizeof(int) * (size_t)(n + 1));
+    int *def = arena_alloc(cg->a, sizeof(int) * (size_t)cg->f->nvals);
+    bool *done = arena_alloc(cg->a, (size_t)n + 1);
+    for (uint32_t v = 0; v < cg->f->nvals; v++)
+        def[v] = -1;
+    int last_reduce = -1;
+    for (int i = 0; i < n; i++) {
+        Op *op = blk->ops[i];
+        for (int k = 0; k < op->nres; k++)
+            def[op->res[k]] = i;
+        ready[i] = -2;
+        done[i] = false;
+        if (op->code == OP_REDUCE)
+            last_reduce = i;
+        if (!hoistable(cg, op))
+            continue;
+        ready[i] = cg->hoist == 2 ? last_reduce : -1;
+        for (int k = 0; k < op->nargs; k++)
+            ready[i] = def[op->args[k]] > ready[i] ? def[op->args[k]] : ready[i];
+    }
+    for (int i = -1; i < n; i++) {
+        if (i >= 0 && !done[i]) {
+            if (lower_op(cg, blk->ops[i]))
+                return 1;
+            done[i] = true;
+        }
+        for (int j = i + 1; j < n; j++)
+            if (ready[j] == i && !done[j]) {
+                if (lower_op(cg, blk->ops[j]))
+                    return 1;
+                done[j] = true;
+            }
+    }
+    return 0;
+}
+
 int cg_lower_block(Cg *cg, Block *blk)
 {
+    if (blk == &cg->f->body && cg->hoist)
+        return lower_body(cg, blk);
     for (int i = 0; i < blk->nops; i++)
         if (lower_op(cg, blk->ops[i]))
             return 1;
@@ -839,7 +968,8 @@ int cg_lower_block(Cg *cg, Block *blk)
  * (loads, stores, calls, barriers, shuffles) keep their order; pure
  * arithmetic moves to just before its first user, depth first, so a chain
  * is consumed element by element (a reduction folds each value as it is
- * made). Loads stay where they are, all issued before the first use. */
+ * made). Loads stay where they are, all issued before the first use.
+ * Off by default (TILEC_SCHED=1): see codegen.c schedule_simt. */
 
 typedef struct Sched {
     LLVMValueRef *key;        /* open addressing on instruction pointers */

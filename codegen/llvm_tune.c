@@ -1,0 +1,48 @@
+/* llvm_tune.c - the LLVM pass pipeline for tensor-core modules, chosen for
+ * compile time.
+ *
+ * Needs: the lowered module and the pipeline the driver would run.
+ * Guarantees: SIMT modules keep the driver's pipeline; a module whose
+ * kernels all use tensor-core products (no "tilec.simt" attribute) at
+ * -O2/-O3 runs the -O1 cleanup plus hoisting out of loops and a second
+ * early-cse in place of GVN and the second instcombine round.
+ *
+ * Why (measured on examples/attention.tile, ~11k instructions after
+ * optimisation, straight-line loop bodies of ~2.8k): GVN took ~60% and
+ * instcombine ~25% of the optimisation time, and the PTX they give differs
+ * from the early-cse pipeline's by a dozen address instructions out of
+ * ~9300 lines (same mma.sync, ldmatrix, shfl, selp and cp.async counts).
+ * These bodies have no loads GVN could forward (shared memory is read by
+ * ldmatrix intrinsics, global memory by cp.async), so what remains is
+ * scalar CSE, which early-cse does in one linear walk.
+ * TILEC_MMA_PIPELINE=0 restores the driver's pipeline.
+ */
+#include "cg_internal.h"
+
+#include <stdlib.h>
+
+static const char mma_pipeline[] =
+    "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
+    "loop-mssa(licm),early-cse<memssa>,simplifycfg,adce)";
+
+/* Does the module define a kernel, and are all its kernels tensor-core ones? */
+static bool all_mma_kernels(LLVMModuleRef mod)
+{
+    int n = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        if (LLVMCountBasicBlocks(fn) == 0)
+            continue;
+        if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.simt", 10))
+            return false;
+        n++;
+    }
+    return n > 0;
+}
+
+const char *cg_tune_pipeline(LLVMModuleRef mod, const char *dflt, int opt)
+{
+    const char *s = getenv("TILEC_MMA_PIPELINE");
+    if (opt < 2 || (s && *s == '0') || !all_mma_kernels(mod))
+        return dflt;
+    return mma_pipeline;
+}
