@@ -32,8 +32,26 @@ ls "$root/.devcarry/kernels" > /dev/null 2>&1 || echo "note: no .devcarry/kernel
 [ -f "$root/.devcarry/compile_times.txt" ] && { echo "== compile times (build machine, --time-passes)"; cat "$root/.devcarry/compile_times.txt"; }
 status=0
 
-echo "== Python correctness + benchmark"
+echo "== C host tests (libtilert from C, PTX compiled by tilec on the build machine)"
+if [ -d "$root/.devcarry/gputest" ]; then
+  "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/c_tests.txt" 2>&1 || status=1
+  grep -E "FAIL|error|passed, " "$out/c_tests.txt" | tail -n 12
+fi
+
+echo "== Python correctness + benchmark: memory-bound kernels"
 python3 "$root/bench/bench.py" --out "$out" "$@" 2>&1 | tee "$out/bench.txt" || status=1
+
+if [ -d "$root/.devcarry/gemm" ]; then
+  echo "== GEMM (tensor cores, mma.sync)"
+  python3 "$root/bench/gemm_bench.py" > "$out/gemm.txt" 2>&1 || status=1
+  grep -vE "^check .* ok" "$out/gemm.txt" | tail -n 30
+fi
+
+if [ -d "$root/.devcarry/attn" ]; then
+  echo "== attention"
+  python3 "$root/bench/attn_bench.py" > "$out/attn.txt" 2>&1 || status=1
+  tail -n 32 "$out/attn.txt"
+fi
 
 # SASS of chosen benchmark kernels (DUMP_SASS="softmax_16384 layernorm_4096"):
 # the build machine has ptxas but no disassembler.

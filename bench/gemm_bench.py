@@ -32,17 +32,12 @@ import subprocess  # noqa: E402
 VARIANTS = """
 default_bf16_128x128x64_s3 | sm_86 | examples/gemm.tile | |
 default_il_bf16_128x128x64_s3 | sm_86 | examples/gemm.tile | | TILEC_XP_INTERLEAVE=1
-bf16_128x128x64_s3_il_noearly | sm_86 | examples/gemm.tile | | TILEC_XP_INTERLEAVE=1 TILEC_XP_EARLY_FRAGS=0
-bf16_128x128x64_s3_il_pos2 | sm_86  | examples/gemm.tile | | TILEC_XP_INTERLEAVE=1 TILEC_XP_COPY_POS=2
 sm90a_bf16_128x128x64_s3 | sm_90a | examples/gemm.tile | |
 f16_128x128x64_s3        | sm_86  | tests/lit/codegen/gemm_f16.tile | -DT=f16 |
+bf16_128x128x64_s1       | sm_86  | examples/gemm.tile | -DSTAGES=1 |
 bf16_128x128x64_s2       | sm_86  | examples/gemm.tile | -DSTAGES=2 |
-bf16_128x128x32_s3       | sm_86  | examples/gemm.tile | -DBK=32 -DSTAGES=3 |
 bf16_128x128x32_s4       | sm_86  | examples/gemm.tile | -DBK=32 -DSTAGES=4 |
-bf16_128x128x64_s3_w8    | sm_86  | examples/gemm.tile | | TILEC_XP_MMA_WARPS=8
-bf16_256x128x64_s2       | sm_86  | examples/gemm.tile | -DBM=256 -DBK=64 -DSTAGES=2 |
 bf16_128x256x32_s4       | sm_86  | examples/gemm.tile | -DBN=256 -DBK=32 -DSTAGES=4 |
-sm90a_bf16_128x256x64_s3 | sm_90a | examples/gemm.tile | -DBN=256 -DBK=64 -DSTAGES=3 |
 """
 
 # The default variant, also launched through the driver API directly (Raw):

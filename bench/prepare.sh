@@ -79,3 +79,11 @@ for spec in "vector_add" "reduction" "transpose" "softmax -DBLOCK=4096" "softmax
 done
 cat "$out/compile_times.txt"
 cat "$p/variants.txt"
+
+# The C-host GPU tests (tests/gpu/gpu_kernels), the GEMM variants and the
+# attention variants, so that bench/device.sh runs everything in one call.
+build="$(cd "$(dirname "$tilec")/.." && pwd)"
+rm -rf "$out/gputest"
+"$root/tests/gpu/make_ptx.sh" "$build" "$out/gputest" sm_90a sm_86
+python3 "$root/bench/gemm_bench.py" --prepare "$tilec"
+"$root/bench/attn_prepare.sh" "$tilec"
