@@ -91,7 +91,8 @@ static void new_buf(Lin *L, Op *op)
     L->buf_loops = arena_grow(L->a, L->buf_loops, sizeof(int *), (size_t)i, (size_t)i + 1);
     L->nbuf_loops = arena_grow(L->a, L->nbuf_loops, sizeof(int), (size_t)i, (size_t)i + 1);
     L->buf_loops[i] = arena_alloc(L->a, sizeof(int) * (size_t)(L->nloops + 1));
-    memcpy(L->buf_loops[i], L->stack_idx, sizeof(int) * (size_t)L->nloops);
+    if (L->nloops)
+        memcpy(L->buf_loops[i], L->stack_idx, sizeof(int) * (size_t)L->nloops);
     L->nbuf_loops[i] = L->nloops;
 }
 
