@@ -130,6 +130,11 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
 void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
 
 /* ---- lower_mem.c ---- */
+/* Address of element idx[0..rank-1] (i32 coordinates) of tensor `ta` with
+ * element type `ety`: base + sum(idx[d] * stride[d]) in i64, innermost
+ * stride 1. Shared by global loads/stores and cp.async copies. */
+LLVMValueRef cg_tensor_elem_ptr(Cg *cg, const TensorArg *ta, LLVMTypeRef ety, int rank,
+                                LLVMValueRef *idx);
 int cg_lower_load(Cg *cg, Op *op);
 int cg_lower_store(Cg *cg, Op *op);
 /* Does the kernel never store to tensor t? */

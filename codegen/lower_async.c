@@ -216,14 +216,7 @@ static void chunk_index(Cg *cg, const Copy *c, LLVMValueRef row, LLVMValueRef co
 
 static LLVMValueRef global_ptr(Cg *cg, const Copy *c, LLVMValueRef *idx)
 {
-    LLVMValueRef o = NULL;
-    for (int d = 0; d < c->rank; d++) {
-        LLVMValueRef x = LLVMBuildSExt(cg->b, idx[d], cg->t_i64, "");
-        if (d + 1 < c->rank)
-            x = LLVMBuildMul(cg->b, x, c->ta->stride[d], "");
-        o = o ? LLVMBuildAdd(cg->b, o, x, "") : x;
-    }
-    return LLVMBuildGEP2(cg->b, c->ety, c->ta->base, &o, 1, "");
+    return cg_tensor_elem_ptr(cg, c->ta, c->ety, c->rank, idx);
 }
 
 /* i1: every masked dim other than the columns is inside the tensor. */

@@ -141,18 +141,24 @@ static void reg_index(Cg *cg, const Access *ac, const Layout *L, int r, LLVMValu
     }
 }
 
-static LLVMValueRef elem_addr(Cg *cg, const Access *ac, LLVMValueRef *idx)
+LLVMValueRef cg_tensor_elem_ptr(Cg *cg, const TensorArg *ta, LLVMTypeRef ety, int rank,
+                                LLVMValueRef *idx)
 {
     LLVMValueRef o = NULL;
-    for (int d = 0; d < ac->rank; d++) {
+    for (int d = 0; d < rank; d++) {
         LLVMValueRef x = LLVMBuildSExt(cg->b, idx[d], cg->t_i64, "");
-        if (d + 1 < ac->rank)
-            x = LLVMBuildMul(cg->b, x, ac->ta->stride[d], "");
+        if (d + 1 < rank)
+            x = LLVMBuildMul(cg->b, x, ta->stride[d], "");
         o = o ? LLVMBuildAdd(cg->b, o, x, "") : x;
     }
     if (!o)
         o = cg_i64(cg, 0);
-    return LLVMBuildGEP2(cg->b, ac->mty, ac->ta->base, &o, 1, "");
+    return LLVMBuildGEP2(cg->b, ety, ta->base, &o, 1, "");
+}
+
+static LLVMValueRef elem_addr(Cg *cg, const Access *ac, LLVMValueRef *idx)
+{
+    return cg_tensor_elem_ptr(cg, ac->ta, ac->mty, ac->rank, idx);
 }
 
 static LLVMValueRef in_bounds_upto(Cg *cg, const Access *ac, LLVMValueRef *idx, int nd)
