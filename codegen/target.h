@@ -53,6 +53,14 @@ void cg_tg_ldmatrix_x4(struct Cg *cg, LLVMValueRef sptr, bool trans, LLVMValueRe
 void cg_tg_cp_async16(struct Cg *cg, LLVMValueRef sptr, LLVMValueRef gptr, LLVMValueRef src_bytes);
 void cg_tg_async_commit(struct Cg *cg);
 void cg_tg_async_wait(struct Cg *cg, int pending);
+/* The SIMT hooks every current target shares (hardware approximations of
+ * exp2/log2/tanh/rsqrt, bar.sync) and its block limits. */
+#define CG_TG_SIMT_COMMON \
+    .max_smem_static = 48 * 1024, .max_warps = 16, \
+    .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx, \
+    .tanh_f32 = cg_tg_tanh_approx, .rsqrt_f32 = cg_tg_rsqrt_approx, \
+    .barrier = cg_tg_bar_sync
+
 #define CG_TG_SM80_MMA \
     .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4, .cp_async16 = cg_tg_cp_async16, \
     .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait

@@ -1,12 +1,9 @@
 /* target_sm100.c - Blackwell datacenter: sm_100a (arch-specific: tcgen05
- * later), sm_100f (family-portable) and sm_100. */
+ * later), sm_100f (family-portable) and sm_100. The SIMT and mma.sync hooks
+ * are shared with Ampere. */
 #include "cg_internal.h"
 
-#define SM100_COMMON \
-    .sm = 100, .max_smem_static = 48 * 1024, .max_warps = 16, \
-    .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx, \
-    .tanh_f32 = cg_tg_tanh_approx, .rsqrt_f32 = cg_tg_rsqrt_approx, \
-    .barrier = cg_tg_bar_sync, .max_smem_dynamic = 227 * 1024, CG_TG_SM80_MMA
+#define SM100_COMMON .sm = 100, .max_smem_dynamic = 227 * 1024, CG_TG_SIMT_COMMON, CG_TG_SM80_MMA
 
 const Target cg_target_sm100a = { .name = "sm_100a", .cpu = "sm_100a", .features = "+ptx86", SM100_COMMON };
 const Target cg_target_sm100f = { .name = "sm_100f", .cpu = "sm_100f", .features = "+ptx88", SM100_COMMON };

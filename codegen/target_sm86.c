@@ -4,9 +4,5 @@
 
 const Target cg_target_sm86 = {
     .name = "sm_86", .cpu = "sm_86", .features = "+ptx80", .sm = 86,
-    .max_smem_static = 48 * 1024, .max_warps = 16,
-    .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx,
-    .tanh_f32 = cg_tg_tanh_approx, .rsqrt_f32 = cg_tg_rsqrt_approx,
-    .barrier = cg_tg_bar_sync,
-    .max_smem_dynamic = 99 * 1024, CG_TG_SM80_MMA,
+    .max_smem_dynamic = 99 * 1024, CG_TG_SIMT_COMMON, CG_TG_SM80_MMA,
 };
