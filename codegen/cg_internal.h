@@ -102,6 +102,8 @@ typedef struct Cg {
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
+/* Experiment switch TILEC_*: integer value, or dflt when unset (codegen.c). */
+int cg_knob(const char *name, int dflt);
 LLVMTypeRef cg_type(Cg *cg, DType dt);            /* register type of a dtype */
 LLVMTypeRef cg_mem_type(Cg *cg, DType dt);        /* in-memory type (bool -> i8) */
 LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);

@@ -180,11 +180,10 @@ static bool warp_visit(Func *f, Op *op, void *ctx)
  * over the largest tile, clamped to 1..max_warps. Measured on an H200
  * (docs/codegen.md): for bf16 [4096] rows 4 warps beat 8 and 16 (fewer
  * warps share each cross-warp reduction, more bytes in flight per thread). */
-static int env_int(const char *name, int dflt);
 
 static int pick_warps(const Cg *cg, Func *f)
 {
-    int forced = env_int("TILEC_WARPS", 0);   /* benchmark variants */
+    int forced = cg_knob("TILEC_WARPS", 0);   /* benchmark variants */
     if (forced > 0 && forced <= cg->tg->max_warps)
         return forced;
     int64_t best[2] = { 0, 4 };
@@ -419,8 +418,10 @@ static void init_types(Cg *cg)
     cg->t_sptr = LLVMPointerTypeInContext(c, 3);
 }
 
-/* Tuning overrides for benchmark variants (TILEC_REMAT, TILEC_MINCTASM, ...). */
-static int env_int(const char *name, int dflt)
+/* Experiment switches for benchmark variants (docs/codegen.md lists them all):
+ * the value of environment variable `name` as an integer, or dflt when it is
+ * unset or empty. Read at each use: no state is kept between compilations. */
+int cg_knob(const char *name, int dflt)
 {
     const char *s = getenv(name);
     return s && *s ? atoi(s) : dflt;
@@ -464,15 +465,15 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     cg->smem = NULL;
     cg->smem_bytes = 0;
     cg->epoch = cg->depth = 0;
-    cg->remat = env_int("TILEC_REMAT", 0);
-    cg->hoist = env_int("TILEC_HOIST", 0);
+    cg->remat = cg_knob("TILEC_REMAT", 0);
+    cg->hoist = cg_knob("TILEC_HOIST", 0);
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
     LLVMSetFunctionCallConv(cg->fn, 71 /* ptx_kernel */);
     char nt[16];
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
-    int minct = env_int("TILEC_MINCTASM", mma_warps ? (cg->nwarps >= 16 ? 2 : 0) : simt_min_blocks(f, cg->nwarps));
+    int minct = cg_knob("TILEC_MINCTASM", mma_warps ? (cg->nwarps >= 16 ? 2 : 0) : simt_min_blocks(f, cg->nwarps));
     if (minct > 0) {
         char mc[16];
         snprintf(mc, sizeof mc, "%d", minct);
@@ -607,7 +608,7 @@ static void time_row(StrBuf *timing, const char *what, double t0)
  * then takes more registers, docs/codegen.md); TILEC_SCHED=1 turns it on. */
 static void schedule_simt(Cg *cg, int opt)
 {
-    if (opt <= 0 || !env_int("TILEC_SCHED", 0))
+    if (opt <= 0 || !cg_knob("TILEC_SCHED", 0))
         return;
     for (LLVMValueRef fn = LLVMGetFirstFunction(cg->mod); fn; fn = LLVMGetNextFunction(fn))
         if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.simt", 10))

@@ -48,8 +48,7 @@ static bool all_mma_kernels(LLVMModuleRef mod)
 
 const char *cg_tune_pipeline(LLVMModuleRef mod, const char *dflt, int opt)
 {
-    const char *s = getenv("TILEC_MMA_PIPELINE");
-    if (opt < 2 || (s && *s == '0') || !all_mma_kernels(mod))
+    if (opt < 2 || cg_knob("TILEC_MMA_PIPELINE", 1) == 0 || !all_mma_kernels(mod))
         return dflt;
     return mma_pipeline;
 }

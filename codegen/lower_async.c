@@ -489,9 +489,9 @@ static bool count_dots(Func *f, Op *op, void *ctx)
  * result yielded directly (the DOT ends the body). */
 static bool pf_early_ok(Func *f, Block *b, int j, Op *wait)
 {
-    const char *xp = getenv("TILEC_XP_EARLY_FRAGS");
+    int early = cg_knob("TILEC_XP_EARLY_FRAGS", 1);
     Op *dot = b->ops[j], *y = j + 1 < b->nops ? b->ops[j + 1] : NULL;
-    if ((xp && atoi(xp) <= 0) || !wait || wait->iattr[0] < 1 || !y || y->code != OP_YIELD || j + 2 != b->nops)
+    if (early <= 0 || !wait || wait->iattr[0] < 1 || !y || y->code != OP_YIELD || j + 2 != b->nops)
         return false;
     for (int k = 0; k < y->nargs; k++)
         if (y->args[k] == dot->res[0])
@@ -554,8 +554,7 @@ static struct CgPrefetch *pf_get(Cg *cg)
     if (!cg->pf) {
         cg->pf = arena_alloc(cg->a, sizeof *cg->pf);
         memset(cg->pf, 0, sizeof *cg->pf);
-        const char *on = getenv("TILEC_XP_INTERLEAVE");
-        if (on && atoi(on) > 0)
+        if (cg_knob("TILEC_XP_INTERLEAVE", 0) > 0)
             ir_walk(cg->f, &cg->f->body, pf_visit, cg);
     }
     return cg->pf;
@@ -595,8 +594,7 @@ struct CgCopies *cg_deferred_copies(Cg *cg, Op *dot)
     cg->pf->collect = NULL;
     if (e)
         return NULL;
-    const char *xp = getenv("TILEC_XP_COPY_POS");   /* experiments: 0, 1 (default), 2 */
-    dc->where = xp ? atoi(xp) : 1;
+    dc->where = cg_knob("TILEC_XP_COPY_POS", 1);   /* experiments: 0, 1 (default), 2 */
     dc->loop = l;
     for (int i = 0; i < dc->n; i++)
         dc->ok[i] = LLVMBuildAnd(cg->b, cg->vals[l->ifop->args[0]].s, copy_aligned(cg, &dc->c[i]), "");

@@ -76,10 +76,7 @@ static bool depends_on_block(Func *f, ValId v, int depth)
  * by the stream. Off by default (TILEC_L1HINT=1 turns it on). */
 static bool access_stream(Cg *cg, const Access *ac)
 {
-    static int env = -1;
-    if (env < 0)
-        env = getenv("TILEC_L1HINT") ? atoi(getenv("TILEC_L1HINT")) : 0;
-    if (!env || !ac->readonly || ac->ntile == 0)
+    if (!cg_knob("TILEC_L1HINT", 0) || !ac->readonly || ac->ntile == 0)
         return false;
     for (int d = 0; d < ac->rank; d++)
         if (depends_on_block(cg->f, ac->op->args[1 + d], 0))
@@ -442,8 +439,7 @@ typedef struct TileCtx {
  * them, =0 turns them off. */
 static LLVMValueRef word_mask_other(LLVMValueRef uother)
 {
-    const char *e = getenv("TILEC_WORDMASK");
-    int mode = e && *e ? atoi(e) : -1;
+    int mode = cg_knob("TILEC_WORDMASK", -1);
     if (!uother || mode == 0)
         return NULL;
     return mode == 1 || LLVMIsNull(uother) ? uother : NULL;

@@ -77,10 +77,10 @@ static bool warps_visit(Func *f, Op *op, void *ctx)
  * each other's products: 380 TFLOP/s against 289 with 8 warps. */
 int cg_mma_kernel_warps(Func *f, int max_warps)
 {
-    const char *xp = getenv("TILEC_XP_MMA_WARPS");   /* experiment knob: max warps */
+    int xp = cg_knob("TILEC_XP_MMA_WARPS", 0);   /* experiment switch: max warps */
     int w[3] = { 0, max_warps < 8 ? max_warps : 8, 0 };
-    if (xp && atoi(xp) > 0) {             /* one warp per 32 x 32, at most xp */
-        w[1] = atoi(xp);
+    if (xp > 0) {                         /* one warp per 32 x 32, at most xp */
+        w[1] = xp;
         w[2] = 1;
     }
     ir_walk(f, &f->body, warps_visit, w);
