@@ -3,6 +3,9 @@
  * built with the Builder API compiled to PTX for every arch, each checked
  * by ptxas when the CUDA toolkit is installed. */
 #include <check.h>
+
+#include "check_main.h"
+#include "kit.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,24 +142,7 @@ END_TEST
 
 /* ---- kernels built with the Builder ---- */
 
-typedef struct Kit {
-    Arena *a;
-    Module *m;
-    Func *f;
-    Builder b;
-    Diag d;
-} Kit;
-
-static void kit_init(Kit *k, const char *name)
-{
-    k->a = arena_new();
-    k->m = ir_module_new(k->a, "test.tir");
-    Loc loc = { "test.tir", 1, 1 };
-    k->f = ir_func_new(k->m, name, loc);
-    k->b = ir_builder_at_end(k->f, &k->f->body);
-    k->b.loc = loc;
-    diag_init(&k->d, k->a);
-}
+static void kit_init(Kit *k, const char *name) { kit_init_at(k, name, "test.tir", 1); }
 
 static ValId tensor_param(Kit *k, const char *name, DType dt, int rank, const char *const *dims)
 {
@@ -418,9 +404,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tc_check_run(suite());
 }

@@ -4,6 +4,7 @@
 #include <check.h>
 
 #include "check_main.h"
+#include "kit.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,26 +14,8 @@
 
 /* ---- IR construction helpers ---- */
 
-typedef struct Kit {
-    Arena *a;
-    Module *m;
-    Func *f;
-    Builder b;      /* appends to the body */
-    Diag d;
-} Kit;
+static void kit_init(Kit *k, const char *name) { kit_init_at(k, name, "test.tir", 1); }
 
-static void kit_init(Kit *k, const char *name)
-{
-    k->a = arena_new();
-    k->m = ir_module_new(k->a, "test.tir");
-    Loc loc = { "test.tir", 1, 1 };
-    k->f = ir_func_new(k->m, name, loc);
-    k->b = ir_builder_at_end(k->f, &k->f->body);
-    k->b.loc = loc;
-    diag_init(&k->d, k->a);
-}
-
-static void kit_free(Kit *k) { arena_free(k->a); }
 
 /* A tensor param; dims[i] is a dim name, or NULL for the static extent ext[i]. */
 static ValId tensor_param(Kit *k, const char *name, DType dt, int rank, const char *const *dims,

@@ -4,6 +4,7 @@
 #include <check.h>
 
 #include "check_main.h"
+#include "kit.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,24 +14,7 @@
 
 /* ---- building kernels ---- */
 
-typedef struct Kit {
-    Arena *a;
-    Module *m;
-    Func *f;
-    Builder b;
-    Diag d;
-} Kit;
-
-static void kit_init(Kit *k, const char *name)
-{
-    k->a = arena_new();
-    k->m = ir_module_new(k->a, "k.tile");
-    Loc loc = { "k.tile", 3, 1 };
-    k->f = ir_func_new(k->m, name, loc);
-    k->b = ir_builder_at_end(k->f, &k->f->body);
-    k->b.loc = loc;
-    diag_init(&k->d, k->a);
-}
+static void kit_init(Kit *k, const char *name) { kit_init_at(k, name, "k.tile", 3); }
 
 static ValId tensor1(Kit *k, const char *name, DType dt, const char *dim)
 {
