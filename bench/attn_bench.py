@@ -4,14 +4,16 @@ on the GPU: correctness against PyTorch in float32 and timing against SDPA's
 flash and cuDNN backends, in one run.
 
 Precompiled PTX (+ .meta) comes from .devcarry/attn/ (bench/attn_prepare.sh on
-the build machine), named attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>.ptx. On the
+the build machine), named attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_<tag>].ptx (a tag: an
+experiment variant compiled with TILEC_XP_* switches). On the
 GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
   TILEC_LIB_DIR=/tmp/rt/lib python3 bench/attn_bench.py [--quick] [--out DIR]
 
 Correctness: O against softmax(scale * q k^T) v in float32 (relative
 Frobenius error <= 1e-2), LSE against logsumexp(scale * q k^T) / ln 2 (the
 kernel's log2 units); outputs poisoned with NaN before each launch; fresh
-random inputs per case. Timing: triton do_bench medians; FLOPs 4 Z H N^2 D,
+random inputs per case; then every bf16 sm_90a file on five N (a variant that
+fails is left out of "best"). Timing, every bf16 sm_90a variant per row: triton do_bench medians; FLOPs 4 Z H N^2 D,
 halved when causal; FlashAttention-paper shapes (16384 tokens, hidden 2048).
 """
 import argparse
@@ -72,13 +74,13 @@ def rel(a, b):
     return (a.float() - b).norm().item() / (den if den > 0 else 1.0)
 
 
-def check_case(dt, d, n, causal, g, arch, z=1, hk=2, bm=None, bn=None):
+def check_case(dt, d, n, causal, g, arch, z=1, hk=2, bm=None, bn=None, mod=None):
     h = hk * g
     q = torch.randn(z, h, n, d, device="cuda", dtype=DT[dt])
     k = torch.randn(z, hk, n, d, device="cuda", dtype=DT[dt])
     v = torch.randn(z, hk, n, d, device="cuda", dtype=DT[dt])
     scale = d ** -0.5
-    mod = A.kernel(d, dt, causal, bm, bn, arch, PTX_DIR)
+    mod = mod or A.kernel(d, dt, causal, bm, bn, arch, PTX_DIR, n)
     o = torch.full_like(q, float("nan"))
     lse = torch.full((z, h, n), float("nan"), device="cuda")
     mod(q, k, v, o, lse, scale)
@@ -130,20 +132,68 @@ def correctness(quick):
     return bad == 0
 
 
+def parse(name):
+    """attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_<tag>] -> dict."""
+    p = name.split("_")
+    return {"dt": p[1], "arch": "_".join(p[2:4]), "d": int(p[4][1:]), "bm": int(p[5][1:]),
+            "bn": int(p[6][1:]), "causal": p[7] == "c", "tag": "_".join(p[8:]), "name": name}
+
+
+def label(v):
+    return "%dx%d%s" % (v["bm"], v["bn"], ("_" + v["tag"]) if v["tag"] else "")
+
+
+_mods = {}
+
+
+def load(v):
+    mod = _mods.get(v["name"])
+    if mod is None:
+        mod = _mods[v["name"]] = tilec.load_files(os.path.join(PTX_DIR, v["name"] + ".ptx"))
+    return mod
+
+
+def check_variants(names):
+    """Every bf16 sm_90a file (defaults and experiment variants): N 1, 100,
+    4097, 8192 (H/HK 4) and 1000 (H/HK 1), causal and not."""
+    bad = 0
+    for v in (parse(x) for x in names):
+        if v["dt"] != "bf16" or v["arch"] != "sm_90a":
+            continue
+        worst = 0.0
+        ok_all = True
+        for n, g in ((1, 4), (100, 4), (1000, 1), (4097, 4), (8192, 4)):
+            try:
+                ok, eo, el, mx = check_case("bf16", v["d"], n, v["causal"], g, "sm_90a", mod=load(v))
+            except Exception as e:  # noqa: BLE001
+                ok, eo = False, float("nan")
+                print("ERROR", v["name"], n, e, flush=True)
+            worst = max(worst, eo) if eo == eo else float("nan")
+            ok_all = ok_all and ok
+        bad += not ok_all
+        print("  %-40s worst O %.2e  %s" % (v["name"], worst, "OK" if ok_all else "FAIL"), flush=True)
+    return bad == 0
+
+
 def sdpa(q, k, v, causal, backend):
     from torch.nn.attention import sdpa_kernel
     with sdpa_kernel(backend):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
-def timing(variants):
+def timing(names):
+    """Every bf16 sm_90a variant per (D, causal) row; 'bad' marks the ones that
+    failed check_variants (not counted for best)."""
     from torch.nn.attention import SDPBackend
+    vs = [parse(x) for x in names]
+    vs = [v for v in vs if v["dt"] == "bf16" and v["arch"] == "sm_90a"]
     print("\nattention forward, bf16, 16384 tokens, hidden 2048 (TFLOP/s, do_bench median)")
-    hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
-    for bm, bn in variants:
-        hdr += " %12s" % ("tilec %dx%d" % (bm, bn))
-    print(hdr + "   best/flash  best/cuDNN", flush=True)
     for d in (64, 128):
+        labels = sorted({label(v) for v in vs if v["d"] == d}, key=lambda x: (-int(x.split("x")[0]), x))
+        hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
+        for lb in labels:
+            hdr += " %13s" % lb
+        print(hdr + "   best/flash  best/cuDNN  best", flush=True)
         h = 2048 // d
         for n in (1024, 2048, 4096, 8192, 16384):
             z = 16384 // n
@@ -163,18 +213,23 @@ def timing(variants):
                 ours = []
                 o = torch.empty_like(q)
                 lse = torch.empty(z, h, n, device="cuda")
-                for bm, bn in variants:
+                for lb in labels:
+                    m = [x for x in vs if x["d"] == d and x["causal"] == causal and label(x) == lb]
                     try:
-                        mod = A.kernel(d, "bf16", causal, bm, bn, "sm_90a", PTX_DIR)
+                        mod = load(m[0])
                         ours.append(tf(bench(lambda: mod(q, k, v, o, lse, d ** -0.5))))
                     except Exception as e:  # noqa: BLE001
                         ours.append(float("nan"))
-                        print("  tilec %dx%d: %s" % (bm, bn, str(e)[:100]), flush=True)
-                best = max([x for x in ours if x == x] or [float("nan")])
+                        print("  tilec %s: %s" % (lb, str(e)[:100]), flush=True)
+                good = [(x, lb) for x, lb in zip(ours, labels) if x == x and lb not in BAD]
+                best, blb = max(good) if good else (float("nan"), "-")
                 line = "%-4d %-6d %-6s %-3d %8.1f %8.1f" % (d, n, "yes" if causal else "no", z, res["flash"], res["cudnn"])
                 for x in ours:
-                    line += " %12.1f" % x
-                print(line + "   %9.2fx  %9.2fx" % (best / res["flash"], best / res["cudnn"]), flush=True)
+                    line += " %13.1f" % x
+                print(line + "   %9.2fx  %9.2fx  %s" % (best / res["flash"], best / res["cudnn"], blb), flush=True)
+
+
+BAD = set()
 
 
 def main():
@@ -192,10 +247,14 @@ def main():
     ok = True
     if not args.skip_check:
         ok = correctness(args.quick)
+        print("\ncorrectness of every bf16 sm_90a variant (N 1/100/1000/4097/8192, H/HK 4, 1000: 1):")
+        for x in names:
+            v = parse(x)
+            if v["dt"] == "bf16" and v["arch"] == "sm_90a" and not check_variants([x]):
+                BAD.add(label(v))
+                ok = False
     if not args.skip_bench:
-        vs = sorted({(int(x.split("_m")[1].split("_")[0]), int(x.split("_n")[1].split("_")[0]))
-                     for x in names if "sm_90a" in x and x.startswith("attn_bf16")}, reverse=True)
-        timing(vs)
+        timing(names)
     return 0 if ok else 1
 
 

@@ -11,24 +11,36 @@ out="$root/.devcarry/attn"
 rm -rf "$out"; mkdir -p "$out"
 sed 's/bf16/f16/g' "$root/examples/attention.tile" > "$out/attention_f16.tile"
 : > "$out/variants.txt"
-one() {  # dt arch d bm bn causal
-  local dt=$1 arch=$2 d=$3 bm=$4 bn=$5 c=$6 src="$root/examples/attention.tile"
+one() {  # dt arch d bm bn causal [tag VAR=VALUE...]  (a tag names an experiment variant)
+  local dt=$1 arch=$2 d=$3 bm=$4 bn=$5 c=$6 tag=${7:-} src="$root/examples/attention.tile"
+  shift 6; [ $# -gt 0 ] && shift
   [ "$dt" = f16 ] && src="$out/attention_f16.tile"
-  local name="attn_${dt}_${arch}_d${d}_m${bm}_n${bn}_$([ "$c" = true ] && echo c || echo f)"
+  local name="attn_${dt}_${arch}_d${d}_m${bm}_n${bn}_$([ "$c" = true ] && echo c || echo f)${tag:+_$tag}"
   local t0=$(date +%s%N)
-  "$tilec" "$src" -arch="$arch" -DD="$d" -DBM="$bm" -DBN="$bn" -DCAUSAL="$c" -o "$out/$name.ptx"
+  env "$@" "$tilec" "$src" -arch="$arch" -DD="$d" -DBM="$bm" -DBN="$bn" -DCAUSAL="$c" -o "$out/$name.ptx"
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   local regs=$(ptxas -arch="$arch" -v "$out/$name.ptx" -o /dev/null 2>&1 |
                grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')
   echo "$name | tilec ${ms} ms | $regs" | tee -a "$out/variants.txt"
 }
-# Default tiles per D (python/tilec/_attention.py TILES) for every dtype and
-# arch; the other tile choice (bf16, sm_90a) for the benchmark.
-for d in 64 128; do
-  bn=$([ $d = 64 ] && echo 64 || echo 128); other=$([ $d = 64 ] && echo 128 || echo 64)
-  for c in false true; do
-    for dt in bf16 f16; do one $dt sm_90a $d 128 $bn $c; done
-    one bf16 sm_86 $d 128 64 $c      # 99 KB of shared memory: BN = 64
-    one bf16 sm_90a $d 128 $other $c
+# Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
+# D=64 BN=128, causal with N <= 2048 BN=64; D=128 BN=64; sm_86 BN=64) for
+# every dtype and arch, then the other tile choices (bf16, sm_90a) and
+# experiment variants (a tag): w8 = the earlier 8 warps x 16 rows
+# (TILEC_XP_CHAIN_WARPS=8). bench/attn_bench.py checks and times every
+# bf16 sm_90a file it finds.
+for c in false true; do
+  for dt in bf16 f16; do
+    one $dt sm_90a 64 128 128 $c
+    one $dt sm_90a 128 128 64 $c
   done
+  for dt in bf16 f16; do [ $c = true ] && one $dt sm_90a 64 128 64 true; done
+  one bf16 sm_86 64 128 64 $c
+  one bf16 sm_86 128 128 64 $c
+  [ $c = false ] && one bf16 sm_90a 64 128 64 false
+  one bf16 sm_90a 64 64 64 $c
+  one bf16 sm_90a 128 128 32 $c
+  one bf16 sm_90a 128 64 64 $c
+  one bf16 sm_90a 64 128 64 $c w8 TILEC_XP_CHAIN_WARPS=8
+  one bf16 sm_90a 128 128 128 $c w8 TILEC_XP_CHAIN_WARPS=8
 done

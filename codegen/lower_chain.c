@@ -2,7 +2,7 @@
  * (attention: s = q @ k^T, p = exp2(s - max), acc += bf16(p) @ v).
  *
  * The FlashAttention-2 structure: every warp owns whole rows of every
- * accumulator (a wm x 1 warp grid, e.g. 128 rows = 8 warps x 16 rows), so
+ * accumulator (a wm x 1 warp grid, e.g. 128 rows = 4 warps x 32 rows), so
  *  - the accumulator of the first product, cast elementwise, already is the
  *    A operand of the second one (lower_mma.c renumbers registers: no shared
  *    memory);
@@ -43,6 +43,7 @@ static bool from_dot(Func *f, ValId v, int depth)
 typedef struct ChainScan {
     bool chained;          /* some DOT's A operand comes from a DOT */
     int64_t mgcd;          /* rows of every DOT accumulator (all must split alike) */
+    int64_t nfirst, nchain;  /* widest accumulator of a first / a chained DOT */
 } ChainScan;
 
 static bool chain_visit(Func *f, Op *op, void *ctx)
@@ -52,10 +53,14 @@ static bool chain_visit(Func *f, Op *op, void *ctx)
         return true;
     const Type *t = ir_type(f, op->res[0]);
     int64_t m = t->rank == 2 ? t->shape[0] : 0;
+    int64_t n = t->rank == 2 ? t->shape[1] : 0;
     if (!cs->mgcd || m < cs->mgcd)
         cs->mgcd = m;
-    if (from_dot(f, op->args[0], 0))
-        cs->chained = true;
+    bool chained = from_dot(f, op->args[0], 0);
+    cs->chained |= chained;
+    int64_t *w = chained ? &cs->nchain : &cs->nfirst;
+    if (n > *w)
+        *w = n;
     return true;
 }
 
@@ -67,15 +72,28 @@ static int rows_warps(int64_t m, int max_warps)
     return w;
 }
 
-/* Warps for a kernel with chained products: one warp per 16 rows of the
- * accumulators, at most 8 (and max_warps); 0 when the kernel has none. */
+/* Warps for a kernel with chained products (at most 8 and max_warps):
+ * one warp per 32 rows of the accumulators when a warp's two accumulators
+ * take at most 192 f32 registers per thread (32 x (BN + D) / 32: D = 64
+ * with BN = 128, D = 128 with BN = 64), else one per 16 rows; and never
+ * fewer than 4 warps while each keeps 16 rows. 128 rows, BN + D <= 192 ->
+ * 4 warps x 32 rows (the FlashAttention-2 warp tile: each K / V fragment
+ * read by ldmatrix feeds two m16 tiles, and two blocks fit an SM); 128 rows
+ * with D = BN = 128 -> 8 x 16 (4 x 32 spills); 64 rows -> 4 x 16.
+ * TILEC_XP_CHAIN_WARPS=N sets the cap instead (8: one warp per 16 rows
+ * always). 0 when the kernel has none. */
 int cg_chain_kernel_warps(Func *f, int max_warps)
 {
-    ChainScan cs = { false, 0 };
+    ChainScan cs = { false, 0, 0, 0 };
     ir_walk(f, &f->body, chain_visit, &cs);
     if (!cs.chained || cs.mgcd <= 0 || cs.mgcd % 16)
         return 0;
-    return rows_warps(cs.mgcd, max_warps < 8 ? max_warps : 8);
+    int64_t per = cs.nfirst + cs.nchain <= 192 ? cs.mgcd / 32 : cs.mgcd / 16;
+    int cap = per > 8 ? 8 : per < 4 ? 4 : (int)per;
+    cap = cg_knob("TILEC_XP_CHAIN_WARPS", cap);   /* benchmark variants */
+    if (cap < 1 || cap > 8)
+        cap = 8;
+    return rows_warps(cs.mgcd, max_warps < cap ? max_warps : cap);
 }
 
 /* Warps only along M: wm = the warps that fit 16-row blocks, wn = 1. */

@@ -24,10 +24,24 @@ from . import compile as _compile, load_files as _load_files, device_arch as _de
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _SOURCE = os.path.join(_ROOT, "examples", "attention.tile")
 
-# Tile sizes (BM, BN) per head dim: 8 warps x 16 query rows each. Measured
-# on an H200 (docs/codegen.md): D = 64 runs faster with BN = 64 (128
-# registers), D = 128 with BN = 128 (255 registers, no spills).
-TILES = {64: (128, 64), 128: (128, 128)}
+# Tile sizes (BM, BN) per head dim: 4 warps x 32 query rows each (the code
+# generator's warp rule for BM = 128). Measured on an H200 (docs/codegen.md,
+# bench/attn_results_h200.txt): D = 64 runs fastest with BN = 128, except
+# causal with N <= 2048 (BN = 64: the diagonal blocks cost less); D = 128
+# with BN = 64 (BN = 128 spills at 4 warps).
+TILES = {64: (128, 128), 128: (128, 64)}
+SMALL_CAUSAL = {64: (2048, 64)}      # D: (largest N, BN) for causal runs
+
+
+def tiles(d, causal=False, n=None, arch="sm_90a"):
+    """Default (BM, BN) for head dim d (any multiple of 16: BN = 64)."""
+    bm, bn = TILES.get(d, (128, 64))
+    small = SMALL_CAUSAL.get(d)
+    if causal and small and n is not None and n <= small[0]:
+        bn = small[1]
+    if arch.startswith("sm_8"):      # 100 KB of shared memory per SM
+        bn = min(bn, 64)
+    return bm, bn
 
 _cache = {}
 
@@ -43,12 +57,11 @@ def source(dt):
     return text if dt == "bf16" else text.replace("bf16", dt)
 
 
-def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None):
-    """The compiled (or loaded) Module for one variant."""
+def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None):
+    """The compiled (or loaded) Module for one variant (n: the query length,
+    for the tile choice)."""
     arch = arch or _device_arch() or "sm_90a"
-    tbm, tbn = TILES.get(d, (128, 64))
-    if arch.startswith("sm_8"):      # 99 KB of shared memory per block
-        tbn = min(tbn, 64)
+    tbm, tbn = tiles(d, causal, n, arch)
     bm, bn = bm or tbm, bn or tbn
     key = (d, dt, bool(causal), bm, bn, arch)
     mod = _cache.get(key)
@@ -90,6 +103,6 @@ def attention(q, k, v, causal=False, scale=None, block_m=None, block_n=None, arc
     lse = torch.empty((z, h, n), dtype=torch.float32, device=q.device)
     if n == 0 or z * h == 0:
         return o, lse
-    mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir)
+    mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir, n)
     mod(q, k, v, o, lse, float(scale))
     return o, lse
