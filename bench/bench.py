@@ -127,6 +127,44 @@ def check_layernorm(arch):
             check(f"layernorm {arch} {dt} {rows}x{cols}", rel_err(y, ref), TOL[dt] * 2)
 
 
+def strided(rows, cols, pad, dt, fill=None):
+    """A [rows, cols] view of a [rows, cols + pad] buffer: row stride cols + pad
+    elements, so with an odd stride most row starts are not 16-byte aligned."""
+    buf = torch.randn(rows, cols + pad, device="cuda").to(DTYPES[dt])
+    if fill is not None:
+        buf.fill_(fill)
+    return buf, buf[:, :cols]
+
+
+def check_strided(arch):
+    """Odd row strides (misaligned row starts at every offset mod 16 bytes)
+    for inputs and outputs; the padding of the output must stay untouched."""
+    for dt in ("bf16", "f16", "f32"):
+        for cols, pad in ((1000, 1), (1000, 3), (4096, 1), (127, 5), (4097, 2)):
+            rows = 29
+            b = next_pow2(cols)
+            _, x = strided(rows, cols, pad, dt)
+            ybuf, y = strided(rows, cols, pad + 2, dt, float("nan"))
+            k = kernel(arch, f"softmax_{dt}_{b}", "softmax", BLOCK=b, T=dt)
+            k(x, y)
+            torch.cuda.synchronize()
+            err = rel_err(y, torch.softmax(x.double(), dim=-1))
+            if not torch.isnan(ybuf[:, cols:]).all():
+                err = float("inf")  # a store past the row end
+            check(f"softmax strided {arch} {dt} {rows}x{cols} stride {cols + pad}->{cols + pad + 2}", err, TOL[dt])
+            k = kernel(arch, f"layernorm_{dt}_{b}", "layernorm", BLOCK=b, T=dt)
+            w = torch.randn(cols, device="cuda").to(DTYPES[dt])
+            bias = torch.randn(cols, device="cuda").to(DTYPES[dt])
+            ybuf.fill_(float("nan"))
+            k(x, w, bias, y, 1e-5)
+            torch.cuda.synchronize()
+            err = rel_err(y, F.layer_norm(x.double(), (cols,), w.double(), bias.double(), 1e-5))
+            if not torch.isnan(ybuf[:, cols:]).all():
+                err = float("inf")
+            check(f"layernorm strided {arch} {dt} {rows}x{cols} stride {cols + pad}->{cols + pad + 2}", err,
+                  TOL[dt] * 2)
+
+
 def check_transpose(arch):
     for dt in ("bf16", "f32"):
         for (m, n) in ((1, 1), (127, 1000), (4097, 33), (1024, 1024)):
@@ -277,8 +315,8 @@ def main():
 
     for arch in arches:
         print(f"== correctness [{arch}]")
-        for fn in (check_vector_add, check_softmax, check_layernorm, check_reduction, check_transpose,
-                   check_bad_launches):
+        for fn in (check_vector_add, check_softmax, check_layernorm, check_strided, check_reduction,
+                   check_transpose, check_bad_launches):
             guarded(f"{fn.__name__} {arch}", lambda: fn(arch))
 
     table = []

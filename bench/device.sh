@@ -10,6 +10,7 @@
 # Without them, bench.py falls back to tilec.compile (needs libtilec).
 # Writes the full results under $OUT (or ./bench-out when OUT is unset).
 #   bench/device.sh [bench.py options: --skip-bench, --arches sm_90a]
+#   SKIP_TC=1 bench/device.sh   skips the tensor-core runs (GEMM, attention)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-$root/bench-out}"
@@ -41,13 +42,13 @@ fi
 echo "== Python correctness + benchmark: memory-bound kernels"
 python3 "$root/bench/bench.py" --out "$out" "$@" 2>&1 | tee "$out/bench.txt" || status=1
 
-if [ -d "$root/.devcarry/gemm" ]; then
+if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   echo "== GEMM (tensor cores, mma.sync)"
   python3 "$root/bench/gemm_bench.py" > "$out/gemm.txt" 2>&1 || status=1
   grep -vE "^check .* ok" "$out/gemm.txt" | tail -n 30
 fi
 
-if [ -d "$root/.devcarry/attn" ]; then
+if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   echo "== attention"
   python3 "$root/bench/attn_bench.py" > "$out/attn.txt" 2>&1 || status=1
   tail -n 32 "$out/attn.txt"

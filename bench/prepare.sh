@@ -39,7 +39,7 @@ for arch in sm_90a sm_86; do
   compile "$d" reduction "$ex/reduction.tile" $arch
   for t in bf16 f32; do compile "$d" transpose_$t "$ex/transpose.tile" $arch -DT=$t; done
   for t in bf16 f16 f32; do
-    for cols in 1 127 1000 4097; do
+    for cols in 1 127 1000 4096 4097; do
       b=$(pow2 $cols)
       compile "$d" softmax_${t}_$b "$ex/softmax.tile" $arch -DT=$t -DBLOCK=$b
       compile "$d" layernorm_${t}_$b "$ex/layernorm.tile" $arch -DT=$t -DBLOCK=$b

@@ -427,30 +427,63 @@ int cg_knob(const char *name, int dflt)
     return s && *s ? atoi(s) : dflt;
 }
 
+typedef struct LoadSum { int64_t elems, bytes; } LoadSum;
+
 static bool load_visit(Func *f, Op *op, void *ctx)
 {
-    if (op->code == OP_LOAD && ir_type(f, op->res[0])->kind == TY_TILE)
-        *(int64_t *)ctx += type_numel(ir_type(f, op->res[0]));
+    LoadSum *s = ctx;
+    const Type *t = op->code == OP_LOAD ? ir_type(f, op->res[0]) : NULL;
+    if (t && t->kind == TY_TILE) {
+        int bits = dtype_bits((DType)t->dtype);
+        s->elems += type_numel(t);
+        s->bytes += type_numel(t) * (bits >= 8 ? bits / 8 : 1);
+    }
     return true;
+}
+
+static LoadSum loaded(Func *f, int nwarps)
+{
+    LoadSum s = { 0, 0 };
+    ir_walk(f, &f->body, load_visit, &s);
+    s.elems /= 32 * nwarps;
+    s.bytes /= 32 * nwarps;
+    return s;
 }
 
 /* Blocks per SM a SIMT kernel asks ptxas for (.minnctapersm; 0: none).
  * Blocks of 16+ warps: two, so that one block's loads overlap the other's
- * reductions (bf16 [16384] layernorm: 86 -> 64 registers, 48% -> 67% of
- * copy bandwidth on an H200). Smaller blocks that load more than 64
- * elements per thread: enough for 24 resident warps (bf16 [4096]
- * layernorm, 4 warps, three loaded rows: 84 -> 80 registers, 5 -> 6 blocks
- * per SM, 76% -> 84%). Smaller ones get no hint: there it only loosens
- * ptxas' own budget (bf16 [4096] softmax: 48 -> 55 registers). */
+ * reductions (bf16 [16384] softmax, 56 registers). Smaller blocks that
+ * load more than 64 elements per thread (layernorm: X, W and B) ask for
+ * enough blocks to keep 32 warps when a thread loads at most 256 bytes
+ * (registers <= 64: bf16 [4096] layernorm, 4 warps, 8 blocks: 80 -> 64
+ * registers, 86% -> 89% of copy bandwidth on an H200; 7 blocks 87.6%),
+ * 16 warps for blocks of 8+ warps that load more (registers <= 128: bf16
+ * [16384] layernorm on 8 warps), else 24 warps. Smaller ones get no hint:
+ * there it only loosens ptxas' own budget (bf16 [4096] softmax: 48 -> 55
+ * registers). */
 static int simt_min_blocks(Func *f, int nwarps)
 {
     if (nwarps >= 16)
         return 2;
-    int64_t elems = 0;
-    ir_walk(f, &f->body, load_visit, &elems);
-    if (elems / (32 * nwarps) <= 64)
+    LoadSum s = loaded(f, nwarps);
+    if (s.elems <= 64)
         return 0;
-    return (24 + nwarps - 1) / nwarps;
+    int target = s.bytes <= 256 ? 32 : nwarps >= 8 ? 16 : 24;
+    return (target + nwarps - 1) / nwarps;
+}
+
+/* Warps of a SIMT kernel: pick_warps, except that a block of 16+ warps
+ * whose threads load more than 64 narrow elements each (layernorm's X, W,
+ * B: at most 256 bytes) takes half the warps, two blocks per SM and twice
+ * the registers (bf16 [16384] layernorm: 16 warps at 64 registers 70%,
+ * 8 warps at 128 registers 79% of copy bandwidth on an H200). */
+static int simt_warps(Cg *cg, Func *f)
+{
+    int w = pick_warps(cg, f);
+    if (w < 16 || cg_knob("TILEC_WARPS", 0) > 0)
+        return w;
+    LoadSum s = loaded(f, w);
+    return s.elems > 64 && s.bytes <= 256 ? w / 2 : w;
 }
 
 static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
@@ -461,7 +494,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     int chain_warps = cg_chain_kernel_warps(f, cg->tg->max_warps);
     int mma_warps = chain_warps ? chain_warps : cg_mma_kernel_warps(f, cg->tg->max_warps);
     cg->mma_rows_only = chain_warps > 0;
-    cg->nwarps = mma_warps ? mma_warps : pick_warps(cg, f);
+    cg->nwarps = mma_warps ? mma_warps : simt_warps(cg, f);
     cg->smem = NULL;
     cg->smem_bytes = 0;
     cg->epoch = cg->depth = 0;

@@ -6,12 +6,13 @@
  * stride-1 last dim, the access is one 16-byte vector per group; that path
  * runs when every row start is aligned (one uniform runtime test of the
  * strides and the last offset; the runtime guarantees 16-byte aligned base
- * pointers), else a per-element path runs. Masked dims (iattr[0] bit d)
+ * pointers), else one small runtime loop moves element e of every group
+ * per iteration (groups packed in vectors). Masked dims (iattr[0] bit d)
  * are predicated: loads read a safe address and select `other` (or zero),
  * stores are skipped. A vector load is branch free: an aligned 16-byte
  * chunk whose first element is inside the tensor is read whole and the
- * elements past the end replaced; a vector store that straddles the end
- * goes element by element. Loads of tensors the kernel never writes carry
+ * elements past the end replaced; the groups of a store that straddle
+ * the end go through the same element loop. Loads of tensors the kernel never writes carry
  * !invariant.load (ld.global.nc). With a zero `other`, the row tail of a
  * vector is cleared by word masks instead of per-element selects; stores
  * build each group's vector once, before their branches.
@@ -181,12 +182,6 @@ static LLVMValueRef last_ok(Cg *cg, const Access *ac, LLVMValueRef *idx, int k)
     return LLVMBuildICmp(cg->b, LLVMIntULT, i, ac->ta->size[ac->rank - 1], "");
 }
 
-static LLVMValueRef elem_ptr(Cg *cg, const Access *ac, LLVMValueRef p, int k)
-{
-    LLVMValueRef o = cg_i64(cg, k);
-    return k ? LLVMBuildGEP2(cg->b, ac->mty, p, &o, 1, "") : p;
-}
-
 /* Two-way branch on c; returns the join block's phis of the two value sets.
  * With group > 1, narrow elements (16-bit, 8-bit) cross the join as vectors
  * of `group` (packed registers) and are taken apart after it. */
@@ -316,27 +311,14 @@ static LLVMValueRef load_elem(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
     return is_true(pred) ? v : LLVMBuildSelect(cg->b, pred, v, other, "");
 }
 
-/* Element by element, `vec` consecutive registers (one run along the last
- * dim) sharing one address computation. The loads are volatile when they
- * are the fallback of a vector path, so that the optimiser never merges
- * them with (and splits) the vectors of the other path. */
-static void load_elems(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *other, LLVMValueRef *out,
-                       bool vol)
+/* Element by element (no vector access applies). */
+static void load_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other, LLVMValueRef *out)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
-    bool runs = last_contiguous(ac) && vec > 1;
-    for (int r = 0, n = layout_nregs(L); r < n; r += runs ? vec : 1) {
+    for (int r = 0, n = layout_nregs(L); r < n; r++) {
         reg_index(cg, ac, L, r, idx);
         LLVMValueRef p = elem_addr(cg, ac, idx);
-        if (!runs) {
-            out[r] = load_elem(cg, ac, p, in_bounds(cg, ac, idx), other[r], vol);
-            continue;
-        }
-        LLVMValueRef rows = in_bounds_upto(cg, ac, idx, ac->rank - 1);
-        for (int e = 0; e < vec; e++) {
-            LLVMValueRef pred = last_masked(ac) ? LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, e), "") : rows;
-            out[r + e] = load_elem(cg, ac, elem_ptr(cg, ac, p, e), pred, other[r + e], vol);
-        }
+        out[r] = load_elem(cg, ac, p, in_bounds(cg, ac, idx), other[r], false);
     }
 }
 
@@ -425,12 +407,195 @@ static void load_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMVa
     }
 }
 
+/* ---- the unaligned path: one small loop over the elements of a vector ----
+ *
+ * When a row start is not vector-aligned, every `vec`-element group is
+ * moved one element per iteration of a runtime loop of `vec` iterations
+ * (all groups of the tile in the same loop). A group's elements travel
+ * packed in one integer of vec * element bits, shifted by one element per
+ * iteration (constant shifts), so the loop body indexes no register at run
+ * time and its size does not grow with the vector width: the fallback
+ * costs a few instructions per group instead of a few per element. */
+typedef struct GroupLoop {
+    int ng;                          /* groups (vectors) in the tile */
+    int vec;
+    LLVMTypeRef wt;                  /* a group: vector of vec memory elements */
+    LLVMValueRef *p, *i, *rows;      /* per group: address of element 0, its last index, row predicate */
+    LLVMBasicBlockRef head;
+    LLVMValueRef e;                  /* iteration: element within the group */
+} GroupLoop;
+
+static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, bool store, GroupLoop *g)
+{
+    LLVMValueRef idx[TENSOR_MAXRANK];
+    g->vec = vec;
+    g->ng = layout_nregs(L) / vec;
+    g->wt = LLVMVectorType(ac->mty, (unsigned)vec);
+    g->p = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)g->ng * 3);
+    g->i = g->p + g->ng;
+    g->rows = g->i + g->ng;
+    for (int j = 0; j < g->ng; j++) {
+        reg_index(cg, ac, L, j * vec, idx);
+        g->p[j] = elem_addr(cg, ac, idx);
+        g->i[j] = idx[ac->rank - 1];
+        g->rows[j] = in_bounds_upto(cg, ac, idx, ac->rank - 1);
+        if (store)
+            g->rows[j] = LLVMBuildAnd(cg->b, g->rows[j], cg_primary(cg, L, j * vec), "");
+    }
+}
+
+/* Opens the loop: returns the block the loop is entered from. */
+static LLVMBasicBlockRef group_loop_open(Cg *cg, GroupLoop *g)
+{
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+    g->head = cg_new_block(cg, "el.loop");
+    LLVMBuildBr(cg->b, g->head);
+    LLVMPositionBuilderAtEnd(cg->b, g->head);
+    g->e = LLVMBuildPhi(cg->b, cg->t_i32, "el");
+    return pre;
+}
+
+/* Closes the loop; phis[0..n) start from init[0..n) and get their back-edge
+ * values next[0..n). */
+static void group_loop_close(Cg *cg, GroupLoop *g, LLVMBasicBlockRef pre, LLVMValueRef *phis, LLVMValueRef *init,
+                             LLVMValueRef *next, int n)
+{
+    LLVMValueRef e1 = LLVMBuildAdd(cg->b, g->e, cg_i32(cg, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b), exit = cg_new_block(cg, "el.done");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, e1, cg_i32(cg, g->vec), ""), g->head, exit);
+    LLVMValueRef zero = cg_i32(cg, 0);
+    LLVMAddIncoming(g->e, &zero, &pre, 1);
+    LLVMAddIncoming(g->e, &e1, &latch, 1);
+    for (int k = 0; k < n; k++) {
+        LLVMAddIncoming(phis[k], &init[k], &pre, 1);
+        LLVMAddIncoming(phis[k], &next[k], &latch, 1);
+    }
+    LLVMPositionBuilderAtEnd(cg->b, exit);
+}
+
+/* i1: is element e of group j inside the tensor (rows and last dim)? */
+static LLVMValueRef group_elem_ok(Cg *cg, const Access *ac, const GroupLoop *g, int j)
+{
+    if (!last_masked(ac))
+        return g->rows[j];
+    LLVMValueRef i = LLVMBuildAdd(cg->b, g->i[j], g->e, "");
+    return LLVMBuildAnd(cg->b, g->rows[j],
+                        LLVMBuildICmp(cg->b, LLVMIntULT, i, ac->ta->size[ac->rank - 1], ""), "");
+}
+
+/* The vector shifted down by one element; x (or undef) enters at the top. */
+static LLVMValueRef group_shift(Cg *cg, const GroupLoop *g, LLVMValueRef w, LLVMValueRef x)
+{
+    LLVMValueRef m[64], top = LLVMGetUndef(g->wt);
+    for (int e = 0; e < g->vec; e++)
+        m[e] = cg_i32(cg, e + 1);
+    if (x)
+        top = LLVMBuildInsertElement(cg->b, top, x, cg_i32(cg, 0), "");
+    return LLVMBuildShuffleVector(cg->b, w, top, LLVMConstVector(m, (unsigned)g->vec), "");
+}
+
+/* Packs `vec` register values (memory representation) into one vector. */
+static LLVMValueRef group_pack(Cg *cg, const Access *ac, const GroupLoop *g, LLVMValueRef *v)
+{
+    LLVMValueRef w = LLVMGetUndef(g->wt);
+    for (int e = 0; e < g->vec; e++)
+        w = LLVMBuildInsertElement(cg->b, w, to_mem(cg, v[e], ac->dt), cg_i32(cg, e), "");
+    return w;
+}
+
+/* Loads every group element by element; `other` is the uniform value (or
+ * NULL: then other[] is packed and shifted along with the loaded values).
+ * Iteration e loads element e of every group into the top of its vector
+ * and shifts the vector down one element. */
+static void load_loop(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *other, LLVMValueRef uother,
+                      LLVMValueRef *out)
+{
+    GroupLoop g;
+    group_loop_init(cg, ac, L, vec, false, &g);
+    int ng = g.ng, np = uother ? ng : 2 * ng;
+    /* phis: ng groups, then (non-uniform `other`) ng others */
+    LLVMValueRef *phis = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)np * 3), *init = phis + np,
+                 *next = init + np;
+    for (int j = 0; j < ng; j++) {
+        init[j] = LLVMGetUndef(g.wt);
+        if (!uother)
+            init[ng + j] = group_pack(cg, ac, &g, &other[j * vec]);
+    }
+    LLVMValueRef uo = uother ? to_mem(cg, uother, ac->dt) : NULL;
+    LLVMBasicBlockRef pre = group_loop_open(cg, &g);
+    for (int k = 0; k < np; k++)
+        phis[k] = LLVMBuildPhi(cg->b, g.wt, "");
+    for (int j = 0; j < ng; j++) {
+        LLVMValueRef ok = group_elem_ok(cg, ac, &g, j), x;
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, ac->mty, g.p[j], &g.e, 1, "");
+        if (!is_true(ok))
+            p = LLVMBuildSelect(cg->b, ok, p, ac->ta->base, "");
+        int bytes = dtype_bits(ac->dt) >= 8 ? dtype_bits(ac->dt) / 8 : 1;
+        x = load_vec_value(cg, ac, ac->mty, p, bytes, false, false);
+        if (!is_true(ok))
+            x = LLVMBuildSelect(cg->b, ok, x,
+                                uo ? uo : LLVMBuildExtractElement(cg->b, phis[ng + j], cg_i32(cg, 0), ""), "");
+        next[j] = group_shift(cg, &g, phis[j], x);
+        if (!uother)
+            next[ng + j] = group_shift(cg, &g, phis[ng + j], NULL);
+    }
+    group_loop_close(cg, &g, pre, phis, init, next, np);
+    for (int j = 0; j < ng; j++)
+        for (int e = 0; e < vec; e++)
+            out[j * vec + e] = from_mem(cg, LLVMBuildExtractElement(cg->b, next[j], cg_i32(cg, e), ""), ac->dt);
+}
+
+/* Stores x (memory representation) at p if pred. */
+static void store_raw(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, LLVMValueRef x)
+{
+    LLVMBasicBlockRef cont = NULL;
+    if (!is_true(pred)) {
+        LLVMBasicBlockRef doit = cg_new_block(cg, "st.do");
+        cont = cg_new_block(cg, "st.cont");
+        LLVMBuildCondBr(cg->b, pred, doit, cont);
+        LLVMPositionBuilderAtEnd(cg->b, doit);
+    }
+    LLVMValueRef st = LLVMBuildStore(cg->b, x, p);
+    LLVMSetAlignment(st, (unsigned)(dtype_bits(ac->dt) >= 8 ? dtype_bits(ac->dt) / 8 : 1));
+    if (cont) {
+        LLVMBuildBr(cg->b, cont);
+        LLVMPositionBuilderAtEnd(cg->b, cont);
+    }
+}
+
+/* Stores every group element by element, except groups `skip` says were
+ * stored whole (NULL: none). */
+static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals, LLVMValueRef *skip)
+{
+    GroupLoop g;
+    group_loop_init(cg, ac, L, vec, true, &g);
+    int ng = g.ng;
+    LLVMValueRef *init = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)ng * 3), *acc = init + ng,
+                 *next = acc + ng;
+    for (int j = 0; j < ng; j++) {
+        init[j] = group_pack(cg, ac, &g, &vals[j * vec]);
+        if (skip)
+            g.rows[j] = LLVMBuildAnd(cg->b, g.rows[j], LLVMBuildNot(cg->b, skip[j], ""), "");
+    }
+    LLVMBasicBlockRef pre = group_loop_open(cg, &g);
+    for (int j = 0; j < ng; j++)
+        acc[j] = LLVMBuildPhi(cg->b, g.wt, "");
+    for (int j = 0; j < ng; j++) {
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, ac->mty, g.p[j], &g.e, 1, "");
+        LLVMValueRef x = LLVMBuildExtractElement(cg->b, acc[j], cg_i32(cg, 0), "");
+        store_raw(cg, ac, p, group_elem_ok(cg, ac, &g, j), x);
+        next[j] = group_shift(cg, &g, acc[j], NULL);
+    }
+    group_loop_close(cg, &g, pre, acc, init, next, ng);
+}
+
 typedef struct TileCtx {
     const Access *ac;
     const Layout *L;
     int vec;
     LLVMValueRef *other;
-    LLVMValueRef uother;     /* uniform `other` (zero if none), or NULL */
+    LLVMValueRef uother;     /* uniform `other` for word masks, or NULL */
+    LLVMValueRef uniform;    /* uniform `other` (zero if none), or NULL */
 } TileCtx;
 
 /* Word masks when `other` is zero (one AND per word). With another value
@@ -459,7 +624,7 @@ static void tile_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
     else if (arm == 0)
         load_vecs(cg, t->ac, t->L, t->vec, t->other, out);
     else
-        load_elems(cg, t->ac, t->L, t->vec, t->other, out, true);
+        load_loop(cg, t->ac, t->L, t->vec, t->other, t->uniform, out);
 }
 
 /* Two paths: 16-byte vectors when every row start is vector-aligned (one
@@ -469,10 +634,10 @@ static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMVa
     int n = layout_nregs(L), vec = access_vec(ac, L);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     if (vec <= 1) {
-        load_elems(cg, ac, L, 1, other, out, false);
+        load_elems(cg, ac, L, other, out);
         return out;
     }
-    TileCtx t = { ac, L, vec, other, word_mask_other(uother) };
+    TileCtx t = { ac, L, vec, other, word_mask_other(uother), uother };
     diamond(cg, vec_ok(cg, ac, vec), n, vec, tile_arm, &t, out);
     return out;
 }
@@ -564,55 +729,63 @@ static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef p
     }
 }
 
-static void store_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *vals, bool vol)
+static void store_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *vals)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
     for (int r = 0, n = layout_nregs(L); r < n; r++) {
         reg_index(cg, ac, L, r, idx);
         LLVMValueRef pred = LLVMBuildAnd(cg->b, in_bounds(cg, ac, idx), cg_primary(cg, L, r), "");
-        store_group(cg, ac, elem_addr(cg, ac, idx), pred, 1, &vals[r], vol);
+        store_group(cg, ac, elem_addr(cg, ac, idx), pred, 1, &vals[r], false);
     }
 }
 
-static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals)
+/* Whole vectors; with `full` (a masked last dim), only the groups wholly
+ * inside the row (full[j] gets each group's predicate). */
+static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals, LLVMValueRef *full)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
     for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
         LLVMValueRef p = elem_addr(cg, ac, idx);
         LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
-        if (!last_masked(ac)) {
-            store_group(cg, ac, p, rows, vec, &vals[r], false);
-            continue;
+        if (full && last_masked(ac)) {
+            rows = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, vec - 1), "");
+            full[r / vec] = rows;
         }
-        LLVMValueRef full = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, vec - 1), "");
-        LLVMBasicBlockRef vb = cg_new_block(cg, "st.v"), eb = cg_new_block(cg, "st.e"), j = cg_new_block(cg, "st.j");
-        LLVMBuildCondBr(cg->b, full, vb, eb);
-        LLVMPositionBuilderAtEnd(cg->b, vb);
-        store_group(cg, ac, p, LLVMConstInt(cg->t_i1, 1, 0), vec, &vals[r], false);
-        LLVMBuildBr(cg->b, j);
-        LLVMPositionBuilderAtEnd(cg->b, eb);
-        for (int e = 0; e < vec; e++)
-            store_group(cg, ac, elem_ptr(cg, ac, p, e), LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, e), ""),
-                        1, &vals[r + e], true);
-        LLVMBuildBr(cg->b, j);
-        LLVMPositionBuilderAtEnd(cg->b, j);
+        store_group(cg, ac, p, rows, vec, &vals[r], false);
     }
 }
 
-/* Vectors (with per-vector tails) when aligned, else element by element. */
+/* Not the straight path: when aligned, whole vectors for the groups
+ * inside the row, then one element loop for the rest (the row tail, or
+ * every group when a row start is not aligned). */
 static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals, LLVMValueRef ok)
 {
-    LLVMBasicBlockRef fast = cg_new_block(cg, "st.vec"), slow = cg_new_block(cg, "st.elem"),
-                      join = cg_new_block(cg, "st.join");
-    LLVMBuildCondBr(cg->b, ok, fast, slow);
-    LLVMPositionBuilderAtEnd(cg->b, fast);
-    store_vecs(cg, ac, L, vec, vals);
-    LLVMBuildBr(cg->b, join);
-    LLVMPositionBuilderAtEnd(cg->b, slow);
-    store_elems(cg, ac, L, vals, true);
-    LLVMBuildBr(cg->b, join);
-    LLVMPositionBuilderAtEnd(cg->b, join);
+    int ng = layout_nregs(L) / vec;
+    bool masked = last_masked(ac);
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(cg->b), vb = cg_new_block(cg, "st.vec"),
+                      tb = cg_new_block(cg, "st.loop"), jb = masked ? tb : cg_new_block(cg, "st.join");
+    LLVMValueRef *full = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)ng * 2), *skip = NULL;
+    LLVMBuildCondBr(cg->b, ok, vb, tb);
+    LLVMPositionBuilderAtEnd(cg->b, vb);
+    store_vecs(cg, ac, L, vec, vals, full);
+    LLVMBasicBlockRef vend = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, jb);
+    LLVMPositionBuilderAtEnd(cg->b, tb);
+    if (masked) {
+        LLVMValueRef f = LLVMConstInt(cg->t_i1, 0, 0);
+        skip = full + ng;
+        for (int j = 0; j < ng; j++) {
+            skip[j] = LLVMBuildPhi(cg->b, cg->t_i1, "");
+            LLVMAddIncoming(skip[j], &f, &from, 1);
+            LLVMAddIncoming(skip[j], &full[j], &vend, 1);
+        }
+    }
+    store_loop(cg, ac, L, vec, vals, skip);
+    if (!masked) {
+        LLVMBuildBr(cg->b, jb);
+        LLVMPositionBuilderAtEnd(cg->b, jb);
+    }
 }
 
 /* Build each group's vector once, before the store's branches, and take
@@ -658,7 +831,7 @@ int cg_lower_store(Cg *cg, Op *op)
     if (vec > 1)
         vals = pack_groups(cg, &ac, L, vec, vals);
     if (vec <= 1) {
-        store_elems(cg, &ac, L, vals, false);
+        store_elems(cg, &ac, L, vals);
     } else {
         LLVMValueRef ok = vec_ok(cg, &ac, vec);
         Access inner = ac;
@@ -669,7 +842,7 @@ int cg_lower_store(Cg *cg, Op *op)
             LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, ok, last_full(cg, &ac), ""), fb, gb);
             LLVMPositionBuilderAtEnd(cg->b, fb);
             inner.mask &= ~(1u << (inner.rank - 1));
-            store_vecs(cg, &inner, L, vec, vals);
+            store_vecs(cg, &inner, L, vec, vals, NULL);
             LLVMBuildBr(cg->b, jb);
             LLVMPositionBuilderAtEnd(cg->b, gb);
             store_general(cg, &ac, L, vec, vals, ok);
