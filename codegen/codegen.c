@@ -583,8 +583,8 @@ static const char *pipeline(int opt)
     static const char *const p[] = {
         "verify",
         "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
-        "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
-        "loop-mssa(licm),gvn,instcombine<no-verify-fixpoint>,simplifycfg,adce)",
+        ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
+         "loop-mssa(licm),gvn,instcombine<no-verify-fixpoint>,simplifycfg,adce)"),
     };
     return p[opt <= 0 ? 0 : opt == 1 ? 1 : 2];
 }
