@@ -27,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import torch  # noqa: E402
+from timing import median_ms  # noqa: E402 (bench/timing.py)
 import torch.nn.functional as F  # noqa: E402
 import tilec  # noqa: E402
 from tilec import _attention as A  # noqa: E402
@@ -37,23 +38,7 @@ LN2 = math.log(2.0)
 
 
 def bench(fn):
-    try:
-        from triton.testing import do_bench
-    except ImportError:
-        do_bench = None
-    if do_bench:
-        return do_bench(fn, warmup=25, rep=100, return_mode="median")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(5):
-        fn()
-    ts = []
-    for _ in range(30):
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        ts.append(start.elapsed_time(end))
-    return sorted(ts)[len(ts) // 2]
+    return median_ms(fn, rep=100)
 
 
 def reference(q, k, v, causal, scale):

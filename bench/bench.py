@@ -19,7 +19,7 @@ import traceback
 
 import torch
 import torch.nn.functional as F
-from triton.testing import do_bench
+from timing import median_ms  # bench/timing.py: do_bench median
 
 import tilec
 
@@ -225,7 +225,7 @@ def check_bad_launches(arch):
 # ---------------------------------------------------------------- benchmarks
 
 def bench(fn):
-    return do_bench(fn, warmup=25, rep=200, return_mode="median")  # ms
+    return median_ms(fn, rep=200)  # ms
 
 
 def copy_bandwidth():

@@ -77,6 +77,7 @@ if len(sys.argv) > 2 and sys.argv[1] == "--prepare":
     sys.exit(0)
 
 import torch  # noqa: E402
+from timing import median_ms  # noqa: E402 (bench/timing.py)
 import tilec  # noqa: E402
 
 SIZES = [1, 17, 128, 1000, 4096]
@@ -84,21 +85,7 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
 def bench(fn):
-    try:
-        from triton.testing import do_bench
-        return do_bench(fn, warmup=25, rep=200, return_mode="median")
-    except ImportError:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(5):
-            fn()
-        ts = []
-        for _ in range(30):
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            ts.append(start.elapsed_time(end))
-        return sorted(ts)[len(ts) // 2]
+    return median_ms(fn, rep=200)
 
 
 def dtname(variant):
