@@ -5,6 +5,7 @@
 #include <check.h>
 
 #include "check_main.h"
+#include "kit.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,15 +28,6 @@ typedef struct Prog {
     Module *m;
     Func *f;
 } Prog;
-
-static void prog_dump_diag(const Prog *p)
-{
-    StrBuf sb = { 0 };
-    diag_render(&p->d, &sb);
-    if (sb.buf)
-        fprintf(stderr, "%s", sb.buf);
-    sb_free(&sb);
-}
 
 /* Does the kernel source declare a compile-time param NAME? (decides which
  * defines to pass: an unknown define is an error) */
@@ -77,7 +69,7 @@ static bool prog_load(Prog *p, const char *file, const char *kernel, const FeDef
             used[nused++] = defs[i];
     p->m = fe_compile(p->a, path, p->src, len, used, nused, &p->d);
     if (!p->m || p->d.nerrors) {
-        prog_dump_diag(p);
+        kit_print_diag(&p->d);
         return false;
     }
     PassCtx ctx;
@@ -87,7 +79,7 @@ static bool prog_load(Prog *p, const char *file, const char *kernel, const FeDef
     ctx.opt_level = 2;
     ctx.verify_each = true;
     if (passes_run(p->m, &ctx) || ir_verify(p->m, "the pass pipeline", &p->d)) {
-        prog_dump_diag(p);
+        kit_print_diag(&p->d);
         return false;
     }
     for (int i = 0; i < p->m->nfuncs; i++)
@@ -137,7 +129,7 @@ static bool prog_run(Prog *p, const Binding *b, int nb)
         args[i] = b[j].arg;
     }
     if (interp_run(p->f, args, p->f->nparams, &p->d)) {
-        prog_dump_diag(p);
+        kit_print_diag(&p->d);
         return false;
     }
     return true;

@@ -130,15 +130,6 @@ static bool diag_has(const Diag *d, const char *s)
     return false;
 }
 
-static void dump_diag(const Diag *d)
-{
-    StrBuf sb = { 0 };
-    diag_render(d, &sb);
-    if (sb.buf)
-        fprintf(stderr, "%s", sb.buf);
-    sb_free(&sb);
-}
-
 /* ---- vector add with a tail ---- */
 
 enum { VBLOCK = 256 };
@@ -185,7 +176,7 @@ START_TEST(vector_add_tail)
     ck_assert_int_eq(grid[1], 1);
     int rc = interp_run(k.f, args, 3, &k.d);
     if (rc)
-        dump_diag(&k.d);
+        kit_print_diag(&k.d);
     ck_assert_int_eq(rc, 0);
     for (int i = 0; i < N; i++)
         ck_assert_msg(z[i] == x[i] + y[i], "z[%d] = %g, want %g", i, z[i], x[i] + y[i]);
@@ -282,7 +273,7 @@ START_TEST(loop_carried)
     InterpArg args[3] = { targ1(x, 32), targ1(o, 8), targ1(c, 1) };
     int rc = interp_run(k.f, args, 3, &k.d);
     if (rc)
-        dump_diag(&k.d);
+        kit_print_diag(&k.d);
     ck_assert_int_eq(rc, 0);
     for (int j = 0; j < 8; j++) {
         float want = 0;
@@ -389,7 +380,7 @@ START_TEST(reductions)
     InterpArg args[4] = { targ2(xs, 3, 5), targ1(rsv, 4), targ1(cmv, 8), targ2(bv, 4, 8) };
     int rc = interp_run(k.f, args, 4, &k.d);
     if (rc)
-        dump_diag(&k.d);
+        kit_print_diag(&k.d);
     ck_assert_int_eq(rc, 0);
     for (int i = 0; i < 4; i++) {
         float s = 0;
@@ -494,7 +485,7 @@ START_TEST(dot_trans_select)
     InterpArg args[3] = { targ2(ab, 2, 3), targ2(bb, 2, 3), targ2(cs, 2, 2) };
     int rc = interp_run(k.f, args, 3, &k.d);
     if (rc)
-        dump_diag(&k.d);
+        kit_print_diag(&k.d);
     ck_assert_int_eq(rc, 0);
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) {

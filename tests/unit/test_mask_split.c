@@ -5,6 +5,7 @@
 #include <check.h>
 
 #include "check_main.h"
+#include "kit.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,15 +26,6 @@ typedef struct Prog {
     StrBuf remarks;
 } Prog;
 
-static void dump_diag(const Prog *p)
-{
-    StrBuf sb = { 0 };
-    diag_render(&p->d, &sb);
-    if (sb.buf)
-        fprintf(stderr, "%s", sb.buf);
-    sb_free(&sb);
-}
-
 static bool run_passes(Prog *p, const char *only)
 {
     PassCtx ctx;
@@ -44,7 +36,7 @@ static bool run_passes(Prog *p, const char *only)
     ctx.remarks = &p->remarks;
     ctx.only = only;
     if (passes_run(p->m, &ctx) || p->d.nerrors) {
-        dump_diag(p);
+        kit_print_diag(&p->d);
         return false;
     }
     return true;
@@ -67,7 +59,7 @@ static bool prog_load(Prog *p, const char *file, const char *src, const FeDefine
     if (!src)
         free(text);
     if (!p->m || p->d.nerrors) {
-        dump_diag(p);
+        kit_print_diag(&p->d);
         return false;
     }
     p->f = p->m->funcs[0];
@@ -97,7 +89,7 @@ static int nfor(Prog *p)
 static void run(Prog *p, InterpArg *args, int nargs)
 {
     if (interp_run(p->f, args, nargs, &p->d)) {
-        dump_diag(p);
+        kit_print_diag(&p->d);
         ck_abort_msg("interp_run failed");
     }
 }

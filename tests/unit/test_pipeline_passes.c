@@ -9,6 +9,7 @@
 #include <check.h>
 
 #include "check_main.h"
+#include "kit.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,15 +69,6 @@ typedef struct Prog {
     Func *f;
 } Prog;
 
-static void dump_diag(Prog *p)
-{
-    StrBuf sb = { 0 };
-    diag_render(&p->d, &sb);
-    if (sb.buf)
-        fprintf(stderr, "%s", sb.buf);
-    sb_free(&sb);
-}
-
 static int run_passes(Prog *p, const char *only, const char *arch)
 {
     PassCtx ctx;
@@ -88,7 +80,7 @@ static int run_passes(Prog *p, const char *only, const char *arch)
     ctx.only = only;
     int n = passes_run(p->m, &ctx);
     if (n)
-        dump_diag(p);
+        kit_print_diag(&p->d);
     return n;
 }
 
@@ -99,7 +91,7 @@ static void prog_compile(Prog *p, const char *file, const char *src, size_t len,
     diag_add_source(&p->d, file, src, len);
     p->m = fe_compile(p->a, file, src, len, defs, ndefs, &p->d);
     if (!p->m)
-        dump_diag(p);
+        kit_print_diag(&p->d);
     ck_assert_ptr_nonnull(p->m);
     p->f = p->m->funcs[0];
 }
@@ -122,7 +114,7 @@ static void run_interp(Prog *p, Run *r)
         r->args[k] = r->argmap[k] >= 0 ? ten_arg(&r->tens[r->argmap[k]]) : r->scalars[-1 - r->argmap[k]];
     int rc = interp_run(p->f, r->args, r->nargs, &p->d);
     if (rc)
-        dump_diag(p);
+        kit_print_diag(&p->d);
     ck_assert_int_eq(rc, 0);
 }
 
