@@ -27,7 +27,8 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE...]  (a tag names an experiment
 # D=64 BN=128, causal with N <= 2048 BN=64; D=128 BN=64; sm_86 BN=64) for
 # every dtype and arch, then the other tile choices (bf16, sm_90a) and
 # experiment variants (a tag): w8 = the earlier 8 warps x 16 rows
-# (TILEC_XP_CHAIN_WARPS=8). bench/attn_bench.py checks and times every
+# (TILEC_XP_CHAIN_WARPS=8), nc = no fma contraction (TILEC_XP_CONTRACT=0),
+# rs0 = always rescale (TILEC_XP_RESCALE_SKIP=0). bench/attn_bench.py checks and times every
 # bf16 sm_90a file it finds.
 for c in false true; do
   for dt in bf16 f16; do
@@ -43,4 +44,20 @@ for c in false true; do
   one bf16 sm_90a 128 64 64 $c
   one bf16 sm_90a 64 128 64 $c w8 TILEC_XP_CHAIN_WARPS=8
   one bf16 sm_90a 128 128 128 $c w8 TILEC_XP_CHAIN_WARPS=8
+  one bf16 sm_90a 64 128 128 $c nc TILEC_XP_CONTRACT=0
+  one bf16 sm_90a 128 128 64 $c nc TILEC_XP_CONTRACT=0
+  one bf16 sm_90a 128 128 64 $c rs0 TILEC_XP_RESCALE_SKIP=0
 done
+
+# The interpreter's O and LSE for the define sets just compiled, on small
+# cases, for bench/attn_interp_check.py (interpreter vs GPU) on the device:
+# .devcarry/attn_interp/ (attn_interp_ref is built next to tilec).
+ref="$(cd "$(dirname "$tilec")" && pwd)/attn_interp_ref"
+rm -rf "$root/.devcarry/attn_interp"
+if [ -x "$ref" ]; then
+  (cd "$root" && "$ref" examples/attention.tile .devcarry/attn .devcarry/attn_interp) > "$out/interp.txt" ||
+    { cat "$out/interp.txt"; exit 1; }
+  tail -n 1 "$out/interp.txt"
+else
+  echo "warning: no $ref (cmake --build BUILD --target attn_interp_ref): no interpreter-vs-GPU check" >&2
+fi

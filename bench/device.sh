@@ -54,6 +54,21 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   tail -n 32 "$out/attn.txt"
 fi
 
+if [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; then
+  echo "== attention: Tile IR interpreter vs GPU (small shapes, same kernels and inputs)"
+  python3 "$root/bench/attn_interp_check.py" > "$out/attn_interp.txt" 2>&1 || status=1
+  grep -vE "^  (ok|skip) " "$out/attn_interp.txt" | tail -n 30
+fi
+
+# Nsight Compute profile of chosen benchmark kernels (PROFILE="layernorm_16384 ..."):
+# the third launch of the tilec kernel, full section set, text summary into $OUT/NAME.ncu.txt.
+for n in ${PROFILE:-}; do
+  echo "== ncu $n"
+  ncu --set full -k "regex:^${n%%_*}$" --launch-skip 2 --launch-count 1 python3 "$root/bench/ncu_one.py" "$n" > "$out/$n.ncu.txt" 2>&1 ||
+    echo "ncu of $n failed"
+  grep -E "Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Eligible Warps|Issued Warp|No Eligible" "$out/$n.ncu.txt" | head -n 16
+done
+
 # SASS of chosen benchmark kernels (DUMP_SASS="softmax_16384 layernorm_4096"):
 # the build machine has ptxas but no disassembler.
 for n in ${DUMP_SASS:-}; do

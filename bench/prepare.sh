@@ -10,6 +10,8 @@
 #          .devcarry/perf/<name>.ptx + .meta              benchmark kernels
 #          .devcarry/perf/variants.txt                    what each variant is
 #          .devcarry/compile_times.txt                    --time-passes totals
+#          .devcarry/attn_interp/                         the interpreter's attention outputs on
+#                                                         small cases (bench/attn_prepare.sh writes them)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tilec="${1:-${TILEC:-$root/build/bin/tilec}}"
@@ -81,7 +83,8 @@ cat "$out/compile_times.txt"
 cat "$p/variants.txt"
 
 # The C-host GPU tests (tests/gpu/gpu_kernels), the GEMM variants and the
-# attention variants, so that bench/device.sh runs everything in one call.
+# attention variants (and the interpreter's outputs for them, .devcarry/attn_interp),
+# so that bench/device.sh runs everything in one call.
 build="$(cd "$(dirname "$tilec")/.." && pwd)"
 rm -rf "$out/gputest"
 "$root/tests/gpu/make_ptx.sh" "$build" "$out/gputest" sm_90a sm_86

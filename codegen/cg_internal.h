@@ -99,6 +99,8 @@ typedef struct Cg {
     /* Pipelined loops whose prefetch copies their DOT issues between its k
      * steps (lower_async.c, found on first use). */
     struct CgPrefetch *pf;
+    /* Register renumberings already worked out (lower_chain.c). */
+    struct CgRenumber *renum;
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
@@ -125,6 +127,8 @@ int cg_lower_block(Cg *cg, Block *blk);
 LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layout *L, Loc loc);
 /* Logical coordinate (i32) of register r along logical dim `axis` for this thread. */
 LLVMValueRef cg_coord(Cg *cg, const Layout *L, int r, int axis);
+/* Is the kernel being lowered SIMT ("tilec.simt": no tensor-core products)? */
+bool cg_simt_kernel(const Cg *cg);
 /* i1: is this thread's register r the primary owner of its element? */
 LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r);
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
@@ -203,10 +207,19 @@ void cg_chain_anchors(Cg *cg, Func *f);
 /* A layout conversion that moves no data (each thread already holds what
  * it needs), or NULL. */
 LLVMValueRef *cg_chain_renumber(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to);
+/* `acc * broadcast(row factors)` with acc loop-carried (*x: acc's operand)? */
+bool cg_chain_rescale(Cg *cg, Op *op, int *x);
+/* x * s, skipped by the whole warp when all its factors are 1; NULL when s
+ * does not repeat a few factors. */
+LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, int n);
 
 /* ---- llvm_tune.c ---- */
 /* The LLVM pipeline to run: `dflt`, or for modules of tensor-core kernels
  * at -O2/-O3 a cheaper one (early-cse in place of GVN). */
 const char *cg_tune_pipeline(LLVMModuleRef mod, const char *dflt, int opt);
+
+/* ---- fp_contract.c ---- */
+/* Mark every fadd/fsub/fmul `contract` (fusable into an fma). */
+void cg_allow_contract(LLVMModuleRef mod);
 
 #endif

@@ -156,11 +156,13 @@ static int64_t lin(const int64_t *c, const int64_t *shape, int rank)
 }
 
 /* map[i] = the register of `from` that holds the element `to` keeps in
- * register i, the same in every thread; false if some thread lacks one. */
+ * register i, the same in every thread; false if some thread lacks one.
+ * Thread 0 gives the candidate map; every other thread must then hold in
+ * register map[i] of `from` the element of its register i of `to`. */
 static bool same_thread_map(Cg *cg, const Layout *from, const Layout *to, int *map)
 {
     int rank = layout_rank(to), nf = layout_nregs(from), nt = layout_nregs(to);
-    int64_t shape[TILE_MAXRANK], numel = 1, c[TILE_MAXRANK];
+    int64_t shape[TILE_MAXRANK], numel = 1, c[TILE_MAXRANK], cf[TILE_MAXRANK];
     for (int a = 0; a < rank; a++) {
         shape[a] = to->pshape[layout_pdim(to, a)];
         if (from->pshape[layout_pdim(from, a)] != shape[a])
@@ -170,24 +172,50 @@ static bool same_thread_map(Cg *cg, const Layout *from, const Layout *to, int *m
     if (numel > (1 << 20))
         return false;
     int *at = arena_alloc(cg->a, sizeof(int) * (size_t)numel);
-    for (int t = 0; t < cg->nwarps * 32; t++) {
-        for (int r = 0; r < nf; r++) {
-            layout_coord(from, t, r, c);
-            at[lin(c, shape, rank)] = r + 1;
-        }
+    for (int r = 0; r < nf; r++) {
+        layout_coord(from, 0, r, c);
+        at[lin(c, shape, rank)] = r + 1;
+    }
+    for (int r = 0; r < nt; r++) {
+        layout_coord(to, 0, r, c);
+        if ((map[r] = at[lin(c, shape, rank)] - 1) < 0)
+            return false;
+    }
+    for (int t = 1; t < cg->nwarps * 32; t++)
         for (int r = 0; r < nt; r++) {
             layout_coord(to, t, r, c);
-            int got = at[lin(c, shape, rank)] - 1;
-            if (got < 0 || (t && map[r] != got))
+            layout_coord(from, t, map[r], cf);
+            if (memcmp(c, cf, sizeof(int64_t) * (size_t)rank) != 0)
                 return false;
-            map[r] = got;
         }
-        for (int r = 0; r < nf; r++) {
-            layout_coord(from, t, r, c);
-            at[lin(c, shape, rank)] = 0;
-        }
-    }
     return true;
+}
+
+/* The map of same_thread_map for (from, to), or NULL when some thread
+ * lacks an element. Worked out once per pair of layouts: the walk over
+ * every thread and register is ~50k coordinates for a 128 x 128
+ * accumulator, and attention converts between the same few layouts at
+ * every row broadcast. */
+struct CgRenumber {
+    Layout from, to;
+    int *map;
+    struct CgRenumber *next;
+};
+
+static const int *renumber_map(Cg *cg, const Layout *from, const Layout *to)
+{
+    for (struct CgRenumber *e = cg->renum; e; e = e->next)
+        if (layout_eq(&e->from, from) && layout_eq(&e->to, to))
+            return e->map;
+    struct CgRenumber *e = arena_alloc(cg->a, sizeof *e);
+    e->from = *from;
+    e->to = *to;
+    e->map = arena_alloc(cg->a, sizeof(int) * (size_t)layout_nregs(to));
+    if (!same_thread_map(cg, from, to, e->map))
+        e->map = NULL;
+    e->next = cg->renum;
+    cg->renum = e;
+    return e->map;
 }
 
 /* Registers of `to` picked from `from` when every thread already holds
@@ -198,11 +226,76 @@ LLVMValueRef *cg_chain_renumber(Cg *cg, LLVMValueRef *regs, const Layout *from, 
     if (layout_rank(from) != layout_rank(to) || from->nwarps != to->nwarps || !layout_is_mma(from))
         return NULL;
     int nt = layout_nregs(to);
-    int *map = arena_alloc(cg->a, sizeof(int) * (size_t)nt);
-    if (!same_thread_map(cg, from, to, map))
+    const int *map = renumber_map(cg, from, to);
+    if (!map)
         return NULL;
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nt);
     for (int r = 0; r < nt; r++)
         out[r] = regs[map[r]];
+    return out;
+}
+
+/* ---- rescaling a loop-carried accumulator ---- */
+
+/* Is op `acc * broadcast(rows)` (either order) with acc a loop-carried f32
+ * tile (a block argument)? Then *x is acc's operand index. */
+bool cg_chain_rescale(Cg *cg, Op *op, int *x)
+{
+    Func *f = cg->f;
+    if (!cg->mma_rows_only || op->code != OP_MUL || op->nargs != 2 || cg_knob("TILEC_XP_RESCALE_SKIP", 1) == 0)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const Value *a = ir_val(f, op->args[i]);
+        const Op *b = ir_val(f, op->args[1 - i])->def;
+        if (!a->def && a->type.kind == TY_TILE && a->type.dtype == DT_F32 && b && b->code == OP_BROADCAST) {
+            *x = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* out[r] = x[r] * s[r], where s repeats a few row factors (a broadcast row
+ * vector): when every factor held by the warp is exactly 1 (no row's
+ * maximum moved: the usual case once an online softmax has seen a few key
+ * blocks), the whole warp skips the multiplies (x * 1 == x exactly). The
+ * vote keeps the branch uniform. Returns out (n registers). */
+LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, int n)
+{
+    LLVMValueRef one = LLVMConstReal(cg->t_f32, 1.0), unit = NULL;
+    LLVMValueRef seen[16];
+    int nseen = 0;
+    for (int r = 0; r < n; r++) {
+        int k = 0;
+        while (k < nseen && seen[k] != s[r])
+            k++;
+        if (k < nseen)
+            continue;
+        if (nseen == 16)
+            return NULL;   /* too many distinct factors: not a row broadcast */
+        seen[nseen++] = s[r];
+        LLVMValueRef eq = LLVMBuildFCmp(cg->b, LLVMRealOEQ, s[r], one, "");
+        unit = unit ? LLVMBuildAnd(cg->b, unit, eq, "") : eq;
+    }
+    if (!unit || nseen * 4 > n)
+        return NULL;
+    LLVMValueRef args[2] = { LLVMConstInt(cg->t_i32, 0xffffffffu, 0), unit };
+    LLVMValueRef all = cg_call(cg, "llvm.nvvm.vote.all.sync", LLVMInt1TypeInContext(cg->ctx), args, 2);
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(cg->b);
+    LLVMBasicBlockRef mul = cg_new_block(cg, "rescale"), join = cg_new_block(cg, "rescale.done");
+    LLVMBuildCondBr(cg->b, all, join, mul);
+    LLVMPositionBuilderAtEnd(cg->b, mul);
+    LLVMValueRef *prod = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    for (int r = 0; r < n; r++)
+        prod[r] = LLVMBuildFMul(cg->b, x[r], s[r], "");
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, join);
+    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    for (int r = 0; r < n; r++) {
+        out[r] = LLVMBuildPhi(cg->b, cg->t_f32, "");
+        LLVMValueRef in[2] = { x[r], prod[r] };
+        LLVMBasicBlockRef bb[2] = { from, mul };
+        LLVMAddIncoming(out[r], in, bb, 2);
+    }
     return out;
 }

@@ -15,7 +15,9 @@
  * the end go through the same element loop. Loads of tensors the kernel never writes carry
  * !invariant.load (ld.global.nc). With a zero `other`, the row tail of a
  * vector is cleared by word masks instead of per-element selects; stores
- * build each group's vector once, before their branches.
+ * build each narrow group's vector once, before their branches. A rank-1
+ * window at an offset known to be a multiple of the vector gets no
+ * alignment test and no unaligned path.
  */
 #include "cg_internal.h"
 
@@ -135,7 +137,8 @@ static void reg_index(Cg *cg, const Access *ac, const Layout *L, int r, LLVMValu
         idx[d] = ac->off[d];
     for (int k = 0; k < ac->ntile; k++) {
         int d = ac->tdim[k];
-        idx[d] = LLVMBuildAdd(cg->b, ac->off[d], cg_coord(cg, L, r, k), "");
+        idx[d] = cg_simt_kernel(cg) ? LLVMBuildNSWAdd(cg->b, ac->off[d], cg_coord(cg, L, r, k), "")
+                                    : LLVMBuildAdd(cg->b, ac->off[d], cg_coord(cg, L, r, k), "");
     }
 }
 
@@ -223,12 +226,47 @@ static void diamond(Cg *cg, LLVMValueRef c, int n, int group, ArmFn fn, void *ct
             out[i + e] = LLVMBuildExtractElement(cg->b, out[i], cg_i32(cg, e), "");
 }
 
-/* i1: may this access use 16-byte vectors of `vec` elements? */
+/* A power of two that the i32 scalar v is known to be a multiple of (from
+ * its Tile IR: constants, block ids times constants, sums), at most 2^20. */
+static int64_t known_multiple(Func *f, ValId v, int depth)
+{
+    const int64_t cap = (int64_t)1 << 20;
+    Op *d = v ? ir_val(f, v)->def : NULL;
+    if (!d || depth > 16 || d->nres != 1 || ir_type(f, v)->kind == TY_TILE)
+        return 1;
+    switch ((OpCode)d->code) {
+    case OP_CONST: {
+        int64_t c = d->iattr[0], m = 1;
+        if (c == 0)
+            return cap;
+        while (m < cap && c % (m * 2) == 0)
+            m *= 2;
+        return m;
+    }
+    case OP_MUL: {
+        int64_t m = known_multiple(f, d->args[0], depth + 1) * known_multiple(f, d->args[1], depth + 1);
+        return m < cap ? m : cap;
+    }
+    case OP_ADD: case OP_SUB: {
+        int64_t a = known_multiple(f, d->args[0], depth + 1), b = known_multiple(f, d->args[1], depth + 1);
+        return a < b ? a : b;
+    }
+    default:
+        return 1;
+    }
+}
+
+/* i1: may this access use 16-byte vectors of `vec` elements? A constant
+ * true when the last offset is a known multiple of vec and no row stride
+ * is involved (rank 1): then only the vector path is emitted. */
 static LLVMValueRef vec_ok(Cg *cg, const Access *ac, int vec)
 {
-    LLVMValueRef bits = LLVMBuildSExt(cg->b, ac->off[ac->rank - 1], cg->t_i64, "");
+    bool off_ok = cg_simt_kernel(cg) && known_multiple(cg->f, ac->op->args[ac->rank], 0) % vec == 0;
+    if (off_ok && ac->rank == 1)
+        return LLVMConstInt(cg->t_i1, 1, 0);
+    LLVMValueRef bits = off_ok ? NULL : LLVMBuildSExt(cg->b, ac->off[ac->rank - 1], cg->t_i64, "");
     for (int d = 0; d + 1 < ac->rank; d++)
-        bits = LLVMBuildOr(cg->b, bits, ac->ta->stride[d], "");
+        bits = bits ? LLVMBuildOr(cg->b, bits, ac->ta->stride[d], "") : ac->ta->stride[d];
     bits = LLVMBuildAnd(cg->b, bits, cg_i64(cg, vec - 1), "");
     return LLVMBuildICmp(cg->b, LLVMIntEQ, bits, cg_i64(cg, 0), "vec.ok");
 }
@@ -422,7 +460,8 @@ typedef struct GroupLoop {
     LLVMTypeRef wt;                  /* a group: vector of vec memory elements */
     LLVMValueRef *p, *i, *rows;      /* per group: address of element 0, its last index, row predicate */
     LLVMBasicBlockRef head;
-    LLVMValueRef e;                  /* iteration: element within the group */
+    LLVMValueRef e;                  /* iteration: element within the group (the phi) */
+    LLVMValueRef eb;                 /* the same, as the body uses it (opaque copy) */
 } GroupLoop;
 
 static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, bool store, GroupLoop *g)
@@ -455,6 +494,26 @@ static LLVMBasicBlockRef group_loop_open(Cg *cg, GroupLoop *g)
     return pre;
 }
 
+/* Starts the body after the loop's phis. The body indexes with an opaque
+ * copy of the counter (a PTX mov), so that the backend's loop strength
+ * reduction sees no induction variable users: these loops run `vec`
+ * iterations of a few instructions per group, LSR found nothing to gain
+ * in them and its formula search was 10-25% of PTX emission time. */
+static void group_loop_body(Cg *cg, GroupLoop *g)
+{
+    g->eb = g->e;
+    if (!cg_simt_kernel(cg))
+        return;
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, &cg->t_i32, 1, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)"mov.b32 $0, $1;", 15, (char *)"=r,r", 4, 0, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    g->eb = LLVMBuildCall2(cg->b, fty, as, &g->e, 1, "el.b");
+    unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6);
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddCallSiteAttribute(g->eb, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, mem, 0));
+    LLVMAddCallSiteAttribute(g->eb, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, nounwind, 0));
+}
+
 /* Closes the loop; phis[0..n) start from init[0..n) and get their back-edge
  * values next[0..n). */
 static void group_loop_close(Cg *cg, GroupLoop *g, LLVMBasicBlockRef pre, LLVMValueRef *phis, LLVMValueRef *init,
@@ -478,7 +537,7 @@ static LLVMValueRef group_elem_ok(Cg *cg, const Access *ac, const GroupLoop *g, 
 {
     if (!last_masked(ac))
         return g->rows[j];
-    LLVMValueRef i = LLVMBuildAdd(cg->b, g->i[j], g->e, "");
+    LLVMValueRef i = LLVMBuildAdd(cg->b, g->i[j], g->eb, "");
     return LLVMBuildAnd(cg->b, g->rows[j],
                         LLVMBuildICmp(cg->b, LLVMIntULT, i, ac->ta->size[ac->rank - 1], ""), "");
 }
@@ -525,9 +584,10 @@ static void load_loop(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMVa
     LLVMBasicBlockRef pre = group_loop_open(cg, &g);
     for (int k = 0; k < np; k++)
         phis[k] = LLVMBuildPhi(cg->b, g.wt, "");
+    group_loop_body(cg, &g);
     for (int j = 0; j < ng; j++) {
         LLVMValueRef ok = group_elem_ok(cg, ac, &g, j), x;
-        LLVMValueRef p = LLVMBuildGEP2(cg->b, ac->mty, g.p[j], &g.e, 1, "");
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, ac->mty, g.p[j], &g.eb, 1, "");
         if (!is_true(ok))
             p = LLVMBuildSelect(cg->b, ok, p, ac->ta->base, "");
         int bytes = dtype_bits(ac->dt) >= 8 ? dtype_bits(ac->dt) / 8 : 1;
@@ -543,6 +603,49 @@ static void load_loop(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMVa
     for (int j = 0; j < ng; j++)
         for (int e = 0; e < vec; e++)
             out[j * vec + e] = from_mem(cg, LLVMBuildExtractElement(cg->b, next[j], cg_i32(cg, e), ""), ac->dt);
+}
+
+/* The groups (16-byte vectors) of a stored tile. Narrow (8/16-bit) groups
+ * are built once, before the store's branches, and stored whole on every
+ * path: the values then stay packed (two per 32-bit register) across the
+ * branches instead of one register each, and no path rebuilds them. Wider
+ * groups are built where they are stored (a <4 x float> built before the
+ * branches crosses them as two 64-bit registers on sm_100, where v2f32 is
+ * legal, and is stored as st.global.v2.b64). */
+typedef struct Groups {
+    LLVMValueRef *v;      /* per group: its vector, or NULL (built at the use) */
+    LLVMValueRef *vals;   /* the register values */
+    int vec;
+} Groups;
+
+static LLVMValueRef build_group(Cg *cg, const Access *ac, LLVMValueRef *vals, int vec)
+{
+    LLVMValueRef w = LLVMGetUndef(LLVMVectorType(ac->mty, (unsigned)vec));
+    for (int e = 0; e < vec; e++)
+        w = LLVMBuildInsertElement(cg->b, w, to_mem(cg, vals[e], ac->dt), cg_i32(cg, e), "");
+    return w;
+}
+
+static LLVMValueRef group_vec(Cg *cg, const Access *ac, const Groups *gs, int j)
+{
+    return gs->v[j] ? gs->v[j] : build_group(cg, ac, &gs->vals[j * gs->vec], gs->vec);
+}
+
+static Groups pack_groups(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals)
+{
+    int ng = layout_nregs(L) / vec;
+    Groups gs = { arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)ng), vals, vec };
+    bool narrow = dtype_bits(ac->dt) < 32 && ac->dt != DT_BOOL, simt = cg_simt_kernel(cg);
+    if (narrow && !simt)   /* tensor-core kernels: the elements, taken out of the packed vector */
+        gs.vals = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)ng * (size_t)vec);
+    for (int j = 0; j < ng; j++) {
+        gs.v[j] = narrow ? build_group(cg, ac, &vals[j * vec], vec) : NULL;
+        for (int e = 0; narrow && !simt && e < vec; e++)
+            gs.vals[j * vec + e] = LLVMBuildExtractElement(cg->b, gs.v[j], cg_i32(cg, e), "");
+        if (!simt)
+            gs.v[j] = NULL;
+    }
+    return gs;
 }
 
 /* Stores x (memory representation) at p if pred. */
@@ -563,9 +666,9 @@ static void store_raw(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pre
     }
 }
 
-/* Stores every group element by element, except groups `skip` says were
- * stored whole (NULL: none). */
-static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals, LLVMValueRef *skip)
+/* Stores every group (gs) element by element, except
+ * groups `skip` says were stored whole (NULL: none). */
+static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef *skip)
 {
     GroupLoop g;
     group_loop_init(cg, ac, L, vec, true, &g);
@@ -573,15 +676,16 @@ static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMV
     LLVMValueRef *init = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)ng * 3), *acc = init + ng,
                  *next = acc + ng;
     for (int j = 0; j < ng; j++) {
-        init[j] = group_pack(cg, ac, &g, &vals[j * vec]);
+        init[j] = group_vec(cg, ac, gs, j);
         if (skip)
             g.rows[j] = LLVMBuildAnd(cg->b, g.rows[j], LLVMBuildNot(cg->b, skip[j], ""), "");
     }
     LLVMBasicBlockRef pre = group_loop_open(cg, &g);
     for (int j = 0; j < ng; j++)
         acc[j] = LLVMBuildPhi(cg->b, g.wt, "");
+    group_loop_body(cg, &g);
     for (int j = 0; j < ng; j++) {
-        LLVMValueRef p = LLVMBuildGEP2(cg->b, ac->mty, g.p[j], &g.e, 1, "");
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, ac->mty, g.p[j], &g.eb, 1, "");
         LLVMValueRef x = LLVMBuildExtractElement(cg->b, acc[j], cg_i32(cg, 0), "");
         store_raw(cg, ac, p, group_elem_ok(cg, ac, &g, j), x);
         next[j] = group_shift(cg, &g, acc[j], NULL);
@@ -638,7 +742,11 @@ static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMVa
         return out;
     }
     TileCtx t = { ac, L, vec, other, word_mask_other(uother), uother };
-    diamond(cg, vec_ok(cg, ac, vec), n, vec, tile_arm, &t, out);
+    LLVMValueRef ok = vec_ok(cg, ac, vec);
+    if (is_true(ok))
+        tile_arm(cg, &t, 0, out);
+    else
+        diamond(cg, ok, n, vec, tile_arm, &t, out);
     return out;
 }
 
@@ -689,6 +797,7 @@ int cg_lower_load(Cg *cg, Op *op)
 
 /* ---- stores ---- */
 
+
 /* i1: does the window's whole last-dim range lie inside the tensor? */
 static LLVMValueRef last_full(Cg *cg, const Access *ac)
 {
@@ -701,8 +810,9 @@ static LLVMValueRef last_full(Cg *cg, const Access *ac)
 }
 
 
-static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, int n, LLVMValueRef *vals,
-                        bool vol)
+/* Stores v (memory representation: an element or a group's vector of n
+ * elements) at p if pred. */
+static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, int n, LLVMValueRef v)
 {
     LLVMBasicBlockRef doit = NULL, cont = NULL;
     if (!is_true(pred)) {
@@ -711,16 +821,7 @@ static void store_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef p
         LLVMBuildCondBr(cg->b, pred, doit, cont);
         LLVMPositionBuilderAtEnd(cg->b, doit);
     }
-    LLVMValueRef v;
-    if (n > 1) {
-        v = LLVMGetUndef(LLVMVectorType(ac->mty, (unsigned)n));
-        for (int i = 0; i < n; i++)
-            v = LLVMBuildInsertElement(cg->b, v, to_mem(cg, vals[i], ac->dt), cg_i32(cg, i), "");
-    } else {
-        v = to_mem(cg, vals[0], ac->dt);
-    }
     LLVMValueRef st = LLVMBuildStore(cg->b, v, p);
-    LLVMSetVolatile(st, vol);
     int bytes = n * dtype_bits(ac->dt) / 8;
     LLVMSetAlignment(st, (unsigned)(bytes > 0 ? bytes : 1));
     if (cont) {
@@ -735,13 +836,13 @@ static void store_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef 
     for (int r = 0, n = layout_nregs(L); r < n; r++) {
         reg_index(cg, ac, L, r, idx);
         LLVMValueRef pred = LLVMBuildAnd(cg->b, in_bounds(cg, ac, idx), cg_primary(cg, L, r), "");
-        store_group(cg, ac, elem_addr(cg, ac, idx), pred, 1, &vals[r], false);
+        store_group(cg, ac, elem_addr(cg, ac, idx), pred, 1, to_mem(cg, vals[r], ac->dt));
     }
 }
 
-/* Whole vectors; with `full` (a masked last dim), only the groups wholly
- * inside the row (full[j] gets each group's predicate). */
-static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals, LLVMValueRef *full)
+/* Whole vectors (gs: the groups); with `full` (a masked last dim), only
+ * the groups wholly inside the row (full[j] gets each group's predicate). */
+static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef *full)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
     for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
@@ -752,14 +853,14 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMV
             rows = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, vec - 1), "");
             full[r / vec] = rows;
         }
-        store_group(cg, ac, p, rows, vec, &vals[r], false);
+        store_group(cg, ac, p, rows, vec, group_vec(cg, ac, gs, r / vec));
     }
 }
 
 /* Not the straight path: when aligned, whole vectors for the groups
  * inside the row, then one element loop for the rest (the row tail, or
  * every group when a row start is not aligned). */
-static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals, LLVMValueRef ok)
+static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef ok)
 {
     int ng = layout_nregs(L) / vec;
     bool masked = last_masked(ac);
@@ -768,7 +869,7 @@ static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, LL
     LLVMValueRef *full = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)ng * 2), *skip = NULL;
     LLVMBuildCondBr(cg->b, ok, vb, tb);
     LLVMPositionBuilderAtEnd(cg->b, vb);
-    store_vecs(cg, ac, L, vec, vals, full);
+    store_vecs(cg, ac, L, vec, gs, full);
     LLVMBasicBlockRef vend = LLVMGetInsertBlock(cg->b);
     LLVMBuildBr(cg->b, jb);
     LLVMPositionBuilderAtEnd(cg->b, tb);
@@ -781,30 +882,11 @@ static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, LL
             LLVMAddIncoming(skip[j], &full[j], &vend, 1);
         }
     }
-    store_loop(cg, ac, L, vec, vals, skip);
+    store_loop(cg, ac, L, vec, gs, skip);
     if (!masked) {
         LLVMBuildBr(cg->b, jb);
         LLVMPositionBuilderAtEnd(cg->b, jb);
     }
-}
-
-/* Build each group's vector once, before the store's branches, and take
- * the elements from it: narrow values then stay packed (two per 32-bit
- * register) across the branches instead of one register each. */
-static LLVMValueRef *pack_groups(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *vals)
-{
-    int n = layout_nregs(L);
-    if (n % vec || dtype_bits(ac->dt) >= 32 || ac->dt == DT_BOOL)
-        return vals;
-    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
-    for (int r = 0; r < n; r += vec) {
-        LLVMValueRef w = LLVMGetUndef(LLVMVectorType(ac->mty, (unsigned)vec));
-        for (int e = 0; e < vec; e++)
-            w = LLVMBuildInsertElement(cg->b, w, vals[r + e], cg_i32(cg, e), "");
-        for (int e = 0; e < vec; e++)
-            out[r + e] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, e), "");
-    }
-    return out;
 }
 
 int cg_lower_store(Cg *cg, Op *op)
@@ -822,17 +904,16 @@ int cg_lower_store(Cg *cg, Op *op)
         /* One thread writes a scalar. */
         LLVMValueRef pred = LLVMBuildAnd(cg->b, in_bounds(cg, &ac, idx),
                                          LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""), "");
-        store_group(cg, &ac, elem_addr(cg, &ac, idx), pred, 1, &s, false);
+        store_group(cg, &ac, elem_addr(cg, &ac, idx), pred, 1, to_mem(cg, s, ac.dt));
         return 0;
     }
     const Layout *L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, vt, last_contiguous(&ac));
     LLVMValueRef *vals = cg_materialize(cg, v, vt, L, op->loc);
     int vec = access_vec(&ac, L);
-    if (vec > 1)
-        vals = pack_groups(cg, &ac, L, vec, vals);
     if (vec <= 1) {
         store_elems(cg, &ac, L, vals);
     } else {
+        Groups gs = pack_groups(cg, &ac, L, vec, vals);
         LLVMValueRef ok = vec_ok(cg, &ac, vec);
         Access inner = ac;
         if (last_masked(&ac)) {
@@ -842,14 +923,16 @@ int cg_lower_store(Cg *cg, Op *op)
             LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, ok, last_full(cg, &ac), ""), fb, gb);
             LLVMPositionBuilderAtEnd(cg->b, fb);
             inner.mask &= ~(1u << (inner.rank - 1));
-            store_vecs(cg, &inner, L, vec, vals, NULL);
+            store_vecs(cg, &inner, L, vec, &gs, NULL);
             LLVMBuildBr(cg->b, jb);
             LLVMPositionBuilderAtEnd(cg->b, gb);
-            store_general(cg, &ac, L, vec, vals, ok);
+            store_general(cg, &ac, L, vec, &gs, ok);
             LLVMBuildBr(cg->b, jb);
             LLVMPositionBuilderAtEnd(cg->b, jb);
+        } else if (is_true(ok)) {
+            store_vecs(cg, &ac, L, vec, &gs, NULL);
         } else {
-            store_general(cg, &ac, L, vec, vals, ok);
+            store_general(cg, &ac, L, vec, &gs, ok);
         }
     }
     report_access(cg, op, "store", L, vec);

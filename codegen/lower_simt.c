@@ -206,12 +206,84 @@ static bool elem_supported(Cg *cg, Op *op, DType dt)
 
 /* ---- coordinates of register slots ---- */
 
-static LLVMValueRef bits_of(Cg *cg, LLVMValueRef id, int stride, int n)
+/* Is the kernel being lowered a SIMT one (no tensor-core products)? Only
+ * those take the compile-time forms below (shifts with no-wrap flags, the
+ * unaligned-path changes of lower_mem.c): tensor-core kernels keep the IR
+ * their tuning was measured on (attention sits at 255 registers, where a
+ * different but equivalent IR spilled). */
+bool cg_simt_kernel(const Cg *cg)
+{
+    return LLVMGetStringAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex, "tilec.simt", 10) != NULL;
+}
+
+/* log2 of x if x is a power of two, else -1. */
+static int exact_log2(int64_t x)
+{
+    int k = 0;
+    if (x <= 0 || (x & (x - 1)))
+        return -1;
+    while (((int64_t)1 << k) < x)
+        k++;
+    return k;
+}
+
+/* (id / stride) % n for the lane or warp id, whose values lie in [0, range).
+ * Written as shifts and masks when stride and n are powers of two (they are
+ * for every layout today), so that the IR reaches the backend in the form
+ * instcombine would give it. */
+static LLVMValueRef bits_of(Cg *cg, LLVMValueRef id, int stride, int n, int range)
 {
     if (n <= 1)
         return cg_i32(cg, 0);
-    LLVMValueRef v = stride > 1 ? LLVMBuildUDiv(cg->b, id, cg_i32(cg, stride), "") : id;
-    return LLVMBuildURem(cg->b, v, cg_i32(cg, n), "");
+    int ls = exact_log2(stride), ln = exact_log2(n);
+    if (ls < 0 || ln < 0 || !cg_simt_kernel(cg)) {
+        LLVMValueRef v = stride > 1 ? LLVMBuildUDiv(cg->b, id, cg_i32(cg, stride), "") : id;
+        return LLVMBuildURem(cg->b, v, cg_i32(cg, n), "");
+    }
+    LLVMValueRef v = ls > 0 ? LLVMBuildLShr(cg->b, id, cg_i32(cg, ls), "") : id;
+    if ((int64_t)stride * n < range)
+        v = LLVMBuildAnd(cg->b, v, cg_i32(cg, n - 1), "");
+    return v;
+}
+
+static LLVMValueRef lane_bits(Cg *cg, const Layout *L, int p)
+{
+    return bits_of(cg, cg->lane, layout_lane_stride(L, p), L->tpw[p], 32);
+}
+
+/* The warp id is below the kernel's warp count (nvvm.maxntid). */
+static LLVMValueRef warp_bits(Cg *cg, const Layout *L, int p)
+{
+    return bits_of(cg, cg->warp, layout_warp_stride(L, p), L->wpc[p], cg->nwarps);
+}
+
+/* x * c for a small non-negative x (no wrap): a shift when c is a power of two. */
+static LLVMValueRef scale(Cg *cg, LLVMValueRef x, int64_t c)
+{
+    int k = exact_log2(c);
+    if (k == 0)
+        return x;
+    LLVMValueRef r = k > 0 ? LLVMBuildShl(cg->b, x, cg_i32(cg, k), "") : LLVMBuildMul(cg->b, x, cg_i32(cg, c), "");
+    if (LLVMIsAInstruction(r)) {   /* a constant x folds */
+        LLVMSetNUW(r, 1);
+        LLVMSetNSW(r, 1);
+    }
+    return r;
+}
+
+/* a + b for small non-negative a, b (no wrap). */
+static LLVMValueRef add_nw(Cg *cg, LLVMValueRef a, LLVMValueRef b)
+{
+    if (LLVMIsAConstantInt(b) && LLVMConstIntGetZExtValue(b) == 0)
+        return a;
+    if (LLVMIsAConstantInt(a) && LLVMConstIntGetZExtValue(a) == 0)
+        return b;
+    LLVMValueRef r = LLVMBuildAdd(cg->b, a, b, "");
+    if (LLVMIsAInstruction(r)) {
+        LLVMSetNUW(r, 1);
+        LLVMSetNSW(r, 1);
+    }
+    return r;
 }
 
 /* The part of register r's coordinate along p that is a compile-time constant. */
@@ -228,20 +300,25 @@ static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p)
 {
     int es = layout_espt(L, p), rp = layout_rpt(L, p);
     int64_t k = reg_offset(L, r, p);
-    LLVMValueRef ld = bits_of(cg, cg->lane, layout_lane_stride(L, p), L->tpw[p]);
-    LLVMValueRef wd = bits_of(cg, cg->warp, layout_warp_stride(L, p), L->wpc[p]);
-    LLVMValueRef u = LLVMBuildMul(cg->b, ld, cg_i32(cg, es), "");
-    u = LLVMBuildAdd(cg->b, u, LLVMBuildMul(cg->b, wd, cg_i32(cg, (int64_t)rp * L->tpw[p] * es), ""), "");
-    return LLVMBuildAdd(cg->b, u, cg_i32(cg, k), "");
+    if (!cg_simt_kernel(cg)) {
+        LLVMValueRef u = LLVMBuildMul(cg->b, lane_bits(cg, L, p), cg_i32(cg, es), "");
+        u = LLVMBuildAdd(cg->b, u, LLVMBuildMul(cg->b, warp_bits(cg, L, p), cg_i32(cg, (int64_t)rp * L->tpw[p] * es), ""), "");
+        return LLVMBuildAdd(cg->b, u, cg_i32(cg, k), "");
+    }
+    LLVMValueRef u = scale(cg, lane_bits(cg, L, p), es);
+    u = add_nw(cg, u, scale(cg, warp_bits(cg, L, p), (int64_t)rp * L->tpw[p] * es));
+    return add_nw(cg, u, cg_i32(cg, k));
 }
 
 LLVMValueRef cg_coord(Cg *cg, const Layout *L, int r, int axis)
 {
     int p = layout_pdim(L, axis);
     LLVMValueRef u = unwrapped(cg, L, r, p);
-    if (layout_may_wrap(L, p))
-        u = LLVMBuildURem(cg->b, u, cg_i32(cg, L->pshape[p]), "");
-    return u;
+    if (!layout_may_wrap(L, p))
+        return u;
+    if (exact_log2(L->pshape[p]) >= 0 && cg_simt_kernel(cg))
+        return LLVMBuildAnd(cg->b, u, cg_i32(cg, L->pshape[p] - 1), "");
+    return LLVMBuildURem(cg->b, u, cg_i32(cg, L->pshape[p]), "");
 }
 
 LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r)
@@ -252,8 +329,7 @@ LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r)
         if (L->slice >> p & 1) {
             if (L->tpw[p] * L->wpc[p] == 1)
                 continue;
-            LLVMValueRef ld = bits_of(cg, cg->lane, layout_lane_stride(L, p), L->tpw[p]);
-            LLVMValueRef wd = bits_of(cg, cg->warp, layout_warp_stride(L, p), L->wpc[p]);
+            LLVMValueRef ld = lane_bits(cg, L, p), wd = warp_bits(cg, L, p);
             c = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildOr(cg->b, ld, wd, ""), cg_i32(cg, 0), "");
         } else if (layout_may_wrap(L, p)) {
             c = LLVMBuildICmp(cg->b, LLVMIntULT, unwrapped(cg, L, r, p), cg_i32(cg, L->pshape[p]), "");
@@ -513,6 +589,31 @@ static LLVMValueRef uniform_recip(Cg *cg, Op *op, DType dt)
     return LLVMBuildFDiv(cg->b, LLVMConstReal(cg->t_f32, 1.0), d->s, "");
 }
 
+/* An f32 tile divided by a tile whose registers repeat a few values (a
+ * broadcast row vector, e.g. attention's `acc / l[:, *]`): one reciprocal
+ * per distinct divisor, then multiplies, as uniform_recip. NULL: divide
+ * normally. */
+static LLVMValueRef *repeated_recips(Cg *cg, Op *op, DType dt, LLVMValueRef *d, int n)
+{
+    if (op->code != OP_DIV || dt != DT_F32 || !d || n < 8)
+        return NULL;
+    LLVMValueRef seen[16], rec[16], *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    int nseen = 0;
+    for (int r = 0; r < n; r++) {
+        int k = 0;
+        while (k < nseen && seen[k] != d[r])
+            k++;
+        if (k == nseen) {
+            if (nseen == 16 || (nseen + 1) * 4 > n)
+                return NULL;
+            seen[nseen] = d[r];
+            rec[nseen++] = LLVMBuildFDiv(cg->b, LLVMConstReal(cg->t_f32, 1.0), d[r], "");
+        }
+        out[r] = rec[k];
+    }
+    return out;
+}
+
 static int lower_elem(Cg *cg, Op *op)
 {
     Func *f = cg->f;
@@ -538,12 +639,18 @@ static int lower_elem(Cg *cg, Op *op)
     LLVMValueRef *in[3];
     for (int i = 0; i < op->nargs; i++)
         in[i] = cg_materialize(cg, &cg->vals[op->args[i]], ir_type(f, op->args[i]), L, op->loc);
-    int n = layout_nregs(L);
-    LLVMValueRef *out = new_regs(cg, L), inv = uniform_recip(cg, op, dt);
+    int n = layout_nregs(L), xi;
+    LLVMValueRef *out = new_regs(cg, L), inv = uniform_recip(cg, op, dt), *skip = NULL;
+    LLVMValueRef *recips = inv ? NULL : repeated_recips(cg, op, dt, in[1], n);
+    if (dt == DT_F32 && cg_chain_rescale(cg, op, &xi))
+        skip = cg_chain_scale_or_skip(cg, in[xi], in[1 - xi], n);
     for (int r = 0; r < n; r++) {
         for (int i = 0; i < op->nargs; i++)
             a[i] = in[i][r];
-        out[r] = inv ? LLVMBuildFMul(cg->b, a[0], inv, "") : elem(cg, op, dt, (DType)rt->dtype, a);
+        out[r] = skip ? skip[r]
+               : inv ? LLVMBuildFMul(cg->b, a[0], inv, "")
+               : recips ? LLVMBuildFMul(cg->b, a[0], recips[r], "")
+               : elem(cg, op, dt, (DType)rt->dtype, a);
     }
     set_regs(cg, op->res[0], L, out);
     if (remat_ok(cg, op)) {

@@ -89,7 +89,10 @@ void tilec_result_free(tilec_result *r);
 tilec_status tilec_result_status(const tilec_result *r);
 
 /* Outputs. NULL if that output was not produced (not requested, or an error
- * stopped compilation before it). Owned by r. */
+ * stopped compilation before it). Owned by r. A compilation produces the
+ * text of the stage `emit` names (the stages before it are not printed:
+ * that would cost time), plus META with PTX, DUMP with print_after, TIMING
+ * with time_passes and REPORT with report. */
 typedef enum tilec_output {
     TILEC_OUT_TOKENS = 0, TILEC_OUT_AST, TILEC_OUT_TIR, TILEC_OUT_LLVM, TILEC_OUT_PTX,
     TILEC_OUT_META,           /* kernel metadata text (docs/runtime.md) */

@@ -376,7 +376,7 @@ static void back_end(Job *j, Module *m)
         j->r->status = TILEC_ERR_UNSUPPORTED;
         return;
     }
-    CgOptions co = { j->r->arch, j->o.opt_level, j->o.emit >= TILEC_EMIT_LLVM, j->o.emit == TILEC_EMIT_PTX };
+    CgOptions co = { j->r->arch, j->o.opt_level, j->o.emit == TILEC_EMIT_LLVM, j->o.emit == TILEC_EMIT_PTX };
     CgResult cr;
     memset(&cr, 0, sizeof cr);
     int nerr = cg_compile(m, &co, &cr, d, j->o.time_passes ? &j->timing : NULL);
@@ -443,10 +443,12 @@ static void run_job(Job *j, const char *src, size_t len)
         return;
     if (!middle_end(j, m))
         return;
-    StrBuf sb = { 0 };
-    print_ir(j, m, &sb);
-    set_text(j, TILEC_OUT_TIR, &sb);
-    sb_free(&sb);
+    if (j->o.emit == TILEC_EMIT_TIR) {
+        StrBuf sb = { 0 };
+        print_ir(j, m, &sb);
+        set_text(j, TILEC_OUT_TIR, &sb);
+        sb_free(&sb);
+    }
     if (j->o.emit >= TILEC_EMIT_LLVM)
         back_end(j, m);
 }

@@ -131,34 +131,34 @@ static int phase_threads(int bytes)
     return t > SMEM_WARP ? SMEM_WARP : t;
 }
 
-/* Add word w to the phase's distinct-word set; returns false if present. */
-static bool word_add(int64_t *words, int *n, int64_t w)
-{
-    for (int i = 0; i < *n; i++)
-        if (words[i] == w)
-            return false;
-    words[(*n)++] = w;
-    return true;
-}
+/* Most distinct words one phase can touch: 128 / bytes threads of at most
+ * bytes / 4 + 1 words each (32 threads of at most 2 below 4 bytes). */
+#define PHASE_MAX_WORDS (SMEM_WARP * 2)
 
-/* One phase: threads [t0, t1). */
+/* One phase: threads [t0, t1). The distinct words are kept per bank, so a
+ * new word is compared only with those already on its bank. */
 static SmemCost phase_cost(const int64_t *addr, int t0, int t1, int bytes)
 {
-    int64_t words[SMEM_WARP * 4];
+    int64_t seen[SMEM_BANKS][PHASE_MAX_WORDS];
     int nwords = 0, per_bank[SMEM_BANKS] = { 0 };
+    SmemCost c = { 0, 0 };
     for (int t = t0; t < t1; t++) {
         if (addr[t] < 0)
             continue;
         int64_t first = addr[t] / SMEM_BANK_BYTES;
         int64_t last = (addr[t] + bytes - 1) / SMEM_BANK_BYTES;
-        for (int64_t w = first; w <= last; w++)
-            if (word_add(words, &nwords, w))
-                per_bank[w % SMEM_BANKS]++;
+        for (int64_t w = first; w <= last; w++) {
+            int b = (int)(w % SMEM_BANKS), j = 0;
+            while (j < per_bank[b] && seen[b][j] != w)
+                j++;
+            if (j < per_bank[b] || j == PHASE_MAX_WORDS)
+                continue;
+            seen[b][per_bank[b]++] = w;
+            nwords++;
+            if (per_bank[b] > c.wavefronts)
+                c.wavefronts = per_bank[b];
+        }
     }
-    SmemCost c = { 0, 0 };
-    for (int b = 0; b < SMEM_BANKS; b++)
-        if (per_bank[b] > c.wavefronts)
-            c.wavefronts = per_bank[b];
     c.ideal = (nwords + SMEM_BANKS - 1) / SMEM_BANKS;
     return c;
 }
@@ -296,18 +296,81 @@ int pass_smem_access_addrs(const SmemLayout *l, SmemAccessKind k, int64_t i,
     return sa_info[k].width;
 }
 
+static void cost_add(SmemAccessCost *c, SmemCost ic, int64_t times)
+{
+    c->total.wavefronts += times * ic.wavefronts;
+    c->total.ideal += times * ic.ideal;
+    if (ic.wavefronts > c->worst)
+        c->worst = ic.wavefronts;
+}
+
+static SmemCost instr_cost(const SmemLayout *l, SmemAccessKind k, int64_t i)
+{
+    int64_t addr[SMEM_WARP];
+    int bytes = pass_smem_access_addrs(l, k, i, addr);
+    return pass_smem_bank_cost(addr, SMEM_WARP, bytes);
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Periodicity of pattern k over the instructions (see pass_smem_access_cost):
+ * the first *nfull instructions have every thread active, and two of them
+ * whose indices are equal modulo the returned period P address the same
+ * (row mod 8, column byte mod 128) pairs thread by thread, shifted by one
+ * whole number of 8-row groups and one of 128-byte column blocks. */
+static int64_t access_period(const SmemLayout *l, SmemAccessKind k, int64_t *nfull)
+{
+    int w = sa_info[k].width;
+    int64_t units = l->row_bytes / w, ngrp = l->rows / 8, nch = l->row_bytes / 16;
+    switch (sa_info[k].pat) {
+    case PAT_CHUNKS16:
+    case PAT_ROW:   /* 32 P threads span a multiple of 8 whole rows */
+        *nfull = l->rows * units / SMEM_WARP;
+        return 8 * units / gcd64(SMEM_WARP, 8 * units);
+    case PAT_COL:   /* next 32-row block: same column; 128 / w columns on: +128 B */
+        *nfull = (l->rows / SMEM_WARP) * units;
+        return units % (128 / w) == 0 ? 128 / w : units;
+    case PAT_MATRIX:
+        if (ngrp % 2 == 0 && nch % 2 == 0) {   /* next 16-row band; or +4 chunk pairs */
+            *nfull = pass_smem_access_ninstr(l, k);
+            return (nch / 2) % 4 == 0 ? 4 : nch / 2;
+        }
+        *nfull = ngrp * nch / 4;               /* 8 ngrp matrices on: 8 chunks on */
+        return 2 * ngrp;
+    }
+    *nfull = 0;
+    return 1;
+}
+
+/* Cover the tile once with pattern k. A layout maps (row + 8 g, colbyte +
+ * 128 c) to its (row, colbyte) offset plus a constant that depends only on
+ * g and c (identity and padding are linear; a swizzle's XOR reads only the
+ * row mod 8 and the byte inside its W <= 128-byte panel), and a warp
+ * request shifted by a multiple of 4 bytes has the same cost (its words
+ * move to other banks as a whole). So the full instructions repeat with
+ * the period of access_period(): one of each residue is simulated and
+ * counted as often as it occurs; the partial ones at the end are simulated
+ * one by one. Ill-formed inputs take the direct route. */
 SmemAccessCost pass_smem_access_cost(const SmemLayout *l, SmemAccessKind k)
 {
     SmemAccessCost c = { 0 };
     c.ninstr = pass_smem_access_ninstr(l, k);
-    for (int64_t i = 0; i < c.ninstr; i++) {
-        int64_t addr[SMEM_WARP];
-        int bytes = pass_smem_access_addrs(l, k, i, addr);
-        SmemCost ic = pass_smem_bank_cost(addr, SMEM_WARP, bytes);
-        c.total.wavefronts += ic.wavefronts;
-        c.total.ideal += ic.ideal;
-        if (ic.wavefronts > c.worst)
-            c.worst = ic.wavefronts;
-    }
+    int64_t nfull = 0, period = 1;
+    if (!pass_smem_layout_check(l) && !pass_smem_access_check(l, k))
+        period = access_period(l, k, &nfull);
+    if (nfull > c.ninstr)
+        nfull = c.ninstr;
+    for (int64_t r = 0; r < period && r < nfull; r++)
+        cost_add(&c, instr_cost(l, k, r), (nfull - 1 - r) / period + 1);
+    for (int64_t i = nfull; i < c.ninstr; i++)
+        cost_add(&c, instr_cost(l, k, i), 1);
     return c;
 }

@@ -493,7 +493,9 @@ static void put_scalar(const Func *f, ValId v, StrBuf *out, int depth)
         sb_printf(out, "%lld", (long long)op->iattr[0]);
     else if (op && op->code == OP_BLOCKID && op->iattr[0] >= 0 && op->iattr[0] < 3)
         sb_printf(out, "block.%c", axes[op->iattr[0]]);
-    else if (op && depth < 3 && op->nargs == 2 && op->code >= OP_ADD && op->code <= OP_REM) {
+    else if (op && op->code == OP_NBLOCKS && op->iattr[0] >= 0 && op->iattr[0] < 3)
+        sb_printf(out, "num_blocks.%c", axes[op->iattr[0]]);
+    else if (op && depth < 4 && op->nargs == 2 && op->code >= OP_ADD && op->code <= OP_REM) {
         static const char sym[] = "+-*/%";
         if (depth)
             sb_putc(out, '(');

@@ -71,7 +71,8 @@ static const char *excluded_why(const SmemLayout *l, const SmemUse *uses, int nu
     return NULL;
 }
 
-static void eval_candidate(SmemCandidate *c, const SmemUse *uses, int nuses)
+/* Costs candidate c; ac[i] receives use i's cover cost (admissible only). */
+static void eval_candidate(SmemCandidate *c, const SmemUse *uses, int nuses, SmemAccessCost *ac)
 {
     c->bytes = pass_smem_size(&c->layout);
     c->align = pass_smem_align(&c->layout);
@@ -79,8 +80,8 @@ static void eval_candidate(SmemCandidate *c, const SmemUse *uses, int nuses)
     if (c->excluded)
         return;
     for (int i = 0; i < nuses; i++) {
-        SmemAccessCost ac = pass_smem_access_cost(&c->layout, uses[i].kind);
-        c->wavefronts += use_weight(&uses[i]) * ac.total.wavefronts;
+        ac[i] = pass_smem_access_cost(&c->layout, uses[i].kind);
+        c->wavefronts += use_weight(&uses[i]) * ac[i].total.wavefronts;
     }
 }
 
@@ -142,15 +143,18 @@ static const char *make_explain(Arena *a, DType dt, const SmemDecision *dec)
     return s;
 }
 
-static void fill_use_costs(Arena *a, const SmemUse *uses, int nuses, SmemDecision *dec)
+/* Per use: before = on the identity layout (idc, or computed here when
+ * NULL: identity was excluded), after = on the chosen one (chc). */
+static void fill_use_costs(Arena *a, const SmemUse *uses, int nuses, SmemDecision *dec,
+                           const SmemAccessCost *idc, const SmemAccessCost *chc)
 {
     SmemLayout id = pass_smem_identity(dec->layout.elem_bytes, dec->layout.rows, dec->layout.cols);
     dec->uses = arena_alloc(a, sizeof(SmemUseCost) * (size_t)(nuses > 0 ? nuses : 1));
     dec->nuses = nuses;
     for (int i = 0; i < nuses; i++) {
         SmemUseCost *u = &dec->uses[i];
-        SmemAccessCost b = pass_smem_access_cost(&id, uses[i].kind);
-        SmemAccessCost c = pass_smem_access_cost(&dec->layout, uses[i].kind);
+        SmemAccessCost b = idc ? idc[i] : pass_smem_access_cost(&id, uses[i].kind);
+        SmemAccessCost c = chc[i];
         int64_t w = use_weight(&uses[i]);
         u->kind = uses[i].kind;
         u->ninstr = c.ninstr;
@@ -216,9 +220,12 @@ int pass_smem_select(Arena *a, DType dt, int64_t rows, int64_t cols,
         return fail(a, out, d, loc, why);
     out->cands = arena_alloc(a, sizeof(SmemCandidate) * MAX_CANDS);
     out->ncands = make_candidates(id.elem_bytes, rows, cols, uses, nuses, out->cands);
+    /* costs[i * nuses + u]: candidate i, use u (reused for the use table) */
+    SmemAccessCost *costs = arena_alloc(a, sizeof(SmemAccessCost) * MAX_CANDS
+                                               * (size_t)(nuses > 0 ? nuses : 1));
     int best = -1;
     for (int i = 0; i < out->ncands; i++) {
-        eval_candidate(&out->cands[i], uses, nuses);
+        eval_candidate(&out->cands[i], uses, nuses, costs + (size_t)i * nuses);
         if (!out->cands[i].excluded && (best < 0 || better(&out->cands[i], &out->cands[best])))
             best = i;
     }
@@ -228,7 +235,9 @@ int pass_smem_select(Arena *a, DType dt, int64_t rows, int64_t cols,
     out->bytes = out->cands[best].bytes;
     out->align = out->cands[best].align;
     out->desc_ok = pass_smem_desc_ok(&out->layout);
-    fill_use_costs(a, uses, nuses, out);
+    /* make_candidates() puts identity first */
+    fill_use_costs(a, uses, nuses, out, out->cands[0].excluded ? NULL : costs,
+                   costs + (size_t)best * nuses);
     out->explain = make_explain(a, dt, out);
     return 0;
 }

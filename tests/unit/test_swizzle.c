@@ -477,6 +477,113 @@ START_TEST(select_errors)
 }
 END_TEST
 
+/* ---- the fast cover cost against a direct simulation ---- */
+
+/* The model by its definition: per phase, each new distinct word counts on
+ * its bank; no shortcuts. */
+static SmemCost ref_bank_cost(const int64_t *addr, int bytes)
+{
+    SmemCost c = { 0, 0 };
+    int step = 128 / (bytes < 4 ? 4 : bytes);
+    step = step > 32 ? 32 : step;
+    for (int t0 = 0; t0 < 32; t0 += step) {
+        int64_t words[256];
+        int nw = 0, bank[32] = { 0 }, most = 0;
+        for (int t = t0; t < t0 + step && t < 32; t++)
+            for (int64_t w = addr[t] / 4; addr[t] >= 0 && w <= (addr[t] + bytes - 1) / 4; w++) {
+                int j = 0;
+                while (j < nw && words[j] != w)
+                    j++;
+                if (j < nw)
+                    continue;
+                words[nw++] = w;
+                if (++bank[w % 32] > most)
+                    most = bank[w % 32];
+            }
+        c.wavefronts += most;
+        c.ideal += (nw + 31) / 32;
+    }
+    return c;
+}
+
+static void check_cover_cost(SmemLayout l, SmemAccessKind k)
+{
+    SmemAccessCost ref = { 0 }, got = pass_smem_access_cost(&l, k);
+    ref.ninstr = pass_smem_access_ninstr(&l, k);
+    for (int64_t i = 0; i < ref.ninstr; i++) {
+        int64_t addr[SMEM_WARP];
+        int bytes = pass_smem_access_addrs(&l, k, i, addr);
+        SmemCost c = ref_bank_cost(addr, bytes);
+        ref.total.wavefronts += c.wavefronts;
+        ref.total.ideal += c.ideal;
+        ref.worst = c.wavefronts > ref.worst ? c.wavefronts : ref.worst;
+    }
+    char name[32];
+    pass_smem_layout_name(&l, name, sizeof name);
+    ck_assert_msg(got.ninstr == ref.ninstr && got.worst == ref.worst
+                      && got.total.wavefronts == ref.total.wavefronts
+                      && got.total.ideal == ref.total.ideal,
+                  "%dB x %lldx%lld %s, %s: %lld/%lld/%lld, simulated %lld/%lld/%lld",
+                  l.elem_bytes, (long long)l.rows, (long long)l.cols, name,
+                  pass_smem_access_name(k), (long long)got.total.wavefronts,
+                  (long long)got.total.ideal, (long long)got.worst,
+                  (long long)ref.total.wavefronts, (long long)ref.total.ideal,
+                  (long long)ref.worst);
+}
+
+START_TEST(cover_cost_matches_simulation)
+{
+    /* pass_smem_access_cost() simulates one instruction per period of the
+     * pattern; it must equal simulating every instruction, on every layout
+     * (also odd row counts and row widths, partial last instructions). */
+    static const int64_t rows[] = { 8, 16, 24, 40, 64, 72, 128, 136 };
+    static const int64_t rbs[] = { 4, 8, 16, 32, 48, 64, 80, 96, 128, 160, 192, 256, 384, 512 };
+    static const int ebs[] = { 1, 2, 4, 8 };
+    for (size_t e = 0; e < 4; e++)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+            for (size_t b = 0; b < sizeof rbs / sizeof rbs[0]; b++) {
+                int eb = ebs[e];
+                if (rbs[b] % eb != 0)
+                    continue;
+                int64_t cols = rbs[b] / eb;
+                SmemLayout ls[7] = {
+                    pass_smem_identity(eb, rows[r], cols),
+                    pass_smem_padded(eb, rows[r], cols, 4),
+                    pass_smem_padded(eb, rows[r], cols, 8),
+                    pass_smem_padded(eb, rows[r], cols, 16),
+                    pass_smem_swizzled(eb, rows[r], cols, 1),
+                    pass_smem_swizzled(eb, rows[r], cols, 2),
+                    pass_smem_swizzled(eb, rows[r], cols, 3),
+                };
+                for (int li = 0; li < 7; li++)
+                    for (int k = 0; k < SA_NKINDS; k++)
+                        if (!pass_smem_access_check(&ls[li], (SmemAccessKind)k))
+                            check_cover_cost(ls[li], (SmemAccessKind)k);
+            }
+}
+END_TEST
+
+START_TEST(bank_cost_matches_definition)
+{
+    /* Random address lists: any alignment, inactive threads, repeats. */
+    static const int widths[] = { 1, 2, 4, 8, 16 };
+    unsigned seed = 12345;
+    for (int n = 0; n < 20000; n++) {
+        int bytes = widths[n % 5];
+        int64_t addr[SMEM_WARP];
+        for (int t = 0; t < SMEM_WARP; t++) {
+            seed = seed * 1103515245u + 12345u;
+            int64_t a = (seed >> 8) % (n % 3 == 0 ? 256 : 8192);
+            addr[t] = (seed >> 28) == 0 ? -1 : (n % 2 ? a / bytes * bytes : a);
+        }
+        SmemCost got = pass_smem_bank_cost(addr, SMEM_WARP, bytes);
+        SmemCost ref = ref_bank_cost(addr, bytes);
+        ck_assert_int_eq(got.wavefronts, ref.wavefronts);
+        ck_assert_int_eq(got.ideal, ref.ideal);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("swizzle");
@@ -499,6 +606,8 @@ static Suite *suite(void)
     tcase_add_test(tc, select_descriptors);
     tcase_add_test(tc, select_ties_and_wide_rows);
     tcase_add_test(tc, select_errors);
+    tcase_add_test(tc, cover_cost_matches_simulation);
+    tcase_add_test(tc, bank_cost_matches_definition);
     suite_add_tcase(s, tc);
     return s;
 }
