@@ -259,7 +259,10 @@ bool cg_chain_rescale(Cg *cg, Op *op, int *x)
  * vector): when every factor held by the warp is exactly 1 (no row's
  * maximum moved: the usual case once an online softmax has seen a few key
  * blocks), the whole warp skips the multiplies (x * 1 == x exactly). The
- * vote keeps the branch uniform. Returns out (n registers). */
+ * vote keeps the branch uniform. Only for accumulators of 128+ registers
+ * per thread (D = 128): at D = 64 the 64 multiplies saved per block are
+ * few, and the branch moved ptxas' register use at the 255 limit into
+ * spills (64 B at D = 64, BN = 128, causal). Returns out (n registers). */
 LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, int n)
 {
     LLVMValueRef one = LLVMConstReal(cg->t_f32, 1.0), unit = NULL;
@@ -277,7 +280,7 @@ LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, i
         LLVMValueRef eq = LLVMBuildFCmp(cg->b, LLVMRealOEQ, s[r], one, "");
         unit = unit ? LLVMBuildAnd(cg->b, unit, eq, "") : eq;
     }
-    if (!unit || nseen * 4 > n)
+    if (!unit || nseen * 4 > n || n < 128)
         return NULL;
     LLVMValueRef args[2] = { LLVMConstInt(cg->t_i32, 0xffffffffu, 0), unit };
     LLVMValueRef all = cg_call(cg, "llvm.nvvm.vote.all.sync", LLVMInt1TypeInContext(cg->ctx), args, 2);
