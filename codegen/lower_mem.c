@@ -17,7 +17,9 @@
  * vector is cleared by word masks instead of per-element selects; stores
  * build each narrow group's vector once, before their branches. A rank-1
  * window at an offset known to be a multiple of the vector gets no
- * alignment test and no unaligned path.
+ * alignment test and no unaligned path. A row window with a masked last
+ * dim loads with no masks at all when that dim lies wholly inside the row
+ * (one uniform test, ahead of the alignment branch).
  */
 #include "cg_internal.h"
 
@@ -286,6 +288,17 @@ static LLVMValueRef to_mem(Cg *cg, LLVMValueRef v, DType dt)
     return dt == DT_BOOL ? LLVMBuildZExt(cg->b, v, cg->t_i8, "") : v;
 }
 
+/* i1: does the window's whole last-dim range lie inside the tensor? */
+static LLVMValueRef last_full(Cg *cg, const Access *ac)
+{
+    int d = ac->rank - 1;
+    LLVMValueRef end = LLVMBuildAdd(cg->b, LLVMBuildSExt(cg->b, ac->off[d], cg->t_i64, ""),
+                                    cg_i64(cg, ac->op->list[d]), "");
+    LLVMValueRef lo = LLVMBuildICmp(cg->b, LLVMIntSGE, ac->off[d], cg_i32(cg, 0), "");
+    LLVMValueRef hi = LLVMBuildICmp(cg->b, LLVMIntSLE, end, LLVMBuildSExt(cg->b, ac->ta->size[d], cg->t_i64, ""), "");
+    return LLVMBuildAnd(cg->b, lo, hi, "");
+}
+
 /* ---- loads ---- */
 
 /* ld.global.nc.L1::no_allocate of 4, 8 or 16 bytes at p, as a value of type ty. */
@@ -386,13 +399,14 @@ static LLVMValueRef mask_words(Cg *cg, const Access *ac, LLVMValueRef v, int vec
     int bits = dtype_bits(ac->dt), epw = 32 / bits, nw = vec / epw;
     LLVMTypeRef wt = LLVMVectorType(cg->t_i32, (unsigned)nw);
     LLVMValueRef w = LLVMBuildBitCast(cg->b, v, wt, "");
-    uint32_t field = bits == 32 ? 0xffffffffu : (1u << bits) - 1;
     for (int j = 0; j < nw; j++) {
+        /* k inside means every lower element is: element e selects the
+         * constant mask of elements 0..e (one compare + select each). */
         LLVMValueRef m = cg_i32(cg, 0);
         for (int e = 0; e < epw; e++) {
+            uint32_t upto = (e + 1) * bits >= 32 ? 0xffffffffu : (1u << ((e + 1) * bits)) - 1;
             LLVMValueRef ok = LLVMBuildICmp(cg->b, LLVMIntSGT, k, cg_i32(cg, j * epw + e), "");
-            LLVMValueRef with = LLVMBuildOr(cg->b, m, cg_i32(cg, (int32_t)(field << (e * bits))), "");
-            m = LLVMBuildSelect(cg->b, ok, with, m, "");
+            m = LLVMBuildSelect(cg->b, ok, cg_i32(cg, (int32_t)upto), m, "");
         }
         LLVMValueRef x = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, j), "");
         x = LLVMBuildAnd(cg->b, x, m, "");
@@ -695,6 +709,7 @@ static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, const
 
 typedef struct TileCtx {
     const Access *ac;
+    LLVMValueRef ok;         /* vector alignment test (vec_ok) */
     const Layout *L;
     int vec;
     LLVMValueRef *other;
@@ -731,8 +746,37 @@ static void tile_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
         load_loop(cg, t->ac, t->L, t->vec, t->other, t->uniform, out);
 }
 
-/* Two paths: 16-byte vectors when every row start is vector-aligned (one
- * uniform runtime test), element by element otherwise. */
+/* The aligned masked vectors, or (not aligned) the element loop. */
+static void tile_general(Cg *cg, TileCtx *t, LLVMValueRef *out)
+{
+    if (is_true(t->ok))
+        tile_arm(cg, t, 0, out);
+    else
+        diamond(cg, t->ok, layout_nregs(t->L), t->vec, tile_arm, t, out);
+}
+
+/* Arm 0: the row window lies wholly inside and is aligned: plain vectors,
+ * no last-dim mask. Arm 1: the general paths. */
+static void tile_full_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
+{
+    TileCtx *t = ctx;
+    if (arm == 1) {
+        tile_general(cg, t, out);
+        return;
+    }
+    Access inner = *t->ac;
+    inner.mask &= ~(1u << (inner.rank - 1));
+    load_vecs(cg, &inner, t->L, t->vec, t->other, out);
+}
+
+/* Three paths: when the window's last dim lies inside the row and rows are
+ * aligned (one uniform test: the common case, BLOCK == N), unmasked
+ * 16-byte vectors; when only aligned, masked vectors; else element by
+ * element. The first arm is only added where the alignment test already
+ * branches (a row window, X[row, 0 : +BLOCK]): a rank-1 window known to
+ * be aligned keeps its branch-free masked vectors, since a new join there
+ * (layernorm's W and B) makes the backend widen all of W before B's
+ * branch, and bf16 [16384] then spills. */
 static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other, LLVMValueRef uother)
 {
     int n = layout_nregs(L), vec = access_vec(ac, L);
@@ -741,12 +785,12 @@ static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMVa
         load_elems(cg, ac, L, other, out);
         return out;
     }
-    TileCtx t = { ac, L, vec, other, word_mask_other(uother), uother };
-    LLVMValueRef ok = vec_ok(cg, ac, vec);
-    if (is_true(ok))
-        tile_arm(cg, &t, 0, out);
-    else
-        diamond(cg, ok, n, vec, tile_arm, &t, out);
+    TileCtx t = { ac, vec_ok(cg, ac, vec), L, vec, other, word_mask_other(uother), uother };
+    if (!last_masked(ac) || !cg_simt_kernel(cg) || is_true(t.ok)) {
+        tile_general(cg, &t, out);
+        return out;
+    }
+    diamond(cg, LLVMBuildAnd(cg->b, t.ok, last_full(cg, ac), "ld.full"), n, vec, tile_full_arm, &t, out);
     return out;
 }
 
@@ -798,16 +842,6 @@ int cg_lower_load(Cg *cg, Op *op)
 /* ---- stores ---- */
 
 
-/* i1: does the window's whole last-dim range lie inside the tensor? */
-static LLVMValueRef last_full(Cg *cg, const Access *ac)
-{
-    int d = ac->rank - 1;
-    LLVMValueRef end = LLVMBuildAdd(cg->b, LLVMBuildSExt(cg->b, ac->off[d], cg->t_i64, ""),
-                                    cg_i64(cg, ac->op->list[d]), "");
-    LLVMValueRef lo = LLVMBuildICmp(cg->b, LLVMIntSGE, ac->off[d], cg_i32(cg, 0), "");
-    LLVMValueRef hi = LLVMBuildICmp(cg->b, LLVMIntSLE, end, LLVMBuildSExt(cg->b, ac->ta->size[d], cg->t_i64, ""), "");
-    return LLVMBuildAnd(cg->b, lo, hi, "");
-}
 
 
 /* Stores v (memory representation: an element or a group's vector of n

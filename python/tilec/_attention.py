@@ -27,10 +27,10 @@ _SOURCE = os.path.join(_ROOT, "examples", "attention.tile")
 # Tile sizes (BM, BN) per head dim: 4 warps x 32 query rows each (the code
 # generator's warp rule for BM = 128). Measured on an H200 (docs/codegen.md,
 # bench/attn_results_h200.txt): D = 64 runs fastest with BN = 128, except
-# causal with N <= 2048 (BN = 64: the diagonal blocks cost less); D = 128
+# causal with N <= 1024 (BN = 64: the diagonal blocks cost less); D = 128
 # with BN = 64 (BN = 128 spills at 4 warps).
 TILES = {64: (128, 128), 128: (128, 64)}
-SMALL_CAUSAL = {64: (2048, 64)}      # D: (largest N, BN) for causal runs
+SMALL_CAUSAL = {64: (1024, 64)}      # D: (largest N, BN) for causal runs
 
 
 def tiles(d, causal=False, n=None, arch="sm_90a"):
