@@ -139,6 +139,8 @@ static const char *shape_problem(Func *f, const Op *op)
         return "it loads a scalar";
     if (t->rank + 1 > TILE_MAXRANK)
         return "its tile has 4 dims (a buffer adds a stage dim)";
+    if (t->shape[t->rank - 1] * (int64_t)dtype_bits((DType)t->dtype) % 128 != 0)
+        return "its rows are not a multiple of 16 bytes (the unit of an async copy)";
     return NULL;
 }
 
