@@ -219,38 +219,6 @@ static void ten_normal(Ten *t, uint64_t *rng)
     }
 }
 
-/* O and LSE (log2 units) in double for K/V heads shared by H / HK query heads. */
-static void attn_ref(const Shape *c, int64_t h, int64_t d, bool causal, const Ten *q, const Ten *k,
-                     const Ten *v, double scale, double *o, double *lse)
-{
-    int64_t n = c->n, grp = h / c->hk;
-    double *s = malloc(sizeof(double) * (size_t)n);
-    for (int64_t zh = 0; zh < c->z * h; zh++) {
-        int64_t kb = ((zh / h) * c->hk + (zh % h) / grp) * n * d, qb = zh * n * d;
-        for (int64_t i = 0; i < n; i++) {
-            double mx = -INFINITY, l = 0;
-            int64_t hi = causal ? i + 1 : n;
-            for (int64_t j = 0; j < hi; j++) {
-                double dot = 0;
-                for (int64_t e = 0; e < d; e++)
-                    dot += ten_get(q, qb + i * d + e) * ten_get(k, kb + j * d + e);
-                s[j] = dot * scale * 1.4426950408889634;
-                mx = fmax(mx, s[j]);
-            }
-            for (int64_t j = 0; j < hi; j++)
-                l += exp2(s[j] - mx);
-            for (int64_t e = 0; e < d; e++) {
-                double acc = 0;
-                for (int64_t j = 0; j < hi; j++)
-                    acc += exp2(s[j] - mx) * ten_get(v, kb + j * d + e);
-                o[qb + i * d + e] = acc / l;
-            }
-            lse[zh * n + i] = mx + log2(l);
-        }
-    }
-    free(s);
-}
-
 /* Relative Frobenius error (NaN counts as infinite). */
 static double rel_err(const Ten *got, const double *want)
 {
@@ -369,7 +337,7 @@ static void run_case(Tool *t, const Prog *p, const DefSet *s, const Shape *sh)
     double eo = NAN, el = NAN;
     if (ok) {
         double *wo = malloc(sizeof(double) * (size_t)c.o.n), *wl = malloc(sizeof(double) * (size_t)c.lse.n);
-        attn_ref(sh, 2, s->d, s->causal, &c.q, &c.k, &c.v, c.scale, wo, wl);
+        ref_attention(sh->z, 2, sh->hk, sh->n, s->d, s->causal, &c.q, &c.k, &c.v, c.scale, wo, wl);
         eo = rel_err(&c.o, wo), el = rel_err(&c.lse, wl);
         free(wo), free(wl);
         ok = eo <= 1e-2 && el <= 1e-3 && case_write(t, &c, eo, el, set_source(t, s, p->a));

@@ -117,4 +117,39 @@ static inline double ref_check(const char *what, const Ten *got, const double *w
     return rel;
 }
 
+/* Attention forward in double: O [z, h, n, d] and LSE [z, h, n] (log2
+ * units) from Q [z, h, n, d], K and V [z, hk, n, d] (H / HK query heads
+ * share a K/V head), scores scaled by scale; causal: key j <= query i. */
+static inline void ref_attention(int64_t z, int64_t h, int64_t hk, int64_t n, int64_t d, bool causal,
+                                 const Ten *q, const Ten *k, const Ten *v, double scale, double *o,
+                                 double *lse)
+{
+    int64_t grp = h / hk;
+    double *s = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t zh = 0; zh < z * h; zh++) {
+        const int64_t qb = zh * n * d, kb = ((zh / h) * hk + (zh % h) / grp) * n * d;
+        for (int64_t i = 0; i < n; i++) {
+            double mx = -INFINITY, l = 0;
+            int64_t hi = causal ? i + 1 : n;
+            for (int64_t j = 0; j < hi; j++) {
+                double dot = 0;
+                for (int64_t e = 0; e < d; e++)
+                    dot += ten_get(q, qb + i * d + e) * ten_get(k, kb + j * d + e);
+                s[j] = dot * scale * 1.4426950408889634;
+                mx = fmax(mx, s[j]);
+            }
+            for (int64_t j = 0; j < hi; j++)
+                l += exp2(s[j] - mx);
+            for (int64_t e = 0; e < d; e++) {
+                double acc = 0;
+                for (int64_t j = 0; j < hi; j++)
+                    acc += exp2(s[j] - mx) * ten_get(v, kb + j * d + e);
+                o[qb + i * d + e] = acc / l;
+            }
+            lse[zh * n + i] = mx + log2(l);
+        }
+    }
+    free(s);
+}
+
 #endif

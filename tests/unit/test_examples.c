@@ -327,38 +327,6 @@ typedef struct AttnCase {
 
 /* Reference O and LSE for one (z, h) in double. LSE is in log2 units of
  * scale * log2(e) * QK^T: max + log2(sum exp2(s - max)). */
-static void attn_ref(const AttnCase *c, const Ten *q, const Ten *k, const Ten *v, double scale,
-                     double *o, double *lse)
-{
-    int64_t n = c->n, d = c->d, grp = c->h / c->hk;
-    double *s = malloc(sizeof(double) * (size_t)n);
-    for (int64_t zh = 0; zh < c->z * c->h; zh++) {
-        int64_t zz = zh / c->h, hh = zh % c->h, kh = hh / grp;
-        const int64_t qb = zh * n * d, kb = (zz * c->hk + kh) * n * d;
-        for (int64_t i = 0; i < n; i++) {
-            double mx = -INFINITY, l = 0;
-            int64_t hi = c->causal ? i + 1 : n;
-            for (int64_t j = 0; j < hi; j++) {
-                double dot = 0;
-                for (int64_t e = 0; e < d; e++)
-                    dot += ten_get(q, qb + i * d + e) * ten_get(k, kb + j * d + e);
-                s[j] = dot * scale * 1.4426950408889634;
-                mx = fmax(mx, s[j]);
-            }
-            for (int64_t j = 0; j < hi; j++)
-                l += exp2(s[j] - mx);
-            for (int64_t e = 0; e < d; e++) {
-                double acc = 0;
-                for (int64_t j = 0; j < hi; j++)
-                    acc += exp2(s[j] - mx) * ten_get(v, kb + j * d + e);
-                o[qb + i * d + e] = acc / l;
-            }
-            lse[zh * n + i] = mx + log2(l);
-        }
-    }
-    free(s);
-}
-
 static void run_attention(const AttnCase *c)
 {
     char dd[16];
@@ -381,7 +349,7 @@ static void run_attention(const AttnCase *c)
                     { "O", ten_arg(&o) }, { "LSE", ten_arg(&lse) }, { "scale", scalar_arg(scale, 0) } };
     ck_assert(prog_run(&p, b, 6));
     double *wo = malloc(sizeof(double) * (size_t)o.n), *wl = malloc(sizeof(double) * (size_t)lse.n);
-    attn_ref(c, &q, &k, &v, (double)(float)scale, wo, wl);
+    ref_attention(c->z, c->h, c->hk, c->n, c->d, c->causal, &q, &k, &v, (double)(float)scale, wo, wl);
     char what[128];
     snprintf(what, sizeof what, "attention Z=%lld H=%lld HK=%lld N=%lld D=%lld causal=%d",
              (long long)c->z, (long long)c->h, (long long)c->hk, (long long)c->n, (long long)c->d, c->causal);
