@@ -114,6 +114,13 @@ def correctness(quick):
     for (arch, dt, d), (cnt, eo, el, mx, nb) in sorted(worst.items()):
         print("  %-7s %-5s D=%-4d %3d cases  worst O %.2e  LSE %.2e (max abs %.2e)  %s"
               % (arch, dt, d, cnt, eo, el, mx, "OK" if not nb else "%d FAIL" % nb))
+    q = torch.randn(1, 2, 64, 64, device="cuda").to(torch.bfloat16)
+    try:
+        tilec.attention(q, q, q, scale=-0.125)
+        print("FAIL a negative scale was accepted", flush=True)
+        bad += 1
+    except ValueError as e:
+        print("  ok   negative scale refused: %s" % e)
     return bad == 0
 
 

@@ -98,6 +98,9 @@ def attention(q, k, v, causal=False, scale=None, block_m=None, block_n=None, arc
         raise ValueError("head dim D must be a multiple of 16 (got %d)" % d)
     if scale is None:
         scale = d ** -0.5
+    if not float(scale) > 0:
+        raise ValueError("scale must be positive (got %r): the kernel takes the row maxima of "
+                         "the unscaled scores" % (scale,))
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     o = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty((z, h, n), dtype=torch.float32, device=q.device)
