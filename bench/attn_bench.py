@@ -132,7 +132,9 @@ def parse(name):
 
 
 def label(v):
-    return "%dx%d%s" % (v["bm"], v["bn"], ("_" + v["tag"]) if v["tag"] else "")
+    """Column name: tiles, tag, and the PTX's arch when it is not sm_90a."""
+    return "%dx%d%s%s" % (v["bm"], v["bn"], ("_" + v["tag"]) if v["tag"] else "",
+                          "" if v["arch"] == "sm_90a" else "_" + v["arch"].replace("_", ""))
 
 
 _mods = {}
@@ -150,13 +152,13 @@ def check_variants(names):
     4097, 8192 (H/HK 4) and 1000 (H/HK 1), causal and not."""
     bad = 0
     for v in (parse(x) for x in names):
-        if v["dt"] != "bf16" or v["arch"] != "sm_90a":
+        if v["dt"] != "bf16":
             continue
         worst = 0.0
         ok_all = True
         for n, g in ((1, 4), (100, 4), (1000, 1), (4097, 4), (8192, 4)):
             try:
-                ok, eo, el, mx = check_case("bf16", v["d"], n, v["causal"], g, "sm_90a", mod=load(v))
+                ok, eo, el, mx = check_case("bf16", v["d"], n, v["causal"], g, v["arch"], mod=load(v))
             except Exception as e:  # noqa: BLE001
                 ok, eo = False, float("nan")
                 print("ERROR", v["name"], n, e, flush=True)
@@ -174,18 +176,20 @@ def sdpa(q, k, v, causal, backend):
 
 
 def timing(names):
-    """Every bf16 sm_90a variant per (D, causal) row; 'bad' marks the ones that
-    failed check_variants (not counted for best)."""
+    """Every bf16 variant (sm_90a and sm_86 PTX) per (D, causal) row; 'bad'
+    marks the ones that failed check_variants (not counted for best). The
+    last column: the tiles tilec.attention picks on this device, from sm_86
+    PTX, against flash (the portable path's figure)."""
     from torch.nn.attention import SDPBackend
     vs = [parse(x) for x in names]
-    vs = [v for v in vs if v["dt"] == "bf16" and v["arch"] == "sm_90a"]
+    vs = [v for v in vs if v["dt"] == "bf16"]
     print("\nattention forward, bf16, 16384 tokens, hidden 2048 (TFLOP/s, do_bench median)")
     for d in (64, 128):
         labels = sorted({label(v) for v in vs if v["d"] == d}, key=lambda x: (-int(x.split("x")[0]), x))
         hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
         for lb in labels:
             hdr += " %13s" % lb
-        print(hdr + "   best/flash  best/cuDNN  best", flush=True)
+        print(hdr + "   best/flash  best/cuDNN  best  sm86-default/flash", flush=True)
         h = 2048 // d
         for n in (1024, 2048, 4096, 8192, 16384):
             z = 16384 // n
@@ -218,10 +222,20 @@ def timing(names):
                 line = "%-4d %-6d %-6s %-3d %8.1f %8.1f" % (d, n, "yes" if causal else "no", z, res["flash"], res["cudnn"])
                 for x in ours:
                     line += " %13.1f" % x
-                print(line + "   %9.2fx  %9.2fx  %s" % (best / res["flash"], best / res["cudnn"], blb), flush=True)
+                bm, bn = A.tiles(d, causal, n, "sm_90a")
+                dl = "%dx%d_sm86" % (bm, bn)
+                p86 = ours[labels.index(dl)] if dl in labels else float("nan")
+                SM86.append((d, n, causal, p86, res["flash"], res["cudnn"]))
+                print(line + "   %9.2fx  %9.2fx  %s  %s %.2fx" % (best / res["flash"], best / res["cudnn"], blb,
+                                                               dl, p86 / res["flash"]), flush=True)
+    print("\nportable path: sm_86 PTX, tilec.attention's tiles, TFLOP/s")
+    print("%-4s %-6s %-6s %8s %8s %8s %8s" % ("D", "N", "causal", "flash", "cuDNN", "tilec", "vs flash"))
+    for d, n, causal, p86, fl, cu in SM86:
+        print("%-4d %-6d %-6s %8.1f %8.1f %8.1f %7.2fx" % (d, n, "yes" if causal else "no", fl, cu, p86, p86 / fl))
 
 
 BAD = set()
+SM86 = []
 
 
 def main():
@@ -239,10 +253,10 @@ def main():
     ok = True
     if not args.skip_check:
         ok = correctness(args.quick)
-        print("\ncorrectness of every bf16 sm_90a variant (N 1/100/1000/4097/8192, H/HK 4, 1000: 1):")
+        print("\ncorrectness of every bf16 variant (N 1/100/1000/4097/8192, H/HK 4, 1000: 1):")
         for x in names:
             v = parse(x)
-            if v["dt"] == "bf16" and v["arch"] == "sm_90a" and not check_variants([x]):
+            if v["dt"] == "bf16" and not check_variants([x]):
                 BAD.add(label(v))
                 ok = False
     if not args.skip_bench:

@@ -38,6 +38,7 @@ for c in false true; do
   for dt in bf16 f16; do [ $c = true ] && one $dt sm_90a 64 128 64 true; done
   one bf16 sm_86 64 128 64 $c
   one bf16 sm_86 128 128 64 $c
+  one bf16 sm_86 64 128 128 $c      # the H200's tiles from sm_86 PTX (the timed portable path)
   [ $c = false ] && one bf16 sm_90a 64 128 64 false
   one bf16 sm_90a 64 64 64 $c
   one bf16 sm_90a 128 128 32 $c
