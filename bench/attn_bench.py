@@ -12,8 +12,8 @@ GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
 Correctness: O against softmax(scale * q k^T) v in float32 (relative
 Frobenius error <= 1e-2), LSE against logsumexp(scale * q k^T) / ln 2 (the
 kernel's log2 units); outputs poisoned with NaN before each launch; fresh
-random inputs per case; then every bf16 sm_90a file on five N (a variant that
-fails is left out of "best"). Timing, every bf16 sm_90a variant per row: triton do_bench medians; FLOPs 4 Z H N^2 D,
+random inputs per case; then every bf16 file (sm_90a and sm_86 PTX) on five N (a variant that
+fails is left out of "best"). Timing, every bf16 variant per row (and a table of the sm_86 PTX with the default tiles: the portable path): triton do_bench medians; FLOPs 4 Z H N^2 D,
 halved when causal; FlashAttention-paper shapes (16384 tokens, hidden 2048).
 """
 import argparse
@@ -148,7 +148,7 @@ def load(v):
 
 
 def check_variants(names):
-    """Every bf16 sm_90a file (defaults and experiment variants): N 1, 100,
+    """Every bf16 file, either arch (defaults and experiment variants): N 1, 100,
     4097, 8192 (H/HK 4) and 1000 (H/HK 1), causal and not."""
     bad = 0
     for v in (parse(x) for x in names):

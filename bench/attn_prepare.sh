@@ -29,7 +29,7 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE...]  (a tag names an experiment
 # experiment variants (a tag): w8 = the earlier 8 warps x 16 rows
 # (TILEC_XP_CHAIN_WARPS=8), nc = no fma contraction (TILEC_XP_CONTRACT=0),
 # rs0 = always rescale (TILEC_XP_RESCALE_SKIP=0). bench/attn_bench.py checks and times every
-# bf16 sm_90a file it finds.
+# bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
     one $dt sm_90a 64 128 128 $c
