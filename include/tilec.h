@@ -36,7 +36,8 @@ typedef enum tilec_status {
     TILEC_ERR_UNSUPPORTED = 6 /* valid input that this version cannot compile for the target */
 } tilec_status;
 
-/* How far to go. Each stage includes the ones before it. */
+/* How far to go: each stage runs the ones before it (only its own text is
+ * kept as an output, see tilec_output). */
 typedef enum tilec_emit {
     TILEC_EMIT_TOKENS = 0,    /* the token stream, one per line */
     TILEC_EMIT_AST = 1,       /* the parsed AST */
