@@ -60,13 +60,15 @@ if [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; t
   grep -vE "^  (ok|skip) " "$out/attn_interp.txt" | tail -n 30
 fi
 
-# Nsight Compute profile of chosen benchmark kernels (PROFILE="layernorm_16384 ..."):
+# Nsight Compute profile of chosen benchmark kernels (PROFILE="layernorm_16384
+# default_bf16_128x128x64_s3 ...": a memory-bound or a GEMM variant name):
 # the third launch of the tilec kernel, full section set, text summary into $OUT/NAME.ncu.txt.
 for n in ${PROFILE:-}; do
   echo "== ncu $n"
-  ncu --set full -k "regex:^${n%%_*}$" --launch-skip 2 --launch-count 1 python3 "$root/bench/ncu_one.py" "$n" > "$out/$n.ncu.txt" 2>&1 ||
-    echo "ncu of $n failed"
-  grep -E "Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Eligible Warps|Issued Warp|No Eligible" "$out/$n.ncu.txt" | head -n 16
+  ncu --set full --print-details all -k "regex:^(softmax|layernorm|gemm)$" --launch-skip 2 --launch-count 1 \
+    python3 "$root/bench/ncu_one.py" "$n" > "$out/$n.ncu.txt" 2>&1 || echo "ncu of $n failed"
+  grep -E "Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Eligible Warps|Issued Warp|No Eligible|Stall [A-Z]" \
+    "$out/$n.ncu.txt" | awk '!/Stall/ || $NF + 0 >= 0.1' | head -n 30
 done
 
 # SASS of chosen benchmark kernels (DUMP_SASS="softmax_16384 layernorm_4096"):
