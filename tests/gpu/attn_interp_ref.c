@@ -35,6 +35,7 @@
 
 #include "frontend/frontend.h"
 #include "passes/passes.h"
+#include "../unit/kit.h"
 #include "../unit/ref.h"
 
 #define MAX_SETS 64
@@ -145,15 +146,6 @@ static bool default_tiles(const DefSet *s)
 
 /* ---- compiling one define set ---- */
 
-static void print_diag(const Diag *d)
-{
-    StrBuf sb = { 0 };
-    diag_render(d, &sb);
-    if (sb.buf)
-        fprintf(stderr, "%s", sb.buf);
-    sb_free(&sb);
-}
-
 static const char *set_source(const Tool *t, const DefSet *s, Arena *a)
 {
     if (!strcmp(s->dt, "bf16"))
@@ -181,7 +173,7 @@ static bool prog_load(Prog *p, const Tool *t, const DefSet *s)
     ctx.opt_level = 3;
     ctx.verify_each = true;
     if (!m || p->d.nerrors || passes_run(m, &ctx) || ir_verify(m, "the pass pipeline", &p->d)) {
-        print_diag(&p->d);
+        kit_print_diag(&p->d);
         return false;
     }
     for (int i = 0; i < m->nfuncs; i++)
@@ -217,18 +209,6 @@ static void ten_normal(Ten *t, uint64_t *rng)
         if (i + 1 < t->n)
             ten_set(t, i + 1, r * sin(TWO_PI * u2));
     }
-}
-
-/* Relative Frobenius error (NaN counts as infinite). */
-static double rel_err(const Ten *got, const double *want)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < got->n; i++) {
-        double e = ten_get(got, i) - want[i];
-        num += isnan(e) ? INFINITY : e * e;
-        den += want[i] * want[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 static bool write_ten(const Tool *t, const char *name, const Ten *x)
@@ -275,7 +255,7 @@ static bool case_run(Case *c, const Prog *p)
     Diag d;
     diag_init(&d, p->a);
     if (interp_run(p->f, args, 6, &d)) {
-        print_diag(&d);
+        kit_print_diag(&d);
         return false;
     }
     return true;
@@ -338,7 +318,7 @@ static void run_case(Tool *t, const Prog *p, const DefSet *s, const Shape *sh)
     if (ok) {
         double *wo = malloc(sizeof(double) * (size_t)c.o.n), *wl = malloc(sizeof(double) * (size_t)c.lse.n);
         ref_attention(sh->z, 2, sh->hk, sh->n, s->d, s->causal, &c.q, &c.k, &c.v, c.scale, wo, wl);
-        eo = rel_err(&c.o, wo), el = rel_err(&c.lse, wl);
+        eo = ref_rel_err(&c.o, wo), el = ref_rel_err(&c.lse, wl);
         free(wo), free(wl);
         ok = eo <= 1e-2 && el <= 1e-3 && case_write(t, &c, eo, el, set_source(t, s, p->a));
     }

@@ -95,25 +95,34 @@ static inline InterpArg scalar_arg(double f, int64_t i)
     return a;
 }
 
-/* Relative Frobenius error of got (a tensor) against want (doubles);
- * prints the worst element when it exceeds tol. NaN counts as failure. */
-static inline double ref_check(const char *what, const Ten *got, const double *want, double tol)
+/* Relative Frobenius error of got (a tensor) against want (doubles); a NaN
+ * in got counts as an infinite error. */
+static inline double ref_rel_err(const Ten *got, const double *want)
 {
-    double num = 0, den = 0, worst = -1;
-    int64_t wi = 0;
+    double num = 0, den = 0;
     for (int64_t i = 0; i < got->n; i++) {
-        double g = ten_get(got, i), e = fabs(g - want[i]);
-        if (isnan(g))
-            e = INFINITY;
+        double g = ten_get(got, i), e = isnan(g) ? INFINITY : fabs(g - want[i]);
         num += e * e;
         den += want[i] * want[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* ref_rel_err, printing the worst element when it exceeds tol. */
+static inline double ref_check(const char *what, const Ten *got, const double *want, double tol)
+{
+    double rel = ref_rel_err(got, want);
+    if (rel <= tol)
+        return rel;
+    double worst = -1;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < got->n; i++) {
+        double g = ten_get(got, i), e = isnan(g) ? INFINITY : fabs(g - want[i]);
         if (e > worst || isnan(e))
             worst = e, wi = i;
     }
-    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-    if (!(rel <= tol))
-        fprintf(stderr, "%s: relative error %.3g > %.3g; worst at [%lld]: got %.8g want %.8g\n",
-                what, rel, tol, (long long)wi, ten_get(got, wi), want[wi]);
+    fprintf(stderr, "%s: relative error %.3g > %.3g; worst at [%lld]: got %.8g want %.8g\n",
+            what, rel, tol, (long long)wi, ten_get(got, wi), want[wi]);
     return rel;
 }
 
