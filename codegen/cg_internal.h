@@ -123,6 +123,11 @@ void cg_find_anchors(Cg *cg, Func *f);
 
 /* ---- lower_simt.c ---- */
 int cg_lower_block(Cg *cg, Block *blk);
+/* The distinct values of v[0..n) in uniq (at most CG_MAX_REPEATED, and at
+ * most n / 4: registers of a broadcast row vector) with idx[r] the index of
+ * v[r]; returns their count, 0 if v does not repeat that few values. */
+#define CG_MAX_REPEATED 16
+int cg_repeated_values(LLVMValueRef *v, int n, LLVMValueRef *uniq, int *idx);
 /* Registers of v in layout L (converting / materialising as needed). */
 LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layout *L, Loc loc);
 /* Logical coordinate (i32) of register r along logical dim `axis` for this thread. */

@@ -265,23 +265,14 @@ bool cg_chain_rescale(Cg *cg, Op *op, int *x)
  * spills (64 B at D = 64, BN = 128, causal). Returns out (n registers). */
 LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, int n)
 {
-    LLVMValueRef one = LLVMConstReal(cg->t_f32, 1.0), unit = NULL;
-    LLVMValueRef seen[16];
-    int nseen = 0;
-    for (int r = 0; r < n; r++) {
-        int k = 0;
-        while (k < nseen && seen[k] != s[r])
-            k++;
-        if (k < nseen)
-            continue;
-        if (nseen == 16)
-            return NULL;   /* too many distinct factors: not a row broadcast */
-        seen[nseen++] = s[r];
-        LLVMValueRef eq = LLVMBuildFCmp(cg->b, LLVMRealOEQ, s[r], one, "");
+    LLVMValueRef one = LLVMConstReal(cg->t_f32, 1.0), unit = NULL, uniq[CG_MAX_REPEATED];
+    int *idx = arena_alloc(cg->a, sizeof(int) * (size_t)n), nu = n < 128 ? 0 : cg_repeated_values(s, n, uniq, idx);
+    if (!nu)
+        return NULL;   /* not a broadcast of a few row factors (or a small accumulator) */
+    for (int k = 0; k < nu; k++) {
+        LLVMValueRef eq = LLVMBuildFCmp(cg->b, LLVMRealOEQ, uniq[k], one, "");
         unit = unit ? LLVMBuildAnd(cg->b, unit, eq, "") : eq;
     }
-    if (!unit || nseen * 4 > n || n < 128)
-        return NULL;
     LLVMValueRef args[2] = { LLVMConstInt(cg->t_i32, 0xffffffffu, 0), unit };
     LLVMValueRef all = cg_call(cg, "llvm.nvvm.vote.all.sync", LLVMInt1TypeInContext(cg->ctx), args, 2);
     LLVMBasicBlockRef from = LLVMGetInsertBlock(cg->b);

@@ -593,24 +593,35 @@ static LLVMValueRef uniform_recip(Cg *cg, Op *op, DType dt)
  * broadcast row vector, e.g. attention's `acc / l[:, *]`): one reciprocal
  * per distinct divisor, then multiplies, as uniform_recip. NULL: divide
  * normally. */
+int cg_repeated_values(LLVMValueRef *v, int n, LLVMValueRef *uniq, int *idx)
+{
+    int nu = 0;
+    for (int r = 0; r < n; r++) {
+        int k = 0;
+        while (k < nu && uniq[k] != v[r])
+            k++;
+        if (k == nu) {
+            if (nu == CG_MAX_REPEATED || (nu + 1) * 4 > n)
+                return 0;
+            uniq[nu++] = v[r];
+        }
+        idx[r] = k;
+    }
+    return nu;
+}
+
 static LLVMValueRef *repeated_recips(Cg *cg, Op *op, DType dt, LLVMValueRef *d, int n)
 {
     if (op->code != OP_DIV || dt != DT_F32 || !d || n < 8)
         return NULL;
-    LLVMValueRef seen[16], rec[16], *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
-    int nseen = 0;
-    for (int r = 0; r < n; r++) {
-        int k = 0;
-        while (k < nseen && seen[k] != d[r])
-            k++;
-        if (k == nseen) {
-            if (nseen == 16 || (nseen + 1) * 4 > n)
-                return NULL;
-            seen[nseen] = d[r];
-            rec[nseen++] = LLVMBuildFDiv(cg->b, LLVMConstReal(cg->t_f32, 1.0), d[r], "");
-        }
-        out[r] = rec[k];
-    }
+    LLVMValueRef uniq[CG_MAX_REPEATED], *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    int *idx = arena_alloc(cg->a, sizeof(int) * (size_t)n), nu = cg_repeated_values(d, n, uniq, idx);
+    if (!nu)
+        return NULL;
+    for (int k = 0; k < nu; k++)
+        uniq[k] = LLVMBuildFDiv(cg->b, LLVMConstReal(cg->t_f32, 1.0), uniq[k], "");
+    for (int r = 0; r < n; r++)
+        out[r] = uniq[idx[r]];
     return out;
 }
 
