@@ -46,6 +46,8 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   echo "== GEMM (tensor cores, mma.sync)"
   python3 "$root/bench/gemm_bench.py" > "$out/gemm.txt" 2>&1 || status=1
   grep -vE "^check .* ok" "$out/gemm.txt" | tail -n 30
+  echo "== warp-MMA issue-rate probes (bench/mma_probe.py)"
+  python3 "$root/bench/mma_probe.py" 2>&1 | tee "$out/mma_probe.txt" || status=1
 fi
 
 if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then

@@ -391,6 +391,61 @@ static void copy_all_sync(Cg *cg, const Copy *c)
     LLVMPositionBuilderAtEnd(cg->b, exit);
 }
 
+/* Chunks a .. z-1 of this thread's chunks of one copy (regular copies;
+ * any other is issued whole). */
+static void copy_part(Cg *cg, const Copy *c, int64_t a, int64_t z)
+{
+    int64_t step;
+    if (copy_regular(cg, c, &step))
+        copy_rows(cg, c, step, a, z, cg->tid);
+    else
+        copy_all(cg, c);
+}
+
+/* copy_part, then a branch to join; with `interior` (i1, or NULL), first
+ * an arm without per-chunk bounds for a window wholly inside the tensor. */
+static void copy_arms(Cg *cg, const Copy *c, LLVMValueRef interior, int64_t a, int64_t z, LLVMBasicBlockRef join)
+{
+    if (interior) {
+        LLVMBasicBlockRef in = cg_new_block(cg, "cp.interior"), edge = cg_new_block(cg, "cp.edge");
+        LLVMBuildCondBr(cg->b, interior, in, edge);
+        LLVMPositionBuilderAtEnd(cg->b, in);
+        Copy ci = *c;
+        ci.mask = 0;
+        copy_part(cg, &ci, a, z);
+        LLVMBuildBr(cg->b, join);
+        LLVMPositionBuilderAtEnd(cg->b, edge);
+    }
+    copy_part(cg, c, a, z);
+    LLVMBuildBr(cg->b, join);
+}
+
+/* i1: is the whole window inside the tensor along every masked dim? (one
+ * block-uniform test; the copies of an interior window need no per-chunk
+ * bounds, src sizes or pointer selects: most blocks of a large problem take
+ * that arm, only the edge blocks the masked one). */
+static LLVMValueRef copy_interior(Cg *cg, const Copy *c)
+{
+    LLVMValueRef ok = NULL;
+    for (int d = 0; d < c->rank; d++) {
+        if (!(c->mask >> d & 1))
+            continue;
+        int64_t ext = d == c->cdim ? c->sv->cols : d == c->rdim ? c->sv->rows : 1;
+        LLVMValueRef end = LLVMBuildAdd(cg->b, LLVMBuildSExt(cg->b, c->off[d], cg->t_i64, ""), cg_i64(cg, ext), "");
+        LLVMValueRef in = LLVMBuildICmp(cg->b, LLVMIntSLE, end, LLVMBuildSExt(cg->b, c->ta->size[d], cg->t_i64, ""), "");
+        in = LLVMBuildAnd(cg->b, in, LLVMBuildICmp(cg->b, LLVMIntSGE, c->off[d], cg_i32(cg, 0), ""), "");
+        ok = ok ? LLVMBuildAnd(cg->b, ok, in, "") : in;
+    }
+    return ok;
+}
+
+/* The interior test when TILEC_XP_COPY_INTERIOR=1 (experiment; see
+ * docs/codegen.md) and the copy is masked, else NULL. */
+static LLVMValueRef interior_test(Cg *cg, const Copy *c)
+{
+    return c->mask && cg_knob("TILEC_XP_COPY_INTERIOR", 0) ? copy_interior(cg, c) : NULL;
+}
+
 /* i1: are all rows and the window start 16-byte aligned in global memory? */
 static LLVMValueRef copy_aligned(Cg *cg, const Copy *c)
 {
@@ -441,6 +496,7 @@ struct CgCopies {
     int n;
     int64_t total;
     LLVMValueRef ok[PF_MAX_COPIES];  /* i1 per copy: the guard, and its rows aligned */
+    LLVMValueRef in[PF_MAX_COPIES];  /* i1 per masked copy: its window inside the tensor (NULL: unmasked) */
     int where;                       /* place in a k step (cg_deferred_copies_emit) */
     const PfLoop *loop;
 };
@@ -596,10 +652,13 @@ struct CgCopies *cg_deferred_copies(Cg *cg, Op *dot)
         return NULL;
     dc->where = cg_knob("TILEC_XP_COPY_POS", 1);   /* experiments: 0, 1 (default), 2 */
     dc->loop = l;
-    for (int i = 0; i < dc->n; i++)
+    for (int i = 0; i < dc->n; i++) {
         dc->ok[i] = LLVMBuildAnd(cg->b, cg->vals[l->ifop->args[0]].s, copy_aligned(cg, &dc->c[i]), "");
+        dc->in[i] = interior_test(cg, &dc->c[i]);
+    }
     return dc;
 }
+
 
 /* Chunks lo .. hi-1 (over all copies) of this thread, each copy's under
  * its own condition: the guard and that copy's alignment (a copy whose
@@ -611,17 +670,12 @@ void cg_deferred_copies_emit(Cg *cg, struct CgCopies *dc, int part, int nparts, 
     int64_t lo = dc->total * part / nparts, hi = dc->total * (part + 1) / nparts, base = 0;
     for (int k = 0; k < dc->n; base += dc->chunks[k++]) {
         int64_t a = (lo > base ? lo : base) - base, z = (hi < base + dc->chunks[k] ? hi : base + dc->chunks[k]) - base;
-        int64_t step;
         if (a >= z)
             continue;
         LLVMBasicBlockRef doit = cg_new_block(cg, "pf.copy"), cont = cg_new_block(cg, "pf.cont");
         LLVMBuildCondBr(cg->b, dc->ok[k], doit, cont);
         LLVMPositionBuilderAtEnd(cg->b, doit);
-        if (copy_regular(cg, &dc->c[k], &step))
-            copy_rows(cg, &dc->c[k], step, a, z, cg->tid);
-        else
-            copy_all(cg, &dc->c[k]);
-        LLVMBuildBr(cg->b, cont);
+        copy_arms(cg, &dc->c[k], dc->in[k], a, z, cont);
         LLVMPositionBuilderAtEnd(cg->b, cont);
     }
     if (part == nparts - 1)
@@ -667,8 +721,8 @@ int cg_lower_async_copy(Cg *cg, Op *op)
     LLVMBuildCondBr(cg->b, copy_aligned(cg, &c), deferred ? join : fast, slow);
     if (!deferred) {
         LLVMPositionBuilderAtEnd(cg->b, fast);
-        copy_all(cg, &c);
-        LLVMBuildBr(cg->b, join);
+        int64_t cpr = c.sv->cols * c.sv->eb / 16;
+        copy_arms(cg, &c, interior_test(cg, &c), 0, c.sv->rows * cpr / (32LL * cg->nwarps), join);
     }
     LLVMPositionBuilderAtEnd(cg->b, slow);
     copy_all_sync(cg, &c);

@@ -37,8 +37,19 @@ static void report_limit(PassCtx *ctx, const Func *f, const SmemPlan *p, int64_t
     sb_printf(&sb, "kernel '%s' needs %lld bytes of shared memory, above the %lld bytes (%lld KB) one block may use on %s; buffers:",
               f->name, (long long)p->total, (long long)limit, (long long)(limit / 1024), arch);
     for (int i = 0; i < p->nbufs; i++) {
+        const SmemBuf *b = &p->bufs[i];
         sb_puts(&sb, "\n  ");
-        describe(f, &p->bufs[i], a, &sb);
+        describe(f, b, a, &sb);
+        for (int j = 0; j < i; j++) {   /* a copy of a loop (mask_split) reuses its twin's space */
+            const SmemBuf *o = &p->bufs[j];
+            if (o->offset <= b->offset && b->offset + b->bytes <= o->offset + o->bytes) {
+                if (o->alloc->loc.line == b->alloc->loc.line && o->alloc->loc.col == b->alloc->loc.col)
+                    sb_puts(&sb, " (the same load in another copy of its loop: the same space, counted once)");
+                else
+                    sb_printf(&sb, " (reuses the space of %s at %s)", o->name, loc_str(a, f, o->alloc->loc));
+                break;
+            }
+        }
     }
     sb_puts(&sb, "\n  reduce the tile sizes or the pipeline stages (pipeline(N))");
     diag_error(ctx->diag, f->loc, "%s", sb.buf);
