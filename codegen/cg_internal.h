@@ -132,6 +132,7 @@ int cg_repeated_values(LLVMValueRef *v, int n, LLVMValueRef *uniq, int *idx);
 LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layout *L, Loc loc);
 /* Logical coordinate (i32) of register r along logical dim `axis` for this thread. */
 LLVMValueRef cg_coord(Cg *cg, const Layout *L, int r, int axis);
+int64_t cg_reg_offset(const Layout *L, int r, int p);   /* the constant part of register r's coordinate along p */
 /* Is the kernel being lowered SIMT ("tilec.simt": no tensor-core products)? */
 bool cg_simt_kernel(const Cg *cg);
 /* i1: is this thread's register r the primary owner of its element? */

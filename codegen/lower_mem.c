@@ -476,6 +476,9 @@ typedef struct GroupLoop {
     LLVMBasicBlockRef head;
     LLVMValueRef e;                  /* iteration: element within the group (the phi) */
     LLVMValueRef eb;                 /* the same, as the body uses it (opaque copy) */
+    int *j0;                         /* per group: the group whose row it shares (its own index: none) */
+    int64_t *dcol;                   /* and the column distance to that group */
+    LLVMValueRef *pe;                /* per group j0: p[j0] + the element index, this iteration */
 } GroupLoop;
 
 static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, bool store, GroupLoop *g)
@@ -484,12 +487,42 @@ static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, 
     g->vec = vec;
     g->ng = layout_nregs(L) / vec;
     g->wt = LLVMVectorType(ac->mty, (unsigned)vec);
-    g->p = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)g->ng * 3);
+    g->p = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)g->ng * 4);
     g->i = g->p + g->ng;
     g->rows = g->i + g->ng;
+    g->pe = g->rows + g->ng;
+    g->j0 = arena_alloc(cg->a, sizeof(int) * (size_t)g->ng);
+    g->dcol = arena_alloc(cg->a, sizeof(int64_t) * (size_t)g->ng);
+    /* Tensor-core kernels: a group in the row of an earlier group, a
+     * compile-time column distance away, addresses from that group's
+     * address plus a constant. The element loops below index every group
+     * at the loop's index; with one full address per group, the backend's
+     * straight-line strength reduction searched them all for a basis, one
+     * by one, which was over half of attention's PTX emission time
+     * (docs/codegen.md), and found these constant distances in the end. */
+    int pr = -1, pc = -1;
+    if (!cg_simt_kernel(cg) && ac->ntile == 2 && ac->tdim[1] == ac->rank - 1 &&
+        cg_knob("TILEC_ROW_ADDRESSES", 1)) {
+        pr = layout_pdim(L, 0);
+        pc = layout_pdim(L, 1);
+        if (layout_may_wrap(L, pr) || layout_may_wrap(L, pc))
+            pr = pc = -1;
+    }
     for (int j = 0; j < g->ng; j++) {
         reg_index(cg, ac, L, j * vec, idx);
-        g->p[j] = elem_addr(cg, ac, idx);
+        int j0 = -1;
+        for (int k = 0; pr >= 0 && k < j && j0 < 0; k++)
+            if (cg_reg_offset(L, k * vec, pr) == cg_reg_offset(L, j * vec, pr))
+                j0 = k;
+        g->j0[j] = j0 >= 0 ? j0 : j;
+        g->dcol[j] = j0 >= 0 ? cg_reg_offset(L, j * vec, pc) - cg_reg_offset(L, j0 * vec, pc) : 0;
+        g->pe[j] = NULL;
+        if (j0 >= 0) {
+            LLVMValueRef d = cg_i64(cg, g->dcol[j]);
+            g->p[j] = LLVMBuildGEP2(cg->b, ac->mty, g->p[j0], &d, 1, "");
+        } else {
+            g->p[j] = elem_addr(cg, ac, idx);
+        }
         g->i[j] = idx[ac->rank - 1];
         g->rows[j] = in_bounds_upto(cg, ac, idx, ac->rank - 1);
         if (store)
@@ -544,6 +577,19 @@ static void group_loop_close(Cg *cg, GroupLoop *g, LLVMBasicBlockRef pre, LLVMVa
         LLVMAddIncoming(phis[k], &next[k], &latch, 1);
     }
     LLVMPositionBuilderAtEnd(cg->b, exit);
+}
+
+/* The address of element e (this iteration) of group j: its row's first
+ * group's (one GEP per row and iteration) plus the constant distance. */
+static LLVMValueRef group_elem_ptr(Cg *cg, const Access *ac, GroupLoop *g, int j)
+{
+    int j0 = g->j0[j];
+    if (!g->pe[j0])
+        g->pe[j0] = LLVMBuildGEP2(cg->b, ac->mty, g->p[j0], &g->eb, 1, "");
+    if (j0 == j)
+        return g->pe[j0];
+    LLVMValueRef d = cg_i64(cg, g->dcol[j]);
+    return LLVMBuildGEP2(cg->b, ac->mty, g->pe[j0], &d, 1, "");
 }
 
 /* i1: is element e of group j inside the tensor (rows and last dim)? */
@@ -601,7 +647,7 @@ static void load_loop(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMVa
     group_loop_body(cg, &g);
     for (int j = 0; j < ng; j++) {
         LLVMValueRef ok = group_elem_ok(cg, ac, &g, j), x;
-        LLVMValueRef p = LLVMBuildGEP2(cg->b, ac->mty, g.p[j], &g.eb, 1, "");
+        LLVMValueRef p = group_elem_ptr(cg, ac, &g, j);
         if (!is_true(ok))
             p = LLVMBuildSelect(cg->b, ok, p, ac->ta->base, "");
         int bytes = dtype_bits(ac->dt) >= 8 ? dtype_bits(ac->dt) / 8 : 1;
@@ -699,7 +745,7 @@ static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, const
         acc[j] = LLVMBuildPhi(cg->b, g.wt, "");
     group_loop_body(cg, &g);
     for (int j = 0; j < ng; j++) {
-        LLVMValueRef p = LLVMBuildGEP2(cg->b, ac->mty, g.p[j], &g.eb, 1, "");
+        LLVMValueRef p = group_elem_ptr(cg, ac, &g, j);
         LLVMValueRef x = LLVMBuildExtractElement(cg->b, acc[j], cg_i32(cg, 0), "");
         store_raw(cg, ac, p, group_elem_ok(cg, ac, &g, j), x);
         next[j] = group_shift(cg, &g, acc[j], NULL);

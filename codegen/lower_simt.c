@@ -287,7 +287,7 @@ static LLVMValueRef add_nw(Cg *cg, LLVMValueRef a, LLVMValueRef b)
 }
 
 /* The part of register r's coordinate along p that is a compile-time constant. */
-static int64_t reg_offset(const Layout *L, int r, int p)
+int64_t cg_reg_offset(const Layout *L, int r, int p)
 {
     int idx[TILE_MAXRANK];
     layout_reg_index(L, r, idx);
@@ -299,7 +299,7 @@ static int64_t reg_offset(const Layout *L, int r, int p)
 static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p)
 {
     int es = layout_espt(L, p), rp = layout_rpt(L, p);
-    int64_t k = reg_offset(L, r, p);
+    int64_t k = cg_reg_offset(L, r, p);
     if (!cg_simt_kernel(cg)) {
         LLVMValueRef u = LLVMBuildMul(cg->b, lane_bits(cg, L, p), cg_i32(cg, es), "");
         u = LLVMBuildAdd(cg->b, u, LLVMBuildMul(cg->b, warp_bits(cg, L, p), cg_i32(cg, (int64_t)rp * L->tpw[p] * es), ""), "");
@@ -469,7 +469,7 @@ static LLVMValueRef *remat_iota_cmp(Cg *cg, TileVal *v)
     int n = layout_nregs(v->L);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     for (int r = 0; r < n; r++) {
-        LLVMValueRef k = cg_i32(cg, reg_offset(v->L, r, p) - reg_offset(v->L, 0, p));
+        LLVMValueRef k = cg_i32(cg, cg_reg_offset(v->L, r, p) - cg_reg_offset(v->L, 0, p));
         ab[0] = ia == 0 ? k : t;
         ab[1] = ia == 0 ? t : k;
         out[r] = elem(cg, op, dt, DT_BOOL, ab);
