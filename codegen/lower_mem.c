@@ -740,6 +740,26 @@ static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, const
         if (skip)
             g.rows[j] = LLVMBuildAnd(cg->b, g.rows[j], LLVMBuildNot(cg->b, skip[j], ""), "");
     }
+    if (!cg_simt_kernel(cg) && vec <= 2 && cg_knob("TILEC_XP_UNROLL_TAIL", 0)) {
+        /* Experiment (TILEC_XP_UNROLL_TAIL=1), tensor-core kernels, pairs
+         * (bf16x2 accumulator fragments): the two iterations written out,
+         * so that the backend's loop strength reduction has no loop of ng
+         * groups to search formulas for (attention D=128 265 -> 137 ms of
+         * compile time) and every address is a constant away from its
+         * row's. Off: on sm_86 PTX compiled for the H200 it moved attention
+         * D=128 causal from 0 to 88 bytes of spills and 4-5% slower (the
+         * other tiles: same speed, no spills; docs/codegen.md). */
+        for (int e = 0; e < vec; e++) {
+            g.eb = cg_i32(cg, e);
+            for (int j = 0; j < ng; j++)
+                g.pe[j] = NULL;
+            for (int j = 0; j < ng; j++) {
+                LLVMValueRef x = LLVMBuildExtractElement(cg->b, init[j], cg_i32(cg, e), "");
+                store_raw(cg, ac, group_elem_ptr(cg, ac, &g, j), group_elem_ok(cg, ac, &g, j), x);
+            }
+        }
+        return;
+    }
     LLVMBasicBlockRef pre = group_loop_open(cg, &g);
     for (int j = 0; j < ng; j++)
         acc[j] = LLVMBuildPhi(cg->b, g.wt, "");
