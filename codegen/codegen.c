@@ -427,6 +427,17 @@ int cg_knob(const char *name, int dflt)
     return s && *s ? atoi(s) : dflt;
 }
 
+ValId cg_if_yield(const Func *f, const Op *iff, int g, ValId v)
+{
+    (void)f;
+    const Block *b = &iff->regions[g];
+    const Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
+    for (int i = 0; i < iff->nres; i++)
+        if (iff->res[i] == v && y && y->code == OP_YIELD && i < y->nargs)
+            return y->args[i];
+    return 0;
+}
+
 typedef struct LoadSum { int64_t elems, bytes; } LoadSum;
 
 static bool load_visit(Func *f, Op *op, void *ctx)
@@ -586,17 +597,25 @@ static LLVMTargetMachineRef make_tm(const Target *tg, int opt, Diag *d, Loc loc)
  * pipeline, whose loop and vector passes find nothing to do here and whose
  * load scalarisation drops !invariant.load. -O1 runs the cleanup, -O2/-O3
  * add GVN (on MemorySSA: the same output as on MemDep for every attention
- * tile, ~15% less GVN time) and hoisting out of loops; the NVPTX backend re-forms 16-byte
- * accesses and strength-reduces addresses itself. */
+ * tile, ~15% less GVN time) and hoisting out of loops; the NVPTX backend
+ * re-forms 16-byte accesses and strength-reduces addresses itself. GVN runs
+ * without scalar PRE: on attention PRE was half of GVN's time (~35M of ~68M
+ * instructions executed) for PTX with the same mma, ldmatrix, ex2, selp and
+ * barrier counts (a few cvt and branches fewer without it).
+ * TILEC_GVN_PRE=1 turns it back on (benchmark variants). */
 static const char *pipeline(int opt)
 {
     static const char *const p[] = {
         "verify",
         "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
         ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
+         "loop-mssa(licm),gvn<memoryssa;no-pre>,instcombine<no-verify-fixpoint>,simplifycfg,adce)"),
+        ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
          "loop-mssa(licm),gvn<memoryssa>,instcombine<no-verify-fixpoint>,simplifycfg,adce)"),
     };
-    return p[opt <= 0 ? 0 : opt == 1 ? 1 : 2];
+    if (opt <= 1)
+        return p[opt <= 0 ? 0 : 1];
+    return p[cg_knob("TILEC_GVN_PRE", 0) ? 3 : 2];
 }
 
 static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)

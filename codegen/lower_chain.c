@@ -32,6 +32,14 @@ static bool from_dot(Func *f, ValId v, int depth)
         return false;
     if (def->code == OP_DOT)
         return true;
+    if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
+        for (int g = 0; g < 2; g++) {
+            ValId y = cg_if_yield(f, def, g, v);
+            if (y && from_dot(f, y, depth + 1))
+                return true;
+        }
+        return false;
+    }
     if (!(op_info[def->code].flags & OPF_ELEM) && def->code != OP_BROADCAST && def->code != OP_EXPAND)
         return false;
     for (int i = 0; i < def->nargs; i++)

@@ -740,17 +740,17 @@ static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, const
         if (skip)
             g.rows[j] = LLVMBuildAnd(cg->b, g.rows[j], LLVMBuildNot(cg->b, skip[j], ""), "");
     }
-    if (!cg_simt_kernel(cg) && vec <= 2 && cg_knob("TILEC_UNROLL_TAIL", cg->tg->sm >= 90)) {
-        /* Tensor-core kernels on sm_90+, pairs (bf16x2 accumulator
-         * fragments): the two iterations written out, so that the backend's
-         * loop strength reduction has no loop of ng groups to search
-         * formulas for and every address is a constant away from its row's.
-         * Attention sm_90a 144 -> 126 ms (D=128 200 -> 134) of compile time,
-         * no spills on any tile (D=64 BN=128 had 4 bytes; sm_100a D=128
-         * causal 88 -> 0), the same speed on the H200. Not on sm_86: PTX
-         * compiled for the H200 then spilled 88 bytes on D=128 causal and
-         * ran 4-5% slower (docs/codegen.md). TILEC_UNROLL_TAIL=0/1
-         * overrides. */
+    if (!cg_simt_kernel(cg) && vec <= 2 && cg_knob("TILEC_UNROLL_TAIL", 1)) {
+        /* Tensor-core kernels, pairs (bf16x2 accumulator fragments): the two
+         * iterations written out, so that the backend's loop strength
+         * reduction has no loop of ng groups to search formulas for and
+         * every address is a constant away from its row's. Attention
+         * sm_90a 144 -> 126 ms (D=128 200 -> 134) of compile time, no spills
+         * on any sm_90a tile; on sm_86 (with the masks guarded in one loop,
+         * mask_split.c) LSR was ~40% of llc's time on D=128 and the loop
+         * form left 120-168 bytes of spills on D=64 BN=128 once ptxas
+         * compiled the PTX for sm_90, the written-out form none
+         * (docs/codegen.md). TILEC_UNROLL_TAIL=0 keeps the loop. */
         for (int e = 0; e < vec; e++) {
             g.eb = cg_i32(cg, e);
             for (int j = 0; j < ng; j++)

@@ -34,6 +34,7 @@
 #include "passes.h"
 #include "clone.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- scalar ranges ---- */
@@ -599,6 +600,112 @@ static void split_loop(Func *f, Op *loop, ValId split, const Mask *ms, int n, Ar
         loop->args[i] = full->res[i - 3];
 }
 
+/* ---- guarding the masks in place ----
+ * A body with tensor-core products is large once unrolled (attention: 256
+ * mma.sync per block and warp), and a copy of it doubles what the backend
+ * compiles. There the masks stay in the one loop, behind a uniform branch:
+ *   %g = cmp iv, split {pred = ge}
+ *   %r = if %g { <the conditions' ops> ; select... ; yield } else { yield x }
+ * Full blocks take the else arm (no mask work); boundary blocks run the
+ * selects as written. Guarded: a chain of masks (each select's value is the
+ * previous select, used by nothing else), together with the ops only the
+ * chain uses (index tiles, compares), which move into the then arm. */
+
+static int pos_in(const Block *b, const Op *op) { return ir_block_index_of(b, op); }
+
+/* The masks in body order, if they form one chain; else false. */
+static bool mask_chain(const Func *f, const Block *body, Mask *ms, int n, const UseInfo *u)
+{
+    for (int i = 1; i < n; i++)   /* insertion sort by position */
+        for (int j = i; j > 0 && pos_in(body, ms[j].sel) < pos_in(body, ms[j - 1].sel); j--) {
+            Mask t = ms[j];
+            ms[j] = ms[j - 1];
+            ms[j - 1] = t;
+        }
+    for (int i = 1; i < n; i++)
+        if (ms[i].sel->args[1] != ms[i - 1].sel->res[0] || u->count[ms[i - 1].sel->res[0]] != 1)
+            return false;
+    (void)f;
+    return true;
+}
+
+static bool guard_masks(Func *f, Op *loop, ValId split, Mask *ms, int n, Arena *scratch)
+{
+    Block *body = &loop->regions[0];
+    UseInfo u;
+    ir_count_uses(f, &u, scratch);
+    if (n == 0 || !mask_chain(f, body, ms, n, &u))
+        return false;
+    int last = pos_in(body, ms[n - 1].sel);
+    ValId x0 = ms[0].sel->args[1];
+    const Op *x0def = ir_val(f, x0)->def;
+    /* moved[i]: body op i goes into the then arm */
+    bool *moved = arena_alloc(scratch, (size_t)body->nops + 1);
+    uint32_t *inner = arena_alloc(scratch, sizeof(uint32_t) * f->nvals);
+    memset(moved, 0, (size_t)body->nops + 1);
+    memset(inner, 0, sizeof(uint32_t) * f->nvals);
+    for (int k = 0; k < n; k++) {
+        int i = pos_in(body, ms[k].sel);
+        moved[i] = true;
+        for (int a = 0; a < ms[k].sel->nargs; a++)
+            inner[ms[k].sel->args[a]]++;
+    }
+    for (int i = last - 1; i >= 0; i--) {
+        const Op *op = body->ops[i];
+        if (moved[i] || op == x0def || !(op_info[op->code].flags & OPF_PURE) || op->nres == 0 || op->nregions)
+            continue;
+        bool only = true;
+        for (int r = 0; r < op->nres; r++)
+            only &= u.count[op->res[r]] > 0 && u.count[op->res[r]] == inner[op->res[r]];
+        if (!only)
+            continue;
+        moved[i] = true;
+        for (int a = 0; a < op->nargs; a++)
+            inner[op->args[a]]++;
+    }
+    Op *lastsel = ms[n - 1].sel;
+    Op **gone = arena_alloc(scratch, sizeof(Op *) * (size_t)(last + 1));
+    int ngone = 0;
+    for (int i = 0; i <= last; i++)
+        if (moved[i])
+            gone[ngone++] = body->ops[i];
+    Builder b = ir_builder_before(f, lastsel);
+    b.loc = ms[0].sel->loc;
+    ValId ga[2] = { body->args[0], split };
+    ValId g = ir_build1(&b, OP_CMP, ga, 2, type_scalar(DT_BOOL));
+    ir_val(f, g)->def->iattr[0] = CMP_GE;
+    Type rt = *ir_type(f, lastsel->res[0]);
+    Op *iff = ir_build(&b, OP_IF, &g, 1, &rt, 1);
+    ValMap map = pass_valmap_new(f, scratch);
+    for (int i = 0; i < ngone; i++)
+        pass_clone_op(f, gone[i], &map, &iff->regions[0]);
+    Builder t = ir_builder_at_end(f, &iff->regions[0]);
+    t.loc = b.loc;
+    ValId ty = pass_valmap_get(&map, lastsel->res[0]);
+    ir_build(&t, OP_YIELD, &ty, 1, NULL, 0);
+    Builder e = ir_builder_at_end(f, &iff->regions[1]);
+    e.loc = b.loc;
+    ir_build(&e, OP_YIELD, &x0, 1, NULL, 0);
+    ValId from = lastsel->res[0];
+    for (int i = 0; i < ngone; i++)   /* drop the originals */
+        ir_block_remove(body, ir_block_index_of(body, gone[i]));
+    ir_replace_all_uses(f, from, iff->res[0]);
+    return true;
+}
+
+/* TILEC_MASK_MODE=split|guard overrides the choice (benchmark variants). */
+static bool prefer_guard(const Op *loop)
+{
+    const char *s = getenv("TILEC_MASK_MODE");
+    if (s && *s)
+        return strcmp(s, "guard") == 0;
+    const Block *body = &loop->regions[0];
+    for (int i = 0; i < body->nops; i++)
+        if (body->ops[i]->code == OP_DOT)
+            return true;
+    return false;
+}
+
 /* Values defined inside op's regions. */
 static bool mark_inside(Func *f, Op *op, void *ctx)
 {
@@ -666,7 +773,7 @@ static void remark_empty(Loop *L, const Mask *m)
                                  : "; those blocks still run (skipping them needs the carried update to be a no-op)\n");
 }
 
-static void remark_split(Loop *L)
+static void remark_split(Loop *L, bool guarded)
 {
     StrBuf *o = L->remarks;
     sb_puts(o, "loop at ");
@@ -681,7 +788,9 @@ static void remark_split(Loop *L)
     sb_printf(o, "%s: full blocks run without the masks at", L->n > 1 ? ")" : "");
     for (int i = 0; i < L->n; i++)
         sb_printf(o, "%s %d:%d", i ? "," : "", L->ms[i].sel->loc.line, L->ms[i].sel->loc.col);
-    sb_puts(o, "; boundary blocks keep them\n");
+    sb_puts(o, guarded ? "; boundary blocks apply them behind a uniform branch in the same loop "
+                         "(the body has tensor-core products: one copy of it, not two)\n"
+                       : "; boundary blocks keep them, in a second copy of the loop\n");
 }
 
 /* The masks of the loop's body that are all true below a bound. */
@@ -738,8 +847,10 @@ static void do_loop(Func *f, Op *loop, const Ranges *R, PassCtx *ctx, Arena *a)
         Emit e = { f, ir_builder_before(f, loop), R, false, false };
         e.b.loc = loop->loc;
         EVal split = e_split(&e, loop, L.ms, L.n);
-        split_loop(f, loop, split.v, L.ms, L.n, a);
-        remark_split(&L);
+        bool guarded = prefer_guard(loop) && guard_masks(f, loop, split.v, L.ms, L.n, a);
+        if (!guarded)
+            split_loop(f, loop, split.v, L.ms, L.n, a);
+        remark_split(&L, guarded);
     }
     for (int i = 0; i < L.n; i++)
         remark_empty(&L, &L.ms[i]);

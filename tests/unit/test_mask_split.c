@@ -1,7 +1,10 @@
 /* test_mask_split.c - the mask_split pass never changes results: kernels are
  * compiled, run through canonicalize + bounds, interpreted, then split and
  * interpreted again on the same inputs; the outputs must be bit-identical,
- * and the loop must have been split where the masks allow it. */
+ * and the loop must have been split where the masks allow it (attention:
+ * both the guarded form, the default for bodies with products, and the
+ * copied loop of TILEC_MASK_MODE=split). */
+#define _POSIX_C_SOURCE 200809L   /* setenv */
 #include <check.h>
 
 #include "check_main.h"
@@ -107,10 +110,27 @@ typedef struct AttnCase {
     bool causal;
 } AttnCase;
 
-static void attention_case(const AttnCase *c)
+static bool count_if(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    *(int *)ctx += op->code == OP_IF;
+    return true;
+}
+
+static int nif(Prog *p)
+{
+    int n = 0;
+    ir_walk(p->f, &p->f->body, count_if, &n);
+    return n;
+}
+
+/* mode "split": the loop is copied (full blocks, boundary blocks); "guard"
+ * (the default for bodies with products): one loop, the masks behind an if. */
+static void attention_case(const AttnCase *c, const char *mode)
 {
     FeDefine defs[] = { { "D", "16" }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", c->causal ? "true" : "false" } };
     Prog p;
+    bool split = strcmp(mode, "split") == 0;
     ck_assert(prog_load(&p, "attention.tile", NULL, defs, 4));
     int64_t sq[4] = { 1, c->h, c->n, 16 }, sk[4] = { 1, c->hk, c->n, 16 }, sl[3] = { 1, c->h, c->n };
     uint64_t rng = 7 + (uint64_t)(c->n * 31 + c->hk * 5 + c->causal);
@@ -127,17 +147,25 @@ static void attention_case(const AttnCase *c)
                               scalar_arg(0.25, 0) };
         if (run_i == 1) {
             ck_assert_int_eq(nfor(&p), 1);
-            ck_assert(run_passes(&p, "mask_split"));
-            ck_assert_int_eq(nfor(&p), 2);
+            int ifs = nif(&p);
+            if (split)
+                setenv("TILEC_MASK_MODE", "split", 1);
+            bool ok = run_passes(&p, "mask_split");
+            unsetenv("TILEC_MASK_MODE");
+            ck_assert(ok);
+            ck_assert_int_eq(nfor(&p), split ? 2 : 1);
+            ck_assert_int_eq(nif(&p), split ? ifs : ifs + 1);
         }
         run(&p, args, 6);
     }
     char what[96];
-    snprintf(what, sizeof what, "attention H=%lld HK=%lld N=%lld causal=%d", (long long)c->h, (long long)c->hk,
-             (long long)c->n, c->causal);
+    snprintf(what, sizeof what, "attention H=%lld HK=%lld N=%lld causal=%d %s", (long long)c->h, (long long)c->hk,
+             (long long)c->n, c->causal, mode);
     same_bits(what, &o[0], &o[1]);
     same_bits(what, &lse[0], &lse[1]);
     ck_assert_msg(p.remarks.buf && strstr(p.remarks.buf, "n0 split at "), "%s: no split remark", what);
+    ck_assert_msg(strstr(p.remarks.buf, split ? "in a second copy of the loop" : "behind a uniform branch"),
+                  "%s: %s", what, p.remarks.buf);
     ten_free(&q), ten_free(&k), ten_free(&v);
     for (int i = 0; i < 2; i++)
         ten_free(&o[i]), ten_free(&lse[i]);
@@ -149,7 +177,8 @@ START_TEST(attention_unchanged)
     static const int64_t ns[] = { 1, 15, 16, 37, 64 };
     /* _i: 5 sizes x causal x GQA (H/HK = 1 or 2) */
     AttnCase c = { 2, (_i / 10) ? 1 : 2, ns[_i % 5], (_i / 5) % 2 != 0 };
-    attention_case(&c);
+    attention_case(&c, "guard");
+    attention_case(&c, "split");
 }
 END_TEST
 
