@@ -175,6 +175,27 @@ bool layout_coord(const Layout *l, int t, int r, int64_t *coord)
     return primary;
 }
 
+void layout_coord_parts(const Layout *l, int t, int r, int64_t *thread, int64_t *reg)
+{
+    int idx[TILE_MAXRANK];
+    int n = 0;
+    if (r >= 0)
+        layout_reg_index(l, r, idx);
+    for (int d = 0; d < l->prank; d++) {
+        if (l->slice >> d & 1)
+            continue;
+        int es = layout_espt(l, d), rp = layout_rpt(l, d);
+        if (t >= 0)
+            thread[n] = (int64_t)layout_warp_d(l, t / 32, d) * rp * l->tpw[d] * es +
+                        (int64_t)layout_lane_d(l, t % 32, d) * es;
+        if (r >= 0) {
+            int s = idx[d] / es % rp, rep = idx[d] / es / rp;
+            reg[n] = (int64_t)rep * layout_cta(l, d) + (int64_t)s * l->tpw[d] * es + idx[d] % es;
+        }
+        n++;
+    }
+}
+
 Layout layout_slice(const Layout *l, int axis)
 {
     Layout s = *l;

@@ -79,6 +79,10 @@ int layout_warp_stride(const Layout *l, int d);
 /* Static map: logical coordinate of (thread t, register r); returns whether
  * the slot is the element's primary owner. */
 bool layout_coord(const Layout *l, int t, int r, int64_t *coord);
+/* layout_coord split in a thread part and a register part: coord[n] =
+ * (thread[n] + reg[n]) % pshape of the n-th unsliced dim. t < 0 or r < 0
+ * skips that part. */
+void layout_coord_parts(const Layout *l, int t, int r, int64_t *thread, int64_t *reg);
 /* Contiguous elements per register group along the fastest logical dim. */
 int layout_vec(const Layout *l);
 /* ---- MMA layouts (mma.sync m16n8k16; see the top of this file) ---- */

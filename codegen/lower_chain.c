@@ -189,13 +189,23 @@ static bool same_thread_map(Cg *cg, const Layout *from, const Layout *to, int *m
         if ((map[r] = at[lin(c, shape, rank)] - 1) < 0)
             return false;
     }
-    for (int t = 1; t < cg->nwarps * 32; t++)
-        for (int r = 0; r < nt; r++) {
-            layout_coord(to, t, r, c);
-            layout_coord(from, t, map[r], cf);
-            if (memcmp(c, cf, sizeof(int64_t) * (size_t)rank) != 0)
-                return false;
-        }
+    /* every other thread, from the thread and register parts of the
+     * coordinates (layout_coord_parts), each worked out once */
+    int64_t *rt = arena_alloc(cg->a, sizeof(int64_t) * (size_t)(nt + 1) * TILE_MAXRANK);
+    int64_t *rf = arena_alloc(cg->a, sizeof(int64_t) * (size_t)(nf + 1) * TILE_MAXRANK);
+    for (int r = 0; r < nt; r++)
+        layout_coord_parts(to, -1, r, NULL, rt + (size_t)r * TILE_MAXRANK);
+    for (int r = 0; r < nf; r++)
+        layout_coord_parts(from, -1, r, NULL, rf + (size_t)r * TILE_MAXRANK);
+    for (int t = 1; t < cg->nwarps * 32; t++) {
+        layout_coord_parts(to, t, -1, c, NULL);
+        layout_coord_parts(from, t, -1, cf, NULL);
+        for (int r = 0; r < nt; r++)
+            for (int a = 0; a < rank; a++)
+                if ((c[a] + rt[(size_t)r * TILE_MAXRANK + a]) % shape[a] !=
+                    (cf[a] + rf[(size_t)map[r] * TILE_MAXRANK + a]) % shape[a])
+                    return false;
+    }
     return true;
 }
 

@@ -20,7 +20,8 @@ static const char *const ARCHS[] = { "sm_86", "sm_90a", "sm_100a", "sm_90", "sm_
 /* ---- layout maps ---- */
 
 /* Every element of the logical shape has exactly one primary owner; every
- * (thread, register) maps inside the shape. */
+ * (thread, register) maps inside the shape; layout_coord_parts gives the
+ * same coordinates. */
 static void check_coverage(const Layout *l)
 {
     int rank = layout_rank(l), nthreads = l->nwarps * 32, nregs = layout_nregs(l);
@@ -34,8 +35,11 @@ static void check_coverage(const Layout *l)
         for (int r = 0; r < nregs; r++) {
             int64_t c[TILE_MAXRANK], lin = 0;
             bool prim = layout_coord(l, t, r, c);
+            int64_t tp[TILE_MAXRANK], rp[TILE_MAXRANK];
+            layout_coord_parts(l, t, r, tp, rp);
             for (int a = 0; a < rank; a++) {
                 ck_assert(c[a] >= 0 && c[a] < shape[a]);
+                ck_assert_int_eq((tp[a] + rp[a]) % shape[a], c[a]);   /* the split form agrees */
                 lin = lin * shape[a] + c[a];
             }
             owners[lin] += prim;
