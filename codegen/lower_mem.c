@@ -947,9 +947,34 @@ static void store_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef 
 static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef *full)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
-    for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
+    int n = layout_nregs(L), pr = -1, pc = -1;
+    LLVMValueRef *ps = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / vec + 1));
+    /* Tensor-core kernels: a group in the row of an earlier group addresses
+     * from that group's address plus the compile-time column distance (as
+     * group_loop_init does for the element loops): a full address per group
+     * left the backend's SLSR a bucket of GEPs at variable column indices
+     * off each row address to search, testing each find for poison. */
+    if (!cg_simt_kernel(cg) && ac->ntile == 2 && ac->tdim[1] == ac->rank - 1 &&
+        cg_knob("TILEC_ROW_ADDRESSES", 1)) {
+        pr = layout_pdim(L, 0);
+        pc = layout_pdim(L, 1);
+        if (layout_may_wrap(L, pr) || layout_may_wrap(L, pc))
+            pr = pc = -1;
+    }
+    for (int r = 0; r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
-        LLVMValueRef p = elem_addr(cg, ac, idx);
+        int r0 = -1;
+        for (int k = 0; pr >= 0 && k < r && r0 < 0; k += vec)
+            if (cg_reg_offset(L, k, pr) == cg_reg_offset(L, r, pr))
+                r0 = k;
+        LLVMValueRef p;
+        if (r0 >= 0) {
+            LLVMValueRef d = cg_i64(cg, cg_reg_offset(L, r, pc) - cg_reg_offset(L, r0, pc));
+            p = LLVMBuildGEP2(cg->b, ac->mty, ps[r0 / vec], &d, 1, "");
+        } else {
+            p = elem_addr(cg, ac, idx);
+        }
+        ps[r / vec] = p;
         LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
         if (full && last_masked(ac)) {
             rows = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, vec - 1), "");
