@@ -481,6 +481,22 @@ typedef struct GroupLoop {
     LLVMValueRef *pe;                /* per group j0: p[j0] + the element index, this iteration */
 } GroupLoop;
 
+/* The parent dims of L's rows and columns when register groups of one row
+ * may address from each other (tensor-core kernels, a 2-d tile over the
+ * tensor's last dim, no wrap); -1, -1 otherwise. TILEC_ROW_ADDRESSES=0
+ * turns it off. */
+static void row_dims(Cg *cg, const Access *ac, const Layout *L, int *pr, int *pc)
+{
+    *pr = *pc = -1;
+    if (cg_simt_kernel(cg) || ac->ntile != 2 || ac->tdim[1] != ac->rank - 1 || !cg_knob("TILEC_ROW_ADDRESSES", 1))
+        return;
+    int r = layout_pdim(L, 0), c = layout_pdim(L, 1);
+    if (!layout_may_wrap(L, r) && !layout_may_wrap(L, c)) {
+        *pr = r;
+        *pc = c;
+    }
+}
+
 static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, bool store, GroupLoop *g)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
@@ -500,14 +516,8 @@ static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, 
      * straight-line strength reduction searched them all for a basis, one
      * by one, which was over half of attention's PTX emission time
      * (docs/codegen.md), and found these constant distances in the end. */
-    int pr = -1, pc = -1;
-    if (!cg_simt_kernel(cg) && ac->ntile == 2 && ac->tdim[1] == ac->rank - 1 &&
-        cg_knob("TILEC_ROW_ADDRESSES", 1)) {
-        pr = layout_pdim(L, 0);
-        pc = layout_pdim(L, 1);
-        if (layout_may_wrap(L, pr) || layout_may_wrap(L, pc))
-            pr = pc = -1;
-    }
+    int pr, pc;
+    row_dims(cg, ac, L, &pr, &pc);
     for (int j = 0; j < g->ng; j++) {
         reg_index(cg, ac, L, j * vec, idx);
         int j0 = -1;
@@ -947,20 +957,14 @@ static void store_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef 
 static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef *full)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
-    int n = layout_nregs(L), pr = -1, pc = -1;
+    int n = layout_nregs(L), pr, pc;
     LLVMValueRef *ps = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / vec + 1));
     /* Tensor-core kernels: a group in the row of an earlier group addresses
      * from that group's address plus the compile-time column distance (as
      * group_loop_init does for the element loops): a full address per group
      * left the backend's SLSR a bucket of GEPs at variable column indices
      * off each row address to search, testing each find for poison. */
-    if (!cg_simt_kernel(cg) && ac->ntile == 2 && ac->tdim[1] == ac->rank - 1 &&
-        cg_knob("TILEC_ROW_ADDRESSES", 1)) {
-        pr = layout_pdim(L, 0);
-        pc = layout_pdim(L, 1);
-        if (layout_may_wrap(L, pr) || layout_may_wrap(L, pc))
-            pr = pc = -1;
-    }
+    row_dims(cg, ac, L, &pr, &pc);
     for (int r = 0; r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
         int r0 = -1;

@@ -75,19 +75,28 @@ static void prog_free(Prog *p)
     arena_free(p->a);
 }
 
-static bool count_for(Func *f, Op *op, void *ctx)
+typedef struct OpCount {
+    OpCode code;
+    int n;
+} OpCount;
+
+static bool count_op(Func *f, Op *op, void *ctx)
 {
+    OpCount *c = ctx;
     (void)f;
-    *(int *)ctx += op->code == OP_FOR;
+    c->n += op->code == c->code;
     return true;
 }
 
-static int nfor(Prog *p)
+/* ops of one kind in the kernel, nested ones included */
+static int nops(Prog *p, OpCode code)
 {
-    int n = 0;
-    ir_walk(p->f, &p->f->body, count_for, &n);
-    return n;
+    OpCount c = { code, 0 };
+    ir_walk(p->f, &p->f->body, count_op, &c);
+    return c.n;
 }
+
+static int nfor(Prog *p) { return nops(p, OP_FOR); }
 
 static void run(Prog *p, InterpArg *args, int nargs)
 {
@@ -109,20 +118,6 @@ typedef struct AttnCase {
     int64_t h, hk, n;
     bool causal;
 } AttnCase;
-
-static bool count_if(Func *f, Op *op, void *ctx)
-{
-    (void)f;
-    *(int *)ctx += op->code == OP_IF;
-    return true;
-}
-
-static int nif(Prog *p)
-{
-    int n = 0;
-    ir_walk(p->f, &p->f->body, count_if, &n);
-    return n;
-}
 
 /* mode "split": the loop is copied (full blocks, boundary blocks); "guard"
  * (the default for bodies with products): one loop, the masks behind an if. */
@@ -147,14 +142,14 @@ static void attention_case(const AttnCase *c, const char *mode)
                               scalar_arg(0.25, 0) };
         if (run_i == 1) {
             ck_assert_int_eq(nfor(&p), 1);
-            int ifs = nif(&p);
+            int ifs = nops(&p, OP_IF);
             if (split)
                 setenv("TILEC_MASK_MODE", "split", 1);
             bool ok = run_passes(&p, "mask_split");
             unsetenv("TILEC_MASK_MODE");
             ck_assert(ok);
             ck_assert_int_eq(nfor(&p), split ? 2 : 1);
-            ck_assert_int_eq(nif(&p), split ? ifs : ifs + 1);
+            ck_assert_int_eq(nops(&p, OP_IF), split ? ifs : ifs + 1);
         }
         run(&p, args, 6);
     }
