@@ -107,7 +107,7 @@ typedef struct Cg {
 /* Experiment switch TILEC_*: integer value, or dflt when unset (codegen.c). */
 int cg_knob(const char *name, int dflt);
 /* The value arm g (0 then, 1 else) of if-op `iff` yields for its result v; 0 if none. */
-ValId cg_if_yield(const Func *f, const Op *iff, int g, ValId v);
+ValId cg_if_yield(const Op *iff, int g, ValId v);
 LLVMTypeRef cg_type(Cg *cg, DType dt);            /* register type of a dtype */
 LLVMTypeRef cg_mem_type(Cg *cg, DType dt);        /* in-memory type (bool -> i8) */
 LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);

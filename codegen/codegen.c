@@ -427,9 +427,8 @@ int cg_knob(const char *name, int dflt)
     return s && *s ? atoi(s) : dflt;
 }
 
-ValId cg_if_yield(const Func *f, const Op *iff, int g, ValId v)
+ValId cg_if_yield(const Op *iff, int g, ValId v)
 {
-    (void)f;
     const Block *b = &iff->regions[g];
     const Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
     for (int i = 0; i < iff->nres; i++)

@@ -34,7 +34,7 @@ static bool from_dot(Func *f, ValId v, int depth)
         return true;
     if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
         for (int g = 0; g < 2; g++) {
-            ValId y = cg_if_yield(f, def, g, v);
+            ValId y = cg_if_yield(def, g, v);
             if (y && from_dot(f, y, depth + 1))
                 return true;
         }

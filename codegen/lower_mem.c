@@ -497,6 +497,29 @@ static void row_dims(Cg *cg, const Access *ac, const Layout *L, int *pr, int *pc
     }
 }
 
+/* The first group (of vec registers) before group j in j's row, or -1
+ * (none, or pr < 0: no row-shared addressing). */
+static int row_first(const Layout *L, int vec, int j, int pr)
+{
+    for (int k = 0; pr >= 0 && k < j; k++)
+        if (cg_reg_offset(L, k * vec, pr) == cg_reg_offset(L, j * vec, pr))
+            return k;
+    return -1;
+}
+
+/* Group j's address: group j0's (ps[j0]) plus the compile-time column
+ * distance (*dcol) when j0 >= 0, else from its indices (*dcol = 0). */
+static LLVMValueRef group_addr(Cg *cg, const Access *ac, const Layout *L, int vec, int j, int j0, int pc,
+                               LLVMValueRef *ps, LLVMValueRef *idx, int64_t *dcol)
+{
+    *dcol = 0;
+    if (j0 < 0)
+        return elem_addr(cg, ac, idx);
+    *dcol = cg_reg_offset(L, j * vec, pc) - cg_reg_offset(L, j0 * vec, pc);
+    LLVMValueRef d = cg_i64(cg, *dcol);
+    return LLVMBuildGEP2(cg->b, ac->mty, ps[j0], &d, 1, "");
+}
+
 static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, bool store, GroupLoop *g)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
@@ -520,19 +543,10 @@ static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, 
     row_dims(cg, ac, L, &pr, &pc);
     for (int j = 0; j < g->ng; j++) {
         reg_index(cg, ac, L, j * vec, idx);
-        int j0 = -1;
-        for (int k = 0; pr >= 0 && k < j && j0 < 0; k++)
-            if (cg_reg_offset(L, k * vec, pr) == cg_reg_offset(L, j * vec, pr))
-                j0 = k;
+        int j0 = row_first(L, vec, j, pr);
         g->j0[j] = j0 >= 0 ? j0 : j;
-        g->dcol[j] = j0 >= 0 ? cg_reg_offset(L, j * vec, pc) - cg_reg_offset(L, j0 * vec, pc) : 0;
         g->pe[j] = NULL;
-        if (j0 >= 0) {
-            LLVMValueRef d = cg_i64(cg, g->dcol[j]);
-            g->p[j] = LLVMBuildGEP2(cg->b, ac->mty, g->p[j0], &d, 1, "");
-        } else {
-            g->p[j] = elem_addr(cg, ac, idx);
-        }
+        g->p[j] = group_addr(cg, ac, L, vec, j, j0, pc, g->p, idx, &g->dcol[j]);
         g->i[j] = idx[ac->rank - 1];
         g->rows[j] = in_bounds_upto(cg, ac, idx, ac->rank - 1);
         if (store)
@@ -967,17 +981,8 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const
     row_dims(cg, ac, L, &pr, &pc);
     for (int r = 0; r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
-        int r0 = -1;
-        for (int k = 0; pr >= 0 && k < r && r0 < 0; k += vec)
-            if (cg_reg_offset(L, k, pr) == cg_reg_offset(L, r, pr))
-                r0 = k;
-        LLVMValueRef p;
-        if (r0 >= 0) {
-            LLVMValueRef d = cg_i64(cg, cg_reg_offset(L, r, pc) - cg_reg_offset(L, r0, pc));
-            p = LLVMBuildGEP2(cg->b, ac->mty, ps[r0 / vec], &d, 1, "");
-        } else {
-            p = elem_addr(cg, ac, idx);
-        }
+        int64_t dcol;
+        LLVMValueRef p = group_addr(cg, ac, L, vec, r / vec, row_first(L, vec, r / vec, pr), pc, ps, idx, &dcol);
         ps[r / vec] = p;
         LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
         if (full && last_masked(ac)) {

@@ -106,7 +106,7 @@ static Op *dot_source(Func *f, ValId v, int depth)
         return def;
     if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
         for (int g = 0; g < 2; g++) {
-            ValId y = cg_if_yield(f, def, g, v);
+            ValId y = cg_if_yield(def, g, v);
             Op *d = y ? dot_source(f, y, depth + 1) : NULL;
             if (d)
                 return d;

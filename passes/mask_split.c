@@ -611,32 +611,23 @@ static void split_loop(Func *f, Op *loop, ValId split, const Mask *ms, int n, Ar
  * previous select, used by nothing else), together with the ops only the
  * chain uses (index tiles, compares), which move into the then arm. */
 
-static int pos_in(const Block *b, const Op *op) { return ir_block_index_of(b, op); }
-
-/* The masks in body order, if they form one chain; else false. */
-static bool mask_chain(const Func *f, const Block *body, Mask *ms, int n, const UseInfo *u)
+/* Do the masks (in body order, as find_masks collects them) form one chain? */
+static bool mask_chain(const Mask *ms, int n, const UseInfo *u)
 {
-    for (int i = 1; i < n; i++)   /* insertion sort by position */
-        for (int j = i; j > 0 && pos_in(body, ms[j].sel) < pos_in(body, ms[j - 1].sel); j--) {
-            Mask t = ms[j];
-            ms[j] = ms[j - 1];
-            ms[j - 1] = t;
-        }
     for (int i = 1; i < n; i++)
         if (ms[i].sel->args[1] != ms[i - 1].sel->res[0] || u->count[ms[i - 1].sel->res[0]] != 1)
             return false;
-    (void)f;
     return true;
 }
 
-static bool guard_masks(Func *f, Op *loop, ValId split, Mask *ms, int n, Arena *scratch)
+static bool guard_masks(Func *f, Op *loop, ValId split, const Mask *ms, int n, Arena *scratch)
 {
     Block *body = &loop->regions[0];
     UseInfo u;
     ir_count_uses(f, &u, scratch);
-    if (n == 0 || !mask_chain(f, body, ms, n, &u))
+    if (n == 0 || !mask_chain(ms, n, &u))
         return false;
-    int last = pos_in(body, ms[n - 1].sel);
+    int last = ir_block_index_of(body, ms[n - 1].sel);
     ValId x0 = ms[0].sel->args[1];
     const Op *x0def = ir_val(f, x0)->def;
     /* moved[i]: body op i goes into the then arm */
@@ -645,7 +636,7 @@ static bool guard_masks(Func *f, Op *loop, ValId split, Mask *ms, int n, Arena *
     memset(moved, 0, (size_t)body->nops + 1);
     memset(inner, 0, sizeof(uint32_t) * f->nvals);
     for (int k = 0; k < n; k++) {
-        int i = pos_in(body, ms[k].sel);
+        int i = ir_block_index_of(body, ms[k].sel);
         moved[i] = true;
         for (int a = 0; a < ms[k].sel->nargs; a++)
             inner[ms[k].sel->args[a]]++;
