@@ -600,15 +600,17 @@ static LLVMTargetMachineRef make_tm(const Target *tg, int opt, Diag *d, Loc loc)
  * re-forms 16-byte accesses and strength-reduces addresses itself. GVN runs
  * without scalar PRE: on attention PRE was half of GVN's time (~35M of ~68M
  * instructions executed) for PTX with the same mma, ldmatrix, ex2, selp and
- * barrier counts (a few cvt and branches fewer without it).
- * TILEC_GVN_PRE=1 turns it back on (benchmark variants). */
+ * barrier counts (a few cvt and branches fewer without it), and without
+ * a second instcombine after it (~14M of ~420M instructions on attention;
+ * PTX within 3 lines on every attention tile, same ptxas registers and
+ * spills). TILEC_GVN_PRE=1 restores both (benchmark variants). */
 static const char *pipeline(int opt)
 {
     static const char *const p[] = {
         "verify",
         "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
         ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
-         "loop-mssa(licm),gvn<memoryssa;no-pre>,instcombine<no-verify-fixpoint>,simplifycfg,adce)"),
+         "loop-mssa(licm),gvn<memoryssa;no-pre>,simplifycfg,adce)"),
         ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
          "loop-mssa(licm),gvn<memoryssa>,instcombine<no-verify-fixpoint>,simplifycfg,adce)"),
     };
