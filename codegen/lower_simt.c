@@ -236,7 +236,7 @@ static LLVMValueRef bits_of(Cg *cg, LLVMValueRef id, int stride, int n, int rang
     if (n <= 1)
         return cg_i32(cg, 0);
     int ls = exact_log2(stride), ln = exact_log2(n);
-    if (ls < 0 || ln < 0 || !cg_simt_kernel(cg)) {
+    if (ls < 0 || ln < 0) {
         LLVMValueRef v = stride > 1 ? LLVMBuildUDiv(cg->b, id, cg_i32(cg, stride), "") : id;
         return LLVMBuildURem(cg->b, v, cg_i32(cg, n), "");
     }
@@ -300,11 +300,6 @@ static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p)
 {
     int es = layout_espt(L, p), rp = layout_rpt(L, p);
     int64_t k = cg_reg_offset(L, r, p);
-    if (!cg_simt_kernel(cg)) {
-        LLVMValueRef u = LLVMBuildMul(cg->b, lane_bits(cg, L, p), cg_i32(cg, es), "");
-        u = LLVMBuildAdd(cg->b, u, LLVMBuildMul(cg->b, warp_bits(cg, L, p), cg_i32(cg, (int64_t)rp * L->tpw[p] * es), ""), "");
-        return LLVMBuildAdd(cg->b, u, cg_i32(cg, k), "");
-    }
     LLVMValueRef u = scale(cg, lane_bits(cg, L, p), es);
     u = add_nw(cg, u, scale(cg, warp_bits(cg, L, p), (int64_t)rp * L->tpw[p] * es));
     return add_nw(cg, u, cg_i32(cg, k));
@@ -316,7 +311,7 @@ LLVMValueRef cg_coord(Cg *cg, const Layout *L, int r, int axis)
     LLVMValueRef u = unwrapped(cg, L, r, p);
     if (!layout_may_wrap(L, p))
         return u;
-    if (exact_log2(L->pshape[p]) >= 0 && cg_simt_kernel(cg))
+    if (exact_log2(L->pshape[p]) >= 0)
         return LLVMBuildAnd(cg->b, u, cg_i32(cg, L->pshape[p] - 1), "");
     return LLVMBuildURem(cg->b, u, cg_i32(cg, L->pshape[p]), "");
 }
