@@ -595,28 +595,28 @@ static LLVMTargetMachineRef make_tm(const Target *tg, int opt, Diag *d, Loc loc)
  * constant folding, selects and branches on constants), not the whole O3
  * pipeline, whose loop and vector passes find nothing to do here and whose
  * load scalarisation drops !invariant.load. -O1 runs the cleanup, -O2/-O3
- * add GVN (on MemorySSA: the same output as on MemDep for every attention
- * tile, ~15% less GVN time) and hoisting out of loops; the NVPTX backend
- * re-forms 16-byte accesses and strength-reduces addresses itself. GVN runs
- * without scalar PRE: on attention PRE was half of GVN's time (~35M of ~68M
- * instructions executed) for PTX with the same mma, ldmatrix, ex2, selp and
- * barrier counts (a few cvt and branches fewer without it), and without
- * a second instcombine after it (~14M of ~420M instructions on attention;
- * PTX within 3 lines on every attention tile, same ptxas registers and
- * spills). TILEC_GVN_PRE=1 restores both (benchmark variants). */
+ * add hoisting out of loops and a second early-cse; the NVPTX backend
+ * re-forms 16-byte accesses and strength-reduces addresses itself. These
+ * bodies have no loads GVN could forward (shared memory is read by ldmatrix
+ * intrinsics, global memory by cp.async). GVN (on MemorySSA, without scalar
+ * PRE) in place of the second early-cse gave byte-identical PTX for every
+ * attention tile, and GVN with PRE and a second instcombine round differed
+ * by a few address instructions, for ~35M more instructions executed on
+ * attention (~10% of its compile). TILEC_GVN=1 runs that full pipeline
+ * (benchmark variants). SIMT modules have their own (llvm_tune.c). */
 static const char *pipeline(int opt)
 {
     static const char *const p[] = {
         "verify",
         "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
         ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
-         "loop-mssa(licm),gvn<memoryssa;no-pre>,simplifycfg,adce)"),
+         "loop-mssa(licm),early-cse<memssa>,simplifycfg,adce)"),
         ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
          "loop-mssa(licm),gvn<memoryssa>,instcombine<no-verify-fixpoint>,simplifycfg,adce)"),
     };
     if (opt <= 1)
         return p[opt <= 0 ? 0 : 1];
-    return p[cg_knob("TILEC_GVN_PRE", 0) ? 3 : 2];
+    return p[cg_knob("TILEC_GVN", 0) ? 3 : 2];
 }
 
 static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
