@@ -482,13 +482,21 @@ typedef struct GroupLoop {
 } GroupLoop;
 
 /* The parent dims of L's rows and columns when register groups of one row
- * may address from each other (tensor-core kernels, a 2-d tile over the
- * tensor's last dim, no wrap); -1, -1 otherwise. TILEC_ROW_ADDRESSES=0
- * turns it off. */
+ * may address from each other: a 2-d tile of a tensor-core kernel, or a
+ * 1-d tile of any kernel (*pr = -1: one row), over the tensor's last dim,
+ * without wrap; *pc = -1 otherwise. TILEC_ROW_ADDRESSES=0 turns it off. */
 static void row_dims(Cg *cg, const Access *ac, const Layout *L, int *pr, int *pc)
 {
     *pr = *pc = -1;
-    if (cg_simt_kernel(cg) || ac->ntile != 2 || ac->tdim[1] != ac->rank - 1 || !cg_knob("TILEC_ROW_ADDRESSES", 1))
+    if (ac->ntile < 1 || ac->tdim[ac->ntile - 1] != ac->rank - 1 || !cg_knob("TILEC_ROW_ADDRESSES", 1))
+        return;
+    if (ac->ntile == 1) {
+        int c = layout_pdim(L, 0);
+        if (!layout_may_wrap(L, c))
+            *pc = c;
+        return;
+    }
+    if (cg_simt_kernel(cg) || ac->ntile != 2)
         return;
     int r = layout_pdim(L, 0), c = layout_pdim(L, 1);
     if (!layout_may_wrap(L, r) && !layout_may_wrap(L, c)) {
@@ -498,11 +506,11 @@ static void row_dims(Cg *cg, const Access *ac, const Layout *L, int *pr, int *pc
 }
 
 /* The first group (of vec registers) before group j in j's row, or -1
- * (none, or pr < 0: no row-shared addressing). */
-static int row_first(const Layout *L, int vec, int j, int pr)
+ * (none, or pc < 0: no row-shared addressing; pr < 0: one row). */
+static int row_first(const Layout *L, int vec, int j, int pr, int pc)
 {
-    for (int k = 0; pr >= 0 && k < j; k++)
-        if (cg_reg_offset(L, k * vec, pr) == cg_reg_offset(L, j * vec, pr))
+    for (int k = 0; pc >= 0 && k < j; k++)
+        if (pr < 0 || cg_reg_offset(L, k * vec, pr) == cg_reg_offset(L, j * vec, pr))
             return k;
     return -1;
 }
@@ -543,7 +551,7 @@ static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, 
     row_dims(cg, ac, L, &pr, &pc);
     for (int j = 0; j < g->ng; j++) {
         reg_index(cg, ac, L, j * vec, idx);
-        int j0 = row_first(L, vec, j, pr);
+        int j0 = row_first(L, vec, j, pr, pc);
         g->j0[j] = j0 >= 0 ? j0 : j;
         g->pe[j] = NULL;
         g->p[j] = group_addr(cg, ac, L, vec, j, j0, pc, g->p, idx, &g->dcol[j]);
@@ -982,7 +990,7 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const
     for (int r = 0; r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
         int64_t dcol;
-        LLVMValueRef p = group_addr(cg, ac, L, vec, r / vec, row_first(L, vec, r / vec, pr), pc, ps, idx, &dcol);
+        LLVMValueRef p = group_addr(cg, ac, L, vec, r / vec, row_first(L, vec, r / vec, pr, pc), pc, ps, idx, &dcol);
         ps[r / vec] = p;
         LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
         if (full && last_masked(ac)) {
