@@ -24,7 +24,7 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE...]  (a tag names an experiment
   echo "$name | tilec ${ms} ms | $regs" | tee -a "$out/variants.txt"
 }
 # Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
-# D=64 BN=128, causal with N <= 1024 BN=64; D=128 BN=64; sm_86 BN=64) for
+# D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
 # every dtype and arch, then the other tile choices (bf16, sm_90a) and
 # experiment variants (a tag): old = the boundary blocks in a second copy
 # of the loop, the O store's tail path as a 2-iteration loop and GVN with

@@ -26,19 +26,17 @@ _SOURCE = os.path.join(_ROOT, "examples", "attention.tile")
 
 # Tile sizes (BM, BN) per head dim: 4 warps x 32 query rows each (the code
 # generator's warp rule for BM = 128). Measured on an H200 (docs/codegen.md,
-# bench/attn_results_h200.txt): D = 64 runs fastest with BN = 128, except
-# causal with N <= 1024 (BN = 64: the diagonal blocks cost less); D = 128
-# with BN = 64 (BN = 128 spills at 4 warps).
+# bench/RESULTS.md): D = 64 runs fastest with BN = 128, causal or not (at
+# 1k causal tokens BN = 64 was faster while the boundary blocks had a loop
+# of their own; with them guarded in the one loop BN = 128 ran 3-4% faster
+# in three runs); D = 128 with BN = 64 (BN = 128 spills at 4 warps).
 TILES = {64: (128, 128), 128: (128, 64)}
-SMALL_CAUSAL = {64: (1024, 64)}      # D: (largest N, BN) for causal runs
 
 
 def tiles(d, causal=False, n=None, arch="sm_90a"):
-    """Default (BM, BN) for head dim d (any multiple of 16: BN = 64)."""
+    """Default (BM, BN) for head dim d (any multiple of 16: BN = 64); causal
+    and n (the query length) are accepted for callers that pass them."""
     bm, bn = TILES.get(d, (128, 64))
-    small = SMALL_CAUSAL.get(d)
-    if causal and small and n is not None and n <= small[0]:
-        bn = small[1]
     if arch.startswith("sm_8"):      # 100 KB of shared memory per SM
         bn = min(bn, 64)
     return bm, bn

@@ -136,11 +136,11 @@ static int collect_sets(const char *dir, DefSet *sets)
     return nsets;
 }
 
-/* The tiles python/tilec/_attention.py tiles(d, causal, n, "sm_90a") picks
- * for N <= 2048: (128, 128) for D = 64 (causal: BN = 64), else (128, 64). */
+/* The tiles python/tilec/_attention.py tiles(d, causal, n, "sm_90a") picks:
+ * (128, 128) for D = 64, else (128, 64). */
 static bool default_tiles(const DefSet *s)
 {
-    int bn = s->d == 64 && !s->causal ? 128 : 64;
+    int bn = s->d == 64 ? 128 : 64;
     return s->bm == 128 && s->bn == bn;
 }
 
