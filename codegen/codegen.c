@@ -8,6 +8,7 @@
 #include "cg_internal.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -17,12 +18,46 @@
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+/* Passes of the NVPTX backend's own IR pipeline that find nothing to do in
+ * what this generator emits, skipped by name through LLVM's -opt-disable
+ * once per process (see docs/codegen.md, "Compile time"): the PTX of every
+ * example is unchanged or differs in register numbering only. It is
+ * LLVM's process-wide state: these passes are skipped for every user of
+ * the same libLLVM in the process (none of them is in LLVM's CPU -O
+ * pipelines). TILEC_LLVM_SKIP replaces the list ("" keeps every pass);
+ * TILEC_LLVM_ARGS adds LLVM options (experiments). */
+#define TILEC_LLVM_SKIP_DEFAULT "nary-reassociate,load-store-vectorizer"
+
+static void llvm_options(void)
+{
+    const char *argv[40];
+    int argc = 0;
+    static char skip[256], extra[512];
+    argv[argc++] = "tilec";
+    const char *list = getenv("TILEC_LLVM_SKIP");
+    if (!list)
+        list = TILEC_LLVM_SKIP_DEFAULT;
+    if (*list) {
+        snprintf(skip, sizeof skip, "-opt-disable=%s", list);
+        argv[argc++] = skip;
+    }
+    const char *more = getenv("TILEC_LLVM_ARGS");
+    if (more) {
+        snprintf(extra, sizeof extra, "%s", more);
+        for (char *t = strtok(extra, " "); t && argc < 40; t = strtok(NULL, " "))
+            argv[argc++] = t;
+    }
+    if (argc > 1)
+        LLVMParseCommandLineOptions(argc, argv, NULL);
+}
+
 static void init_nvptx(void)
 {
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    llvm_options();
 }
 
 bool cg_arch_supported(const char *arch) { return cg_target_lookup(arch) != NULL; }
@@ -595,22 +630,22 @@ static LLVMTargetMachineRef make_tm(const Target *tg, int opt, Diag *d, Loc loc)
  * constant folding, selects and branches on constants), not the whole O3
  * pipeline, whose loop and vector passes find nothing to do here and whose
  * load scalarisation drops !invariant.load. -O1 runs the cleanup, -O2/-O3
- * add hoisting out of loops and a second early-cse; the NVPTX backend
- * re-forms 16-byte accesses and strength-reduces addresses itself. These
- * bodies have no loads GVN could forward (shared memory is read by ldmatrix
- * intrinsics, global memory by cp.async). GVN (on MemorySSA, without scalar
- * PRE) in place of the second early-cse gave byte-identical PTX for every
- * attention tile, and GVN with PRE and a second instcombine round differed
- * by a few address instructions, for ~35M more instructions executed on
- * attention (~10% of its compile). TILEC_GVN=1 runs that full pipeline
- * (benchmark variants). SIMT modules have their own (llvm_tune.c). */
+ * add hoisting out of loops; the NVPTX backend strength-reduces addresses
+ * and runs early-cse three more times itself (a second early-cse here,
+ * after licm, gave the same PTX up to register numbering on every attention
+ * tile and gemm, for ~9M more instructions executed). These bodies have no
+ * loads GVN could forward (shared memory is read by ldmatrix intrinsics,
+ * global memory by cp.async): GVN with PRE and a second instcombine round
+ * differed by a few address instructions, for ~35M more instructions
+ * executed on attention (~10% of its compile). TILEC_GVN=1 runs that
+ * pipeline (benchmark variants). SIMT modules have their own (llvm_tune.c). */
 static const char *pipeline(int opt)
 {
     static const char *const p[] = {
         "verify",
         "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
         ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
-         "loop-mssa(licm),early-cse<memssa>,simplifycfg,adce)"),
+         "loop-mssa(licm),simplifycfg,adce)"),
         ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
          "loop-mssa(licm),gvn<memoryssa>,instcombine<no-verify-fixpoint>,simplifycfg,adce)"),
     };
