@@ -26,8 +26,8 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE...]  (a tag names an experiment
 # Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
 # D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
 # every dtype and arch, then the other tile choices (bf16, sm_90a) and
-# experiment variants (a tag): unroll = q @ k^T's k steps unrolled
-# (TILEC_ROLL_K=0: the sm_86 PTX before the k loop was rolled). bench/attn_bench.py
+# experiment variants (a tag): slsr = with the NVPTX backend's
+# straight-line strength reduction (skipped by default). bench/attn_bench.py
 # checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
@@ -42,8 +42,8 @@ for c in false true; do
   one bf16 sm_90a 64 64 64 $c
   one bf16 sm_90a 128 128 32 $c
   one bf16 sm_90a 128 64 64 $c
-  one bf16 sm_86 64 128 128 $c unroll TILEC_ROLL_K=0
-  one bf16 sm_86 128 128 64 $c unroll TILEC_ROLL_K=0
+  one bf16 sm_86 64 128 128 $c slsr TILEC_LLVM_SKIP=nary-reassociate,load-store-vectorizer
+  one bf16 sm_86 128 128 64 $c slsr TILEC_LLVM_SKIP=nary-reassociate,load-store-vectorizer
 done
 
 # The interpreter's O and LSE for the define sets just compiled, on small

@@ -479,6 +479,7 @@ typedef struct GroupLoop {
     int *j0;                         /* per group: the group whose row it shares (its own index: none) */
     int64_t *dcol;                   /* and the column distance to that group */
     LLVMValueRef *pe;                /* per group j0: p[j0] + the element index, this iteration */
+    LLVMValueRef *ie;                /* per group j0: i[j0] + the element index, this iteration */
 } GroupLoop;
 
 /* The parent dims of L's rows and columns when register groups of one row
@@ -534,10 +535,11 @@ static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, 
     g->vec = vec;
     g->ng = layout_nregs(L) / vec;
     g->wt = LLVMVectorType(ac->mty, (unsigned)vec);
-    g->p = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)g->ng * 4);
+    g->p = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)g->ng * 5);
     g->i = g->p + g->ng;
     g->rows = g->i + g->ng;
     g->pe = g->rows + g->ng;
+    g->ie = g->pe + g->ng;
     g->j0 = arena_alloc(cg->a, sizeof(int) * (size_t)g->ng);
     g->dcol = arena_alloc(cg->a, sizeof(int64_t) * (size_t)g->ng);
     /* Tensor-core kernels: a group in the row of an earlier group, a
@@ -553,7 +555,7 @@ static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, 
         reg_index(cg, ac, L, j * vec, idx);
         int j0 = row_first(L, vec, j, pr, pc);
         g->j0[j] = j0 >= 0 ? j0 : j;
-        g->pe[j] = NULL;
+        g->pe[j] = g->ie[j] = NULL;
         g->p[j] = group_addr(cg, ac, L, vec, j, j0, pc, g->p, idx, &g->dcol[j]);
         g->i[j] = idx[ac->rank - 1];
         g->rows[j] = in_bounds_upto(cg, ac, idx, ac->rank - 1);
@@ -624,12 +626,21 @@ static LLVMValueRef group_elem_ptr(Cg *cg, const Access *ac, GroupLoop *g, int j
     return LLVMBuildGEP2(cg->b, ac->mty, g->pe[j0], &d, 1, "");
 }
 
-/* i1: is element e of group j inside the tensor (rows and last dim)? */
-static LLVMValueRef group_elem_ok(Cg *cg, const Access *ac, const GroupLoop *g, int j)
+/* i1: is element e of group j inside the tensor (rows and last dim)? The
+ * index, like the address, is its row's first group's (one add per row and
+ * iteration) plus the constant distance: the groups' own indices would be
+ * loop-invariant values live across the loop (the backend's straight-line
+ * strength reduction rewrote them into this form). */
+static LLVMValueRef group_elem_ok(Cg *cg, const Access *ac, GroupLoop *g, int j)
 {
     if (!last_masked(ac))
         return g->rows[j];
-    LLVMValueRef i = LLVMBuildAdd(cg->b, g->i[j], g->eb, "");
+    int j0 = g->j0[j];
+    if (!g->ie[j0])
+        g->ie[j0] = LLVMBuildAdd(cg->b, g->i[j0], g->eb, "");
+    LLVMValueRef i = g->ie[j0];
+    if (j0 != j)
+        i = LLVMBuildAdd(cg->b, i, cg_i32(cg, g->dcol[j]), "");
     return LLVMBuildAnd(cg->b, g->rows[j],
                         LLVMBuildICmp(cg->b, LLVMIntULT, i, ac->ta->size[ac->rank - 1], ""), "");
 }
@@ -786,7 +797,7 @@ static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, const
         for (int e = 0; e < vec; e++) {
             g.eb = cg_i32(cg, e);
             for (int j = 0; j < ng; j++)
-                g.pe[j] = NULL;
+                g.pe[j] = g.ie[j] = NULL;
             for (int j = 0; j < ng; j++) {
                 LLVMValueRef x = LLVMBuildExtractElement(cg->b, init[j], cg_i32(cg, e), "");
                 store_raw(cg, ac, group_elem_ptr(cg, ac, &g, j), group_elem_ok(cg, ac, &g, j), x);

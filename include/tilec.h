@@ -11,7 +11,7 @@
  *  - Separate handles may be used from separate threads at the same time; one
  *    handle must not be used from two threads at once. The library keeps no
  *    global mutable state of its own. Once, at its first compilation, it
- *    sets LLVM command-line options that skip two NVPTX backend passes
+ *    sets LLVM command-line options that skip three NVPTX backend passes
  *    (docs/codegen.md, "Compile time of tensor-core kernels"); they apply
  *    to every user of the same shared libLLVM in the process (the passes
  *    are not in LLVM's CPU pipelines). TILEC_LLVM_SKIP="" leaves them on.
