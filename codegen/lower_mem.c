@@ -40,6 +40,7 @@ typedef struct Access {
     LLVMTypeRef mty;                /* in-memory element type */
     bool readonly;                  /* the kernel never stores to this tensor */
     bool stream;                    /* read-only, read by one block: not kept in L1 */
+    bool dead_tail;                 /* lanes past the last dim are never observed (dead_tail) */
 } Access;
 
 typedef struct StoreFind { ValId t; bool found; } StoreFind;
@@ -101,6 +102,7 @@ static int access_init(Cg *cg, Op *op, Access *ac, int ntile)
     ac->mask = (unsigned)op->iattr[0];
     ac->readonly = op->code == OP_LOAD && cg_tensor_readonly(cg, op->args[0]);
     ac->ntile = 0;
+    ac->dead_tail = false;
     if (ac->tt->kind != TY_TENSOR || op->nlist != ac->rank || op->nargs < 1 + ac->rank) {
         diag_internal(cg->d, op->loc, "malformed %s", op_info[op->code].name);
         return 1;
@@ -432,7 +434,8 @@ static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec,
         k = LLVMBuildSelect(cg->b, pred, k, cg_i32(cg, 0), "");
         p = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, k, cg_i32(cg, 0), ""), p, ac->ta->base, "");
         LLVMValueRef v = load_vec_value(cg, ac, ty, p, vec * dtype_bits(ac->dt) / 8, false, true);
-        v = mask_words(cg, ac, v, vec, k, ow);
+        if (!ac->dead_tail)
+            v = mask_words(cg, ac, v, vec, k, ow);
         for (int e = 0; e < vec; e++)
             out[r + e] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, e), "");
     }
@@ -449,7 +452,7 @@ static void load_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMVa
         if (!is_true(pred))
             p = LLVMBuildSelect(cg->b, pred, p, ac->ta->base, "");
         load_raw(cg, ac, p, vec, false, &out[r]);
-        for (int e = 0; e < vec; e++) {
+        for (int e = 0; e < vec && !ac->dead_tail; e++) {
             LLVMValueRef ok = pred;
             if (last_masked(ac) && e > 0)
                 ok = LLVMBuildAnd(cg->b, pred, last_ok(cg, ac, idx, e), "");
@@ -905,15 +908,92 @@ static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMVa
     return out;
 }
 
-static void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec)
+static void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec, bool dead)
 {
     if (!cg->report)
         return;
     sb_printf(cg->report, "  %s %s at %d:%d: ", what, ir_val(cg->f, op->args[0])->name ? ir_val(cg->f, op->args[0])->name : "?",
               op->loc.line, op->loc.col);
     layout_print(L, cg->report);
-    sb_printf(cg->report, ", %d-byte accesses%s\n", vec * dtype_bits((DType)ir_type(cg->f, op->args[0])->dtype) / 8,
-              op->iattr[0] ? ", masked" : "");
+    sb_printf(cg->report, ", %d-byte accesses%s%s\n", vec * dtype_bits((DType)ir_type(cg->f, op->args[0])->dtype) / 8,
+              op->iattr[0] ? ", masked" : "", dead ? " (lanes past the end unused: addresses guarded, values not)" : "");
+}
+
+/* ---- dead tail lanes ----
+ * A masked load gives its lanes past the tensor's last dim the value
+ * `other`. When the window is 1-d and masked in that dim only, and every
+ * use of the loaded tile is an elementwise op on tiles of the same shape,
+ * ending only in stores of 1-d windows over the same named last dim, from
+ * the same start, masked there and nowhere else, then lane i of every
+ * stored tile is written exactly where lane i of the load was inside: the
+ * masked lanes' values are never observed, and the load need not set them
+ * (layernorm's W and B: y = xc * r * w + b, stored to Y[row, 0 : +BLOCK]).
+ * Only the values go: a 16-byte group wholly outside still reads nothing
+ * (its address guard stays), and a group across the end reads the same
+ * 16 aligned bytes as before. TILEC_DEAD_TAIL=0 keeps the masks. */
+typedef struct DeadTail {
+    const Op *load;
+    uint8_t *taint;          /* per ValId: carries the load's lanes */
+    bool ok;
+} DeadTail;
+
+static bool same_scalar(const Func *f, ValId a, ValId b)
+{
+    if (a == b)
+        return true;
+    const Op *x = ir_val(f, a)->def, *y = ir_val(f, b)->def;
+    return x && y && x->code == OP_CONST && y->code == OP_CONST && x->iattr[0] == y->iattr[0] &&
+           x->fattr == y->fattr && ir_type(f, a)->dtype == ir_type(f, b)->dtype;
+}
+
+/* A 1-d window over the tensor's last dim, masked there and nowhere else? */
+static bool tail_window(const Func *f, const Op *op)
+{
+    const Type *tt = ir_type(f, op->args[0]);
+    int r = tt->rank, kept = 0;
+    if (r < 1 || op->nlist != r || op->list[r - 1] <= 0 || op->iattr[0] != (int64_t)1 << (r - 1) ||
+        tt->dimsym[r - 1] < 0)
+        return false;
+    for (int d = 0; d < r; d++)
+        kept += op->list[d] > 0;
+    return kept == 1;
+}
+
+static bool dead_tail_visit(Func *f, Op *op, void *ctx)
+{
+    DeadTail *dt = ctx;
+    int n = op->nargs, tainted = 0;
+    for (int i = 0; i < n; i++)
+        tainted += dt->taint[op->args[i]];
+    if (!tainted)
+        return true;
+    const Op *ld = dt->load;
+    if ((op_info[op->code].flags & OPF_ELEM) && op->nres == 1 &&
+        type_same_shape(ir_type(f, op->res[0]), ir_type(f, ld->res[0]))) {
+        dt->taint[op->res[0]] = 1;
+        return true;
+    }
+    if (op->code == OP_STORE && tainted == 1 && dt->taint[op->args[n - 1]] && tail_window(f, op)) {
+        const Type *lt = ir_type(f, ld->args[0]), *st = ir_type(f, op->args[0]);
+        if (lt->dimsym[lt->rank - 1] == st->dimsym[st->rank - 1] &&
+            ld->list[lt->rank - 1] == op->list[st->rank - 1] && same_scalar(f, ld->args[lt->rank], op->args[st->rank]))
+            return true;
+    }
+    dt->ok = false;
+    return false;
+}
+
+static bool dead_tail(Cg *cg, const Op *op)
+{
+    if (op->code != OP_LOAD || !tail_window(cg->f, op) || !cg_knob("TILEC_DEAD_TAIL", 1))
+        return false;
+    DeadTail dt = { op, calloc(cg->f->nvals, 1), true };
+    if (!dt.taint)
+        return false;
+    dt.taint[op->res[0]] = 1;
+    ir_walk(cg->f, &cg->f->body, dead_tail_visit, &dt);
+    free(dt.taint);
+    return dt.ok;
 }
 
 int cg_lower_load(Cg *cg, Op *op)
@@ -922,6 +1002,7 @@ int cg_lower_load(Cg *cg, Op *op)
     Access ac;
     if (access_init(cg, op, &ac, rt->kind == TY_TILE ? rt->rank : 0))
         return 1;
+    ac.dead_tail = rt->kind == TY_TILE && dead_tail(cg, op);
     LLVMValueRef zero = LLVMConstNull(cg_type(cg, ac.dt));
     const TileVal *ov = op->iattr[1] ? &cg->vals[op->args[op->nargs - 1]] : NULL;
     if (rt->kind != TY_TILE) {
@@ -946,7 +1027,7 @@ int cg_lower_load(Cg *cg, Op *op)
     LLVMValueRef *regs = load_tile(cg, &ac, L, other, uother);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = regs, .leaf = ac.dt == DT_BF16,
                                       .lazy = access_vec(&ac, L) > 1 && dtype_bits(ac.dt) < 32 };
-    report_access(cg, op, "load", L, access_vec(&ac, L));
+    report_access(cg, op, "load", L, access_vec(&ac, L), ac.dead_tail);
     return 0;
 }
 
@@ -1090,6 +1171,6 @@ int cg_lower_store(Cg *cg, Op *op)
             store_general(cg, &ac, L, vec, &gs, ok);
         }
     }
-    report_access(cg, op, "store", L, vec);
+    report_access(cg, op, "store", L, vec, false);
     return 0;
 }
