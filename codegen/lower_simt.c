@@ -441,15 +441,14 @@ static TileVal *remat_target(Cg *cg, const TileVal *v)
 
 static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p);
 
-/* A compare of an index tile with a uniform value, recomputed: as
- * `offset_r pred (S - base)` (one subtraction, then a compare with a
- * constant per register) on odd generations, so that CSE does not merge it
- * with the first computation and keep its predicates live across barriers.
- * NULL: not that pattern. */
-static LLVMValueRef *remat_iota_cmp(Cg *cg, TileVal *v)
+/* A compare of an index tile with a uniform value S as `offset_r pred
+ * (S - base)`: one subtraction, then a compare of a constant with it per
+ * register, instead of an index (base + offset_r) and a compare per
+ * register (layernorm's `iota(BLOCK) < N`: 64 adds fewer per thread at
+ * [16384]). NULL: not that pattern. TILEC_IOTA_CMP=0 computes the indices. */
+static LLVMValueRef *iota_cmp(Cg *cg, Op *op, const Layout *L)
 {
-    Op *op = v->def;
-    if (op->code != OP_CMP || v->gen % 2 == 0 || op->nargs != 2)
+    if (op->code != OP_CMP || op->nargs != 2)
         return NULL;
     const TileVal *a = &cg->vals[op->args[0]], *b = &cg->vals[op->args[1]];
     int ia = a->kind == TV_IOTA ? 0 : b->kind == TV_IOTA ? 1 : -1;
@@ -457,19 +456,30 @@ static LLVMValueRef *remat_iota_cmp(Cg *cg, TileVal *v)
     DType dt = elem_dtype(cg, op);
     if (ia < 0 || (u->kind != TV_SCALAR && u->kind != TV_SPLAT) || dt != DT_I32)
         return NULL;
-    int p = layout_pdim(v->L, io->axis);
-    if (layout_may_wrap(v->L, p))
+    int p = layout_pdim(L, io->axis);
+    if (layout_may_wrap(L, p))
         return NULL;
-    LLVMValueRef t = LLVMBuildSub(cg->b, u->s, unwrapped(cg, v->L, 0, p), ""), ab[2];
-    int n = layout_nregs(v->L);
+    LLVMValueRef t = LLVMBuildSub(cg->b, u->s, unwrapped(cg, L, 0, p), ""), ab[2];
+    int n = layout_nregs(L);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     for (int r = 0; r < n; r++) {
-        LLVMValueRef k = cg_i32(cg, cg_reg_offset(v->L, r, p) - cg_reg_offset(v->L, 0, p));
+        LLVMValueRef k = cg_i32(cg, cg_reg_offset(L, r, p) - cg_reg_offset(L, 0, p));
         ab[0] = ia == 0 ? k : t;
         ab[1] = ia == 0 ? t : k;
         out[r] = elem(cg, op, dt, DT_BOOL, ab);
     }
     return out;
+}
+
+/* Recomputed (rematerialisation), the compare alternates between that form
+ * and the indices' so that CSE does not merge a recomputation with the
+ * computation before it and keep its predicates live across barriers. */
+static LLVMValueRef *remat_iota_cmp(Cg *cg, TileVal *v)
+{
+    bool sub_first = cg_knob("TILEC_IOTA_CMP", 1) != 0;
+    if ((v->gen % 2 == 1) == sub_first)
+        return NULL;
+    return iota_cmp(cg, v->def, v->L);
 }
 
 static LLVMValueRef *remat(Cg *cg, TileVal *v)
@@ -642,6 +652,15 @@ static int lower_elem(Cg *cg, Op *op)
     const Layout *L = pick_layout(cg, op);
     if (!L)
         L = cg_default_layout(cg, rt, true);
+    LLVMValueRef *cmp = cg_knob("TILEC_IOTA_CMP", 1) ? iota_cmp(cg, op, L) : NULL;
+    if (cmp) {
+        set_regs(cg, op->res[0], L, cmp);
+        if (remat_ok(cg, op)) {
+            cg->vals[op->res[0]].def = op;
+            cg->vals[op->res[0]].epoch = cg->epoch;
+        }
+        return 0;
+    }
     LLVMValueRef *in[3];
     for (int i = 0; i < op->nargs; i++)
         in[i] = cg_materialize(cg, &cg->vals[op->args[i]], ir_type(f, op->args[i]), L, op->loc);
