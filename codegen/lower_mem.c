@@ -924,7 +924,8 @@ static void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int
  * `other`. When the window is 1-d and masked in that dim only, and every
  * use of the loaded tile is an elementwise op on tiles of the same shape,
  * ending only in stores of 1-d windows over the same named last dim, from
- * the same start, masked there and nowhere else, then lane i of every
+ * the same start value (canonicalize's CSE gives equal constants one
+ * value), masked there and nowhere else, then lane i of every
  * stored tile is written exactly where lane i of the load was inside: the
  * masked lanes' values are never observed, and the load need not set them
  * (layernorm's W and B: y = xc * r * w + b, stored to Y[row, 0 : +BLOCK]).
@@ -936,15 +937,6 @@ typedef struct DeadTail {
     uint8_t *taint;          /* per ValId: carries the load's lanes */
     bool ok;
 } DeadTail;
-
-static bool same_scalar(const Func *f, ValId a, ValId b)
-{
-    if (a == b)
-        return true;
-    const Op *x = ir_val(f, a)->def, *y = ir_val(f, b)->def;
-    return x && y && x->code == OP_CONST && y->code == OP_CONST && x->iattr[0] == y->iattr[0] &&
-           x->fattr == y->fattr && ir_type(f, a)->dtype == ir_type(f, b)->dtype;
-}
 
 /* A 1-d window over the tensor's last dim, masked there and nowhere else? */
 static bool tail_window(const Func *f, const Op *op)
@@ -976,7 +968,7 @@ static bool dead_tail_visit(Func *f, Op *op, void *ctx)
     if (op->code == OP_STORE && tainted == 1 && dt->taint[op->args[n - 1]] && tail_window(f, op)) {
         const Type *lt = ir_type(f, ld->args[0]), *st = ir_type(f, op->args[0]);
         if (lt->dimsym[lt->rank - 1] == st->dimsym[st->rank - 1] &&
-            ld->list[lt->rank - 1] == op->list[st->rank - 1] && same_scalar(f, ld->args[lt->rank], op->args[st->rank]))
+            ld->list[lt->rank - 1] == op->list[st->rank - 1] && ld->args[lt->rank] == op->args[st->rank])
             return true;
     }
     dt->ok = false;
