@@ -584,7 +584,7 @@ static void dot_rolled(Cg *cg, Mma *mm, LLVMValueRef *acc, int nacc, int nk)
     frag_k(cg, &mm->fa, k1);
     frag_k(cg, &mm->fb, k1);
     Frags next = load_frags(cg, mm, 0, NULL);
-    mm->fa.kv = mm->fb.kv = NULL;
+    mm->fa.kv = mm->fb.kv = mm->fa.kbase = mm->fb.kbase = mm->fa.Tk = mm->fb.Tk = NULL;
     memcpy(acc, ap, sizeof(LLVMValueRef) * (size_t)nacc);
     mma_step(cg, mm, &fp, acc);
     LLVMValueRef more = LLVMBuildICmp(cg->b, LLVMIntULT, k1, cg_i32(cg, nk - 1), "");
