@@ -11,6 +11,7 @@
 # Writes the full results under $OUT (or ./bench-out when OUT is unset).
 #   bench/device.sh [bench.py options: --skip-bench, --arches sm_90a]
 #   SKIP_TC=1 bench/device.sh   skips the tensor-core runs (GEMM, attention)
+#   MEMCHECK=1 bench/device.sh  also runs the C host tests under compute-sanitizer
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-$root/bench-out}"
@@ -37,6 +38,15 @@ echo "== C host tests (libtilert from C, PTX compiled by tilec on the build mach
 if [ -d "$root/.devcarry/gputest" ]; then
   "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/c_tests.txt" 2>&1 || status=1
   grep -E "FAIL|error|passed, " "$out/c_tests.txt" | tail -n 12
+fi
+
+# MEMCHECK=1: the C host tests again under compute-sanitizer's memcheck
+# (out-of-bounds and misaligned accesses of every kernel on odd shapes).
+if [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
+  echo "== C host tests under compute-sanitizer memcheck"
+  compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
+    "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/memcheck.txt" 2>&1 || status=1
+  grep -E "ERROR SUMMARY|Invalid|passed, " "$out/memcheck.txt" | sort | uniq -c | sort -rn | head -n 20
 fi
 
 echo "== Python correctness + benchmark: memory-bound kernels"
