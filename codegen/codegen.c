@@ -574,11 +574,6 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     if (wide)
         LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                                 LLVMCreateStringAttribute(cg->ctx, "tilec.sched", 11, "", 0));
-    /* Chained products (attention) keep the full LLVM pipeline: GVN's
-     * cleanup is worth 12% there (llvm_tune.c). */
-    if (cg->mma_rows_only)
-        LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(cg->ctx, "tilec.chain", 11, "", 0));
     cg_find_anchors(cg, f);
     if (cg->mma_rows_only)
         cg_chain_anchors(cg, f);

@@ -545,10 +545,11 @@ static void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, 
     g->ie = g->pe + g->ng;
     g->j0 = arena_alloc(cg->a, sizeof(int) * (size_t)g->ng);
     g->dcol = arena_alloc(cg->a, sizeof(int64_t) * (size_t)g->ng);
-    /* Tensor-core kernels: a group in the row of an earlier group, a
-     * compile-time column distance away, addresses from that group's
-     * address plus a constant. The element loops below index every group
-     * at the loop's index; with one full address per group, the backend's
+    /* A group in the row of an earlier group (row_dims: 2-d tiles of
+     * tensor-core kernels, 1-d tiles of any kernel), a compile-time column
+     * distance away, addresses from that group's address plus a constant.
+     * The element loops below index every group at the loop's index; with
+     * one full address per group, the backend's
      * straight-line strength reduction searched them all for a basis, one
      * by one, which was over half of attention's PTX emission time
      * (docs/codegen.md), and found these constant distances in the end. */
@@ -1065,8 +1066,8 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const
     LLVMValueRef idx[TENSOR_MAXRANK];
     int n = layout_nregs(L), pr, pc;
     LLVMValueRef *ps = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / vec + 1));
-    /* Tensor-core kernels: a group in the row of an earlier group addresses
-     * from that group's address plus the compile-time column distance (as
+    /* A group in the row of an earlier group (row_dims) addresses from
+     * that group's address plus the compile-time column distance (as
      * group_loop_init does for the element loops): a full address per group
      * left the backend's SLSR a bucket of GEPs at variable column indices
      * off each row address to search, testing each find for poison. */
