@@ -67,6 +67,8 @@ typedef struct Cg {
     const Target *tg;
     Func *f;
     LLVMContextRef ctx;
+    struct CgGate *gate;        /* pass gate on ctx (pass_gate.cpp) */
+    int minct;                  /* the kernel's .minnctapersm (0: no register cap) */
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMValueRef fn;

@@ -6,6 +6,7 @@
  * the kernel metadata text the runtime validates launches against.
  */
 #include "cg_internal.h"
+#include "pass_gate.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Support.h>
@@ -19,32 +20,33 @@
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 /* Passes of the NVPTX backend's own IR pipeline that find nothing to do in
- * what this generator emits, skipped by name through LLVM's -opt-disable
- * once per process (see docs/codegen.md, "Compile time"): n-ary
- * reassociation and the load/store vectoriser leave the PTX of every
- * example unchanged; without straight-line strength reduction (the lowering
- * writes addresses and bounds tests in its form) the SIMT kernels' PTX is
- * the same and the tensor-core kernels' keeps its registers (the same
- * speed on the H200). ~60M of the ~350M instructions attention took. It is
- * LLVM's process-wide state: these passes are skipped for every user of
- * the same libLLVM in the process (none of them is in LLVM's CPU -O
- * pipelines). TILEC_LLVM_SKIP replaces the list ("" keeps every pass);
- * TILEC_LLVM_ARGS adds LLVM options (experiments). */
-#define TILEC_LLVM_SKIP_DEFAULT "slsr,nary-reassociate,load-store-vectorizer"
+ * what this generator emits, skipped by name while the backend runs, on
+ * this compilation's LLVMContext only (pass_gate.cpp; see docs/codegen.md,
+ * "Compile time"): n-ary reassociation and the load/store vectoriser leave
+ * the PTX of every example unchanged; without straight-line strength
+ * reduction (the lowering writes addresses and bounds tests in its form)
+ * the SIMT kernels' PTX is the same and the tensor-core kernels' keeps its
+ * registers (the same speed on the H200); the backend's three early-cse
+ * runs find what the optimisation pipeline's early-cse already removed
+ * (the same PTX instruction counts, registers and spills on every example).
+ * The optimisation pipeline's own early-cse still runs. Other users of the
+ * same libLLVM in the process are not affected. TILEC_LLVM_SKIP replaces
+ * the list ("" keeps every pass); TILEC_LLVM_ARGS passes LLVM options
+ * (experiments: those are process-wide). */
+#define TILEC_LLVM_SKIP_DEFAULT "slsr,nary-reassociate,load-store-vectorizer,early-cse#2,early-cse#3"
+
+static const char *backend_skip(void)
+{
+    const char *list = getenv("TILEC_LLVM_SKIP");
+    return list ? list : TILEC_LLVM_SKIP_DEFAULT;
+}
 
 static void llvm_options(void)
 {
     const char *argv[40];
     int argc = 0;
-    static char skip[256], extra[512];
+    static char extra[512];
     argv[argc++] = "tilec";
-    const char *list = getenv("TILEC_LLVM_SKIP");
-    if (!list)
-        list = TILEC_LLVM_SKIP_DEFAULT;
-    if (*list) {
-        snprintf(skip, sizeof skip, "-opt-disable=%s", list);
-        argv[argc++] = skip;
-    }
     const char *more = getenv("TILEC_LLVM_ARGS");
     if (more) {
         snprintf(extra, sizeof extra, "%s", more);
@@ -562,6 +564,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
     int minct = cg_knob("TILEC_MINCTASM", mma_warps ? (cg->nwarps >= 16 ? 2 : 0)
                                           : wide ? 3 : simt_min_blocks(f, cg->nwarps));
+    cg->minct = minct > 0 ? minct : 0;
     if (minct > 0) {
         char mc[16];
         snprintf(mc, sizeof mc, "%d", minct);
@@ -667,11 +670,15 @@ static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d
     return 0;
 }
 
-static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, StrBuf *out, Diag *d, Loc loc)
+static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, CgGate *gate, StrBuf *out, Diag *d,
+                    Loc loc)
 {
     char *err = NULL;
     LLVMMemoryBufferRef buf = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
+    cg_gate_skip(gate, backend_skip());
+    int bad = LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf);
+    cg_gate_skip(gate, NULL);
+    if (bad) {
         diag_internal(d, loc, "NVPTX backend failed: %s", err ? err : "?");
         LLVMDisposeMessage(err);
         return 1;
@@ -734,7 +741,7 @@ static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, Cg
         LLVMDisposeMessage(s);
     }
     t0 = tc_now();
-    int e = o->want_ptx ? emit_ptx(cg->mod, tm, &res->ptx, cg->d, loc) : 0;
+    int e = o->want_ptx ? emit_ptx(cg->mod, tm, cg->gate, &res->ptx, cg->d, loc) : 0;
     if (o->want_ptx)
         time_row(timing, "codegen: ptx emission (nvptx backend)", t0);
     return e;
@@ -758,6 +765,7 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
     t0 = tc_now();
     Cg cg = { .a = m->arena, .d = d, .tg = tg, .report = &res->report };
     cg.ctx = LLVMContextCreate();
+    cg.gate = cg_gate_new(cg.ctx);
     cg.mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", cg.ctx);
     LLVMSetTarget(cg.mod, "nvptx64-nvidia-cuda");
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
@@ -774,6 +782,7 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
     LLVMDisposeModule(cg.mod);
     LLVMDisposeTargetData(dl);
     LLVMContextDispose(cg.ctx);
+    cg_gate_free(cg.gate);
     LLVMDisposeTargetMachine(tm);
     return e;
 }

@@ -419,9 +419,104 @@ static LLVMValueRef mask_words(Cg *cg, const Access *ac, LLVMValueRef v, int vec
     return LLVMBuildBitCast(cg->b, w, LLVMTypeOf(v), "");
 }
 
+/* One group of `vec` 16- or 32-bit elements at p whose first k lie inside
+ * (k <= 0: none), element-exact: when k >= vec and the group is aligned
+ * (`aligned`: an i1, NULL when known) one whole-vector load, else a load
+ * of each element below k (any alignment) and `uother` (zero when NULL) in
+ * the rest, behind a branch inside one inline asm block (labels in a { }
+ * block are local to it). Nothing past the tensor's end is read, so
+ * compute-sanitizer's memcheck has nothing to report, and LLVM sees one
+ * call per group instead of the compares, selects and word masks of the
+ * branch-free form or an element loop. Returns the elements (memory type). */
+static bool exact_group_ok(const Access *ac, int vec)
+{
+    int bits = dtype_bits(ac->dt);
+    return cg_knob("TILEC_EXACT_TAIL", 1) && ac->dt != DT_BOOL && (bits == 16 || bits == 32) &&
+           vec * bits % 32 == 0 && vec * bits <= 128;
+}
+
+static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef k, int vec, LLVMValueRef uother,
+                             LLVMValueRef aligned, LLVMValueRef *out)
+{
+    int bits = dtype_bits(ac->dt), bytes = bits / 8, nw = vec * bits / 32;
+    bool other = uother && !LLVMIsNull(uother);
+    if (aligned && is_true(aligned))
+        aligned = NULL;
+    /* Operands: the nw words out, then p, k, [other], [aligned]. */
+    int ip = nw, ik = nw + 1, io = other ? nw + 2 : -1, ia = aligned ? nw + 2 + other : -1;
+    const char *q = ac->stream ? ".nc.L1::no_allocate" : ac->readonly ? ".nc" : "";
+    char code[2048];
+    size_t n = 0;
+#define EMIT(...) n += (size_t)snprintf(code + n, sizeof code - n, __VA_ARGS__)
+    EMIT("{\n.reg .pred %%pf, %%pe;\n");
+    if (bits == 16)
+        EMIT(".reg .b16 %%h<%d>;\n", vec);
+    if (ia >= 0)
+        EMIT("setp.ne.s32 %%pe, $%d, 0;\nsetp.ge.and.s32 %%pf, $%d, %d, %%pe;\n", ia, ik, vec);
+    else
+        EMIT("setp.ge.s32 %%pf, $%d, %d;\n", ik, vec);
+    EMIT("@!%%pf bra PART;\n");
+    if (nw == 1)
+        EMIT("ld.global%s.b32 $0, [$%d];\n", q, ip);
+    else {
+        EMIT("ld.global%s.v%d.b32 {", q, nw);
+        for (int j = 0; j < nw; j++)
+            EMIT("%s$%d", j ? ", " : "", j);
+        EMIT("}, [$%d];\n", ip);
+    }
+    EMIT("bra DONE;\nPART:\n");
+    const char *dst = bits == 16 ? "%h" : "$";
+    for (int e = 0; e < vec; e++) {
+        EMIT("mov.b%d ", bits);
+        EMIT("%s", dst);
+        EMIT(other ? "%d, $%d;\n" : "%d, 0;\n", e, io);
+    }
+    for (int e = 0; e < vec; e++) {
+        EMIT("setp.gt.s32 %%pe, $%d, %d;\n@%%pe ld.global%s.b%d ", ik, e, ac->readonly ? ".nc" : "", bits);
+        EMIT("%s", dst);
+        EMIT("%d, [$%d+%d];\n", e, ip, e * bytes);
+    }
+    for (int j = 0; bits == 16 && j < nw; j++)
+        EMIT("mov.b32 $%d, {%%h%d, %%h%d};\n", j, 2 * j, 2 * j + 1);
+    EMIT("DONE:\n}");
+#undef EMIT
+    char cons[256];
+    size_t c = 0;
+    for (int j = 0; j < nw; j++)
+        c += (size_t)snprintf(cons + c, sizeof cons - c, "=r,");
+    c += (size_t)snprintf(cons + c, sizeof cons - c, "l,r%s%s", other ? (bits == 16 ? ",h" : ",r") : "",
+                          aligned ? ",r" : "");
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)bits);
+    LLVMTypeRef el[4] = { cg->t_i32, cg->t_i32, cg->t_i32, cg->t_i32 };
+    LLVMTypeRef rt = nw == 1 ? cg->t_i32 : LLVMStructTypeInContext(cg->ctx, el, (unsigned)nw, 0);
+    LLVMValueRef args[4];
+    LLVMTypeRef at[4];
+    unsigned na = 0;
+    args[na] = p, at[na++] = LLVMTypeOf(p);
+    args[na] = k, at[na++] = cg->t_i32;
+    if (other)
+        args[na] = LLVMBuildBitCast(cg->b, uother, it, ""), at[na++] = it;
+    if (aligned)
+        args[na] = LLVMBuildZExt(cg->b, aligned, cg->t_i32, ""), at[na++] = cg->t_i32;
+    LLVMTypeRef ft = LLVMFunctionType(rt, at, na, 0);
+    LLVMValueRef fn = LLVMGetInlineAsm(ft, code, n, cons, c, 0, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef r = LLVMBuildCall2(cg->b, ft, fn, args, na, "");
+    LLVMTypeRef pair = LLVMVectorType(ac->mty, 2);
+    for (int j = 0; j < nw; j++) {
+        LLVMValueRef w = nw == 1 ? r : LLVMBuildExtractValue(cg->b, r, (unsigned)j, "");
+        if (bits == 32) {
+            out[j] = LLVMBuildBitCast(cg->b, w, ac->mty, "");
+            continue;
+        }
+        w = LLVMBuildBitCast(cg->b, w, pair, "");
+        out[2 * j] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, 0), "");
+        out[2 * j + 1] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, 1), "");
+    }
+}
+
 /* Masked vectors with a uniform `other` (or zero): one load, word masks. */
-static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef uother,
-                             LLVMValueRef *out)
+static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef uother, bool exact,
+                             LLVMValueRef aligned, LLVMValueRef *out)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
     LLVMValueRef ow = uother && !LLVMIsNull(uother) ? other_word(cg, ac, uother) : NULL;
@@ -432,6 +527,10 @@ static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec,
         LLVMValueRef k = LLVMBuildSub(cg->b, ac->ta->size[ac->rank - 1], idx[ac->rank - 1], "");
         pred = LLVMBuildAnd(cg->b, pred, last_ok(cg, ac, idx, 0), "");   /* also rejects idx < 0 */
         k = LLVMBuildSelect(cg->b, pred, k, cg_i32(cg, 0), "");
+        if (exact) {
+            load_group_exact(cg, ac, p, k, vec, uother, aligned, &out[r]);
+            continue;
+        }
         p = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, k, cg_i32(cg, 0), ""), p, ac->ta->base, "");
         LLVMValueRef v = load_vec_value(cg, ac, ty, p, vec * dtype_bits(ac->dt) / 8, false, true);
         if (!ac->dead_tail)
@@ -830,6 +929,9 @@ typedef struct TileCtx {
     LLVMValueRef *other;
     LLVMValueRef uother;     /* uniform `other` for word masks, or NULL */
     LLVMValueRef uniform;    /* uniform `other` (zero if none), or NULL */
+    bool exact;              /* element-exact groups (a path behind a branch) */
+    bool took_exact;         /* some path loaded element-exact groups */
+    bool took_whole;         /* some masked path loaded whole aligned chunks */
 } TileCtx;
 
 /* Word masks when `other` is zero (one AND per word). With another value
@@ -853,10 +955,16 @@ static bool word_maskable(const Access *ac, int vec)
 static void tile_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
 {
     TileCtx *t = ctx;
-    if (arm == 0 && t->uother && word_maskable(t->ac, t->vec))
-        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uother, out);
-    else if (arm == 0)
+    if (arm == 0 && t->exact && t->uniform && last_masked(t->ac) && exact_group_ok(t->ac, t->vec)) {
+        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uniform, true, NULL, out);
+        t->took_exact = true;
+    } else if (arm == 0 && t->uother && word_maskable(t->ac, t->vec)) {
+        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uother, false, NULL, out);
+        t->took_whole = true;
+    } else if (arm == 0) {
         load_vecs(cg, t->ac, t->L, t->vec, t->other, out);
+        t->took_whole |= last_masked(t->ac);
+    }
     else
         load_loop(cg, t->ac, t->L, t->vec, t->other, t->uniform, out);
 }
@@ -866,8 +974,16 @@ static void tile_general(Cg *cg, TileCtx *t, LLVMValueRef *out)
 {
     if (is_true(t->ok))
         tile_arm(cg, t, 0, out);
-    else
+    else if (t->uniform && last_masked(t->ac) && exact_group_ok(t->ac, t->vec))
+    {
+        /* Element-exact groups take unaligned rows too: no element loop. */
+        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uniform, true, t->ok, out);
+        t->took_exact = true;
+    }
+    else {
+        t->exact = true;
         diamond(cg, t->ok, layout_nregs(t->L), t->vec, tile_arm, t, out);
+    }
 }
 
 /* Arm 0: the row window lies wholly inside and is aligned: plain vectors,
@@ -876,6 +992,7 @@ static void tile_full_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
 {
     TileCtx *t = ctx;
     if (arm == 1) {
+        t->exact = true;
         tile_general(cg, t, out);
         return;
     }
@@ -892,7 +1009,19 @@ static void tile_full_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
  * be aligned keeps its branch-free masked vectors, since a new join there
  * (layernorm's W and B) makes the backend widen all of W before B's
  * branch, and bf16 [16384] then spills. */
-static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other, LLVMValueRef uother)
+/* Element-exact groups on the branch-free path too? In kernels without a
+ * register cap (.minnctapersm: vector_add) yes; under one (layernorm's W
+ * and B, 2-8 groups per thread) the branch in each group cost ptxas
+ * 104-196 B of spills, so those keep the whole aligned chunk
+ * (docs/codegen.md, "Known"). TILEC_EXACT_HOT=0/1: never / always. */
+static bool exact_hot(Cg *cg)
+{
+    int k = cg_knob("TILEC_EXACT_HOT", -1);
+    return k < 0 ? cg->minct == 0 : k != 0;
+}
+
+static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other, LLVMValueRef uother,
+                               int *tail)
 {
     int n = layout_nregs(L), vec = access_vec(ac, L);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
@@ -900,16 +1029,20 @@ static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMVa
         load_elems(cg, ac, L, other, out);
         return out;
     }
-    TileCtx t = { ac, vec_ok(cg, ac, vec), L, vec, other, word_mask_other(uother), uother };
+    TileCtx t = { ac, vec_ok(cg, ac, vec), L, vec, other, word_mask_other(uother), uother, exact_hot(cg), false, false };
     if (!last_masked(ac) || !cg_simt_kernel(cg) || is_true(t.ok)) {
         tile_general(cg, &t, out);
+        *tail = t.took_exact * 1 + t.took_whole * 2;
         return out;
     }
     diamond(cg, LLVMBuildAnd(cg->b, t.ok, last_full(cg, ac), "ld.full"), n, vec, tile_full_arm, &t, out);
+    *tail = t.took_exact * 1 + t.took_whole * 2;
     return out;
 }
 
-static void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec, bool dead)
+/* tail: 1 = the row tail moves element-exact (some path), 2 = a masked
+ * path moves whole aligned chunks (dead: their lanes past the end unused). */
+static void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec, int tail, bool dead)
 {
     if (!cg->report)
         return;
@@ -917,7 +1050,11 @@ static void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int
               op->loc.line, op->loc.col);
     layout_print(L, cg->report);
     sb_printf(cg->report, ", %d-byte accesses%s%s\n", vec * dtype_bits((DType)ir_type(cg->f, op->args[0])->dtype) / 8,
-              op->iattr[0] ? ", masked" : "", dead ? " (lanes past the end unused: addresses guarded, values not)" : "");
+              op->iattr[0] ? ", masked" : "",
+              (tail & 2) && dead ? " (lanes past the end unused: addresses guarded, values not)"
+              : (tail & 2)       ? " (whole 16-byte chunks at the row end)"
+              : (tail & 1)       ? " (element-exact at the row end)"
+                                 : "");
 }
 
 /* ---- dead tail lanes ----
@@ -1017,10 +1154,11 @@ int cg_lower_load(Cg *cg, Op *op)
             other[r] = zero;
     }
     LLVMValueRef uother = !ov ? zero : ov->kind == TV_SPLAT || ov->kind == TV_SCALAR ? ov->s : NULL;
-    LLVMValueRef *regs = load_tile(cg, &ac, L, other, uother);
+    int tail = 0;
+    LLVMValueRef *regs = load_tile(cg, &ac, L, other, uother, &tail);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = regs, .leaf = ac.dt == DT_BF16,
                                       .lazy = access_vec(&ac, L) > 1 && dtype_bits(ac.dt) < 32 };
-    report_access(cg, op, "load", L, access_vec(&ac, L), ac.dead_tail);
+    report_access(cg, op, "load", L, access_vec(&ac, L), tail, ac.dead_tail);
     return 0;
 }
 
@@ -1086,6 +1224,98 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const
     }
 }
 
+/* Stores group j (gs) at p, element-exact: its first k elements (k <= 0:
+ * none); one whole-vector store when k >= vec and the group is aligned
+ * (`aligned`: i1, NULL when known), else one store per element below k,
+ * all predicated in one inline asm block (no branch: with one per group,
+ * as the loads have, ptxas spilled 20 B on bf16 [16384] layernorm). */
+static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef k, int vec, LLVMValueRef aligned,
+                              LLVMValueRef v)
+{
+    int bits = dtype_bits(ac->dt), bytes = bits / 8, nw = vec * bits / 32;
+    if (aligned && is_true(aligned))
+        aligned = NULL;
+    /* Operands: the nw words, then p, k, [aligned]. */
+    int ip = nw, ik = nw + 1, ia = aligned ? nw + 2 : -1;
+    char code[2048];
+    size_t n = 0;
+#define EMIT(...) n += (size_t)snprintf(code + n, sizeof code - n, __VA_ARGS__)
+    EMIT("{\n.reg .pred %%pf, %%pe;\n");
+    if (bits == 16)
+        EMIT(".reg .b16 %%h<%d>;\n", vec);
+    if (ia >= 0)
+        EMIT("setp.ne.s32 %%pe, $%d, 0;\nsetp.ge.and.s32 %%pf, $%d, %d, %%pe;\n", ia, ik, vec);
+    else
+        EMIT("setp.ge.s32 %%pf, $%d, %d;\n", ik, vec);
+    if (nw == 1)
+        EMIT("@%%pf st.global.b32 [$%d], $0;\n", ip);
+    else {
+        EMIT("@%%pf st.global.v%d.b32 [$%d], {", nw, ip);
+        for (int j = 0; j < nw; j++)
+            EMIT("%s$%d", j ? ", " : "", j);
+        EMIT("};\n");
+    }
+    for (int j = 0; bits == 16 && j < nw; j++)
+        EMIT("mov.b32 {%%h%d, %%h%d}, $%d;\n", 2 * j, 2 * j + 1, j);
+    EMIT("not.pred %%pf, %%pf;\n");
+    for (int e = 0; e < vec; e++) {
+        EMIT("setp.gt.and.s32 %%pe, $%d, %d, %%pf;\n@%%pe st.global.b%d [$%d+%d], ", ik, e, bits, ip, e * bytes);
+        if (bits == 16)
+            EMIT("%%h%d;\n", e);
+        else
+            EMIT("$%d;\n", e);
+    }
+    EMIT("}");
+
+#undef EMIT
+    char cons[256];
+    size_t c = 0;
+    for (int j = 0; j < nw; j++)
+        c += (size_t)snprintf(cons + c, sizeof cons - c, "r,");
+    c += (size_t)snprintf(cons + c, sizeof cons - c, "l,r%s,~{memory}", aligned ? ",r" : "");
+    LLVMValueRef args[8];
+    LLVMTypeRef at[8];
+    unsigned na = 0;
+    LLVMValueRef w = LLVMBuildBitCast(cg->b, v, nw == 1 ? cg->t_i32 : LLVMVectorType(cg->t_i32, (unsigned)nw), "");
+    for (int j = 0; j < nw; j++)
+        args[na] = nw == 1 ? w : LLVMBuildExtractElement(cg->b, w, cg_i32(cg, j), ""), at[na++] = cg->t_i32;
+    args[na] = p, at[na++] = LLVMTypeOf(p);
+    args[na] = k, at[na++] = cg->t_i32;
+    if (aligned)
+        args[na] = LLVMBuildZExt(cg->b, aligned, cg->t_i32, ""), at[na++] = cg->t_i32;
+    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), at, na, 0);
+    LLVMValueRef fn = LLVMGetInlineAsm(ft, code, n, cons, c, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(cg->b, ft, fn, args, na, "");
+}
+
+/* A masked last dim, element-exact (store_group_exact) for every group:
+ * no per-group branches, no element loop. */
+static int store_exact_mode(Cg *cg, const Access *ac, int vec)
+{
+    if (!last_masked(ac) || !exact_group_ok(ac, vec))
+        return 0;
+    return cg_knob("TILEC_EXACT_STORE", cg->minct > 0 ? 0 : 1);
+}
+
+static void store_vecs_exact(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef ok)
+{
+    LLVMValueRef idx[TENSOR_MAXRANK];
+    int n = layout_nregs(L), pr, pc;
+    LLVMValueRef *ps = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / vec + 1));
+    row_dims(cg, ac, L, &pr, &pc);
+    for (int r = 0; r < n; r += vec) {
+        reg_index(cg, ac, L, r, idx);
+        int64_t dcol;
+        LLVMValueRef p = group_addr(cg, ac, L, vec, r / vec, row_first(L, vec, r / vec, pr, pc), pc, ps, idx, &dcol);
+        ps[r / vec] = p;
+        LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
+        rows = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, 0), "");   /* also rejects idx < 0 */
+        LLVMValueRef k = LLVMBuildSub(cg->b, ac->ta->size[ac->rank - 1], idx[ac->rank - 1], "");
+        k = LLVMBuildSelect(cg->b, rows, k, cg_i32(cg, 0), "");
+        store_group_exact(cg, ac, p, k, vec, ok, group_vec(cg, ac, gs, r / vec));
+    }
+}
+
 /* Not the straight path: when aligned, whole vectors for the groups
  * inside the row, then one element loop for the rest (the row tail, or
  * every group when a row start is not aligned). */
@@ -1111,7 +1341,22 @@ static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, co
             LLVMAddIncoming(skip[j], &full[j], &vend, 1);
         }
     }
-    store_loop(cg, ac, L, vec, gs, skip);
+    if (masked && store_exact_mode(cg, ac, vec) == 2) {
+        /* The groups not stored whole, element by element (exact asm). */
+        LLVMValueRef idx[TENSOR_MAXRANK];
+        for (int j = 0; j < ng; j++) {
+            reg_index(cg, ac, L, j * vec, idx);
+            LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1),
+                                             cg_primary(cg, L, j * vec), "");
+            rows = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, 0), "");
+            rows = LLVMBuildAnd(cg->b, rows, LLVMBuildNot(cg->b, skip[j], ""), "");
+            LLVMValueRef k = LLVMBuildSub(cg->b, ac->ta->size[ac->rank - 1], idx[ac->rank - 1], "");
+            k = LLVMBuildSelect(cg->b, rows, k, cg_i32(cg, 0), "");
+            store_group_exact(cg, ac, elem_addr(cg, ac, idx), k, vec, LLVMConstInt(cg->t_i1, 0, 0),
+                              group_vec(cg, ac, gs, j));
+        }
+    } else
+        store_loop(cg, ac, L, vec, gs, skip);
     if (!masked) {
         LLVMBuildBr(cg->b, jb);
         LLVMPositionBuilderAtEnd(cg->b, jb);
@@ -1155,7 +1400,10 @@ int cg_lower_store(Cg *cg, Op *op)
             store_vecs(cg, &inner, L, vec, &gs, NULL);
             LLVMBuildBr(cg->b, jb);
             LLVMPositionBuilderAtEnd(cg->b, gb);
-            store_general(cg, &ac, L, vec, &gs, ok);
+            if (store_exact_mode(cg, &ac, vec) == 1)
+                store_vecs_exact(cg, &ac, L, vec, &gs, ok);
+            else
+                store_general(cg, &ac, L, vec, &gs, ok);
             LLVMBuildBr(cg->b, jb);
             LLVMPositionBuilderAtEnd(cg->b, jb);
         } else if (is_true(ok)) {
@@ -1164,6 +1412,6 @@ int cg_lower_store(Cg *cg, Op *op)
             store_general(cg, &ac, L, vec, &gs, ok);
         }
     }
-    report_access(cg, op, "store", L, vec, false);
+    report_access(cg, op, "store", L, vec, 0, false);
     return 0;
 }

@@ -10,11 +10,12 @@
  *    stay valid until that handle is freed. The caller never frees them.
  *  - Separate handles may be used from separate threads at the same time; one
  *    handle must not be used from two threads at once. The library keeps no
- *    global mutable state of its own. Once, at its first compilation, it
- *    sets LLVM command-line options that skip three NVPTX backend passes
- *    (docs/codegen.md, "Compile time of tensor-core kernels"); they apply
- *    to every user of the same shared libLLVM in the process (the passes
- *    are not in LLVM's CPU pipelines). TILEC_LLVM_SKIP="" leaves them on.
+ *    global mutable state of its own, and it changes none of LLVM's: the
+ *    NVPTX backend passes it skips (docs/codegen.md, "Compile time of
+ *    tensor-core kernels") are skipped through a pass gate on each
+ *    compilation's own LLVMContext, so other users of the same shared
+ *    libLLVM in the process are not affected. Only the experiment switch
+ *    TILEC_LLVM_ARGS sets LLVM command-line options (process-wide).
  */
 #ifndef TILEC_H
 #define TILEC_H

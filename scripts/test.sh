@@ -22,7 +22,7 @@ echo "== tests under ASan + UBSan"
    ctest --output-on-failure -j"$J")
 
 echo "== fuzz the front end for ${FUZZ_SECONDS}s"
-CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTILEC_FUZZ=ON -DTILEC_SANITIZE=ON
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTILEC_FUZZ=ON -DTILEC_SANITIZE=ON
 cmake --build build-fuzz -j"$J" --target fuzz_frontend
 mkdir -p build-fuzz/corpus
 ./build-fuzz/bin/fuzz_frontend -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=4096 \
