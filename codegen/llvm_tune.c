@@ -48,6 +48,6 @@ static bool all_simt(LLVMModuleRef mod)
 const char *cg_tune_pipeline(LLVMModuleRef mod, const char *dflt, int opt)
 {
     if (opt >= 2 && all_simt(mod) && cg_knob("TILEC_SIMT_PIPELINE", 1) != 0)
-        return getenv("TILEC_SIMT_PIPE_X") ? getenv("TILEC_SIMT_PIPE_X") : simt_pipeline;
+        return simt_pipeline;
     return dflt;
 }
