@@ -10,11 +10,20 @@ tilec="${1:-${TILEC:-$root/build/bin/tilec}}"
 out="$root/.devcarry/attn"
 rm -rf "$out"; mkdir -p "$out"
 sed 's/bf16/f16/g' "$root/examples/attention.tile" > "$out/attention_f16.tile"
+# Experiment source: query blocks launched heaviest first across all heads
+# (grid (Z * H, query blocks), the last query block first): with causal
+# masks the longest blocks start first and the short ones fill the tail.
+sed -e 's/  grid(cdiv(N, BM), Z \* H)/  grid(Z * H, cdiv(N, BM))/' \
+    -e 's/let z = block.y \/ H;  let h = block.y % H;/let z = block.x \/ H;  let h = block.x % H;/' \
+    -e 's/  let m0 = block.x \* BM;/  let m0 = (cdiv(N, BM) - 1 - block.y) * BM;/' \
+    "$root/examples/attention.tile" > "$out/attention_rev.tile"
+grep -q 'cdiv(N, BM) - 1 - block.y' "$out/attention_rev.tile" || { echo "attention_rev.tile: no match" >&2; exit 1; }
 : > "$out/variants.txt"
-one() {  # dt arch d bm bn causal [tag VAR=VALUE...]  (a tag names an experiment variant)
+one() {  # dt arch d bm bn causal [tag VAR=VALUE... | SRC=file]  (a tag names an experiment variant)
   local dt=$1 arch=$2 d=$3 bm=$4 bn=$5 c=$6 tag=${7:-} src="$root/examples/attention.tile"
   shift 6; [ $# -gt 0 ] && shift
   [ "$dt" = f16 ] && src="$out/attention_f16.tile"
+  case "${1:-}" in SRC=*) src="${1#SRC=}"; shift ;; esac
   local name="attn_${dt}_${arch}_d${d}_m${bm}_n${bn}_$([ "$c" = true ] && echo c || echo f)${tag:+_$tag}"
   local t0=$(date +%s%N)
   env "$@" "$tilec" "$src" -arch="$arch" -DD="$d" -DBM="$bm" -DBN="$bn" -DCAUSAL="$c" -o "$out/$name.ptx"
@@ -26,8 +35,9 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE...]  (a tag names an experiment
 # Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
 # D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
 # every dtype and arch, then the other tile choices (bf16, sm_90a) and
-# experiment variants (a tag): slsr = with the NVPTX backend's
-# straight-line strength reduction (skipped by default). bench/attn_bench.py
+# experiment variants (a tag and VAR=VALUE settings for tilec, or
+# SRC=file for another source; none at the moment: the last, rev =
+# attention_rev.tile, measured slower on every row, bench/RESULTS.md 13:53). bench/attn_bench.py
 # checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
@@ -42,8 +52,6 @@ for c in false true; do
   one bf16 sm_90a 64 64 64 $c
   one bf16 sm_90a 128 128 32 $c
   one bf16 sm_90a 128 64 64 $c
-  one bf16 sm_86 64 128 128 $c slsr TILEC_LLVM_SKIP=nary-reassociate,load-store-vectorizer
-  one bf16 sm_86 128 128 64 $c slsr TILEC_LLVM_SKIP=nary-reassociate,load-store-vectorizer
 done
 
 # The interpreter's O and LSE for the define sets just compiled, on small
