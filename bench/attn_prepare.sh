@@ -10,14 +10,6 @@ tilec="${1:-${TILEC:-$root/build/bin/tilec}}"
 out="$root/.devcarry/attn"
 rm -rf "$out"; mkdir -p "$out"
 sed 's/bf16/f16/g' "$root/examples/attention.tile" > "$out/attention_f16.tile"
-# Experiment source: query blocks launched heaviest first across all heads
-# (grid (Z * H, query blocks), the last query block first): with causal
-# masks the longest blocks start first and the short ones fill the tail.
-sed -e 's/  grid(cdiv(N, BM), Z \* H)/  grid(Z * H, cdiv(N, BM))/' \
-    -e 's/let z = block.y \/ H;  let h = block.y % H;/let z = block.x \/ H;  let h = block.x % H;/' \
-    -e 's/  let m0 = block.x \* BM;/  let m0 = (cdiv(N, BM) - 1 - block.y) * BM;/' \
-    "$root/examples/attention.tile" > "$out/attention_rev.tile"
-grep -q 'cdiv(N, BM) - 1 - block.y' "$out/attention_rev.tile" || { echo "attention_rev.tile: no match" >&2; exit 1; }
 : > "$out/variants.txt"
 one() {  # dt arch d bm bn causal [tag VAR=VALUE... | SRC=file]  (a tag names an experiment variant)
   local dt=$1 arch=$2 d=$3 bm=$4 bn=$5 c=$6 tag=${7:-} src="$root/examples/attention.tile"
@@ -36,8 +28,9 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE... | SRC=file]  (a tag names an
 # D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
 # every dtype and arch, then the other tile choices (bf16, sm_90a) and
 # experiment variants (a tag and VAR=VALUE settings for tilec, or
-# SRC=file for another source; none at the moment: the last, rev =
-# attention_rev.tile, measured slower on every row, bench/RESULTS.md 13:53). bench/attn_bench.py
+# SRC=file for another source; none at the moment: the last, rev (query
+# blocks heaviest first, the grid as (Z * H, query blocks) and the last
+# query block first), measured slower on every row, bench/RESULTS.md 13:53). bench/attn_bench.py
 # checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
