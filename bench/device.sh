@@ -73,11 +73,12 @@ if [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; t
 fi
 
 # Nsight Compute profile of chosen benchmark kernels (PROFILE="layernorm_16384
-# default_bf16_128x128x64_s3 ...": a memory-bound or a GEMM variant name):
+# default_bf16_128x128x64_s3 attn_bf16_sm_86_d128_m128_n64_f ...": a
+# memory-bound, GEMM or attention variant name; NCU_N sets attention's N):
 # the third launch of the tilec kernel, full section set, text summary into $OUT/NAME.ncu.txt.
 for n in ${PROFILE:-}; do
   echo "== ncu $n"
-  ncu --set full --print-details all -k "regex:^(softmax|layernorm|gemm)$" --launch-skip 2 --launch-count 1 \
+  ncu --set full --print-details all -k "regex:^(softmax|layernorm|gemm|attention)$" --launch-skip 2 --launch-count 1 \
     python3 "$root/bench/ncu_one.py" "$n" > "$out/$n.ncu.txt" 2>&1 || echo "ncu of $n failed"
   grep -E "Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Eligible Warps|Issued Warp|No Eligible|Stall [A-Z]" \
     "$out/$n.ncu.txt" | awk '!/Stall/ || $NF + 0 >= 0.1' | head -n 30

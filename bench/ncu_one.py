@@ -1,9 +1,11 @@
-"""Launch one prepared benchmark kernel (.devcarry/perf/NAME.ptx, or a GEMM
-variant .devcarry/gemm/NAME.ptx at 4096^3) a few times on its benchmark
-shape, for a profiler: bench/device.sh runs it under ncu when
-PROFILE="NAME ..." is set.
+"""Launch one prepared benchmark kernel (.devcarry/perf/NAME.ptx, a GEMM
+variant .devcarry/gemm/NAME.ptx at 4096^3, or an attention variant
+.devcarry/attn/NAME.ptx at 16384 tokens, N = NCU_N, default 1024) a few
+times on its benchmark shape, for a profiler: bench/device.sh runs it
+under ncu when PROFILE="NAME ..." is set.
 
     python3 bench/ncu_one.py layernorm_16384
+    NCU_N=1024 python3 bench/ncu_one.py attn_bf16_sm_86_d128_m128_n64_f
 """
 import os
 import sys
@@ -29,10 +31,27 @@ def gemm(name):
     torch.cuda.synchronize()
 
 
+def attn(name):
+    """An attention variant on the benchmark's shapes: 16384 tokens, hidden 2048."""
+    p = name.split("_")
+    d, causal = int(p[4][1:]), p[7] == "c"
+    n = int(os.environ.get("NCU_N", "1024"))
+    z, h = 16384 // n, 2048 // d
+    k = tilec.load_files(os.path.join(CARRY, "attn", name + ".ptx"))
+    q, kk, v = (torch.randn(z, h, n, d, device="cuda").to(torch.bfloat16) for _ in range(3))
+    o = torch.empty_like(q)
+    lse = torch.empty(z, h, n, device="cuda", dtype=torch.float32)
+    for _ in range(3):
+        k(q, kk, v, o, lse, d ** -0.5)
+    torch.cuda.synchronize()
+
+
 def main():
     name = sys.argv[1]
     if os.path.exists(os.path.join(CARRY, "gemm", name + ".ptx")):
         return gemm(name)
+    if os.path.exists(os.path.join(CARRY, "attn", name + ".ptx")):
+        return attn(name)
     kind, block = name.split("_")[:2]
     m, n = SHAPES[int(block)]
     k = tilec.load_files(os.path.join(CARRY, "perf", name + ".ptx"))
