@@ -419,6 +419,30 @@ static LLVMValueRef mask_words(Cg *cg, const Access *ac, LLVMValueRef v, int vec
     return LLVMBuildBitCast(cg->b, w, LLVMTypeOf(v), "");
 }
 
+/* Elements of the row left from idx's last-dim index: size - index, or 0
+ * when the group's row is out (pred false) or the index is negative. */
+static LLVMValueRef row_room(Cg *cg, const Access *ac, LLVMValueRef *idx, LLVMValueRef pred)
+{
+    LLVMValueRef k = LLVMBuildSub(cg->b, ac->ta->size[ac->rank - 1], idx[ac->rank - 1], "");
+    pred = LLVMBuildAnd(cg->b, pred, last_ok(cg, ac, idx, 0), "");   /* also rejects idx < 0 */
+    return LLVMBuildSelect(cg->b, pred, k, cg_i32(cg, 0), "");
+}
+
+/* The start of an exact group's asm block: %pf = "the group moves whole"
+ * (k = $ik >= vec, and $ia != 0 when ia >= 0: the alignment flag). */
+static size_t exact_head(char *code, size_t size, int bits, int vec, int ik, int ia)
+{
+    size_t n = (size_t)snprintf(code, size, "{\n.reg .pred %%pf, %%pe;\n");
+    if (bits == 16)
+        n += (size_t)snprintf(code + n, size - n, ".reg .b16 %%h<%d>;\n", vec);
+    if (ia >= 0)
+        n += (size_t)snprintf(code + n, size - n, "setp.ne.s32 %%pe, $%d, 0;\nsetp.ge.and.s32 %%pf, $%d, %d, %%pe;\n",
+                              ia, ik, vec);
+    else
+        n += (size_t)snprintf(code + n, size - n, "setp.ge.s32 %%pf, $%d, %d;\n", ik, vec);
+    return n;
+}
+
 /* One group of `vec` 16- or 32-bit elements at p whose first k lie inside
  * (k <= 0: none), element-exact: when k >= vec and the group is aligned
  * (`aligned`: an i1, NULL when known) one whole-vector load, else a load
@@ -448,13 +472,7 @@ static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValue
     char code[2048];
     size_t n = 0;
 #define EMIT(...) n += (size_t)snprintf(code + n, sizeof code - n, __VA_ARGS__)
-    EMIT("{\n.reg .pred %%pf, %%pe;\n");
-    if (bits == 16)
-        EMIT(".reg .b16 %%h<%d>;\n", vec);
-    if (ia >= 0)
-        EMIT("setp.ne.s32 %%pe, $%d, 0;\nsetp.ge.and.s32 %%pf, $%d, %d, %%pe;\n", ia, ik, vec);
-    else
-        EMIT("setp.ge.s32 %%pf, $%d, %d;\n", ik, vec);
+    n = exact_head(code, sizeof code, bits, vec, ik, ia);
     EMIT("@!%%pf bra PART;\n");
     if (nw == 1)
         EMIT("ld.global%s.b32 $0, [$%d];\n", q, ip);
@@ -523,10 +541,7 @@ static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec,
     LLVMTypeRef ty = LLVMVectorType(ac->mty, (unsigned)vec);
     for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
-        LLVMValueRef p = elem_addr(cg, ac, idx), pred = in_bounds_upto(cg, ac, idx, ac->rank - 1);
-        LLVMValueRef k = LLVMBuildSub(cg->b, ac->ta->size[ac->rank - 1], idx[ac->rank - 1], "");
-        pred = LLVMBuildAnd(cg->b, pred, last_ok(cg, ac, idx, 0), "");   /* also rejects idx < 0 */
-        k = LLVMBuildSelect(cg->b, pred, k, cg_i32(cg, 0), "");
+        LLVMValueRef p = elem_addr(cg, ac, idx), k = row_room(cg, ac, idx, in_bounds_upto(cg, ac, idx, ac->rank - 1));
         if (exact) {
             load_group_exact(cg, ac, p, k, vec, uother, aligned, &out[r]);
             continue;
@@ -964,9 +979,9 @@ static void tile_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
     } else if (arm == 0) {
         load_vecs(cg, t->ac, t->L, t->vec, t->other, out);
         t->took_whole |= last_masked(t->ac);
-    }
-    else
+    } else {
         load_loop(cg, t->ac, t->L, t->vec, t->other, t->uniform, out);
+    }
 }
 
 /* The aligned masked vectors, or (not aligned) the element loop. */
@@ -974,13 +989,11 @@ static void tile_general(Cg *cg, TileCtx *t, LLVMValueRef *out)
 {
     if (is_true(t->ok))
         tile_arm(cg, t, 0, out);
-    else if (t->uniform && last_masked(t->ac) && exact_group_ok(t->ac, t->vec))
-    {
+    else if (t->uniform && last_masked(t->ac) && exact_group_ok(t->ac, t->vec)) {
         /* Element-exact groups take unaligned rows too: no element loop. */
         load_vecs_masked(cg, t->ac, t->L, t->vec, t->uniform, true, t->ok, out);
         t->took_exact = true;
-    }
-    else {
+    } else {
         t->exact = true;
         diamond(cg, t->ok, layout_nregs(t->L), t->vec, tile_arm, t, out);
     }
@@ -1001,14 +1014,6 @@ static void tile_full_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
     load_vecs(cg, &inner, t->L, t->vec, t->other, out);
 }
 
-/* Three paths: when the window's last dim lies inside the row and rows are
- * aligned (one uniform test: the common case, BLOCK == N), unmasked
- * 16-byte vectors; when only aligned, masked vectors; else element by
- * element. The first arm is only added where the alignment test already
- * branches (a row window, X[row, 0 : +BLOCK]): a rank-1 window known to
- * be aligned keeps its branch-free masked vectors, since a new join there
- * (layernorm's W and B) makes the backend widen all of W before B's
- * branch, and bf16 [16384] then spills. */
 /* Element-exact groups on the branch-free path too? In kernels without a
  * register cap (.minnctapersm: vector_add) yes; under one (layernorm's W
  * and B, 2-8 groups per thread) the branch in each group cost ptxas
@@ -1020,6 +1025,14 @@ static bool exact_hot(Cg *cg)
     return k < 0 ? cg->minct == 0 : k != 0;
 }
 
+/* Three paths: when the window's last dim lies inside the row and rows are
+ * aligned (one uniform test: the common case, BLOCK == N), unmasked
+ * 16-byte vectors; when only aligned, masked vectors; else element by
+ * element. The first arm is only added where the alignment test already
+ * branches (a row window, X[row, 0 : +BLOCK]): a rank-1 window known to
+ * be aligned keeps its branch-free masked vectors, since a new join there
+ * (layernorm's W and B) makes the backend widen all of W before B's
+ * branch, and bf16 [16384] then spills. */
 static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *other, LLVMValueRef uother,
                                int *tail)
 {
@@ -1240,13 +1253,7 @@ static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
     char code[2048];
     size_t n = 0;
 #define EMIT(...) n += (size_t)snprintf(code + n, sizeof code - n, __VA_ARGS__)
-    EMIT("{\n.reg .pred %%pf, %%pe;\n");
-    if (bits == 16)
-        EMIT(".reg .b16 %%h<%d>;\n", vec);
-    if (ia >= 0)
-        EMIT("setp.ne.s32 %%pe, $%d, 0;\nsetp.ge.and.s32 %%pf, $%d, %d, %%pe;\n", ia, ik, vec);
-    else
-        EMIT("setp.ge.s32 %%pf, $%d, %d;\n", ik, vec);
+    n = exact_head(code, sizeof code, bits, vec, ik, ia);
     if (nw == 1)
         EMIT("@%%pf st.global.b32 [$%d], $0;\n", ip);
     else {
@@ -1266,7 +1273,6 @@ static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
             EMIT("$%d;\n", e);
     }
     EMIT("}");
-
 #undef EMIT
     char cons[256];
     size_t c = 0;
@@ -1288,13 +1294,13 @@ static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
     LLVMBuildCall2(cg->b, ft, fn, args, na, "");
 }
 
-/* A masked last dim, element-exact (store_group_exact) for every group:
- * no per-group branches, no element loop. */
-static int store_exact_mode(Cg *cg, const Access *ac, int vec)
+/* A masked last dim stored element-exact (store_group_exact) for every
+ * group, no per-group branches and no element loop? Not under a register
+ * cap: there ptxas moved the hot path's registers (docs/codegen.md).
+ * TILEC_EXACT_STORE=0/1: never / always. */
+static bool store_exact(Cg *cg, const Access *ac, int vec)
 {
-    if (!last_masked(ac) || !exact_group_ok(ac, vec))
-        return 0;
-    return cg_knob("TILEC_EXACT_STORE", cg->minct > 0 ? 0 : 1);
+    return last_masked(ac) && exact_group_ok(ac, vec) && cg_knob("TILEC_EXACT_STORE", cg->minct == 0);
 }
 
 static void store_vecs_exact(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef ok)
@@ -1309,10 +1315,7 @@ static void store_vecs_exact(Cg *cg, const Access *ac, const Layout *L, int vec,
         LLVMValueRef p = group_addr(cg, ac, L, vec, r / vec, row_first(L, vec, r / vec, pr, pc), pc, ps, idx, &dcol);
         ps[r / vec] = p;
         LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
-        rows = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, 0), "");   /* also rejects idx < 0 */
-        LLVMValueRef k = LLVMBuildSub(cg->b, ac->ta->size[ac->rank - 1], idx[ac->rank - 1], "");
-        k = LLVMBuildSelect(cg->b, rows, k, cg_i32(cg, 0), "");
-        store_group_exact(cg, ac, p, k, vec, ok, group_vec(cg, ac, gs, r / vec));
+        store_group_exact(cg, ac, p, row_room(cg, ac, idx, rows), vec, ok, group_vec(cg, ac, gs, r / vec));
     }
 }
 
@@ -1341,22 +1344,7 @@ static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, co
             LLVMAddIncoming(skip[j], &full[j], &vend, 1);
         }
     }
-    if (masked && store_exact_mode(cg, ac, vec) == 2) {
-        /* The groups not stored whole, element by element (exact asm). */
-        LLVMValueRef idx[TENSOR_MAXRANK];
-        for (int j = 0; j < ng; j++) {
-            reg_index(cg, ac, L, j * vec, idx);
-            LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1),
-                                             cg_primary(cg, L, j * vec), "");
-            rows = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, 0), "");
-            rows = LLVMBuildAnd(cg->b, rows, LLVMBuildNot(cg->b, skip[j], ""), "");
-            LLVMValueRef k = LLVMBuildSub(cg->b, ac->ta->size[ac->rank - 1], idx[ac->rank - 1], "");
-            k = LLVMBuildSelect(cg->b, rows, k, cg_i32(cg, 0), "");
-            store_group_exact(cg, ac, elem_addr(cg, ac, idx), k, vec, LLVMConstInt(cg->t_i1, 0, 0),
-                              group_vec(cg, ac, gs, j));
-        }
-    } else
-        store_loop(cg, ac, L, vec, gs, skip);
+    store_loop(cg, ac, L, vec, gs, skip);
     if (!masked) {
         LLVMBuildBr(cg->b, jb);
         LLVMPositionBuilderAtEnd(cg->b, jb);
@@ -1400,7 +1388,7 @@ int cg_lower_store(Cg *cg, Op *op)
             store_vecs(cg, &inner, L, vec, &gs, NULL);
             LLVMBuildBr(cg->b, jb);
             LLVMPositionBuilderAtEnd(cg->b, gb);
-            if (store_exact_mode(cg, &ac, vec) == 1)
+            if (store_exact(cg, &ac, vec))
                 store_vecs_exact(cg, &ac, L, vec, &gs, ok);
             else
                 store_general(cg, &ac, L, vec, &gs, ok);
