@@ -31,7 +31,6 @@ import subprocess  # noqa: E402
 # NAME | ARCH | FILE | DEFINES | ENV (experiment knobs of the code generator)
 VARIANTS = """
 default_bf16_128x128x64_s3 | sm_86 | examples/gemm.tile | |
-slsr_bf16_128x128x64_s3 | sm_86 | examples/gemm.tile | | TILEC_LLVM_SKIP=nary-reassociate,load-store-vectorizer
 sm90a_bf16_128x128x64_s3 | sm_90a | examples/gemm.tile | |
 f16_128x128x64_s3        | sm_86  | tests/lit/codegen/gemm_f16.tile | -DT=f16 |
 bf16_128x128x64_s1       | sm_86  | examples/gemm.tile | -DSTAGES=1 |
