@@ -193,6 +193,24 @@ static LLVMValueRef last_ok(Cg *cg, const Access *ac, LLVMValueRef *idx, int k)
  * With group > 1, narrow elements (16-bit, 8-bit) cross the join as vectors
  * of `group` (packed registers) and are taken apart after it. */
 typedef void (*ArmFn)(Cg *cg, void *ctx, int arm, LLVMValueRef *out);
+/* The vector (of type vt) whose elements 0..n-1 the values x[] are, when
+ * each is `extractelement W, e` of one W: an arm's loaded vector, passed to
+ * the join's phi as it is instead of rebuilt element by element. */
+static LLVMValueRef whole_vector(LLVMValueRef *x, int n, LLVMTypeRef vt)
+{
+    LLVMValueRef w = NULL;
+    for (int e = 0; e < n; e++) {
+        if (!LLVMIsAInstruction(x[e]) || LLVMGetInstructionOpcode(x[e]) != LLVMExtractElement)
+            return NULL;
+        LLVMValueRef src = LLVMGetOperand(x[e], 0), idx = LLVMGetOperand(x[e], 1);
+        if ((w && src != w) || LLVMTypeOf(src) != vt || !LLVMIsAConstantInt(idx) ||
+            LLVMConstIntGetZExtValue(idx) != (unsigned long long)e)
+            return NULL;
+        w = src;
+    }
+    return w;
+}
+
 static void diamond(Cg *cg, LLVMValueRef c, int n, int group, ArmFn fn, void *ctx, LLVMValueRef *out)
 {
     LLVMBasicBlockRef bb[2] = { cg_new_block(cg, "a"), cg_new_block(cg, "b") }, join = cg_new_block(cg, "j");
@@ -212,9 +230,13 @@ static void diamond(Cg *cg, LLVMValueRef c, int n, int group, ArmFn fn, void *ct
     for (int k = 0; k < 2; k++) {
         LLVMPositionBuilderAtEnd(cg->b, bb[k]);
         for (int i = 0; pack && i < n; i += group) {
-            LLVMValueRef w = LLVMGetUndef(LLVMVectorType(et, (unsigned)group));
-            for (int e = 0; e < group; e++)
-                w = LLVMBuildInsertElement(cg->b, w, v[k][i + e], cg_i32(cg, e), "");
+            LLVMTypeRef vt = LLVMVectorType(et, (unsigned)group);
+            LLVMValueRef w = whole_vector(v[k] + i, group, vt);
+            if (!w) {
+                w = LLVMGetUndef(vt);
+                for (int e = 0; e < group; e++)
+                    w = LLVMBuildInsertElement(cg->b, w, v[k][i + e], cg_i32(cg, e), "");
+            }
             v[k][i] = w;
         }
         LLVMBuildBr(cg->b, join);
