@@ -85,6 +85,7 @@ typedef struct Cg {
     LLVMValueRef dsmem;                   /* extern shared array, or NULL: static scratch only */
     int64_t dsmem_base;                   /* Func.smem_bytes (or the buffers' end), 128-aligned */
     int64_t smem_auto;                    /* next offset for buffers the allocator left unplaced */
+    bool scratch_over_buffers;            /* cg_smem hands out offset 0 of the (dead) buffers */
     StrBuf *report;
     int nerr;
     /* Anchor layouts by tile shape (from loads, then their reductions):

@@ -128,6 +128,8 @@ LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name)
 
 LLVMValueRef cg_smem(Cg *cg, int64_t bytes)
 {
+    if (cg->scratch_over_buffers && cg->dsmem && bytes <= cg->dsmem_base)
+        return cg->dsmem;   /* the buffers' space: every buffer is dead here (lower_mma.c) */
     if (!cg->smem) {
         LLVMTypeRef ty = LLVMArrayType2(cg->t_i8, 1);
         cg->smem = LLVMAddGlobalInAddressSpace(cg->mod, ty, "tilec.smem.tmp", 3);
