@@ -700,8 +700,8 @@ int cg_lower_trans_view(Cg *cg, Op *op)
 /* Is every shared buffer dead from `op` on: op in the function's top-level
  * block, every async copy before it retired by an `async_wait 0` (also at
  * top level, after the last copy), and no op after it that allocates,
- * copies into, reads or writes a buffer or multiplies (a product may read
- * a buffer in place)? Then a layout conversion at op may use the buffers'
+ * copies into, reads or writes a buffer, multiplies (a product may read a
+ * buffer in place) or uses a shared view made before it? Then a layout conversion at op may use the buffers'
  * space as its scratch (its first barrier orders it after every read). */
 static bool buffers_dead_at(Cg *cg, const Op *op)
 {
@@ -715,9 +715,7 @@ static bool buffers_dead_at(Cg *cg, const Op *op)
     bool waited = true;
     for (int i = 0; i < at; i++) {
         const Op *o = b->ops[i];
-        if (o->code == OP_ASYNC_COPY || (o->nregions > 0 && !waited))
-            waited = false;
-        if (o->nregions > 0)
+        if (o->code == OP_ASYNC_COPY || o->nregions > 0)
             waited = false;   /* a loop or if may hold copies: wait 0 after it */
         if (o->code == OP_ASYNC_WAIT)
             waited = o->iattr[0] == 0;
@@ -729,6 +727,9 @@ static bool buffers_dead_at(Cg *cg, const Op *op)
         if (o->nregions > 0 || o->code == OP_SMEM_ALLOC || o->code == OP_ASYNC_COPY || o->code == OP_SMEM_LOAD ||
             o->code == OP_SMEM_STORE || o->code == OP_DOT)
             return false;
+        for (int k = 0; k < o->nargs; k++)   /* a view read in place later (a shared tile used after) */
+            if (cg->vals[o->args[k]].kind == TV_SMEM)
+                return false;
     }
     return true;
 }
