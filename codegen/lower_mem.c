@@ -1232,33 +1232,6 @@ static void store_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef 
     }
 }
 
-/* Whole vectors (gs: the groups); with `full` (a masked last dim), only
- * the groups wholly inside the row (full[j] gets each group's predicate). */
-static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef *full)
-{
-    LLVMValueRef idx[TENSOR_MAXRANK];
-    int n = layout_nregs(L), pr, pc;
-    LLVMValueRef *ps = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / vec + 1));
-    /* A group in the row of an earlier group (row_dims) addresses from
-     * that group's address plus the compile-time column distance (as
-     * group_loop_init does for the element loops): a full address per group
-     * left the backend's SLSR a bucket of GEPs at variable column indices
-     * off each row address to search, testing each find for poison. */
-    row_dims(cg, ac, L, &pr, &pc);
-    for (int r = 0; r < n; r += vec) {
-        reg_index(cg, ac, L, r, idx);
-        int64_t dcol;
-        LLVMValueRef p = group_addr(cg, ac, L, vec, r / vec, row_first(L, vec, r / vec, pr, pc), pc, ps, idx, &dcol);
-        ps[r / vec] = p;
-        LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
-        if (full && last_masked(ac)) {
-            rows = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, vec - 1), "");
-            full[r / vec] = rows;
-        }
-        store_group(cg, ac, p, rows, vec, group_vec(cg, ac, gs, r / vec));
-    }
-}
-
 /* Stores group j (gs) at p, element-exact: its first k elements (k <= 0:
  * none); one whole-vector store when k >= vec and the group is aligned
  * (`aligned`: i1, NULL when known), else one store per element below k,
@@ -1316,20 +1289,21 @@ static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
     LLVMBuildCall2(cg->b, ft, fn, args, na, "");
 }
 
-/* A masked last dim stored element-exact (store_group_exact) for every
- * group, no per-group branches and no element loop? Not under a register
- * cap: there ptxas moved the hot path's registers (docs/codegen.md).
- * TILEC_EXACT_STORE=0/1: never / always. */
-static bool store_exact(Cg *cg, const Access *ac, int vec)
-{
-    return last_masked(ac) && exact_group_ok(ac, vec) && cg_knob("TILEC_EXACT_STORE", cg->minct == 0);
-}
-
-static void store_vecs_exact(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef ok)
+/* Whole vectors (gs: the groups); with `full` (a masked last dim), only
+ * the groups wholly inside the row (full[j] gets each group's predicate);
+ * with `exact` (the alignment test), every group element-exact instead
+ * (store_group_exact). */
+static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const Groups *gs, LLVMValueRef *full,
+                       LLVMValueRef exact)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
     int n = layout_nregs(L), pr, pc;
     LLVMValueRef *ps = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / vec + 1));
+    /* A group in the row of an earlier group (row_dims) addresses from
+     * that group's address plus the compile-time column distance (as
+     * group_loop_init does for the element loops): a full address per group
+     * left the backend's SLSR a bucket of GEPs at variable column indices
+     * off each row address to search, testing each find for poison. */
     row_dims(cg, ac, L, &pr, &pc);
     for (int r = 0; r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
@@ -1337,8 +1311,25 @@ static void store_vecs_exact(Cg *cg, const Access *ac, const Layout *L, int vec,
         LLVMValueRef p = group_addr(cg, ac, L, vec, r / vec, row_first(L, vec, r / vec, pr, pc), pc, ps, idx, &dcol);
         ps[r / vec] = p;
         LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
-        store_group_exact(cg, ac, p, row_room(cg, ac, idx, rows), vec, ok, group_vec(cg, ac, gs, r / vec));
+        if (exact) {
+            store_group_exact(cg, ac, p, row_room(cg, ac, idx, rows), vec, exact, group_vec(cg, ac, gs, r / vec));
+            continue;
+        }
+        if (full && last_masked(ac)) {
+            rows = LLVMBuildAnd(cg->b, rows, last_ok(cg, ac, idx, vec - 1), "");
+            full[r / vec] = rows;
+        }
+        store_group(cg, ac, p, rows, vec, group_vec(cg, ac, gs, r / vec));
     }
+}
+
+/* A masked last dim stored element-exact (store_group_exact) for every
+ * group, no per-group branches and no element loop? Not under a register
+ * cap: there ptxas moved the hot path's registers (docs/codegen.md).
+ * TILEC_EXACT_STORE=0/1: never / always. */
+static bool store_exact(Cg *cg, const Access *ac, int vec)
+{
+    return last_masked(ac) && exact_group_ok(ac, vec) && cg_knob("TILEC_EXACT_STORE", cg->minct == 0);
 }
 
 /* Not the straight path: when aligned, whole vectors for the groups
@@ -1353,7 +1344,7 @@ static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, co
     LLVMValueRef *full = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)ng * 2), *skip = NULL;
     LLVMBuildCondBr(cg->b, ok, vb, tb);
     LLVMPositionBuilderAtEnd(cg->b, vb);
-    store_vecs(cg, ac, L, vec, gs, full);
+    store_vecs(cg, ac, L, vec, gs, full, NULL);
     LLVMBasicBlockRef vend = LLVMGetInsertBlock(cg->b);
     LLVMBuildBr(cg->b, jb);
     LLVMPositionBuilderAtEnd(cg->b, tb);
@@ -1407,17 +1398,17 @@ int cg_lower_store(Cg *cg, Op *op)
             LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, ok, last_full(cg, &ac), ""), fb, gb);
             LLVMPositionBuilderAtEnd(cg->b, fb);
             inner.mask &= ~(1u << (inner.rank - 1));
-            store_vecs(cg, &inner, L, vec, &gs, NULL);
+            store_vecs(cg, &inner, L, vec, &gs, NULL, NULL);
             LLVMBuildBr(cg->b, jb);
             LLVMPositionBuilderAtEnd(cg->b, gb);
             if (store_exact(cg, &ac, vec))
-                store_vecs_exact(cg, &ac, L, vec, &gs, ok);
+                store_vecs(cg, &ac, L, vec, &gs, NULL, ok);
             else
                 store_general(cg, &ac, L, vec, &gs, ok);
             LLVMBuildBr(cg->b, jb);
             LLVMPositionBuilderAtEnd(cg->b, jb);
         } else if (is_true(ok)) {
-            store_vecs(cg, &ac, L, vec, &gs, NULL);
+            store_vecs(cg, &ac, L, vec, &gs, NULL, NULL);
         } else {
             store_general(cg, &ac, L, vec, &gs, ok);
         }
