@@ -701,8 +701,9 @@ int cg_lower_trans_view(Cg *cg, Op *op)
  * block, every async copy before it retired by an `async_wait 0` (also at
  * top level, after the last copy), and no op after it that allocates,
  * copies into, reads or writes a buffer, multiplies (a product may read a
- * buffer in place) or uses a shared view made before it? Then a layout conversion at op may use the buffers'
- * space as its scratch (its first barrier orders it after every read). */
+ * buffer in place) or uses a shared view made before it? Then a layout
+ * conversion at op may use the buffers' space as its scratch (its first
+ * barrier orders it after every read). */
 static bool buffers_dead_at(Cg *cg, const Op *op)
 {
     const Block *b = &cg->f->body;
