@@ -386,6 +386,10 @@ static bool window_type(Verifier *V, const Op *op, const Type *tt, int base, int
 
 static void check_load(Verifier *V, const Op *op)
 {
+    if (op->nargs < 1) {
+        verr(V, op, "needs a tensor operand");
+        return;
+    }
     const Type *tt = T(V, op->args[0]);
     bool other = op->iattr[1] != 0;
     Type win;
@@ -402,6 +406,10 @@ static void check_load(Verifier *V, const Op *op)
 
 static void check_store(Verifier *V, const Op *op)
 {
+    if (op->nargs < 2) {
+        verr(V, op, "needs a tensor operand and a value");
+        return;
+    }
     const Type *tt = T(V, op->args[0]);
     Type win;
     if (!window_type(V, op, tt, 0, 1, &win))
