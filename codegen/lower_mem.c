@@ -541,17 +541,17 @@ static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValue
     LLVMTypeRef ft = LLVMFunctionType(rt, at, na, 0);
     LLVMValueRef fn = LLVMGetInlineAsm(ft, code, n, cons, c, 0, 0, LLVMInlineAsmDialectATT, 0);
     LLVMValueRef r = LLVMBuildCall2(cg->b, ft, fn, args, na, "");
-    LLVMTypeRef pair = LLVMVectorType(ac->mty, 2);
-    for (int j = 0; j < nw; j++) {
-        LLVMValueRef w = nw == 1 ? r : LLVMBuildExtractValue(cg->b, r, (unsigned)j, "");
-        if (bits == 32) {
-            out[j] = LLVMBuildBitCast(cg->b, w, ac->mty, "");
-            continue;
-        }
-        w = LLVMBuildBitCast(cg->b, w, pair, "");
-        out[2 * j] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, 0), "");
-        out[2 * j + 1] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, 1), "");
+    /* The words as one vector of the group's elements, taken apart: a
+     * diamond's join (whole_vector) then passes that vector to its phi. */
+    LLVMValueRef w = r;
+    if (nw > 1) {
+        w = LLVMGetUndef(LLVMVectorType(cg->t_i32, (unsigned)nw));
+        for (int j = 0; j < nw; j++)
+            w = LLVMBuildInsertElement(cg->b, w, LLVMBuildExtractValue(cg->b, r, (unsigned)j, ""), cg_i32(cg, j), "");
     }
+    w = LLVMBuildBitCast(cg->b, w, LLVMVectorType(ac->mty, (unsigned)vec), "");
+    for (int e = 0; e < vec; e++)
+        out[e] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, e), "");
 }
 
 /* Masked vectors with a uniform `other` (or zero): one load, word masks. */
