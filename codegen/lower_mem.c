@@ -465,6 +465,16 @@ static size_t exact_head(char *code, size_t size, int bits, int vec, int ik, int
     return n;
 }
 
+/* An exact group's asm constraints: nw 32-bit words (`word`: "=r" out,
+ * "r" in), then `rest` (the address, k and the optional operands). */
+static size_t exact_cons(char *cons, size_t size, int nw, const char *word, const char *rest)
+{
+    size_t c = 0;
+    for (int j = 0; j < nw; j++)
+        c += (size_t)snprintf(cons + c, size - c, "%s,", word);
+    return c + (size_t)snprintf(cons + c, size - c, "%s", rest);
+}
+
 /* One group of `vec` 16- or 32-bit elements at p whose first k lie inside
  * (k <= 0: none), element-exact: when k >= vec and the group is aligned
  * (`aligned`: an i1, NULL when known) one whole-vector load, else a load
@@ -521,11 +531,9 @@ static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValue
     EMIT("DONE:\n}");
 #undef EMIT
     char cons[256];
-    size_t c = 0;
-    for (int j = 0; j < nw; j++)
-        c += (size_t)snprintf(cons + c, sizeof cons - c, "=r,");
-    c += (size_t)snprintf(cons + c, sizeof cons - c, "l,r%s%s", other ? (bits == 16 ? ",h" : ",r") : "",
-                          aligned ? ",r" : "");
+    char tail[32];
+    snprintf(tail, sizeof tail, "l,r%s%s", other ? (bits == 16 ? ",h" : ",r") : "", aligned ? ",r" : "");
+    size_t c = exact_cons(cons, sizeof cons, nw, "=r", tail);
     LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)bits);
     LLVMTypeRef el[4] = { cg->t_i32, cg->t_i32, cg->t_i32, cg->t_i32 };
     LLVMTypeRef rt = nw == 1 ? cg->t_i32 : LLVMStructTypeInContext(cg->ctx, el, (unsigned)nw, 0);
@@ -1270,10 +1278,7 @@ static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
     EMIT("}");
 #undef EMIT
     char cons[256];
-    size_t c = 0;
-    for (int j = 0; j < nw; j++)
-        c += (size_t)snprintf(cons + c, sizeof cons - c, "r,");
-    c += (size_t)snprintf(cons + c, sizeof cons - c, "l,r%s,~{memory}", aligned ? ",r" : "");
+    size_t c = exact_cons(cons, sizeof cons, nw, "r", aligned ? "l,r,r,~{memory}" : "l,r,~{memory}");
     LLVMValueRef args[8];
     LLVMTypeRef at[8];
     unsigned na = 0;
