@@ -745,14 +745,12 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     const Layout *L = cg_default_layout(cg, t, true);
     int eb = dtype_bits((DType)t->dtype) / 8;
     int64_t need = t->shape[0] * (t->shape[1] + (eb >= 4 ? 1 : 4 / (eb ? eb : 1))) * (eb ? eb : 1);
-    /* The conversion keeps the whole tile live while it addresses the
-     * scratch: with more than 64 values per thread (gemm 128x128, attention
-     * D=128 on 4 warps) it measured -3% to -6% on causal D=128 (32 B of
-     * spills) and +-1% elsewhere, with 64 (attention D=64) +0% to +1.5%
-     * (H200, 2026-11-30 14:31). TILEC_EPILOGUE_OVER=0/1: never / always. */
-    int ov = cg_knob("TILEC_EPILOGUE_OVER", -1);
-    bool over = cg->dsmem && cg->dsmem_base >= need && buffers_dead_at(cg, op) &&
-                (ov < 0 ? type_numel(t) <= 64 * 32 * (int64_t)cg->nwarps : ov != 0);
+    /* Off by default (TILEC_EPILOGUE_OVER=1 turns it on): it measured
+     * +0% to +1.5% on attention D=64, +-1% on gemm, -3% to -6% on causal
+     * D=128 (32 B of spills) on the H200 (2026-11-30 14:31), and the
+     * conversion's element-wise scratch accesses cost 20-30% more compile
+     * time (attention sm_100a 271M -> 354M instructions). */
+    bool over = cg->dsmem && cg->dsmem_base >= need && cg_knob("TILEC_EPILOGUE_OVER", 0) && buffers_dead_at(cg, op);
     /* Chained products make the accumulator layout the tile's default
      * (cg_chain_anchors): the coalesced rows are then the plain blocked
      * layout, taken when the conversion costs no shared memory. */
