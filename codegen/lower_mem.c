@@ -475,6 +475,15 @@ static size_t exact_cons(char *cons, size_t size, int nw, const char *word, cons
     return c + (size_t)snprintf(cons + c, size - c, "%s", rest);
 }
 
+/* Element-exact groups: 16- or 32-bit elements, whole words, at most 16
+ * bytes (TILEC_EXACT_TAIL=0: none). */
+static bool exact_group_ok(const Access *ac, int vec)
+{
+    int bits = dtype_bits(ac->dt);
+    return cg_knob("TILEC_EXACT_TAIL", 1) && ac->dt != DT_BOOL && (bits == 16 || bits == 32) &&
+           vec * bits % 32 == 0 && vec * bits <= 128;
+}
+
 /* One group of `vec` 16- or 32-bit elements at p whose first k lie inside
  * (k <= 0: none), element-exact: when k >= vec and the group is aligned
  * (`aligned`: an i1, NULL when known) one whole-vector load, else a load
@@ -484,13 +493,6 @@ static size_t exact_cons(char *cons, size_t size, int nw, const char *word, cons
  * compute-sanitizer's memcheck has nothing to report, and LLVM sees one
  * call per group instead of the compares, selects and word masks of the
  * branch-free form or an element loop. Returns the elements (memory type). */
-static bool exact_group_ok(const Access *ac, int vec)
-{
-    int bits = dtype_bits(ac->dt);
-    return cg_knob("TILEC_EXACT_TAIL", 1) && ac->dt != DT_BOOL && (bits == 16 || bits == 32) &&
-           vec * bits % 32 == 0 && vec * bits <= 128;
-}
-
 static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef k, int vec, LLVMValueRef uother,
                              LLVMValueRef aligned, LLVMValueRef *out)
 {
@@ -502,9 +504,8 @@ static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValue
     int ip = nw, ik = nw + 1, io = other ? nw + 2 : -1, ia = aligned ? nw + 2 + other : -1;
     const char *q = ac->stream ? ".nc.L1::no_allocate" : ac->readonly ? ".nc" : "";
     char code[2048];
-    size_t n = 0;
+    size_t n = exact_head(code, sizeof code, bits, vec, ik, ia);
 #define EMIT(...) n += (size_t)snprintf(code + n, sizeof code - n, __VA_ARGS__)
-    n = exact_head(code, sizeof code, bits, vec, ik, ia);
     EMIT("@!%%pf bra PART;\n");
     if (nw == 1)
         EMIT("ld.global%s.b32 $0, [$%d];\n", q, ip);
@@ -517,15 +518,14 @@ static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValue
     EMIT("bra DONE;\nPART:\n");
     const char *dst = bits == 16 ? "%h" : "$";
     for (int e = 0; e < vec; e++) {
-        EMIT("mov.b%d ", bits);
-        EMIT("%s", dst);
-        EMIT(other ? "%d, $%d;\n" : "%d, 0;\n", e, io);
+        if (other)
+            EMIT("mov.b%d %s%d, $%d;\n", bits, dst, e, io);
+        else
+            EMIT("mov.b%d %s%d, 0;\n", bits, dst, e);
     }
-    for (int e = 0; e < vec; e++) {
-        EMIT("setp.gt.s32 %%pe, $%d, %d;\n@%%pe ld.global%s.b%d ", ik, e, ac->readonly ? ".nc" : "", bits);
-        EMIT("%s", dst);
-        EMIT("%d, [$%d+%d];\n", e, ip, e * bytes);
-    }
+    for (int e = 0; e < vec; e++)
+        EMIT("setp.gt.s32 %%pe, $%d, %d;\n@%%pe ld.global%s.b%d %s%d, [$%d+%d];\n", ik, e,
+             ac->readonly ? ".nc" : "", bits, dst, e, ip, e * bytes);
     for (int j = 0; bits == 16 && j < nw; j++)
         EMIT("mov.b32 $%d, {%%h%d, %%h%d};\n", j, 2 * j, 2 * j + 1);
     EMIT("DONE:\n}");
@@ -1254,9 +1254,8 @@ static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
     /* Operands: the nw words, then p, k, [aligned]. */
     int ip = nw, ik = nw + 1, ia = aligned ? nw + 2 : -1;
     char code[2048];
-    size_t n = 0;
+    size_t n = exact_head(code, sizeof code, bits, vec, ik, ia);
 #define EMIT(...) n += (size_t)snprintf(code + n, sizeof code - n, __VA_ARGS__)
-    n = exact_head(code, sizeof code, bits, vec, ik, ia);
     if (nw == 1)
         EMIT("@%%pf st.global.b32 [$%d], $0;\n", ip);
     else {
@@ -1268,13 +1267,9 @@ static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
     for (int j = 0; bits == 16 && j < nw; j++)
         EMIT("mov.b32 {%%h%d, %%h%d}, $%d;\n", 2 * j, 2 * j + 1, j);
     EMIT("not.pred %%pf, %%pf;\n");
-    for (int e = 0; e < vec; e++) {
-        EMIT("setp.gt.and.s32 %%pe, $%d, %d, %%pf;\n@%%pe st.global.b%d [$%d+%d], ", ik, e, bits, ip, e * bytes);
-        if (bits == 16)
-            EMIT("%%h%d;\n", e);
-        else
-            EMIT("$%d;\n", e);
-    }
+    for (int e = 0; e < vec; e++)
+        EMIT("setp.gt.and.s32 %%pe, $%d, %d, %%pf;\n@%%pe st.global.b%d [$%d+%d], %s%d;\n", ik, e, bits, ip,
+             e * bytes, bits == 16 ? "%h" : "$", e);
     EMIT("}");
 #undef EMIT
     char cons[256];
