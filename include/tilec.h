@@ -103,7 +103,7 @@ typedef enum tilec_output {
     TILEC_OUT_TOKENS = 0, TILEC_OUT_AST, TILEC_OUT_TIR, TILEC_OUT_LLVM, TILEC_OUT_PTX,
     TILEC_OUT_META,           /* kernel metadata text (docs/runtime.md) */
     TILEC_OUT_DUMP,           /* --print-after output */
-    TILEC_OUT_TIMING,         /* --time-passes table */
+    TILEC_OUT_TIMING,         /* --time-passes table: per stage, wall and thread-CPU ms */
     TILEC_OUT_REPORT          /* decisions report */
 } tilec_output;
 const char *tilec_result_text(const tilec_result *r, tilec_output which);

@@ -42,7 +42,7 @@ typedef struct Job {
     tilec_options o;
     const char *name;
     StrBuf dump, timing, remarks, cgreport;
-    double t_start;
+    TcClock t_start;
 } Job;
 
 /* ---- options ---- */
@@ -253,10 +253,10 @@ static void finish_diags(tilec_result *r)
 
 /* ---- the compile flow ---- */
 
-static void time_row(Job *j, const char *what, double t0)
+static void time_row(Job *j, const char *what, TcClock t0)
 {
     if (j->o.time_passes)
-        sb_printf(&j->timing, "%12.3f  %s\n", (tc_now() - t0) * 1e3, what);
+        tc_time_row(&j->timing, what, t0);
 }
 
 static bool wants_print(const Job *j, const char *name)
@@ -295,7 +295,7 @@ static Module *front_end(Job *j, const char *src, size_t len)
 {
     Arena *a = j->r->arena;
     Diag *d = &j->r->diag;
-    double t0 = tc_now();
+    TcClock t0 = tc_clock();
     if (is_tir(j)) {
         Module *m = ir_parse(a, j->name, src, len, d);
         time_row(j, "parse-tir", t0);
@@ -312,7 +312,7 @@ static Module *front_end(Job *j, const char *src, size_t len)
         sb_free(&sb);
         return NULL;
     }
-    t0 = tc_now();
+    t0 = tc_clock();
     AstModule *ast = fe_parse(a, &tl, d);
     time_row(j, "parse", t0);
     if (d->nerrors || !ast)
@@ -327,7 +327,7 @@ static Module *front_end(Job *j, const char *src, size_t len)
     FeDefine *defs = arena_alloc(a, sizeof(FeDefine) * (j->o.ndefines + 1));
     for (size_t i = 0; i < j->o.ndefines; i++)
         defs[i] = (FeDefine){ j->o.defines[i].name, j->o.defines[i].value };
-    t0 = tc_now();
+    t0 = tc_clock();
     Module *m = fe_lower(a, ast, j->name, defs, (int)j->o.ndefines, d);
     time_row(j, "lower", t0);
     return d->nerrors ? NULL : m;
@@ -343,7 +343,7 @@ static void print_ir(Job *j, const Module *m, StrBuf *out)
 static bool middle_end(Job *j, Module *m)
 {
     Diag *d = &j->r->diag;
-    double t0 = tc_now();
+    TcClock t0 = tc_clock();
     if (ir_verify(m, is_tir(j) ? "parse" : "lower", d))
         return false;
     time_row(j, "verify", t0);
@@ -411,10 +411,10 @@ static void finish_outputs(Job *j)
         set_text(j, TILEC_OUT_DUMP, &j->dump);
     if (j->o.time_passes) {
         StrBuf t = { 0 };
-        sb_puts(&t, "===-- tilec pass timing --===\n   time (ms)  stage\n");
+        sb_puts(&t, TC_TIME_HEADER);
         if (j->timing.buf)
             sb_putn(&t, j->timing.buf, j->timing.len);
-        sb_printf(&t, "%12.3f  total\n", (tc_now() - j->t_start) * 1e3);
+        tc_time_row(&t, "total", j->t_start);
         set_text(j, TILEC_OUT_TIMING, &t);
         sb_free(&t);
     }
@@ -460,7 +460,7 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     Job j;
     memset(&j, 0, sizeof j);
     j.r = r;
-    j.t_start = tc_now();
+    j.t_start = tc_clock();
     copy_options(&j.o, opts);
     j.name = arena_strdup(r->arena, name);
     char *text = arena_strndup(r->arena, src, len);

@@ -365,6 +365,19 @@ double tc_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+TcClock tc_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (TcClock){ tc_now(), (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 };
+}
+
+void tc_time_row(StrBuf *out, const char *what, TcClock t0)
+{
+    TcClock t = tc_clock();
+    sb_printf(out, "%12.3f%12.3f  %s\n", (t.wall - t0.wall) * 1e3, (t.cpu - t0.cpu) * 1e3, what);
+}
+
 char *tc_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

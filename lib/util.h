@@ -101,6 +101,14 @@ bool diag_too_many(const Diag *d);
 /* ---- misc ---- */
 uint64_t tc_hash64(const void *data, size_t n, uint64_t seed);  /* FNV-1a */
 double tc_now(void);  /* monotonic seconds */
+/* A --time-passes reading: wall-clock seconds and the calling thread's CPU
+ * seconds (the compile runs on one thread; CPU time leaves out the time the
+ * thread waits for a core while other processes run). */
+typedef struct TcClock { double wall, cpu; } TcClock;
+TcClock tc_clock(void);
+/* One --time-passes row: wall and CPU milliseconds since t0, then `what`. */
+void tc_time_row(StrBuf *out, const char *what, TcClock t0);
+#define TC_TIME_HEADER "===-- tilec pass timing --===\n   wall (ms)    cpu (ms)  stage\n"
 /* Read a whole file into malloc'd memory with a NUL sentinel. NULL on error
  * (errno set). Caller frees. */
 char *tc_read_file(const char *path, size_t *len);

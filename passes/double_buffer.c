@@ -38,11 +38,16 @@
  * retired, so no second barrier is needed and the copy overlaps the whole
  * compute of iteration it. S = 1: copies, commit, wait 0, barrier at the top;
  * smem_load; a barrier at the end of the body before the next overwrite.
- * Outside loops: alloc, copy, commit, wait 0, barrier, smem_load in place.
+ * Outside loops: alloc, copy, commit, wait 0, barrier, smem_load in place;
+ * then the wait, barrier and smem_load sink past the copy groups that follow
+ * in the same block (a loop's prologue, and the pure ops and buffers it
+ * needs), with wait {pending = groups passed}: attention's Q and its first
+ * K/V stage are in flight together. TILEC_OVERLAP_SINGLE=0 keeps them in place.
  * The barrier after the loop lets smem_alloc reuse the ring's bytes later.
  */
 #include "passes.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_LOADS = 16 };
@@ -251,10 +256,11 @@ static void emit_guarded_stage(Loop *L, Builder *b, ValId cond, ValId ivv, ValId
     build0(b, OP_ASYNC_COMMIT, NULL, 0);
 }
 
-static void emit_wait(Builder *b, int64_t pending)
+static Op *emit_wait(Builder *b, int64_t pending)
 {
     Op *w = build0(b, OP_ASYNC_WAIT, NULL, 0);
     w->iattr[0] = pending;
+    return w;
 }
 
 /* ---- the transformation ---- */
@@ -369,8 +375,66 @@ static void transform_loop(Loop *L)
     drop_dead(f, L->body);
 }
 
+/* True when op (an IF) holds only async copies and its yields, and no op in
+ * it reads v: a loop prologue's guarded stage. */
+static bool copies_only(const Op *op, ValId v)
+{
+    for (int r = 0; r < op->nregions; r++)
+        for (int i = 0; i < op->regions[r].nops; i++) {
+            const Op *o = op->regions[r].ops[i];
+            if (o->code != OP_ASYNC_COPY && o->code != OP_YIELD)
+                return false;
+            for (int k = 0; k < o->nargs; k++)
+                if (o->args[k] == v)
+                    return false;
+        }
+    return true;
+}
+
+/* Sink a 1-slot load's `wait 0, barrier, smem_load` (at blk->ops[w..w+2])
+ * past the copy groups that follow it in the same block (a pipelined loop's
+ * prologue, with the pure ops and buffers it needs): the wait then leaves
+ * those groups pending (cp.async groups retire in order), so the loop's first
+ * stage is in flight while the load's own copies land. Stops at the first
+ * other op or the first use of the loaded tile. Returns the groups passed. */
+static int sink_wait(Func *f, Block *blk, int w)
+{
+    const char *knob = getenv("TILEC_OVERLAP_SINGLE");
+    if (knob && atoi(knob) == 0)
+        return 0;
+    Op *wait = blk->ops[w], *bar = blk->ops[w + 1], *ld = blk->ops[w + 2];
+    ValId v = ld->res[0];
+    int groups = 0, to = -1;
+    for (int j = w + 3; j < blk->nops; j++) {
+        const Op *op = blk->ops[j];
+        bool uses = false;
+        for (int k = 0; k < op->nargs; k++)
+            uses |= op->args[k] == v;
+        if (uses)
+            break;
+        if (op->code == OP_ASYNC_COMMIT) {
+            groups++, to = j;
+            continue;
+        }
+        bool ok = ((op_info[op->code].flags & OPF_PURE) && !op->nregions) || op->code == OP_SMEM_ALLOC ||
+                  op->code == OP_ASYNC_COPY || (op->code == OP_IF && copies_only(op, v));
+        if (!ok)
+            break;
+    }
+    if (to < 0)
+        return 0;
+    for (int i = 0; i < 3; i++)
+        ir_block_remove(blk, w);
+    to -= 3;
+    ir_block_insert(f, blk, to + 1, wait);
+    ir_block_insert(f, blk, to + 2, bar);
+    ir_block_insert(f, blk, to + 3, ld);
+    wait->iattr[0] = groups;
+    return groups;
+}
+
 /* A qualifying load outside every loop: a 1-slot buffer, in place. */
-static void stage_single(Func *f, Op *load)
+static int stage_single(Func *f, Op *load)
 {
     Builder b = ir_builder_before(f, load);
     ValId buf = new_buffer(f, &b, load, 1);
@@ -383,9 +447,10 @@ static void stage_single(Func *f, Op *load)
     Op *c = build0(&b, OP_ASYNC_COPY, args, n);
     c->list = load->list, c->nlist = load->nlist, c->iattr[0] = load->iattr[0];
     build0(&b, OP_ASYNC_COMMIT, NULL, 0);
-    emit_wait(&b, 0);
+    Op *w = emit_wait(&b, 0);
     build0(&b, OP_BARRIER, NULL, 0);
     replace_load(f, load, buf, slot);
+    return sink_wait(f, w->parent, ir_block_index_of(w->parent, w));
 }
 
 /* ---- stage choice ---- */
@@ -532,9 +597,14 @@ static void stage_outside(PassCtx *ctx, Func *f, const Found *fors, Arena *a)
             remark_load(ctx, f, ld, why);
             continue;
         }
-        stage_single(f, ld);
-        pass_note(ctx, "load of %s at %s: 1-slot shared buffer (outside loops: copy, wait, barrier, read)",
-                  tensor_name(f, ld), loc_str(f->mod->arena, f, ld->loc));
+        const char *name = tensor_name(f, ld), *at = loc_str(f->mod->arena, f, ld->loc);
+        int groups = stage_single(f, ld);
+        if (groups)
+            pass_note(ctx, "load of %s at %s: 1-slot shared buffer (outside loops: copy; wait, barrier, read after "
+                      "the next %d copy group%s, left in flight)", name, at, groups, groups > 1 ? "s" : "");
+        else
+            pass_note(ctx, "load of %s at %s: 1-slot shared buffer (outside loops: copy, wait, barrier, read)",
+                      name, at);
     }
 }
 

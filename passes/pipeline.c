@@ -106,13 +106,12 @@ static int run_one(Module *m, PassCtx *ctx, const PassInfo *p)
     StrBuf notes = { 0 };
     ctx->cur_pass = p->name;
     ctx->notes = &notes;
-    double t0 = tc_now();
+    TcClock t0 = tc_clock();
     int nerr = p->fn(m, ctx);
-    double ms = (tc_now() - t0) * 1e3;
+    if (ctx->time_passes && ctx->timing)
+        tc_time_row(ctx->timing, p->name, t0);
     ctx->cur_pass = NULL;
     ctx->notes = NULL;
-    if (ctx->time_passes && ctx->timing)
-        sb_printf(ctx->timing, "%12.3f  %s\n", ms, p->name);
     if (nerr == 0 && ctx->verify_each)
         nerr = ir_verify(m, p->name, ctx->diag);
     if (nerr == 0)
