@@ -41,8 +41,8 @@ for c in false true; do
   one bf16 sm_86 64 128 64 $c
   one bf16 sm_86 128 128 64 $c
   one bf16 sm_86 64 128 128 $c      # the H200's tiles from sm_86 PTX (the timed portable path)
-  one bf16 sm_86 64 128 128 $c ov0 TILEC_OVERLAP_SINGLE=0
-  one bf16 sm_86 128 128 64 $c ov0 TILEC_OVERLAP_SINGLE=0
+  one bf16 sm_86 64 128 128 $c eo TILEC_EPILOGUE_OVER=1
+  one bf16 sm_86 128 128 64 $c eo TILEC_EPILOGUE_OVER=1
   [ $c = false ] && one bf16 sm_90a 64 128 64 false
   one bf16 sm_90a 64 64 64 $c
   one bf16 sm_90a 128 128 32 $c

@@ -163,6 +163,8 @@ int cg_lower_reduce(Cg *cg, Op *op);
  * (or NULL) maps destination dim k to source dim perm[k] (transpose). */
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
                                 DType dt, const int *perm);
+/* Bytes of shared scratch cg_convert_layout takes for a conversion to `to`. */
+int64_t cg_convert_scratch_bytes(const Layout *to, DType dt, const int *perm);
 
 /* ---- lower_async.c ---- */
 /* Bytes the kernel's shared buffers need (their offsets + sizes, or a

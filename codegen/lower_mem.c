@@ -807,7 +807,10 @@ static LLVMValueRef group_shift(Cg *cg, const GroupLoop *g, LLVMValueRef w, LLVM
 /* Packs `vec` register values (memory representation) into one vector. */
 static LLVMValueRef group_pack(Cg *cg, const Access *ac, const GroupLoop *g, LLVMValueRef *v)
 {
-    LLVMValueRef w = LLVMGetUndef(g->wt);
+    LLVMValueRef w = ac->dt == DT_BOOL ? NULL : whole_vector(v, g->vec, g->wt);
+    if (w)
+        return w;
+    w = LLVMGetUndef(g->wt);
     for (int e = 0; e < g->vec; e++)
         w = LLVMBuildInsertElement(cg->b, w, to_mem(cg, v[e], ac->dt), cg_i32(cg, e), "");
     return w;
@@ -871,7 +874,11 @@ typedef struct Groups {
 
 static LLVMValueRef build_group(Cg *cg, const Access *ac, LLVMValueRef *vals, int vec)
 {
-    LLVMValueRef w = LLVMGetUndef(LLVMVectorType(ac->mty, (unsigned)vec));
+    LLVMTypeRef vt = LLVMVectorType(ac->mty, (unsigned)vec);
+    LLVMValueRef w = ac->dt == DT_BOOL ? NULL : whole_vector(vals, vec, vt);   /* a loaded vector, whole */
+    if (w)
+        return w;
+    w = LLVMGetUndef(vt);
     for (int e = 0; e < vec; e++)
         w = LLVMBuildInsertElement(cg->b, w, to_mem(cg, vals[e], ac->dt), cg_i32(cg, e), "");
     return w;

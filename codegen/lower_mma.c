@@ -744,13 +744,12 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
         return;
     const Layout *L = cg_default_layout(cg, t, true);
     int eb = dtype_bits((DType)t->dtype) / 8;
-    int64_t need = t->shape[0] * (t->shape[1] + (eb >= 4 ? 1 : 4 / (eb ? eb : 1))) * (eb ? eb : 1);
-    /* Off by default (TILEC_EPILOGUE_OVER=1 turns it on): it measured
-     * +0% to +1.5% on attention D=64, +-1% on gemm, -3% to -6% on causal
-     * D=128 (32 B of spills) on the H200 (2026-11-30 14:31), and the
-     * conversion's element-wise scratch accesses cost 20-30% more compile
-     * time (attention sm_100a 271M -> 354M instructions). */
-    bool over = cg->dsmem && cg->dsmem_base >= need && cg_knob("TILEC_EPILOGUE_OVER", 0) && buffers_dead_at(cg, op);
+    /* Off by default (TILEC_EPILOGUE_OVER=1 turns it on): with the packed
+     * conversion it measured +1% to +3.8% on attention at 1k-4k tokens and
+     * -0.5% to -4.1% on the long causal rows (32 B of spills at D=128) on
+     * the H200 (2026-11-30 16:02), gemm within the spread, for a third
+     * more compile time (docs/codegen.md, "Epilogue"). */
+    bool over = cg->dsmem && cg_knob("TILEC_EPILOGUE_OVER", 0) && buffers_dead_at(cg, op);
     /* Chained products make the accumulator layout the tile's default
      * (cg_chain_anchors): the coalesced rows are then the plain blocked
      * layout, taken when the conversion costs no shared memory. */
@@ -758,6 +757,8 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
         L = cg_layout_dup(cg, layout_blocked(t->rank, t->shape, eb ? eb : 1, true, cg->nwarps));
     if (layout_vec(L) <= layout_vec(v->L))
         return;
+    int64_t need = cg_convert_scratch_bytes(L, (DType)t->dtype, NULL);
+    over = over && cg->dsmem_base >= need;
     /* Growing a pipelined kernel's shared memory by more than a quarter for
      * the epilogue costs blocks per SM: gemm 128x128x64 on sm_90a, 96 KB of
      * buffers + 33 KB of scratch -> one block per SM, 306 TFLOP/s against

@@ -53,6 +53,54 @@ static void logical_shape(const Layout *L, int64_t *shape)
         shape[a] = L->pshape[layout_pdim(L, a)];
 }
 
+/* Row padding of the scratch (elements). 4 bytes spread a column walk over
+ * the banks; 16-bit tiles read back as 16-byte rows (the epilogue of a
+ * product: bf16 pairs in, 16-byte vectors out) take 16 bytes, which keeps
+ * the rows 16-byte aligned and the pair writes of 8 rows on distinct banks. */
+static int xfer_pad(const Layout *to, int rank, int eb, const int *perm)
+{
+    if (rank <= 1)
+        return 0;
+    if (eb == 2 && !perm && layout_vec(to) * eb >= 16)
+        return 16 / eb;
+    return eb >= 4 ? 1 : 4 / eb;
+}
+
+/* Elements per shared-memory access for the registers of L: runs of
+ * consecutive registers along the last logical dim that start aligned in the
+ * padded row (at most 16 bytes; 1 when the map permutes or wraps). */
+static int xfer_group(const Layout *L, const int64_t *shape, int rank, int eb, int pad, const int *perm,
+                      DType dt)
+{
+    if (perm || rank < 1 || dt == DT_BOOL)
+        return 1;
+    int pd = layout_pdim(L, rank - 1), espt = layout_vec(L);
+    int64_t row = shape[rank - 1] + (rank > 1 ? pad : 0);
+    int g = espt < 16 / eb ? espt : 16 / eb;
+    while (g > 1 && (espt % g || shape[rank - 1] % g || row % g || layout_may_wrap(L, pd)))
+        g /= 2;
+    return g > 1 ? g : 1;
+}
+
+int64_t cg_convert_scratch_bytes(const Layout *to, DType dt, const int *perm)
+{
+    int rank = layout_rank(to), eb = elem_bytes(dt);
+    int64_t shape[TILE_MAXRANK];
+    logical_shape(to, shape);
+    return smem_elems(shape, rank, xfer_pad(to, rank, eb, perm)) * eb;
+}
+
+/* The shared element pointer and offset of register r of L. */
+static LLVMValueRef slot_ptr(Cg *cg, const Layout *L, int r, const int *perm, LLVMValueRef sm, LLVMTypeRef mty,
+                             const int64_t *shape, int rank, int pad)
+{
+    LLVMValueRef c[TILE_MAXRANK];
+    for (int k = 0; k < rank; k++)
+        c[k] = cg_coord(cg, L, r, perm ? perm[k] : k);
+    LLVMValueRef o = smem_offset(cg, c, shape, rank, pad);
+    return LLVMBuildGEP2(cg->b, mty, sm, &o, 1, "");
+}
+
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
                                 DType dt, const int *perm)
 {
@@ -60,30 +108,36 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
     if (same)
         return same;
     int rank = layout_rank(to), eb = elem_bytes(dt);
-    int pad = rank > 1 ? (eb >= 4 ? 1 : 4 / eb) : 0;
+    int pad = xfer_pad(to, rank, eb, perm);
     int64_t shape[TILE_MAXRANK];
     logical_shape(to, shape);
     LLVMTypeRef mty = cg_mem_type(cg, dt);
-    LLVMValueRef sm = cg_smem(cg, smem_elems(shape, rank, pad) * eb);
+    LLVMValueRef sm = cg_smem(cg, cg_convert_scratch_bytes(to, dt, perm));
+    int gw = xfer_group(from, shape, rank, eb, pad, perm, dt), gr = xfer_group(to, shape, rank, eb, pad, perm, dt);
     barrier(cg);
-    for (int r = 0, n = layout_nregs(from); r < n; r++) {
-        LLVMValueRef c[TILE_MAXRANK];
-        for (int k = 0; k < rank; k++)
-            c[k] = cg_coord(cg, from, r, perm ? perm[k] : k);
-        LLVMValueRef o = smem_offset(cg, c, shape, rank, pad);
-        LLVMValueRef p = LLVMBuildGEP2(cg->b, mty, sm, &o, 1, "");
+    for (int r = 0, n = layout_nregs(from); r < n; r += gw) {
+        LLVMValueRef p = slot_ptr(cg, from, r, perm, sm, mty, shape, rank, pad);
         LLVMValueRef v = dt == DT_BOOL ? LLVMBuildZExt(cg->b, regs[r], cg->t_i8, "") : regs[r];
-        LLVMBuildStore(cg->b, v, p);
+        if (gw > 1) {
+            v = LLVMGetUndef(LLVMVectorType(mty, (unsigned)gw));
+            for (int e = 0; e < gw; e++)
+                v = LLVMBuildInsertElement(cg->b, v, regs[r + e], cg_i32(cg, e), "");
+        }
+        LLVMSetAlignment(LLVMBuildStore(cg->b, v, p), (unsigned)(gw * eb));
     }
     barrier(cg);
     int n = layout_nregs(to);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
-    for (int r = 0; r < n; r++) {
-        LLVMValueRef c[TILE_MAXRANK];
-        for (int k = 0; k < rank; k++)
-            c[k] = cg_coord(cg, to, r, k);
-        LLVMValueRef o = smem_offset(cg, c, shape, rank, pad);
-        LLVMValueRef v = LLVMBuildLoad2(cg->b, mty, LLVMBuildGEP2(cg->b, mty, sm, &o, 1, ""), "");
+    for (int r = 0; r < n; r += gr) {
+        LLVMValueRef p = slot_ptr(cg, to, r, NULL, sm, mty, shape, rank, pad);
+        LLVMTypeRef vty = gr > 1 ? LLVMVectorType(mty, (unsigned)gr) : mty;
+        LLVMValueRef v = LLVMBuildLoad2(cg->b, vty, p, "");
+        LLVMSetAlignment(v, (unsigned)(gr * eb));
+        if (gr > 1) {
+            for (int e = 0; e < gr; e++)
+                out[r + e] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, e), "");
+            continue;
+        }
         out[r] = dt == DT_BOOL ? LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->t_i8, 0, 0), "") : v;
     }
     if (cg->report) {
@@ -91,6 +145,8 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
         layout_print(from, cg->report);
         sb_puts(cg->report, " -> ");
         layout_print(to, cg->report);
+        if (gw > 1 || gr > 1)
+            sb_printf(cg->report, " (%d-byte writes, %d-byte reads)", gw * eb, gr * eb);
         sb_putc(cg->report, '\n');
     }
     return out;
