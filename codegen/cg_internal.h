@@ -120,6 +120,8 @@ LLVMValueRef cg_i64(Cg *cg, int64_t v);
 LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name);
 /* Shared-memory scratch of at least `bytes`, as a ptr addrspace(3). */
 LLVMValueRef cg_smem(Cg *cg, int64_t bytes);
+/* tid.x through an opaque inline-asm move (not merged with earlier uses). */
+LLVMValueRef cg_opaque_tid(Cg *cg);
 /* The layout a tile of this type gets when nothing else decides: the
  * anchor of its shape if any, else the coalesced blocked layout. */
 const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous);

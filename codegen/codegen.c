@@ -126,6 +126,20 @@ LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name)
     return LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
 }
 
+/* The thread index through an opaque move: what is computed from it stays
+ * where it is written instead of being hoisted out of a loop or merged with
+ * the same computation before it, and kept live across the loop (thread
+ * coordinates are cheap to recompute; registers are not free next to a
+ * 64 x 64 warp tile's accumulators). */
+LLVMValueRef cg_opaque_tid(Cg *cg)
+{
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, &cg->t_i32, 1, 0);
+    static const char code[] = "mov.b32 $0, $1;", cons[] = "=r,r";
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(cg->b, fty, as, &cg->tid, 1, "");
+}
+
 LLVMValueRef cg_smem(Cg *cg, int64_t bytes)
 {
     if (cg->scratch_over_buffers && cg->dsmem && bytes <= cg->dsmem_base)

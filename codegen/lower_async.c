@@ -317,19 +317,6 @@ static void copy_rows(Cg *cg, const Copy *c, int64_t step, int64_t i0, int64_t i
     }
 }
 
-/* The thread index through an opaque move: what is computed from it stays
- * where it is written instead of being hoisted out of the loop and kept
- * live across it (the copies' addresses are cheap to recompute; registers
- * are not free next to a 64 x 64 warp tile's accumulators). */
-static LLVMValueRef opaque_tid(Cg *cg)
-{
-    LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, &cg->t_i32, 1, 0);
-    static const char code[] = "mov.b32 $0, $1;", cons[] = "=r,r";
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 1, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(cg->b, fty, as, &cg->tid, 1, "");
-}
-
 /* Every thread copies chunks tid, tid + nthreads, ... of the slot. */
 static void copy_all(Cg *cg, const Copy *c)
 {
@@ -369,7 +356,7 @@ static void copy_all_sync(Cg *cg, const Copy *c)
     int64_t cpr = c->sv->cols * c->sv->eb / 16, total = c->sv->rows * cpr, nthr = 32LL * cg->nwarps;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b), head = cg_new_block(cg, "cps.head"),
                       body = cg_new_block(cg, "cps.body"), exit = cg_new_block(cg, "cps.exit");
-    LLVMValueRef id0 = opaque_tid(cg), idx[TENSOR_MAXRANK];
+    LLVMValueRef id0 = cg_opaque_tid(cg), idx[TENSOR_MAXRANK];
     LLVMBuildBr(cg->b, head);
     LLVMPositionBuilderAtEnd(cg->b, head);
     LLVMValueRef id = LLVMBuildPhi(cg->b, cg->t_i32, "cps.id");

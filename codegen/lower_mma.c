@@ -745,10 +745,10 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     const Layout *L = cg_default_layout(cg, t, true);
     int eb = dtype_bits((DType)t->dtype) / 8;
     /* Off by default (TILEC_EPILOGUE_OVER=1 turns it on): with the packed
-     * conversion it measured +1% to +3.8% on attention at 1k-4k tokens and
-     * -0.5% to -4.1% on the long causal rows (32 B of spills at D=128) on
-     * the H200 (2026-11-30 16:02), gemm within the spread, for a third
-     * more compile time (docs/codegen.md, "Epilogue"). */
+     * conversion and a fresh tid it measured +3% to +3.8% on attention at
+     * 1k tokens and -1.8% to -5.7% on D=128 causal at 2k-16k on the H200
+     * (2026-11-30 16:22), gemm within the spread, for 14-21% more compile
+     * time (docs/codegen.md, "Epilogue"). */
     bool over = cg->dsmem && cg_knob("TILEC_EPILOGUE_OVER", 0) && buffers_dead_at(cg, op);
     /* Chained products make the accumulator layout the tile's default
      * (cg_chain_anchors): the coalesced rows are then the plain blocked
@@ -769,6 +769,15 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
         (cg->dsmem_base + need > cg->tg->max_smem_dynamic || (cg->dsmem_base > 0 && need > cg->dsmem_base / 4)))
         return;
     cg->scratch_over_buffers = over;
+    if (over) {
+        /* The epilogue's thread coordinates from a fresh tid, not merged
+         * with the prologue's and kept live across the loop: attention
+         * D=128 causal 32 -> 8 B of spills (sm_90), 459M -> 403M
+         * instructions to compile on sm_86 D=128. */
+        LLVMValueRef tid = cg_opaque_tid(cg);
+        cg->lane = LLVMBuildAnd(cg->b, tid, cg_i32(cg, 31), "lane");
+        cg->warp = LLVMBuildLShr(cg->b, tid, cg_i32(cg, 5), "warp");
+    }
     v->r = cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
     cg->scratch_over_buffers = false;
     v->L = L;
