@@ -28,9 +28,10 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE... | SRC=file]  (a tag names an
 # D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
 # every dtype and arch, then the other tile choices (bf16, sm_90a) and
 # experiment variants (a tag and VAR=VALUE settings for tilec, or
-# SRC=file for another source; none at the moment: the last, rev (query
-# blocks heaviest first, the grid as (Z * H, query blocks) and the last
-# query block first), measured slower on every row, bench/RESULTS.md 13:53). bench/attn_bench.py
+# SRC=file for another source; none at the moment. The last ones, measured
+# in bench/RESULTS.md: ov0 (TILEC_OVERLAP_SINGLE=0, 15:37), eo
+# (TILEC_EPILOGUE_OVER=1, 16:02 and 16:22), fr (fresh thread ids before
+# the epilogue, 16:27, within the spread: not kept). bench/attn_bench.py
 # checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
@@ -41,8 +42,6 @@ for c in false true; do
   one bf16 sm_86 64 128 64 $c
   one bf16 sm_86 128 128 64 $c
   one bf16 sm_86 64 128 128 $c      # the H200's tiles from sm_86 PTX (the timed portable path)
-  one bf16 sm_86 64 128 128 $c eo TILEC_EPILOGUE_OVER=1
-  one bf16 sm_86 128 128 64 $c eo TILEC_EPILOGUE_OVER=1
   [ $c = false ] && one bf16 sm_90a 64 128 64 false
   one bf16 sm_90a 64 64 64 $c
   one bf16 sm_90a 128 128 32 $c

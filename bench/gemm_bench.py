@@ -38,7 +38,6 @@ bf16_128x128x64_s2       | sm_86  | examples/gemm.tile | -DSTAGES=2 |
 bf16_128x128x32_s4       | sm_86  | examples/gemm.tile | -DBK=32 -DSTAGES=4 |
 bf16_128x256x32_s4       | sm_86  | examples/gemm.tile | -DBN=256 -DBK=32 -DSTAGES=4 |
 bf16_64x64x64_s3         | sm_86  | examples/gemm.tile | -DBM=64 -DBN=64 |
-bf16_128x128x64_s3_over  | sm_86  | examples/gemm.tile | | TILEC_EPILOGUE_OVER=1
 """
 
 # The default variant, also launched through the driver API directly (Raw):
