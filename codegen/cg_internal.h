@@ -122,6 +122,8 @@ LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name);
 LLVMValueRef cg_smem(Cg *cg, int64_t bytes);
 /* tid.x through an opaque inline-asm move (not merged with earlier uses). */
 LLVMValueRef cg_opaque_tid(Cg *cg);
+/* Sets cg->lane and cg->warp from a thread index (tid.x, or an opaque copy). */
+void cg_thread_ids(Cg *cg, LLVMValueRef tid);
 /* The layout a tile of this type gets when nothing else decides: the
  * anchor of its shape if any, else the coalesced blocked layout. */
 const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous);

@@ -140,6 +140,12 @@ LLVMValueRef cg_opaque_tid(Cg *cg)
     return LLVMBuildCall2(cg->b, fty, as, &cg->tid, 1, "");
 }
 
+void cg_thread_ids(Cg *cg, LLVMValueRef tid)
+{
+    cg->lane = LLVMBuildAnd(cg->b, tid, cg_i32(cg, 31), "lane");
+    cg->warp = LLVMBuildLShr(cg->b, tid, cg_i32(cg, 5), "warp");
+}
+
 LLVMValueRef cg_smem(Cg *cg, int64_t bytes)
 {
     if (cg->scratch_over_buffers && cg->dsmem && bytes <= cg->dsmem_base)
@@ -317,8 +323,7 @@ static void kernel_entry(Cg *cg)
     LLVMBasicBlockRef entry = cg_new_block(cg, "entry");
     LLVMPositionBuilderAtEnd(cg->b, entry);
     cg->tid = cg_call(cg, "llvm.nvvm.read.ptx.sreg.tid.x", cg->t_i32, NULL, 0);
-    cg->lane = LLVMBuildAnd(cg->b, cg->tid, cg_i32(cg, 31), "lane");
-    cg->warp = LLVMBuildLShr(cg->b, cg->tid, cg_i32(cg, 5), "warp");
+    cg_thread_ids(cg, cg->tid);
 }
 
 /* Kernels with shared buffers or tensor-core products use dynamic shared

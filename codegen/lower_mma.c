@@ -774,9 +774,7 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
          * with the prologue's and kept live across the loop: attention
          * D=128 causal 32 -> 8 B of spills (sm_90), 459M -> 403M
          * instructions to compile on sm_86 D=128. */
-        LLVMValueRef tid = cg_opaque_tid(cg);
-        cg->lane = LLVMBuildAnd(cg->b, tid, cg_i32(cg, 31), "lane");
-        cg->warp = LLVMBuildLShr(cg->b, tid, cg_i32(cg, 5), "warp");
+        cg_thread_ids(cg, cg_opaque_tid(cg));
     }
     v->r = cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
     cg->scratch_over_buffers = false;

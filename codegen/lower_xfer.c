@@ -90,7 +90,7 @@ int64_t cg_convert_scratch_bytes(const Layout *to, DType dt, const int *perm)
     return smem_elems(shape, rank, xfer_pad(to, rank, eb, perm)) * eb;
 }
 
-/* The shared element pointer and offset of register r of L. */
+/* The scratch element that register r of L goes to (or comes from). */
 static LLVMValueRef slot_ptr(Cg *cg, const Layout *L, int r, const int *perm, LLVMValueRef sm, LLVMTypeRef mty,
                              const int64_t *shape, int rank, int pad)
 {
