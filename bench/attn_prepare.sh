@@ -31,7 +31,9 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE... | SRC=file]  (a tag names an
 # SRC=file for another source; none at the moment. The last ones, measured
 # in bench/RESULTS.md: ov0 (TILEC_OVERLAP_SINGLE=0, 15:37), eo
 # (TILEC_EPILOGUE_OVER=1, 16:02 and 16:22), fr (fresh thread ids before
-# the epilogue, 16:27, within the spread: not kept). bench/attn_bench.py
+# the epilogue, 16:27, within the spread: not kept), rv (causal query
+# blocks longest first within a head, two runs at 16:37: now the example's
+# order). bench/attn_bench.py
 # checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
