@@ -1,9 +1,10 @@
-"""L2 -> SM read bandwidth on the GPU machine: every block streams 16-byte
-loads (ld.global.cg: L2 only, no L1) over a buffer small enough to stay in
-L2 (default 16 MB, a power of two), with as many loads in flight per thread as asked, and
-XORs them into one word per thread (written, so nothing is dropped).
-Prints TB/s per configuration; the best row is the device's L2 read
-bandwidth that a tile loop with 16-byte copies can draw on.
+"""L2 -> SM read probe on the GPU machine: every thread issues 4 or 8
+16-byte loads (ld.global.cg: L2 only, no L1) per round over a buffer small
+enough to stay in L2 (default 16 MB, a power of two; pass a larger size
+for DRAM), XORs them into one word and writes it (nothing is dropped).
+Prints TB/s per configuration. A lower bound, not a ceiling: on the H200
+(2026-11-30, bench/RESULTS.md 15:52) its best, 4.5 TB/s, is below the
+~6 TB/s that gemm's cp.async copies draw from L2.
   python3 bench/l2_probe.py [MB]"""
 import sys
 import cupy as cp
