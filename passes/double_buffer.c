@@ -16,7 +16,8 @@
  * the induction variable and values defined outside the loop (through pure
  * ops of the body, which are cloned). A qualifying LOAD outside any loop
  * becomes a 1-slot buffer. Every other load of such a kernel stays, with a
- * remark saying why.
+ * remark saying why; a computed tile declared `shared` gets a remark too
+ * (it stays in registers).
  *
  * Stages S: the loop's pipeline(S) hint, else min(4, budget / stage bytes)
  * (at least 1) with the budget the arch's shared-memory limit.
@@ -608,8 +609,24 @@ static void stage_outside(PassCtx *ctx, Func *f, const Found *fors, Arena *a)
     }
 }
 
+/* A tile declared `shared` that is computed rather than loaded: only loads
+ * are staged through shared memory; say so instead of dropping the request
+ * silently. */
+static bool remark_computed_shared(Func *f, Op *op, void *vctx)
+{
+    PassCtx *ctx = vctx;
+    bool computed = op->code != OP_LOAD && op->code != OP_SMEM_ALLOC && op->nres == 1;
+    const Type *t = computed ? ir_type(f, op->res[0]) : NULL;
+    if (t && t->kind == TY_TILE && t->space == SP_SHARED)
+        pass_note(ctx, "tile at %s is declared shared but computed, not loaded: it stays in registers "
+                  "(only loads of global windows are staged through shared memory)",
+                  loc_str(f->mod->arena, f, op->loc));
+    return true;
+}
+
 static void run_func(PassCtx *ctx, Func *f)
 {
+    ir_walk(f, &f->body, remark_computed_shared, ctx);
     Arena *a = arena_new();
     Found fors = { NULL, 0, 0, a, 0 };
     ir_walk(f, &f->body, find_fors, &fors);
