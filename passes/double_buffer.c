@@ -376,6 +376,15 @@ static void transform_loop(Loop *L)
     drop_dead(f, L->body);
 }
 
+/* Does op take v as an operand? */
+static bool reads(const Op *op, ValId v)
+{
+    for (int k = 0; k < op->nargs; k++)
+        if (op->args[k] == v)
+            return true;
+    return false;
+}
+
 /* True when op (an IF) holds only async copies and its yields, and no op in
  * it reads v: a loop prologue's guarded stage. */
 static bool copies_only(const Op *op, ValId v)
@@ -383,11 +392,8 @@ static bool copies_only(const Op *op, ValId v)
     for (int r = 0; r < op->nregions; r++)
         for (int i = 0; i < op->regions[r].nops; i++) {
             const Op *o = op->regions[r].ops[i];
-            if (o->code != OP_ASYNC_COPY && o->code != OP_YIELD)
+            if ((o->code != OP_ASYNC_COPY && o->code != OP_YIELD) || reads(o, v))
                 return false;
-            for (int k = 0; k < o->nargs; k++)
-                if (o->args[k] == v)
-                    return false;
         }
     return true;
 }
@@ -408,10 +414,7 @@ static int sink_wait(Func *f, Block *blk, int w)
     int groups = 0, to = -1;
     for (int j = w + 3; j < blk->nops; j++) {
         const Op *op = blk->ops[j];
-        bool uses = false;
-        for (int k = 0; k < op->nargs; k++)
-            uses |= op->args[k] == v;
-        if (uses)
+        if (reads(op, v))
             break;
         if (op->code == OP_ASYNC_COMMIT) {
             groups++, to = j;
