@@ -4,8 +4,9 @@ on the GPU: correctness against PyTorch in float32 and timing against SDPA's
 flash and cuDNN backends, in one run.
 
 Precompiled PTX (+ .meta) comes from .devcarry/attn/ (bench/attn_prepare.sh on
-the build machine), named attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_<tag>].ptx (a tag: an
-experiment variant compiled with TILEC_XP_* switches). On the
+the build machine), named attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_<tag>].ptx (tag "so": the
+example's STAGE_O, which tilec.attention picks for short rows; other tags:
+experiment variants compiled with TILEC_XP_* switches). On the
 GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
   TILEC_LIB_DIR=/tmp/rt/lib python3 bench/attn_bench.py [--quick] [--out DIR]
 
@@ -13,7 +14,7 @@ Correctness: O against softmax(scale * q k^T) v in float32 (relative
 Frobenius error <= 1e-2), LSE against logsumexp(scale * q k^T) / ln 2 (the
 kernel's log2 units); outputs poisoned with NaN before each launch; fresh
 random inputs per case; then every bf16 file (sm_90a and sm_86 PTX) on five N (a variant that
-fails is left out of "best"). Timing, every bf16 variant per row (and a table of the sm_86 PTX with the default tiles: the portable path): triton do_bench medians; FLOPs 4 Z H N^2 D,
+fails is left out of "best"). Timing, every bf16 variant per row (and a table of the sm_86 PTX that tilec.attention picks: the portable path): triton do_bench medians; FLOPs 4 Z H N^2 D,
 halved when causal; FlashAttention-paper shapes (16384 tokens, hidden 2048).
 """
 import argparse
@@ -223,7 +224,7 @@ def timing(names):
                 for x in ours:
                     line += " %13.1f" % x
                 bm, bn = A.tiles(d, causal, n, "sm_90a")
-                dl = "%dx%d_sm86" % (bm, bn)
+                dl = "%dx%d%s_sm86" % (bm, bn, "_so" if A.stage_o(n, bn) else "")
                 p86 = ours[labels.index(dl)] if dl in labels else float("nan")
                 SM86.append((d, n, causal, p86, res["flash"], res["cudnn"]))
                 print(line + "   %9.2fx  %9.2fx  %s  %s %.2fx" % (best / res["flash"], best / res["cudnn"], blb,

@@ -11,14 +11,17 @@ out="$root/.devcarry/attn"
 rm -rf "$out"; mkdir -p "$out"
 sed 's/bf16/f16/g' "$root/examples/attention.tile" > "$out/attention_f16.tile"
 : > "$out/variants.txt"
-one() {  # dt arch d bm bn causal [tag VAR=VALUE... | SRC=file]  (a tag names an experiment variant)
+one() {  # dt arch d bm bn causal [tag VAR=VALUE... -DNAME=VALUE... | SRC=file]  (a tag names a variant)
   local dt=$1 arch=$2 d=$3 bm=$4 bn=$5 c=$6 tag=${7:-} src="$root/examples/attention.tile"
   shift 6; [ $# -gt 0 ] && shift
   [ "$dt" = f16 ] && src="$out/attention_f16.tile"
   case "${1:-}" in SRC=*) src="${1#SRC=}"; shift ;; esac
+  local envs=() defs=() a
+  for a in "$@"; do case "$a" in -D*) defs+=("$a") ;; *) envs+=("$a") ;; esac; done
   local name="attn_${dt}_${arch}_d${d}_m${bm}_n${bn}_$([ "$c" = true ] && echo c || echo f)${tag:+_$tag}"
   local t0=$(date +%s%N)
-  env "$@" "$tilec" "$src" -arch="$arch" -DD="$d" -DBM="$bm" -DBN="$bn" -DCAUSAL="$c" -o "$out/$name.ptx"
+  env "${envs[@]}" "$tilec" "$src" -arch="$arch" -DD="$d" -DBM="$bm" -DBN="$bn" -DCAUSAL="$c" "${defs[@]}" \
+    -o "$out/$name.ptx"
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   local regs=$(ptxas -arch="$arch" -v "$out/$name.ptx" -o /dev/null 2>&1 |
                grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')
@@ -26,7 +29,9 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE... | SRC=file]  (a tag names an
 }
 # Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
 # D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
-# every dtype and arch, then the other tile choices (bf16, sm_90a) and
+# every dtype and arch, each also with O staged through shared memory
+# (tag so, -DSTAGE_O=true: tilec.attention's pick for loops of <= 16 key blocks),
+# then the other tile choices (bf16, sm_90a) and
 # experiment variants (a tag and VAR=VALUE settings for tilec, or
 # SRC=file for another source; none at the moment. The last ones, measured
 # in bench/RESULTS.md: ov0 (TILEC_OVERLAP_SINGLE=0, 15:37), eo
@@ -39,11 +44,16 @@ for c in false true; do
   for dt in bf16 f16; do
     one $dt sm_90a 64 128 128 $c
     one $dt sm_90a 128 128 64 $c
+    one $dt sm_90a 64 128 128 $c so -DSTAGE_O=true    # tilec.attention's pick for short rows
+    one $dt sm_90a 128 128 64 $c so -DSTAGE_O=true
   done
   for dt in bf16 f16; do [ $c = true ] && one $dt sm_90a 64 128 64 true; done
   one bf16 sm_86 64 128 64 $c
   one bf16 sm_86 128 128 64 $c
+  one bf16 sm_86 64 128 64 $c so -DSTAGE_O=true
   one bf16 sm_86 64 128 128 $c      # the H200's tiles from sm_86 PTX (the timed portable path)
+  one bf16 sm_86 64 128 128 $c so -DSTAGE_O=true
+  one bf16 sm_86 128 128 64 $c so -DSTAGE_O=true
   [ $c = false ] && one bf16 sm_90a 64 128 64 false
   one bf16 sm_90a 64 64 64 $c
   one bf16 sm_90a 128 128 32 $c

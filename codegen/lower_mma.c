@@ -740,23 +740,41 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     ValId vv = op->args[op->nargs - 1];
     TileVal *v = &cg->vals[vv];
     const Type *t = ir_type(cg->f, vv);
-    if (v->kind != TV_REGS || !layout_is_mma(v->L) || t->rank != 2 || op->nlist < 1 || op->list[op->nlist - 1] <= 0)
+    if (v->kind != TV_REGS || !layout_is_mma(v->L) || t->rank != 2 || op->nlist < 1 || op->list[op->nlist - 1] <= 0) {
+        if (t->space == SP_SHARED && cg->report)
+            sb_printf(cg->report, "  store at %d:%d: the tile declared shared stays in registers (only a 2-D "
+                      "product's fragments are staged; this layout stores its rows directly)\n",
+                      op->loc.line, op->loc.col);
         return;
+    }
     const Layout *L = cg_default_layout(cg, t, true);
     int eb = dtype_bits((DType)t->dtype) / 8;
-    /* Off by default (TILEC_EPILOGUE_OVER=1 turns it on): with the packed
-     * conversion and a fresh tid it measured +3% to +3.8% on attention at
-     * 1k tokens and -1.8% to -5.7% on D=128 causal at 2k-16k on the H200
-     * (2026-11-30 16:22), gemm within the spread, for 14-21% more compile
-     * time (docs/codegen.md, "Epilogue"). */
-    bool over = cg->dsmem && cg_knob("TILEC_EPILOGUE_OVER", 0) && buffers_dead_at(cg, op);
+    /* A tile declared `shared` (`tile o: shared bf16[BM, D] = ...; O[..] =
+     * o;`) asks for this staging: its fragments go through shared memory
+     * and leave as 16-byte rows. The dead pipeline buffers' space holds it
+     * when every buffer is dead at the store; otherwise a scratch after
+     * them, up to the arch's limit. For every other store it is the
+     * compiler's choice: fragments stored directly unless the conversion
+     * is cheap in shared memory. The dead-buffer form measured +3% to
+     * +3.8% on attention at 1k tokens and -1.8% to -5.7% on D=128 causal
+     * at 2k-16k on the H200 (2026-11-30 16:22), gemm within the spread,
+     * for 14-21% more compile time (docs/codegen.md, "Epilogue"), so the
+     * compiler does not pick it by itself (TILEC_EPILOGUE_OVER=1 forces it
+     * on every such store: experiments) and tilec.attention asks for it
+     * on short rows only (examples/attention.tile's STAGE_O). */
+    bool asked = t->space == SP_SHARED;
+    bool over = cg->dsmem && (asked || cg_knob("TILEC_EPILOGUE_OVER", 0)) && buffers_dead_at(cg, op);
     /* Chained products make the accumulator layout the tile's default
      * (cg_chain_anchors): the coalesced rows are then the plain blocked
      * layout, taken when the conversion costs no shared memory. */
-    if (over && layout_vec(L) <= layout_vec(v->L))
+    if ((over || asked) && layout_vec(L) <= layout_vec(v->L))
         L = cg_layout_dup(cg, layout_blocked(t->rank, t->shape, eb ? eb : 1, true, cg->nwarps));
-    if (layout_vec(L) <= layout_vec(v->L))
+    if (layout_vec(L) <= layout_vec(v->L)) {
+        if (asked && cg->report)
+            sb_printf(cg->report, "  store at %d:%d: the tile declared shared stays in registers (its fragments "
+                      "already hold whole 16-byte rows)\n", op->loc.line, op->loc.col);
         return;
+    }
     int64_t need = cg_convert_scratch_bytes(L, (DType)t->dtype, NULL);
     over = over && cg->dsmem_base >= need;
     /* Growing a pipelined kernel's shared memory by more than a quarter for
@@ -764,10 +782,17 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
      * buffers + 33 KB of scratch -> one block per SM, 306 TFLOP/s against
      * 375 with the fragment stores (H200). When every buffer is dead at the
      * store (the epilogue after the pipelined loop), the conversion uses
-     * their space instead and the kernel's shared memory does not grow. */
-    if (!over && cg->dsmem &&
-        (cg->dsmem_base + need > cg->tg->max_smem_dynamic || (cg->dsmem_base > 0 && need > cg->dsmem_base / 4)))
+     * their space instead and the kernel's shared memory does not grow. A
+     * tile declared shared may grow it up to the arch's limit. */
+    bool fits = cg->dsmem_base + need <= cg->tg->max_smem_dynamic;
+    if (!over && cg->dsmem && (!fits || (!asked && cg->dsmem_base > 0 && need > cg->dsmem_base / 4))) {
+        if (asked && cg->report)
+            sb_printf(cg->report, "  store at %d:%d: the tile declared shared stays in registers (fragment "
+                      "stores): %lld bytes of scratch after %lld bytes of buffers exceed the %lld-byte limit\n",
+                      op->loc.line, op->loc.col, (long long)need, (long long)cg->dsmem_base,
+                      (long long)cg->tg->max_smem_dynamic);
         return;
+    }
     cg->scratch_over_buffers = over;
     if (over) {
         /* The epilogue's thread coordinates from a fresh tid, not merged
@@ -779,6 +804,9 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     v->r = cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
     cg->scratch_over_buffers = false;
     v->L = L;
+    if (!over && asked && cg->report)
+        sb_printf(cg->report, "  store at %d:%d: the tile declared shared goes out as 16-byte rows through %lld "
+                  "bytes of shared memory after the buffers\n", op->loc.line, op->loc.col, (long long)need);
     if (over && cg->report)
         sb_printf(cg->report, "  store at %d:%d: converted to 16-byte rows through the dead buffers' shared memory "
                   "(%lld bytes at offset 0, no growth)\n", op->loc.line, op->loc.col, (long long)need);

@@ -17,7 +17,8 @@
  * ops of the body, which are cloned). A qualifying LOAD outside any loop
  * becomes a 1-slot buffer. Every other load of such a kernel stays, with a
  * remark saying why; a computed tile declared `shared` gets a remark too
- * (it stays in registers).
+ * (its stores are staged by the code generator; otherwise it stays in
+ * registers).
  *
  * Stages S: the loop's pipeline(S) hint, else min(4, budget / stage bytes)
  * (at least 1) with the budget the arch's shared-memory limit.
@@ -612,17 +613,43 @@ static void stage_outside(PassCtx *ctx, Func *f, const Found *fors, Arena *a)
     }
 }
 
-/* A tile declared `shared` that is computed rather than loaded: only loads
- * are staged through shared memory; say so instead of dropping the request
+/* A tile declared `shared` that is computed rather than loaded: this pass
+ * stages loads only; a store of it to global memory is staged by the code
+ * generator when the tile holds a product's fragments (through shared
+ * memory, out as 16-byte rows; its report line says what it did), any
+ * other use reads registers. Say which instead of dropping the request
  * silently. */
+typedef struct SharedUse {
+    ValId v;
+    bool stored;
+} SharedUse;
+
+static bool find_store_of(Func *f, Op *op, void *vctx)
+{
+    (void)f;
+    SharedUse *u = vctx;
+    if (op->code == OP_STORE && op->nargs > 0 && op->args[op->nargs - 1] == u->v)
+        u->stored = true;
+    return !u->stored;
+}
+
 static bool remark_computed_shared(Func *f, Op *op, void *vctx)
 {
     PassCtx *ctx = vctx;
     bool computed = op->code != OP_LOAD && op->code != OP_SMEM_ALLOC && op->nres == 1;
     const Type *t = computed ? ir_type(f, op->res[0]) : NULL;
-    if (t && t->kind == TY_TILE && t->space == SP_SHARED)
-        pass_note(ctx, "tile at %s is declared shared but computed, not loaded: it stays in registers "
-                  "(only loads of global windows are staged through shared memory)",
+    if (!t || t->kind != TY_TILE || t->space != SP_SHARED)
+        return true;
+    SharedUse u = { op->res[0], false };
+    ir_walk(f, &f->body, find_store_of, &u);
+    if (u.stored)
+        pass_note(ctx, "tile at %s is declared shared and computed: a store of it to global memory goes through "
+                  "shared memory when it holds a product's fragments (out as 16-byte rows; the code generator's "
+                  "store line says what it did); other uses read registers",
+                  loc_str(f->mod->arena, f, op->loc));
+    else
+        pass_note(ctx, "tile at %s is declared shared but computed, not loaded, and not stored: it stays in "
+                  "registers (loads of global windows and stores to global memory are what shared memory stages)",
                   loc_str(f->mod->arena, f, op->loc));
     return true;
 }

@@ -10,10 +10,12 @@ log2 units: lse = log2(sum_j exp2(scale * log2(e) * q.k_j)), i.e. the
 natural log-sum-exp of the scaled scores divided by ln 2. The kernel runs on
 torch's current stream.
 
-A variant (D, dtype, causal, tile sizes, arch) is compiled once per process
-and cached. Precompiled PTX is used when present: a folder given by
-TILEC_ATTN_DIR (or `ptx_dir=`) holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>.ptx
-and its .meta (bench/attn_bench.py's layout), so a GPU machine without the
+A variant (D, dtype, causal, tile sizes, arch, O staging) is compiled once
+per process and cached. Short key rows (NK <= 16 BN) take the example's
+STAGE_O form: O leaves through shared memory as 16-byte rows. Precompiled
+PTX is used when present: a folder given by TILEC_ATTN_DIR (or `ptx_dir=`)
+holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so].ptx (_so: STAGE_O) and
+its .meta (bench/attn_bench.py's layout), so a GPU machine without the
 compiler library can run it.
 """
 import os
@@ -41,11 +43,28 @@ def tiles(d, causal=False, n=None, arch="sm_90a"):
         bn = min(bn, 64)
     return bm, bn
 
+
+# O through shared memory (the example's STAGE_O: the accumulator's
+# fragments go to the dead K/V buffers, then out as 16-byte rows) pays off
+# where a block's key loop is short. Measured on an H200 against the
+# fragment stores (sm_86 PTX; bench/RESULTS.md 2026-11-30 16:02 and 16:22
+# as TILEC_EPILOGUE_OVER=1, the same PTX, and 17:38 as STAGE_O): loops of
+# at most 16 key blocks +0.2% to +5.5% (D=64 1k-2k, D=128 1k; one -0.2%
+# at D=64 1k), longer ones from +1.7% to -6.1% (D=128 2k-16k, D=64 4k-16k,
+# mostly losses; D=128 causal worst). So: NK <= 16 * BN.
+STAGE_O_MAX_BLOCKS = 16
+
+
+def stage_o(nk, bn):
+    """Whether tilec.attention stages O through shared memory: key length nk
+    in at most STAGE_O_MAX_BLOCKS blocks of bn."""
+    return nk is not None and -(-nk // bn) <= STAGE_O_MAX_BLOCKS
+
 _cache = {}
 
 
-def variant_name(dt, arch, d, bm, bn, causal):
-    return "attn_%s_%s_d%d_m%d_n%d_%s" % (dt, arch, d, bm, bn, "c" if causal else "f")
+def variant_name(dt, arch, d, bm, bn, causal, so=False):
+    return "attn_%s_%s_d%d_m%d_n%d_%s%s" % (dt, arch, d, bm, bn, "c" if causal else "f", "_so" if so else "")
 
 
 def source(dt):
@@ -55,22 +74,23 @@ def source(dt):
     return text if dt == "bf16" else text.replace("bf16", dt)
 
 
-def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None):
-    """The compiled (or loaded) Module for one variant (n: the query length,
-    for the tile choice)."""
+def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=None):
+    """The compiled (or loaded) Module for one variant (n, nk: the query and
+    key lengths, for the tile and O-staging choices; nk defaults to n)."""
     arch = arch or _device_arch() or "sm_90a"
     tbm, tbn = tiles(d, causal, n, arch)
     bm, bn = bm or tbm, bn or tbn
-    key = (d, dt, bool(causal), bm, bn, arch)
+    so = stage_o(n if nk is None else nk, bn)
+    key = (d, dt, bool(causal), bm, bn, arch, so)
     mod = _cache.get(key)
     if mod is not None:
         return mod
     ptx_dir = ptx_dir or os.environ.get("TILEC_ATTN_DIR")
-    path = os.path.join(ptx_dir, variant_name(dt, arch, d, bm, bn, causal) + ".ptx") if ptx_dir else None
+    path = os.path.join(ptx_dir, variant_name(dt, arch, d, bm, bn, causal, so) + ".ptx") if ptx_dir else None
     if path and os.path.isfile(path):
         mod = _load_files(path)
     else:
-        mod = _compile(source(dt), arch=arch, D=d, BM=bm, BN=bn, CAUSAL=bool(causal))
+        mod = _compile(source(dt), arch=arch, D=d, BM=bm, BN=bn, CAUSAL=bool(causal), STAGE_O=so)
     _cache[key] = mod
     return mod
 
@@ -104,6 +124,6 @@ def attention(q, k, v, causal=False, scale=None, block_m=None, block_n=None, arc
     lse = torch.empty((z, h, n), dtype=torch.float32, device=q.device)
     if n == 0 or z * h == 0:
         return o, lse
-    mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir, n)
+    mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir, n, k.shape[2])
     mod(q, k, v, o, lse, float(scale))
     return o, lse

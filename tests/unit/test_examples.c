@@ -322,7 +322,7 @@ END_TEST
 
 typedef struct AttnCase {
     int64_t z, h, hk, n, d;
-    bool causal;
+    bool causal, stage_o;
 } AttnCase;
 
 /* Reference O and LSE for one (z, h) in double. LSE is in log2 units of
@@ -331,9 +331,10 @@ static void run_attention(const AttnCase *c)
 {
     char dd[16];
     snprintf(dd, sizeof dd, "%lld", (long long)c->d);
-    FeDefine defs[] = { { "D", dd }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", c->causal ? "true" : "false" } };
+    FeDefine defs[] = { { "D", dd }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", c->causal ? "true" : "false" },
+                        { "STAGE_O", c->stage_o ? "true" : "false" } };
     Prog p;
-    ck_assert(prog_load(&p, "attention.tile", "attention", defs, 4));
+    ck_assert(prog_load(&p, "attention.tile", "attention", defs, 5));
     int64_t sq[4] = { c->z, c->h, c->n, c->d }, sk[4] = { c->z, c->hk, c->n, c->d }, sl[3] = { c->z, c->h, c->n };
     uint64_t rng = 99 + (uint64_t)(c->n * 131 + c->d * 7 + c->hk * 3 + c->causal);
     Ten q = ten_new(param_dtype(&p, "Q"), 4, sq), k = ten_new(param_dtype(&p, "K"), 4, sk);
@@ -351,8 +352,9 @@ static void run_attention(const AttnCase *c)
     double *wo = malloc(sizeof(double) * (size_t)o.n), *wl = malloc(sizeof(double) * (size_t)lse.n);
     ref_attention(c->z, c->h, c->hk, c->n, c->d, c->causal, &q, &k, &v, (double)(float)scale, wo, wl);
     char what[128];
-    snprintf(what, sizeof what, "attention Z=%lld H=%lld HK=%lld N=%lld D=%lld causal=%d",
-             (long long)c->z, (long long)c->h, (long long)c->hk, (long long)c->n, (long long)c->d, c->causal);
+    snprintf(what, sizeof what, "attention Z=%lld H=%lld HK=%lld N=%lld D=%lld causal=%d stage_o=%d",
+             (long long)c->z, (long long)c->h, (long long)c->hk, (long long)c->n, (long long)c->d, c->causal,
+             c->stage_o);
     ck_assert(ref_check(what, &o, wo, 1e-2) <= 1e-2);
     ck_assert(ref_check(what, &lse, wl, 1e-3) <= 1e-3);
     free(wo), free(wl);
@@ -362,8 +364,8 @@ static void run_attention(const AttnCase *c)
 
 START_TEST(attention_cases)
 {
-    /* _i: bit 0 causal, bit 1 GQA (H/HK = 4), bit 2 D = 32 */
-    AttnCase c = { 2, (_i & 2) ? 4 : 2, (_i & 2) ? 1 : 2, 37, (_i & 4) ? 32 : 16, (_i & 1) != 0 };
+    /* _i: bit 0 causal, bit 1 GQA (H/HK = 4), bit 2 D = 32, bit 3 O staged through shared memory */
+    AttnCase c = { 2, (_i & 2) ? 4 : 2, (_i & 2) ? 1 : 2, 37, (_i & 4) ? 32 : 16, (_i & 1) != 0, (_i & 8) != 0 };
     run_attention(&c);
 }
 END_TEST
@@ -440,7 +442,7 @@ static Suite *examples_suite(void)
     tcase_add_loop_test(tc, softmax_shapes, 0, 3);
     tcase_add_loop_test(tc, layernorm_shapes, 0, 3);
     tcase_add_loop_test(tc, gemm_shapes, 0, 4);
-    tcase_add_loop_test(tc, attention_cases, 0, 8);
+    tcase_add_loop_test(tc, attention_cases, 0, 16);
     tcase_add_test(tc, reduction_kernels);
     tcase_add_loop_test(tc, transpose_tiles, 0, 3);
     suite_add_tcase(s, tc);
