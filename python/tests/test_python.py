@@ -141,6 +141,8 @@ def test_attention_variants(have_cc):
     check("short rows: 16-byte O stores", "st.global.v4.b32" in short.ptx and short is not long_)
     check("long rows: fragment O stores", "st.global.v4.b32" not in long_.ptx)
     check("variant cache", A.kernel(64, "bf16", False, arch="sm_86", n=100) is short)
+    check("stage_o forced", A.kernel(64, "bf16", False, arch="sm_86", n=100, so=False) is long_
+          and A.kernel(64, "bf16", False, arch="sm_86", n=4096, so=True) is short)
 
 
 def main():

@@ -74,13 +74,14 @@ def source(dt):
     return text if dt == "bf16" else text.replace("bf16", dt)
 
 
-def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=None):
+def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=None, so=None):
     """The compiled (or loaded) Module for one variant (n, nk: the query and
-    key lengths, for the tile and O-staging choices; nk defaults to n)."""
+    key lengths, for the tile and O-staging choices; nk defaults to n; so:
+    True / False forces O staging, None picks it with stage_o)."""
     arch = arch or _device_arch() or "sm_90a"
     tbm, tbn = tiles(d, causal, n, arch)
     bm, bn = bm or tbm, bn or tbn
-    so = stage_o(n if nk is None else nk, bn)
+    so = stage_o(n if nk is None else nk, bn) if so is None else bool(so)
     key = (d, dt, bool(causal), bm, bn, arch, so)
     mod = _cache.get(key)
     if mod is not None:
@@ -95,7 +96,8 @@ def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=
     return mod
 
 
-def attention(q, k, v, causal=False, scale=None, block_m=None, block_n=None, arch=None, ptx_dir=None):
+def attention(q, k, v, causal=False, scale=None, block_m=None, block_n=None, arch=None, ptx_dir=None,
+              stage_o=None):
     """FlashAttention forward; returns (o, lse). See the module docstring."""
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(q, torch.Tensor):
@@ -124,6 +126,6 @@ def attention(q, k, v, causal=False, scale=None, block_m=None, block_n=None, arc
     lse = torch.empty((z, h, n), dtype=torch.float32, device=q.device)
     if n == 0 or z * h == 0:
         return o, lse
-    mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir, n, k.shape[2])
+    mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir, n, k.shape[2], stage_o)
     mod(q, k, v, o, lse, float(scale))
     return o, lse
