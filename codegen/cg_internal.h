@@ -115,6 +115,10 @@ LLVMTypeRef cg_type(Cg *cg, DType dt);            /* register type of a dtype */
 LLVMTypeRef cg_mem_type(Cg *cg, DType dt);        /* in-memory type (bool -> i8) */
 LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);
 LLVMValueRef cg_call1(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef x);
+/* v with nuw and nsw set when it is an add, sub, mul or shl instruction (a
+ * folded constant is returned as it is): for index arithmetic on small
+ * non-negative values, which then stays foldable into address offsets. */
+LLVMValueRef cg_nowrap(LLVMValueRef v);
 LLVMValueRef cg_i32(Cg *cg, int64_t v);
 LLVMValueRef cg_i64(Cg *cg, int64_t v);
 LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name);

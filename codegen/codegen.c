@@ -118,6 +118,21 @@ LLVMValueRef cg_call1(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef x)
     return cg_call(cg, name, ret, &x, 1);
 }
 
+LLVMValueRef cg_nowrap(LLVMValueRef v)
+{
+    if (LLVMIsAInstruction(v)) {
+        switch (LLVMGetInstructionOpcode(v)) {
+        case LLVMAdd: case LLVMSub: case LLVMMul: case LLVMShl:
+            LLVMSetNUW(v, 1);
+            LLVMSetNSW(v, 1);
+            break;
+        default:
+            break;
+        }
+    }
+    return v;
+}
+
 LLVMValueRef cg_i32(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i32, (unsigned long long)v, 1); }
 LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1); }
 

@@ -1296,6 +1296,21 @@ static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
     LLVMBuildCall2(cg->b, ft, fn, args, na, "");
 }
 
+/* Group j's address when no earlier group shares its row but its rows and
+ * columns do not wrap (pr, pc >= 0): the previous group's address plus the
+ * compile-time row distance times the tensor's row stride plus the column
+ * distance (one 64-bit add per group; the row steps are the same few
+ * products of the stride), instead of a full index computation per row. */
+static LLVMValueRef row_step_addr(Cg *cg, const Access *ac, const Layout *L, int vec, int j, int pr, int pc,
+                                  LLVMValueRef *ps)
+{
+    int64_t drow = cg_reg_offset(L, j * vec, pr) - cg_reg_offset(L, (j - 1) * vec, pr);
+    int64_t dcol = cg_reg_offset(L, j * vec, pc) - cg_reg_offset(L, (j - 1) * vec, pc);
+    LLVMValueRef o = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, cg_i64(cg, drow), ac->ta->stride[ac->tdim[0]], ""),
+                                  cg_i64(cg, dcol), "");
+    return LLVMBuildGEP2(cg->b, ac->mty, ps[j - 1], &o, 1, "");
+}
+
 /* Whole vectors (gs: the groups); with `full` (a masked last dim), only
  * the groups wholly inside the row (full[j] gets each group's predicate);
  * with `exact` (the alignment test), every group element-exact instead
@@ -1310,13 +1325,17 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const
      * that group's address plus the compile-time column distance (as
      * group_loop_init does for the element loops): a full address per group
      * left the backend's SLSR a bucket of GEPs at variable column indices
-     * off each row address to search, testing each find for poison. */
+     * off each row address to search, testing each find for poison. A
+     * group in a new row steps from the previous group (row_step_addr). */
     row_dims(cg, ac, L, &pr, &pc);
     for (int r = 0; r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
         int64_t dcol;
-        LLVMValueRef p = group_addr(cg, ac, L, vec, r / vec, row_first(L, vec, r / vec, pr, pc), pc, ps, idx, &dcol);
-        ps[r / vec] = p;
+        int j = r / vec, j0 = row_first(L, vec, j, pr, pc);
+        LLVMValueRef p = j0 < 0 && j > 0 && pr >= 0 && pc >= 0 && cg_knob("TILEC_ROW_STEP", 1)
+                             ? row_step_addr(cg, ac, L, vec, j, pr, pc, ps)
+                             : group_addr(cg, ac, L, vec, j, j0, pc, ps, idx, &dcol);
+        ps[j] = p;
         LLVMValueRef rows = LLVMBuildAnd(cg->b, in_bounds_upto(cg, ac, idx, ac->rank - 1), cg_primary(cg, L, r), "");
         if (exact) {
             store_group_exact(cg, ac, p, row_room(cg, ac, idx, rows), vec, exact, group_vec(cg, ac, gs, r / vec));

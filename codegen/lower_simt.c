@@ -263,12 +263,7 @@ static LLVMValueRef scale(Cg *cg, LLVMValueRef x, int64_t c)
     int k = exact_log2(c);
     if (k == 0)
         return x;
-    LLVMValueRef r = k > 0 ? LLVMBuildShl(cg->b, x, cg_i32(cg, k), "") : LLVMBuildMul(cg->b, x, cg_i32(cg, c), "");
-    if (LLVMIsAInstruction(r)) {   /* a constant x folds */
-        LLVMSetNUW(r, 1);
-        LLVMSetNSW(r, 1);
-    }
-    return r;
+    return cg_nowrap(k > 0 ? LLVMBuildShl(cg->b, x, cg_i32(cg, k), "") : LLVMBuildMul(cg->b, x, cg_i32(cg, c), ""));
 }
 
 /* a + b for small non-negative a, b (no wrap). */
@@ -278,12 +273,7 @@ static LLVMValueRef add_nw(Cg *cg, LLVMValueRef a, LLVMValueRef b)
         return a;
     if (LLVMIsAConstantInt(a) && LLVMConstIntGetZExtValue(a) == 0)
         return b;
-    LLVMValueRef r = LLVMBuildAdd(cg->b, a, b, "");
-    if (LLVMIsAInstruction(r)) {
-        LLVMSetNUW(r, 1);
-        LLVMSetNSW(r, 1);
-    }
-    return r;
+    return cg_nowrap(LLVMBuildAdd(cg->b, a, b, ""));
 }
 
 /* The part of register r's coordinate along p that is a compile-time constant. */

@@ -26,15 +26,19 @@ static int elem_bytes(DType dt)
 }
 
 /* Row-major offset (elements) of a logical coordinate, rows padded so that
- * column walks spread over banks. */
+ * column walks spread over banks. The
+ * coordinates and the offset are non-negative and below the scratch size,
+ * so the arithmetic is marked as not wrapping: LLVM then keeps each
+ * register's constant part out of the address (an immediate offset of the
+ * access, the same base for every register of a thread) instead of
+ * widening every sum to 64 bits on its own. */
 static LLVMValueRef smem_offset(Cg *cg, LLVMValueRef *c, const int64_t *shape, int rank, int pad)
 {
     LLVMValueRef o = cg_i32(cg, 0);
     for (int k = 0; k < rank; k++) {
-        int64_t ext = shape[k] + (k == rank - 1 && rank > 1 ? 0 : 0);
         if (k > 0)
-            o = LLVMBuildMul(cg->b, o, cg_i32(cg, ext + (k == rank - 1 ? pad : 0)), "");
-        o = LLVMBuildAdd(cg->b, o, c[k], "");
+            o = cg_nowrap(LLVMBuildMul(cg->b, o, cg_i32(cg, shape[k] + (k == rank - 1 ? pad : 0)), ""));
+        o = cg_nowrap(LLVMBuildAdd(cg->b, o, c[k], ""));
     }
     return o;
 }
@@ -90,15 +94,59 @@ int64_t cg_convert_scratch_bytes(const Layout *to, DType dt, const int *perm)
     return smem_elems(shape, rank, xfer_pad(to, rank, eb, perm)) * eb;
 }
 
-/* The scratch element that register r of L goes to (or comes from). */
-static LLVMValueRef slot_ptr(Cg *cg, const Layout *L, int r, const int *perm, LLVMValueRef sm, LLVMTypeRef mty,
-                             const int64_t *shape, int rank, int pad)
+/* The scratch elements of one side of a conversion: where register r of
+ * L goes to (or comes from). When no coordinate of L wraps, register r's
+ * element is register 0's plus a compile-time constant (cg_reg_offset), so
+ * every access is one per-thread base pointer plus an immediate offset;
+ * otherwise each register's coordinates are computed. */
+typedef struct Slots {
+    const Layout *L;
+    const int *perm;
+    LLVMValueRef sm, base;        /* base: register 0's element (affine maps) */
+    LLVMTypeRef mty;
+    const int64_t *shape;
+    int rank, pad;
+    bool affine;
+    int64_t stride[TILE_MAXRANK]; /* elements per step of each logical dim */
+} Slots;
+
+static int slot_dim(const Slots *s, int k) { return layout_pdim(s->L, s->perm ? s->perm[k] : k); }
+
+static LLVMValueRef slot_ptr(Cg *cg, const Slots *s, int r)
 {
     LLVMValueRef c[TILE_MAXRANK];
-    for (int k = 0; k < rank; k++)
-        c[k] = cg_coord(cg, L, r, perm ? perm[k] : k);
-    LLVMValueRef o = smem_offset(cg, c, shape, rank, pad);
-    return LLVMBuildGEP2(cg->b, mty, sm, &o, 1, "");
+    for (int k = 0; k < s->rank; k++)
+        c[k] = cg_coord(cg, s->L, r, s->perm ? s->perm[k] : k);
+    LLVMValueRef o = smem_offset(cg, c, s->shape, s->rank, s->pad);
+    return LLVMBuildGEP2(cg->b, s->mty, s->sm, &o, 1, "");
+}
+
+static void slots_init(Cg *cg, Slots *s, const Layout *L, const int *perm, LLVMValueRef sm, LLVMTypeRef mty,
+                       const int64_t *shape, int rank, int pad)
+{
+    *s = (Slots){ .L = L, .perm = perm, .sm = sm, .mty = mty, .shape = shape, .rank = rank, .pad = pad,
+                  .affine = true };
+    int64_t st = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+        s->stride[k] = st;
+        st *= shape[k] + (k == rank - 1 && rank > 1 ? pad : 0);
+        s->affine = s->affine && !layout_may_wrap(L, slot_dim(s, k));
+    }
+    if (s->affine)
+        s->base = slot_ptr(cg, s, 0);
+}
+
+static LLVMValueRef slots_at(Cg *cg, const Slots *s, int r)
+{
+    if (!s->affine)
+        return slot_ptr(cg, s, r);
+    int64_t d = 0;
+    for (int k = 0; k < s->rank; k++) {
+        int p = slot_dim(s, k);
+        d += (cg_reg_offset(s->L, r, p) - cg_reg_offset(s->L, 0, p)) * s->stride[k];
+    }
+    LLVMValueRef o = cg_i64(cg, d);
+    return d ? LLVMBuildGEP2(cg->b, s->mty, s->base, &o, 1, "") : s->base;
 }
 
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
@@ -115,8 +163,10 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
     LLVMValueRef sm = cg_smem(cg, cg_convert_scratch_bytes(to, dt, perm));
     int gw = xfer_group(from, shape, rank, eb, pad, perm, dt), gr = xfer_group(to, shape, rank, eb, pad, perm, dt);
     barrier(cg);
+    Slots ws, rs;
+    slots_init(cg, &ws, from, perm, sm, mty, shape, rank, pad);
     for (int r = 0, n = layout_nregs(from); r < n; r += gw) {
-        LLVMValueRef p = slot_ptr(cg, from, r, perm, sm, mty, shape, rank, pad);
+        LLVMValueRef p = slots_at(cg, &ws, r);
         LLVMValueRef v = dt == DT_BOOL ? LLVMBuildZExt(cg->b, regs[r], cg->t_i8, "") : regs[r];
         if (gw > 1) {
             v = LLVMGetUndef(LLVMVectorType(mty, (unsigned)gw));
@@ -128,8 +178,9 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
     barrier(cg);
     int n = layout_nregs(to);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    slots_init(cg, &rs, to, NULL, sm, mty, shape, rank, pad);
     for (int r = 0; r < n; r += gr) {
-        LLVMValueRef p = slot_ptr(cg, to, r, NULL, sm, mty, shape, rank, pad);
+        LLVMValueRef p = slots_at(cg, &rs, r);
         LLVMTypeRef vty = gr > 1 ? LLVMVectorType(mty, (unsigned)gr) : mty;
         LLVMValueRef v = LLVMBuildLoad2(cg->b, vty, p, "");
         LLVMSetAlignment(v, (unsigned)(gr * eb));
