@@ -14,8 +14,8 @@
  *     so that "true for every element" is iv <= U with U loop-invariant;
  * and the range analysis shows that neither the condition's terms (for the
  * iterations of the full loop) nor the split computation can wrap at 32 bits.
- * Then  split = min(lo + max(min(U) + 1 - lo, 0) / step * step, hi)  is
- * computed before the loop, FOR(lo, split) runs the body with those selects
+ * Then  split = min(lo + (max(min(U) + 1 - lo, 0) + step - 1) / step * step,
+ * hi)  (the first iteration past U) is computed before the loop, FOR(lo, split) runs the body with those selects
  * replaced by their true operand, and FOR(split, hi) (the original op, so its
  * results keep their uses) runs the original body from the first loop's
  * results. Iterations split..hi are exactly the original ones past split:
@@ -458,7 +458,8 @@ static bool is_const(const Func *f, ValId v, int64_t *c)
     return true;
 }
 
-/* split = min(lo + max(min(V) - lo, 0) / step * step, hi) */
+/* split = min(lo + (max(min(V) - lo, 0) + step - 1) / step * step, hi):
+ * the first iteration at or past V (every iteration before it is full). */
 static EVal e_split(Emit *e, const Op *loop, const Mask *ms, int n)
 {
     EVal m = { 0, { 0, 0 } };
@@ -475,7 +476,7 @@ static EVal e_split(Emit *e, const Op *loop, const Mask *ms, int n)
         m = e_op(e, OP_SUB, m, lo);
     m = e_op(e, OP_MAX, m, e_const(e, 0));
     if (step != 1)
-        m = e_op(e, OP_MUL, e_op(e, OP_DIV, m, st), st);
+        m = e_op(e, OP_MUL, e_op(e, OP_DIV, e_op(e, OP_ADD, m, e_const(e, step - 1)), st), st);
     if (!zero_lo)
         m = e_op(e, OP_ADD, m, lo);
     return e_op(e, OP_MIN, m, e_val(e, loop->args[1]));
