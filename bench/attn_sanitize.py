@@ -2,7 +2,9 @@
 sm_86 variants in .devcarry/attn (the portable path: D=64 with BN 64 and
 128, D=128 with BN 64; causal or not; N and NK not multiples of the tiles), each checked
 against float32 SDPA, so that the tool sees every path: Q's copy and the
-first K/V stage in flight together, the boundary blocks, the masked rows.
+first K/V stage in flight together, the boundary blocks, the masked rows,
+and O staged through the dead K/V buffers (these short rows take
+tilec.attention's STAGE_O variants, `_so`).
   compute-sanitizer --tool racecheck --kernel-name kns=attention python3 bench/attn_sanitize.py
   compute-sanitizer --tool synccheck --kernel-name kns=attention python3 bench/attn_sanitize.py
   compute-sanitizer --tool memcheck  --kernel-name kns=attention python3 bench/attn_sanitize.py
