@@ -30,7 +30,7 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE... -DNAME=VALUE... | SRC=file] 
 # Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
 # D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
 # every dtype and arch, each also with O staged through shared memory
-# (tag so, -DSTAGE_O=true: tilec.attention's pick for loops of <= 16 key blocks),
+# (tag so, -DSTAGE_O=true: tilec.attention's pick for short key loops),
 # then the other tile choices (bf16, sm_90a) and
 # experiment variants (a tag and VAR=VALUE settings for tilec, or
 # SRC=file for another source; none at the moment. The last ones, measured

@@ -126,9 +126,10 @@ def test_compile_errors():
 def test_attention_variants(have_cc):
     from tilec import _attention as A
     so = A.stage_o
-    check("stage_o: loops of at most 16 key blocks",
-          (so(1, 64), so(1024, 64), so(1025, 64), so(2048, 128), so(2049, 128), so(None, 64))
-          == (True, True, False, True, False, False))
+    check("stage_o: NK <= 4096, or at most 16 key blocks with the causal mask",
+          (so(1, 64), so(4096, 64), so(4097, 64), so(4096, 128), so(4097, 128), so(None, 64),
+           so(1024, 64, True), so(1025, 64, True), so(2048, 128, True), so(2049, 128, True))
+          == (True, True, False, True, False, False, True, False, True, False))
     check("variant names", (A.variant_name("bf16", "sm_86", 64, 128, 64, True),
                             A.variant_name("f16", "sm_90a", 128, 128, 64, False, True))
           == ("attn_bf16_sm_86_d64_m128_n64_c", "attn_f16_sm_90a_d128_m128_n64_f_so"))
@@ -137,12 +138,14 @@ def test_attention_variants(have_cc):
     # Short key rows get O staged through shared memory (16-byte stores),
     # long ones the fragment stores; one compiled module per choice.
     short = A.kernel(64, "bf16", False, arch="sm_86", n=4096, nk=512)
-    long_ = A.kernel(64, "bf16", False, arch="sm_86", n=4096, nk=4096)
+    long_ = A.kernel(64, "bf16", False, arch="sm_86", n=4096, nk=8192)
     check("short rows: 16-byte O stores", "st.global.v4.b32" in short.ptx and short is not long_)
     check("long rows: fragment O stores", "st.global.v4.b32" not in long_.ptx)
     check("variant cache", A.kernel(64, "bf16", False, arch="sm_86", n=100) is short)
     check("stage_o forced", A.kernel(64, "bf16", False, arch="sm_86", n=100, so=False) is long_
-          and A.kernel(64, "bf16", False, arch="sm_86", n=4096, so=True) is short)
+          and A.kernel(64, "bf16", False, arch="sm_86", n=8192, so=True) is short)
+    check("causal: its own rule", A.kernel(64, "bf16", True, arch="sm_86", n=2048).ptx.count("st.global.v4.b32")
+          == 0)
 
 
 def main():

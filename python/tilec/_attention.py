@@ -11,7 +11,8 @@ natural log-sum-exp of the scaled scores divided by ln 2. The kernel runs on
 torch's current stream.
 
 A variant (D, dtype, causal, tile sizes, arch, O staging) is compiled once
-per process and cached. Short key rows (NK <= 16 BN) take the example's
+per process and cached. Short key loops (NK <= 4096, or at most 16 blocks
+of BN with the causal mask) take the example's
 STAGE_O form: O leaves through shared memory as 16-byte rows. Precompiled
 PTX is used when present: a folder given by TILEC_ATTN_DIR (or `ptx_dir=`)
 holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so].ptx (_so: STAGE_O) and
@@ -47,18 +48,27 @@ def tiles(d, causal=False, n=None, arch="sm_90a"):
 # O through shared memory (the example's STAGE_O: the accumulator's
 # fragments go to the dead K/V buffers, then out as 16-byte rows) pays off
 # where a block's key loop is short. Measured on an H200 against the
-# fragment stores (sm_86 PTX; bench/RESULTS.md 2026-11-30 16:02 and 16:22
-# as TILEC_EPILOGUE_OVER=1, the same PTX, and 17:38 as STAGE_O): loops of
-# at most 16 key blocks +0.2% to +5.5% (D=64 1k-2k, D=128 1k; one -0.2%
-# at D=64 1k), longer ones from +1.7% to -6.1% (D=128 2k-16k, D=64 4k-16k,
-# mostly losses; D=128 causal worst). So: NK <= 16 * BN.
-STAGE_O_MAX_BLOCKS = 16
+# fragment stores (sm_86 PTX; bench/RESULTS.md 2026-11-30 17:38, 17:42,
+# 17:47, 18:17 and 18:22; earlier as TILEC_EPILOGUE_OVER=1, the same PTX,
+# at 16:02 and 16:22), mean of the five runs: without the mask D=128
+# +3.0% (1k), +1.1% (2k), +0.9% (4k), -0.2% (8k), -5.3% (16k); D=64 +1.4%
+# (1k), -0.1% (2k), +0.7% (4k), -0.2% (8k), -1.8% (16k); with the causal
+# mask (the staged causal tiles keep fewer registers for the loop) D=128
+# +4.2% (1k, 16 key blocks), -0.4% (2k), -3% to -5% beyond; D=64 +3.7%
+# (1k), +1.6% (2k, 16 blocks), -0.2% (4k), losses beyond. So: NK <= 4096
+# without the mask (the epilogue's share of the work falls as 1/NK,
+# whatever BN), at most 16 key blocks with it.
+STAGE_O_MAX_NK = 4096
+STAGE_O_MAX_CAUSAL_BLOCKS = 16
 
 
-def stage_o(nk, bn):
+def stage_o(nk, bn, causal=False):
     """Whether tilec.attention stages O through shared memory: key length nk
-    in at most STAGE_O_MAX_BLOCKS blocks of bn."""
-    return nk is not None and -(-nk // bn) <= STAGE_O_MAX_BLOCKS
+    up to STAGE_O_MAX_NK, or with the causal mask in at most
+    STAGE_O_MAX_CAUSAL_BLOCKS blocks of bn."""
+    if nk is None:
+        return False
+    return -(-nk // bn) <= STAGE_O_MAX_CAUSAL_BLOCKS if causal else nk <= STAGE_O_MAX_NK
 
 _cache = {}
 
@@ -81,7 +91,7 @@ def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=
     arch = arch or _device_arch() or "sm_90a"
     tbm, tbn = tiles(d, causal, n, arch)
     bm, bn = bm or tbm, bn or tbn
-    so = stage_o(n if nk is None else nk, bn) if so is None else bool(so)
+    so = stage_o(n if nk is None else nk, bn, causal) if so is None else bool(so)
     key = (d, dt, bool(causal), bm, bn, arch, so)
     mod = _cache.get(key)
     if mod is not None:
