@@ -25,19 +25,25 @@ static int elem_bytes(DType dt)
     return b ? b : 1;
 }
 
-/* Row-major offset (elements) of a logical coordinate, rows padded so that
- * column walks spread over banks. The
- * coordinates and the offset are non-negative and below the scratch size,
- * so the arithmetic is marked as not wrapping: LLVM then keeps each
- * register's constant part out of the address (an immediate offset of the
- * access, the same base for every register of a thread) instead of
- * widening every sum to 64 bits on its own. */
+/* Extent of logical dim k in the scratch: the last dim of a 2-d+ tile is
+ * padded by `pad` elements so that column walks spread over banks. */
+static int64_t padded_ext(const int64_t *shape, int k, int rank, int pad)
+{
+    return shape[k] + (k == rank - 1 && rank > 1 ? pad : 0);
+}
+
+/* Row-major offset (elements) of a logical coordinate in the padded
+ * scratch. The coordinates and the offset are non-negative and below the
+ * scratch size, so the arithmetic is marked as not wrapping: LLVM then
+ * keeps each register's constant part out of the address (an immediate
+ * offset of the access, the same base for every register of a thread)
+ * instead of widening every sum to 64 bits on its own. */
 static LLVMValueRef smem_offset(Cg *cg, LLVMValueRef *c, const int64_t *shape, int rank, int pad)
 {
     LLVMValueRef o = cg_i32(cg, 0);
     for (int k = 0; k < rank; k++) {
         if (k > 0)
-            o = cg_nowrap(LLVMBuildMul(cg->b, o, cg_i32(cg, shape[k] + (k == rank - 1 ? pad : 0)), ""));
+            o = cg_nowrap(LLVMBuildMul(cg->b, o, cg_i32(cg, padded_ext(shape, k, rank, pad)), ""));
         o = cg_nowrap(LLVMBuildAdd(cg->b, o, c[k], ""));
     }
     return o;
@@ -47,7 +53,7 @@ static int64_t smem_elems(const int64_t *shape, int rank, int pad)
 {
     int64_t n = 1;
     for (int k = 0; k < rank; k++)
-        n *= shape[k] + (k == rank - 1 && rank > 1 ? pad : 0);
+        n *= padded_ext(shape, k, rank, pad);
     return n;
 }
 
@@ -79,7 +85,7 @@ static int xfer_group(const Layout *L, const int64_t *shape, int rank, int eb, i
     if (perm || rank < 1 || dt == DT_BOOL)
         return 1;
     int pd = layout_pdim(L, rank - 1), espt = layout_vec(L);
-    int64_t row = shape[rank - 1] + (rank > 1 ? pad : 0);
+    int64_t row = padded_ext(shape, rank - 1, rank, pad);
     int g = espt < 16 / eb ? espt : 16 / eb;
     while (g > 1 && (espt % g || shape[rank - 1] % g || row % g || layout_may_wrap(L, pd)))
         g /= 2;
@@ -129,7 +135,7 @@ static void slots_init(Cg *cg, Slots *s, const Layout *L, const int *perm, LLVMV
     int64_t st = 1;
     for (int k = rank - 1; k >= 0; k--) {
         s->stride[k] = st;
-        st *= shape[k] + (k == rank - 1 && rank > 1 ? pad : 0);
+        st *= padded_ext(shape, k, rank, pad);
         s->affine = s->affine && !layout_may_wrap(L, slot_dim(s, k));
     }
     if (s->affine)

@@ -15,8 +15,9 @@
  * and the range analysis shows that neither the condition's terms (for the
  * iterations of the full loop) nor the split computation can wrap at 32 bits.
  * Then  split = min(lo + (max(min(U) + 1 - lo, 0) + step - 1) / step * step,
- * hi)  (the first iteration past U) is computed before the loop, FOR(lo, split) runs the body with those selects
- * replaced by their true operand, and FOR(split, hi) (the original op, so its
+ * hi)  (the first iteration past U) is computed before the loop,
+ * FOR(lo, split) runs the body with those selects replaced by their true
+ * operand, and FOR(split, hi) (the original op, so its
  * results keep their uses) runs the original body from the first loop's
  * results. Iterations split..hi are exactly the original ones past split:
  * split is on the lo + k*step grid or equals hi.
