@@ -234,11 +234,6 @@ bool cg_chain_rescale(Cg *cg, Op *op, int *x);
  * does not repeat a few factors. */
 LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, int n);
 
-/* ---- llvm_tune.c ---- */
-/* The LLVM pipeline to run: `dflt`, or for modules of tensor-core kernels
- * at -O2/-O3 a cheaper one (early-cse in place of GVN). */
-const char *cg_tune_pipeline(LLVMModuleRef mod, const char *dflt, int opt);
-
 /* ---- fp_contract.c ---- */
 /* Mark every fadd/fsub/fmul `contract` (fusable into an fma). */
 void cg_allow_contract(LLVMModuleRef mod);

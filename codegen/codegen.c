@@ -667,24 +667,28 @@ static LLVMTargetMachineRef make_tm(const Target *tg, int opt, Diag *d, Loc loc)
  * structured loops: what it needs is scalar cleanup (redundant index math,
  * constant folding, selects and branches on constants), not the whole O3
  * pipeline, whose loop and vector passes find nothing to do here and whose
- * load scalarisation drops !invariant.load. -O1 runs the cleanup, -O2/-O3
- * add hoisting out of loops; the NVPTX backend strength-reduces addresses
- * and runs early-cse three more times itself (a second early-cse here,
- * after licm, gave the same PTX up to register numbering on every attention
- * tile and gemm, for ~9M more instructions executed). These bodies have no
- * loads GVN could forward (shared memory is read by ldmatrix intrinsics,
- * global memory by cp.async): GVN with PRE and a second instcombine round
- * differed by a few address instructions, for ~35M more instructions
- * executed on attention (~10% of its compile). TILEC_GVN=1 runs that
- * pipeline (benchmark variants). SIMT modules have their own (llvm_tune.c). */
+ * load scalarisation drops !invariant.load. One pipeline for every module:
+ * -O1 runs the cleanup (early-cse, instcombine, simplifycfg, dce), -O2/-O3
+ * add hoisting out of loops (licm). No allocas are emitted, so no SROA;
+ * early-cse without MemorySSA, dce in place of adce and no second
+ * simplifycfg give byte-identical PTX on every example, gemm and attention
+ * tile (3 archs) and -1.8% instructions executed on attention. The NVPTX
+ * backend strength-reduces addresses and runs early-cse itself. Instcombine
+ * stays: without it the backend took longer (attention +0.7%, layernorm
+ * [16384] -8% but its SASS +2%, softmax [16384] SASS +8%: predicate chains
+ * and 64-bit address math). These bodies have no loads GVN could forward
+ * (shared memory is read by ldmatrix intrinsics, global memory by
+ * cp.async): GVN with PRE and a second instcombine round differed by a few
+ * address instructions, for ~35M more instructions executed on attention
+ * (~10% of its compile). TILEC_GVN=1 runs that pipeline (benchmark
+ * variants). */
 static const char *pipeline(int opt)
 {
     static const char *const p[] = {
         "verify",
-        "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
-        ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
-         "loop-mssa(licm),simplifycfg,adce)"),
-        ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
+        "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
+        "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),dce)",
+        ("function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
          "loop-mssa(licm),gvn<memoryssa>,instcombine<no-verify-fixpoint>,simplifycfg,adce)"),
     };
     if (opt <= 1)
@@ -695,7 +699,7 @@ static const char *pipeline(int opt)
 static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
 {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(mod, cg_tune_pipeline(mod, pipeline(opt), opt), tm, po);
+    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt), tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (err) {
         char *msg = LLVMGetErrorMessage(err);
