@@ -38,7 +38,9 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE... -DNAME=VALUE... | SRC=file] 
 # (TILEC_EPILOGUE_OVER=1, 16:02 and 16:22), fr (fresh thread ids before
 # the epilogue, 16:27, within the spread: not kept), rv (causal query
 # blocks longest first within a head, two runs at 16:37: now the example's
-# order). bench/attn_bench.py
+# order), pl / pe (the prefetch after the first product forced on / off,
+# TILEC_PF_LATE=1/0, 19:52-19:58: on where the first product reduces over
+# <= 64). bench/attn_bench.py
 # checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
