@@ -107,8 +107,6 @@ typedef struct Cg {
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
-/* Experiment switch TILEC_*: integer value, or dflt when unset (codegen.c). */
-int cg_knob(const char *name, int dflt);
 /* The value arm g (0 then, 1 else) of if-op `iff` yields for its result v; 0 if none. */
 ValId cg_if_yield(const Op *iff, int g, ValId v);
 LLVMTypeRef cg_type(Cg *cg, DType dt);            /* register type of a dtype */

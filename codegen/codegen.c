@@ -268,7 +268,7 @@ static bool warp_visit(Func *f, Op *op, void *ctx)
 
 static int pick_warps(const Cg *cg, Func *f)
 {
-    int forced = cg_knob("TILEC_WARPS", 0);   /* benchmark variants */
+    int forced = tc_knob("TILEC_WARPS", 0);   /* benchmark variants */
     if (forced > 0 && forced <= cg->tg->max_warps)
         return forced;
     int64_t best[2] = { 0, 4 };
@@ -505,12 +505,6 @@ static void init_types(Cg *cg)
 /* Experiment switches for benchmark variants (docs/codegen.md lists them all):
  * the value of environment variable `name` as an integer, or dflt when it is
  * unset or empty. Read at each use: no state is kept between compilations. */
-int cg_knob(const char *name, int dflt)
-{
-    const char *s = getenv(name);
-    return s && *s ? atoi(s) : dflt;
-}
-
 ValId cg_if_yield(const Op *iff, int g, ValId v)
 {
     const Block *b = &iff->regions[g];
@@ -574,7 +568,7 @@ static int simt_min_blocks(Func *f, int nwarps)
 static int simt_warps(Cg *cg, Func *f)
 {
     int w = pick_warps(cg, f);
-    if (w < 16 || cg_knob("TILEC_WARPS", 0) > 0)
+    if (w < 16 || tc_knob("TILEC_WARPS", 0) > 0)
         return w;
     LoadSum s = loaded(f, w);
     return s.elems > 64 && s.bytes <= 256 ? w / 2 : w;
@@ -596,16 +590,16 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
      * loads after each barrier, order instructions by first use and cap
      * registers for 3 blocks per SM: 93.9% of copy bandwidth on an H200
      * against 88.5% keeping f32 values live at 2 blocks (docs/codegen.md). */
-    bool wide = !mma_warps && cg->nwarps >= 16 && cg_knob("TILEC_WARPS", 0) == 0;
-    cg->remat = cg_knob("TILEC_REMAT", wide ? 2 : 0);
-    cg->hoist = cg_knob("TILEC_HOIST", 0);
+    bool wide = !mma_warps && cg->nwarps >= 16 && tc_knob("TILEC_WARPS", 0) == 0;
+    cg->remat = tc_knob("TILEC_REMAT", wide ? 2 : 0);
+    cg->hoist = tc_knob("TILEC_HOIST", 0);
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
     LLVMSetFunctionCallConv(cg->fn, 71 /* ptx_kernel */);
     char nt[16];
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
-    int minct = cg_knob("TILEC_MINCTASM", mma_warps ? (cg->nwarps >= 16 ? 2 : 0)
+    int minct = tc_knob("TILEC_MINCTASM", mma_warps ? (cg->nwarps >= 16 ? 2 : 0)
                                           : wide ? 3 : simt_min_blocks(f, cg->nwarps));
     cg->minct = minct > 0 ? minct : 0;
     if (minct > 0) {
@@ -700,7 +694,7 @@ static const char *pipeline(int opt)
     };
     if (opt <= 1)
         return p[opt <= 0 ? 0 : 1];
-    return p[cg_knob("TILEC_GVN", 0) ? 3 : 2];
+    return p[tc_knob("TILEC_GVN", 0) ? 3 : 2];
 }
 
 static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
@@ -743,9 +737,9 @@ static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, CgGate *gate, St
 static bool verify_llvm(void)
 {
 #ifdef NDEBUG
-    return cg_knob("TILEC_VERIFY_LLVM", 0) != 0;
+    return tc_knob("TILEC_VERIFY_LLVM", 0) != 0;
 #else
-    return cg_knob("TILEC_VERIFY_LLVM", 1) != 0;
+    return tc_knob("TILEC_VERIFY_LLVM", 1) != 0;
 #endif
 }
 
@@ -774,7 +768,7 @@ static void time_row(StrBuf *timing, const char *what, double t0)
  * does it for every SIMT kernel ("tilec.simt"), 0 for none. */
 static void schedule_simt(Cg *cg, int opt)
 {
-    int knob = cg_knob("TILEC_SCHED", -1);   /* -1: the kernels gen_kernel marked */
+    int knob = tc_knob("TILEC_SCHED", -1);   /* -1: the kernels gen_kernel marked */
     if (opt <= 0 || knob == 0)
         return;
     for (LLVMValueRef fn = LLVMGetFirstFunction(cg->mod); fn; fn = LLVMGetNextFunction(fn))

@@ -430,7 +430,7 @@ static LLVMValueRef copy_interior(Cg *cg, const Copy *c)
  * docs/codegen.md) and the copy is masked, else NULL. */
 static LLVMValueRef interior_test(Cg *cg, const Copy *c)
 {
-    return c->mask && cg_knob("TILEC_XP_COPY_INTERIOR", 0) ? copy_interior(cg, c) : NULL;
+    return c->mask && tc_knob("TILEC_XP_COPY_INTERIOR", 0) ? copy_interior(cg, c) : NULL;
 }
 
 /* i1: are all rows and the window start 16-byte aligned in global memory? */
@@ -532,7 +532,7 @@ static bool count_dots(Func *f, Op *op, void *ctx)
  * result yielded directly (the DOT ends the body). */
 static bool pf_early_ok(Func *f, Block *b, int j, Op *wait)
 {
-    int early = cg_knob("TILEC_XP_EARLY_FRAGS", 1);
+    int early = tc_knob("TILEC_XP_EARLY_FRAGS", 1);
     Op *dot = b->ops[j], *y = j + 1 < b->nops ? b->ops[j + 1] : NULL;
     if (early <= 0 || !wait || wait->iattr[0] < 1 || !y || y->code != OP_YIELD || j + 2 != b->nops)
         return false;
@@ -597,7 +597,7 @@ static struct CgPrefetch *pf_get(Cg *cg)
     if (!cg->pf) {
         cg->pf = arena_alloc(cg->a, sizeof *cg->pf);
         memset(cg->pf, 0, sizeof *cg->pf);
-        if (cg_knob("TILEC_XP_INTERLEAVE", 0) > 0)
+        if (tc_knob("TILEC_XP_INTERLEAVE", 0) > 0)
             ir_walk(cg->f, &cg->f->body, pf_visit, cg);
     }
     return cg->pf;
@@ -637,7 +637,7 @@ struct CgCopies *cg_deferred_copies(Cg *cg, Op *dot)
     cg->pf->collect = NULL;
     if (e)
         return NULL;
-    dc->where = cg_knob("TILEC_XP_COPY_POS", 1);   /* experiments: 0, 1 (default), 2 */
+    dc->where = tc_knob("TILEC_XP_COPY_POS", 1);   /* experiments: 0, 1 (default), 2 */
     dc->loop = l;
     for (int i = 0; i < dc->n; i++) {
         dc->ok[i] = LLVMBuildAnd(cg->b, cg->vals[l->ifop->args[0]].s, copy_aligned(cg, &dc->c[i]), "");

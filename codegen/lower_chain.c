@@ -98,7 +98,7 @@ int cg_chain_kernel_warps(Func *f, int max_warps)
         return 0;
     int64_t per = cs.nfirst + cs.nchain <= 192 ? cs.mgcd / 32 : cs.mgcd / 16;
     int cap = per > 8 ? 8 : per < 4 ? 4 : (int)per;
-    cap = cg_knob("TILEC_XP_CHAIN_WARPS", cap);   /* benchmark variants */
+    cap = tc_knob("TILEC_XP_CHAIN_WARPS", cap);   /* benchmark variants */
     if (cap < 1 || cap > 8)
         cap = 8;
     return rows_warps(cs.mgcd, max_warps < cap ? max_warps : cap);
@@ -260,7 +260,7 @@ LLVMValueRef *cg_chain_renumber(Cg *cg, LLVMValueRef *regs, const Layout *from, 
 bool cg_chain_rescale(Cg *cg, Op *op, int *x)
 {
     Func *f = cg->f;
-    if (!cg->mma_rows_only || op->code != OP_MUL || op->nargs != 2 || cg_knob("TILEC_XP_RESCALE_SKIP", 1) == 0)
+    if (!cg->mma_rows_only || op->code != OP_MUL || op->nargs != 2 || tc_knob("TILEC_XP_RESCALE_SKIP", 1) == 0)
         return false;
     for (int i = 0; i < 2; i++) {
         const Value *a = ir_val(f, op->args[i]);

@@ -82,7 +82,7 @@ static bool depends_on_block(Func *f, ValId v, int depth)
  * by the stream. Off by default (TILEC_L1HINT=1 turns it on). */
 static bool access_stream(Cg *cg, const Access *ac)
 {
-    if (!cg_knob("TILEC_L1HINT", 0) || !ac->readonly || ac->ntile == 0)
+    if (!tc_knob("TILEC_L1HINT", 0) || !ac->readonly || ac->ntile == 0)
         return false;
     for (int d = 0; d < ac->rank; d++)
         if (depends_on_block(cg->f, ac->op->args[1 + d], 0))
@@ -480,7 +480,7 @@ static size_t exact_cons(char *cons, size_t size, int nw, const char *word, cons
 static bool exact_group_ok(const Access *ac, int vec)
 {
     int bits = dtype_bits(ac->dt);
-    return cg_knob("TILEC_EXACT_TAIL", 1) && ac->dt != DT_BOOL && (bits == 16 || bits == 32) &&
+    return tc_knob("TILEC_EXACT_TAIL", 1) && ac->dt != DT_BOOL && (bits == 16 || bits == 32) &&
            vec * bits % 32 == 0 && vec * bits <= 128;
 }
 
@@ -636,7 +636,7 @@ typedef struct GroupLoop {
 static void row_dims(Cg *cg, const Access *ac, const Layout *L, int *pr, int *pc)
 {
     *pr = *pc = -1;
-    if (ac->ntile < 1 || ac->tdim[ac->ntile - 1] != ac->rank - 1 || !cg_knob("TILEC_ROW_ADDRESSES", 1))
+    if (ac->ntile < 1 || ac->tdim[ac->ntile - 1] != ac->rank - 1 || !tc_knob("TILEC_ROW_ADDRESSES", 1))
         return;
     if (ac->ntile == 1) {
         int c = layout_pdim(L, 0);
@@ -938,7 +938,7 @@ static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, const
         if (skip)
             g.rows[j] = LLVMBuildAnd(cg->b, g.rows[j], LLVMBuildNot(cg->b, skip[j], ""), "");
     }
-    if (!cg_simt_kernel(cg) && vec <= 2 && cg_knob("TILEC_UNROLL_TAIL", 1)) {
+    if (!cg_simt_kernel(cg) && vec <= 2 && tc_knob("TILEC_UNROLL_TAIL", 1)) {
         /* Tensor-core kernels, pairs (bf16x2 accumulator fragments): the two
          * iterations written out, so that the backend's loop strength
          * reduction has no loop of ng groups to search formulas for and
@@ -992,7 +992,7 @@ typedef struct TileCtx {
  * them, =0 turns them off. */
 static LLVMValueRef word_mask_other(LLVMValueRef uother)
 {
-    int mode = cg_knob("TILEC_WORDMASK", -1);
+    int mode = tc_knob("TILEC_WORDMASK", -1);
     if (!uother || mode == 0)
         return NULL;
     return mode == 1 || LLVMIsNull(uother) ? uother : NULL;
@@ -1058,7 +1058,7 @@ static void tile_full_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
  * (docs/codegen.md, "Known"). TILEC_EXACT_HOT=0/1: never / always. */
 static bool exact_hot(Cg *cg)
 {
-    int k = cg_knob("TILEC_EXACT_HOT", -1);
+    int k = tc_knob("TILEC_EXACT_HOT", -1);
     return k < 0 ? cg->minct == 0 : k != 0;
 }
 
@@ -1165,7 +1165,7 @@ static bool dead_tail_visit(Func *f, Op *op, void *ctx)
 
 static bool dead_tail(Cg *cg, const Op *op)
 {
-    if (op->code != OP_LOAD || !tail_window(cg->f, op) || !cg_knob("TILEC_DEAD_TAIL", 1))
+    if (op->code != OP_LOAD || !tail_window(cg->f, op) || !tc_knob("TILEC_DEAD_TAIL", 1))
         return false;
     DeadTail dt = { op, calloc(cg->f->nvals, 1), true };
     if (!dt.taint)
@@ -1332,7 +1332,7 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const
         reg_index(cg, ac, L, r, idx);
         int64_t dcol;
         int j = r / vec, j0 = row_first(L, vec, j, pr, pc);
-        LLVMValueRef p = j0 < 0 && j > 0 && pr >= 0 && pc >= 0 && cg_knob("TILEC_ROW_STEP", 1)
+        LLVMValueRef p = j0 < 0 && j > 0 && pr >= 0 && pc >= 0 && tc_knob("TILEC_ROW_STEP", 1)
                              ? row_step_addr(cg, ac, L, vec, j, pr, pc, ps)
                              : group_addr(cg, ac, L, vec, j, j0, pc, ps, idx, &dcol);
         ps[j] = p;
@@ -1355,7 +1355,7 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const
  * TILEC_EXACT_STORE=0/1: never / always. */
 static bool store_exact(Cg *cg, const Access *ac, int vec)
 {
-    return last_masked(ac) && exact_group_ok(ac, vec) && cg_knob("TILEC_EXACT_STORE", cg->minct == 0);
+    return last_masked(ac) && exact_group_ok(ac, vec) && tc_knob("TILEC_EXACT_STORE", cg->minct == 0);
 }
 
 /* Not the straight path: when aligned, whole vectors for the groups

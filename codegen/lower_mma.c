@@ -83,7 +83,7 @@ static bool warps_visit(Func *f, Op *op, void *ctx)
  * each other's products: 380 TFLOP/s against 289 with 8 warps. */
 int cg_mma_kernel_warps(Func *f, int max_warps)
 {
-    int xp = cg_knob("TILEC_XP_MMA_WARPS", 0);   /* experiment switch: max warps */
+    int xp = tc_knob("TILEC_XP_MMA_WARPS", 0);   /* experiment switch: max warps */
     int w[3] = { 0, max_warps < 8 ? max_warps : 8, 0 };
     if (xp > 0) {                         /* one warp per 32 x 32, at most xp */
         w[1] = xp;
@@ -648,7 +648,7 @@ int cg_lower_dot(Cg *cg, Op *op)
     Op *early = dc && !mm.aregs ? cg_deferred_early(cg, dc, &pending) : NULL;
     Early e;
     Frags cur;
-    int rk = cg_knob("TILEC_ROLL_K", -1);
+    int rk = tc_knob("TILEC_ROLL_K", -1);
     bool roll = !dc && !mm.aregs && nk >= 3 && (rk < 0 ? cg->mma_rows_only : rk > 0);
     if (roll) {
         dot_rolled(cg, &mm, acc, n, nk);
@@ -763,7 +763,7 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
      * on every such store: experiments) and tilec.attention asks for it
      * on short rows only (examples/attention.tile's STAGE_O). */
     bool asked = t->space == SP_SHARED;
-    bool over = cg->dsmem && (asked || cg_knob("TILEC_EPILOGUE_OVER", 0)) && buffers_dead_at(cg, op);
+    bool over = cg->dsmem && (asked || tc_knob("TILEC_EPILOGUE_OVER", 0)) && buffers_dead_at(cg, op);
     /* Chained products make the accumulator layout the tile's default
      * (cg_chain_anchors): the coalesced rows are then the plain blocked
      * layout, taken when the conversion costs no shared memory. */

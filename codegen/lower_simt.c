@@ -492,7 +492,7 @@ static LLVMValueRef *guarded_select(Cg *cg, Op *op, const Layout *L)
     Op *c = ir_val(cg->f, op->args[0])->def;
     IotaCmp ic;
     if (op->code != OP_SELECT || !c || c->code != OP_CMP || c->iattr[0] < CMP_LT || c->iattr[0] > CMP_GE ||
-        !cg_knob("TILEC_WHERE_BRANCH", 1) || !iota_cmp_init(cg, c, L, &ic))
+        !tc_knob("TILEC_WHERE_BRANCH", 1) || !iota_cmp_init(cg, c, L, &ic))
         return NULL;
     const Type *rt = ir_type(cg->f, op->res[0]);
     LLVMValueRef *a = cg_materialize(cg, &cg->vals[op->args[1]], ir_type(cg->f, op->args[1]), L, op->loc);
@@ -533,7 +533,7 @@ static LLVMValueRef *guarded_select(Cg *cg, Op *op, const Layout *L)
  * computation before it and keep its predicates live across barriers. */
 static LLVMValueRef *remat_iota_cmp(Cg *cg, TileVal *v)
 {
-    bool sub_first = cg_knob("TILEC_IOTA_CMP", 1) != 0;
+    bool sub_first = tc_knob("TILEC_IOTA_CMP", 1) != 0;
     if ((v->gen % 2 == 1) == sub_first)
         return NULL;
     return iota_cmp(cg, v->def, v->L);
@@ -709,7 +709,7 @@ static int lower_elem(Cg *cg, Op *op)
     const Layout *L = pick_layout(cg, op);
     if (!L)
         L = cg_default_layout(cg, rt, true);
-    LLVMValueRef *cmp = cg_knob("TILEC_IOTA_CMP", 1) ? iota_cmp(cg, op, L) : NULL;
+    LLVMValueRef *cmp = tc_knob("TILEC_IOTA_CMP", 1) ? iota_cmp(cg, op, L) : NULL;
     if (!cmp)
         cmp = guarded_select(cg, op, L);
     if (cmp) {

@@ -399,3 +399,9 @@ char *tc_read_file(const char *path, size_t *len)
         *len = sb.len;
     return sb_take(&sb);
 }
+
+int tc_knob(const char *name, int dflt)
+{
+    const char *s = getenv(name);
+    return s && *s ? atoi(s) : dflt;
+}

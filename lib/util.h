@@ -40,6 +40,10 @@ TC_NORETURN void tc_fatal(const char *file, int line, const char *fmt, ...) TC_P
 void *tc_xmalloc(size_t n);
 void *tc_xrealloc(void *p, size_t n);
 
+/* An integer setting from the environment (experiment and benchmark
+ * switches, TILEC_*): its value, or dflt when unset or empty. */
+int tc_knob(const char *name, int dflt);
+
 /* ---- string buffer (heap, owned by the StrBuf) ---- */
 typedef struct StrBuf {
     char *buf;   /* NUL-terminated when non-NULL */

@@ -39,8 +39,9 @@
  * overwrites the slot read by iteration it-1, which the barrier has just
  * retired, so no second barrier is needed and the copy overlaps the whole
  * compute of iteration it. In a body of chained products whose first
- * reduces over at most 64 it goes after that product (late_prefetch_at). S = 1: copies, commit, wait 0, barrier at the top;
- * smem_load; a barrier at the end of the body before the next overwrite.
+ * reduces over at most 64 it goes after that product (late_prefetch_at).
+ * S = 1: copies, commit, wait 0, barrier at the top; smem_load; a barrier
+ * at the end of the body before the next overwrite.
  * Outside loops: alloc, copy, commit, wait 0, barrier, smem_load in place;
  * then the wait, barrier and smem_load sink past the copy groups that follow
  * in the same block (a loop's prologue, and the pure ops and buffers it
@@ -381,11 +382,8 @@ static int late_prefetch_at(const Loop *L)
     if (nd < 2)
         return -1;
     const Type *a = ir_type(L->f, blk->ops[d[0]]->args[0]);
-    int knob = -1;
-    const char *s = getenv("TILEC_PF_LATE");
-    if (s && *s)
-        knob = atoi(s) != 0;
-    bool late = knob >= 0 ? knob == 1 : a->rank >= 1 && a->shape[a->rank - 1] <= 64;
+    int rule = a->rank >= 1 && a->shape[a->rank - 1] <= 64;
+    bool late = tc_knob("TILEC_PF_LATE", rule) != 0;
     return late ? d[0] : -1;
 }
 
@@ -463,8 +461,7 @@ static bool copies_only(const Op *op, ValId v)
  * other op or the first use of the loaded tile. Returns the groups passed. */
 static int sink_wait(Func *f, Block *blk, int w)
 {
-    const char *knob = getenv("TILEC_OVERLAP_SINGLE");
-    if (knob && atoi(knob) == 0)
+    if (tc_knob("TILEC_OVERLAP_SINGLE", 1) == 0)
         return 0;
     Op *wait = blk->ops[w], *bar = blk->ops[w + 1], *ld = blk->ops[w + 2];
     ValId v = ld->res[0];
@@ -601,8 +598,7 @@ static void describe_loop(PassCtx *ctx, const Loop *L, const char *why)
               L->stages == 1 ? "no prefetch (copy, wait, barrier at the top; barrier at the end)"
                              : arena_printf(f->mod->arena, "prefetch %d iteration%s ahead, issued %s",
                                             L->stages - 1, L->stages == 2 ? "" : "s",
-                                            L->late ? "after the first product (chained products, the first "
-                                                      "reducing over <= 64)"
+                                            L->late ? "after the first of the chained products"
                                                     : "after the top barrier"));
     sb_free(&sb);
 }
