@@ -8,13 +8,15 @@ the build machine), named attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_<tag>].ptx (t
 example's STAGE_O, which tilec.attention picks for short rows; other tags:
 experiment variants compiled with TILEC_XP_* switches). On the
 GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
-  TILEC_LIB_DIR=/tmp/rt/lib python3 bench/attn_bench.py [--quick] [--out DIR]
+  TILEC_LIB_DIR=/tmp/rt/lib python3 bench/attn_bench.py [--quick] [--repeat R] [--out DIR]
 
 Correctness: O against softmax(scale * q k^T) v in float32 (relative
 Frobenius error <= 1e-2), LSE against logsumexp(scale * q k^T) / ln 2 (the
 kernel's log2 units); outputs poisoned with NaN before each launch; fresh
 random inputs per case; then every bf16 file (sm_90a and sm_86 PTX) on five N (a variant that
-fails is left out of "best"). Timing, every bf16 variant per row (and a table of the sm_86 PTX that tilec.attention picks: the portable path): triton do_bench medians; FLOPs 4 Z H N^2 D,
+fails is left out of "best"). Timing, every bf16 variant per row (and a table of the sm_86 PTX that tilec.attention picks: the portable path): triton do_bench medians (with --repeat R: R rounds per row, flash, cuDNN and
+every variant interleaved in each, and the means; single runs move a row by
+up to 5%); FLOPs 4 Z H N^2 D,
 halved when causal; FlashAttention-paper shapes (16384 tokens, hidden 2048).
 """
 import argparse
@@ -184,7 +186,8 @@ def timing(names):
     from torch.nn.attention import SDPBackend
     vs = [parse(x) for x in names]
     vs = [v for v in vs if v["dt"] == "bf16"]
-    print("\nattention forward, bf16, 16384 tokens, hidden 2048 (TFLOP/s, do_bench median)")
+    print("\nattention forward, bf16, 16384 tokens, hidden 2048 (TFLOP/s, do_bench median; mean of %d "
+          "interleaved round%s)" % (REPEAT, "" if REPEAT == 1 else "s"))
     for d in (64, 128):
         labels = sorted({label(v) for v in vs if v["d"] == d}, key=lambda x: (-int(x.split("x")[0]), x))
         hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
@@ -200,24 +203,27 @@ def timing(names):
                 v = torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16)
                 flop = 4.0 * z * h * n * n * d / (2 if causal else 1)
                 tf = lambda ms: flop / ms / 1e9  # noqa: E731
-                res = {}
-                for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-                    try:
-                        res[name] = tf(bench(lambda: sdpa(q, k, v, causal, be)))
-                    except Exception as e:  # noqa: BLE001
-                        res[name] = float("nan")
-                        print("  %s unavailable: %s" % (name, str(e)[:80]), flush=True)
-                ours = []
+                res = {"flash": [], "cudnn": []}
+                runs = {lb: [] for lb in labels}
                 o = torch.empty_like(q)
                 lse = torch.empty(z, h, n, device="cuda")
-                for lb in labels:
-                    m = [x for x in vs if x["d"] == d and x["causal"] == causal and label(x) == lb]
-                    try:
-                        mod = load(m[0])
-                        ours.append(tf(bench(lambda: mod(q, k, v, o, lse, d ** -0.5))))
-                    except Exception as e:  # noqa: BLE001
-                        ours.append(float("nan"))
-                        print("  tilec %s: %s" % (lb, str(e)[:100]), flush=True)
+                for _ in range(REPEAT):   # peers and variants interleaved, REPEAT rounds
+                    for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                        try:
+                            res[name].append(tf(bench(lambda: sdpa(q, k, v, causal, be))))
+                        except Exception as e:  # noqa: BLE001
+                            res[name].append(float("nan"))
+                            print("  %s unavailable: %s" % (name, str(e)[:80]), flush=True)
+                    for lb in labels:
+                        m = [x for x in vs if x["d"] == d and x["causal"] == causal and label(x) == lb]
+                        try:
+                            mod = load(m[0])
+                            runs[lb].append(tf(bench(lambda: mod(q, k, v, o, lse, d ** -0.5))))
+                        except Exception as e:  # noqa: BLE001
+                            runs[lb].append(float("nan"))
+                            print("  tilec %s: %s" % (lb, str(e)[:100]), flush=True)
+                res = {name: sum(x) / len(x) for name, x in res.items()}
+                ours = [sum(runs[lb]) / len(runs[lb]) for lb in labels]
                 good = [(x, lb) for x, lb in zip(ours, labels) if x == x and lb not in BAD]
                 best, blb = max(good) if good else (float("nan"), "-")
                 line = "%-4d %-6d %-6s %-3d %8.1f %8.1f" % (d, n, "yes" if causal else "no", z, res["flash"], res["cudnn"])
@@ -237,12 +243,15 @@ def timing(names):
 
 BAD = set()
 SM86 = []
+REPEAT = 1
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time each row this many times, peers and variants interleaved, and report the means")
     ap.add_argument("--skip-bench", action="store_true")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -261,6 +270,8 @@ def main():
                 BAD.add(label(v))
                 ok = False
     if not args.skip_bench:
+        global REPEAT
+        REPEAT = max(1, args.repeat)
         timing(names)
     return 0 if ok else 1
 

@@ -62,7 +62,7 @@ fi
 
 if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   echo "== attention"
-  python3 "$root/bench/attn_bench.py" > "$out/attn.txt" 2>&1 || status=1
+  python3 "$root/bench/attn_bench.py" --repeat 3 > "$out/attn.txt" 2>&1 || status=1
   tail -n 32 "$out/attn.txt"
 fi
 
