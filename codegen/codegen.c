@@ -33,8 +33,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
  * to work on here (no allocas, memcmp calls, libcalls or expensive
  * constants; phis and dead instructions already cleaned up) are skipped
  * too: byte-identical PTX on every example, gemm and attention tile for
- * sm_86, sm_90a and sm_100a, 0.7-0.8% fewer instructions executed. Other users of the
- * same libLLVM in the process are not affected. TILEC_LLVM_SKIP replaces
+ * sm_86, sm_90a and sm_100a, 0.7-0.8% fewer instructions executed. Other
+ * users of the same libLLVM in the process are not affected. TILEC_LLVM_SKIP replaces
  * the list ("" keeps every pass); TILEC_LLVM_ARGS passes LLVM options
  * (experiments: those are process-wide). */
 #define TILEC_LLVM_SKIP_DEFAULT                                                                   \
@@ -502,9 +502,6 @@ static void init_types(Cg *cg)
     cg->t_sptr = LLVMPointerTypeInContext(c, 3);
 }
 
-/* Experiment switches for benchmark variants (docs/codegen.md lists them all):
- * the value of environment variable `name` as an integer, or dflt when it is
- * unset or empty. Read at each use: no state is kept between compilations. */
 ValId cg_if_yield(const Op *iff, int g, ValId v)
 {
     const Block *b = &iff->regions[g];

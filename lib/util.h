@@ -41,7 +41,9 @@ void *tc_xmalloc(size_t n);
 void *tc_xrealloc(void *p, size_t n);
 
 /* An integer setting from the environment (experiment and benchmark
- * switches, TILEC_*): its value, or dflt when unset or empty. */
+ * switches, TILEC_*; docs/codegen.md lists them all): its value, or dflt
+ * when unset or empty. Read at each use: no state is kept between
+ * compilations. */
 int tc_knob(const char *name, int dflt);
 
 /* ---- string buffer (heap, owned by the StrBuf) ---- */
