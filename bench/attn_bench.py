@@ -230,7 +230,8 @@ def timing(names):
                 for x in ours:
                     line += " %13.1f" % x
                 bm, bn = A.tiles(d, causal, n, "sm_90a")
-                dl = "%dx%d%s_sm86" % (bm, bn, "_so" if A.stage_o(n, bn, causal) else "")
+                so = A.stage_o(n, bn, causal, d)
+                dl = "%dx%d%s_sm86" % (bm, bn, A.variant_tag(so, A.switches(d, causal, so)))
                 p86 = ours[labels.index(dl)] if dl in labels else float("nan")
                 SM86.append((d, n, causal, p86, res["flash"], res["cudnn"]))
                 print(line + "   %9.2fx  %9.2fx  %s  %s %.2fx" % (best / res["flash"], best / res["cudnn"], blb,

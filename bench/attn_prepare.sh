@@ -27,10 +27,25 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE... -DNAME=VALUE... | SRC=file] 
                grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')
   echo "$name | tilec ${ms} ms | $regs" | tee -a "$out/variants.txt"
 }
+# A tile as tilec.attention compiles it: its code-generation switches
+# (python/tilec/_attention.py switches()) and their file-name tag.
+pick() {  # dt arch d bm bn causal so(true|false)
+  local tag sw
+  read -r tag sw < <(PYTHONPATH="$root/python" python3 -c '
+import sys; from tilec import _attention as A
+d, c, so = int(sys.argv[1]), sys.argv[2] == "true", sys.argv[3] == "true"
+sw = A.switches(d, c, so)
+print(A.variant_tag(so, sw)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(sw.items())))' "$3" "$6" "$7")
+  [ "$tag" = - ] && tag=
+  # shellcheck disable=SC2086
+  one "$1" "$2" "$3" "$4" "$5" "$6" "$tag" $sw $([ "$7" = true ] && echo -DSTAGE_O=true)
+}
 # Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
 # D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
 # every dtype and arch, each also with O staged through shared memory
 # (tag so, -DSTAGE_O=true: tilec.attention's pick for short key loops),
+# each with the code-generation switches tilec.attention gives it (tags
+# ci, pm: pick above), the timed sm_86 tiles also without them,
 # then the other tile choices (bf16, sm_90a) and
 # experiment variants (a tag and VAR=VALUE settings for tilec, or
 # SRC=file for another source; none at the moment. The last ones, measured
@@ -40,21 +55,27 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE... -DNAME=VALUE... | SRC=file] 
 # blocks longest first within a head, two runs at 16:37: now the example's
 # order), pl / pe (the prefetch after the first product forced on / off,
 # TILEC_PF_LATE=1/0, 19:52-19:58: on where the first product reduces over
-# <= 64). bench/attn_bench.py
+# <= 64), ci / pm (TILEC_COPY_INTERIOR=1, TILEC_PV_ROWS=1, 21:05: now
+# switches of tilec.attention's tiles). bench/attn_bench.py
 # checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
-    one $dt sm_90a 64 128 128 $c
-    one $dt sm_90a 128 128 64 $c
-    one $dt sm_90a 64 128 128 $c so -DSTAGE_O=true    # tilec.attention's pick for short rows
-    one $dt sm_90a 128 128 64 $c so -DSTAGE_O=true
+    for so in false true; do      # O staged: tilec.attention's pick for short rows
+      pick $dt sm_90a 64 128 128 $c $so
+      pick $dt sm_90a 128 128 64 $c $so
+    done
   done
-  for dt in bf16 f16; do [ $c = true ] && one $dt sm_90a 64 128 64 true; done
-  one bf16 sm_86 64 128 64 $c
-  one bf16 sm_86 128 128 64 $c
-  one bf16 sm_86 64 128 64 $c so -DSTAGE_O=true
-  one bf16 sm_86 64 128 128 $c      # the H200's tiles from sm_86 PTX (the timed portable path)
+  for dt in bf16 f16; do [ $c = true ] && pick $dt sm_90a 64 128 64 true false; done
+  for so in false true; do
+    pick bf16 sm_86 64 128 64 $c $so
+    pick bf16 sm_86 64 128 128 $c $so    # the H200's tiles from sm_86 PTX (the timed portable path)
+    pick bf16 sm_86 128 128 64 $c $so
+  done
+  # the timed tiles without their switches, for comparison (D=128 causal
+  # fragment stores have none)
+  one bf16 sm_86 64 128 128 $c
   one bf16 sm_86 64 128 128 $c so -DSTAGE_O=true
+  [ $c = false ] && one bf16 sm_86 128 128 64 $c
   one bf16 sm_86 128 128 64 $c so -DSTAGE_O=true
   [ $c = false ] && one bf16 sm_90a 64 128 64 false
   one bf16 sm_90a 64 64 64 $c

@@ -517,9 +517,9 @@ static void early_next(Cg *cg, Mma *mm, struct CgCopies *dc, int nk, int pending
         LLVMAddIncoming(e->phi[i], frag_slot(&nx, mm, i), &latch, 1);
 }
 
-static void mma_step(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc)
+static void mma_rows(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc, int i0, int i1)
 {
-    for (int i = 0; i < mm->tm; i++)
+    for (int i = i0; i < i1; i++)
         for (int j = 0; j < mm->tn; j++) {
             LLVMValueRef c[4], d[4];
             int reg[4];
@@ -531,6 +531,11 @@ static void mma_step(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc)
             for (int q = 0; q < 4; q++)
                 acc[reg[q]] = d[q];
         }
+}
+
+static void mma_step(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc)
+{
+    mma_rows(cg, mm, fr, acc, 0, mm->tm);
 }
 
 /* ---- rolled k loop ----
@@ -660,6 +665,23 @@ int cg_lower_dot(Cg *cg, Op *op)
         frag_addrs(cg, &mm);
         cur = load_frags(cg, &mm, 0, NULL);
     }
+    /* TILEC_PV_ROWS=1: a product with A from registers (attention's p @ v)
+     * issues its mma.sync row tile by row tile (every k step and column
+     * tile of rows 0-15, then rows 16-31, ...), each step's B fragments
+     * loaded once in k order during the first row tile and reused: a row
+     * tile's products wait only for its own P registers. tilec.attention
+     * asks for it where it measured faster (python/tilec/_attention.py). */
+    bool rows_outer = mm.aregs && !dc && tc_knob("TILEC_PV_ROWS", 0);
+    if (rows_outer) {
+        Frags *all = arena_alloc(cg->a, sizeof(Frags) * (size_t)nk);
+        for (int i = 0; i < mm.tm; i++)
+            for (int kk = 0; kk < nk; kk++) {
+                if (i == 0)
+                    all[kk] = kk == 0 ? cur : load_frags(cg, &mm, kk, NULL);
+                mma_rows(cg, &mm, &all[kk], acc, i, i + 1);
+            }
+        nk = 0;
+    }
     for (int kk = 0; kk < nk; kk++) {
         LLVMValueRef dep = kk > 0 ? acc[layout_mma_acc_reg(mm.L, mm.tm - 1, mm.tn - 1, 3)] : NULL;
         Frags next = cur;
@@ -682,7 +704,8 @@ int cg_lower_dot(Cg *cg, Op *op)
                   (long long)mm.k, mm.wm, mm.wn, (long long)(mm.m / mm.wm), (long long)(mm.n / mm.wn));
         sb_printf(cg->report, "A %s, B %s, %d k steps%s\n",
                   mm.aregs ? "from registers (accumulator layout)" : mm.av->trans ? "ldmatrix.trans" : "ldmatrix",
-                  mm.bv->trans ? "ldmatrix" : "ldmatrix.trans", (int)(mm.k / 16), roll ? " in a loop" : " unrolled");
+                  mm.bv->trans ? "ldmatrix" : "ldmatrix.trans", (int)(mm.k / 16),
+                  roll ? " in a loop" : rows_outer ? " unrolled, row tiles outermost" : " unrolled");
     }
     return 0;
 }

@@ -76,6 +76,12 @@ typedef struct tilec_options {
                                  table order); NULL = all passes, "" = none */
     const char *language;     /* "tile" or "tir"; NULL = by the name's extension
                                  (".tir" -> Tile IR text, anything else -> tile) */
+    const char *switches;     /* code-generation switches for this compilation:
+                                 "NAME=INTEGER,..." with the TILEC_* names of
+                                 docs/codegen.md (e.g. "TILEC_PV_ROWS=1"); they
+                                 take precedence over the same names in the
+                                 environment. NULL = none. An unknown name or a
+                                 malformed entry is a usage error. */
 } tilec_options;
 
 void tilec_options_init(tilec_options *opts);

@@ -189,6 +189,13 @@ static bool check_options(Job *j)
         if (!n || !is_print_after_name(n))
             return bad_pass_name(j, "--print-after", n ? n : "(null)", n ? strlen(n) : 6);
     }
+    size_t blen;
+    const char *bad = tc_switches_check(j->o.switches, &blen);
+    if (bad) {
+        diag_error(d, (Loc){ 0 }, "bad switch '%.*s' (expected NAME=INTEGER with a TILEC_* name of docs/codegen.md)",
+                   (int)blen, bad);
+        return false;
+    }
     return check_pass_list(j) && set_arch(j);
 }
 
@@ -468,8 +475,11 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     r->status = TILEC_OK;
     if (!check_options(&j) || !check_language(&j))
         r->status = TILEC_ERR_USAGE;
-    else
+    else {
+        const char *outer = tc_knob_scope(j.o.switches);
         run_job(&j, text, len);
+        tc_knob_scope(outer);
+    }
     if (r->status == TILEC_OK)
         r->status = status_from_diag(&r->diag, TILEC_ERR_INPUT);
     finish_outputs(&j);

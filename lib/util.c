@@ -2,7 +2,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "util.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,8 +402,85 @@ char *tc_read_file(const char *path, size_t *len)
     return sb_take(&sb);
 }
 
+/* Every integer switch the compiler reads (docs/codegen.md describes each). */
+static const char *const knob_names[] = {
+    "TILEC_COPY_INTERIOR", "TILEC_DEAD_TAIL", "TILEC_EPILOGUE_OVER", "TILEC_EXACT_HOT", "TILEC_EXACT_STORE",
+    "TILEC_EXACT_TAIL", "TILEC_GVN", "TILEC_HOIST", "TILEC_IOTA_CMP", "TILEC_L1HINT", "TILEC_MINCTASM",
+    "TILEC_OVERLAP_SINGLE", "TILEC_PF_LATE", "TILEC_PV_ROWS", "TILEC_REMAT", "TILEC_ROLL_K",
+    "TILEC_ROW_ADDRESSES", "TILEC_ROW_STEP", "TILEC_SCHED", "TILEC_UNROLL_TAIL", "TILEC_VERIFY_LLVM",
+    "TILEC_WARPS", "TILEC_WHERE_BRANCH", "TILEC_WORDMASK", "TILEC_XP_CHAIN_WARPS", "TILEC_XP_CONTRACT",
+    "TILEC_XP_COPY_POS", "TILEC_XP_EARLY_FRAGS", "TILEC_XP_INTERLEAVE", "TILEC_XP_MMA_WARPS",
+    "TILEC_XP_RESCALE_SKIP",
+};
+
+bool tc_knob_known(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof knob_names / sizeof knob_names[0]; i++)
+        if (strlen(knob_names[i]) == len && memcmp(knob_names[i], name, len) == 0)
+            return true;
+    return false;
+}
+
+/* The switches of the compilation running on this thread (tc_knob_scope). */
+static _Thread_local const char *scope_switches;
+
+const char *tc_knob_scope(const char *list)
+{
+    const char *old = scope_switches;
+    scope_switches = list;
+    return old;
+}
+
+/* Parses entry [p, end) of a switch list as NAME=INTEGER. */
+static bool switch_entry(const char *p, const char *end, size_t *nlen, long *val)
+{
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    if (!eq || eq == p || eq + 1 == end)
+        return false;
+    char num[24];
+    size_t n = (size_t)(end - eq - 1);
+    if (n >= sizeof num)
+        return false;
+    memcpy(num, eq + 1, n);
+    num[n] = 0;
+    char *stop;
+    errno = 0;
+    *val = strtol(num, &stop, 10);
+    *nlen = (size_t)(eq - p);
+    return *stop == 0 && errno == 0 && *val >= INT_MIN && *val <= INT_MAX;
+}
+
+const char *tc_switches_check(const char *list, size_t *len)
+{
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        size_t nlen;
+        long v;
+        if (!switch_entry(p, end, &nlen, &v) || !tc_knob_known(p, nlen)) {
+            *len = (size_t)(end - p);
+            return p;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return NULL;
+}
+
 int tc_knob(const char *name, int dflt)
 {
+    assert(tc_knob_known(name, strlen(name)));
+    size_t len = strlen(name);
+    for (const char *p = scope_switches; p && *p;) {   /* the compilation's own switches first */
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        size_t nlen;
+        long v;
+        if (switch_entry(p, end, &nlen, &v) && nlen == len && memcmp(p, name, len) == 0)
+            return (int)v;
+        p = *end ? end + 1 : end;
+    }
     const char *s = getenv(name);
     return s && *s ? atoi(s) : dflt;
 }

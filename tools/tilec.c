@@ -23,6 +23,7 @@ typedef struct Cli {
     const char *lang;
     tilec_define *defs; size_t ndefs;
     const char **pa; size_t npa;
+    char *sw;                 /* --switch entries, comma-joined (heap) */
     int help, version;
 } Cli;
 
@@ -52,6 +53,9 @@ static void print_help(void)
            "  -x LANG                 input language: tile or tir (default: by extension)\n"
            "  --passes=LIST           run only these passes (comma-separated, table order);\n"
            "                          --passes= runs none\n"
+           "  --switch NAME=VALUE     a code-generation switch for this compilation (repeatable;\n"
+           "                          the TILEC_* integer switches of docs/codegen.md, e.g.\n"
+           "                          --switch TILEC_PV_ROWS=1; over the environment's)\n"
            "  --print-after=NAME      print the IR after pass NAME to stderr (repeatable;\n"
            "                          'lower' prints it before the first pass)\n"
            "  --print-after-all       print the IR after every pass\n"
@@ -118,6 +122,22 @@ static bool is_opt(const char *a, const char *opt)
     return strncmp(a, opt, n) == 0 && (a[n] == 0 || a[n] == '=');
 }
 
+/* Appends one --switch entry (checked by the library with the rest). */
+static int add_switch(Cli *c, const char *v)
+{
+    size_t n = c->sw ? strlen(c->sw) : 0, m = strlen(v);
+    char *p = realloc(c->sw, n + m + 2);
+    if (!p) {
+        fprintf(stderr, "tilec: error: out of memory\n");
+        return EXIT_USAGE;
+    }
+    if (n)
+        p[n++] = ',';
+    memcpy(p + n, v, m + 1);
+    c->sw = p;
+    return 0;
+}
+
 /* Options that take a value. Returns -1 if `a` is not one of them. */
 static int parse_valued(Cli *c, int argc, char **argv, int *i)
 {
@@ -143,6 +163,11 @@ static int parse_valued(Cli *c, int argc, char **argv, int *i)
     }
     if (strncmp(a, "--emit=", 7) == 0)
         return set_emit(c, a + 7);
+    if (is_opt(a, "--switch")) {
+        if (!(v = opt_value(argc, argv, i, "--switch")))
+            return usage_error("option '%s' needs NAME=VALUE", a);
+        return add_switch(c, v);
+    }
     if (strncmp(a, "--passes=", 9) == 0) {
         c->o.passes = a + 9;
         return 0;
@@ -313,6 +338,7 @@ static int run(Cli *c)
     c->o.print_after = c->pa;
     c->o.nprint_after = c->npa;
     c->o.language = c->lang;
+    c->o.switches = c->sw;
     tilec_result *r = NULL;
     tilec_status st = compile(c, &r);
     if (!r)
@@ -350,5 +376,6 @@ int main(int argc, char **argv)
         free((char *)c.defs[i].name);
     free(c.defs);
     free(c.pa);
+    free(c.sw);
     return rc;
 }

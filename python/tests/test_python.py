@@ -117,6 +117,10 @@ def test_compile_errors():
     good = "kernel k<B: int = 4>(X: global f32[N]) grid(1) { }\n"
     e = raises(tilec.CompileError, tilec.compile, good, arch="sm_86", NOPE=3)
     check("unknown define raises CompileError", e is not None and "NOPE" in str(e), repr(e))
+    e = raises(tilec.CompileError, tilec.compile, good, arch="sm_86", switches={"TILEC_NOPE": 1})
+    check("unknown switch raises CompileError", e is not None and "bad switch 'TILEC_NOPE=1'" in str(e), repr(e))
+    e = raises(tilec.CompileError, tilec.compile, good, arch="sm_86", switches="TILEC_PV_ROWS=on")
+    check("malformed switch raises CompileError", e is not None and "bad switch" in str(e), repr(e))
     path = os.path.join(ROOT, "examples", "does_not_exist.tile")
     e = raises(tilec.CompileError, tilec.compile, src, arch="sm_99")
     check("unknown arch raises CompileError", e is not None, repr(e))
@@ -130,11 +134,32 @@ def test_attention_variants(have_cc):
           (so(1, 64), so(4096, 64), so(4097, 64), so(4096, 128), so(4097, 128), so(None, 64),
            so(1024, 64, True), so(1025, 64, True), so(2048, 128, True), so(2049, 128, True))
           == (True, True, False, True, False, False, True, False, True, False))
+    check("stage_o: at D >= 128 up to 32 key blocks with the causal mask",
+          (so(2048, 64, True, 128), so(2049, 64, True, 128), so(2048, 64, True, 64), so(8192, 64, False, 128))
+          == (True, False, False, False))
     check("variant names", (A.variant_name("bf16", "sm_86", 64, 128, 64, True),
-                            A.variant_name("f16", "sm_90a", 128, 128, 64, False, True))
-          == ("attn_bf16_sm_86_d64_m128_n64_c", "attn_f16_sm_90a_d128_m128_n64_f_so"))
+                            A.variant_name("f16", "sm_90a", 128, 128, 64, False, True),
+                            A.variant_name("bf16", "sm_86", 128, 128, 64, True, True, {"TILEC_PV_ROWS": 1}),
+                            A.variant_name("bf16", "sm_86", 64, 128, 128, False, False, {"TILEC_COPY_INTERIOR": 1}))
+          == ("attn_bf16_sm_86_d64_m128_n64_c", "attn_f16_sm_90a_d128_m128_n64_f_so",
+              "attn_bf16_sm_86_d128_m128_n64_c_so_pm", "attn_bf16_sm_86_d64_m128_n128_f_ci"))
+    sw = A.switches
+    check("switches per tile", (sw(64, True, False), sw(128, False, True), sw(128, True, False), sw(128, True, True))
+          == ({"TILEC_COPY_INTERIOR": 1}, {"TILEC_COPY_INTERIOR": 1}, {}, {"TILEC_PV_ROWS": 1}))
+    check("switch list text", (tilec.switch_list(None), tilec.switch_list({"TILEC_PV_ROWS": 1, "TILEC_COPY_INTERIOR": 0}),
+                               tilec.switch_list("TILEC_PV_ROWS=1"))
+          == (None, "TILEC_COPY_INTERIOR=0,TILEC_PV_ROWS=1", "TILEC_PV_ROWS=1"))
     if not have_cc:
         return
+    src = os.path.join(ROOT, "examples", "attention.tile")
+    defs = dict(D=128, BN=64, CAUSAL=True, STAGE_O=True)
+    on = tilec.compile(src, arch="sm_86", report=True, switches={"TILEC_PV_ROWS": 1}, **defs)
+    off = tilec.compile(src, arch="sm_86", report=True, **defs)
+    check("switches reach the code generator", "row tiles outermost" in on.report
+          and "row tiles outermost" not in off.report and on.ptx != off.ptx)
+    staged = A.kernel(128, "bf16", True, arch="sm_86", n=2048)
+    check("D=128 causal at 32 key blocks: O staged, p @ v by row tiles", staged.ptx == on.ptx
+          and staged is A.kernel(128, "bf16", True, arch="sm_86", n=1024))
     # Short key rows get O staged through shared memory (16-byte stores),
     # long ones the fragment stores; one compiled module per choice.
     short = A.kernel(64, "bf16", False, arch="sm_86", n=4096, nk=512)

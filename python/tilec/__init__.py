@@ -361,12 +361,25 @@ def _diagnostics(lib, res):
     return out
 
 
-def compile(path_or_source, arch=None, opt_level=3, report=False, **consts):
+def switch_list(switches):
+    """A switches argument (None, a dict {"TILEC_NAME": int}, or a string
+    "TILEC_NAME=INT,...") as the library's comma-separated text, or None."""
+    if not switches:
+        return None
+    if isinstance(switches, str):
+        return switches
+    return ",".join("%s=%d" % (k, int(v)) for k, v in sorted(switches.items()))
+
+
+def compile(path_or_source, arch=None, opt_level=3, report=False, switches=None, **consts):
     """Compile a .tile file (a path) or source text, with compile-time params
     given as keyword arguments (bools -> true/false, dtypes as "bf16" or a
     torch/numpy dtype). arch defaults to the current GPU's ("sm_90a" on
-    Hopper), else "sm_86". Returns a Module (callable if it holds one kernel);
-    raises CompileError with the rendered diagnostics."""
+    Hopper), else "sm_86". switches: code-generation switches for this
+    compilation, {"TILEC_PV_ROWS": 1} or "TILEC_PV_ROWS=1" (the TILEC_*
+    integer switches of docs/codegen.md; over the environment's). Returns a
+    Module (callable if it holds one kernel); raises CompileError with the
+    rendered diagnostics."""
     lib = _lib.tilec()
     opts = _lib.TilecOptions()
     lib.tilec_options_init(ctypes.byref(opts))
@@ -376,6 +389,8 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, **consts):
     opts.opt_level = opt_level
     opts.emit = _lib.TILEC_EMIT_PTX
     opts.report = 1 if report else 0
+    sw = switch_list(switches)
+    opts.switches = sw.encode() if sw else None
     defs = (_lib.TilecDefine * max(len(consts), 1))()
     for i, (name, v) in enumerate(consts.items()):
         defs[i].name, defs[i].value = name.encode(), _define_value(name, v).encode()

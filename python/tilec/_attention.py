@@ -11,11 +11,14 @@ natural log-sum-exp of the scaled scores divided by ln 2. The kernel runs on
 torch's current stream.
 
 A variant (D, dtype, causal, tile sizes, arch, O staging) is compiled once
-per process and cached. Short key loops (NK <= 4096, or at most 16 blocks
-of BN with the causal mask) take the example's
-STAGE_O form: O leaves through shared memory as 16-byte rows. Precompiled
+per process and cached. Short key loops (NK <= 4096, or with the causal
+mask at most 16 blocks of BN, 32 at D >= 128) take the example's
+STAGE_O form: O leaves through shared memory as 16-byte rows. Each tile
+is compiled with the code-generation switches that measured faster on it
+(switches() below). Precompiled
 PTX is used when present: a folder given by TILEC_ATTN_DIR (or `ptx_dir=`)
-holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so].ptx (_so: STAGE_O) and
+holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so][_ci][_pm].ptx (_so:
+STAGE_O; _ci, _pm: the switches, variant_tag()) and
 its .meta (bench/attn_bench.py's layout), so a GPU machine without the
 compiler library can run it.
 """
@@ -58,23 +61,62 @@ def tiles(d, causal=False, n=None, arch="sm_90a"):
 # (1k), +1.6% (2k, 16 blocks), -0.2% (4k), losses beyond. So: NK <= 4096
 # without the mask (the epilogue's share of the work falls as 1/NK,
 # whatever BN), at most 16 key blocks with it.
+# With the causal mask at D >= 128 the staged tile also issues p @ v row
+# tile by row tile (below), which measured faster than the fragment stores
+# up to 32 key blocks (2k tokens at BN = 64): bench/RESULTS.md 2026-11-30
+# 20:26 (+2.9% at 1k, +3.9% at 2k, +1.8% at 4k, -0.3% at 8k, +1.6% at 16k
+# over the picks then) and 21:05 (+3.3%, +2.1%, -0.3%, -2.8%, -2.0%).
 STAGE_O_MAX_NK = 4096
 STAGE_O_MAX_CAUSAL_BLOCKS = 16
+STAGE_O_MAX_CAUSAL_BLOCKS_D128 = 32
 
 
-def stage_o(nk, bn, causal=False):
+def stage_o(nk, bn, causal=False, d=64):
     """Whether tilec.attention stages O through shared memory: key length nk
     up to STAGE_O_MAX_NK, or with the causal mask in at most
-    STAGE_O_MAX_CAUSAL_BLOCKS blocks of bn."""
+    STAGE_O_MAX_CAUSAL_BLOCKS blocks of bn (STAGE_O_MAX_CAUSAL_BLOCKS_D128
+    for head dims d >= 128)."""
     if nk is None:
         return False
-    return -(-nk // bn) <= STAGE_O_MAX_CAUSAL_BLOCKS if causal else nk <= STAGE_O_MAX_NK
+    if causal:
+        cap = STAGE_O_MAX_CAUSAL_BLOCKS_D128 if d >= 128 else STAGE_O_MAX_CAUSAL_BLOCKS
+        return -(-nk // bn) <= cap
+    return nk <= STAGE_O_MAX_NK
+
+
+# Code-generation switches per tile (tilec.compile's switches, docs/codegen.md),
+# measured on an H200 against the same tile without them (sm_86 PTX, mean
+# of three interleaved rounds, bench/RESULTS.md 2026-11-30 21:05):
+# TILEC_COPY_INTERIOR (the K/V and Q copies get an arm without per-chunk
+# bounds for windows wholly inside the tensor): D = 64 +0.4% to +1.7% with
+# O staged (nine of ten rows), D = 128 without the mask +0.9% to +2.3% from
+# 4k on (about zero at 1k and 2k), but -1.5% to -2.7% on D = 128 causal
+# tiles, which keep it off. TILEC_PV_ROWS (p @ v row tile by row tile): on
+# the D = 128 causal staged tile only (it spills elsewhere).
+SWITCH_TAGS = (("TILEC_COPY_INTERIOR", "ci"), ("TILEC_PV_ROWS", "pm"))
+
+
+def switches(d, causal, so):
+    """The code-generation switches tilec.attention compiles a tile with
+    (so: O staged), as a dict for tilec.compile."""
+    sw = {}
+    if not (causal and d >= 128):
+        sw["TILEC_COPY_INTERIOR"] = 1
+    if causal and d >= 128 and so:
+        sw["TILEC_PV_ROWS"] = 1
+    return sw
+
+
+def variant_tag(so, sw):
+    """The file-name tag of a variant: "_so" for O staged, then one tag per
+    switch ("_ci", "_pm"); "" for none."""
+    return ("_so" if so else "") + "".join("_" + t for k, t in SWITCH_TAGS if (sw or {}).get(k))
 
 _cache = {}
 
 
-def variant_name(dt, arch, d, bm, bn, causal, so=False):
-    return "attn_%s_%s_d%d_m%d_n%d_%s%s" % (dt, arch, d, bm, bn, "c" if causal else "f", "_so" if so else "")
+def variant_name(dt, arch, d, bm, bn, causal, so=False, sw=None):
+    return "attn_%s_%s_d%d_m%d_n%d_%s%s" % (dt, arch, d, bm, bn, "c" if causal else "f", variant_tag(so, sw))
 
 
 def source(dt):
@@ -91,17 +133,18 @@ def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=
     arch = arch or _device_arch() or "sm_90a"
     tbm, tbn = tiles(d, causal, n, arch)
     bm, bn = bm or tbm, bn or tbn
-    so = stage_o(n if nk is None else nk, bn, causal) if so is None else bool(so)
+    so = stage_o(n if nk is None else nk, bn, causal, d) if so is None else bool(so)
+    sw = switches(d, bool(causal), so)
     key = (d, dt, bool(causal), bm, bn, arch, so)
     mod = _cache.get(key)
     if mod is not None:
         return mod
     ptx_dir = ptx_dir or os.environ.get("TILEC_ATTN_DIR")
-    path = os.path.join(ptx_dir, variant_name(dt, arch, d, bm, bn, causal, so) + ".ptx") if ptx_dir else None
+    path = os.path.join(ptx_dir, variant_name(dt, arch, d, bm, bn, causal, so, sw) + ".ptx") if ptx_dir else None
     if path and os.path.isfile(path):
         mod = _load_files(path)
     else:
-        mod = _compile(source(dt), arch=arch, D=d, BM=bm, BN=bn, CAUSAL=bool(causal), STAGE_O=so)
+        mod = _compile(source(dt), arch=arch, switches=sw, D=d, BM=bm, BN=bn, CAUSAL=bool(causal), STAGE_O=so)
     _cache[key] = mod
     return mod
 

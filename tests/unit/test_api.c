@@ -1,6 +1,7 @@
 /* test_api.c - the public API (include/tilec.h): compiling strings with
  * defines, diagnostics as records, NULL handling, target resolution, the
  * pass list, and two threads compiling at once. */
+#define _POSIX_C_SOURCE 200809L
 #include <check.h>
 
 #include "check_main.h"
@@ -158,6 +159,89 @@ START_TEST(test_observability)
 }
 END_TEST
 
+/* ---- code-generation switches (tilec_options.switches) ---- */
+
+/* gemm.tile's report, compiled with `switches`; NULL when it failed. */
+static char *gemm_report(const char *switches)
+{
+    tilec_options o;
+    tilec_options_init(&o);
+    o.arch = "sm_86";
+    o.report = 1;
+    o.switches = switches;
+    tilec_result *r = NULL;
+    tilec_compile_file(TILEC_SOURCE_DIR "/examples/gemm.tile", &o, &r);
+    const char *rep = tilec_result_status(r) == TILEC_OK ? tilec_result_text(r, TILEC_OUT_REPORT) : NULL;
+    char *out = rep ? strdup(rep) : NULL;
+    tilec_result_free(r);
+    return out;
+}
+
+static int has_interior_arm(const char *switches)
+{
+    char *rep = gemm_report(switches);
+    ck_assert_ptr_nonnull(rep);
+    int has = strstr(rep, "an unmasked arm for windows wholly inside") != NULL;
+    free(rep);
+    return has;
+}
+
+START_TEST(test_switches)
+{
+    unsetenv("TILEC_COPY_INTERIOR");
+    ck_assert_int_eq(has_interior_arm(NULL), 0);
+    ck_assert_int_eq(has_interior_arm("TILEC_COPY_INTERIOR=1"), 1);
+    ck_assert_int_eq(has_interior_arm("TILEC_PV_ROWS=1,TILEC_COPY_INTERIOR=1"), 1);
+    ck_assert_int_eq(has_interior_arm(NULL), 0);   /* nothing left over from the last compile */
+    setenv("TILEC_COPY_INTERIOR", "1", 1);
+    ck_assert_int_eq(has_interior_arm(NULL), 1);
+    ck_assert_int_eq(has_interior_arm("TILEC_COPY_INTERIOR=0"), 0);   /* the switch wins */
+    unsetenv("TILEC_COPY_INTERIOR");
+}
+END_TEST
+
+START_TEST(test_bad_switches)
+{
+    const char *bad[] = { "TILEC_NOPE=1", "TILEC_PV_ROWS", "TILEC_PV_ROWS=", "=1", "TILEC_PV_ROWS=1x",
+                          "TILEC_PV_ROWS=1,,TILEC_ROLL_K=0", "TILEC_PV_ROWS=99999999999", "tilec_pv_rows=1" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tilec_options o;
+        tilec_options_init(&o);
+        o.switches = bad[i];
+        tilec_result *r = NULL;
+        ck_assert_int_eq(tilec_compile_string("a.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_USAGE);
+        ck_assert_int_eq(tilec_result_num_diags(r), 1);
+        ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "bad switch"));
+        tilec_result_free(r);
+    }
+}
+END_TEST
+
+/* Two threads, one compiling with a switch and one without: each
+ * compilation sees only its own. */
+static void *switch_worker(void *p)
+{
+    int *want = p, ok = 1;
+    for (int i = 0; i < 3; i++)
+        ok &= has_interior_arm(*want ? "TILEC_COPY_INTERIOR=1" : NULL) == *want;
+    *want = ok;
+    return NULL;
+}
+
+START_TEST(test_switch_threads)
+{
+    unsetenv("TILEC_COPY_INTERIOR");
+    int a = 1, b = 0;
+    pthread_t ta, tb;
+    ck_assert_int_eq(pthread_create(&ta, NULL, switch_worker, &a), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, switch_worker, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_int_eq(a, 1);
+    ck_assert_int_eq(b, 1);
+}
+END_TEST
+
 /* ---- two threads at once ---- */
 
 typedef struct Work {
@@ -207,6 +291,9 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_passes_and_version);
     tcase_add_test(tc, test_observability);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_switches);
+    tcase_add_test(tc, test_bad_switches);
+    tcase_add_test(tc, test_switch_threads);
     suite_add_tcase(s, tc);
     return s;
 }
