@@ -55,7 +55,7 @@ print(A.variant_tag(so, sw)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(s
 # blocks longest first within a head, two runs at 16:37: now the example's
 # order), pl / pe (the prefetch after the first product forced on / off,
 # TILEC_PF_LATE=1/0, 19:52-19:58: on where the first product reduces over
-# <= 64), ci / pm (TILEC_COPY_INTERIOR=1, TILEC_PV_ROWS=1, 21:05: now
+# <= 64), ci / pm (TILEC_COPY_INTERIOR=1, TILEC_PV_ROWS=1, 21:06: now
 # switches of tilec.attention's tiles). bench/attn_bench.py
 # checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do

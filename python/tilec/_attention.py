@@ -65,7 +65,7 @@ def tiles(d, causal=False, n=None, arch="sm_90a"):
 # tile by row tile (below), which measured faster than the fragment stores
 # up to 32 key blocks (2k tokens at BN = 64): bench/RESULTS.md 2026-11-30
 # 20:26 (+2.9% at 1k, +3.9% at 2k, +1.8% at 4k, -0.3% at 8k, +1.6% at 16k
-# over the picks then) and 21:05 (+3.3%, +2.1%, -0.3%, -2.8%, -2.0%).
+# over the picks then) and 21:06 (+3.3%, +2.1%, -0.3%, -2.8%, -2.0%).
 STAGE_O_MAX_NK = 4096
 STAGE_O_MAX_CAUSAL_BLOCKS = 16
 STAGE_O_MAX_CAUSAL_BLOCKS_D128 = 32
@@ -86,7 +86,7 @@ def stage_o(nk, bn, causal=False, d=64):
 
 # Code-generation switches per tile (tilec.compile's switches, docs/codegen.md),
 # measured on an H200 against the same tile without them (sm_86 PTX, mean
-# of three interleaved rounds, bench/RESULTS.md 2026-11-30 21:05):
+# of three interleaved rounds, bench/RESULTS.md 2026-11-30 21:06):
 # TILEC_COPY_INTERIOR (the K/V and Q copies get an arm without per-chunk
 # bounds for windows wholly inside the tensor): D = 64 +0.4% to +1.7% with
 # O staged (nine of ten rows), D = 128 without the mask +0.9% to +2.3% from
