@@ -216,6 +216,9 @@ def timing(names):
                             print("  %s unavailable: %s" % (name, str(e)[:80]), flush=True)
                     for lb in labels:
                         m = [x for x in vs if x["d"] == d and x["causal"] == causal and label(x) == lb]
+                        if not m:   # a variant compiled for the other mask only
+                            runs[lb].append(float("nan"))
+                            continue
                         try:
                             mod = load(m[0])
                             runs[lb].append(tf(bench(lambda: mod(q, k, v, o, lse, d ** -0.5))))
