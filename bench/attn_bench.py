@@ -15,7 +15,7 @@ Frobenius error <= 1e-2), LSE against logsumexp(scale * q k^T) / ln 2 (the
 kernel's log2 units); outputs poisoned with NaN before each launch; fresh
 random inputs per case; then every bf16 file (sm_90a and sm_86 PTX) on five N (a variant that
 fails is left out of "best"). Timing, every bf16 variant per row (and a table of the sm_86 PTX that tilec.attention picks: the portable path): triton do_bench medians (with --repeat R: R rounds per row, flash, cuDNN and
-every variant interleaved in each, and the means; single runs move a row by
+every variant interleaved in each, in a fresh random order per round, and the means; single runs move a row by
 up to 5%); FLOPs 4 Z H N^2 D,
 halved when causal; FlashAttention-paper shapes (16384 tokens, hidden 2048).
 """
@@ -23,6 +23,7 @@ import argparse
 import glob
 import math
 import os
+import random
 import sys
 import time
 
@@ -187,7 +188,7 @@ def timing(names):
     vs = [parse(x) for x in names]
     vs = [v for v in vs if v["dt"] == "bf16"]
     print("\nattention forward, bf16, 16384 tokens, hidden 2048 (TFLOP/s, do_bench median; mean of %d "
-          "interleaved round%s)" % (REPEAT, "" if REPEAT == 1 else "s"))
+          "interleaved round%s in random order)" % (REPEAT, "" if REPEAT == 1 else "s"))
     for d in (64, 128):
         labels = sorted({label(v) for v in vs if v["d"] == d}, key=lambda x: (-int(x.split("x")[0]), x))
         hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
@@ -207,24 +208,34 @@ def timing(names):
                 runs = {lb: [] for lb in labels}
                 o = torch.empty_like(q)
                 lse = torch.empty(z, h, n, device="cuda")
-                for _ in range(REPEAT):   # peers and variants interleaved, REPEAT rounds
-                    for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-                        try:
-                            res[name].append(tf(bench(lambda: sdpa(q, k, v, causal, be))))
-                        except Exception as e:  # noqa: BLE001
-                            res[name].append(float("nan"))
-                            print("  %s unavailable: %s" % (name, str(e)[:80]), flush=True)
-                    for lb in labels:
-                        m = [x for x in vs if x["d"] == d and x["causal"] == causal and label(x) == lb]
+                # Peers and variants interleaved, REPEAT rounds, each round in
+                # a fresh random order (seeded per row): identical kernels in
+                # fixed adjacent places differed by up to 2.5% in the mean of
+                # three rounds (bench/RESULTS.md 2026-11-30 21:17), so no
+                # entry keeps one place in the round.
+                entries = [("peer", "flash", SDPBackend.FLASH_ATTENTION), ("peer", "cudnn", SDPBackend.CUDNN_ATTENTION)]
+                entries += [("tilec", lb, None) for lb in labels]
+                rng = random.Random(d * 1000003 + n * 2 + causal)
+                for _ in range(REPEAT):
+                    rng.shuffle(entries)
+                    for kind, name, be in entries:
+                        if kind == "peer":
+                            try:
+                                res[name].append(tf(bench(lambda: sdpa(q, k, v, causal, be))))
+                            except Exception as e:  # noqa: BLE001
+                                res[name].append(float("nan"))
+                                print("  %s unavailable: %s" % (name, str(e)[:80]), flush=True)
+                            continue
+                        m = [x for x in vs if x["d"] == d and x["causal"] == causal and label(x) == name]
                         if not m:   # a variant compiled for the other mask only
-                            runs[lb].append(float("nan"))
+                            runs[name].append(float("nan"))
                             continue
                         try:
                             mod = load(m[0])
-                            runs[lb].append(tf(bench(lambda: mod(q, k, v, o, lse, d ** -0.5))))
+                            runs[name].append(tf(bench(lambda: mod(q, k, v, o, lse, d ** -0.5))))
                         except Exception as e:  # noqa: BLE001
-                            runs[lb].append(float("nan"))
-                            print("  tilec %s: %s" % (lb, str(e)[:100]), flush=True)
+                            runs[name].append(float("nan"))
+                            print("  tilec %s: %s" % (name, str(e)[:100]), flush=True)
                 res = {name: sum(x) / len(x) for name, x in res.items()}
                 ours = [sum(runs[lb]) / len(runs[lb]) for lb in labels]
                 good = [(x, lb) for x, lb in zip(ours, labels) if x == x and lb not in BAD]
