@@ -431,55 +431,58 @@ const char *tc_knob_scope(const char *list)
     return old;
 }
 
-/* Parses entry [p, end) of a switch list as NAME=INTEGER. */
-static bool switch_entry(const char *p, const char *end, size_t *nlen, long *val)
+/* Entry p of a switch list: [p, *end) parsed as NAME=INTEGER (*ok; the
+ * name is p[0..*nlen), the value *val). Returns the next entry, or NULL
+ * after the last. */
+static const char *switch_next(const char *p, const char **end, size_t *nlen, long *val, bool *ok)
 {
-    const char *eq = memchr(p, '=', (size_t)(end - p));
-    if (!eq || eq == p || eq + 1 == end)
-        return false;
+    const char *e = strchr(p, ',');
+    *end = e ? e : p + strlen(p);
+    *nlen = 0;
+    const char *eq = memchr(p, '=', (size_t)(*end - p));
     char num[24];
-    size_t n = (size_t)(end - eq - 1);
-    if (n >= sizeof num)
-        return false;
-    memcpy(num, eq + 1, n);
-    num[n] = 0;
-    char *stop;
-    errno = 0;
-    *val = strtol(num, &stop, 10);
-    *nlen = (size_t)(eq - p);
-    return *stop == 0 && errno == 0 && *val >= INT_MIN && *val <= INT_MAX;
+    size_t n = eq ? (size_t)(*end - eq - 1) : 0;
+    *ok = eq && eq != p && n > 0 && n < sizeof num;
+    if (*ok) {
+        memcpy(num, eq + 1, n);
+        num[n] = 0;
+        char *stop;
+        errno = 0;
+        *val = strtol(num, &stop, 10);
+        *nlen = (size_t)(eq - p);
+        *ok = *stop == 0 && errno == 0 && *val >= INT_MIN && *val <= INT_MAX;
+    }
+    return e ? e + 1 : NULL;
 }
 
 const char *tc_switches_check(const char *list, size_t *len)
 {
-    for (const char *p = list; p && *p;) {
-        const char *end = strchr(p, ',');
-        if (!end)
-            end = p + strlen(p);
+    for (const char *p = list, *next; p && *p; p = next) {
+        const char *end;
         size_t nlen;
         long v;
-        if (!switch_entry(p, end, &nlen, &v) || !tc_knob_known(p, nlen)) {
+        bool ok;
+        next = switch_next(p, &end, &nlen, &v, &ok);
+        if (!ok || !tc_knob_known(p, nlen)) {
             *len = (size_t)(end - p);
             return p;
         }
-        p = *end ? end + 1 : end;
     }
     return NULL;
 }
 
 int tc_knob(const char *name, int dflt)
 {
-    assert(tc_knob_known(name, strlen(name)));
     size_t len = strlen(name);
-    for (const char *p = scope_switches; p && *p;) {   /* the compilation's own switches first */
-        const char *end = strchr(p, ',');
-        if (!end)
-            end = p + strlen(p);
+    assert(tc_knob_known(name, len));
+    for (const char *p = scope_switches, *next; p && *p; p = next) {   /* the compilation's own first */
+        const char *end;
         size_t nlen;
         long v;
-        if (switch_entry(p, end, &nlen, &v) && nlen == len && memcmp(p, name, len) == 0)
+        bool ok;
+        next = switch_next(p, &end, &nlen, &v, &ok);
+        if (ok && nlen == len && memcmp(p, name, len) == 0)
             return (int)v;
-        p = *end ? end + 1 : end;
     }
     const char *s = getenv(name);
     return s && *s ? atoi(s) : dflt;
