@@ -243,9 +243,8 @@ def timing(names):
                 line = "%-4d %-6d %-6s %-3d %8.1f %8.1f" % (d, n, "yes" if causal else "no", z, res["flash"], res["cudnn"])
                 for x in ours:
                     line += " %13.1f" % x
-                bm, bn = A.tiles(d, causal, n, "sm_90a")
-                so = A.stage_o(n, bn, causal, d)
-                dl = "%dx%d%s_sm86" % (bm, bn, A.variant_tag(so, A.switches(d, causal, so)))
+                bm, bn, so, sw = A.picks(d, causal, n)
+                dl = "%dx%d%s_sm86" % (bm, bn, A.variant_tag(so, sw))
                 p86 = ours[labels.index(dl)] if dl in labels else float("nan")
                 SM86.append((d, n, causal, p86, res["flash"], res["cudnn"]))
                 print(line + "   %9.2fx  %9.2fx  %s  %s %.2fx" % (best / res["flash"], best / res["cudnn"], blb,

@@ -143,6 +143,8 @@ def test_attention_variants(have_cc):
                             A.variant_name("bf16", "sm_86", 64, 128, 128, False, False, {"TILEC_COPY_INTERIOR": 1}))
           == ("attn_bf16_sm_86_d64_m128_n64_c", "attn_f16_sm_90a_d128_m128_n64_f_so",
               "attn_bf16_sm_86_d128_m128_n64_c_so_pm", "attn_bf16_sm_86_d64_m128_n128_f_ci"))
+    check("picks: the kernel's choices", (A.picks(128, True, 2048, arch="sm_86"), A.picks(64, False, 8192))
+          == ((128, 64, True, {"TILEC_PV_ROWS": 1}), (128, 128, False, {"TILEC_COPY_INTERIOR": 1})))
     sw = A.switches
     check("switches per tile", (sw(64, True, False), sw(128, False, True), sw(128, True, False), sw(128, True, True))
           == ({"TILEC_COPY_INTERIOR": 1}, {"TILEC_COPY_INTERIOR": 1}, {}, {"TILEC_PV_ROWS": 1}))
