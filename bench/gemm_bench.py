@@ -6,10 +6,13 @@ mma.sync only, no memory traffic).
 
 Precompiled PTX comes from .devcarry/gemm/*.ptx (+ .meta), written on the
 build machine with e.g.
-  tilec tests/lit/codegen/gemm_f16.tile -arch=sm_90a -DT=bf16 -DSTAGES=3 \\
-      -o .devcarry/gemm/gemm_bf16_128x128x64_s3.ptx
+  tilec examples/gemm.tile -arch=sm_90a -DT=f16 -DSTAGES=3 \\
+      -o .devcarry/gemm/f16_128x128x64_s3.ptx
 On the GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
-  TILEC_LIB_DIR=/tmp/rt/runtime python3 bench/gemm_bench.py
+  TILEC_LIB_DIR=/tmp/rt/runtime python3 bench/gemm_bench.py [--repeat R]
+The timings: cuBLAS (torch.matmul), Triton's GEMM held to mma.sync
+(bench/triton_mma.py's PEER configuration, where Triton is installed) and
+every variant, in R rounds (default 1), each in a fresh random order, means.
 
 Variants (--prepare, on the build machine): VARIANTS below, compiled with
 the CLI into .devcarry/gemm/NAME.ptx + .meta, with ptxas registers / spills
@@ -20,6 +23,7 @@ full correctness set, the others a reduced one.
 import ctypes
 import glob
 import os
+import random
 import sys
 import time
 
@@ -32,7 +36,7 @@ import subprocess  # noqa: E402
 VARIANTS = """
 default_bf16_128x128x64_s3 | sm_86 | examples/gemm.tile | |
 sm90a_bf16_128x128x64_s3 | sm_90a | examples/gemm.tile | |
-f16_128x128x64_s3        | sm_86  | tests/lit/codegen/gemm_f16.tile | -DT=f16 |
+f16_128x128x64_s3        | sm_86  | examples/gemm.tile | -DT=f16 |
 bf16_128x128x64_s1       | sm_86  | examples/gemm.tile | -DSTAGES=1 |
 bf16_128x128x64_s2       | sm_86  | examples/gemm.tile | -DSTAGES=2 |
 bf16_128x128x32_s4       | sm_86  | examples/gemm.tile | -DBK=32 -DSTAGES=4 |
@@ -225,7 +229,62 @@ def raw_rows(d, rows):
             print("raw", cv, "ERROR", e, flush=True)
 
 
+def triton_peer():
+    """(label, fn(a, b, c)): Triton's GEMM held to mma.sync
+    (bench/triton_mma.py), checked once; None without Triton."""
+    try:
+        import triton_mma
+    except ImportError as e:
+        print("no Triton peer: %s" % e, flush=True)
+        return None
+    x = torch.randn(1000, 4096, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
+    z = torch.full((1000, 1024), float("nan"), device="cuda", dtype=torch.bfloat16)
+    cfg = triton_mma.PEER
+    try:
+        k = triton_mma.run(cfg, x[:896], y, z[:896])
+    except Exception as e:  # noqa: BLE001
+        print("no Triton peer: %s" % str(e).splitlines()[0], flush=True)
+        return None
+    e = rel_err(z[:896], x[:896], y)
+    print("check %-32s worst rel err %.2e  %s (%s)" % ("triton mma.sync peer", e, "OK" if e <= 1e-2 else "FAIL",
+          "mma.sync" if "mma.sync" in k.asm["ptx"] and "wgmma" not in k.asm["ptx"] else "NOT mma.sync"), flush=True)
+    return "triton %dx%dx%d w%d s%d (mma.sync)" % cfg, lambda a, b, c: triton_mma.run(cfg, a, b, c)
+
+
+def timed_rows(mods, repeat):
+    """(name, size, TFLOP/s): cuBLAS, the Triton peer and every variant,
+    timed in `repeat` rounds, each in a fresh random order (seeded), means."""
+    peer = triton_peer()
+    acc = {}
+    for size in (4096, 8192):
+        flop = 2.0 * size ** 3
+        ins = {dn: (torch.randn(size, size, device="cuda", dtype=dt), torch.randn(size, size, device="cuda", dtype=dt))
+               for dn, dt in DTYPES.items()}
+        out = {dn: torch.empty(size, size, device="cuda", dtype=dt) for dn, dt in DTYPES.items()}
+        jobs = []
+        for dn in DTYPES:
+            a, b = ins[dn]
+            jobs.append(("torch.matmul (cuBLAS) %s" % dn, lambda a=a, b=b: torch.matmul(a, b)))
+        if peer:
+            a, b = ins["bf16"]
+            jobs.append((peer[0], lambda a=a, b=b: peer[1](a, b, out["bf16"])))
+        for name, mod in mods.items():
+            a, b = ins[dtname(name)]
+            jobs.append((name, lambda a=a, b=b, mod=mod, c=out[dtname(name)]: mod(a, b, c)))
+        rng = random.Random(size)
+        for _ in range(repeat):
+            rng.shuffle(jobs)
+            for name, fn in jobs:
+                try:
+                    acc.setdefault((name, size), []).append(flop / bench(fn) / 1e9)
+                except Exception as e:  # noqa: BLE001
+                    print("time", name, "ERROR", e, flush=True)
+    return [(name, size, sum(v) / len(v)) for (name, size), v in sorted(acc.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
+
+
 def main():
+    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
     d = os.path.join(ROOT, ".devcarry", "gemm")
     mods = {os.path.basename(p)[:-4]: tilec.load_files(p) for p in sorted(glob.glob(os.path.join(d, "*.ptx")))}
     print("device:", torch.cuda.get_device_name(0), "|", time.strftime("%Y-%m-%d"), flush=True)
@@ -246,21 +305,7 @@ def main():
         except Exception as e:  # noqa: BLE001 - report and go on to the next variant
             ok = False
             print("check %-32s ERROR %s" % (name, e), flush=True)
-    rows = []
-    for size in (4096, 8192):
-        flop = 2.0 * size ** 3
-        for dname, dt in DTYPES.items():
-            a = torch.randn(size, size, device="cuda", dtype=dt)
-            b = torch.randn(size, size, device="cuda", dtype=dt)
-            rows.append(("torch.matmul (cuBLAS) %s" % dname, size, flop / bench(lambda: torch.matmul(a, b)) / 1e9))
-            for name, mod in mods.items():
-                if dtname(name) != dname:
-                    continue
-                try:
-                    c = torch.empty(size, size, device="cuda", dtype=dt)
-                    rows.append((name, size, flop / bench(lambda: mod(a, b, c)) / 1e9))
-                except Exception as e:  # noqa: BLE001
-                    print("time", name, "ERROR", e, flush=True)
+    rows = timed_rows(mods, repeat)
     raw_rows(d, rows)
     peak = mma_peak()
     print("\n%-36s %6s %10s %8s  %s" % ("kernel", "size", "TFLOP/s", "of peak", "regs/spill"))

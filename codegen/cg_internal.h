@@ -99,6 +99,10 @@ typedef struct Cg {
     int hoist;                            /* early loads of read-only tensors (TILEC_HOIST) */
     /* Products feed products (attention): MMA warp grids are wm x 1 (lower_chain.c). */
     bool mma_rows_only;
+    /* Masked async copies get an unmasked arm for windows wholly inside
+     * the tensor (TILEC_COPY_INTERIOR; default: kernels with products,
+     * none chained; lower_async.c interior_arm). */
+    bool copy_interior;
     /* Pipelined loops whose prefetch copies their DOT issues between its k
      * steps (lower_async.c, found on first use). */
     struct CgPrefetch *pf;

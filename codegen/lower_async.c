@@ -426,19 +426,19 @@ static LLVMValueRef copy_interior(Cg *cg, const Copy *c)
     return ok;
 }
 
-/* Does a copy get the arm for interior windows? When TILEC_COPY_INTERIOR=1
- * and the copy is masked. Off by default: it measured the same on GEMM and
- * cost attention's compile 9% more instructions (docs/codegen.md);
- * tilec.attention asks for it where it measured faster. */
-static bool interior_arm(const Copy *c)
+/* Does a copy get the arm for interior windows? When it is masked and the
+ * kernel asks for the arm (cg->copy_interior: TILEC_COPY_INTERIOR, by
+ * default on for products that feed no other product; tilec.attention
+ * asks for it on the attention tiles where it measured faster). */
+static bool interior_arm(const Cg *cg, const Copy *c)
 {
-    return c->mask && tc_knob("TILEC_COPY_INTERIOR", 0);
+    return c->mask && cg->copy_interior;
 }
 
 /* The interior test when the copy gets the arm, else NULL. */
 static LLVMValueRef interior_test(Cg *cg, const Copy *c)
 {
-    return interior_arm(c) ? copy_interior(cg, c) : NULL;
+    return interior_arm(cg, c) ? copy_interior(cg, c) : NULL;
 }
 
 /* i1: are all rows and the window start 16-byte aligned in global memory? */
@@ -726,7 +726,7 @@ int cg_lower_async_copy(Cg *cg, Op *op)
     if (cg->report)
         sb_printf(cg->report, "  async copy at %d:%d: %lldx%lld, cp.async 16 B%s%s%s\n", op->loc.line, op->loc.col,
                   (long long)c.sv->rows, (long long)c.sv->cols, c.mask ? ", zero fill at the edges" : "",
-                  interior_arm(&c) ? " (an unmasked arm for windows wholly inside)" : "",
+                  interior_arm(cg, &c) ? " (an unmasked arm for windows wholly inside)" : "",
                   deferred ? ", issued between the k steps of the product" : "");
     return 0;
 }

@@ -186,16 +186,18 @@ static int has_interior_arm(const char *switches)
     return has;
 }
 
+/* gemm's copies get the interior arm by default (a product that feeds no
+ * other product); TILEC_COPY_INTERIOR=0 takes it away. */
 START_TEST(test_switches)
 {
     unsetenv("TILEC_COPY_INTERIOR");
-    ck_assert_int_eq(has_interior_arm(NULL), 0);
-    ck_assert_int_eq(has_interior_arm("TILEC_COPY_INTERIOR=1"), 1);
-    ck_assert_int_eq(has_interior_arm("TILEC_PV_ROWS=1,TILEC_COPY_INTERIOR=1"), 1);
-    ck_assert_int_eq(has_interior_arm(NULL), 0);   /* nothing left over from the last compile */
-    setenv("TILEC_COPY_INTERIOR", "1", 1);
     ck_assert_int_eq(has_interior_arm(NULL), 1);
-    ck_assert_int_eq(has_interior_arm("TILEC_COPY_INTERIOR=0"), 0);   /* the switch wins */
+    ck_assert_int_eq(has_interior_arm("TILEC_COPY_INTERIOR=0"), 0);
+    ck_assert_int_eq(has_interior_arm("TILEC_PV_ROWS=1,TILEC_COPY_INTERIOR=0"), 0);
+    ck_assert_int_eq(has_interior_arm(NULL), 1);   /* nothing left over from the last compile */
+    setenv("TILEC_COPY_INTERIOR", "0", 1);
+    ck_assert_int_eq(has_interior_arm(NULL), 0);
+    ck_assert_int_eq(has_interior_arm("TILEC_COPY_INTERIOR=1"), 1);   /* the switch wins */
     unsetenv("TILEC_COPY_INTERIOR");
 }
 END_TEST
@@ -223,7 +225,7 @@ static void *switch_worker(void *p)
 {
     int *want = p, ok = 1;
     for (int i = 0; i < 3; i++)
-        ok &= has_interior_arm(*want ? "TILEC_COPY_INTERIOR=1" : NULL) == *want;
+        ok &= has_interior_arm(*want ? NULL : "TILEC_COPY_INTERIOR=0") == *want;
     *want = ok;
     return NULL;
 }

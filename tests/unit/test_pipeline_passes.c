@@ -314,11 +314,11 @@ START_TEST(smem_limit_lists_buffers)
     const char *msg = p.d.recs[0].msg;
     ck_assert_ptr_nonnull(strstr(msg, "kernel 'gemm' needs 524288 bytes of shared memory"));
     ck_assert_ptr_nonnull(strstr(msg, "101376 bytes (99 KB) one block may use on sm_86"));
-    ck_assert_ptr_nonnull(strstr(msg, "A at gemm.tile:9:"));
+    ck_assert_ptr_nonnull(strstr(msg, "A at gemm.tile:17:"));
     ck_assert_ptr_nonnull(strstr(msg, "tile<4x256x128xbf16, shared>, 4 stages of 65536 B = 262144 B at offset"));
-    ck_assert_ptr_nonnull(strstr(msg, "B at gemm.tile:10:"));
+    ck_assert_ptr_nonnull(strstr(msg, "B at gemm.tile:18:"));
     ck_assert_ptr_nonnull(strstr(msg, "tile<4x128x256xbf16, shared>"));
-    ck_assert_int_eq(p.d.recs[0].loc.line, 3);
+    ck_assert_int_eq(p.d.recs[0].loc.line, 6);
     arena_free(p.a);
     /* the same kernel fits on sm_90a (227 KB)? 512 KB does not either */
     free(src);
