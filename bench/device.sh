@@ -73,7 +73,7 @@ if [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; t
 fi
 
 # Nsight Compute profile of chosen benchmark kernels (PROFILE="layernorm_16384
-# default_bf16_128x128x64_s3 attn_bf16_sm_86_d128_m128_n64_f ...": a
+# default_bf16_256x128x64_s2 attn_bf16_sm_86_d128_m128_n64_f ...": a
 # memory-bound, GEMM or attention variant name; NCU_N sets attention's N):
 # the third launch of the tilec kernel, full section set, text summary into $OUT/NAME.ncu.txt.
 for n in ${PROFILE:-}; do

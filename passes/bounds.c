@@ -82,10 +82,20 @@ static Range r_union(Range a, Range b)
     return r_span(min64(a.lo, b.lo), max64(a.hi, b.hi), gcd64(a.div, b.div));
 }
 
+/* a + b, or a - b, saturated at +-RINF (operands lie within +-RINF, so
+ * only the sum of two infinities can leave int64_t). */
+static int64_t sat_add(int64_t a, int64_t b, int sign)
+{
+    int64_t r;
+    if (sign > 0 ? __builtin_add_overflow(a, b, &r) : __builtin_sub_overflow(a, b, &r))
+        return a > 0 ? RINF : -RINF;
+    return clampr(r);
+}
+
 static Range r_add(Range a, Range b, int sign)
 {
-    int64_t lo = sign > 0 ? a.lo + b.lo : a.lo - b.hi;
-    int64_t hi = sign > 0 ? a.hi + b.hi : a.hi - b.lo;
+    int64_t lo = sign > 0 ? sat_add(a.lo, b.lo, 1) : sat_add(a.lo, b.hi, -1);
+    int64_t hi = sign > 0 ? sat_add(a.hi, b.hi, 1) : sat_add(a.hi, b.lo, -1);
     if (a.lo <= -RINF || (sign > 0 ? b.lo <= -RINF : b.hi >= RINF))
         lo = -RINF;
     if (a.hi >= RINF || (sign > 0 ? b.hi >= RINF : b.lo <= -RINF))

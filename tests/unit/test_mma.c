@@ -179,7 +179,7 @@ START_TEST(gemm_ptx)
         ck_assert_msg(e == 0, "%s: %s", archs[i], err.buf ? err.buf : "");
         for (int w = 0; want[w]; w++)
             ck_assert_msg(strstr(res.ptx.buf, want[w]), "%s: PTX lacks '%s'", archs[i], want[w]);
-        ck_assert(strstr(res.meta.buf, "threads 128\n") && !strstr(res.meta.buf, "smem 0\n"));
+        ck_assert(strstr(res.meta.buf, "threads 256\n") && !strstr(res.meta.buf, "smem 0\n"));   /* 256x128: 8 warps */
         if (ptxas)
             ptxas_check(res.ptx.buf, archs[i]);
         sb_free(&err), sb_free(&res.ptx), sb_free(&res.meta), sb_free(&res.llvm_ir), sb_free(&res.report);
@@ -191,14 +191,15 @@ START_TEST(gemm_ptx)
 }
 END_TEST
 
-/* PTX of examples/gemm.tile with STAGES = stages (caller frees). */
+/* PTX of examples/gemm.tile on 128x128 tiles with STAGES = stages (caller
+ * frees). */
 static char *gemm_ptx_text(const char *src, size_t n, const char *arch, const char *stages)
 {
     Arena *a = arena_new();
     Diag d;
     diag_init(&d, a);
-    FeDefine def = { "STAGES", stages };
-    Module *m = fe_compile(a, "gemm.tile", src, n, &def, 1, &d);
+    FeDefine defs[2] = { { "STAGES", stages }, { "BM", "128" } };
+    Module *m = fe_compile(a, "gemm.tile", src, n, defs, 2, &d);
     ck_assert(m != NULL);
     PassCtx pc = { .diag = &d, .arch = arch, .opt_level = 3, .verify_each = true };
     ck_assert_int_eq(passes_run(m, &pc), 0);
