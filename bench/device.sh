@@ -21,6 +21,16 @@ export PYTHONUNBUFFERED=1
 echo "== device ($(date -u +%Y-%m-%dT%H:%MZ))"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/device.txt"
 
+# SM clock, power and temperature every 200 ms, and the phase marks they are
+# summarised by at the end (bench/clocks.py).
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+  --format=csv,noheader,nounits -lms 200 -f "$out/clocks.csv" 2>/dev/null &
+clocks_pid=$!
+trap 'kill "$clocks_pid" 2>/dev/null' EXIT
+mark() { echo "$(date +%s.%N) $1" >> "$out/phases.txt"; }
+: > "$out/phases.txt"
+mark setup
+
 echo "== build libtilert (runtime only: no LLVM on this host)"
 rt=/tmp/tilert-build
 dl=()
@@ -34,6 +44,7 @@ ls "$root/.devcarry/kernels" > /dev/null 2>&1 || echo "note: no .devcarry/kernel
 [ -f "$root/.devcarry/compile_times.txt" ] && { echo "== compile times (build machine, --time-passes)"; cat "$root/.devcarry/compile_times.txt"; }
 status=0
 
+mark c-host-tests
 echo "== C host tests (libtilert from C, PTX compiled by tilec on the build machine)"
 if [ -d "$root/.devcarry/gputest" ]; then
   "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/c_tests.txt" 2>&1 || status=1
@@ -49,28 +60,38 @@ if [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
   grep -E "ERROR SUMMARY|Invalid|passed, " "$out/memcheck.txt" | sort | uniq -c | sort -rn | head -n 20
 fi
 
+mark memory-bound
 echo "== Python correctness + benchmark: memory-bound kernels"
 python3 "$root/bench/bench.py" --out "$out" "$@" 2>&1 | tee "$out/bench.txt" || status=1
 
 if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
+  mark gemm
   echo "== GEMM (tensor cores, mma.sync)"
   python3 "$root/bench/gemm_bench.py" --repeat 3 > "$out/gemm.txt" 2>  python3 "$root/bench/gemm_bench.py" > "$out/gemm.txt" 2>&1 || status=11 || status=1
   grep -vE "^check .* ok" "$out/gemm.txt" | tail -n 30
+  mark mma-probes
   echo "== warp-MMA issue-rate probes (bench/mma_probe.py)"
   python3 "$root/bench/mma_probe.py" 2>&1 | tee "$out/mma_probe.txt" || status=1
 fi
 
 if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
+  mark attention
   echo "== attention"
   python3 "$root/bench/attn_bench.py" --repeat 3 > "$out/attn.txt" 2>&1 || status=1
   tail -n 32 "$out/attn.txt"
 fi
 
 if [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; then
+  mark attention-interpreter
   echo "== attention: Tile IR interpreter vs GPU (small shapes, same kernels and inputs)"
   python3 "$root/bench/attn_interp_check.py" > "$out/attn_interp.txt" 2>&1 || status=1
   grep -vE "^  (ok|skip) " "$out/attn_interp.txt" | tail -n 30
 fi
+
+mark end
+kill "$clocks_pid" 2>/dev/null
+echo "== GPU clocks per phase (bench/clocks.py; samples every 200 ms)"
+python3 "$root/bench/clocks.py" "$out/clocks.csv" "$out/phases.txt" | tee "$out/clocks.txt"
 
 # Nsight Compute profile of chosen benchmark kernels (PROFILE="layernorm_16384
 # default_bf16_256x128x64_s2 attn_bf16_sm_86_d128_m128_n64_f ...": a
