@@ -5,6 +5,8 @@ that sm_90 does not turn the product into wgmma. Prints TFLOP/s per tile
 configuration at 4096^3 and 8192^3 beside cuBLAS (torch.matmul) from the
 same run, checks every result against torch.matmul in float32, and with
 --out DIR writes the PTX and SASS of the fastest configuration there.
+The kernel has no masks: M, N and K must be multiples of the tile (the
+benchmark's sizes are).
 
     python3 bench/triton_mma.py [--out DIR]
     python3 bench/triton_mma.py --ncu 128x128x64w4s3   (three launches at
@@ -53,8 +55,10 @@ CONFIGS = [(128, 128, 64, 4, 3), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (12
            (128, 256, 64, 8, 4), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4)]
 
 
-# The configuration bench/gemm_bench.py times as the peer (the fastest of
-# CONFIGS with tilec's 128x128 tile and warp count, 2026-11-30 on the H200).
+# The configuration bench/gemm_bench.py times as the peer: of CONFIGS the
+# fastest over 4096^3 and 8192^3 together (H200, 2026-11-30 22:18 and
+# 22:21: 256x128x64 on 8 warps led at 4096^3 by under 1%, and lost 3% at
+# 8192^3).
 PEER = (128, 128, 64, 4, 3)
 
 
