@@ -9,7 +9,7 @@ build machine with e.g.
   tilec examples/gemm.tile -arch=sm_86 -DT=f16 \\
       -o .devcarry/gemm/f16_256x128x64_s2.ptx
 On the GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
-  TILEC_LIB_DIR=/tmp/rt/runtime python3 bench/gemm_bench.py [--repeat R]
+  TILEC_LIB_DIR=/tmp/rt/runtime python3 bench/gemm_bench.py [--repeat R] [--seed S]
 The timings: cuBLAS (torch.matmul), Triton's GEMM held to mma.sync
 (bench/triton_mma.py's PEER configuration, where Triton is installed) and
 every variant, in R rounds (default 1), each in a fresh random order, means.
@@ -253,9 +253,9 @@ def triton_peer():
     return "triton %dx%dx%d w%d s%d (mma.sync)" % cfg, lambda a, b, c: triton_mma.run(cfg, a, b, c)
 
 
-def timed_rows(mods, repeat):
+def timed_rows(mods, repeat, seed):
     """(name, size, TFLOP/s): cuBLAS, the Triton peer and every variant,
-    timed in `repeat` rounds, each in a fresh random order (seeded), means."""
+    timed in `repeat` rounds, each in a fresh random order (from seed), means."""
     peer = triton_peer()
     acc = {}
     for size in (4096, 8192):
@@ -273,7 +273,7 @@ def timed_rows(mods, repeat):
         for name, mod in mods.items():
             a, b = ins[dtname(name)]
             jobs.append((name, lambda a=a, b=b, mod=mod, c=out[dtname(name)]: mod(a, b, c)))
-        rng = random.Random(size)
+        rng = random.Random(seed * 1000003 + size)
         for _ in range(repeat):
             rng.shuffle(jobs)
             for name, fn in jobs:
@@ -286,6 +286,10 @@ def timed_rows(mods, repeat):
 
 def main():
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
+    # A fresh seed per run (printed; --seed S repeats a run's orders): one
+    # seed for every run would repeat the orders and any effect of place.
+    seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else \
+        random.SystemRandom().randrange(1 << 30)
     d = os.path.join(ROOT, ".devcarry", "gemm")
     mods = {os.path.basename(p)[:-4]: tilec.load_files(p) for p in sorted(glob.glob(os.path.join(d, "*.ptx")))}
     print("device:", torch.cuda.get_device_name(0), "|", time.strftime("%Y-%m-%d"), flush=True)
@@ -306,7 +310,8 @@ def main():
         except Exception as e:  # noqa: BLE001 - report and go on to the next variant
             ok = False
             print("check %-32s ERROR %s" % (name, e), flush=True)
-    rows = timed_rows(mods, repeat)
+    print("order seed: %d" % seed, flush=True)
+    rows = timed_rows(mods, repeat, seed)
     raw_rows(d, rows)
     peak = mma_peak()
     print("\n%-36s %6s %10s %8s  %s" % ("kernel", "size", "TFLOP/s", "of peak", "regs/spill"))
