@@ -67,7 +67,7 @@ python3 "$root/bench/bench.py" --out "$out" "$@" 2>&1 | tee "$out/bench.txt" || 
 if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   mark gemm
   echo "== GEMM (tensor cores, mma.sync)"
-  python3 "$root/bench/gemm_bench.py" --repeat 3 > "$out/gemm.txt" 2>  python3 "$root/bench/gemm_bench.py" > "$out/gemm.txt" 2>&1 || status=11 || status=1
+  python3 "$root/bench/gemm_bench.py" --repeat 3 > "$out/gemm.txt" 2>&1 || status=1
   grep -vE "^check .* ok" "$out/gemm.txt" | tail -n 30
   mark mma-probes
   echo "== warp-MMA issue-rate probes (bench/mma_probe.py)"

@@ -238,18 +238,23 @@ def triton_peer():
     except ImportError as e:
         print("no Triton peer: %s" % e, flush=True)
         return None
-    x = torch.randn(1000, 4096, device="cuda", dtype=torch.bfloat16)
+    # its kernel has no masks: sizes that are multiples of the tile
+    x = torch.randn(896, 4096, device="cuda", dtype=torch.bfloat16)
     y = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
-    z = torch.full((1000, 1024), float("nan"), device="cuda", dtype=torch.bfloat16)
+    z = torch.full((896, 1024), float("nan"), device="cuda", dtype=torch.bfloat16)
     cfg = triton_mma.PEER
     try:
-        k = triton_mma.run(cfg, x[:896], y, z[:896])
+        k = triton_mma.run(cfg, x, y, z)
     except Exception as e:  # noqa: BLE001
         print("no Triton peer: %s" % str(e).splitlines()[0], flush=True)
         return None
-    e = rel_err(z[:896], x[:896], y)
-    print("check %-32s worst rel err %.2e  %s (%s)" % ("triton mma.sync peer", e, "OK" if e <= 1e-2 else "FAIL",
-          "mma.sync" if "mma.sync" in k.asm["ptx"] and "wgmma" not in k.asm["ptx"] else "NOT mma.sync"), flush=True)
+    e = rel_err(z, x, y)
+    mma = "mma.sync" in k.asm["ptx"] and "wgmma" not in k.asm["ptx"]
+    good = e <= 1e-2 and mma
+    print("check %-32s worst rel err %.2e  %s (%s)" % ("triton mma.sync peer", e, "OK" if good else "FAIL, not timed",
+          "mma.sync" if mma else "NOT mma.sync"), flush=True)
+    if not good:
+        return None
     return "triton %dx%dx%d w%d s%d (mma.sync)" % cfg, lambda a, b, c: triton_mma.run(cfg, a, b, c)
 
 
