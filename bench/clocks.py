@@ -10,17 +10,18 @@ active (power, thermal). Timing differences between runs that share a
 kernel often follow these.
 
     python3 bench/clocks.py CLOCKS.csv PHASES.txt
+    python3 bench/clocks.py --query   (the nvidia-smi fields it reads)
+bench/power_probe.py samples and reads the same fields (QUERY, read).
 """
 import datetime
 import sys
 
+QUERY = "timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
 
-def main(csv_path, phases_path):
-    marks = []
-    for line in open(phases_path):
-        t, _, name = line.strip().partition(" ")
-        if t:
-            marks.append((float(t), name))
+
+def read(csv_path):
+    """Samples of `nvidia-smi --query-gpu=QUERY --format=csv,noheader,nounits`:
+    (unix time, SM MHz, W, degrees C, limit-reason bits) each."""
     rows = []
     for line in open(csv_path):
         f = [x.strip() for x in line.split(",")]
@@ -34,6 +35,16 @@ def main(csv_path, phases_path):
         except (ValueError, IndexError):
             row.append(0)  # reasons not reported by this driver
         rows.append(tuple(row))
+    return rows
+
+
+def main(csv_path, phases_path):
+    marks = []
+    for line in open(phases_path):
+        t, _, name = line.strip().partition(" ")
+        if t:
+            marks.append((float(t), name))
+    rows = read(csv_path)
     print("%-28s %7s %10s %8s %9s %9s %6s %9s" % ("phase", "samples", "MHz median", "MHz min",
                                                    "W median", "W max", "max C", "limited"))
     for i, (t0, name) in enumerate(marks):
@@ -50,4 +61,7 @@ def main(csv_path, phases_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1:] == ["--query"]:
+        print(QUERY)
+    else:
+        main(sys.argv[1], sys.argv[2])

@@ -23,7 +23,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 
 # SM clock, power and temperature every 200 ms, and the phase marks they are
 # summarised by at the end (bench/clocks.py).
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+nvidia-smi --query-gpu="$(python3 "$root/bench/clocks.py" --query)" \
   --format=csv,noheader,nounits -lms 200 -f "$out/clocks.csv" 2>/dev/null &
 clocks_pid=$!
 trap 'kill "$clocks_pid" 2>/dev/null' EXIT

@@ -8,7 +8,6 @@ TFLOP/s, the median SM clock and power while it ran, and joules per PFLOP.
 
     TILEC_LIB_DIR=... PYTHONPATH=python python3 bench/power_probe.py [D N causal ...]
 """
-import datetime
 import os
 import subprocess
 import sys
@@ -23,6 +22,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import tilec  # noqa: E402
 from tilec import _attention as A  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clocks  # noqa: E402 (bench/clocks.py: the nvidia-smi fields and their reader)
 
 SECONDS = 2.0
 
@@ -47,16 +49,8 @@ def window(fn, flop):
 
 
 def samples(path, t0, t1):
-    out = []
-    for line in open(path):
-        f = [x.strip() for x in line.split(",")]
-        try:
-            t = datetime.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-            if t0 + 0.3 <= t <= t1:   # skip the first 0.3 s (clock settling)
-                out.append((float(f[1]), float(f[2])))
-        except (ValueError, IndexError):
-            continue
-    return out
+    """(SM MHz, W) of the samples in [t0 + 0.3 s, t1] (the first 0.3 s: clock settling)."""
+    return [(r[1], r[2]) for r in clocks.read(path) if t0 + 0.3 <= r[0] <= t1]
 
 
 def row(d, n, causal, done):
@@ -86,7 +80,7 @@ def main():
     args = sys.argv[1:] or ["128", "2048", "no", "128", "4096", "no", "128", "8192", "yes"]
     log = tempfile.mktemp(suffix=".csv")
     # nvidia-smi buffers its file: the samples are read once it has exited.
-    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader,nounits",
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=" + clocks.QUERY, "--format=csv,noheader,nounits",
                             "-lms", "100", "-f", log])
     done = []
     try:

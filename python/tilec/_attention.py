@@ -112,6 +112,7 @@ def variant_tag(so, sw):
     switch ("_ci", "_pm"); "" for none."""
     return ("_so" if so else "") + "".join("_" + t for k, t in SWITCH_TAGS if (sw or {}).get(k))
 
+
 def picks(d, causal, n, nk=None, arch="sm_90a"):
     """What kernel() picks without overrides for query length n and key
     length nk (default n): (bm, bn, so, switches)."""
