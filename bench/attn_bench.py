@@ -189,14 +189,14 @@ def timing(names):
     vs = [v for v in vs if v["dt"] == "bf16"]
     print("\nattention forward, bf16, 16384 tokens, hidden 2048 (TFLOP/s, do_bench median; mean of %d "
           "interleaved round%s in random order)" % (REPEAT, "" if REPEAT == 1 else "s"))
-    for d in (64, 128):
+    for d in DIMS:
         labels = sorted({label(v) for v in vs if v["d"] == d}, key=lambda x: (-int(x.split("x")[0]), x))
         hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
         for lb in labels:
             hdr += " %13s" % lb
         print(hdr + "   best/flash  best/cuDNN  best  sm86-default/flash", flush=True)
         h = 2048 // d
-        for n in (1024, 2048, 4096, 8192, 16384):
+        for n in NS:
             z = 16384 // n
             for causal in (False, True):
                 q = torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16)
@@ -259,6 +259,8 @@ BAD = set()
 SM86 = []
 REPEAT = 1
 SEED = 0
+DIMS = (64, 128)
+NS = (1024, 2048, 4096, 8192, 16384)
 
 
 def main():
@@ -268,10 +270,21 @@ def main():
     ap.add_argument("--repeat", type=int, default=1,
                     help="time each row this many times, peers and variants interleaved, and report the means")
     ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--variants-only", action="store_true",
+                    help="check only the prepared files (not tilec.attention's cases: for a folder of a few variants)")
     ap.add_argument("--seed", type=int, default=None,
                     help="seed of the rounds' orders (default: a fresh one, printed; the same seed in every run "
                          "would repeat each row's orders and with them any effect of a kernel's place)")
+    ap.add_argument("--dims", default="64,128", help="head dims of the timed rows (default 64,128)")
+    ap.add_argument("--ns", default="1024,2048,4096,8192,16384",
+                    help="sequence lengths of the timed rows (default 1024,...,16384; 16384 tokens each)")
     args = ap.parse_args()
+    global DIMS, NS
+    DIMS = tuple(int(x) for x in args.dims.split(","))
+    NS = tuple(int(x) for x in args.ns.split(","))
+    bad_ns = [n for n in NS if n <= 0 or 16384 % n]
+    if bad_ns:
+        ap.error("--ns: each length must divide 16384 (got %s)" % ",".join(map(str, bad_ns)))
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__,
@@ -280,7 +293,7 @@ def main():
     print("variants:", len(names), flush=True)
     ok = True
     if not args.skip_check:
-        ok = correctness(args.quick)
+        ok = True if args.variants_only else correctness(args.quick)
         print("\ncorrectness of every bf16 variant (N 1/100/1000/4097/8192, H/HK 4, 1000: 1):")
         for x in names:
             v = parse(x)

@@ -72,6 +72,9 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   mark mma-probes
   echo "== warp-MMA issue-rate probes (bench/mma_probe.py)"
   python3 "$root/bench/mma_probe.py" 2>&1 | tee "$out/mma_probe.txt" || status=1
+  mark gemm-power
+  echo "== power and energy per FLOP: warp-MMA GEMMs and the mainloop probes (bench/gemm_power.py)"
+  python3 "$root/bench/gemm_power.py" 2.0 2>&1 | tee "$out/gemm_power.txt" || status=1
 fi
 
 if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
