@@ -734,8 +734,14 @@ static void *tm_job(void *p)
  * address instructions, for ~35M more instructions executed on attention
  * (~10% of its compile). TILEC_GVN=1 runs that pipeline (benchmark
  * variants). */
-static const char *pipeline(int opt)
+/* TILEC_XP_SIMT_IC=0 (experiment): modules without tensor-core kernels
+ * skip instcombine; 8% fewer instructions to compile layernorm [16384],
+ * the same copy bandwidth on the H200 (bench/RESULTS.md 2026-12-01 00:25),
+ * cubins 2-7% larger. */
+static const char *pipeline(int opt, bool simt)
 {
+    if (simt && opt >= 1 && tc_knob("TILEC_XP_SIMT_IC", 1) == 0)
+        return opt <= 1 ? "function(early-cse,simplifycfg,dce)" : "function(early-cse,simplifycfg,loop-mssa(licm),dce)";
     static const char *const p[] = {
         "verify",
         "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
@@ -751,7 +757,7 @@ static const char *pipeline(int opt)
 static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
 {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt), tm, po);
+    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt, simt_module(mod)), tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (err) {
         char *msg = LLVMGetErrorMessage(err);
