@@ -1178,7 +1178,7 @@ static bool dead_tail(Cg *cg, const Op *op)
 
 /* ---- L2 prefetch of the next wave's row ----
  * A kernel of one row per block (X[block.x, 0 : +BLOCK], a read-only
- * tensor, a register cap of one or two blocks per SM) loads its row and
+ * tensor, a 1-d grid, a register cap of one or two blocks per SM) loads its row and
  * then waits on reductions: with two blocks of 8 warps per SM little else
  * is in flight. Each block first asks L2 for the row that the block taking
  * its place will load: block.x + %nsmid x blocks per SM (the blocks of the
@@ -1193,6 +1193,22 @@ static bool dead_tail(Cg *cg, const Op *op)
  * softmax [16384] (3 blocks of 16 warps) 94.1% -> 75.8%, layernorm [4096]
  * (8 of 4) 93.4% -> 88.9%; they keep their loads alone.
  * TILEC_L2_PREFETCH=0 turns it off, =2 puts it after the row's loads. */
+/* Is the kernel's grid one-dimensional (its y and z extents the constant
+ * 1)? Then the blocks start in block.x order. */
+static bool grid_1d(const Func *f)
+{
+    const Block *g = &f->grid;
+    const Op *y = g->nops ? g->ops[g->nops - 1] : NULL;
+    if (!y || y->code != OP_YIELD || y->nargs != 3)
+        return false;
+    for (int i = 1; i < 3; i++) {
+        const Op *c = ir_val(f, y->args[i])->def;
+        if (!c || c->code != OP_CONST || c->iattr[0] != 1)
+            return false;
+    }
+    return true;
+}
+
 static bool prefetch_wanted(Cg *cg, const Access *ac, const Type *rt)
 {
     if (!cg_simt_kernel(cg) || cg->minct <= 0 || cg->minct > 2 || cg->depth > 0 || !ac->readonly ||
@@ -1203,7 +1219,7 @@ static bool prefetch_wanted(Cg *cg, const Access *ac, const Type *rt)
     const Op *d = ir_val(cg->f, ac->op->args[1])->def;
     if (!d || d->code != OP_BLOCKID || d->iattr[0] != 0)
         return false;
-    return true;
+    return grid_1d(cg->f);
 }
 
 /* Where: 1 before the row's own loads (measured), 2 after them (the
@@ -1269,9 +1285,10 @@ static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems)
     LLVMPositionBuilderAtEnd(b, cont);
     if (cg->report)
         sb_printf(cg->report, "  load %s at %d:%d: the row block.x + %%nsmid x %d (the next wave's) "
-                  "prefetched to L2 first, one line per thread\n",
+                  "prefetched to L2 %s the row's loads, one line per thread\n",
                   ir_val(cg->f, ac->op->args[0])->name ? ir_val(cg->f, ac->op->args[0])->name : "?",
-                  ac->op->loc.line, ac->op->loc.col, prefetch_blocks(cg));
+                  ac->op->loc.line, ac->op->loc.col, prefetch_blocks(cg),
+                  prefetch_place() == 2 ? "after" : "before");
 }
 
 int cg_lower_load(Cg *cg, Op *op)
