@@ -10,40 +10,7 @@ import ctypes
 
 import torch
 
-MMA = ("  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{c{0},c{1},c{2},c{3}}}, "
-       "{{a{4},a{5},a{6},a{7}}}, {{b{8},b{9}}}, {{c{0},c{1},c{2},c{3}}};")
-
-
-def kernel(nm, nn, ldsm):
-    """PTX: nm x nn accumulators per warp; A fragment m, B fragment n."""
-    body = []
-    if ldsm:
-        body += ["  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {a%d,a%d,a%d,a%d}, [sp+%d];"
-                 % (4 * m, 4 * m + 1, 4 * m + 2, 4 * m + 3, 512 * m) for m in range(nm)]
-        body += ["  ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {b%d,b%d,b%d,b%d}, [sp+%d];"
-                 % (4 * q, 4 * q + 1, 4 * q + 2, 4 * q + 3, 4096 + 512 * q) for q in range((nn + 1) // 2)]
-    for m in range(nm):
-        for n in range(nn):
-            j = 4 * (m * nn + n)
-            body.append(MMA.format(j, j + 1, j + 2, j + 3, 4 * m, 4 * m + 1, 4 * m + 2, 4 * m + 3, 2 * n, 2 * n + 1))
-    nc, na, nb = 4 * nm * nn, 4 * nm, 2 * nn + 2
-    lines = [".version 8.0", ".target sm_80", ".address_size 64",
-             ".visible .entry probe(.param .u64 out, .param .u32 iters)", "{",
-             "  .reg .b32 a<%d>, b<%d>;" % (na, nb), "  .reg .f32 c<%d>, s;" % nc,
-             "  .reg .u32 i, n, tid, sp;", "  .reg .u64 p, o;", "  .reg .pred q;",
-             "  .shared .align 16 .b8 sm[8192];",
-             "  mov.u32 tid, %tid.x;", "  and.b32 sp, tid, 31;", "  shl.b32 sp, sp, 4;",
-             "  mov.u32 n, sm;", "  add.u32 sp, sp, n;"]
-    lines += ["  add.u32 a%d, tid, %d;" % (i, i) for i in range(na)]
-    lines += ["  add.u32 b%d, tid, %d;" % (i, i + na) for i in range(nb)]
-    lines += ["  mov.f32 c%d, 0f00000000;" % i for i in range(nc)]
-    lines += ["  ld.param.u32 n, [iters];", "  mov.u32 i, 0;", "L:"] + body
-    lines += ["  add.u32 i, i, 1;", "  setp.lt.u32 q, i, n;", "  @q bra L;", "  mov.f32 s, 0f00000000;"]
-    lines += ["  add.f32 s, s, c%d;" % i for i in range(nc)]
-    lines += ["  ld.param.u64 p, [out];", "  mov.u32 i, %ctaid.x;", "  mov.u32 n, %ntid.x;",
-              "  mad.lo.u32 i, i, n, tid;", "  mul.wide.u32 o, i, 4;", "  add.u64 p, p, o;",
-              "  st.global.f32 [p], s;", "  ret;", "}"]
-    return ("\n".join(lines) + "\n").encode() + b"\0"
+from mma_ptx import kernel  # noqa: E402 (the probes' PTX: bench/mma_ptx.py)
 
 
 def main():
