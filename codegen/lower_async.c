@@ -712,25 +712,12 @@ LLVMValueRef cg_slot_base(Cg *cg, ValId operand, bool next)
  * +4.4% on layernorm [16384] (lower_mem.c prefetch_next_wave), for the
  * prologue of short attention rows. Not measured yet. */
 
-static bool on_block(Func *f, ValId v, int depth)
-{
-    Op *d = v ? ir_val(f, v)->def : NULL;
-    if (!d || depth > 32)
-        return false;
-    if (d->code == OP_BLOCKID)
-        return true;
-    for (int i = 0; i < d->nargs; i++)
-        if (on_block(f, d->args[i], depth + 1))
-            return true;
-    return false;
-}
-
 /* v recomputed with block.x = bx, block.y = by; NULL where it needs an op
  * this does not rebuild. */
 static LLVMValueRef with_block(Cg *cg, ValId v, LLVMValueRef bx, LLVMValueRef by, int depth)
 {
     const TileVal *tv = &cg->vals[v];
-    if (!on_block(cg->f, v, 0))
+    if (!cg_depends_on_block(cg->f, v))
         return tv->kind == TV_SCALAR ? tv->s : NULL;
     Op *d = ir_val(cg->f, v)->def;
     if (!d || depth > 32)
@@ -796,12 +783,7 @@ static void next_wave_prefetch(Cg *cg, const Copy *c)
         id2[c->rdim] = row;
         LLVMValueRef base = cg_tensor_elem_ptr(cg, c->ta, c->ety, c->rank, id2);
         LLVMValueRef o64 = LLVMBuildZExt(b, at, cg->t_i64, "");
-        LLVMValueRef p = LLVMBuildGEP2(b, cg->t_i8, base, &o64, 1, "");
-        LLVMTypeRef pt = LLVMTypeOf(p);
-        LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &pt, 1, 0);
-        LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)"prefetch.global.L2 [$0];", 24, (char *)"l", 1, 1, 0,
-                                           LLVMInlineAsmDialectATT, 0);
-        LLVMBuildCall2(b, fty, as, &p, 1, "");
+        cg_prefetch_l2(cg, LLVMBuildGEP2(b, cg->t_i8, base, &o64, 1, ""));
         LLVMBuildBr(b, next);
         LLVMPositionBuilderAtEnd(b, next);
     }

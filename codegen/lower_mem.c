@@ -76,6 +76,22 @@ static bool depends_on_block(Func *f, ValId v, int depth)
     return false;
 }
 
+bool cg_depends_on_block(Func *f, ValId v)
+{
+    return depends_on_block(f, v, 0);
+}
+
+/* prefetch.global.L2 [p] (a hint: no value, no fault on the addresses
+ * these callers form, which lie inside their tensors). */
+void cg_prefetch_l2(Cg *cg, LLVMValueRef p)
+{
+    LLVMTypeRef pt = LLVMTypeOf(p);
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &pt, 1, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)"prefetch.global.L2 [$0];", 24, (char *)"l", 1, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
+}
+
 /* A read-only window that moves with the block id (X[row, ...]) is read by
  * one block once: its 16-byte loads skip L1 allocation, so that windows all
  * blocks re-read (layernorm's W and B) stay in L1 instead of being evicted
@@ -1261,10 +1277,6 @@ static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems)
     LLVMValueRef bytes = LLVMBuildMul(b, n, cg_i32(cg, esize), "");
     LLVMValueRef last = LLVMBuildSub(b, bytes, cg_i32(cg, 1), "");
     LLVMValueRef span = LLVMBuildAdd(b, bytes, cg_i32(cg, 128), "");
-    LLVMTypeRef pt = LLVMTypeOf(base);
-    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &pt, 1, 0);
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)"prefetch.global.L2 [$0];", 24, (char *)"l", 1, 1, 0,
-                                       LLVMInlineAsmDialectATT, 0);
     int nthreads = cg->nwarps * 32;
     int64_t lines = (elems * esize + 127) / 128 + 1;
     for (int64_t k = 0; k * nthreads < lines; k++) {
@@ -1276,8 +1288,7 @@ static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems)
         LLVMBuildCondBr(b, in, one, next);
         LLVMPositionBuilderAtEnd(b, one);
         LLVMValueRef o64 = LLVMBuildZExt(b, at, cg->t_i64, "");
-        LLVMValueRef p = LLVMBuildGEP2(b, cg->t_i8, base, &o64, 1, "");
-        LLVMBuildCall2(b, fty, as, &p, 1, "");
+        cg_prefetch_l2(cg, LLVMBuildGEP2(b, cg->t_i8, base, &o64, 1, ""));
         LLVMBuildBr(b, next);
         LLVMPositionBuilderAtEnd(b, next);
     }
