@@ -22,9 +22,7 @@ while it ran, and joules per PFLOP.
 import ctypes
 import glob
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import torch
@@ -33,68 +31,35 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tilec  # noqa: E402
-import clocks  # noqa: E402 (bench/clocks.py)
 import mma_probe  # noqa: E402
-from mma_ptx import fed_kernel  # noqa: E402
-from power_probe import window, samples  # noqa: E402
+from mma_ptx import fed_kernel, kernel  # noqa: E402
+from power_probe import medians, sampled, window  # noqa: E402
 import power_probe  # noqa: E402
 
 
 def fed_probe(copies, src_buf, warps_per_sm=8, iters=8192):
-    """(fn, flop) of one launch of fed_kernel(copies) over src_buf (a CUDA
-    tensor whose byte size is a power of two)."""
-    cuda = ctypes.CDLL("libcuda.so.1")
-    mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
-    r = cuda.cuModuleLoadData(ctypes.byref(mod), fed_kernel(copies))
-    if r != 0:
-        raise RuntimeError("cuModuleLoadData: %d" % r)
-    if cuda.cuModuleGetFunction(ctypes.byref(fn), mod, b"probe") != 0:
-        raise RuntimeError("cuModuleGetFunction failed")
+    """(fn, flop, bytes copied) of one launch of fed_kernel(copies) over
+    src_buf (a CUDA tensor whose byte size is a power of two)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    threads = 128
-    blocks = sms * warps_per_sm // 4
+    threads, blocks = 128, sms * warps_per_sm // 4
     nbytes = src_buf.numel() * src_buf.element_size()
     assert nbytes & (nbytes - 1) == 0
     out = torch.empty(blocks * threads, device="cuda")
-    p_out, p_it = ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters)
-    p_src, p_mask = ctypes.c_uint64(src_buf.data_ptr()), ctypes.c_uint64((nbytes - 1) & ~15)
-    args = (ctypes.c_void_p * 4)(*(ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in (p_out, p_it, p_src, p_mask)))
-    stream = torch.cuda.current_stream().cuda_stream
-    keep = (mod, out, p_out, p_it, p_src, p_mask, args, src_buf)
-
-    def launch():
-        keep  # noqa: B018 (the arguments live as long as the closure)
-        r = cuda.cuLaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(stream), args, None)
-        if r != 0:
-            raise RuntimeError("cuLaunchKernel: %d" % r)
+    launch = mma_probe.launcher(fed_kernel(copies), blocks, threads,
+                                [ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters),
+                                 ctypes.c_uint64(src_buf.data_ptr()), ctypes.c_uint64((nbytes - 1) & ~15)],
+                                (out, src_buf))
     flop = blocks * (threads // 32) * iters * 32 * 4096.0
     return launch, flop, blocks * threads * iters * copies * 16.0
 
 
 def probe(nm, nn, ldsm, warps_per_sm=8, iters=8192):
-    """(fn, flop) of one launch of mma_probe's kernel(nm, nn, ldsm)."""
-    cuda = ctypes.CDLL("libcuda.so.1")
-    mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
-    r = cuda.cuModuleLoadData(ctypes.byref(mod), mma_probe.kernel(nm, nn, ldsm))
-    if r != 0:
-        raise RuntimeError("cuModuleLoadData: %d" % r)
-    if cuda.cuModuleGetFunction(ctypes.byref(fn), mod, b"probe") != 0:
-        raise RuntimeError("cuModuleGetFunction failed")
+    """(fn, flop) of one launch of bench/mma_ptx.py's kernel(nm, nn, ldsm)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    threads = 128
-    blocks = sms * warps_per_sm // 4
+    threads, blocks = 128, sms * warps_per_sm // 4
     out = torch.empty(blocks * threads, device="cuda")
-    p_out, p_it = ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters)
-    args = (ctypes.c_void_p * 2)(ctypes.cast(ctypes.byref(p_out), ctypes.c_void_p),
-                                 ctypes.cast(ctypes.byref(p_it), ctypes.c_void_p))
-    stream = torch.cuda.current_stream().cuda_stream
-    keep = (mod, out, p_out, p_it, args)
-
-    def launch():
-        keep  # noqa: B018 (the arguments live as long as the closure)
-        r = cuda.cuLaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(stream), args, None)
-        if r != 0:
-            raise RuntimeError("cuLaunchKernel: %d" % r)
+    launch = mma_probe.launcher(kernel(nm, nn, ldsm), blocks, threads,
+                                [ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters)], (out,))
     return launch, blocks * (threads // 32) * iters * nm * nn * 4096.0
 
 
@@ -137,30 +102,22 @@ def main():
         print("no Triton peer: %s" % str(e).splitlines()[0])
     kern.append(("cuBLAS (torch.matmul)", lambda: torch.matmul(a, b, out=c), flop))
 
-    log = tempfile.mktemp(suffix=".csv")
-    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=" + clocks.QUERY, "--format=csv,noheader,nounits",
-                            "-lms", "100", "-f", log])
     done = []
-    try:
-        time.sleep(1.0)
+
+    def rounds():
         for rnd in range(2):
             for label, fn, fl in kern:
                 time.sleep(0.5)
                 t0, t1, tf = window(fn, fl)
                 done.append((label, rnd, t0, t1, tf))
-    finally:
-        smi.terminate()
-        smi.wait()
+    log = sampled(rounds)
     print("%-38s %s %8s %8s %8s %9s %7s %8s" % ("kernel", "r", "TFLOP/s", "MHz", "W", "J/PFLOP", "samples",
                                              "L2 TB/s"))
     for label, rnd, t0, t1, tf in done:
-        s = samples(log, t0, t1)
-        clk = sorted(x[0] for x in s) or [float("nan")]
-        pw = sorted(x[1] for x in s) or [float("nan")]
-        w = pw[len(pw) // 2]
+        mhz, w, ns = medians(log, t0, t1)
         bpf = COPY_BYTES.get(label, 0.0)
-        print("%-38s %d %8.1f %8.0f %8.0f %9.0f %7d %8s" % (label, rnd, tf, clk[len(clk) // 2], w, 1000.0 * w / tf,
-              len(s), "%.2f" % (tf * bpf) if bpf else "-"), flush=True)
+        print("%-38s %d %8.1f %8.0f %8.0f %9.0f %7d %8s" % (label, rnd, tf, mhz, w, 1000.0 * w / tf, ns,
+              "%.2f" % (tf * bpf) if bpf else "-"), flush=True)
 
 
 if __name__ == "__main__":

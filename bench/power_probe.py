@@ -53,6 +53,30 @@ def samples(path, t0, t1):
     return [(r[1], r[2]) for r in clocks.read(path) if t0 + 0.3 <= r[0] <= t1]
 
 
+def medians(path, t0, t1):
+    """(median SM MHz, median W, number of samples) in [t0 + 0.3 s, t1]."""
+    s = samples(path, t0, t1)
+    clk = sorted(x[0] for x in s) or [float("nan")]
+    pw = sorted(x[1] for x in s) or [float("nan")]
+    return clk[len(clk) // 2], pw[len(pw) // 2], len(s)
+
+
+def sampled(run):
+    """Calls run() while nvidia-smi samples clocks and power every 100 ms
+    (from 1 s before); returns the samples' file. nvidia-smi buffers its
+    file: the samples are read once it has exited."""
+    log = tempfile.mktemp(suffix=".csv")
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=" + clocks.QUERY, "--format=csv,noheader,nounits",
+                            "-lms", "100", "-f", log])
+    try:
+        time.sleep(1.0)
+        run()
+    finally:
+        smi.terminate()
+        smi.wait()
+    return log
+
+
 def row(d, n, causal, done):
     z, h = 16384 // n, 2048 // d
     q, k, v = (torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
@@ -78,27 +102,18 @@ def row(d, n, causal, done):
 
 def main():
     args = sys.argv[1:] or ["128", "2048", "no", "128", "4096", "no", "128", "8192", "yes"]
-    log = tempfile.mktemp(suffix=".csv")
-    # nvidia-smi buffers its file: the samples are read once it has exited.
-    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=" + clocks.QUERY, "--format=csv,noheader,nounits",
-                            "-lms", "100", "-f", log])
     done = []
-    try:
-        time.sleep(1.0)
+
+    def rows():
         for i in range(0, len(args), 3):
             row(int(args[i]), int(args[i + 1]), args[i + 2] == "yes", done)
-    finally:
-        smi.terminate()
-        smi.wait()
+    log = sampled(rows)
     print("%-4s %-6s %-6s %-30s %s %8s %8s %8s %9s %7s" % ("D", "N", "causal", "kernel", "r", "TFLOP/s", "MHz", "W",
                                                             "J/PFLOP", "samples"))
     for d, n, causal, label, rnd, t0, t1, tf in done:
-        s = samples(log, t0, t1)
-        clk = sorted(x[0] for x in s) or [float("nan")]
-        pw = sorted(x[1] for x in s) or [float("nan")]
-        w = pw[len(pw) // 2]
+        mhz, w, ns = medians(log, t0, t1)
         print("%-4d %-6d %-6s %-30s %d %8.1f %8.0f %8.0f %9.0f %7d" % (d, n, "yes" if causal else "no", label, rnd, tf,
-              clk[len(clk) // 2], w, 1000.0 * w / tf, len(s)))
+              mhz, w, 1000.0 * w / tf, ns))
 
 
 if __name__ == "__main__":
