@@ -66,12 +66,12 @@ static bool simt_module(LLVMModuleRef mod)
     return any;
 }
 
-static const char *backend_skip(LLVMModuleRef mod)
+static const char *backend_skip(bool simt)
 {
     const char *list = getenv("TILEC_LLVM_SKIP");
     if (list)
         return list;
-    return simt_module(mod) ? TILEC_LLVM_SKIP_SIMT : TILEC_LLVM_SKIP_DEFAULT;
+    return simt ? TILEC_LLVM_SKIP_SIMT : TILEC_LLVM_SKIP_DEFAULT;
 }
 
 static void llvm_options(void)
@@ -741,7 +741,8 @@ static void *tm_job(void *p)
 static const char *pipeline(int opt, bool simt)
 {
     if (simt && opt >= 1 && tc_knob("TILEC_XP_SIMT_IC", 1) == 0)
-        return opt <= 1 ? "function(early-cse,simplifycfg,dce)" : "function(early-cse,simplifycfg,loop-mssa(licm),dce)";
+        return opt <= 1 ? "function(early-cse,simplifycfg,dce)"
+                        : "function(early-cse,simplifycfg,loop-mssa(licm),dce)";
     static const char *const p[] = {
         "verify",
         "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
@@ -754,10 +755,10 @@ static const char *pipeline(int opt, bool simt)
     return p[tc_knob("TILEC_GVN", 0) ? 3 : 2];
 }
 
-static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
+static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, bool simt, Diag *d, Loc loc)
 {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt, simt_module(mod)), tm, po);
+    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt, simt), tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (err) {
         char *msg = LLVMGetErrorMessage(err);
@@ -768,12 +769,12 @@ static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d
     return 0;
 }
 
-static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, CgGate *gate, StrBuf *out, Diag *d,
+static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool simt, CgGate *gate, StrBuf *out, Diag *d,
                     Loc loc)
 {
     char *err = NULL;
     LLVMMemoryBufferRef buf = NULL;
-    cg_gate_skip(gate, backend_skip(mod));
+    cg_gate_skip(gate, backend_skip(simt));
     int bad = LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf);
     cg_gate_skip(gate, NULL);
     if (bad) {
@@ -845,7 +846,8 @@ static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, Cg
         t0 = tc_now();
     }
     cg_allow_contract(cg->mod);
-    if (optimise(cg->mod, tm, o->opt_level, cg->d, loc))
+    bool simt = simt_module(cg->mod);
+    if (optimise(cg->mod, tm, o->opt_level, simt, cg->d, loc))
         return 1;
     schedule_simt(cg, o->opt_level);
     time_row(timing, "codegen: llvm optimisation", t0);
@@ -855,7 +857,7 @@ static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, Cg
         LLVMDisposeMessage(s);
     }
     t0 = tc_now();
-    int e = o->want_ptx ? emit_ptx(cg->mod, tm, cg->gate, &res->ptx, cg->d, loc) : 0;
+    int e = o->want_ptx ? emit_ptx(cg->mod, tm, simt, cg->gate, &res->ptx, cg->d, loc) : 0;
     if (o->want_ptx)
         time_row(timing, "codegen: ptx emission (nvptx backend)", t0);
     return e;
@@ -890,9 +892,9 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
     t0 = tc_now();
     if (threaded)
         pthread_join(th, NULL);
-    if (timing)
-        sb_printf(timing, "%12.3f  codegen: target machine (%.3f ms on a second thread, beside the lowering)\n",
-                  (tc_now() - t0) * 1e3, job.ms);
+    char row[96];
+    snprintf(row, sizeof row, "codegen: target machine (%.3f ms on a second thread, beside the lowering)", job.ms);
+    time_row(timing, row, t0);
     if (!job.tm) {
         diag_error(d, loc, "LLVM has no NVPTX target: %s", job.err ? job.err : "?");
         e++;
