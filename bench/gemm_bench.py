@@ -126,23 +126,14 @@ def check(name, mod, dt, combos):
 
 def mma_peak():
     """TFLOP/s of bench/mma_peak.ptx through the driver API."""
-    cuda = ctypes.CDLL("libcuda.so.1")
+    import mma_probe
     torch.zeros(1, device="cuda")
     ptx = open(os.path.join(ROOT, "bench", "mma_peak.ptx"), "rb").read() + b"\0"
-    mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
-    assert cuda.cuModuleLoadData(ctypes.byref(mod), ptx) == 0
-    assert cuda.cuModuleGetFunction(ctypes.byref(fn), mod, b"mma_peak") == 0
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     blocks, threads, iters = sms * 8, 256, 4096
     out = torch.empty(blocks * threads, device="cuda")
-    p_out, p_it = ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters)
-    args = (ctypes.c_void_p * 2)(ctypes.cast(ctypes.byref(p_out), ctypes.c_void_p),
-                                 ctypes.cast(ctypes.byref(p_it), ctypes.c_void_p))
-    stream = torch.cuda.current_stream().cuda_stream
-
-    def launch():
-        r = cuda.cuLaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(stream), args, None)
-        assert r == 0, r
+    launch = mma_probe.launcher(ptx, blocks, threads, [ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters)],
+                                (out,), entry=b"mma_peak")
     ms = bench(launch)
     flops = blocks * (threads // 32) * iters * 8 * (2 * 16 * 8 * 16)
     return flops / ms / 1e9

@@ -13,8 +13,8 @@ import torch
 from mma_ptx import kernel  # noqa: E402 (the probes' PTX: bench/mma_ptx.py)
 
 
-def launcher(ptx, blocks, threads, params, keep=()):
-    """A function that launches kernel `probe` of ptx (NUL-terminated bytes)
+def launcher(ptx, blocks, threads, params, keep=(), entry=b"probe"):
+    """A function that launches kernel `entry` of ptx (NUL-terminated bytes)
     on torch's current stream with params (ctypes values); it keeps them and
     `keep` (the tensors they point into) alive. Raises RuntimeError on a
     driver error."""
@@ -23,8 +23,8 @@ def launcher(ptx, blocks, threads, params, keep=()):
     r = cuda.cuModuleLoadData(ctypes.byref(mod), ptx)
     if r != 0:
         raise RuntimeError("cuModuleLoadData: %d" % r)
-    if cuda.cuModuleGetFunction(ctypes.byref(fn), mod, b"probe") != 0:
-        raise RuntimeError("cuModuleGetFunction failed")
+    if cuda.cuModuleGetFunction(ctypes.byref(fn), mod, entry) != 0:
+        raise RuntimeError("cuModuleGetFunction %s failed" % entry.decode())
     args = (ctypes.c_void_p * len(params))(*(ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in params))
     stream = torch.cuda.current_stream().cuda_stream
     keep = (mod, params, args, keep)
