@@ -48,7 +48,7 @@ print(A.variant_tag(so, sw)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(s
 # ci, pm: pick above), the timed sm_86 tiles also without them,
 # then the other tile choices (bf16, sm_90a) and
 # experiment variants (a tag and VAR=VALUE settings for tilec, or
-# SRC=file for another source; qp below. The last ones, measured
+# SRC=file for another source; none at present. The last ones, measured
 # in bench/RESULTS.md: ov0 (TILEC_OVERLAP_SINGLE=0, 15:37), eo
 # (TILEC_EPILOGUE_OVER=1, 16:02 and 16:22), fr (fresh thread ids before
 # the epilogue, 16:27, within the spread: not kept), rv (causal query
@@ -56,7 +56,9 @@ print(A.variant_tag(so, sw)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(s
 # order), pl / pe (the prefetch after the first product forced on / off,
 # TILEC_PF_LATE=1/0, 19:52-19:58: on where the first product reduces over
 # <= 64), ci / pm (TILEC_COPY_INTERIOR=1, TILEC_PV_ROWS=1, 21:06: now
-# switches of tilec.attention's tiles). bench/attn_bench.py
+# switches of tilec.attention's tiles), qp (the next wave's Q window
+# prefetched to L2 at each block's start, 2026-12-01 01:55: 0.5-3% slower,
+# removed). bench/attn_bench.py
 # checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
@@ -82,13 +84,6 @@ for c in false true; do
   one bf16 sm_90a 128 128 32 $c
   one bf16 sm_90a 128 64 64 $c
 done
-# Experiment (tag qp): the D=128 sm_86 picks with the next wave's Q window
-# prefetched to L2 at the start (TILEC_XP_Q_PREFETCH=2, two blocks per SM;
-# codegen/lower_async.c next_wave_prefetch), not measured yet.
-one bf16 sm_86 128 128 64 false so_ci_qp -DSTAGE_O=true TILEC_COPY_INTERIOR=1 TILEC_XP_Q_PREFETCH=2
-one bf16 sm_86 128 128 64 false ci_qp TILEC_COPY_INTERIOR=1 TILEC_XP_Q_PREFETCH=2
-one bf16 sm_86 128 128 64 true so_pm_qp -DSTAGE_O=true TILEC_PV_ROWS=1 TILEC_XP_Q_PREFETCH=2
-one bf16 sm_86 128 128 64 true qp TILEC_XP_Q_PREFETCH=2
 
 # The interpreter's O and LSE for the define sets just compiled, on small
 # cases, for bench/attn_interp_check.py (interpreter vs GPU) on the device:

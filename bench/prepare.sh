@@ -51,7 +51,7 @@ done
 
 # Benchmark kernels: the defaults, plus variants given as "NAME|ENV|DEFINES"
 # (ENV: extra environment for tilec, may be empty): layernorm [16384]
-# without its L2 prefetch of the next wave's row and with it after the
+# without its L2 prefetch of the next wave's row and with it before the
 # row's loads (docs/codegen.md), then $PERF_VARIANTS.
 p="$out/perf"
 : > "$p/variants.txt"
@@ -67,7 +67,7 @@ softmax_16384||$ex/softmax.tile -DBLOCK=16384
 layernorm_4096||$ex/layernorm.tile -DBLOCK=4096
 layernorm_16384||$ex/layernorm.tile -DBLOCK=16384
 layernorm_16384_pf0|TILEC_L2_PREFETCH=0|$ex/layernorm.tile -DBLOCK=16384
-layernorm_16384_pf2|TILEC_L2_PREFETCH=2|$ex/layernorm.tile -DBLOCK=16384
+layernorm_16384_pf1|TILEC_L2_PREFETCH=1|$ex/layernorm.tile -DBLOCK=16384
 ${PERF_VARIANTS:-}
 VARIANTS
 

@@ -150,11 +150,6 @@ LLVMValueRef cg_coord(Cg *cg, const Layout *L, int r, int axis);
 int64_t cg_reg_offset(const Layout *L, int r, int p);   /* the constant part of register r's coordinate along p */
 /* Is the kernel being lowered SIMT ("tilec.simt": no tensor-core products)? */
 bool cg_simt_kernel(const Cg *cg);
-LLVMValueRef cg_scalar_elem(Cg *cg, Op *op, LLVMValueRef *a);
-/* Does scalar v depend on a block id (lower_mem.c)? */
-bool cg_depends_on_block(Func *f, ValId v);
-/* prefetch.global.L2 [p] (lower_mem.c). */
-void cg_prefetch_l2(Cg *cg, LLVMValueRef p);
 /* i1: is this thread's register r the primary owner of its element? */
 LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r);
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);

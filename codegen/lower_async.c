@@ -703,97 +703,6 @@ LLVMValueRef cg_slot_base(Cg *cg, ValId operand, bool next)
     return LLVMBuildGEP2(cg->b, cg->t_i8, buf->base, &o, 1, "");
 }
 
-/* ---- experiment: the next wave's 1-slot copy into L2 ----
- * TILEC_XP_Q_PREFETCH=N (N blocks per SM; 0, the default, off): a copy
- * into a 1-slot buffer outside loops (attention's Q) first asks L2 for the
- * window that block (linear id + %nsmid x N) will copy, its offsets
- * recomputed from that block's ids, one `prefetch.global.L2` per 128-byte
- * line, inside the tensor only: the kernel-side form of what measured
- * +4.4% on layernorm [16384] (lower_mem.c prefetch_next_wave), for the
- * prologue of short attention rows. Not measured yet. */
-
-/* v recomputed with block.x = bx, block.y = by; NULL where it needs an op
- * this does not rebuild. */
-static LLVMValueRef with_block(Cg *cg, ValId v, LLVMValueRef bx, LLVMValueRef by, int depth)
-{
-    const TileVal *tv = &cg->vals[v];
-    if (!cg_depends_on_block(cg->f, v))
-        return tv->kind == TV_SCALAR ? tv->s : NULL;
-    Op *d = ir_val(cg->f, v)->def;
-    if (!d || depth > 32)
-        return NULL;
-    if (d->code == OP_BLOCKID)
-        return d->iattr[0] == 0 ? bx : d->iattr[0] == 1 ? by : tv->s;
-    LLVMValueRef a[3];
-    if (d->nargs > 3)
-        return NULL;
-    for (int i = 0; i < d->nargs; i++)
-        if (!(a[i] = with_block(cg, d->args[i], bx, by, depth + 1)))
-            return NULL;
-    return cg_scalar_elem(cg, d, a);
-}
-
-static void next_wave_prefetch(Cg *cg, const Copy *c)
-{
-    int per_sm = (int)tc_knob("TILEC_XP_Q_PREFETCH", 0);
-    if (per_sm <= 0 || cg->depth > 0 || c->sv->slots != 1 || c->rdim < 0)
-        return;
-    LLVMBuilderRef b = cg->b;
-    LLVMValueRef nx = cg_call(cg, "llvm.nvvm.read.ptx.sreg.nctaid.x", cg->t_i32, NULL, 0);
-    LLVMValueRef ny = cg_call(cg, "llvm.nvvm.read.ptx.sreg.nctaid.y", cg->t_i32, NULL, 0);
-    LLVMValueRef bx = cg_call(cg, "llvm.nvvm.read.ptx.sreg.ctaid.x", cg->t_i32, NULL, 0);
-    LLVMValueRef by = cg_call(cg, "llvm.nvvm.read.ptx.sreg.ctaid.y", cg->t_i32, NULL, 0);
-    LLVMValueRef nsm = cg_call(cg, "llvm.nvvm.read.ptx.sreg.nsmid", cg->t_i32, NULL, 0);
-    LLVMValueRef lin = LLVMBuildAdd(b, LLVMBuildAdd(b, LLVMBuildMul(b, by, nx, ""), bx, ""),
-                                    LLVMBuildMul(b, nsm, cg_i32(cg, per_sm), ""), "");
-    LLVMValueRef x2 = LLVMBuildURem(b, lin, nx, ""), y2 = LLVMBuildUDiv(b, lin, nx, "");
-    LLVMValueRef idx[TENSOR_MAXRANK];
-    for (int d = 0; d < c->rank; d++)
-        if (!(idx[d] = with_block(cg, c->op->args[3 + d], x2, y2, 0)))
-            return;
-    LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, y2, ny, "");
-    LLVMBasicBlockRef doit = cg_new_block(cg, "qpf"), cont = cg_new_block(cg, "qpf.end");
-    LLVMBuildCondBr(b, ok, doit, cont);
-    LLVMPositionBuilderAtEnd(b, doit);
-    int64_t rb = c->sv->cols * c->sv->eb, lpr = (rb + 127) / 128 + 1, total = c->sv->rows * lpr;
-    int nthreads = cg->nwarps * 32;
-    LLVMValueRef r0 = idx[c->rdim];
-    LLVMValueRef col_room = LLVMBuildSub(b, c->ta->size[c->cdim], idx[c->cdim], "");
-    LLVMValueRef cols = cg_i32(cg, c->sv->cols);
-    cols = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, col_room, cols, ""), col_room, cols, "");
-    LLVMValueRef bytes = LLVMBuildMul(b, cols, cg_i32(cg, c->sv->eb), "");
-    LLVMValueRef last = LLVMBuildSub(b, bytes, cg_i32(cg, 1), "");
-    LLVMValueRef span = LLVMBuildAdd(b, bytes, cg_i32(cg, 128), "");
-    LLVMValueRef col_ok = LLVMBuildICmp(b, LLVMIntSGT, bytes, cg_i32(cg, 0), "");
-    for (int64_t k = 0; k * nthreads < total; k++) {
-        LLVMValueRef t = LLVMBuildAdd(b, cg->tid, cg_i32(cg, k * nthreads), "");
-        LLVMValueRef r = LLVMBuildUDiv(b, t, cg_i32(cg, lpr), "");
-        LLVMValueRef off = LLVMBuildMul(b, LLVMBuildURem(b, t, cg_i32(cg, lpr), ""), cg_i32(cg, 128), "");
-        LLVMValueRef row = LLVMBuildAdd(b, r0, r, "");
-        LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, t, cg_i32(cg, total), ""),
-                                       LLVMBuildICmp(b, LLVMIntULT, row, c->ta->size[c->rdim], ""), "");
-        in = LLVMBuildAnd(b, in, LLVMBuildAnd(b, col_ok, LLVMBuildICmp(b, LLVMIntSLT, off, span, ""), ""), "");
-        LLVMBasicBlockRef one = cg_new_block(cg, "qpf.one"), next = cg_new_block(cg, "qpf.next");
-        LLVMBuildCondBr(b, in, one, next);
-        LLVMPositionBuilderAtEnd(b, one);
-        LLVMValueRef at = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, off, last, ""), off, last, "");
-        LLVMValueRef id2[TENSOR_MAXRANK];
-        for (int d = 0; d < c->rank; d++)
-            id2[d] = idx[d];
-        id2[c->rdim] = row;
-        LLVMValueRef base = cg_tensor_elem_ptr(cg, c->ta, c->ety, c->rank, id2);
-        LLVMValueRef o64 = LLVMBuildZExt(b, at, cg->t_i64, "");
-        cg_prefetch_l2(cg, LLVMBuildGEP2(b, cg->t_i8, base, &o64, 1, ""));
-        LLVMBuildBr(b, next);
-        LLVMPositionBuilderAtEnd(b, next);
-    }
-    LLVMBuildBr(b, cont);
-    LLVMPositionBuilderAtEnd(b, cont);
-    if (cg->report)
-        sb_printf(cg->report, "  async copy at %d:%d: the window of block (linear id + %%nsmid x %d) "
-                  "prefetched to L2 first (experiment)\n", c->op->loc.line, c->op->loc.col, per_sm);
-}
-
 int cg_lower_async_copy(Cg *cg, Op *op)
 {
     Copy c;
@@ -801,7 +710,6 @@ int cg_lower_async_copy(Cg *cg, Op *op)
         return pf_collect(cg, cg->pf->collect, op);
     if (copy_init(cg, op, &c))
         return 1;
-    next_wave_prefetch(cg, &c);
     bool deferred = pf_find(cg, op) != NULL;   /* cp.async issued by the DOT */
     LLVMBasicBlockRef fast = deferred ? NULL : cg_new_block(cg, "cp.async"), slow = cg_new_block(cg, "cp.sync"),
                       join = cg_new_block(cg, "cp.join");

@@ -76,14 +76,9 @@ static bool depends_on_block(Func *f, ValId v, int depth)
     return false;
 }
 
-bool cg_depends_on_block(Func *f, ValId v)
-{
-    return depends_on_block(f, v, 0);
-}
-
 /* prefetch.global.L2 [p] (a hint: no value, no fault on the addresses
  * these callers form, which lie inside their tensors). */
-void cg_prefetch_l2(Cg *cg, LLVMValueRef p)
+static void prefetch_l2(Cg *cg, LLVMValueRef p)
 {
     LLVMTypeRef pt = LLVMTypeOf(p);
     LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &pt, 1, 0);
@@ -1201,14 +1196,15 @@ static bool dead_tail(Cg *cg, const Op *op)
  * grid start in order as slots free up), one `prefetch.global.L2` per
  * 128-byte line, spread over the threads, only inside the tensor (rows <
  * M, columns < N). Measured on an H200 (bench/RESULTS.md 2026-12-01):
- * bf16 layernorm [8192 x 16384] 89.6-90.1% -> 91.7-92.1% of copy
- * bandwidth (00:31, three runs, this code) and 94.5% with the prefetch
- * after the row's own loads (00:27, PTX edited by hand; not yet measured
- * from the compiler); two waves ahead 69%, so the kernel reads the SM count
+ * bf16 layernorm [8192 x 16384] 90.5% of copy bandwidth without it,
+ * 91.4% with the prefetch before the row's own loads and 95.4% after them
+ * (01:52, one run, the compiler's three forms side by side; 00:31 and
+ * 00:27 agree: 89.6-90.1 / 91.7-92.1 / 94.5 by hand), so it goes after
+ * the row's loads; two waves ahead 69%, so the kernel reads the SM count
  * (%nsmid) rather than assume one. Kernels with more blocks per SM lost:
  * softmax [16384] (3 blocks of 16 warps) 94.1% -> 75.8%, layernorm [4096]
  * (8 of 4) 93.4% -> 88.9%; they keep their loads alone.
- * TILEC_L2_PREFETCH=0 turns it off, =2 puts it after the row's loads. */
+ * TILEC_L2_PREFETCH=0 turns it off, =1 puts it before the row's loads. */
 /* Is the kernel's grid one-dimensional (its y and z extents the constant
  * 1)? Then the blocks start in block.x order. */
 static bool grid_1d(const Func *f)
@@ -1238,11 +1234,11 @@ static bool prefetch_wanted(Cg *cg, const Access *ac, const Type *rt)
     return grid_1d(cg->f);
 }
 
-/* Where: 1 before the row's own loads (measured), 2 after them (the
- * placement of the hand-edited PTX that measured 94.5%, 00:27), 0 none. */
+/* Where: 2 after the row's own loads (the default: 95.4% of copy
+ * bandwidth against 91.4% before them), 1 before them, 0 none. */
 static int prefetch_place(void)
 {
-    return (int)tc_knob("TILEC_L2_PREFETCH", 1);
+    return (int)tc_knob("TILEC_L2_PREFETCH", 2);
 }
 
 /* Blocks per SM the distance counts: the register cap's, at most the
@@ -1288,7 +1284,7 @@ static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems)
         LLVMBuildCondBr(b, in, one, next);
         LLVMPositionBuilderAtEnd(b, one);
         LLVMValueRef o64 = LLVMBuildZExt(b, at, cg->t_i64, "");
-        cg_prefetch_l2(cg, LLVMBuildGEP2(b, cg->t_i8, base, &o64, 1, ""));
+        prefetch_l2(cg, LLVMBuildGEP2(b, cg->t_i8, base, &o64, 1, ""));
         LLVMBuildBr(b, next);
         LLVMPositionBuilderAtEnd(b, next);
     }

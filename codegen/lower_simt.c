@@ -188,22 +188,6 @@ static LLVMValueRef elem(Cg *cg, Op *op, DType dt, DType rdt, LLVMValueRef *a)
     return int_op(cg, (OpCode)op->code, dt, a);
 }
 
-/* The scalar result of elementwise op `op` on operand values a (the
- * operands' dtypes from the IR); NULL for ops elem does not cover. */
-LLVMValueRef cg_scalar_elem(Cg *cg, Op *op, LLVMValueRef *a)
-{
-    switch ((OpCode)op->code) {
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_REM: case OP_MIN: case OP_MAX:
-    case OP_AND: case OP_OR: case OP_XOR: case OP_CMP: case OP_NEG: case OP_NOT: case OP_ABS:
-    case OP_SELECT: case OP_CAST:
-        break;
-    default:
-        return NULL;
-    }
-    DType dt = (DType)ir_type(cg->f, op->args[op->code == OP_SELECT ? 1 : 0])->dtype;
-    return elem(cg, op, dt, (DType)ir_type(cg->f, op->res[0])->dtype, a);
-}
-
 static bool elem_supported(Cg *cg, Op *op, DType dt)
 {
     OpCode c = (OpCode)op->code;
