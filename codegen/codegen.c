@@ -562,16 +562,15 @@ static LoadSum loaded(Func *f, int nwarps)
 }
 
 /* Blocks per SM a SIMT kernel asks ptxas for (.minnctapersm; 0: none).
- * Blocks of 16+ warps: two, so that one block's loads overlap the other's
- * reductions (bf16 [16384] softmax, 56 registers). Smaller blocks that
- * load more than 64 elements per thread (layernorm: X, W and B) ask for
- * enough blocks to keep 32 warps when a thread loads at most 256 bytes
- * (registers <= 64: bf16 [4096] layernorm, 4 warps, 8 blocks: 80 -> 64
- * registers, 86% -> 89% of copy bandwidth on an H200; 7 blocks 87.6%),
- * 16 warps for blocks of 8+ warps that load more (registers <= 128: bf16
- * [16384] layernorm on 8 warps), else 24 warps. Smaller ones get no hint:
- * there it only loosens ptxas' own budget (bf16 [4096] softmax: 48 -> 55
- * registers). */
+ * Blocks of 16+ warps: two (rows that load X, W and B: bf16 [16384]
+ * layernorm, 63 registers; the wide rows below ask for three). Smaller
+ * blocks that load more than 64 elements per thread (layernorm: X, W and
+ * B) ask for enough blocks to keep 32 warps when a thread loads at most
+ * 256 bytes (registers <= 64: bf16 [4096] layernorm, 4 warps, 8 blocks:
+ * 80 -> 64 registers, 86% -> 89% of copy bandwidth on an H200; 7 blocks
+ * 87.6%), 16 warps for blocks of 8+ warps that load more (registers <=
+ * 128), else 24 warps. Smaller ones get no hint: there it only loosens
+ * ptxas' own budget (bf16 [4096] softmax: 48 -> 55 registers). */
 static int simt_min_blocks(Func *f, int nwarps)
 {
     if (nwarps >= 16)
@@ -583,18 +582,21 @@ static int simt_min_blocks(Func *f, int nwarps)
     return (target + nwarps - 1) / nwarps;
 }
 
-/* Warps of a SIMT kernel: pick_warps, except that a block of 16+ warps
- * whose threads load more than 64 narrow elements each (layernorm's X, W,
- * B: at most 256 bytes) takes half the warps, two blocks per SM and twice
- * the registers (bf16 [16384] layernorm: 16 warps at 64 registers 70%,
- * 8 warps at 128 registers 79% of copy bandwidth on an H200). */
-static int simt_warps(Cg *cg, Func *f)
+/* A row of 16+ warps is "wide" (rematerialised, scheduled, three blocks
+ * per SM: gen_kernel) unless its threads load more than 64 elements each
+ * (layernorm's X, W and B): those keep their values live at two blocks per
+ * SM, where the next wave's row prefetched to L2 (lower_mem.c) covers the
+ * reductions. bf16 [16384] layernorm on an H200 (bench/RESULTS.md
+ * 2026-12-01 02:25, three runs): 16 warps at 63 registers 94.8-95.5% of
+ * copy bandwidth, 8 warps at 126 registers (the earlier rule) 95.6-95.8%;
+ * 16 warps compile in three quarters of the time (fewer elements per
+ * thread: 907 against 1643 lines of PTX). */
+static bool simt_wide(Func *f, int nwarps)
 {
-    int w = pick_warps(cg, f);
-    if (w < 16 || tc_knob("TILEC_WARPS", 0) > 0)
-        return w;
-    LoadSum s = loaded(f, w);
-    return s.elems > 64 && s.bytes <= 256 ? w / 2 : w;
+    if (nwarps < 16 || tc_knob("TILEC_WARPS", 0) > 0)
+        return false;
+    LoadSum s = loaded(f, nwarps);
+    return !(s.elems > 64 && s.bytes <= 256);
 }
 
 static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
@@ -611,7 +613,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
      * Chained products (attention) keep it off: -1.5% to -2.7% on the
      * D=128 causal tiles and 9% more instructions to compile. */
     cg->copy_interior = tc_knob("TILEC_COPY_INTERIOR", mma_warps > 0 && !chain_warps) != 0;
-    cg->nwarps = mma_warps ? mma_warps : simt_warps(cg, f);
+    cg->nwarps = mma_warps ? mma_warps : pick_warps(cg, f);
     cg->smem = NULL;
     cg->smem_bytes = 0;
     cg->epoch = cg->depth = 0;
@@ -619,7 +621,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
      * loads after each barrier, order instructions by first use and cap
      * registers for 3 blocks per SM: 93.9% of copy bandwidth on an H200
      * against 88.5% keeping f32 values live at 2 blocks (docs/codegen.md). */
-    bool wide = !mma_warps && cg->nwarps >= 16 && tc_knob("TILEC_WARPS", 0) == 0;
+    bool wide = !mma_warps && simt_wide(f, cg->nwarps);
     cg->remat = tc_knob("TILEC_REMAT", wide ? 2 : 0);
     cg->hoist = tc_knob("TILEC_HOIST", 0);
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
