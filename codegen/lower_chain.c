@@ -24,14 +24,60 @@
 
 /* ---- detection ---- */
 
+typedef struct CarriedFind { ValId v; Op *loop; int idx; } CarriedFind;
+
+static bool carried_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    CarriedFind *cf = ctx;
+    if (op->code != OP_FOR || cf->loop)
+        return !cf->loop;
+    const Block *b = &op->regions[0];
+    for (int i = 1; i < b->nargs; i++)
+        if (b->args[i] == cf->v) {
+            cf->loop = op;
+            cf->idx = i - 1;
+            return false;
+        }
+    return true;
+}
+
+static bool from_dot(Func *f, ValId v, int depth);
+
+/* A loop-carried value (a FOR's region argument, or the FOR's result for
+ * it) comes from a DOT when its initial value and the value the body
+ * yields for it both do (a score tile computed one key block ahead). */
+static bool loop_value_from_dot(Func *f, const Op *loop, int idx, int depth)
+{
+    const Block *b = &loop->regions[0];
+    const Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
+    return y && y->code == OP_YIELD && idx < y->nargs && 3 + idx < loop->nargs &&
+           from_dot(f, loop->args[3 + idx], depth + 1) && from_dot(f, y->args[idx], depth + 1);
+}
+
+static bool carried_from_dot(Func *f, ValId v, int depth)
+{
+    CarriedFind cf = { v, NULL, 0 };
+    ir_walk(f, &f->body, carried_visit, &cf);
+    return cf.loop && loop_value_from_dot(f, cf.loop, cf.idx, depth);
+}
+
 /* Does v come from a DOT result through elementwise / shape ops? */
 static bool from_dot(Func *f, ValId v, int depth)
 {
     Op *def = ir_val(f, v)->def;
-    if (!def || depth > 24)
+    if (depth > 24)
         return false;
+    if (!def)
+        return carried_from_dot(f, v, depth);
     if (def->code == OP_DOT)
         return true;
+    if (def->code == OP_FOR) {   /* a loop's final value of a carried tile */
+        for (int i = 0; i < def->nres; i++)
+            if (def->res[i] == v)
+                return loop_value_from_dot(f, def, i, depth);
+        return false;
+    }
     if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
         for (int g = 0; g < 2; g++) {
             ValId y = cg_if_yield(def, g, v);
