@@ -20,6 +20,7 @@
  */
 #include "cg_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- detection ---- */
@@ -42,46 +43,45 @@ static bool carried_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
-static bool from_dot(Func *f, ValId v, int depth);
+/* What from_dot knows of each value: not yet asked, being asked (a cycle
+ * through a loop-carried value answers no), no, yes. */
+enum { FD_NEW, FD_BUSY, FD_NO, FD_YES };
+typedef struct DotScan { Func *f; uint8_t *st; } DotScan;
+
+static bool from_dot(DotScan *ds, ValId v, int depth);
 
 /* A loop-carried value (a FOR's region argument, or the FOR's result for
  * it) comes from a DOT when its initial value and the value the body
  * yields for it both do (a score tile computed one key block ahead). */
-static bool loop_value_from_dot(Func *f, const Op *loop, int idx, int depth)
+static bool loop_value_from_dot(DotScan *ds, const Op *loop, int idx, int depth)
 {
     const Block *b = &loop->regions[0];
     const Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
     return y && y->code == OP_YIELD && idx < y->nargs && 3 + idx < loop->nargs &&
-           from_dot(f, loop->args[3 + idx], depth + 1) && from_dot(f, y->args[idx], depth + 1);
+           from_dot(ds, loop->args[3 + idx], depth + 1) && from_dot(ds, y->args[idx], depth + 1);
 }
 
-static bool carried_from_dot(Func *f, ValId v, int depth)
+static bool from_dot_uncached(DotScan *ds, ValId v, int depth)
 {
-    CarriedFind cf = { v, NULL, 0 };
-    ir_walk(f, &f->body, carried_visit, &cf);
-    return cf.loop && loop_value_from_dot(f, cf.loop, cf.idx, depth);
-}
-
-/* Does v come from a DOT result through elementwise / shape ops? */
-static bool from_dot(Func *f, ValId v, int depth)
-{
+    Func *f = ds->f;
     Op *def = ir_val(f, v)->def;
-    if (depth > 24)
-        return false;
-    if (!def)
-        return carried_from_dot(f, v, depth);
+    if (!def) {
+        CarriedFind cf = { v, NULL, 0 };
+        ir_walk(f, &f->body, carried_visit, &cf);
+        return cf.loop && loop_value_from_dot(ds, cf.loop, cf.idx, depth);
+    }
     if (def->code == OP_DOT)
         return true;
     if (def->code == OP_FOR) {   /* a loop's final value of a carried tile */
         for (int i = 0; i < def->nres; i++)
             if (def->res[i] == v)
-                return loop_value_from_dot(f, def, i, depth);
+                return loop_value_from_dot(ds, def, i, depth);
         return false;
     }
     if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
         for (int g = 0; g < 2; g++) {
             ValId y = cg_if_yield(def, g, v);
-            if (y && from_dot(f, y, depth + 1))
+            if (y && from_dot(ds, y, depth + 1))
                 return true;
         }
         return false;
@@ -89,12 +89,27 @@ static bool from_dot(Func *f, ValId v, int depth)
     if (!(op_info[def->code].flags & OPF_ELEM) && def->code != OP_BROADCAST && def->code != OP_EXPAND)
         return false;
     for (int i = 0; i < def->nargs; i++)
-        if (from_dot(f, def->args[i], depth + 1))
+        if (from_dot(ds, def->args[i], depth + 1))
             return true;
     return false;
 }
 
+/* Does v come from a DOT result through elementwise / shape ops (or a
+ * loop-carried tile of such results)? Each value is asked once. */
+static bool from_dot(DotScan *ds, ValId v, int depth)
+{
+    if (depth > 64 || v == 0 || v >= ds->f->nvals)
+        return false;
+    if (ds->st[v] != FD_NEW)
+        return ds->st[v] == FD_YES;
+    ds->st[v] = FD_BUSY;
+    bool yes = from_dot_uncached(ds, v, depth);
+    ds->st[v] = yes ? FD_YES : FD_NO;
+    return yes;
+}
+
 typedef struct ChainScan {
+    DotScan ds;
     bool chained;          /* some DOT's A operand comes from a DOT */
     int64_t mgcd;          /* rows of every DOT accumulator (all must split alike) */
     int64_t nfirst, nchain;  /* widest accumulator of a first / a chained DOT */
@@ -110,7 +125,7 @@ static bool chain_visit(Func *f, Op *op, void *ctx)
     int64_t n = t->rank == 2 ? t->shape[1] : 0;
     if (!cs->mgcd || m < cs->mgcd)
         cs->mgcd = m;
-    bool chained = from_dot(f, op->args[0], 0);
+    bool chained = from_dot(&cs->ds, op->args[0], 0);
     cs->chained |= chained;
     int64_t *w = chained ? &cs->nchain : &cs->nfirst;
     if (n > *w)
@@ -138,8 +153,11 @@ static int rows_warps(int64_t m, int max_warps)
  * always). 0 when the kernel has none. */
 int cg_chain_kernel_warps(Func *f, int max_warps)
 {
-    ChainScan cs = { false, 0, 0, 0 };
+    ChainScan cs = { { f, calloc(f->nvals ? f->nvals : 1, 1) }, false, 0, 0, 0 };
+    if (!cs.ds.st)
+        return 0;
     ir_walk(f, &f->body, chain_visit, &cs);
+    free(cs.ds.st);
     if (!cs.chained || cs.mgcd <= 0 || cs.mgcd % 16)
         return 0;
     int64_t per = cs.nfirst + cs.nchain <= 192 ? cs.mgcd / 32 : cs.mgcd / 16;
