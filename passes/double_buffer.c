@@ -46,7 +46,10 @@
  * then the wait, barrier and smem_load sink past the copy groups that follow
  * in the same block (a loop's prologue, and the pure ops and buffers it
  * needs), with wait {pending = groups passed}: attention's Q and its first
- * K/V stage are in flight together. TILEC_OVERLAP_SINGLE=0 keeps them in place.
+ * K/V stage are in flight together. They also sink past any other op that
+ * does not read the loaded tile, short of a loop (an earlier tile's
+ * epilogue: the next tile's Q lands while it runs; TILEC_SINK_FAR=0 stops
+ * at those). TILEC_OVERLAP_SINGLE=0 keeps them in place.
  * The barrier after the loop lets smem_alloc reuse the ring's bytes later.
  */
 #include "passes.h"
@@ -440,6 +443,18 @@ static bool reads(const Op *op, ValId v)
     return false;
 }
 
+/* Does op or any op nested in it read v? */
+static bool reads_deep(const Op *op, ValId v)
+{
+    if (reads(op, v))
+        return true;
+    for (int r = 0; r < op->nregions; r++)
+        for (int i = 0; i < op->regions[r].nops; i++)
+            if (reads_deep(op->regions[r].ops[i], v))
+                return true;
+    return false;
+}
+
 /* True when op (an IF) holds only async copies and its yields, and no op in
  * it reads v: a loop prologue's guarded stage. */
 static bool copies_only(const Op *op, ValId v)
@@ -457,12 +472,15 @@ static bool copies_only(const Op *op, ValId v)
  * past the copy groups that follow it in the same block (a pipelined loop's
  * prologue, with the pure ops and buffers it needs): the wait then leaves
  * those groups pending (cp.async groups retire in order), so the loop's first
- * stage is in flight while the load's own copies land. Stops at the first
- * other op or the first use of the loaded tile. Returns the groups passed. */
+ * stage is in flight while the load's own copies land. Also passes any other
+ * op but a loop that does not read the tile (TILEC_SINK_FAR, default on): a
+ * later wait of those ops, if any, only retires this group early. Stops at
+ * a loop or the first use of the loaded tile. Returns the groups passed. */
 static int sink_wait(Func *f, Block *blk, int w)
 {
     if (tc_knob("TILEC_OVERLAP_SINGLE", 1) == 0)
         return 0;
+    bool far = tc_knob("TILEC_SINK_FAR", 1) != 0;
     Op *wait = blk->ops[w], *bar = blk->ops[w + 1], *ld = blk->ops[w + 2];
     ValId v = ld->res[0];
     int groups = 0, to = -1;
@@ -475,7 +493,8 @@ static int sink_wait(Func *f, Block *blk, int w)
             continue;
         }
         bool ok = ((op_info[op->code].flags & OPF_PURE) && !op->nregions) || op->code == OP_SMEM_ALLOC ||
-                  op->code == OP_ASYNC_COPY || (op->code == OP_IF && copies_only(op, v));
+                  op->code == OP_ASYNC_COPY || (op->code == OP_IF && copies_only(op, v)) ||
+                  (far && op->code != OP_FOR && !reads_deep(op, v));
         if (!ok)
             break;
     }
