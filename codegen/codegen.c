@@ -462,9 +462,9 @@ static int grid_rpn(Cg *cg, Func *f, ValId v, StrBuf *out, int depth)
 
 static int emit_grid(Cg *cg, Func *f, StrBuf *out)
 {
-    Op *y = f->grid.nops ? f->grid.ops[f->grid.nops - 1] : NULL;
+    Op *y = ir_block_yield(&f->grid);
     sb_puts(out, "grid");
-    if (!y || y->code != OP_YIELD) {
+    if (!y) {
         sb_puts(out, " 1 ; 1 ; 1\n");
         return 0;
     }
@@ -530,10 +530,9 @@ static void init_types(Cg *cg)
 
 ValId cg_if_yield(const Op *iff, int g, ValId v)
 {
-    const Block *b = &iff->regions[g];
-    const Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
+    const Op *y = ir_block_yield(&iff->regions[g]);
     for (int i = 0; i < iff->nres; i++)
-        if (iff->res[i] == v && y && y->code == OP_YIELD && i < y->nargs)
+        if (iff->res[i] == v && y && i < y->nargs)
             return y->args[i];
     return 0;
 }

@@ -55,9 +55,8 @@ static bool from_dot(DotScan *ds, ValId v, int depth);
  * yields for it both do (a score tile computed one key block ahead). */
 static bool loop_value_from_dot(DotScan *ds, const Op *loop, int idx, int depth)
 {
-    const Block *b = &loop->regions[0];
-    const Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
-    return y && y->code == OP_YIELD && idx < y->nargs && 3 + idx < loop->nargs &&
+    const Op *y = ir_block_yield(&loop->regions[0]);
+    return y && idx < y->nargs && 3 + idx < loop->nargs &&
            from_dot(ds, loop->args[3 + idx], depth + 1) && from_dot(ds, y->args[idx], depth + 1);
 }
 

@@ -131,9 +131,8 @@ static Op *dot_source(Func *f, ValId v, int depth)
 
 const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i)
 {
-    Block *body = &forop->regions[0];
-    Op *y = body->nops ? body->ops[body->nops - 1] : NULL;
-    if (!y || y->code != OP_YIELD || i >= y->nargs)
+    Op *y = ir_block_yield(&forop->regions[0]);
+    if (!y || i >= y->nargs)
         return NULL;
     Op *def = dot_source(cg->f, y->args[i], 0);
     if (!def || !type_same_shape(ir_type(cg->f, def->res[0]), ir_type(cg->f, y->args[i])))

@@ -861,12 +861,6 @@ static int lower_trans(Cg *cg, Op *op)
 
 /* ---- structured control flow ---- */
 
-static Op *block_yield(Block *b)
-{
-    Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
-    return y && y->code == OP_YIELD ? y : NULL;
-}
-
 /* The layout a loop-carried tile keeps: the init's, or that of a load of
  * the same shape in the body (so the carried value needs no conversion). */
 static bool find_load_layout(Func *f, Op *op, void *ctx)
@@ -927,7 +921,7 @@ static int lower_for(Cg *cg, Op *op)
     Func *f = cg->f;
     int nc = op->nres;
     Block *body = &op->regions[0];
-    Op *y = block_yield(body);
+    Op *y = ir_block_yield(body);
     if (!y || y->nargs != nc || body->nargs != nc + 1) {
         diag_internal(cg->d, op->loc, "malformed for loop");
         return 1;
@@ -1007,7 +1001,7 @@ static int lower_if(Cg *cg, Op *op)
     cg->depth++;   /* until the yields are materialised in the arms */
     for (int k = 0; k < 2; k++) {
         LLVMPositionBuilderAtEnd(cg->b, k ? elseb : thenb);
-        ys[k] = block_yield(&op->regions[k]);
+        ys[k] = ir_block_yield(&op->regions[k]);
         if (cg_lower_block(cg, &op->regions[k]))
             return 1;
         ends[k] = LLVMGetInsertBlock(cg->b);

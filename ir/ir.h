@@ -153,6 +153,12 @@ ValId ir_add_dim(Func *f, const char *name);                  /* i32 scalar; ret
 int ir_find_dim(const Func *f, const char *name);             /* index or -1 */
 static inline Value *ir_val(const Func *f, ValId v) { return &f->vals[v]; }
 static inline Type *ir_type(const Func *f, ValId v) { return &f->vals[v].type; }
+/* The YIELD that ends block b (a region or the grid), or NULL. */
+static inline Op *ir_block_yield(const Block *b)
+{
+    Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
+    return y && y->code == OP_YIELD ? y : NULL;
+}
 
 /* Builder: appends ops to a block (or inserts before an op). */
 typedef struct Builder {

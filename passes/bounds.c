@@ -193,17 +193,11 @@ static void eval_for(Bounds *b, const Op *op)
         b->r[op->res[i]] = r_top;
 }
 
-static const Op *yield_of(const Block *blk)
-{
-    const Op *y = blk->nops ? blk->ops[blk->nops - 1] : NULL;
-    return y && y->code == OP_YIELD ? y : NULL;
-}
-
 static void eval_if(Bounds *b, const Op *op)
 {
     walk_block(b, &op->regions[0]);
     walk_block(b, &op->regions[1]);
-    const Op *y0 = yield_of(&op->regions[0]), *y1 = yield_of(&op->regions[1]);
+    const Op *y0 = ir_block_yield(&op->regions[0]), *y1 = ir_block_yield(&op->regions[1]);
     for (int i = 0; i < op->nres; i++)
         b->r[op->res[i]] = y0 && y1 && i < y0->nargs && i < y1->nargs
                                ? r_union(b->r[y0->args[i]], b->r[y1->args[i]])
@@ -238,7 +232,7 @@ static void init_bounds(Bounds *b, const Func *f, Arena *a)
     for (int ax = 0; ax < 3; ax++)
         b->nblocks[ax] = r_span(1, INT32_MAX, 1);
     walk_block(b, &f->grid);
-    const Op *y = yield_of(&f->grid);
+    const Op *y = ir_block_yield(&f->grid);
     for (int ax = 0; ax < 3; ax++) {
         if (y && ax < y->nargs)
             b->nblocks[ax] = r_span(max64(1, b->r[y->args[ax]].lo), b->r[y->args[ax]].hi, 1);

@@ -177,9 +177,9 @@ static void ranges_init(Ranges *R, const Func *f, Arena *a)
     R->exact = true;
     range_block(R, &f->grid);
     R->exact = false;
-    const Op *y = f->grid.nops ? f->grid.ops[f->grid.nops - 1] : NULL;
+    const Op *y = ir_block_yield(&f->grid);
     for (int ax = 0; ax < 3; ax++) {
-        if (y && y->code == OP_YIELD && ax < y->nargs) {
+        if (y && ax < y->nargs) {
             Rng g = rng_of(R, y->args[ax]);
             R->nblocks[ax] = (Rng){ mx64(1, g.lo), mn64(INT32_MAX, g.hi) };
         }
