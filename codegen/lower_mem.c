@@ -1209,9 +1209,8 @@ static bool dead_tail(Cg *cg, const Op *op)
  * 1)? Then the blocks start in block.x order. */
 static bool grid_1d(const Func *f)
 {
-    const Block *g = &f->grid;
-    const Op *y = g->nops ? g->ops[g->nops - 1] : NULL;
-    if (!y || y->code != OP_YIELD || y->nargs != 3)
+    const Op *y = ir_block_yield(&f->grid);
+    if (!y || y->nargs != 3)
         return false;
     for (int i = 1; i < 3; i++) {
         const Op *c = ir_val(f, y->args[i])->def;
@@ -1252,7 +1251,7 @@ static int prefetch_blocks(const Cg *cg)
     return n;
 }
 
-static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems)
+static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems, int place)
 {
     LLVMBuilderRef b = cg->b;
     int esize = dtype_bits(ac->dt) / 8;
@@ -1274,8 +1273,8 @@ static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems)
     LLVMValueRef last = LLVMBuildSub(b, bytes, cg_i32(cg, 1), "");
     LLVMValueRef span = LLVMBuildAdd(b, bytes, cg_i32(cg, 128), "");
     int nthreads = cg->nwarps * 32;
-    int64_t lines = (elems * esize + 127) / 128 + 1;
-    for (int64_t k = 0; k * nthreads < lines; k++) {
+    int64_t lines = (elems * esize + 127) / 128 + 1, per_thread = (lines + nthreads - 1) / nthreads;
+    for (int64_t k = 0; k < per_thread; k++) {
         LLVMValueRef line = LLVMBuildAdd(b, cg->tid, cg_i32(cg, k * nthreads), "");
         LLVMValueRef off = LLVMBuildMul(b, line, cg_i32(cg, 128), "");
         LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, off, span, "");
@@ -1290,12 +1289,15 @@ static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems)
     }
     LLVMBuildBr(b, cont);
     LLVMPositionBuilderAtEnd(b, cont);
-    if (cg->report)
+    if (cg->report) {
+        char per[32] = "one line";
+        if (per_thread > 1)
+            snprintf(per, sizeof per, "%lld lines", (long long)per_thread);
         sb_printf(cg->report, "  load %s at %d:%d: the row block.x + %%nsmid x %d (the next wave's) "
-                  "prefetched to L2 %s the row's loads, one line per thread\n",
+                  "prefetched to L2 %s the row's loads, %s per thread\n",
                   ir_val(cg->f, ac->op->args[0])->name ? ir_val(cg->f, ac->op->args[0])->name : "?",
-                  ac->op->loc.line, ac->op->loc.col, prefetch_blocks(cg),
-                  prefetch_place() == 2 ? "after" : "before");
+                  ac->op->loc.line, ac->op->loc.col, prefetch_blocks(cg), place == 2 ? "after" : "before", per);
+    }
 }
 
 int cg_lower_load(Cg *cg, Op *op)
@@ -1315,9 +1317,9 @@ int cg_lower_load(Cg *cg, Op *op)
         cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = out };
         return 0;
     }
-    bool pf = prefetch_wanted(cg, &ac, rt);
-    if (pf && prefetch_place() == 1)
-        prefetch_next_wave(cg, &ac, rt->shape[0]);
+    int pf = prefetch_wanted(cg, &ac, rt) ? prefetch_place() : 0;
+    if (pf == 1)
+        prefetch_next_wave(cg, &ac, rt->shape[0], pf);
     const Layout *L = cg_default_layout(cg, rt, last_contiguous(&ac));
     int n = layout_nregs(L);
     LLVMValueRef *other;
@@ -1331,8 +1333,8 @@ int cg_lower_load(Cg *cg, Op *op)
     LLVMValueRef uother = !ov ? zero : ov->kind == TV_SPLAT || ov->kind == TV_SCALAR ? ov->s : NULL;
     int tail = 0;
     LLVMValueRef *regs = load_tile(cg, &ac, L, other, uother, &tail);
-    if (pf && prefetch_place() == 2)
-        prefetch_next_wave(cg, &ac, rt->shape[0]);
+    if (pf == 2)
+        prefetch_next_wave(cg, &ac, rt->shape[0], pf);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = regs, .leaf = ac.dt == DT_BF16,
                                       .lazy = access_vec(&ac, L) > 1 && dtype_bits(ac.dt) < 32 };
     report_access(cg, op, "load", L, access_vec(&ac, L), tail, ac.dead_tail);
