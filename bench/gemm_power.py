@@ -37,33 +37,32 @@ from power_probe import medians, sampled, window  # noqa: E402
 import power_probe  # noqa: E402
 
 
-def fed_probe(copies, src_buf, warps_per_sm=8, iters=8192):
-    """(fn, flop, bytes copied) of one launch of fed_kernel(copies) over
-    src_buf (a CUDA tensor whose byte size is a power of two)."""
+def _probe_launch(ptx, params, keep, warps_per_sm, iters):
+    """(fn, warps launched) of a probe kernel over warps_per_sm warps per
+    SM (blocks of 4 warps) with params (out, iters, then `params`)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     threads, blocks = 128, sms * warps_per_sm // 4
+    out = torch.empty(blocks * threads, device="cuda")
+    fn = mma_probe.launcher(ptx, blocks, threads, [ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters)] + params,
+                            (out,) + keep)
+    return fn, blocks * (threads // 32)
+
+
+def fed_probe(copies, src_buf, warps_per_sm=8, iters=8192):
+    """(fn, flop, bytes copied per FLOP) of one launch of fed_kernel(copies)
+    over src_buf (a CUDA tensor whose byte size is a power of two)."""
     nbytes = src_buf.numel() * src_buf.element_size()
     assert nbytes & (nbytes - 1) == 0
-    out = torch.empty(blocks * threads, device="cuda")
-    launch = mma_probe.launcher(fed_kernel(copies), blocks, threads,
-                                [ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters),
-                                 ctypes.c_uint64(src_buf.data_ptr()), ctypes.c_uint64((nbytes - 1) & ~15)],
-                                (out, src_buf))
-    flop = blocks * (threads // 32) * iters * 32 * 4096.0
-    return launch, flop, blocks * threads * iters * copies * 16.0
+    fn, warps = _probe_launch(fed_kernel(copies), [ctypes.c_uint64(src_buf.data_ptr()),
+                                                   ctypes.c_uint64((nbytes - 1) & ~15)], (src_buf,), warps_per_sm, iters)
+    flop = warps * iters * 32 * 4096.0
+    return fn, flop, warps * 32 * iters * copies * 16.0 / flop
 
 
 def probe(nm, nn, ldsm, warps_per_sm=8, iters=8192):
     """(fn, flop) of one launch of bench/mma_ptx.py's kernel(nm, nn, ldsm)."""
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    threads, blocks = 128, sms * warps_per_sm // 4
-    out = torch.empty(blocks * threads, device="cuda")
-    launch = mma_probe.launcher(kernel(nm, nn, ldsm), blocks, threads,
-                                [ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters)], (out,))
-    return launch, blocks * (threads // 32) * iters * nm * nn * 4096.0
-
-
-COPY_BYTES = {}
+    fn, warps = _probe_launch(kernel(nm, nn, ldsm), [], (), warps_per_sm, iters)
+    return fn, warps * iters * nm * nn * 4096.0
 
 
 def main():
@@ -76,11 +75,10 @@ def main():
     c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
     flop = 2.0 * n ** 3
     src = torch.randn(8 << 20, device="cuda", dtype=torch.bfloat16)     # 16 MB: stays in L2
-    kern = [("mma.sync bare, 8 acc/warp", *probe(1, 8, False))]
+    kern = [("mma.sync bare, 8 acc/warp", *probe(1, 8, False), 0.0)]   # (label, fn, flop, bytes copied per FLOP)
     for copies in (0, 2, 3, 4):
-        fn, fl, nb = fed_probe(copies, src)
-        kern.append(("mainloop + %d cp.async (%.1f B/kFLOP)" % (copies, 1e3 * nb / fl), fn, fl))
-        COPY_BYTES[kern[-1][0]] = nb / fl
+        fn, fl, bpf = fed_probe(copies, src)
+        kern.append(("mainloop + %d cp.async (%.1f B/kFLOP)" % (copies, 1e3 * bpf), fn, fl, bpf))
     paths = sorted(glob.glob(os.path.join(ROOT, ".devcarry", "gemm", "default_*.ptx")))
     if paths:
         mod = tilec.load_files(paths[0])
@@ -89,7 +87,7 @@ def main():
         err = ((c.float() - ref).norm() / ref.norm()).item()
         if not err <= 1e-2:
             raise SystemExit("tilec gemm wrong at 8192^3: rel err %.2e" % err)
-        kern.append(("tilec " + os.path.basename(paths[0])[:-4], lambda: mod(a, b, c), flop))
+        kern.append(("tilec " + os.path.basename(paths[0])[:-4], lambda: mod(a, b, c), flop, 0.0))
         del ref
     else:
         print("no .devcarry/gemm/default_*.ptx (run bench/prepare.sh): tilec's GEMM not run")
@@ -97,25 +95,24 @@ def main():
         import triton_mma
         cfg = triton_mma.PEER
         triton_mma.run(cfg, a, b, c)
-        kern.append(("triton %dx%dx%d w%d s%d mma.sync" % cfg, lambda: triton_mma.run(cfg, a, b, c), flop))
+        kern.append(("triton %dx%dx%d w%d s%d mma.sync" % cfg, lambda: triton_mma.run(cfg, a, b, c), flop, 0.0))
     except Exception as e:  # noqa: BLE001 - the peer is optional
         print("no Triton peer: %s" % str(e).splitlines()[0])
-    kern.append(("cuBLAS (torch.matmul)", lambda: torch.matmul(a, b, out=c), flop))
+    kern.append(("cuBLAS (torch.matmul)", lambda: torch.matmul(a, b, out=c), flop, 0.0))
 
     done = []
 
     def rounds():
         for rnd in range(2):
-            for label, fn, fl in kern:
+            for label, fn, fl, bpf in kern:
                 time.sleep(0.5)
                 t0, t1, tf = window(fn, fl)
-                done.append((label, rnd, t0, t1, tf))
+                done.append((label, rnd, t0, t1, tf, bpf))
     log = sampled(rounds)
     print("%-38s %s %8s %8s %8s %9s %7s %8s" % ("kernel", "r", "TFLOP/s", "MHz", "W", "J/PFLOP", "samples",
                                              "L2 TB/s"))
-    for label, rnd, t0, t1, tf in done:
+    for label, rnd, t0, t1, tf, bpf in done:
         mhz, w, ns = medians(log, t0, t1)
-        bpf = COPY_BYTES.get(label, 0.0)
         print("%-38s %d %8.1f %8.0f %8.0f %9.0f %7d %8s" % (label, rnd, tf, mhz, w, 1000.0 * w / tf, ns,
               "%.2f" % (tf * bpf) if bpf else "-"), flush=True)
 

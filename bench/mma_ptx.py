@@ -9,8 +9,10 @@ MMA = ("  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{c{0},c{1},c{2},c
        "{{a{4},a{5},a{6},a{7}}}, {{b{8},b{9}}}, {{c{0},c{1},c{2},c{3}}};")
 
 
-def kernel(nm, nn, ldsm):
-    """PTX: nm x nn accumulators per warp; A fragment m, B fragment n."""
+def _step(nm, nn, ldsm):
+    """One k16 step of an nm x nn warp tile: (with ldsm) A fragments m and
+    B fragment pairs reloaded by ldmatrix from shared memory at sp, then the
+    nm x nn mma.sync into accumulators c."""
     body = []
     if ldsm:
         body += ["  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {a%d,a%d,a%d,a%d}, [sp+%d];"
@@ -21,6 +23,19 @@ def kernel(nm, nn, ldsm):
         for n in range(nn):
             j = 4 * (m * nn + n)
             body.append(MMA.format(j, j + 1, j + 2, j + 3, 4 * m, 4 * m + 1, 4 * m + 2, 4 * m + 3, 2 * n, 2 * n + 1))
+    return body
+
+
+def _store_sum(nc):
+    """After the loop: the sum of the nc accumulators to out[global thread id]."""
+    lines = ["  mov.f32 s, 0f00000000;"] + ["  add.f32 s, s, c%d;" % i for i in range(nc)]
+    return lines + ["  ld.param.u64 p, [out];", "  mov.u32 i, %ctaid.x;", "  mov.u32 n, %ntid.x;",
+                    "  mad.lo.u32 i, i, n, tid;", "  mul.wide.u32 o, i, 4;", "  add.u64 p, p, o;",
+                    "  st.global.f32 [p], s;", "  ret;", "}"]
+
+
+def kernel(nm, nn, ldsm):
+    """PTX: nm x nn accumulators per warp; A fragment m, B fragment n."""
     nc, na, nb = 4 * nm * nn, 4 * nm, 2 * nn + 2
     lines = [".version 8.0", ".target sm_80", ".address_size 64",
              ".visible .entry probe(.param .u64 out, .param .u32 iters)", "{",
@@ -32,12 +47,8 @@ def kernel(nm, nn, ldsm):
     lines += ["  add.u32 a%d, tid, %d;" % (i, i) for i in range(na)]
     lines += ["  add.u32 b%d, tid, %d;" % (i, i + na) for i in range(nb)]
     lines += ["  mov.f32 c%d, 0f00000000;" % i for i in range(nc)]
-    lines += ["  ld.param.u32 n, [iters];", "  mov.u32 i, 0;", "L:"] + body
-    lines += ["  add.u32 i, i, 1;", "  setp.lt.u32 q, i, n;", "  @q bra L;", "  mov.f32 s, 0f00000000;"]
-    lines += ["  add.f32 s, s, c%d;" % i for i in range(nc)]
-    lines += ["  ld.param.u64 p, [out];", "  mov.u32 i, %ctaid.x;", "  mov.u32 n, %ntid.x;",
-              "  mad.lo.u32 i, i, n, tid;", "  mul.wide.u32 o, i, 4;", "  add.u64 p, p, o;",
-              "  st.global.f32 [p], s;", "  ret;", "}"]
+    lines += ["  ld.param.u32 n, [iters];", "  mov.u32 i, 0;", "L:"] + _step(nm, nn, ldsm)
+    lines += ["  add.u32 i, i, 1;", "  setp.lt.u32 q, i, n;", "  @q bra L;"] + _store_sum(nc)
     return ("\n".join(lines) + "\n").encode() + b"\0"
 
 
@@ -53,14 +64,7 @@ def fed_kernel(copies):
     copies=2 (7.8) that of 256x256, whose accumulators alone would fill the
     register file; copies=0 is the mainloop alone."""
     nm, nn = 4, 8
-    body = ["  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {a%d,a%d,a%d,a%d}, [sp+%d];"
-            % (4 * m, 4 * m + 1, 4 * m + 2, 4 * m + 3, 512 * m) for m in range(nm)]
-    body += ["  ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {b%d,b%d,b%d,b%d}, [sp+%d];"
-             % (4 * q, 4 * q + 1, 4 * q + 2, 4 * q + 3, 4096 + 512 * q) for q in range(nn // 2)]
-    for m in range(nm):
-        for n in range(nn):
-            j = 4 * (m * nn + n)
-            body.append(MMA.format(j, j + 1, j + 2, j + 3, 4 * m, 4 * m + 1, 4 * m + 2, 4 * m + 3, 2 * n, 2 * n + 1))
+    body = _step(nm, nn, True)
     for k in range(copies):
         body += ["  and.b64 g, goff, gmask;", "  add.u64 g, g, src;",
                  "  cp.async.cg.shared.global [rb+%d], [g], 16;" % (512 * (k % 8)),
@@ -91,12 +95,8 @@ def fed_kernel(copies):
               "  mul.wide.u32 gstep, i, 16;"]
     lines += ["  mov.f32 c%d, 0f00000000;" % i for i in range(nc)]
     lines += ["  ld.param.u32 n, [iters];", "  mov.u32 i, 0;", "L:"] + body
-    lines += ["  add.u32 i, i, 1;", "  setp.lt.u32 q, i, n;", "  @q bra L;", "  cp.async.wait_all;",
-              "  mov.f32 s, 0f00000000;"]
-    lines += ["  add.f32 s, s, c%d;" % i for i in range(nc)]
-    lines += ["  ld.param.u64 p, [out];", "  mov.u32 i, %ctaid.x;", "  mov.u32 n, %ntid.x;",
-              "  mad.lo.u32 i, i, n, tid;", "  mul.wide.u32 o, i, 4;", "  add.u64 p, p, o;",
-              "  st.global.f32 [p], s;", "  ret;", "}"]
+    lines += ["  add.u32 i, i, 1;", "  setp.lt.u32 q, i, n;", "  @q bra L;", "  cp.async.wait_all;"]
+    lines += _store_sum(nc)
     return ("\n".join(lines) + "\n").encode() + b"\0"
 
 
