@@ -4,10 +4,17 @@ kernels, each run back to back for a while (nvidia-smi sampling every 50
 ms): FlashAttention-2 (SDPA flash), cuDNN, and tilec.attention's pick from
 the precompiled sm_86 PTX (.devcarry/attn). At the GPU's power limit a
 kernel's speed depends on the energy it spends per FLOP: the table gives
-TFLOP/s, the median SM clock and power while it ran, and joules per PFLOP.
+TFLOP/s, the median SM clock and power while it ran, joules per PFLOP and
+TFLOP/s per GHz of SM clock (what a kernel does per clock, apart from the
+clock the power limit leaves it). With --variants DIR, every
+attn_bf16_sm_86_d<D>_..._<c|f>[_tag].ptx in DIR of the row's D and mask
+runs too (experiment variants, e.g. PTX edited by hand), with its output's
+relative error against float32 SDPA (no pass/fail: an edited variant may
+be wrong on purpose).
 
-    TILEC_LIB_DIR=... PYTHONPATH=python python3 bench/power_probe.py [D N causal ...]
+    TILEC_LIB_DIR=... PYTHONPATH=python python3 bench/power_probe.py [--variants DIR] [D N causal ...]
 """
+import glob
 import os
 import subprocess
 import sys
@@ -77,10 +84,18 @@ def sampled(run):
     return log
 
 
-def row(d, n, causal, done):
+def variant_files(folder, d, causal):
+    """The sm_86 bf16 variants in folder for head dim d and this mask."""
+    pat = "attn_bf16_sm_86_d%d_m*_n*_%s*.ptx" % (d, "c" if causal else "f")
+    return sorted(p for p in glob.glob(os.path.join(folder, pat))
+                  if os.path.basename(p)[:-4].split("_")[7] == ("c" if causal else "f"))
+
+
+def row(d, n, causal, done, folder=None):
     z, h = 16384 // n, 2048 // d
     q, k, v = (torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o, lse = torch.empty_like(q), torch.empty(z, h, n, device="cuda")
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal) if folder else None
     flop = 4.0 * z * h * n * n * d / (2 if causal else 1)
     bm, bn, so, sw = A.picks(d, causal, n)
     name = A.variant_name("bf16", "sm_86", d, bm, bn, causal, so, sw)
@@ -93,27 +108,44 @@ def row(d, n, causal, done):
         return f
     kern = [("flash", sd(SDPBackend.FLASH_ATTENTION)), ("cuDNN", sd(SDPBackend.CUDNN_ATTENTION)),
             ("tilec " + name[len("attn_bf16_sm_86_"):], lambda: mod(q, k, v, o, lse, d ** -0.5))]
+    for path in variant_files(folder, d, causal) if folder else []:
+        vm = tilec.load_files(path)
+        kern.append(("xp " + os.path.basename(path)[len("attn_bf16_sm_86_"):-4],
+                     lambda vm=vm: vm(q, k, v, o, lse, d ** -0.5)))
     for rnd in range(2):
         for label, fn in kern:
             time.sleep(0.5)
             t0, t1, tf = window(fn, flop)
-            done.append((d, n, causal, label, rnd, t0, t1, tf))
+            err = float("nan")
+            if ref is not None and not label.startswith(("flash", "cuDNN")):
+                o.fill_(float("nan"))
+                fn()
+                err = ((o.float() - ref).norm() / ref.norm()).item()
+            done.append((d, n, causal, label, rnd, t0, t1, tf, err))
 
 
 def main():
-    args = sys.argv[1:] or ["128", "2048", "no", "128", "4096", "no", "128", "8192", "yes"]
+    args = sys.argv[1:]
+    folder = None
+    if args[:1] == ["--variants"]:
+        if len(args) < 2 or not os.path.isdir(args[1]):
+            sys.exit("power_probe.py: --variants needs a folder of PTX files")
+        folder, args = args[1], args[2:]
+    args = args or ["128", "2048", "no", "128", "4096", "no", "128", "8192", "yes"]
+    if len(args) % 3:
+        sys.exit("power_probe.py: rows are D N causal(yes|no) triples")
     done = []
 
     def rows():
         for i in range(0, len(args), 3):
-            row(int(args[i]), int(args[i + 1]), args[i + 2] == "yes", done)
+            row(int(args[i]), int(args[i + 1]), args[i + 2] == "yes", done, folder)
     log = sampled(rows)
-    print("%-4s %-6s %-6s %-30s %s %8s %8s %8s %9s %7s" % ("D", "N", "causal", "kernel", "r", "TFLOP/s", "MHz", "W",
-                                                            "J/PFLOP", "samples"))
-    for d, n, causal, label, rnd, t0, t1, tf in done:
+    print("%-4s %-6s %-6s %-34s %s %8s %8s %8s %9s %9s %7s %8s" % ("D", "N", "causal", "kernel", "r", "TFLOP/s", "MHz",
+                                                                  "W", "J/PFLOP", "TF/GHz", "samples", "err"))
+    for d, n, causal, label, rnd, t0, t1, tf, err in done:
         mhz, w, ns = medians(log, t0, t1)
-        print("%-4d %-6d %-6s %-30s %d %8.1f %8.0f %8.0f %9.0f %7d" % (d, n, "yes" if causal else "no", label, rnd, tf,
-              mhz, w, 1000.0 * w / tf, ns))
+        print("%-4d %-6d %-6s %-34s %d %8.1f %8.0f %8.0f %9.0f %9.1f %7d %8.1e" % (
+            d, n, "yes" if causal else "no", label, rnd, tf, mhz, w, 1000.0 * w / tf, 1000.0 * tf / mhz, ns, err))
 
 
 if __name__ == "__main__":
