@@ -108,6 +108,10 @@ typedef struct Cg {
     struct CgPrefetch *pf;
     /* Register renumberings already worked out (lower_chain.c). */
     struct CgRenumber *renum;
+    /* Two warp groups taking turns at the tensor cores (TILEC_PINGPONG,
+     * lower_chain.c): the first and second DOT of each such loop body. */
+    struct { const Op *dot[2]; } turns[8];
+    int nturns;
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
@@ -220,6 +224,9 @@ const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i);
  * layout (16-byte stores) through shared memory. */
 void cg_mma_prepare_store(Cg *cg, Op *op);
 
+/* DOT ops in b and its nested regions (lower_async.c). */
+int cg_count_dots(Func *f, Block *b);
+
 /* ---- lower_chain.c (products that feed products: the FlashAttention-2 rule) ---- */
 /* Warps (one per 16 accumulator rows, <= 8) when some DOT's A operand comes
  * from a DOT result; 0 otherwise. */
@@ -235,6 +242,11 @@ bool cg_chain_rescale(Cg *cg, Op *op, int *x);
 /* x * s, skipped by the whole warp when all its factors are 1; NULL when s
  * does not repeat a few factors. */
 LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, int n);
+/* TILEC_PINGPONG=1: find the loops whose bodies take turns (at kernel start). */
+void cg_chain_turns(Cg *cg, Func *f);
+/* The named barriers of a turn-taking loop's DOT, before (after = false)
+ * or after its products; nothing for other DOTs. */
+void cg_chain_turn(Cg *cg, const Op *dot, bool after);
 
 /* ---- fp_contract.c ---- */
 /* Mark every fadd/fsub/fmul `contract` (fusable into an fma). */

@@ -647,12 +647,15 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     cg_find_anchors(cg, f);
     if (cg->mma_rows_only)
         cg_chain_anchors(cg, f);
+    cg->nturns = 0;
     kernel_entry(cg);
     setup_dynamic_smem(cg, f, mma_warps > 0);
     bind_params(cg, f);
     if (cg->report)
         sb_printf(cg->report, "kernel %s (%s): %d threads (%d warps)\n", f->name, cg->tg->name,
                   cg->nwarps * 32, cg->nwarps);
+    if (cg->mma_rows_only)
+        cg_chain_turns(cg, f);
     int e = cg_lower_block(cg, &f->body);
     if (!e)
         LLVMBuildRetVoid(cg->b);

@@ -530,6 +530,13 @@ static bool count_dots(Func *f, Op *op, void *ctx)
     return true;
 }
 
+int cg_count_dots(Func *f, Block *b)
+{
+    int n = 0;
+    ir_walk(f, b, count_dots, &n);
+    return n;
+}
+
 /* Early fragments (TILEC_XP_EARLY_FRAGS=0 turns them off): the body's top
  * wait + barrier move to just before the DOT's last k step (after the
  * last part of the copies and their commit), where every fragment of the
@@ -570,8 +577,7 @@ static void pf_scan_for(Cg *cg, struct CgPrefetch *pf, Op *forop)
 {
     Func *f = cg->f;
     Block *b = &forop->regions[0];
-    int ndots = 0;
-    ir_walk(f, b, count_dots, &ndots);
+    int ndots = cg_count_dots(f, b);
     for (int i = 0; ndots == 1 && i + 1 < b->nops && pf->n < PF_MAX_LOOPS; i++) {
         Op *ifop = b->ops[i];
         if (ifop->code != OP_IF || ifop->nres || ifop->nregions != 2 || b->ops[i + 1]->code != OP_ASYNC_COMMIT ||

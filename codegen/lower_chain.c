@@ -374,3 +374,111 @@ LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, i
     }
     return out;
 }
+
+/* ---- two warp groups taking turns at the tensor cores ----
+ * Experiment, off by default (TILEC_PINGPONG=1 turns it on). A loop body
+ * with exactly two products (attention: s = q @ k^T, then acc += p @ v)
+ * on a block of 8k rows-only warps: warps 0 .. n/2-1 form group 0 and the
+ * rest group 1, so that each scheduler holds one warp of each. Named
+ * barriers 1-3 order the groups' products within a trip:
+ *   group 0: first product, arrive(1); softmax; sync(2); second product, arrive(3)
+ *   group 1: sync(1); first product, arrive(2); softmax; sync(3); second product
+ * so the products run as G0 first, G1 first, G0 second, G1 second, and each
+ * group's softmax runs under the other group's products instead of both
+ * groups' softmax leaving the tensor cores idle together. Each barrier
+ * completes once per trip (n/2 warps arrive, n/2 wait), so the groups
+ * stay in step with the loop's own top barrier; nothing else changes.
+ * Measured on an H200 as hand-edited PTX of the same placement (sm_90a,
+ * 256x64 tiles, one block of 8 warps, 2026-12-01 04:12): +7% to +9% over
+ * the same tile without it (docs/codegen.md, bench/RESULTS.md). */
+
+static bool direct_dots(const Block *b, const Op **first, const Op **second)
+{
+    int n = 0;
+    for (int i = 0; i < b->nops; i++)
+        if (b->ops[i]->code == OP_DOT) {
+            if (n < 2)
+                (n ? second : first)[0] = b->ops[i];
+            n++;
+        }
+    return n == 2;
+}
+
+typedef struct TurnFind { Cg *cg; int skipped; } TurnFind;
+
+static bool turns_visit(Func *f, Op *op, void *ctx)
+{
+    TurnFind *tf = ctx;
+    Cg *cg = tf->cg;
+    if (op->code != OP_FOR)
+        return true;
+    const Op *a = NULL, *b = NULL;
+    if (cg_count_dots(f, &op->regions[0]) != 2 || !direct_dots(&op->regions[0], &a, &b))
+        return true;
+    if (cg->nturns == (int)(sizeof cg->turns / sizeof cg->turns[0])) {
+        tf->skipped++;
+        return true;
+    }
+    cg->turns[cg->nturns].dot[0] = a;
+    cg->turns[cg->nturns].dot[1] = b;
+    cg->nturns++;
+    if (cg->report)
+        sb_printf(cg->report, "  loop at %d:%d: warp groups take turns at the tensor cores (warps 0-%d, then %d-%d; "
+                  "named barriers 1-3 around the products at %d:%d and %d:%d)\n", op->loc.line, op->loc.col,
+                  cg->nwarps / 2 - 1, cg->nwarps / 2, cg->nwarps - 1, a->loc.line, a->loc.col, b->loc.line,
+                  b->loc.col);
+    return true;
+}
+
+void cg_chain_turns(Cg *cg, Func *f)
+{
+    cg->nturns = 0;
+    if (tc_knob("TILEC_PINGPONG", 0) <= 0)
+        return;
+    if (cg->nwarps < 8 || cg->nwarps % 8) {
+        if (cg->report)
+            sb_printf(cg->report, "  TILEC_PINGPONG: not applied (%d warps; turns need a multiple of 8, one warp of "
+                      "each group per scheduler)\n", cg->nwarps);
+        return;
+    }
+    TurnFind tf = { cg, 0 };
+    ir_walk(f, &f->body, turns_visit, &tf);
+    if (tf.skipped && cg->report)
+        sb_printf(cg->report, "  TILEC_PINGPONG: %d more loops left as they are\n", tf.skipped);
+}
+
+/* `@p bar.sync|bar.arrive id, threads` with p = (group == g): one predicated
+ * instruction, no branch, convergent. */
+static void turn_bar(Cg *cg, int g, bool sync, int id)
+{
+    char code[96];
+    snprintf(code, sizeof code, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p bar.%s %d, %d; }", sync ? "sync" : "arrive",
+             id, cg->nwarps * 32);
+    LLVMValueRef in1 = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, cg_i32(cg, cg->nwarps / 2), "");
+    LLVMValueRef p = LLVMBuildZExt(cg->b, g ? in1 : LLVMBuildNot(cg->b, in1, ""), cg->t_i32, "");
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &cg->t_i32, 1, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, code, strlen(code), (char *)"r", 1, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef call = LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
+    unsigned k = LLVMGetEnumAttributeKindForName("convergent", 10);
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, k, 0));
+}
+
+void cg_chain_turn(Cg *cg, const Op *dot, bool after)
+{
+    for (int i = 0; i < cg->nturns; i++) {
+        int which = cg->turns[i].dot[0] == dot ? 0 : cg->turns[i].dot[1] == dot ? 1 : -1;
+        if (which == 0 && !after) {
+            turn_bar(cg, 1, true, 1);        /* group 1 waits for group 0's first product */
+        } else if (which == 0) {
+            turn_bar(cg, 0, false, 1);
+            turn_bar(cg, 1, false, 2);       /* group 0's second product may start */
+        } else if (which == 1 && !after) {
+            turn_bar(cg, 0, true, 2);
+            turn_bar(cg, 1, true, 3);        /* group 1 waits for group 0's second product */
+        } else if (which == 1) {
+            turn_bar(cg, 0, false, 3);
+        }
+        if (which >= 0)
+            return;
+    }
+}

@@ -637,6 +637,7 @@ int cg_lower_dot(Cg *cg, Op *op)
     memset(&mm, 0, sizeof mm);
     if (check_dot(cg, op, &mm))
         return 1;
+    cg_chain_turn(cg, op, false);
     mm.L = cg_layout_dup(cg, acc_layout(cg, mm.m, mm.n, &mm.wm, &mm.wn));
     mm.tm = (int)(mm.m / (16 * mm.wm));
     mm.tn = (int)(mm.n / (8 * mm.wn));
@@ -696,6 +697,7 @@ int cg_lower_dot(Cg *cg, Op *op)
         }
         cur = next;
     }
+    cg_chain_turn(cg, op, true);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = mm.L, .r = acc };
     if (cg->report) {
         sb_printf(cg->report, "  dot at %d:%d: mma.sync m16n8k16 %s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
