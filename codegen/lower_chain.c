@@ -432,7 +432,6 @@ static bool turns_visit(Func *f, Op *op, void *ctx)
 
 void cg_chain_turns(Cg *cg, Func *f)
 {
-    cg->nturns = 0;
     if (tc_knob("TILEC_PINGPONG", 0) <= 0)
         return;
     if (cg->nwarps < 8 || cg->nwarps % 8) {
