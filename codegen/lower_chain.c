@@ -16,7 +16,9 @@
  * Entry points: cg_chain_kernel_warps (the warp rule, from codegen.c),
  * cg_chain_acc_warps (the warp grid, from lower_mma.c), cg_chain_anchors
  * (default layouts of the accumulator shapes and their rows), and
- * cg_chain_renumber (a conversion that moves no data, from lower_xfer.c).
+ * cg_chain_renumber (a conversion that moves no data, from lower_xfer.c);
+ * cg_chain_turns / cg_chain_turn (TILEC_PINGPONG: two warp groups taking
+ * turns at the tensor cores, from codegen.c and lower_mma.c).
  */
 #include "cg_internal.h"
 
