@@ -31,6 +31,7 @@ import tilec  # noqa: E402
 from tilec import _attention as A  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import attn_bench  # noqa: E402 (bench/attn_bench.py: variant file names and the float32 reference)
 import clocks  # noqa: E402 (bench/clocks.py: the nvidia-smi fields and their reader)
 
 SECONDS = 2.0
@@ -86,16 +87,16 @@ def sampled(run):
 
 def variant_files(folder, d, causal):
     """The sm_86 bf16 variants in folder for head dim d and this mask."""
-    pat = "attn_bf16_sm_86_d%d_m*_n*_%s*.ptx" % (d, "c" if causal else "f")
-    return sorted(p for p in glob.glob(os.path.join(folder, pat))
-                  if os.path.basename(p)[:-4].split("_")[7] == ("c" if causal else "f"))
+    vs = (attn_bench.parse(os.path.basename(p)[:-4]) for p in glob.glob(os.path.join(folder, "attn_*.ptx")))
+    return sorted(os.path.join(folder, v["name"] + ".ptx") for v in vs
+                  if v["dt"] == "bf16" and v["arch"] == "sm_86" and v["d"] == d and v["causal"] == causal)
 
 
 def row(d, n, causal, done, folder=None):
     z, h = 16384 // n, 2048 // d
     q, k, v = (torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o, lse = torch.empty_like(q), torch.empty(z, h, n, device="cuda")
-    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal) if folder else None
+    ref = attn_bench.reference(q, k, v, causal, d ** -0.5)[0] if folder else None
     flop = 4.0 * z * h * n * n * d / (2 if causal else 1)
     bm, bn, so, sw = A.picks(d, causal, n)
     name = A.variant_name("bf16", "sm_86", d, bm, bn, causal, so, sw)
