@@ -6,7 +6,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(build-essential cmake pkg-config re2c check libdlpack-dev
-      llvm-22-dev llvm-22-tools clang libclang-rt-14-dev python3)
+      llvm-22-dev llvm-22-tools libzstd-dev zlib1g-dev clang libclang-rt-14-dev python3)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
