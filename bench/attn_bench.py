@@ -278,8 +278,15 @@ def main():
     ap.add_argument("--dims", default="64,128", help="head dims of the timed rows (default 64,128)")
     ap.add_argument("--ns", default="1024,2048,4096,8192,16384",
                     help="sequence lengths of the timed rows (default 1024,...,16384; 16384 tokens each)")
+    ap.add_argument("--dir", default=None,
+                    help="folder of prepared PTX + .meta files (default .devcarry/attn; with --variants-only "
+                         "a folder of a few experiment variants)")
     args = ap.parse_args()
-    global DIMS, NS
+    global DIMS, NS, PTX_DIR
+    if args.dir:
+        PTX_DIR = os.path.abspath(args.dir)
+        if not glob.glob(os.path.join(PTX_DIR, "*.ptx")):
+            ap.error("--dir: no .ptx files in %s" % PTX_DIR)
     DIMS = tuple(int(x) for x in args.dims.split(","))
     NS = tuple(int(x) for x in args.ns.split(","))
     bad_ns = [n for n in NS if n <= 0 or 16384 % n]
