@@ -7,7 +7,7 @@ kernel's speed depends on the energy it spends per FLOP: the table gives
 TFLOP/s, the median SM clock and power while it ran, joules per PFLOP and
 TFLOP/s per GHz of SM clock (what a kernel does per clock, apart from the
 clock the power limit leaves it). With --variants DIR, every
-attn_bf16_sm_86_d<D>_..._<c|f>[_tag].ptx in DIR of the row's D and mask
+attn_bf16_<arch>_d<D>_..._<c|f>[_tag].ptx in DIR of the row's D and mask
 runs too (experiment variants, e.g. PTX edited by hand), with its output's
 relative error against float32 SDPA (no pass/fail: an edited variant may
 be wrong on purpose).
@@ -86,10 +86,10 @@ def sampled(run):
 
 
 def variant_files(folder, d, causal):
-    """The sm_86 bf16 variants in folder for head dim d and this mask."""
+    """The bf16 variants in folder (either arch) for head dim d and this mask."""
     vs = (attn_bench.parse(os.path.basename(p)[:-4]) for p in glob.glob(os.path.join(folder, "attn_*.ptx")))
     return sorted(os.path.join(folder, v["name"] + ".ptx") for v in vs
-                  if v["dt"] == "bf16" and v["arch"] == "sm_86" and v["d"] == d and v["causal"] == causal)
+                  if v["dt"] == "bf16" and v["d"] == d and v["causal"] == causal)
 
 
 def row(d, n, causal, done, folder=None):
@@ -111,7 +111,7 @@ def row(d, n, causal, done, folder=None):
             ("tilec " + name[len("attn_bf16_sm_86_"):], lambda: mod(q, k, v, o, lse, d ** -0.5))]
     for path in variant_files(folder, d, causal) if folder else []:
         vm = tilec.load_files(path)
-        kern.append(("xp " + os.path.basename(path)[len("attn_bf16_sm_86_"):-4],
+        kern.append(("xp " + os.path.basename(path)[len("attn_bf16_"):-4].replace("sm_86_", ""),
                      lambda vm=vm: vm(q, k, v, o, lse, d ** -0.5)))
     for rnd in range(2):
         for label, fn in kern:
