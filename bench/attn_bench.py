@@ -42,7 +42,7 @@ LN2 = math.log(2.0)
 
 
 def bench(fn):
-    return median_ms(fn, rep=100)
+    return median_ms(fn, rep=REP_MS, warmup=WARMUP_MS)
 
 
 def reference(q, k, v, causal, scale):
@@ -236,6 +236,7 @@ def timing(names):
                         except Exception as e:  # noqa: BLE001
                             runs[name].append(float("nan"))
                             print("  tilec %s: %s" % (name, str(e)[:100]), flush=True)
+                spread = {name: (min(x), max(x)) for name, x in list(res.items()) + list(runs.items()) if x}
                 res = {name: sum(x) / len(x) for name, x in res.items()}
                 ours = [sum(runs[lb]) / len(runs[lb]) for lb in labels]
                 good = [(x, lb) for x, lb in zip(ours, labels) if x == x and lb not in BAD]
@@ -246,24 +247,31 @@ def timing(names):
                 bm, bn, so, sw = A.picks(d, causal, n)
                 dl = "%dx%d%s_sm86" % (bm, bn, A.variant_tag(so, sw))
                 p86 = ours[labels.index(dl)] if dl in labels else float("nan")
-                SM86.append((d, n, causal, p86, res["flash"], res["cudnn"]))
+                SM86.append((d, n, causal, p86, res["flash"], res["cudnn"],
+                             spread.get("flash", (float("nan"),) * 2), spread.get(dl, (float("nan"),) * 2)))
                 print(line + "   %9.2fx  %9.2fx  %s  %s %.2fx" % (best / res["flash"], best / res["cudnn"], blb,
                                                                dl, p86 / res["flash"]), flush=True)
     print("\nportable path: sm_86 PTX, tilec.attention's tiles, TFLOP/s")
-    print("%-4s %-6s %-6s %8s %8s %8s %8s" % ("D", "N", "causal", "flash", "cuDNN", "tilec", "vs flash"))
-    for d, n, causal, p86, fl, cu in SM86:
-        print("%-4d %-6d %-6s %8.1f %8.1f %8.1f %7.2fx" % (d, n, "yes" if causal else "no", fl, cu, p86, p86 / fl))
+    print("(flash and tilec: lowest and highest of the %d rounds beside the mean)" % REPEAT)
+    print("%-4s %-6s %-6s %8s %8s %8s %8s   %-13s %-13s" % ("D", "N", "causal", "flash", "cuDNN", "tilec", "vs flash",
+                                                         "flash range", "tilec range"))
+    for d, n, causal, p86, fl, cu, fr, tr in SM86:
+        print("%-4d %-6d %-6s %8.1f %8.1f %8.1f %7.2fx   %5.1f-%-7.1f %5.1f-%-7.1f" % (
+            d, n, "yes" if causal else "no", fl, cu, p86, p86 / fl, fr[0], fr[1], tr[0], tr[1]))
 
 
 BAD = set()
 SM86 = []
 REPEAT = 1
 SEED = 0
+WARMUP_MS = 25     # do_bench's warm-up before each timing (--warmup-ms)
+REP_MS = 100       # and its timed runs (--rep-ms)
 DIMS = (64, 128)
 NS = (1024, 2048, 4096, 8192, 16384)
 
 
 def main():
+    global WARMUP_MS, REP_MS
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-check", action="store_true")
@@ -278,11 +286,18 @@ def main():
     ap.add_argument("--dims", default="64,128", help="head dims of the timed rows (default 64,128)")
     ap.add_argument("--ns", default="1024,2048,4096,8192,16384",
                     help="sequence lengths of the timed rows (default 1024,...,16384; 16384 tokens each)")
+    ap.add_argument("--warmup-ms", type=float, default=WARMUP_MS,
+                    help="milliseconds of runs before each timing (default %(default)s): the SM clock under the "
+                         "power limit settles on each kernel's own draw")
+    ap.add_argument("--rep-ms", type=float, default=REP_MS, help="milliseconds of timed runs (default %(default)s)")
     ap.add_argument("--dir", default=None,
                     help="folder of prepared PTX + .meta files (default .devcarry/attn; with --variants-only "
                          "a folder of a few experiment variants)")
     args = ap.parse_args()
     global DIMS, NS, PTX_DIR
+    if args.warmup_ms < 0 or args.rep_ms <= 0:
+        ap.error("--warmup-ms must be >= 0 and --rep-ms > 0")
+    WARMUP_MS, REP_MS = args.warmup_ms, args.rep_ms
     if args.dir:
         PTX_DIR = os.path.abspath(args.dir)
         if not glob.glob(os.path.join(PTX_DIR, "*.ptx")):

@@ -4,13 +4,15 @@ missing, the median of 30 event-timed runs after 5 warm-ups. Milliseconds."""
 import torch
 
 
-def median_ms(fn, rep=200):
+def median_ms(fn, rep=200, warmup=25):
+    """rep and warmup: milliseconds of timed runs and of runs before them
+    (do_bench's own units)."""
     try:
         from triton.testing import do_bench
     except ImportError:
         do_bench = None
     if do_bench:
-        return do_bench(fn, warmup=25, rep=rep, return_mode="median")
+        return do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(5):
         fn()
