@@ -373,9 +373,10 @@ static int run(Cli *c)
  * at a time, cost a fifth of compiling examples/attention.tile. So: grow
  * the heap 64 MB at a time, serve every block below 64 MB from it, never
  * give it back, and ask for transparent huge pages on it (where the kernel
- * offers them on request). Measured on the 2-core build machine, best of
- * 15 `--time-passes` totals: attention sm_100a 51 -> 41 ms, ~2200 -> ~1000
- * page faults (docs/codegen.md, "Compile time of tensor-core kernels"). */
+ * offers them on request). Measured on the 2-core build machine,
+ * `--time-passes` totals: attention sm_100a 51-54 -> 38.5-46 ms (39.6 best
+ * of 15), ~2200 -> 1200-1700 page faults (docs/codegen.md, "Compile time
+ * of tensor-core kernels"). */
 static void cli_heap(void)
 {
 #if defined(__GLIBC__) && defined(M_TOP_PAD)
