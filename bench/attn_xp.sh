@@ -15,13 +15,8 @@ dir="${1:?usage: bench/attn_xp.sh DIR [attn_bench.py options]}"; shift
 out="${OUT:-$root/bench-out}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-rt=/tmp/tilert-build
-dl=()
-[ -f "$root/.devcarry/include/dlpack/dlpack.h" ] && dl=(-DDLPACK_INCLUDE_DIR="$root/.devcarry/include")
-cmake -S "$root" -B "$rt" -DTILEC_COMPILER=OFF -DCMAKE_BUILD_TYPE=Release "${dl[@]}" > "$out/cmake.log" 2>&1 &&
-  cmake --build "$rt" -j 16 >> "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-export TILEC_LIB_DIR="$rt/lib"
-export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+# shellcheck source=bench/runtime.sh
+. "$root/bench/runtime.sh"     # libtilert; TILEC_LIB_DIR, PYTHONPATH
 status=0
 python3 "$root/bench/attn_bench.py" --dir "$dir" --variants-only --repeat "${REPEAT:-3}" \
   --dims "${DIMS:-128}" --ns "${NS:-1024,4096,16384}" "$@" 2>&1 | tee "$out/attn_xp.txt"

@@ -32,14 +32,8 @@ mark() { echo "$(date +%s.%N) $1" >> "$out/phases.txt"; }
 mark setup
 
 echo "== build libtilert (runtime only: no LLVM on this host)"
-rt=/tmp/tilert-build
-dl=()
-[ -f "$root/.devcarry/include/dlpack/dlpack.h" ] && dl=(-DDLPACK_INCLUDE_DIR="$root/.devcarry/include")
-cmake -S "$root" -B "$rt" -DTILEC_COMPILER=OFF -DCMAKE_BUILD_TYPE=Release "${dl[@]}" > "$out/cmake.log" 2>&1 &&
-  cmake --build "$rt" -j 16 >> "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-
-export TILEC_LIB_DIR="$rt/lib"
-export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+# shellcheck source=bench/runtime.sh
+. "$root/bench/runtime.sh"     # libtilert in $rt; TILEC_LIB_DIR, PYTHONPATH
 ls "$root/.devcarry/kernels" > /dev/null 2>&1 || echo "note: no .devcarry/kernels (run bench/prepare.sh first); compiling with libtilec"
 [ -f "$root/.devcarry/compile_times.txt" ] && { echo "== compile times (build machine, --time-passes)"; cat "$root/.devcarry/compile_times.txt"; }
 status=0
