@@ -497,9 +497,8 @@ static void check_smem_store(Verifier *V, const Op *op)
 /* A region ends in YIELD whose values match the op's results. */
 static void check_yield_of(Verifier *V, const Op *op, int g)
 {
-    const Block *b = &op->regions[g];
-    const Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
-    if (!y || y->code != OP_YIELD) {
+    const Op *y = ir_block_yield(&op->regions[g]);
+    if (!y) {
         verr(V, op, "region %d does not end in 'yield'", g);
         return;
     }

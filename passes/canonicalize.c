@@ -333,7 +333,7 @@ static void inline_region(Canon *c, Op *op, Block *r)
 {
     Block *parent = op->parent;
     int pos = ir_block_index_of(parent, op);
-    Op *y = r->nops ? r->ops[r->nops - 1] : NULL;
+    Op *y = ir_block_yield(r);
     for (int i = 0; i + 1 < r->nops; i++)
         ir_block_insert(c->f, parent, pos++, r->ops[i]);
     for (int i = 0; y && i < op->nres && i < y->nargs; i++)
