@@ -149,6 +149,37 @@ def _export(obj, stream):
     return capsule, _lib.dltensor_of_capsule(capsule)
 
 
+_TORCH_DL = {}   # torch dtype -> DLPack (code, bits), filled on first use
+
+
+def _torch_dl_dtype(torch, dtype):
+    if not _TORCH_DL:
+        for name, code, bits in (("float16", 2, 16), ("bfloat16", 4, 16), ("float32", 2, 32),
+                                 ("float64", 2, 64), ("int8", 0, 8), ("int16", 0, 16), ("int32", 0, 32),
+                                 ("int64", 0, 64), ("uint8", 1, 8), ("uint16", 1, 16), ("uint32", 1, 32),
+                                 ("uint64", 1, 64), ("bool", 6, 8)):
+            if hasattr(torch, name):
+                _TORCH_DL[getattr(torch, name)] = (code, bits)
+    return _TORCH_DL.get(dtype)
+
+
+def _torch_view(torch, t):
+    """A DLTensor describing torch CUDA tensor t as t.__dlpack__() would (data
+    pointer with the storage offset applied, torch's shape and strides), built
+    without the export: for launches on t's device's current stream, where the
+    export's stream handshake has nothing to do. None for what the export
+    should handle itself (other dtypes and layouts). Returns (DLTensor, keep)."""
+    dt = _torch_dl_dtype(torch, t.dtype) if t.layout == torch.strided else None
+    if dt is None or getattr(torch.version, "hip", None):
+        return None
+    n = t.dim()
+    shape = (ctypes.c_int64 * max(n, 1))(*t.shape)
+    strides = (ctypes.c_int64 * max(n, 1))(*t.stride())
+    dl = _lib.DLTensor(t.data_ptr() or None, _lib.DLDevice(2, t.device.index), n,
+                       _lib.DLDataType(dt[0], dt[1], 1), shape, strides, 0)
+    return dl, (dl, shape, strides)
+
+
 class Kernel:
     """One kernel of a module: metadata queries and launching."""
 
@@ -172,11 +203,19 @@ class Kernel:
         return "<tilec.Kernel %s(%s) %s>" % (self.name, ", ".join(map(repr, self.params)),
                                               self.arch)
 
-    def _pack(self, args, stream):
+    def _pack(self, args, stream, torch=None):
+        """torch: set when the launch goes to the current stream of the torch
+        tensors' device; their DLTensors are then built directly (the export
+        costs tens of microseconds per tensor and would do nothing more)."""
         keep, packed = [], (_lib.TilertArg * max(len(args), 1))()
         for i, a in enumerate(args):
             p = packed[i]
-            if hasattr(a, "__dlpack__"):
+            view = _torch_view(torch, a) if torch is not None and isinstance(a, torch.Tensor) \
+                and a.is_cuda else None
+            if view is not None:
+                keep.append(view[1])
+                p.kind, p.u.tensor = _lib.TILERT_ARG_TENSOR, ctypes.addressof(view[0])
+            elif hasattr(a, "__dlpack__"):
                 capsule, addr = _export(a, stream)
                 keep.append((a, capsule))  # alive (and unconsumed) until after the launch
                 p.kind, p.u.tensor = _lib.TILERT_ARG_TENSOR, addr
@@ -209,11 +248,14 @@ class Kernel:
         default stream). Asynchronous, like any CUDA launch."""
         torch, t = _torch_of(args)
         handle = _stream_handle(stream)
-        if handle is None and torch is not None:
-            handle = torch.cuda.current_stream(t.device).cuda_stream
-        packed, keep = self._pack(args, handle)
-        self._check(packed, len(args))
+        current = False
         if torch is not None:
+            cur = torch.cuda.current_stream(t.device).cuda_stream
+            handle = cur if handle is None else handle
+            current = handle == cur
+        packed, keep = self._pack(args, handle, torch if current else None)
+        self._check(packed, len(args))
+        if torch is not None and t.device.index != torch.cuda.current_device():
             with torch.cuda.device(t.device):
                 self._launch(packed, len(args), handle)
         else:

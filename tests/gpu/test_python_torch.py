@@ -61,6 +61,28 @@ def main():
         k(x, y, z, 1, stream=s)
     s.synchronize()
     check("side stream + requires_grad", torch.equal(z, (x + y).detach()))
+    # a side stream made torch's current stream: the launch goes to it
+    # (DLTensors built from the tensors directly) and is ordered after the
+    # work queued there before it
+    xs = torch.randn(1 << 20, device="cuda")
+    zs = torch.full_like(xs, float("nan"))
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        ys = xs * 3        # queued on s, read by the kernel right after
+        k(xs, ys, zs, 0.5)
+        zc = zs.clone()    # queued on s after the kernel
+    s.synchronize()
+    check("current side stream", torch.equal(zc, xs + 0.5 * (xs * 3)))
+    if torch.cuda.device_count() > 1:
+        # tensors on cuda:1 while cuda:0 is current
+        with torch.cuda.device(0):
+            x1 = torch.randn(5000, device="cuda:1")
+            z1 = torch.empty_like(x1)
+            k(x1, x1, z1, 1.0)
+            torch.cuda.synchronize(1)
+        check("second device", torch.equal(z1, x1 * 2))
+    else:
+        print("skip second device (one GPU)")
     # a strided (sliced) 1-D view has innermost stride 2
     big = torch.randn(2000, device="cuda")
     expect_launch_error("strided view rejected", lambda: k(big[::2], big[::2], big[::2], 1.0),
