@@ -94,6 +94,83 @@ def test_runtime_side():
     check("device_arch without a GPU is None or sm_*", arch is None or arch.startswith("sm_"))
 
 
+class _FakeTorch:
+    """Stands in for torch in tilec._pack_torch (the direct DLTensor packing
+    of torch CUDA tensors): dtypes, a strided layout and a Tensor class."""
+
+    class version:
+        hip = None
+
+    strided, sparse = "strided", "sparse"
+    float32, bfloat16, complex64 = "f32", "bf16", "c64"
+
+    class Tensor:
+        def __init__(self, shape, strides=None, dtype="f32", addr=0x7F0000002000, device=0, layout="strided"):
+            self.shape, self.dtype, self.layout, self._addr, self._dev = tuple(shape), dtype, layout, addr, device
+            self._strides = tuple(strides) if strides else tuple(
+                _prod(shape[i + 1:]) for i in range(len(shape)))
+            self.is_cuda = True
+
+        def dim(self):
+            return len(self.shape)
+
+        def stride(self):
+            return self._strides
+
+        def data_ptr(self):
+            return self._addr
+
+        def get_device(self):
+            return self._dev
+
+
+def _prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def test_torch_packing():
+    """What _pack_torch writes is what the runtime reads: validated against
+    the reference kernel's metadata (no GPU), field by field."""
+    with open(REF + ".ptx") as f:
+        ptx = f.read()
+    with open(REF + ".meta") as f:
+        meta = f.read()
+    k = tilec.load(ptx, meta).vadd
+    T = _FakeTorch
+    x, y, z = T.Tensor([1000]), T.Tensor([1000], addr=0x7F0000003000), T.Tensor([1000], addr=0x7F0000004000)
+    packed, keep = tilec._pack_torch(T, (x, y, z, 2.0))
+    k._check(packed, 4)
+    check("packed torch args pass validation", True)
+    args = ctypes.cast(packed, ctypes.POINTER(_lib.TilertArg))
+    dl = ctypes.cast(args[1].u.tensor, ctypes.POINTER(_lib.DLTensor)).contents
+    check("packed DLTensor fields", (dl.data, dl.device.device_type, dl.device.device_id, dl.ndim, dl.dtype.code,
+                                     dl.dtype.bits, dl.dtype.lanes, dl.shape[0], dl.strides[0], dl.byte_offset)
+          == (0x7F0000003000, 2, 0, 1, 2, 32, 1, 1000, 1, 0))
+    check("packed scalar", args[3].kind == _lib.TILERT_ARG_FLOAT and args[3].u.f == 2.0)
+    packed, keep = tilec._pack_torch(T, (x, T.Tensor([999]), z, 1))
+    e = raises(tilec.LaunchError, k._check, packed, 4)
+    check("packed: named dim mismatch", e is not None and "param Y dim 0 (N) is 999 but param X dim 0 says 1000"
+          in str(e), str(e))
+    check("packed int scalar", ctypes.cast(packed, ctypes.POINTER(_lib.TilertArg))[3].kind == _lib.TILERT_ARG_INT)
+    packed, keep = tilec._pack_torch(T, (x, T.Tensor([1000], strides=[2]), z, 1.0))
+    e = raises(tilec.LaunchError, k._check, packed, 4)
+    check("packed: strided view", e is not None and "param Y: innermost stride is 2" in str(e), str(e))
+    packed, keep = tilec._pack_torch(T, (x, T.Tensor([1000], dtype="bf16"), z, 1.0))
+    e = raises(tilec.LaunchError, k._check, packed, 4)
+    check("packed: dtype", e is not None and "param Y: tensor dtype is bfloat16" in str(e), str(e))
+    packed, keep = tilec._pack_torch(T, (x, y, T.Tensor([1000], device=1), 1.0))
+    e = raises(tilec.LaunchError, k._check, packed, 4)
+    check("packed: two devices", e is not None and "param Z is on cuda:1 but param X is on cuda:0" in str(e), str(e))
+    # what the direct packing leaves to the DLPack export
+    check("complex dtype is exported", tilec._pack_torch(T, (x, T.Tensor([4], dtype="c64"))) is None)
+    check("sparse layout is exported", tilec._pack_torch(T, (x, T.Tensor([4], layout="sparse"))) is None)
+    check("other objects are exported", tilec._pack_torch(T, (x, FakeTensor([4]))) is None)
+    check("int beyond 64 bits is left to the export path", tilec._pack_torch(T, (x, 1 << 70)) is None)
+
+
 def test_defines():
     class FakeDtype:
         def __str__(self):
@@ -191,6 +268,7 @@ def main():
     if not have_rt:
         return 77
     test_runtime_side()
+    test_torch_packing()
     test_defines()
     if have_cc:
         test_compile_errors()

@@ -10,6 +10,7 @@ See docs/python.md.
 import ctypes
 import numbers
 import os
+import struct
 import sys
 
 from . import _lib
@@ -163,21 +164,62 @@ def _torch_dl_dtype(torch, dtype):
     return _TORCH_DL.get(dtype)
 
 
-def _torch_view(torch, t):
-    """A DLTensor describing torch CUDA tensor t as t.__dlpack__() would (data
-    pointer with the storage offset applied, torch's shape and strides), built
-    without the export: for launches on t's device's current stream, where the
-    export's stream handshake has nothing to do. None for what the export
-    should handle itself (other dtypes and layouts). Returns (DLTensor, keep)."""
-    dt = _torch_dl_dtype(torch, t.dtype) if t.layout == torch.strided else None
-    if dt is None or getattr(torch.version, "hip", None):
+def _torch_stream(torch, device):
+    """The raw CUstream (an int; 0 for the legacy default stream) that is
+    torch's current stream on CUDA device index `device`."""
+    f = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return f(device) if f is not None else torch.cuda.current_stream(device).cuda_stream
+
+
+# The C structs a launch passes, packed straight into one buffer:
+# DLTensor (dlpack/dlpack.h: data, device {type, id}, ndim, dtype {code,
+# bits, lanes}, shape, strides, byte_offset) and tilert_arg (kind, then the
+# 8-byte union at offset 8).
+_DLT = struct.Struct("<QiiiBBHQQQ")
+_ARG_PTR, _ARG_INT, _ARG_FLT = struct.Struct("<i4xQ"), struct.Struct("<i4xq"), struct.Struct("<i4xd")
+
+
+def _pack_torch(torch, args):
+    """The tilert_arg array for args that are all torch CUDA tensors (strided,
+    of a dtype DLPack names) or numbers, launched on the tensors' device's
+    current stream: each tensor described as t.__dlpack__() would (data
+    pointer with the storage offset applied, torch's shape and strides, byte
+    offset 0), without the export, whose stream handshake has nothing to do
+    there and which costs tens of microseconds per tensor. Returns
+    (pointer, buffer to keep alive) or None: the caller then exports."""
+    if getattr(torch.version, "hip", None):
         return None
-    n = t.dim()
-    shape = (ctypes.c_int64 * max(n, 1))(*t.shape)
-    strides = (ctypes.c_int64 * max(n, 1))(*t.stride())
-    dl = _lib.DLTensor(t.data_ptr() or None, _lib.DLDevice(2, t.device.index), n,
-                       _lib.DLDataType(dt[0], dt[1], 1), shape, strides, 0)
-    return dl, (dl, shape, strides)
+    n = len(args)
+    size = 16 * max(n, 1)
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if not a.is_cuda or a.layout != torch.strided or _torch_dl_dtype(torch, a.dtype) is None:
+                return None
+            size += 48 + 16 * a.dim()
+        elif not isinstance(a, numbers.Real):
+            return None
+    buf = bytearray(size)
+    mem = ctypes.c_char.from_buffer(buf)
+    base = ctypes.addressof(mem)
+    off = 16 * max(n, 1)
+    try:
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                r = a.dim()
+                code, bits = _torch_dl_dtype(torch, a.dtype)
+                sh, st = off + 48, off + 48 + 8 * r
+                _DLT.pack_into(buf, off, a.data_ptr(), 2, a.get_device(), r, code, bits, 1, base + sh, base + st, 0)
+                struct.pack_into("<%dq" % r, buf, sh, *a.shape)
+                struct.pack_into("<%dq" % r, buf, st, *a.stride())
+                _ARG_PTR.pack_into(buf, 16 * i, _lib.TILERT_ARG_TENSOR, base + off)
+                off = st + 8 * r
+            elif isinstance(a, (bool, numbers.Integral)):
+                _ARG_INT.pack_into(buf, 16 * i, _lib.TILERT_ARG_INT, int(a))
+            else:
+                _ARG_FLT.pack_into(buf, 16 * i, _lib.TILERT_ARG_FLOAT, float(a))
+    except (struct.error, OverflowError):
+        return None       # e.g. an int beyond 64 bits: the general path says what is wrong
+    return ctypes.cast(base, ctypes.POINTER(_lib.TilertArg)), (buf, mem)
 
 
 class Kernel:
@@ -203,19 +245,11 @@ class Kernel:
         return "<tilec.Kernel %s(%s) %s>" % (self.name, ", ".join(map(repr, self.params)),
                                               self.arch)
 
-    def _pack(self, args, stream, torch=None):
-        """torch: set when the launch goes to the current stream of the torch
-        tensors' device; their DLTensors are then built directly (the export
-        costs tens of microseconds per tensor and would do nothing more)."""
+    def _pack(self, args, stream):
         keep, packed = [], (_lib.TilertArg * max(len(args), 1))()
         for i, a in enumerate(args):
             p = packed[i]
-            view = _torch_view(torch, a) if torch is not None and isinstance(a, torch.Tensor) \
-                and a.is_cuda else None
-            if view is not None:
-                keep.append(view[1])
-                p.kind, p.u.tensor = _lib.TILERT_ARG_TENSOR, ctypes.addressof(view[0])
-            elif hasattr(a, "__dlpack__"):
+            if hasattr(a, "__dlpack__"):
                 capsule, addr = _export(a, stream)
                 keep.append((a, capsule))  # alive (and unconsumed) until after the launch
                 p.kind, p.u.tensor = _lib.TILERT_ARG_TENSOR, addr
@@ -248,15 +282,18 @@ class Kernel:
         default stream). Asynchronous, like any CUDA launch."""
         torch, t = _torch_of(args)
         handle = _stream_handle(stream)
-        current = False
+        fast = None
         if torch is not None:
-            cur = torch.cuda.current_stream(t.device).cuda_stream
+            dev = t.get_device()
+            cur = _torch_stream(torch, dev)
             handle = cur if handle is None else handle
-            current = handle == cur
-        packed, keep = self._pack(args, handle, torch if current else None)
-        self._check(packed, len(args))
-        if torch is not None and t.device.index != torch.cuda.current_device():
-            with torch.cuda.device(t.device):
+            if handle == cur:
+                fast = _pack_torch(torch, args)
+        packed, keep = fast if fast is not None else self._pack(args, handle)
+        if self._module._handle is None:   # loaded: tilert_launch checks them itself
+            self._check(packed, len(args))
+        if torch is not None and dev != torch.cuda.current_device():
+            with torch.cuda.device(dev):
                 self._launch(packed, len(args), handle)
         else:
             self._launch(packed, len(args), handle)
