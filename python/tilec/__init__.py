@@ -290,7 +290,9 @@ class Kernel:
             if handle == cur:
                 fast = _pack_torch(torch, args)
         packed, keep = fast if fast is not None else self._pack(args, handle)
-        if self._module._handle is None:   # loaded: tilert_launch checks them itself
+        if self._module._handle is None:
+            # before the first load, so that bad arguments are reported
+            # without a GPU; afterwards tilert_launch checks them itself
             self._check(packed, len(args))
         if torch is not None and dev != torch.cuda.current_device():
             with torch.cuda.device(dev):
