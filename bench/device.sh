@@ -77,7 +77,7 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   # Six interleaved rounds of 50 ms each rather than three of 100: the same
   # timed time spread over more points of the power limit's clock swings
   # (kernels with byte-identical machine code differed by up to 6% in a
-  # mean of three rounds: bench/RESULTS.md 2026-12-01 07:35).
+  # mean of three rounds: bench/RESULTS.md 2026-12-01 07:21).
   python3 "$root/bench/attn_bench.py" --repeat 6 --rep-ms 50 > "$out/attn.txt" 2>&1 || status=1
   tail -n 32 "$out/attn.txt"
 fi
