@@ -5,7 +5,7 @@ For each attention row given (D N causal), the sm_86 PTX tile that
 bench/attn_bench.py reports as the portable path (.devcarry/attn), the same
 kernel launched from pre-packed arguments ("prepack": the runtime's C call
 alone), and SDPA's flash and cuDNN backends:
-  cpu us   host time of one call (Python, DLPack export, checks, launch),
+  cpu us   host time of one call (Python, argument packing, checks, launch),
            the mean over 200 calls issued back to back;
   bench    triton do_bench median (what bench/attn_bench.py reports; do_bench
            clears L2 before each run and times the call with CUDA events, so
