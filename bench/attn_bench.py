@@ -151,6 +151,15 @@ def load(v):
     return mod
 
 
+def portable_pick(d, causal, n):
+    """The portable path's kernel for a row (D, causal, N tokens): the sm_86
+    PTX file of the tile, switches and O staging tilec.attention picks on
+    this device (A.picks), from the prepared folder. (file name, Module)."""
+    bm, bn, so, sw = A.picks(d, causal, n)
+    name = A.variant_name("bf16", "sm_86", d, bm, bn, causal, so, sw)
+    return name, tilec.load_files(os.path.join(PTX_DIR, name + ".ptx"))
+
+
 def check_variants(names):
     """Every bf16 file, either arch (defaults and experiment variants): N 1, 100,
     4097, 8192 (H/HK 4) and 1000 (H/HK 1), causal and not."""

@@ -13,11 +13,13 @@ import os
 import sys
 
 import torch
+from torch.nn.attention import SDPBackend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import tilec  # noqa: E402
-from tilec import _attention as A  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import attn_bench  # noqa: E402 (bench/attn_bench.py: the portable path's pick)
 
 
 def main():
@@ -29,13 +31,10 @@ def main():
     if who.endswith(".ptx"):
         mod = tilec.load_files(who)
     elif who != "flash":
-        bm, bn, so, _ = A.picks(d, causal, n)
-        mod = A.kernel(d, "bf16", causal, bm, bn, "sm_86", os.path.join(ROOT, ".devcarry", "attn"), n, so=so)
+        mod = attn_bench.portable_pick(d, causal, n)[1]
     for _ in range(3):
         if who == "flash":
-            from torch.nn.attention import sdpa_kernel, SDPBackend
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            attn_bench.sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION)
         else:
             mod(q, k, v, o, lse, d ** -0.5)
     torch.cuda.synchronize()

@@ -27,12 +27,9 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+from torch.nn.attention import SDPBackend  # noqa: E402
 from timing import median_ms  # noqa: E402
-from tilec import _attention as A  # noqa: E402
-
-PTX_DIR = os.path.join(ROOT, ".devcarry", "attn")
+import attn_bench  # noqa: E402 (bench/attn_bench.py: the portable path's pick, SDPA)
 
 
 def cpu_us(fn, n=200):
@@ -93,16 +90,15 @@ def main():
         o = torch.empty_like(q)
         lse = torch.empty(z, h, n, device="cuda")
         flop = 4.0 * z * h * n * n * d / (2 if causal else 1)
-        bm, bn, so, sw = A.picks(d, causal, n)     # the portable path's tile (bench/attn_bench.py)
-        mod = A.kernel(d, "bf16", causal, bm, bn, "sm_86", PTX_DIR, n, so=so)
+        mod = attn_bench.portable_pick(d, causal, n)[1]
         kern = mod.kernels[0]
         stream = torch.cuda.current_stream().cuda_stream
         packed, keep = kern._pack((q, k, v, o, lse, d ** -0.5), stream)  # noqa: F841 (kept alive)
         fns = {
             "tilec": lambda: mod(q, k, v, o, lse, d ** -0.5),
             "prepack": lambda: kern._launch(packed, 6, stream),
-            "flash": lambda: _sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION),
-            "cudnn": lambda: _sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION),
+            "flash": lambda: attn_bench.sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION),
+            "cudnn": lambda: attn_bench.sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION),
         }
         for r in range(a.rounds):
             for who, fn in fns.items():
@@ -114,10 +110,6 @@ def main():
                     flop / b / 1e9, flop / km / 1e9, ("round %d" % r) if r else ",".join(x[:40] for x in names)),
                     flush=True)
 
-
-def _sdpa(q, k, v, causal, be):
-    with sdpa_kernel(be):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 if __name__ == "__main__":

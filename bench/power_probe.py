@@ -22,13 +22,11 @@ import tempfile
 import time
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention import SDPBackend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import tilec  # noqa: E402
-from tilec import _attention as A  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attn_bench  # noqa: E402 (bench/attn_bench.py: variant file names and the float32 reference)
@@ -98,16 +96,9 @@ def row(d, n, causal, done, folder=None):
     o, lse = torch.empty_like(q), torch.empty(z, h, n, device="cuda")
     ref = attn_bench.reference(q, k, v, causal, d ** -0.5)[0] if folder else None
     flop = 4.0 * z * h * n * n * d / (2 if causal else 1)
-    bm, bn, so, sw = A.picks(d, causal, n)
-    name = A.variant_name("bf16", "sm_86", d, bm, bn, causal, so, sw)
-    mod = tilec.load_files(os.path.join(ROOT, ".devcarry", "attn", name + ".ptx"))
-
-    def sd(be):
-        def f():
-            with sdpa_kernel(be):
-                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        return f
-    kern = [("flash", sd(SDPBackend.FLASH_ATTENTION)), ("cuDNN", sd(SDPBackend.CUDNN_ATTENTION)),
+    name, mod = attn_bench.portable_pick(d, causal, n)
+    kern = [("flash", lambda: attn_bench.sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION)),
+            ("cuDNN", lambda: attn_bench.sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION)),
             ("tilec " + name[len("attn_bf16_sm_86_"):], lambda: mod(q, k, v, o, lse, d ** -0.5))]
     for path in variant_files(folder, d, causal) if folder else []:
         vm = tilec.load_files(path)

@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2154
-# Sourced by the GPU-machine scripts (bench/device.sh, bench/attn_xp.sh)
+# Sourced by the GPU-machine scripts (bench/device.sh, attn_xp.sh, attn_stalls.sh)
 # with $root (the checkout) and $out (the results folder) set: builds
 # libtilert alone (cmake -DTILEC_COMPILER=OFF: the GPU host has no LLVM) in
 # $rt, with the build machine's DLPack header carried in .devcarry/include
