@@ -246,6 +246,7 @@ def timing(names):
                             runs[name].append(float("nan"))
                             print("  tilec %s: %s" % (name, str(e)[:100]), flush=True)
                 spread = {name: (min(x), max(x)) for name, x in list(res.items()) + list(runs.items()) if x}
+                flash_runs = res["flash"]
                 res = {name: sum(x) / len(x) for name, x in res.items()}
                 ours = [sum(runs[lb]) / len(runs[lb]) for lb in labels]
                 good = [(x, lb) for x, lb in zip(ours, labels) if x == x and lb not in BAD]
@@ -257,16 +258,29 @@ def timing(names):
                 dl = "%dx%d%s_sm86" % (bm, bn, A.variant_tag(so, sw))
                 p86 = ours[labels.index(dl)] if dl in labels else float("nan")
                 SM86.append((d, n, causal, p86, res["flash"], res["cudnn"],
-                             spread.get("flash", (float("nan"),) * 2), spread.get(dl, (float("nan"),) * 2)))
+                             spread.get("flash", (float("nan"),) * 2), spread.get(dl, (float("nan"),) * 2),
+                             round_ratios(runs.get(dl, []), flash_runs)))
                 print(line + "   %9.2fx  %9.2fx  %s  %s %.2fx" % (best / res["flash"], best / res["cudnn"], blb,
                                                                dl, p86 / res["flash"]), flush=True)
     print("\nportable path: sm_86 PTX, tilec.attention's tiles, TFLOP/s")
-    print("(flash and tilec: lowest and highest of the %d rounds beside the mean)" % REPEAT)
-    print("%-4s %-6s %-6s %8s %8s %8s %8s   %-13s %-13s" % ("D", "N", "causal", "flash", "cuDNN", "tilec", "vs flash",
-                                                         "flash range", "tilec range"))
-    for d, n, causal, p86, fl, cu, fr, tr in SM86:
-        print("%-4d %-6d %-6s %8.1f %8.1f %8.1f %7.2fx   %5.1f-%-7.1f %5.1f-%-7.1f" % (
-            d, n, "yes" if causal else "no", fl, cu, p86, p86 / fl, fr[0], fr[1], tr[0], tr[1]))
+    print("(flash and tilec: lowest and highest of the %d rounds beside the mean; per round: tilec / flash of the "
+          "same round, median and range)" % REPEAT)
+    print("%-4s %-6s %-6s %8s %8s %8s %8s   %-13s %-13s %-18s" % ("D", "N", "causal", "flash", "cuDNN", "tilec",
+                                                               "vs flash", "flash range", "tilec range",
+                                                               "per round"))
+    for d, n, causal, p86, fl, cu, fr, tr, rr in SM86:
+        print("%-4d %-6d %-6s %8.1f %8.1f %8.1f %7.2fx   %5.1f-%-7.1f %5.1f-%-7.1f %5.3fx (%.3f-%.3f)" % (
+            d, n, "yes" if causal else "no", fl, cu, p86, p86 / fl, fr[0], fr[1], tr[0], tr[1], rr[0], rr[1], rr[2]))
+
+
+def round_ratios(ours, flash):
+    """(median, lowest, highest) of ours[i] / flash[i] over the rounds where
+    both ran: each round's pair shares that round's clocks."""
+    r = sorted(a / b for a, b in zip(ours, flash) if a == a and b == b and b > 0)
+    if not r:
+        return (float("nan"),) * 3
+    m = len(r) // 2
+    return ((r[m] if len(r) % 2 else (r[m - 1] + r[m]) / 2), r[0], r[-1])
 
 
 BAD = set()
