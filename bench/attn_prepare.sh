@@ -33,9 +33,9 @@ pick() {  # dt arch d bm bn causal so(true|false)
   local tag sw
   read -r tag sw < <(PYTHONPATH="$root/python" python3 -c '
 import sys; from tilec import _attention as A
-d, c, so = int(sys.argv[1]), sys.argv[2] == "true", sys.argv[3] == "true"
-sw = A.switches(d, c, so)
-print(A.variant_tag(so, sw)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(sw.items())))' "$3" "$6" "$7")
+d, c, so, bm, arch = int(sys.argv[1]), sys.argv[2] == "true", sys.argv[3] == "true", int(sys.argv[4]), sys.argv[5]
+sw = A.switches(d, c, so, bm, arch)
+print(A.variant_tag(so, sw)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(sw.items())))' "$3" "$6" "$7" "$4" "$2")
   [ "$tag" = - ] && tag=
   # shellcheck disable=SC2086
   one "$1" "$2" "$3" "$4" "$5" "$6" "$tag" $sw $([ "$7" = true ] && echo -DSTAGE_O=true)
@@ -68,6 +68,12 @@ for c in false true; do
     done
   done
   for dt in bf16 f16; do [ $c = true ] && pick $dt sm_90a 64 128 64 true false; done
+  # D=128 without the mask from 2k: 256-row blocks, decoupled turns (tilec.attention's
+  # pick on devices with 128 KB of shared memory per block; the sm_86 file for the H200)
+  if [ $c = false ]; then
+    for dt in bf16 f16; do pick $dt sm_90a 128 256 64 false true; done
+    pick bf16 sm_86 128 256 64 false true
+  fi
   for so in false true; do
     pick bf16 sm_86 64 128 64 $c $so
     pick bf16 sm_86 64 128 128 $c $so    # the H200's tiles from sm_86 PTX (the timed portable path)

@@ -112,6 +112,12 @@ typedef struct Cg {
      * lower_chain.c): the first and second DOT of each such loop body. */
     struct { const Op *dot[2]; } turns[8];
     int nturns;
+    /* TILEC_PINGPONG=2 (decoupled turns, lower_chain.c): the shared buffers
+     * that group 0 (K, read by the first product) and group 1 (V, read by
+     * the second) fill alone, and the loops' top barriers that become one
+     * barrier per group. */
+    struct { ValId buf[2]; const Op *bar, *loop, *dot[2]; } split[8];
+    int nsplit;
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
@@ -247,6 +253,15 @@ void cg_chain_turns(Cg *cg, Func *f);
 /* The named barriers of a turn-taking loop's DOT, before (after = false)
  * or after its products; nothing for other DOTs. */
 void cg_chain_turn(Cg *cg, const Op *dot, bool after);
+/* Decoupled turns: the group (0, 1) that alone issues async copy `op`, or
+ * -1 (every thread). */
+int cg_chain_copy_group(Cg *cg, const Op *op);
+/* Decoupled turns: a loop's top barrier, which becomes group 1's sync on
+ * turn barrier 1 (true: emitted), else false. */
+bool cg_chain_group_barrier(Cg *cg, const Op *op);
+/* Decoupled turns: before such a loop, every thread waits for its copies
+ * and the block meets. */
+void cg_chain_loop_entry(Cg *cg, const Op *forop);
 
 /* ---- fp_contract.c ---- */
 /* Mark every fadd/fsub/fmul `contract` (fusable into an fma). */

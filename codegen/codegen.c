@@ -7,6 +7,7 @@
  */
 #include "cg_internal.h"
 #include "pass_gate.h"
+#include "passes/passes.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Support.h>
@@ -648,6 +649,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     if (cg->mma_rows_only)
         cg_chain_anchors(cg, f);
     cg->nturns = 0;
+    cg->nsplit = 0;
     kernel_entry(cg);
     setup_dynamic_smem(cg, f, mma_warps > 0);
     bind_params(cg, f);
@@ -665,11 +667,11 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
                   (long long)dynamic_smem_bytes(cg), (long long)cg->dsmem_base, (long long)cg->smem_bytes);
     else if (cg->report)
         sb_printf(cg->report, "  static shared memory: %lld bytes\n", (long long)cg->smem_bytes);
-    if (!e && cg->dsmem && dynamic_smem_bytes(cg) > cg->tg->max_smem_dynamic) {
+    if (!e && cg->dsmem && dynamic_smem_bytes(cg) > pass_smem_limit(cg->tg->name)) {
         diag_error(cg->d, f->loc, "kernel '%s' needs %lld bytes of shared memory (buffers %lld, scratch %lld); "
                    "%s allows %d; use smaller tiles or fewer pipeline stages", f->name,
                    (long long)dynamic_smem_bytes(cg), (long long)cg->dsmem_base, (long long)cg->smem_bytes,
-                   cg->tg->name, cg->tg->max_smem_dynamic);
+                   cg->tg->name, (int)pass_smem_limit(cg->tg->name));
         e++;
     } else if (!e && !cg->dsmem && cg->smem_bytes > cg->tg->max_smem_static) {
         diag_error(cg->d, f->loc, "kernel '%s' needs %lld bytes of shared memory for reductions and "

@@ -709,7 +709,36 @@ LLVMValueRef cg_slot_base(Cg *cg, ValId operand, bool next)
     return LLVMBuildGEP2(cg->b, cg->t_i8, buf->base, &o, 1, "");
 }
 
+static int lower_copy(Cg *cg, Op *op);
+
+/* A copy that one warp group issues alone (decoupled turns, lower_chain.c
+ * cg_chain_copy_group): behind a warp-uniform branch, lowered as if the
+ * block were that group (thread ids from 0, half the warps). */
 int cg_lower_async_copy(Cg *cg, Op *op)
+{
+    int g = pf_get(cg)->collect ? -1 : cg_chain_copy_group(cg, op);
+    if (g < 0)
+        return lower_copy(cg, op);
+    LLVMBasicBlockRef mine = cg_new_block(cg, "cp.group"), after = cg_new_block(cg, "cp.group.end");
+    LLVMValueRef in1 = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, cg_i32(cg, cg->nwarps / 2), "");
+    LLVMBuildCondBr(cg->b, g ? in1 : LLVMBuildNot(cg->b, in1, ""), mine, after);
+    LLVMPositionBuilderAtEnd(cg->b, mine);
+    LLVMValueRef tid = cg->tid;
+    int nwarps = cg->nwarps;
+    cg->tid = LLVMBuildSub(cg->b, tid, cg_i32(cg, g * nwarps * 16), "gtid");
+    cg->nwarps = nwarps / 2;
+    int e = lower_copy(cg, op);
+    cg->tid = tid;
+    cg->nwarps = nwarps;
+    LLVMBuildBr(cg->b, after);
+    LLVMPositionBuilderAtEnd(cg->b, after);
+    if (cg->report && !e)
+        sb_printf(cg->report, "  async copy at %d:%d: issued by warp group %d alone (warps %d-%d)\n", op->loc.line,
+                  op->loc.col, g, g * nwarps / 2, g * nwarps / 2 + nwarps / 2 - 1);
+    return e;
+}
+
+static int lower_copy(Cg *cg, Op *op)
 {
     Copy c;
     if (pf_get(cg)->collect)
@@ -751,7 +780,7 @@ int cg_lower_async_sync(Cg *cg, Op *op)
                 return 0;       /* issued by the DOT (early fragments) */
         if (op->code == OP_ASYNC_WAIT)
             cg->tg->async_wait(cg, (int)op->iattr[0]);
-        else
+        else if (!cg_chain_group_barrier(cg, op))
             cg->tg->barrier(cg);
         return 0;
     default: break;

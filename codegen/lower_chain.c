@@ -406,6 +406,165 @@ static bool direct_dots(const Block *b, const Op **first, const Op **second)
     return n == 2;
 }
 
+/* `@p bar.sync|bar.arrive id, threads` with p = (group == g): one predicated
+ * instruction, no branch, convergent. */
+static void turn_bar_n(Cg *cg, int g, bool sync, int id, int threads)
+{
+    char code[96];
+    snprintf(code, sizeof code, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p bar.%s %d, %d; }", sync ? "sync" : "arrive",
+             id, threads);
+    LLVMValueRef in1 = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, cg_i32(cg, cg->nwarps / 2), "");
+    LLVMValueRef p = LLVMBuildZExt(cg->b, g ? in1 : LLVMBuildNot(cg->b, in1, ""), cg->t_i32, "");
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &cg->t_i32, 1, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, code, strlen(code), (char *)"r", 1, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef call = LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
+    unsigned k = LLVMGetEnumAttributeKindForName("convergent", 10);
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, k, 0));
+}
+
+
+/* Decoupled turns (TILEC_PINGPONG=2, an experiment). With the turns, the
+ * loop's block-wide top barrier (every thread's copies of this trip's K
+ * and V have landed; every warp is done with the slots the next copies
+ * overwrite) holds group 0's next first product back until group 1's
+ * second product ends, and holds each group's warps in step. The turn
+ * barriers already meet once per trip for each group (a bar.sync waits for
+ * all its threads: group 0's warps meet at barrier 2, group 1's at 1 and
+ * 3), so the top barrier can go if the copies move:
+ *   group 0: K(j+1) copied by group 0 alone at the top of trip j, waited
+ *     for just before barrier 2 of trip j (so its warps see each other's
+ *     copies there, and group 1 sees them through barrier 1 of trip j+1);
+ *     K(j-1)'s slot is free then: every warp passed barrier 2 of trip j-1.
+ *   group 1: V(j+1) copied by group 1 alone after barrier 1 of trip j,
+ *     which it syncs at the top of the trip (instead of right before its
+ *     first product), waited for at the top of trip j+1 before barrier 1
+ *     (its warps meet there; group 0 sees V through barrier 2); V(j-1)'s
+ *     slot is free then: group 1's warps met at barrier 1 after their
+ *     second product of j-1, group 0 arrived at barrier 3 after its own.
+ * Before the loop every thread waits for its copies and the block meets
+ * once (the first trip's K and V). Applied when the loop's copies fill
+ * exactly the two products' B buffers and nothing else in it writes
+ * shared memory. */
+static void turn_bar(Cg *cg, int g, bool sync, int id);
+
+static ValId dot_smem_buffer(Func *f, ValId v)
+{
+    Op *d = ir_val(f, v)->def;
+    if (d && d->code == OP_TRANS)
+        d = ir_val(f, d->args[0])->def;
+    return d && d->code == OP_SMEM_LOAD ? d->args[0] : 0;
+}
+
+typedef struct SplitScan { ValId buf[2]; int n[2], other; } SplitScan;
+
+static bool split_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    SplitScan *s = ctx;
+    if (op->code == OP_ASYNC_COPY) {
+        if (op->args[0] == s->buf[0])
+            s->n[0]++;
+        else if (op->args[0] == s->buf[1])
+            s->n[1]++;
+        else
+            s->other++;
+    } else if (op->code == OP_SMEM_STORE) {
+        s->other++;
+    }
+    return true;
+}
+
+static void split_turns(Cg *cg, Func *f, const Op *loop, const Op *a, const Op *b)
+{
+    const Block *body = &loop->regions[0];
+    SplitScan s = { { dot_smem_buffer(f, a->args[1]), dot_smem_buffer(f, b->args[1]) }, { 0, 0 }, 0 };
+    const Op *bar = NULL;
+    int nbar = 0;
+    for (int i = 0; i < body->nops; i++)
+        if (body->ops[i]->code == OP_BARRIER) {
+            bar = body->ops[i];
+            nbar++;
+        }
+    ir_walk(f, (Block *)body, split_visit, &s);
+    const char *why = !s.buf[0] || !s.buf[1] || s.buf[0] == s.buf[1] ? "the products' B operands are not two "
+                      "shared buffers" : dot_smem_buffer(f, a->args[0]) == s.buf[1] ||
+                      dot_smem_buffer(f, b->args[0]) == s.buf[0] ? "a product reads the other's buffer" :
+                      !s.n[0] || !s.n[1] || s.other ? "the loop's copies fill other buffers (or not both)" :
+                      nbar != 1 ? "not one barrier at the loop's top" :
+                      cg->nsplit == (int)(sizeof cg->split / sizeof cg->split[0]) ? "too many loops" : NULL;
+    if (why) {
+        if (cg->report)
+            sb_printf(cg->report, "  TILEC_PINGPONG=2: loop at %d:%d keeps its block-wide barrier (%s)\n",
+                      loop->loc.line, loop->loc.col, why);
+        return;
+    }
+    cg->split[cg->nsplit].buf[0] = s.buf[0];
+    cg->split[cg->nsplit].buf[1] = s.buf[1];
+    cg->split[cg->nsplit].bar = bar;
+    cg->split[cg->nsplit].loop = loop;
+    cg->split[cg->nsplit].dot[0] = a;
+    cg->split[cg->nsplit].dot[1] = b;
+    cg->nsplit++;
+    if (cg->report)
+        sb_printf(cg->report, "  loop at %d:%d: decoupled turns: group 0 alone copies the first product's buffer, "
+                  "group 1 the second's, no block-wide barrier in the loop\n", loop->loc.line, loop->loc.col);
+}
+
+int cg_chain_copy_group(Cg *cg, const Op *op)
+{
+    for (int i = 0; i < cg->nsplit; i++)
+        for (int g = 0; g < 2; g++)
+            if (op->args[0] == cg->split[i].buf[g])
+                return g;
+    return -1;
+}
+
+static int split_of_bar(Cg *cg, const Op *op)
+{
+    for (int i = 0; i < cg->nsplit; i++)
+        if (cg->split[i].bar == op)
+            return i;
+    return -1;
+}
+
+static bool split_dot(Cg *cg, const Op *dot, int which)
+{
+    for (int i = 0; i < cg->nsplit; i++)
+        if (cg->split[i].dot[which] == dot)
+            return true;
+    return false;
+}
+
+bool cg_chain_group_barrier(Cg *cg, const Op *op)
+{
+    if (split_of_bar(cg, op) < 0)
+        return false;
+    turn_bar(cg, 1, true, 1);       /* group 1 waits for group 0's first product here */
+    return true;
+}
+
+void cg_chain_loop_entry(Cg *cg, const Op *forop)
+{
+    for (int i = 0; i < cg->nsplit; i++)
+        if (cg->split[i].loop == forop) {
+            cg->tg->async_wait(cg, 0);
+            cg->tg->barrier(cg);
+            return;
+        }
+}
+
+/* `@p cp.async.wait_group 0` with p = (group == g). */
+static void group_wait_all(Cg *cg, int g)
+{
+    static const char code[] = "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p cp.async.wait_group 0; }";
+    LLVMValueRef in1 = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, cg_i32(cg, cg->nwarps / 2), "");
+    LLVMValueRef p = LLVMBuildZExt(cg->b, g ? in1 : LLVMBuildNot(cg->b, in1, ""), cg->t_i32, "");
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &cg->t_i32, 1, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)"r,~{memory}", 11, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
+}
+
 typedef struct TurnFind { Cg *cg; int skipped; } TurnFind;
 
 static bool turns_visit(Func *f, Op *op, void *ctx)
@@ -429,6 +588,8 @@ static bool turns_visit(Func *f, Op *op, void *ctx)
                   "named barriers 1-3 around the products at %d:%d and %d:%d)\n", op->loc.line, op->loc.col,
                   cg->nwarps / 2 - 1, cg->nwarps / 2, cg->nwarps - 1, a->loc.line, a->loc.col, b->loc.line,
                   b->loc.col);
+    if (tc_knob("TILEC_PINGPONG", 0) >= 2)
+        split_turns(cg, f, op, a, b);
     return true;
 }
 
@@ -448,20 +609,9 @@ void cg_chain_turns(Cg *cg, Func *f)
         sb_printf(cg->report, "  TILEC_PINGPONG: %d more loops left as they are\n", tf.skipped);
 }
 
-/* `@p bar.sync|bar.arrive id, threads` with p = (group == g): one predicated
- * instruction, no branch, convergent. */
 static void turn_bar(Cg *cg, int g, bool sync, int id)
 {
-    char code[96];
-    snprintf(code, sizeof code, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p bar.%s %d, %d; }", sync ? "sync" : "arrive",
-             id, cg->nwarps * 32);
-    LLVMValueRef in1 = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, cg_i32(cg, cg->nwarps / 2), "");
-    LLVMValueRef p = LLVMBuildZExt(cg->b, g ? in1 : LLVMBuildNot(cg->b, in1, ""), cg->t_i32, "");
-    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &cg->t_i32, 1, 0);
-    LLVMValueRef as = LLVMGetInlineAsm(fty, code, strlen(code), (char *)"r", 1, 1, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef call = LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
-    unsigned k = LLVMGetEnumAttributeKindForName("convergent", 10);
-    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, k, 0));
+    turn_bar_n(cg, g, sync, id, cg->nwarps * 32);
 }
 
 void cg_chain_turn(Cg *cg, const Op *dot, bool after)
@@ -469,11 +619,14 @@ void cg_chain_turn(Cg *cg, const Op *dot, bool after)
     for (int i = 0; i < cg->nturns; i++) {
         int which = cg->turns[i].dot[0] == dot ? 0 : cg->turns[i].dot[1] == dot ? 1 : -1;
         if (which == 0 && !after) {
-            turn_bar(cg, 1, true, 1);        /* group 1 waits for group 0's first product */
+            if (!split_dot(cg, dot, 0))
+                turn_bar(cg, 1, true, 1);    /* group 1 waits for group 0's first product */
         } else if (which == 0) {
             turn_bar(cg, 0, false, 1);
             turn_bar(cg, 1, false, 2);       /* group 0's second product may start */
         } else if (which == 1 && !after) {
+            if (split_dot(cg, dot, 1))
+                group_wait_all(cg, 0);       /* group 0's K(j+1) in, before its warps meet at 2 */
             turn_bar(cg, 0, true, 2);
             turn_bar(cg, 1, true, 3);        /* group 1 waits for group 0's second product */
         } else if (which == 1) {

@@ -929,6 +929,7 @@ static int lower_for(Cg *cg, Op *op)
     Carried *c = arena_alloc(cg->a, sizeof(Carried) * (size_t)(nc + 1));
     for (int i = 0; i < nc; i++)
         c[i + 1].L = ir_type(f, op->res[i])->kind == TY_TILE ? carried_layout(cg, op, i) : NULL;
+    cg_chain_loop_entry(cg, op);
     /* Materialise inits in the preheader, before the header's phis exist. */
     LLVMValueRef **init = arena_alloc(cg->a, sizeof(LLVMValueRef *) * (size_t)(nc + 1));
     for (int i = 0; i < nc; i++)

@@ -34,8 +34,9 @@ static void report_limit(PassCtx *ctx, const Func *f, const SmemPlan *p, int64_t
 {
     StrBuf sb = { 0 };
     const char *arch = ctx->arch ? ctx->arch : "sm_86";
-    sb_printf(&sb, "kernel '%s' needs %lld bytes of shared memory, above the %lld bytes (%lld KB) one block may use on %s; buffers:",
-              f->name, (long long)p->total, (long long)limit, (long long)(limit / 1024), arch);
+    sb_printf(&sb, "kernel '%s' needs %lld bytes of shared memory, above the %lld bytes (%lld KB) one block may use on %s%s; buffers:",
+              f->name, (long long)p->total, (long long)limit, (long long)(limit / 1024), arch,
+              tc_knob("TILEC_SMEM_LIMIT", 0) > 0 ? " (TILEC_SMEM_LIMIT)" : "");
     for (int i = 0; i < p->nbufs; i++) {
         const SmemBuf *b = &p->bufs[i];
         sb_puts(&sb, "\n  ");

@@ -222,6 +222,20 @@ def test_attention_variants(have_cc):
               "attn_bf16_sm_86_d128_m128_n64_c_so_pm", "attn_bf16_sm_86_d64_m128_n128_f_ci"))
     check("picks: the kernel's choices", (A.picks(128, True, 2048, arch="sm_86"), A.picks(64, False, 8192))
           == ((128, 64, True, {"TILEC_PV_ROWS": 1}), (128, 128, False, {"TILEC_COPY_INTERIOR": 1})))
+    check("picks: D=128 without the mask from 2k tokens: 256-row blocks, decoupled turns",
+          (A.picks(128, False, 2048), A.picks(128, False, 1024), A.picks(128, False, 4096, nk=1024),
+           A.picks(128, True, 4096), A.picks(64, False, 4096)[0])
+          == ((256, 64, True, {"TILEC_COPY_INTERIOR": 1, "TILEC_PINGPONG": 2}),
+              (128, 64, True, {"TILEC_COPY_INTERIOR": 1}), (128, 64, True, {"TILEC_COPY_INTERIOR": 1}),
+              (128, 64, False, {}), 128))
+    check("picks: sm_86 PTX takes the 256-row tile only where the device has the shared memory",
+          (A.picks(128, False, 4096, arch="sm_86"), A.picks(128, False, 4096, arch="sm_86", smem=101376),
+           A.picks(128, False, 4096, arch="sm_86", smem=232448))
+          == ((128, 64, True, {"TILEC_COPY_INTERIOR": 1}), (128, 64, True, {"TILEC_COPY_INTERIOR": 1}),
+              (256, 64, True, {"TILEC_COPY_INTERIOR": 1, "TILEC_PINGPONG": 2, "TILEC_SMEM_LIMIT": 232448})))
+    check("variant name of the 256-row tile", A.variant_name("bf16", "sm_86", 128, 256, 64, False, True,
+                                                              A.picks(128, False, 4096)[3])
+          == "attn_bf16_sm_86_d128_m256_n64_f_so_ci_pd")
     sw = A.switches
     check("switches per tile", (sw(64, True, False), sw(128, False, True), sw(128, True, False), sw(128, True, True))
           == ({"TILEC_COPY_INTERIOR": 1}, {"TILEC_COPY_INTERIOR": 1}, {}, {"TILEC_PV_ROWS": 1}))
@@ -250,6 +264,10 @@ def test_attention_variants(have_cc):
           and A.kernel(64, "bf16", False, arch="sm_86", n=8192, so=True) is short)
     check("causal: its own rule", A.kernel(64, "bf16", True, arch="sm_86", n=2048).ptx.count("st.global.v4.b32")
           == 0)
+    big = A.kernel(128, "bf16", False, arch="sm_86", n=4096, smem=232448)
+    check("256-row tile from sm_86 PTX for a device with 227 KB: 8 warps, decoupled turns",
+          ".target sm_86" in big.ptx and "@p cp.async.wait_group 0;" in big.ptx and "@p bar.sync 1, 256;" in big.ptx
+          and big is not A.kernel(128, "bf16", False, arch="sm_86", n=4096))
 
 
 def main():

@@ -10,8 +10,11 @@ log2 units: lse = log2(sum_j exp2(scale * log2(e) * q.k_j)), i.e. the
 natural log-sum-exp of the scaled scores divided by ln 2. The kernel runs on
 torch's current stream.
 
-A variant (D, dtype, causal, tile sizes, arch, O staging) is compiled once
-per process and cached. Short key loops (NK <= 4096, or with the causal
+A variant (D, dtype, causal, tile sizes, arch, O staging, switches) is
+compiled once per process and cached. D=128 without the mask at 2k tokens
+and more takes 256-row blocks of two warp groups taking turns at the
+tensor cores where the device gives a block 128 KB of shared memory (an
+H100 or H200; sm_86 PTX is then compiled for that device's limit). Short key loops (NK <= 4096, or with the causal
 mask at most 16 blocks of BN, 32 at D >= 128) take the example's
 STAGE_O form: O leaves through shared memory as 16-byte rows. Each tile
 is compiled with the code-generation switches that measured faster on it
@@ -39,12 +42,37 @@ _SOURCE = os.path.join(_ROOT, "examples", "attention.tile")
 TILES = {64: (128, 128), 128: (128, 64)}
 
 
-def tiles(d, causal=False, n=None, arch="sm_90a"):
-    """Default (BM, BN) for head dim d (any multiple of 16: BN = 64); causal
-    and n (the query length) are accepted for callers that pass them."""
+# D = 128 without the mask on devices whose blocks may use 128 KB of shared
+# memory (sm_90: 227 KB), for query and key lengths of 2k and more: 256-row
+# blocks of 8 warps in two groups that take turns at the tensor cores, with
+# no block-wide barrier in the key loop (TILEC_PINGPONG=2, docs/codegen.md:
+# the two groups share each K and V tile, half the copies per FLOP of two
+# 128-row blocks). Measured on an H200 (sm_86 PTX, bench/RESULTS.md
+# 2026-12-01 08:09) against the 128x64 picks: 1k -0.1%, 2k +1.1%, 4k
+# +2.5%, 16k +3.1% / +4.5% (O staged / fragment stores); with the causal
+# mask the 256-row tile lost 6-13% (2026-12-01 05:17). O is staged at
+# every length (the only form measured).
+TILE_256_MIN_N = 2048
+TILE_256_SMEM = 131072     # Q 64 KB + two 16 KB stages of K and of V
+
+
+def arch_smem(arch):
+    """Shared memory one block may use on arch's own devices (bytes)."""
+    return 101376 if arch.startswith("sm_8") else 232448
+
+
+def tiles(d, causal=False, n=None, arch="sm_90a", smem=None, nk=None):
+    """Default (BM, BN) for head dim d (any multiple of 16: BN = 64), the
+    mask, query length n and key length nk (default n), on a device whose
+    blocks may use smem bytes of shared memory (default: arch's own)."""
     bm, bn = TILES.get(d, (128, 64))
-    if arch.startswith("sm_8"):      # 100 KB of shared memory per SM
+    smem = arch_smem(arch) if smem is None else smem
+    if smem < 200 * 1024:     # 100 KB of shared memory per SM (sm_86)
         bn = min(bn, 64)
+    nk = n if nk is None else nk
+    if (d == 128 and not causal and n is not None and min(n, nk) >= TILE_256_MIN_N
+            and smem >= TILE_256_SMEM):
+        return 256, 64
     return bm, bn
 
 
@@ -93,17 +121,22 @@ def stage_o(nk, bn, causal=False, d=64):
 # 4k on (about zero at 1k and 2k), but -1.5% to -2.7% on D = 128 causal
 # tiles, which keep it off. TILEC_PV_ROWS (p @ v row tile by row tile): on
 # the D = 128 causal staged tile only (it spills elsewhere).
-SWITCH_TAGS = (("TILEC_COPY_INTERIOR", "ci"), ("TILEC_PV_ROWS", "pm"))
+SWITCH_TAGS = (("TILEC_COPY_INTERIOR", "ci"), ("TILEC_PV_ROWS", "pm"), ("TILEC_PINGPONG", "pd"))
 
 
-def switches(d, causal, so):
+def switches(d, causal, so, bm=128, arch="sm_90a", smem=None):
     """The code-generation switches tilec.attention compiles a tile with
-    (so: O staged), as a dict for tilec.compile."""
+    (so: O staged; bm: its query rows; arch and smem as for tiles()), as a
+    dict for tilec.compile."""
     sw = {}
     if not (causal and d >= 128):
         sw["TILEC_COPY_INTERIOR"] = 1
     if causal and d >= 128 and so:
         sw["TILEC_PV_ROWS"] = 1
+    if bm == 256:
+        sw["TILEC_PINGPONG"] = 2
+        if arch_smem(arch) < TILE_256_SMEM:     # sm_86 PTX for a larger device
+            sw["TILEC_SMEM_LIMIT"] = smem or arch_smem("sm_90a")
     return sw
 
 
@@ -113,12 +146,22 @@ def variant_tag(so, sw):
     return ("_so" if so else "") + "".join("_" + t for k, t in SWITCH_TAGS if (sw or {}).get(k))
 
 
-def picks(d, causal, n, nk=None, arch="sm_90a"):
+def picks(d, causal, n, nk=None, arch="sm_90a", smem=None):
     """What kernel() picks without overrides for query length n and key
     length nk (default n): (bm, bn, so, switches)."""
-    bm, bn = tiles(d, causal, n, arch)
-    so = stage_o(n if nk is None else nk, bn, causal, d)
-    return bm, bn, so, switches(d, bool(causal), so)
+    bm, bn = tiles(d, causal, n, arch, smem, nk)
+    so = True if bm == 256 else stage_o(n if nk is None else nk, bn, causal, d)
+    return bm, bn, so, switches(d, bool(causal), so, bm, arch, smem)
+
+
+def device_smem(device):
+    """Shared memory a block may use on torch CUDA device `device` (bytes),
+    or None when torch does not say."""
+    torch = sys.modules.get("torch")
+    try:
+        return int(torch.cuda.get_device_properties(device).shared_memory_per_block_optin)
+    except Exception:  # noqa: BLE001 (no torch, no such property, no device)
+        return None
 
 
 _cache = {}
@@ -135,16 +178,19 @@ def source(dt):
     return text if dt == "bf16" else text.replace("bf16", dt)
 
 
-def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=None, so=None):
+def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=None, so=None, smem=None):
     """The compiled (or loaded) Module for one variant (n, nk: the query and
     key lengths, for the tile and O-staging choices; nk defaults to n; so:
-    True / False forces O staging, None picks it with stage_o)."""
+    True / False forces O staging, None picks it; smem: the shared memory a
+    block may use on the device, None for arch's own)."""
     arch = arch or _device_arch() or "sm_90a"
-    tbm, tbn = tiles(d, causal, n, arch)
+    tbm, tbn = tiles(d, causal, n, arch, smem, nk)
     bm, bn = bm or tbm, bn or tbn
-    so = stage_o(n if nk is None else nk, bn, causal, d) if so is None else bool(so)
-    sw = switches(d, bool(causal), so)
-    key = (d, dt, bool(causal), bm, bn, arch, so)
+    if so is None:
+        so = True if bm == 256 else stage_o(n if nk is None else nk, bn, causal, d)
+    so = bool(so)
+    sw = switches(d, bool(causal), so, bm, arch, smem)
+    key = (d, dt, bool(causal), bm, bn, arch, so, tuple(sorted(sw.items())))
     mod = _cache.get(key)
     if mod is not None:
         return mod
@@ -188,6 +234,7 @@ def attention(q, k, v, causal=False, scale=None, block_m=None, block_n=None, arc
     lse = torch.empty((z, h, n), dtype=torch.float32, device=q.device)
     if n == 0 or z * h == 0:
         return o, lse
-    mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir, n, k.shape[2], stage_o)
+    mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir, n, k.shape[2], stage_o,
+                 device_smem(q.device))
     mod(q, k, v, o, lse, float(scale))
     return o, lse
