@@ -20,8 +20,8 @@ STAGE_O form: O leaves through shared memory as 16-byte rows. Each tile
 is compiled with the code-generation switches that measured faster on it
 (switches() below). Precompiled
 PTX is used when present: a folder given by TILEC_ATTN_DIR (or `ptx_dir=`)
-holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so][_ci][_pm].ptx (_so:
-STAGE_O; _ci, _pm: the switches, variant_tag()) and
+holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so][_ci][_pm][_pd].ptx (_so:
+STAGE_O; _ci, _pm, _pd: the switches, variant_tag()) and
 its .meta (bench/attn_bench.py's layout), so a GPU machine without the
 compiler library can run it.
 """
