@@ -112,10 +112,10 @@ typedef struct Cg {
      * lower_chain.c): the first and second DOT of each such loop body. */
     struct { const Op *dot[2]; } turns[8];
     int nturns;
-    /* TILEC_PINGPONG=2 (decoupled turns, lower_chain.c): the shared buffers
-     * that group 0 (K, read by the first product) and group 1 (V, read by
-     * the second) fill alone, and the loops' top barriers that become one
-     * barrier per group. */
+    /* TILEC_PINGPONG=2 (decoupled turns, lower_chain.c), per loop: the
+     * shared buffers that group 0 (K, read by the first product) and group
+     * 1 (V, read by the second) fill alone, the loop's top barrier (which
+     * becomes group 1's sync on turn barrier 1), the loop and its products. */
     struct { ValId buf[2]; const Op *bar, *loop, *dot[2]; } split[8];
     int nsplit;
 } Cg;

@@ -378,7 +378,8 @@ LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, i
 }
 
 /* ---- two warp groups taking turns at the tensor cores ----
- * Experiment, off by default (TILEC_PINGPONG=1 turns it on). A loop body
+ * Off by default (TILEC_PINGPONG=1 turns it on; =2 also drops the loop's
+ * block-wide barrier, below). A loop body
  * with exactly two products (attention: s = q @ k^T, then acc += p @ v)
  * on a block of 8k rows-only warps: warps 0 .. n/2-1 form group 0 and the
  * rest group 1, so that each scheduler holds one warp of each. Named
@@ -422,8 +423,8 @@ static void turn_bar_n(Cg *cg, int g, bool sync, int id, int threads)
     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, k, 0));
 }
 
-
-/* Decoupled turns (TILEC_PINGPONG=2, an experiment). With the turns, the
+/* Decoupled turns (TILEC_PINGPONG=2; tilec.attention's 256-row tile, the
+ * measurements in docs/codegen.md). With the turns, the
  * loop's block-wide top barrier (every thread's copies of this trip's K
  * and V have landed; every warp is done with the slots the next copies
  * overwrite) holds group 0's next first product back until group 1's
