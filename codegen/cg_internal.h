@@ -253,6 +253,9 @@ void cg_chain_turns(Cg *cg, Func *f);
 /* The named barriers of a turn-taking loop's DOT, before (after = false)
  * or after its products; nothing for other DOTs. */
 void cg_chain_turn(Cg *cg, const Op *dot, bool after);
+/* i1: this thread's warp is in warp group g (0: the first half of the
+ * block's warps, 1: the second). */
+LLVMValueRef cg_chain_in_group(Cg *cg, int g);
 /* Decoupled turns: the group (0, 1) that alone issues async copy `op`, or
  * -1 (every thread). */
 int cg_chain_copy_group(Cg *cg, const Op *op);

@@ -720,8 +720,7 @@ int cg_lower_async_copy(Cg *cg, Op *op)
     if (g < 0)
         return lower_copy(cg, op);
     LLVMBasicBlockRef mine = cg_new_block(cg, "cp.group"), after = cg_new_block(cg, "cp.group.end");
-    LLVMValueRef in1 = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, cg_i32(cg, cg->nwarps / 2), "");
-    LLVMBuildCondBr(cg->b, g ? in1 : LLVMBuildNot(cg->b, in1, ""), mine, after);
+    LLVMBuildCondBr(cg->b, cg_chain_in_group(cg, g), mine, after);
     LLVMPositionBuilderAtEnd(cg->b, mine);
     LLVMValueRef tid = cg->tid;
     int nwarps = cg->nwarps;

@@ -407,18 +407,31 @@ static bool direct_dots(const Block *b, const Op **first, const Op **second)
     return n == 2;
 }
 
-/* `@p bar.sync|bar.arrive id, threads` with p = (group == g): one predicated
- * instruction, no branch, convergent. */
+LLVMValueRef cg_chain_in_group(Cg *cg, int g)
+{
+    LLVMValueRef in1 = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, cg_i32(cg, cg->nwarps / 2), "");
+    return g ? in1 : LLVMBuildNot(cg->b, in1, "");
+}
+
+/* `@p INSTR` with p = (group == g): one predicated instruction, no branch
+ * (cons: the asm constraints after the predicate's "r"). */
+static LLVMValueRef group_asm(Cg *cg, int g, const char *instr, const char *cons)
+{
+    char code[128];
+    snprintf(code, sizeof code, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p %s }", instr);
+    LLVMValueRef p = LLVMBuildZExt(cg->b, cg_chain_in_group(cg, g), cg->t_i32, "");
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &cg->t_i32, 1, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, code, strlen(code), (char *)cons, strlen(cons), 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
+}
+
+/* `@p bar.sync|bar.arrive id, threads` for group g, convergent. */
 static void turn_bar_n(Cg *cg, int g, bool sync, int id, int threads)
 {
-    char code[96];
-    snprintf(code, sizeof code, "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p bar.%s %d, %d; }", sync ? "sync" : "arrive",
-             id, threads);
-    LLVMValueRef in1 = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, cg_i32(cg, cg->nwarps / 2), "");
-    LLVMValueRef p = LLVMBuildZExt(cg->b, g ? in1 : LLVMBuildNot(cg->b, in1, ""), cg->t_i32, "");
-    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &cg->t_i32, 1, 0);
-    LLVMValueRef as = LLVMGetInlineAsm(fty, code, strlen(code), (char *)"r", 1, 1, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef call = LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
+    char instr[64];
+    snprintf(instr, sizeof instr, "bar.%s %d, %d;", sync ? "sync" : "arrive", id, threads);
+    LLVMValueRef call = group_asm(cg, g, instr, "r");
     unsigned k = LLVMGetEnumAttributeKindForName("convergent", 10);
     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, k, 0));
 }
@@ -520,14 +533,6 @@ int cg_chain_copy_group(Cg *cg, const Op *op)
     return -1;
 }
 
-static int split_of_bar(Cg *cg, const Op *op)
-{
-    for (int i = 0; i < cg->nsplit; i++)
-        if (cg->split[i].bar == op)
-            return i;
-    return -1;
-}
-
 static bool split_dot(Cg *cg, const Op *dot, int which)
 {
     for (int i = 0; i < cg->nsplit; i++)
@@ -538,10 +543,12 @@ static bool split_dot(Cg *cg, const Op *dot, int which)
 
 bool cg_chain_group_barrier(Cg *cg, const Op *op)
 {
-    if (split_of_bar(cg, op) < 0)
-        return false;
-    turn_bar(cg, 1, true, 1);       /* group 1 waits for group 0's first product here */
-    return true;
+    for (int i = 0; i < cg->nsplit; i++)
+        if (cg->split[i].bar == op) {
+            turn_bar(cg, 1, true, 1);   /* group 1 waits for group 0's first product here */
+            return true;
+        }
+    return false;
 }
 
 void cg_chain_loop_entry(Cg *cg, const Op *forop)
@@ -554,17 +561,6 @@ void cg_chain_loop_entry(Cg *cg, const Op *forop)
         }
 }
 
-/* `@p cp.async.wait_group 0` with p = (group == g). */
-static void group_wait_all(Cg *cg, int g)
-{
-    static const char code[] = "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p cp.async.wait_group 0; }";
-    LLVMValueRef in1 = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, cg_i32(cg, cg->nwarps / 2), "");
-    LLVMValueRef p = LLVMBuildZExt(cg->b, g ? in1 : LLVMBuildNot(cg->b, in1, ""), cg->t_i32, "");
-    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, &cg->t_i32, 1, 0);
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)"r,~{memory}", 11, 1, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
-}
 
 typedef struct TurnFind { Cg *cg; int skipped; } TurnFind;
 
@@ -627,7 +623,7 @@ void cg_chain_turn(Cg *cg, const Op *dot, bool after)
             turn_bar(cg, 1, false, 2);       /* group 0's second product may start */
         } else if (which == 1 && !after) {
             if (split_dot(cg, dot, 1))
-                group_wait_all(cg, 0);       /* group 0's K(j+1) in, before its warps meet at 2 */
+                group_asm(cg, 0, "cp.async.wait_group 0;", "r,~{memory}");   /* group 0's K(j+1) in, before its warps meet at 2 */
             turn_bar(cg, 0, true, 2);
             turn_bar(cg, 1, true, 3);        /* group 1 waits for group 0's second product */
         } else if (which == 1) {

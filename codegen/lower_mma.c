@@ -23,6 +23,7 @@
  * FlashAttention-2 reuse), which needs no data movement at all.
  */
 #include "cg_internal.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -808,13 +809,14 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
      * store (the epilogue after the pipelined loop), the conversion uses
      * their space instead and the kernel's shared memory does not grow. A
      * tile declared shared may grow it up to the arch's limit. */
-    bool fits = cg->dsmem_base + need <= cg->tg->max_smem_dynamic;
+    int64_t limit = pass_smem_limit(cg->tg->name);
+    bool fits = cg->dsmem_base + need <= limit;
     if (!over && cg->dsmem && (!fits || (!asked && cg->dsmem_base > 0 && need > cg->dsmem_base / 4))) {
         if (asked && cg->report)
             sb_printf(cg->report, "  store at %d:%d: the tile declared shared stays in registers (fragment "
                       "stores): %lld bytes of scratch after %lld bytes of buffers exceed the %lld-byte limit\n",
                       op->loc.line, op->loc.col, (long long)need, (long long)cg->dsmem_base,
-                      (long long)cg->tg->max_smem_dynamic);
+                      (long long)limit);
         return;
     }
     cg->scratch_over_buffers = over;

@@ -14,9 +14,9 @@ typedef struct Target {
     const char *cpu;         /* LLVM NVPTX CPU name */
     const char *features;    /* LLVM target features (PTX ISA version) */
     int sm;                  /* 86, 90, 100 */
-    int max_smem_static;     /* bytes of static shared memory a block may use */
+    int max_smem_static;     /* bytes of static shared memory a block may use (dynamic:
+                              * pass_smem_limit, which TILEC_SMEM_LIMIT can raise) */
     int max_warps;           /* warps per block the SIMT path may pick */
-    int max_smem_dynamic;    /* bytes of dynamic shared memory a block may opt in to */
     int max_blocks_sm;       /* resident blocks per SM (hardware limit) */
     /* Fast base-2 exponential / logarithm of an f32 value (hardware MUFU). */
     LLVMValueRef (*exp2_f32)(struct Cg *cg, LLVMValueRef x);

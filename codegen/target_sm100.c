@@ -3,7 +3,7 @@
  * are shared with Ampere. */
 #include "cg_internal.h"
 
-#define SM100_COMMON .sm = 100, .max_smem_dynamic = 227 * 1024, .max_blocks_sm = 32, CG_TG_SIMT_COMMON, CG_TG_SM80_MMA
+#define SM100_COMMON .sm = 100, .max_blocks_sm = 32, CG_TG_SIMT_COMMON, CG_TG_SM80_MMA
 
 const Target cg_target_sm100a = { .name = "sm_100a", .cpu = "sm_100a", .features = "+ptx86", SM100_COMMON };
 const Target cg_target_sm100f = { .name = "sm_100f", .cpu = "sm_100f", .features = "+ptx88", SM100_COMMON };

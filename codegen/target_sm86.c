@@ -4,5 +4,5 @@
 
 const Target cg_target_sm86 = {
     .name = "sm_86", .cpu = "sm_86", .features = "+ptx80", .sm = 86,
-    .max_smem_dynamic = 99 * 1024, .max_blocks_sm = 16, CG_TG_SIMT_COMMON, CG_TG_SM80_MMA,
+    .max_blocks_sm = 16, CG_TG_SIMT_COMMON, CG_TG_SM80_MMA,
 };

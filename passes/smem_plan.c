@@ -27,11 +27,12 @@ int64_t pass_smem_limit(const char *arch)
     /* TILEC_SMEM_LIMIT=N: the shared memory one block may use on the device
      * the PTX is meant for, when that is not the arch's own (sm_86 PTX run
      * on an sm_90 GPU); at most the largest any arch has. */
+    const int64_t most = 232448;    /* 227 KB: sm_90, sm_100 */
     int64_t k = tc_knob("TILEC_SMEM_LIMIT", 0);
     if (k > 0)
-        return k < 232448 ? k : 232448;
+        return k < most ? k : most;
     if (arch && (!strncmp(arch, "sm_90", 5) || !strncmp(arch, "sm_100", 6)))
-        return 232448;   /* 227 KB */
+        return most;
     return 101376;       /* 99 KB: sm_86 (and the default) */
 }
 

@@ -99,11 +99,14 @@ STAGE_O_MAX_CAUSAL_BLOCKS = 16
 STAGE_O_MAX_CAUSAL_BLOCKS_D128 = 32
 
 
-def stage_o(nk, bn, causal=False, d=64):
-    """Whether tilec.attention stages O through shared memory: key length nk
-    up to STAGE_O_MAX_NK, or with the causal mask in at most
+def stage_o(nk, bn, causal=False, d=64, bm=128):
+    """Whether tilec.attention stages O through shared memory: always on the
+    256-row tile (the only form measured), else key length nk up to
+    STAGE_O_MAX_NK, or with the causal mask in at most
     STAGE_O_MAX_CAUSAL_BLOCKS blocks of bn (STAGE_O_MAX_CAUSAL_BLOCKS_D128
     for head dims d >= 128)."""
+    if bm == 256:
+        return True
     if nk is None:
         return False
     if causal:
@@ -150,7 +153,7 @@ def picks(d, causal, n, nk=None, arch="sm_90a", smem=None):
     """What kernel() picks without overrides for query length n and key
     length nk (default n): (bm, bn, so, switches)."""
     bm, bn = tiles(d, causal, n, arch, smem, nk)
-    so = True if bm == 256 else stage_o(n if nk is None else nk, bn, causal, d)
+    so = stage_o(n if nk is None else nk, bn, causal, d, bm)
     return bm, bn, so, switches(d, bool(causal), so, bm, arch, smem)
 
 
@@ -186,9 +189,7 @@ def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=
     arch = arch or _device_arch() or "sm_90a"
     tbm, tbn = tiles(d, causal, n, arch, smem, nk)
     bm, bn = bm or tbm, bn or tbn
-    if so is None:
-        so = True if bm == 256 else stage_o(n if nk is None else nk, bn, causal, d)
-    so = bool(so)
+    so = stage_o(n if nk is None else nk, bn, causal, d, bm) if so is None else bool(so)
     sw = switches(d, bool(causal), so, bm, arch, smem)
     key = (d, dt, bool(causal), bm, bn, arch, so, tuple(sorted(sw.items())))
     mod = _cache.get(key)
