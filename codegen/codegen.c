@@ -431,7 +431,7 @@ static int grid_rpn(Cg *cg, Func *f, ValId v, StrBuf *out, int depth)
 {
     static const struct { OpCode op; const char *tok; } bin[] = {
         { OP_ADD, "+" }, { OP_SUB, "-" }, { OP_MUL, "*" }, { OP_DIV, "/" },
-        { OP_REM, "%" }, { OP_MIN, "min" }, { OP_MAX, "max" },
+        { OP_REM, "%" }, { OP_MIN, "min" }, { OP_MAX, "max" }, { OP_DIVISOR, "divisor" },
     };
     for (int i = 0; i < f->ndims; i++)
         if (f->dims[i] == v) {
@@ -457,7 +457,7 @@ static int grid_rpn(Cg *cg, Func *f, ValId v, StrBuf *out, int depth)
             return e;
         }
     diag_error(cg->d, op->loc, "the grid expression uses '%s', which the launch rule cannot express; "
-               "use + - * / %% min max cdiv of named dims and constants", op_info[op->code].name);
+               "use + - * / %% min max cdiv divisor of named dims and constants", op_info[op->code].name);
     return 1;
 }
 

@@ -1057,6 +1057,9 @@ static int lower_op(Cg *cg, Op *op)
     case OP_EXP: case OP_EXP2: case OP_LOG: case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_TANH:
     case OP_SELECT: case OP_CAST:
         return lower_elem(cg, op);
+    case OP_DIVISOR:   /* the front end folds it or keeps it to the grid, which is evaluated at launch */
+        diag_internal(cg->d, op->loc, "divisor() outside the grid reached the code generator");
+        return 1;
     case OP_SPLAT: return lower_splat(cg, op);
     case OP_EXPAND: return lower_expand(cg, op);
     case OP_BROADCAST: return lower_broadcast(cg, op);

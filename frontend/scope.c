@@ -14,7 +14,7 @@
 static const char *const builtins[] = {
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "max", "min",
     "where", "rowmax", "rowsum", "rowmin", "colmax", "colsum", "colmin", "reduce",
-    "iota", "rows", "cols", "cdiv", "load",
+    "iota", "rows", "cols", "cdiv", "divisor", "load",
 };
 
 void fe_scope_push(Lower *l, Sym *s)

@@ -1,15 +1,16 @@
 /* sema_call.c - builtin calls: casts by dtype name, elementwise math,
- * max/min/where, reductions, index tiles (iota, rows, cols), cdiv and load.
+ * max/min/where, reductions, index tiles (iota, rows, cols), cdiv, divisor and load.
  *
  * Every builtin checks its argument count and kinds, then lowers to the ops
  * of ir/ops.h; casts and cdiv of constants fold.
  */
 #include "sema.h"
+#include "../ir/divisor.h"
 
 #include <string.h>
 
 typedef enum { B_MATH, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_IOTA, B_ROWS, B_COLS,
-               B_CDIV, B_LOAD } BKind;
+               B_CDIV, B_DIVISOR, B_LOAD } BKind;
 
 typedef struct Builtin {
     const char *name;
@@ -27,7 +28,8 @@ static const Builtin builtin_tab[] = {
     { "rowmin", B_ROWRED, 1, RED_MIN }, { "colmax", B_COLRED, 1, RED_MAX },
     { "colsum", B_COLRED, 1, RED_SUM }, { "colmin", B_COLRED, 1, RED_MIN },
     { "reduce", B_REDUCE, 3, 0 }, { "iota", B_IOTA, 1, OP_IOTA }, { "rows", B_ROWS, 1, OP_IOTA },
-    { "cols", B_COLS, 1, OP_IOTA }, { "cdiv", B_CDIV, 2, 0 }, { "load", B_LOAD, 2, OP_LOAD },
+    { "cols", B_COLS, 1, OP_IOTA }, { "cdiv", B_CDIV, 2, 0 }, { "divisor", B_DIVISOR, 2, OP_DIVISOR },
+    { "load", B_LOAD, 2, OP_LOAD },
 };
 
 static const Builtin *find_builtin(const char *name)
@@ -220,6 +222,43 @@ static EVal lower_cdiv(Lower *l, const Expr *e)
     return fe_binary(l, T_SLASH, s1, b, &div);
 }
 
+/* divisor(a, b): the largest divisor of a that is at most b (ir/divisor.h), for
+ * grids whose blocks tile a count in equal groups. Constants fold anywhere;
+ * run-time operands (named dims) only in the grid, which the runtime evaluates
+ * at launch. */
+static EVal lower_divisor(Lower *l, const Expr *e)
+{
+    EVal a = fe_value(l, e->args[0]), b = fe_value(l, e->args[1]);
+    if (a.kind == EV_ERR || b.kind == EV_ERR)
+        return err();
+    for (int i = 0; i < 2; i++) {
+        const EVal *v = i ? &b : &a;
+        if (!dtype_is_int((DType)v->ty.dtype) || v->ty.kind != TY_SCALAR) {
+            diag_error(l->d, e->args[i]->loc, "divisor needs integer scalars, got %s", fe_tystr(l, &v->ty));
+            return err();
+        }
+    }
+    if (!fe_unify(l, &a, &b, e->args[0], e->args[1], e->loc))
+        return err();
+    if (a.kind == EV_CONST && b.kind == EV_CONST) {
+        int64_t r = tc_divisor(a.i, b.i);
+        if (r < 0) {
+            diag_error(l->d, e->args[0]->loc, "divisor of %lld: the value exceeds 2^32", (long long)a.i);
+            return err();
+        }
+        return fe_const_int(r, (DType)a.ty.dtype);
+    }
+    if (!l->in_grid) {
+        diag_error(l->d, e->loc, "divisor() of run-time values is only available in the grid; "
+                   "in the body its operands must be compile-time constants");
+        return err();
+    }
+    ValId args[2] = { fe_materialize(l, &a, e->loc), fe_materialize(l, &b, e->loc) };
+    Type t = a.ty;
+    t.space = SP_ANY;
+    return fe_val(fe_emit(l, e->loc, OP_DIVISOR, args, 2, t), t);
+}
+
 static EVal lower_load(Lower *l, const Expr *e)
 {
     const Expr *w = e->args[0], *other = e->nargs > 1 ? e->args[1] : NULL;
@@ -273,6 +312,7 @@ static EVal lower_builtin(Lower *l, const Expr *e, const Builtin *b)
     case B_REDUCE: return lower_reduce(l, e);
     case B_IOTA: case B_ROWS: case B_COLS: return lower_iota(l, e, b->kind);
     case B_CDIV: return lower_cdiv(l, e);
+    case B_DIVISOR: return lower_divisor(l, e);
     default: return lower_load(l, e);
     }
 }
@@ -284,7 +324,7 @@ EVal fe_call(Lower *l, const Expr *e)
         return lower_cast(l, e, dt);
     const Builtin *b = find_builtin(e->name);
     if (b) {
-        if (l->in_grid && b->kind != B_CDIV && b->kind != B_MINMAX) {
+        if (l->in_grid && b->kind != B_CDIV && b->kind != B_DIVISOR && b->kind != B_MINMAX) {
             diag_error(l->d, e->loc, "'%s' cannot be used in the grid", e->name);
             return err();
         }

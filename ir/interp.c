@@ -32,6 +32,7 @@
  * a block's footprint does not grow with its trip counts.
  */
 #include "ir.h"
+#include "divisor.h"
 
 #include <math.h>
 #include <string.h>
@@ -239,7 +240,8 @@ static int cmp_float(double a, double b)
     return a < b ? -1 : a > b;
 }
 
-/* Integer binary op, wrapping; returns false on division by zero. */
+/* Integer binary op, wrapping; returns false on division by zero (divisor: on an operand
+ * over TC_DIVISOR_MAX). */
 static bool int_binary(OpCode c, DType dt, int64_t a, int64_t b, int64_t *r)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
@@ -261,6 +263,7 @@ static bool int_binary(OpCode c, DType dt, int64_t a, int64_t b, int64_t *r)
         break;
     case OP_MIN: *r = cmp_int(dt, a, b) <= 0 ? a : b; break;
     case OP_MAX: *r = cmp_int(dt, a, b) >= 0 ? a : b; break;
+    case OP_DIVISOR: *r = tc_divisor(a, b); if (*r < 0) return false; break;
     case OP_AND: *r = a & b; break;
     case OP_OR: *r = a | b; break;
     default: *r = a ^ b; break;
@@ -346,7 +349,10 @@ static int elem_eval(Interp *I, const Op *op, DType dt, const Elem *x, Elem *r)
         return 0;
     }
     if (!int_binary(c, dt, x[0].i, x[1].i, &r->i)) {
-        diag_error(I->d, op->loc, "integer %s by zero", c == OP_DIV ? "division" : "remainder");
+        if (c == OP_DIVISOR)
+            diag_error(I->d, op->loc, "divisor(%lld, ...): the value exceeds 2^32", (long long)x[0].i);
+        else
+            diag_error(I->d, op->loc, "integer %s by zero", c == OP_DIV ? "division" : "remainder");
         return 1;
     }
     return 0;
@@ -956,7 +962,7 @@ static int exec_op(Interp *I, const Op *op)
     case OP_CONST: return exec_const(I, op);
     case OP_BLOCKID: case OP_NBLOCKS: return exec_launch(I, op);
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_REM:
-    case OP_MIN: case OP_MAX: case OP_AND: case OP_OR: case OP_XOR: case OP_CMP:
+    case OP_MIN: case OP_MAX: case OP_DIVISOR: case OP_AND: case OP_OR: case OP_XOR: case OP_CMP:
     case OP_NEG: case OP_NOT: case OP_ABS: case OP_EXP: case OP_EXP2: case OP_LOG:
     case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_TANH:
         return exec_elem(I, op);

@@ -24,6 +24,7 @@ OP(DIV,       "div",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* ints: truncating 
 OP(REM,       "rem",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* ints: sign of dividend */
 OP(MIN,       "min",       2,  1, 0, OPF_PURE | OPF_ELEM)
 OP(MAX,       "max",       2,  1, 0, OPF_PURE | OPF_ELEM)
+OP(DIVISOR,   "divisor",   2,  1, 0, OPF_PURE | OPF_ELEM)   /* ints: the largest divisor of a <= b (ir/divisor.h); grid only */
 OP(AND,       "and",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* bool or int */
 OP(OR,        "or",        2,  1, 0, OPF_PURE | OPF_ELEM)
 OP(XOR,       "xor",       2,  1, 0, OPF_PURE | OPF_ELEM)

@@ -18,6 +18,7 @@
  * round to their type. The verifier still holds after the pass.
  */
 #include "passes.h"
+#include "../ir/divisor.h"
 
 #include <math.h>
 #include <string.h>
@@ -128,6 +129,7 @@ static bool fold_int2(const Op *op, DType dt, int64_t a, int64_t b, int64_t *r)
     case OP_REM: return int_divrem(dt, a, b, true, r);
     case OP_MIN: *r = int_lt(dt, b, a) ? b : a; return true;
     case OP_MAX: *r = int_lt(dt, a, b) ? b : a; return true;
+    case OP_DIVISOR: *r = tc_divisor(a, b); return *r >= 0;
     case OP_AND: *r = a & b; return true;
     case OP_OR: *r = a | b; return true;
     case OP_XOR: *r = wrap_int(dt, ua ^ ub); return true;

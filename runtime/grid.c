@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include "rt.h"
+#include "../ir/divisor.h"
 
 #define STACK 64
 
@@ -17,6 +18,13 @@ static bool apply(RpnOp op, int64_t a, int64_t b, int64_t *r, char *err, size_t 
     case RPN_MUL: if (__builtin_mul_overflow(a, b, r)) goto overflow; return true;
     case RPN_MIN: *r = a < b ? a : b; return true;
     case RPN_MAX: *r = a > b ? a : b; return true;
+    case RPN_DIVISOR:
+        *r = tc_divisor(a, b);
+        if (*r < 0) {
+            snprintf(err, errlen, "divisor of %lld: over 2^32", (long long)a);
+            return false;
+        }
+        return true;
     case RPN_DIV: case RPN_MOD: case RPN_CDIV:
         if (b == 0) {
             snprintf(err, errlen, "%s by zero", op == RPN_DIV ? "division" : op == RPN_MOD ?

@@ -273,7 +273,7 @@ static bool rpn_op(const Tok *t, RpnOp *op)
 {
     static const struct { const char *s; RpnOp op; } ops[] = {
         {"+", RPN_ADD}, {"-", RPN_SUB}, {"*", RPN_MUL}, {"/", RPN_DIV}, {"%", RPN_MOD},
-        {"cdiv", RPN_CDIV}, {"min", RPN_MIN}, {"max", RPN_MAX},
+        {"cdiv", RPN_CDIV}, {"min", RPN_MIN}, {"max", RPN_MAX}, {"divisor", RPN_DIVISOR},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (tok_is(t, ops[i].s)) {

@@ -50,7 +50,8 @@ int tilert_dtype_bits(int dt);
 
 /* Grid rules are stored as RPN programs. */
 typedef enum RpnOp {
-    RPN_NUM, RPN_DIM, RPN_ADD, RPN_SUB, RPN_MUL, RPN_DIV, RPN_MOD, RPN_CDIV, RPN_MIN, RPN_MAX
+    RPN_NUM, RPN_DIM, RPN_ADD, RPN_SUB, RPN_MUL, RPN_DIV, RPN_MOD, RPN_CDIV, RPN_MIN, RPN_MAX,
+    RPN_DIVISOR
 } RpnOp;
 typedef struct RpnTok {
     RpnOp op;

@@ -185,8 +185,8 @@ START_TEST(attention_remarks)
     ck_assert(run_passes(&p, "mask_split"));
     const char *r = p.remarks.buf;
     ck_assert(r != NULL);
-    ck_assert_msg(strstr(r, "n0 split at min(NK - 16, (((num_blocks.x - 1) - block.x) * 16) - 15)"), "%s", r);
-    ck_assert_msg(strstr(r, "masked once n0 >= (((num_blocks.x - 1) - block.x) * 16) + 16; the loop bound already excludes"), "%s", r);
+    ck_assert_msg(strstr(r, "n0 split at min(NK - 16, (((num_blocks.y - 1) - block.y) * 16) - 15)"), "%s", r);
+    ck_assert_msg(strstr(r, "masked once n0 >= (((num_blocks.y - 1) - block.y) * 16) + 16; the loop bound already excludes"), "%s", r);
     ck_assert_msg(strstr(r, "masked once n0 >= NK; the loop bound already excludes"), "%s", r);
     prog_free(&p);
 }

@@ -481,6 +481,29 @@ START_TEST(grid_rules)
     ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){INT64_MAX, 2}, 2, g), TILERT_ERR_ARGS);
     ck_assert_ptr_nonnull(strstr(tilert_last_error(), "arithmetic overflow"));
     tilert_module_free(m);
+
+    /* divisor: the largest divisor of A that is at most B (at least 1) */
+    ck_assert_int_eq(tilert_module_from_meta(
+        "tilec-meta 1\nkernel d\narch sm_86\nthreads 32\ndim A\ndim B\n"
+        "param X tensor f32 2 A B align 4\ngrid A B divisor ; A A B divisor / ; B A divisor\nend\n", &m),
+        TILERT_OK);
+    k = tilert_module_kernel_at(m, 0);
+    static const int64_t cases[][3] = {   /* A, B, divisor(A, B) */
+        { 256, 32, 32 }, { 36, 32, 18 }, { 100, 8, 5 }, { 37, 36, 1 }, { 12, 12, 12 },
+        { 12, 100, 12 }, { 7, 0, 1 }, { 7, -3, 1 }, { 1, 1, 1 }, { 96, 17, 16 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){cases[i][0], cases[i][1]}, 2, g), TILERT_OK);
+        ck_assert_msg(g[0] == (unsigned)cases[i][2] && g[1] == (unsigned)(cases[i][0] / cases[i][2]),
+                      "divisor(%lld, %lld): %u %u", (long long)cases[i][0], (long long)cases[i][1], g[0], g[1]);
+    }
+    ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){0, 5}, 2, g), TILERT_OK);   /* every d divides 0 */
+    ck_assert(g[0] == 5 && g[1] == 0);
+    ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){6, 12}, 2, g), TILERT_OK);   /* z: divisor(12, 6) */
+    ck_assert_uint_eq(g[2], 6);
+    ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){(int64_t)1 << 33, 2}, 2, g), TILERT_ERR_ARGS);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "divisor of 8589934592: over 2^32"));
+    tilert_module_free(m);
 }
 END_TEST
 
