@@ -52,8 +52,8 @@ print(A.variant_tag(so, sw)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(s
 # in bench/RESULTS.md: ov0 (TILEC_OVERLAP_SINGLE=0, 15:37), eo
 # (TILEC_EPILOGUE_OVER=1, 16:02 and 16:22), fr (fresh thread ids before
 # the epilogue, 16:27, within the spread: not kept), rv (causal query
-# blocks longest first within a head, two runs at 16:37: now the example's
-# order), pl / pe (the prefetch after the first product forced on / off,
+# blocks longest first within a head, two runs at 16:37; the example's
+# order until the groups of heads of 2026-12-01 08:58), pl / pe (the prefetch after the first product forced on / off,
 # TILEC_PF_LATE=1/0, 19:52-19:58: on where the first product reduces over
 # <= 64), ci / pm (TILEC_COPY_INTERIOR=1, TILEC_PV_ROWS=1, 21:06: now
 # switches of tilec.attention's tiles), qp (the next wave's Q window
