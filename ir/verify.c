@@ -15,7 +15,7 @@
  *    SMEM_LOAD and SMEM_STORE is an SMEM_ALLOC result, the slot an i32, and
  *    what moves in or out has the slot's shape and dtype;
  *  - YIELD only as the last op of a region or of the grid block; the grid
- *    yields three i32 scalars.
+ *    yields three i32 scalars; DIVISOR (integers) only in the grid block.
  * Space and layout are not compared (passes that assign them insert explicit
  * conversions; the verifier checks shapes and dtypes).
  * Each problem is reported with the op's Loc as
@@ -189,6 +189,10 @@ static void check_elem_dtype(Verifier *V, const Op *op, DType dt)
     case OP_AND: case OP_OR: case OP_XOR: case OP_NOT:
         if (dt != DT_BOOL && !dtype_is_int(dt))
             verr(V, op, "needs bool or integer operands, got %s", dtype_name(dt));
+        return;
+    case OP_DIVISOR:
+        if (!dtype_is_int(dt))
+            verr(V, op, "needs integer operands, got %s", dtype_name(dt));
         return;
     case OP_EXP: case OP_EXP2: case OP_LOG: case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_TANH:
         if (!dtype_is_float(dt))
@@ -642,6 +646,8 @@ static void verify_op(Verifier *V, const Op *op, const Block *b, int idx, BlockK
         verr(V, op, "op's parent link does not point to the block that holds it");
     if (op->code == OP_YIELD && (kind == BK_BODY || idx != b->nops - 1))
         verr(V, op, "'yield' may only be the last op of a region or of the grid block");
+    if (op->code == OP_DIVISOR && kind != BK_GRID)
+        verr(V, op, "'divisor' may only be in the grid block (the runtime evaluates it at launch)");
     bool ok = check_operands(V, op);
     ok = check_arity(V, op) && ok;
     for (int i = 0; i < op->nres; i++)
