@@ -118,6 +118,11 @@ typedef struct Cg {
      * becomes group 1's sync on turn barrier 1), the loop and its products. */
     struct { ValId buf[2]; const Op *bar, *loop, *dot[2]; } split[8];
     int nsplit;
+    /* After such a loop the two groups go on apart: each meets only its own
+     * warps (cg_chain_group_barrier lowers the loop's drain so), and a layout
+     * conversion whose rows stay inside each group uses its group's barrier
+     * (xfer_groups, lower_xfer.c) instead of the block's. */
+    bool groups_apart, xfer_groups;
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
@@ -262,6 +267,8 @@ int cg_chain_copy_group(Cg *cg, const Op *op);
 /* Decoupled turns: a loop's top barrier, which becomes group 1's sync on
  * turn barrier 1 (true: emitted), else false. */
 bool cg_chain_group_barrier(Cg *cg, const Op *op);
+/* Each warp group's warps meet on its own named barrier (4 + group). */
+void cg_chain_group_sync(Cg *cg);
 /* Decoupled turns: before such a loop, every thread waits for its copies
  * and the block meets. */
 void cg_chain_loop_entry(Cg *cg, const Op *forop);

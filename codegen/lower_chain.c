@@ -426,14 +426,30 @@ static LLVMValueRef group_asm(Cg *cg, int g, const char *instr, const char *cons
     return LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
 }
 
-/* `@p bar.sync|bar.arrive id, threads` for group g, convergent. */
-static void turn_bar_n(Cg *cg, int g, bool sync, int id, int threads)
+static void convergent(Cg *cg, LLVMValueRef call)
+{
+    unsigned k = LLVMGetEnumAttributeKindForName("convergent", 10);
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, k, 0));
+}
+
+/* `@p bar.sync|bar.arrive id, threads` for group g, convergent; with
+ * `memory` the asm also keeps memory accesses on their side of it. */
+static void group_bar(Cg *cg, int g, bool sync, int id, int threads, bool memory)
 {
     char instr[64];
     snprintf(instr, sizeof instr, "bar.%s %d, %d;", sync ? "sync" : "arrive", id, threads);
-    LLVMValueRef call = group_asm(cg, g, instr, "r");
-    unsigned k = LLVMGetEnumAttributeKindForName("convergent", 10);
-    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, k, 0));
+    convergent(cg, group_asm(cg, g, instr, memory ? "r,~{memory}" : "r"));
+}
+
+static void turn_bar_n(Cg *cg, int g, bool sync, int id, int threads)
+{
+    group_bar(cg, g, sync, id, threads, false);
+}
+
+void cg_chain_group_sync(Cg *cg)
+{
+    for (int g = 0; g < 2; g++)
+        group_bar(cg, g, true, 4 + g, cg->nwarps * 16, true);
 }
 
 /* Decoupled turns (TILEC_PINGPONG=2; tilec.attention's 256-row tile, the
@@ -541,6 +557,28 @@ static bool split_dot(Cg *cg, const Op *dot, int which)
     return false;
 }
 
+/* The drain after a decoupled loop (`for; async_wait 0; barrier`, double
+ * buffer's): group 0 leaves the loop while group 1 still runs its last
+ * second product, which reads the last V slot; in the turns group 1's
+ * first product of that trip ended before group 0's second began (turn
+ * barrier 2), so Q and the K slots are dead for both when group 0 gets
+ * here. Group 0's warps meet on their own barrier (4), and arrive on
+ * barrier 6 after their copies landed (the async_wait just before: the
+ * last trip's K prefetch is group 0's); group 1's warps meet on 6, which
+ * also tells them group 0's copies are in. The groups then go on apart
+ * (Cg.groups_apart). */
+static bool split_drain(Cg *cg, const Op *op)
+{
+    const Block *b = op->parent;
+    int i = b ? ir_block_index_of(b, op) : -1;
+    if (i < 2 || b->ops[i - 1]->code != OP_ASYNC_WAIT || b->ops[i - 1]->iattr[0] != 0)
+        return false;
+    for (int k = 0; k < cg->nsplit; k++)
+        if (b->ops[i - 2] == cg->split[k].loop)
+            return true;
+    return false;
+}
+
 bool cg_chain_group_barrier(Cg *cg, const Op *op)
 {
     for (int i = 0; i < cg->nsplit; i++)
@@ -548,6 +586,14 @@ bool cg_chain_group_barrier(Cg *cg, const Op *op)
             turn_bar(cg, 1, true, 1);   /* group 1 waits for group 0's first product here */
             return true;
         }
+    if (split_drain(cg, op)) {
+        int n = cg->nwarps * 32;
+        group_bar(cg, 0, false, 6, n, true);
+        group_bar(cg, 0, true, 4, n / 2, true);
+        group_bar(cg, 1, true, 6, n, true);
+        cg->groups_apart = true;
+        return true;
+    }
     return false;
 }
 

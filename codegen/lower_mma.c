@@ -760,6 +760,49 @@ static bool buffers_dead_at(Cg *cg, const Op *op)
     return true;
 }
 
+/* Does each warp of L hold one run of rows, warp w the w-th (warps only
+ * along dim 0, one repeat)? Then rows [g * M / 2, (g + 1) * M / 2) belong
+ * to warp group g. */
+static bool rows_by_warp(const Layout *L, int nwarps)
+{
+    return L->prank == 2 && !L->slice && L->wpc[0] == nwarps && L->wpc[1] == 1 &&
+           (int64_t)layout_espt(L, 0) * L->tpw[0] * layout_rpt(L, 0) * L->wpc[0] == L->pshape[0];
+}
+
+/* After decoupled turns (Cg.groups_apart) each warp group stages and
+ * stores its own rows of a product's tile: the coalesced layout L is made
+ * warp-major (each thread's rows one run, spt along dim 0 instead of
+ * repeats: a warp still writes two 256-byte row pieces per instruction),
+ * so that every row is written and read by one group's warps and the
+ * conversion meets per group. The scratch lies over the dead buffers from
+ * offset 0, group 0's rows first: they must miss the second product's
+ * buffer, which group 1 still reads when group 0 gets there
+ * (cg_chain_group_barrier); group 1 comes last. */
+static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt)
+{
+    if (!cg->groups_apart || cg->nsplit != 1 || !rows_by_warp(v->L, cg->nwarps) || L->prank != 2 ||
+        L->wpc[0] != cg->nwarps || L->wpc[1] != 1)
+        return false;
+    Layout W = *L;
+    int64_t per = (int64_t)L->tpw[0] * L->wpc[0];
+    if (L->pshape[0] % per)
+        return false;
+    W.spt[0] = (int)(L->pshape[0] / per);
+    W.rpt[0] = 1;
+    if (!rows_by_warp(&W, cg->nwarps) || layout_nregs(&W) != layout_nregs(L))
+        return false;
+    const Op *alloc = ir_val(cg->f, cg->split[0].buf[1])->def;
+    if (!alloc || alloc->code != OP_SMEM_ALLOC)
+        return false;
+    const Type *bt = ir_type(cg->f, cg->split[0].buf[1]);
+    int64_t lo = alloc->iattr[1], hi = lo + type_numel(bt) * (dtype_bits((DType)bt->dtype) / 8);
+    int64_t g0 = cg_convert_scratch_bytes(&W, dt, NULL) / 2;
+    if (lo < g0 && hi > 0)
+        return false;
+    *L = W;
+    return true;
+}
+
 void cg_mma_prepare_store(Cg *cg, Op *op)
 {
     ValId vv = op->args[op->nargs - 1];
@@ -819,7 +862,15 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
                       (long long)limit);
         return;
     }
+    Layout W = *L;
+    bool grouped = over && group_rows(cg, v, &W, (DType)t->dtype);
+    if (grouped) {
+        L = cg_layout_dup(cg, W);
+        over = cg_convert_scratch_bytes(L, (DType)t->dtype, NULL) <= cg->dsmem_base;
+        grouped = over;
+    }
     cg->scratch_over_buffers = over;
+    cg->xfer_groups = grouped;
     if (over) {
         /* The epilogue's thread coordinates from a fresh tid, not merged
          * with the prologue's and kept live across the loop: attention
@@ -829,11 +880,13 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     }
     v->r = cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
     cg->scratch_over_buffers = false;
+    cg->xfer_groups = false;
     v->L = L;
     if (!over && asked && cg->report)
         sb_printf(cg->report, "  store at %d:%d: the tile declared shared goes out as 16-byte rows through %lld "
                   "bytes of shared memory after the buffers\n", op->loc.line, op->loc.col, (long long)need);
     if (over && cg->report)
         sb_printf(cg->report, "  store at %d:%d: converted to 16-byte rows through the dead buffers' shared memory "
-                  "(%lld bytes at offset 0, no growth)\n", op->loc.line, op->loc.col, (long long)need);
+                  "(%lld bytes at offset 0, no growth)%s\n", op->loc.line, op->loc.col, (long long)need,
+                  grouped ? "; each warp group its own rows, behind its own barrier" : "");
 }

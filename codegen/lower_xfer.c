@@ -10,10 +10,15 @@
 #include <math.h>
 
 /* Every barrier starts a new epoch: values from before it are recomputed,
- * not kept live, where lower_simt.c can (rematerialisation). */
+ * not kept live, where lower_simt.c can (rematerialisation). A conversion
+ * whose rows stay inside each warp group after decoupled turns
+ * (Cg.xfer_groups) meets per group. */
 static void barrier(Cg *cg)
 {
-    cg->tg->barrier(cg);
+    if (cg->xfer_groups)
+        cg_chain_group_sync(cg);
+    else
+        cg->tg->barrier(cg);
     cg->epoch++;
 }
 
