@@ -566,17 +566,25 @@ static bool split_dot(Cg *cg, const Op *dot, int which)
  * barrier 6 after their copies landed (the async_wait just before: the
  * last trip's K prefetch is group 0's); group 1's warps meet on 6, which
  * also tells them group 0's copies are in. The groups then go on apart
- * (Cg.groups_apart). */
+ * (Cg.groups_apart). Only for a loop in the kernel's body (not inside
+ * another loop, whose next trip would copy into the slots group 1 still
+ * reads) with nothing after the drain that writes shared memory without a
+ * block barrier first (async copies, shared stores, loops and ifs). */
 static bool split_drain(Cg *cg, const Op *op)
 {
     const Block *b = op->parent;
-    int i = b ? ir_block_index_of(b, op) : -1;
+    int i = b == &cg->f->body ? ir_block_index_of(b, op) : -1;
     if (i < 2 || b->ops[i - 1]->code != OP_ASYNC_WAIT || b->ops[i - 1]->iattr[0] != 0)
         return false;
+    bool ours = false;
     for (int k = 0; k < cg->nsplit; k++)
-        if (b->ops[i - 2] == cg->split[k].loop)
-            return true;
-    return false;
+        ours = ours || b->ops[i - 2] == cg->split[k].loop;
+    for (int j = i + 1; ours && j < b->nops; j++) {
+        const Op *o = b->ops[j];
+        if (o->nregions > 0 || o->code == OP_ASYNC_COPY || o->code == OP_SMEM_STORE || o->code == OP_DOT)
+            return false;
+    }
+    return ours;
 }
 
 bool cg_chain_group_barrier(Cg *cg, const Op *op)

@@ -863,11 +863,11 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
         return;
     }
     Layout W = *L;
-    bool grouped = over && group_rows(cg, v, &W, (DType)t->dtype);
+    bool grouped = over && group_rows(cg, v, &W, (DType)t->dtype) &&
+                   cg_convert_scratch_bytes(&W, (DType)t->dtype, NULL) <= cg->dsmem_base;
     if (grouped) {
         L = cg_layout_dup(cg, W);
-        over = cg_convert_scratch_bytes(L, (DType)t->dtype, NULL) <= cg->dsmem_base;
-        grouped = over;
+        need = cg_convert_scratch_bytes(L, (DType)t->dtype, NULL);
     }
     cg->scratch_over_buffers = over;
     cg->xfer_groups = grouped;
