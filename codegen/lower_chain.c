@@ -441,9 +441,11 @@ static void group_bar(Cg *cg, int g, bool sync, int id, int threads, bool memory
     convergent(cg, group_asm(cg, g, instr, memory ? "r,~{memory}" : "r"));
 }
 
-static void turn_bar_n(Cg *cg, int g, bool sync, int id, int threads)
+/* A turn barrier: group g syncs on or arrives at barrier id with the whole
+ * block counted. */
+static void turn_bar(Cg *cg, int g, bool sync, int id)
 {
-    group_bar(cg, g, sync, id, threads, false);
+    group_bar(cg, g, sync, id, cg->nwarps * 32, false);
 }
 
 void cg_chain_group_sync(Cg *cg)
@@ -475,7 +477,6 @@ void cg_chain_group_sync(Cg *cg)
  * once (the first trip's K and V). Applied when the loop's copies fill
  * exactly the two products' B buffers and nothing else in it writes
  * shared memory. */
-static void turn_bar(Cg *cg, int g, bool sync, int id);
 
 static ValId dot_smem_buffer(Func *f, ValId v)
 {
@@ -658,11 +659,6 @@ void cg_chain_turns(Cg *cg, Func *f)
     ir_walk(f, &f->body, turns_visit, &tf);
     if (tf.skipped && cg->report)
         sb_printf(cg->report, "  TILEC_PINGPONG: %d more loops left as they are\n", tf.skipped);
-}
-
-static void turn_bar(Cg *cg, int g, bool sync, int id)
-{
-    turn_bar_n(cg, g, sync, id, cg->nwarps * 32);
 }
 
 void cg_chain_turn(Cg *cg, const Op *dot, bool after)

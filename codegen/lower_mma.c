@@ -777,11 +777,11 @@ static bool rows_by_warp(const Layout *L, int nwarps)
  * conversion meets per group. The scratch lies over the dead buffers from
  * offset 0, group 0's rows first: they must miss the second product's
  * buffer, which group 1 still reads when group 0 gets there
- * (cg_chain_group_barrier); group 1 comes last. */
-static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt)
+ * (cg_chain_group_barrier); group 1 comes last. The whole scratch must fit
+ * in the buffers' space; *need gets its size. */
+static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *need)
 {
-    if (!cg->groups_apart || cg->nsplit != 1 || !rows_by_warp(v->L, cg->nwarps) || L->prank != 2 ||
-        L->wpc[0] != cg->nwarps || L->wpc[1] != 1)
+    if (!cg->groups_apart || cg->nsplit != 1 || !rows_by_warp(v->L, cg->nwarps))
         return false;
     Layout W = *L;
     int64_t per = (int64_t)L->tpw[0] * L->wpc[0];
@@ -796,10 +796,11 @@ static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt)
         return false;
     const Type *bt = ir_type(cg->f, cg->split[0].buf[1]);
     int64_t lo = alloc->iattr[1], hi = lo + type_numel(bt) * (dtype_bits((DType)bt->dtype) / 8);
-    int64_t g0 = cg_convert_scratch_bytes(&W, dt, NULL) / 2;
-    if (lo < g0 && hi > 0)
+    int64_t bytes = cg_convert_scratch_bytes(&W, dt, NULL);
+    if (bytes > cg->dsmem_base || (lo < bytes / 2 && hi > 0))
         return false;
     *L = W;
+    *need = bytes;
     return true;
 }
 
@@ -863,12 +864,9 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
         return;
     }
     Layout W = *L;
-    bool grouped = over && group_rows(cg, v, &W, (DType)t->dtype) &&
-                   cg_convert_scratch_bytes(&W, (DType)t->dtype, NULL) <= cg->dsmem_base;
-    if (grouped) {
+    bool grouped = over && group_rows(cg, v, &W, (DType)t->dtype, &need);
+    if (grouped)
         L = cg_layout_dup(cg, W);
-        need = cg_convert_scratch_bytes(L, (DType)t->dtype, NULL);
-    }
     cg->scratch_over_buffers = over;
     cg->xfer_groups = grouped;
     if (over) {

@@ -201,19 +201,31 @@ static EVal lower_iota(Lower *l, const Expr *e, int kind)
     return fe_val(r, t);
 }
 
+/* The two arguments of integer builtin e (cdiv, divisor), integer scalars
+ * only with `scalars`; false after reporting. */
+static bool int_args(Lower *l, const Expr *e, bool scalars, EVal *a, EVal *b)
+{
+    *a = fe_value(l, e->args[0]);
+    *b = fe_value(l, e->args[1]);
+    if (a->kind == EV_ERR || b->kind == EV_ERR)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const EVal *v = i ? b : a;
+        if (!dtype_is_int((DType)v->ty.dtype) || (scalars && v->ty.kind != TY_SCALAR)) {
+            diag_error(l->d, e->args[i]->loc, "%s needs %s, got %s", e->name,
+                       scalars ? "integer scalars" : "integers", fe_tystr(l, &v->ty));
+            return false;
+        }
+    }
+    return true;
+}
+
 /* cdiv(a, b) = (a + b - 1) / b on integers. */
 static EVal lower_cdiv(Lower *l, const Expr *e)
 {
-    EVal a = fe_value(l, e->args[0]), b = fe_value(l, e->args[1]);
-    if (a.kind == EV_ERR || b.kind == EV_ERR)
+    EVal a, b;
+    if (!int_args(l, e, false, &a, &b))
         return err();
-    for (int i = 0; i < 2; i++) {
-        const EVal *v = i ? &b : &a;
-        if (!dtype_is_int((DType)v->ty.dtype)) {
-            diag_error(l->d, e->args[i]->loc, "cdiv needs integers, got %s", fe_tystr(l, &v->ty));
-            return err();
-        }
-    }
     Expr add = { .kind = E_BINARY, .op = T_PLUS, .loc = e->loc, .a = e->args[0], .b = e->args[1] };
     Expr div = add;
     div.op = T_SLASH;
@@ -228,17 +240,8 @@ static EVal lower_cdiv(Lower *l, const Expr *e)
  * at launch. */
 static EVal lower_divisor(Lower *l, const Expr *e)
 {
-    EVal a = fe_value(l, e->args[0]), b = fe_value(l, e->args[1]);
-    if (a.kind == EV_ERR || b.kind == EV_ERR)
-        return err();
-    for (int i = 0; i < 2; i++) {
-        const EVal *v = i ? &b : &a;
-        if (!dtype_is_int((DType)v->ty.dtype) || v->ty.kind != TY_SCALAR) {
-            diag_error(l->d, e->args[i]->loc, "divisor needs integer scalars, got %s", fe_tystr(l, &v->ty));
-            return err();
-        }
-    }
-    if (!fe_unify(l, &a, &b, e->args[0], e->args[1], e->loc))
+    EVal a, b;
+    if (!int_args(l, e, true, &a, &b) || !fe_unify(l, &a, &b, e->args[0], e->args[1], e->loc))
         return err();
     if (a.kind == EV_CONST && b.kind == EV_CONST) {
         int64_t r = tc_divisor(a.i, b.i);
