@@ -76,7 +76,8 @@ typedef struct Cg {
     TileVal *vals;                        /* per ValId */
     TensorArg *tens;                      /* per ValId of a tensor param (sparse) */
     int nwarps;
-    LLVMValueRef tid, lane, warp;         /* i32, computed at entry */
+    LLVMValueRef tid, lane, warp;         /* i32, computed at entry (fresh ones inside an outer loop: lower_for) */
+    int loops;                            /* loops around the op being lowered */
     LLVMValueRef smem;                    /* placeholder global, resized at the end */
     int64_t smem_bytes;
     /* Dynamic shared memory (kernels with shared buffers or tensor-core

@@ -916,12 +916,36 @@ static TileVal carried_val(const Carried *c)
     return (TileVal){ .kind = TV_REGS, .L = c->L, .r = c->phi };
 }
 
+static bool has_loop(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    *(bool *)ctx |= op->code == OP_FOR;
+    return true;
+}
+
+/* Thread ids from an opaque copy of tid (a side-effecting asm, which no
+ * pass moves), so that what is computed from them stays where it is
+ * computed. Inside a loop that holds another loop (a persistent grid's
+ * loop over tiles), LICM would otherwise hoist every lane-derived
+ * constant of the body (the epilogue's columns, its scratch addresses)
+ * out of the outer loop, and each would hold a register through the inner
+ * loop: 29 more values live across attention's key loop, which left ptxas
+ * too few registers to overlap the row-max shuffles (12% slower). */
+static void fresh_ids(Cg *cg)
+{
+    cg->tid = cg_opaque_tid(cg);
+    cg_thread_ids(cg, cg->tid);
+}
+
 static int lower_for(Cg *cg, Op *op)
 {
     Func *f = cg->f;
     int nc = op->nres;
     Block *body = &op->regions[0];
     Op *y = ir_block_yield(body);
+    bool outer = false;
+    ir_walk(f, body, has_loop, &outer);
+    LLVMValueRef ids[3] = { cg->tid, cg->lane, cg->warp };
     if (!y || y->nargs != nc || body->nargs != nc + 1) {
         diag_internal(cg->d, op->loc, "malformed for loop");
         return 1;
@@ -955,7 +979,17 @@ static int lower_for(Cg *cg, Op *op)
     for (int i = 0; i <= nc; i++)
         cg->vals[body->args[i]] = carried_val(&c[i]);
     cg->depth++;   /* until the yields are materialised in the latch */
-    if (cg_lower_block(cg, body))
+    if (outer && tc_knob("TILEC_FRESH_IDS", 1)) {
+        fresh_ids(cg);
+        if (cg->report)
+            sb_printf(cg->report, "  loop at %d:%d: thread ids taken afresh at the top of its body and after each "
+                      "inner loop (lane-derived values are not held across the inner loops)\n", op->loc.line,
+                      op->loc.col);
+    }
+    cg->loops++;
+    int e = cg_lower_block(cg, body);
+    cg->loops--;
+    if (e)
         return 1;
     LLVMValueRef next = LLVMBuildAdd(cg->b, c[0].phi[0], cg->vals[op->args[2]].s, "");
     /* Yield values are materialised in the latch before the back edge. */
@@ -977,6 +1011,13 @@ static int lower_for(Cg *cg, Op *op)
     LLVMPositionBuilderAtEnd(cg->b, exit);
     for (int i = 0; i < nc; i++)
         cg->vals[op->res[i]] = carried_val(&c[i + 1]);
+    if (outer) {   /* after the outer loop: the ids of the code around it */
+        cg->tid = ids[0];
+        cg->lane = ids[1];
+        cg->warp = ids[2];
+    } else if (cg->loops > 0 && tc_knob("TILEC_FRESH_IDS", 1)) {
+        fresh_ids(cg);   /* after an inner loop: ids for the rest of the outer body */
+    }
     return 0;
 }
 
