@@ -146,6 +146,8 @@ static bool wanted(Func *f, const Op *op)
 static const char *shape_problem(Func *f, const Op *op)
 {
     const Type *t = ir_type(f, op->res[0]);
+    if (t->space == SP_REG)
+        return "it is declared `reg` (the product reads it from registers; without a placement it would be staged)";
     if (op->iattr[1])
         return "it has an `other` value (async copies fill out-of-bounds elements with zero)";
     if (t->kind != TY_TILE)
