@@ -650,6 +650,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
         cg_chain_anchors(cg, f);
     cg->nturns = 0;
     cg->nsplit = 0;
+    cg->groups_apart = false;   /* set by this kernel's decoupled-loop drain, if any */
     kernel_entry(cg);
     setup_dynamic_smem(cg, f, mma_warps > 0);
     bind_params(cg, f);
