@@ -29,16 +29,19 @@ one() {  # dt arch d bm bn causal [tag VAR=VALUE... -DNAME=VALUE... | SRC=file] 
 }
 # A tile as tilec.attention compiles it: its code-generation switches
 # (python/tilec/_attention.py switches()) and their file-name tag.
-pick() {  # dt arch d bm bn causal so(true|false)
-  local tag sw
+pick() {  # dt arch d bm bn causal so(true|false) [npb: blocks of a persistent grid]
+  local tag sw npb=${8:-0}
   read -r tag sw < <(PYTHONPATH="$root/python" python3 -c '
 import sys; from tilec import _attention as A
 d, c, so, bm, arch = int(sys.argv[1]), sys.argv[2] == "true", sys.argv[3] == "true", int(sys.argv[4]), sys.argv[5]
-sw = A.switches(d, c, so, bm, arch)
-print(A.variant_tag(so, sw)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(sw.items())))' "$3" "$6" "$7" "$4" "$2")
+npb = int(sys.argv[6])
+sw = A.switches(d, c, so, bm, arch, npb=npb)
+print(A.variant_tag(so, sw, npb)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(sw.items())))' \
+    "$3" "$6" "$7" "$4" "$2" "$npb")
   [ "$tag" = - ] && tag=
   # shellcheck disable=SC2086
-  one "$1" "$2" "$3" "$4" "$5" "$6" "$tag" $sw $([ "$7" = true ] && echo -DSTAGE_O=true)
+  one "$1" "$2" "$3" "$4" "$5" "$6" "$tag" $sw $([ "$7" = true ] && echo -DSTAGE_O=true) \
+    $([ "$npb" != 0 ] && echo -DNPB="$npb")
 }
 # Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
 # D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
@@ -73,6 +76,9 @@ for c in false true; do
   if [ $c = false ]; then
     for dt in bf16 f16; do pick $dt sm_90a 128 256 64 false true; done
     pick bf16 sm_86 128 256 64 false true
+    # from 1k: the same tile as a persistent grid of one block per SM (the H200's 132)
+    for dt in bf16 f16; do pick $dt sm_90a 128 256 64 false true 132; done
+    pick bf16 sm_86 128 256 64 false true 132
   fi
   for so in false true; do
     pick bf16 sm_86 64 128 64 $c $so

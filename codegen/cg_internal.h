@@ -35,6 +35,7 @@ typedef struct SmemView {
     int pad;                 /* SWZ_PAD: bytes after each row */
     bool trans;              /* the value is the transpose of the stored tile */
     int64_t slots, slot_bytes;  /* buffers: number of slots, bytes between slots */
+    int64_t prows;           /* swizzled: rows of a column panel when the view is a run of a taller tile's rows (0: rows) */
 } SmemView;
 
 typedef struct TileVal {
@@ -116,14 +117,22 @@ typedef struct Cg {
     /* TILEC_PINGPONG=2 (decoupled turns, lower_chain.c), per loop: the
      * shared buffers that group 0 (K, read by the first product) and group
      * 1 (V, read by the second) fill alone, the loop's top barrier (which
-     * becomes group 1's sync on turn barrier 1), the loop and its products. */
-    struct { ValId buf[2]; const Op *bar, *loop, *dot[2]; } split[8];
+     * becomes group 1's sync on turn barrier 1), the loop and its products.
+     * Across: the loop is the key loop of a rotated loop over tiles and the
+     * groups stay apart across its trips (lower_chain.c split_across): each
+     * group fills its own rows of abuf (Q, the first product's A), and `top` (the
+     * outer trip's barrier before the loop) and `drain` (the barrier after
+     * it) meet one group each. */
+    struct { ValId buf[2], abuf; const Op *bar, *loop, *dot[2], *top, *drain; bool across; } split[8];
     int nsplit;
     /* After such a loop the two groups go on apart: each meets only its own
      * warps (cg_chain_group_barrier lowers the loop's drain so), and a layout
      * conversion whose rows stay inside each group uses its group's barrier
      * (xfer_groups, lower_xfer.c) instead of the block's. */
     bool groups_apart, xfer_groups;
+    /* A copy lowered for part `part` of `parts` equal runs of its window's
+     * rows (lower_async.c; parts 0 or 1: the whole window). */
+    int copy_part, copy_parts;
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
@@ -264,7 +273,7 @@ void cg_chain_turn(Cg *cg, const Op *dot, bool after);
 LLVMValueRef cg_chain_in_group(Cg *cg, int g);
 /* Decoupled turns: the group (0, 1) that alone issues async copy `op`, or
  * -1 (every thread). */
-int cg_chain_copy_group(Cg *cg, const Op *op);
+int cg_chain_copy_group(Cg *cg, const Op *op);   /* 0/1: that group alone; 2: each its own rows; -1 */
 /* Decoupled turns: a loop's top barrier, which becomes group 1's sync on
  * turn barrier 1 (true: emitted), else false. */
 bool cg_chain_group_barrier(Cg *cg, const Op *op);

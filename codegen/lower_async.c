@@ -45,7 +45,7 @@ LLVMValueRef cg_smem_offset(Cg *cg, const SmemView *sv, LLVMValueRef row, LLVMVa
                                   LLVMBuildAnd(bld, b, cg_i32(cg, w - 1), ""), "");
     LLVMValueRef sel = LLVMBuildAnd(bld, LLVMBuildLShr(bld, x, cg_i32(cg, 3), ""), cg_i32(cg, ((1 << bits) - 1) << 4), "");
     x = LLVMBuildXor(bld, x, sel, "");
-    return LLVMBuildAdd(bld, LLVMBuildMul(bld, panel, cg_i32(cg, sv->rows * w), ""), x, "");
+    return LLVMBuildAdd(bld, LLVMBuildMul(bld, panel, cg_i32(cg, (sv->prows ? sv->prows : sv->rows) * w), ""), x, "");
 }
 
 LLVMValueRef cg_smem_ptr(Cg *cg, const SmemView *sv, LLVMValueRef row, LLVMValueRef b)
@@ -714,11 +714,8 @@ static int lower_copy(Cg *cg, Op *op);
 /* A copy that one warp group issues alone (decoupled turns, lower_chain.c
  * cg_chain_copy_group): behind a warp-uniform branch, lowered as if the
  * block were that group (thread ids from 0, half the warps). */
-int cg_lower_async_copy(Cg *cg, Op *op)
+static int group_copy(Cg *cg, Op *op, int g, int part, int parts)
 {
-    int g = pf_get(cg)->collect ? -1 : cg_chain_copy_group(cg, op);
-    if (g < 0)
-        return lower_copy(cg, op);
     LLVMBasicBlockRef mine = cg_new_block(cg, "cp.group"), after = cg_new_block(cg, "cp.group.end");
     LLVMBuildCondBr(cg->b, cg_chain_in_group(cg, g), mine, after);
     LLVMPositionBuilderAtEnd(cg->b, mine);
@@ -726,15 +723,55 @@ int cg_lower_async_copy(Cg *cg, Op *op)
     int nwarps = cg->nwarps;
     cg->tid = LLVMBuildSub(cg->b, tid, cg_i32(cg, g * nwarps * 16), "gtid");
     cg->nwarps = nwarps / 2;
+    cg->copy_part = part, cg->copy_parts = parts;
     int e = lower_copy(cg, op);
+    cg->copy_part = 0, cg->copy_parts = 0;
     cg->tid = tid;
     cg->nwarps = nwarps;
     LLVMBuildBr(cg->b, after);
     LLVMPositionBuilderAtEnd(cg->b, after);
-    if (cg->report && !e)
+    return e;
+}
+
+int cg_lower_async_copy(Cg *cg, Op *op)
+{
+    int g = pf_get(cg)->collect ? -1 : cg_chain_copy_group(cg, op);
+    if (g < 0)
+        return lower_copy(cg, op);
+    int e = g == 2 ? group_copy(cg, op, 0, 0, 2) || group_copy(cg, op, 1, 1, 2) : group_copy(cg, op, g, 0, 1);
+    int nwarps = cg->nwarps;
+    if (cg->report && !e && g == 2)
+        sb_printf(cg->report, "  async copy at %d:%d: each warp group copies the half of the rows its warps read\n",
+                  op->loc.line, op->loc.col);
+    else if (cg->report && !e)
         sb_printf(cg->report, "  async copy at %d:%d: issued by warp group %d alone (warps %d-%d)\n", op->loc.line,
                   op->loc.col, g, g * nwarps / 2, g * nwarps / 2 + nwarps / 2 - 1);
     return e;
+}
+
+/* Part cg->copy_part of cg->copy_parts equal runs of the window's rows:
+ * the global offset and the shared view move by that many rows (a whole
+ * number of 8-row swizzle periods, so the pattern is the same; a swizzled
+ * tile's column panels keep their height, SmemView.prows). */
+static int copy_select_part(Cg *cg, Copy *c)
+{
+    if (cg->copy_parts <= 1)
+        return 0;
+    int64_t rows = c->sv->rows / cg->copy_parts;
+    if (c->rdim < 0 || c->sv->rows % cg->copy_parts || rows % 8 || c->sv->trans) {
+        diag_internal(cg->d, c->op->loc, "a copy split by warp group needs whole 8-row runs");
+        return 1;
+    }
+    SmemView *sv = arena_alloc(cg->a, sizeof *sv);
+    *sv = *c->sv;
+    int64_t at = rows * cg->copy_part, bits = swz_bits(sv->swz);
+    LLVMValueRef o = cg_i64(cg, at * (bits ? 16 << bits : row_pitch(sv)));   /* row `at` of the first panel */
+    sv->base = LLVMBuildGEP2(cg->b, cg->t_i8, sv->base, &o, 1, "");
+    sv->prows = sv->prows ? sv->prows : sv->rows;
+    sv->rows = rows;
+    c->sv = sv;
+    c->off[c->rdim] = LLVMBuildAdd(cg->b, c->off[c->rdim], cg_i32(cg, at), "");
+    return 0;
 }
 
 static int lower_copy(Cg *cg, Op *op)
@@ -742,7 +779,7 @@ static int lower_copy(Cg *cg, Op *op)
     Copy c;
     if (pf_get(cg)->collect)
         return pf_collect(cg, cg->pf->collect, op);
-    if (copy_init(cg, op, &c))
+    if (copy_init(cg, op, &c) || copy_select_part(cg, &c))
         return 1;
     bool deferred = pf_find(cg, op) != NULL;   /* cp.async issued by the DOT */
     LLVMBasicBlockRef fast = deferred ? NULL : cg_new_block(cg, "cp.async"), slow = cg_new_block(cg, "cp.sync"),
@@ -779,8 +816,10 @@ int cg_lower_async_sync(Cg *cg, Op *op)
                 return 0;       /* issued by the DOT (early fragments) */
         if (op->code == OP_ASYNC_WAIT)
             cg->tg->async_wait(cg, (int)op->iattr[0]);
-        else if (!cg_chain_group_barrier(cg, op))
+        else if (!cg_chain_group_barrier(cg, op)) {
             cg->tg->barrier(cg);
+            cg->groups_apart = false;   /* the block meets again */
+        }
         return 0;
     default: break;
     }

@@ -778,8 +778,11 @@ static bool rows_by_warp(const Layout *L, int nwarps)
  * offset 0, group 0's rows first: they must miss the second product's
  * buffer, which group 1 still reads when group 0 gets there
  * (cg_chain_group_barrier); group 1 comes last. The whole scratch must fit
- * in the buffers' space; *need gets its size. */
-static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *need)
+ * in the buffers' space. Not over the buffers (over false: the groups
+ * stay apart across the trips of a loop over tiles, whose next copies fill
+ * them), the scratch is its own after them, up to the arch's limit. *need
+ * gets its size. */
+static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *need, bool over)
 {
     if (!cg->groups_apart || cg->nsplit != 1 || !rows_by_warp(v->L, cg->nwarps))
         return false;
@@ -791,6 +794,14 @@ static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *n
     W.rpt[0] = 1;
     if (!rows_by_warp(&W, cg->nwarps) || layout_nregs(&W) != layout_nregs(L))
         return false;
+    if (!over) {   /* a scratch of its own after the buffers (groups apart across a loop's trips) */
+        int64_t bytes = cg_convert_scratch_bytes(&W, dt, NULL);
+        if (cg->dsmem_base + bytes > pass_smem_limit(cg->tg->name))
+            return false;
+        *L = W;
+        *need = bytes;
+        return true;
+    }
     const Op *alloc = ir_val(cg->f, cg->split[0].buf[1])->def;
     if (!alloc || alloc->code != OP_SMEM_ALLOC)
         return false;
@@ -864,7 +875,7 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
         return;
     }
     Layout W = *L;
-    bool grouped = over && group_rows(cg, v, &W, (DType)t->dtype, &need);
+    bool grouped = (over || cg->groups_apart) && group_rows(cg, v, &W, (DType)t->dtype, &need, over);
     if (grouped)
         L = cg_layout_dup(cg, W);
     cg->scratch_over_buffers = over;
@@ -882,7 +893,8 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     v->L = L;
     if (!over && asked && cg->report)
         sb_printf(cg->report, "  store at %d:%d: the tile declared shared goes out as 16-byte rows through %lld "
-                  "bytes of shared memory after the buffers\n", op->loc.line, op->loc.col, (long long)need);
+                  "bytes of shared memory after the buffers%s\n", op->loc.line, op->loc.col, (long long)need,
+                  grouped ? "; each warp group its own rows, behind its own barrier" : "");
     if (over && cg->report)
         sb_printf(cg->report, "  store at %d:%d: converted to 16-byte rows through the dead buffers' shared memory "
                   "(%lld bytes at offset 0, no growth)%s\n", op->loc.line, op->loc.col, (long long)need,

@@ -353,12 +353,24 @@ static bool fold_if(Canon *c, Op *op)
     return true;
 }
 
-/* FOR with constant lo >= hi: zero trips, results are the inits. */
+/* FOR with constant lo >= hi: zero trips, results are the inits. With
+ * constant lo < hi <= lo + step (step > 0): one trip, the body inlined with
+ * the induction variable lo and the carried values their inits (a kernel
+ * that loops over tiles only when a parameter asks, examples/attention.tile). */
 static bool fold_for(Canon *c, Op *op)
 {
-    CVal lo, hi;
-    if (!const_of(c->f, op->args[0], &lo) || !const_of(c->f, op->args[1], &hi) || lo.i < hi.i)
+    CVal lo, hi, st;
+    if (!const_of(c->f, op->args[0], &lo) || !const_of(c->f, op->args[1], &hi))
         return false;
+    if (lo.i < hi.i) {
+        if (!const_of(c->f, op->args[2], &st) || st.i <= 0 || hi.i - lo.i > st.i)
+            return false;
+        Block *body = &op->regions[0];
+        for (int i = 0; i < body->nargs; i++)
+            ir_replace_all_uses(c->f, body->args[i], op->args[i == 0 ? 0 : 2 + i]);
+        inline_region(c, op, body);
+        return true;
+    }
     for (int i = 0; i < op->nres; i++)
         ir_replace_all_uses(c->f, op->res[i], op->args[3 + i]);
     ir_block_remove(op->parent, ir_block_index_of(op->parent, op));

@@ -71,6 +71,8 @@ typedef struct Loop {
     bool late;               /* the prefetch sits after the first product (late_prefetch_at) */
     ValId *map;              /* clone map: value of the original body -> clone (0 = none) */
     uint32_t nmap;           /* values that existed before the transformation */
+    struct Loop *outer;      /* rotation (below): values of this loop's body clone through outer */
+    ValId cur;               /* rotation: what this loop's iv maps to in the copies being emitted */
 } Loop;
 
 /* ---- small helpers ---- */
@@ -208,7 +210,8 @@ static ValId clone_op_result(Loop *L, Builder *b, const Op *d, ValId v)
     c->loc = d->loc;
     ValId r = 0;
     for (int i = 0; i < d->nres; i++) {
-        L->map[d->res[i]] = c->res[i];
+        if (d->res[i] < L->nmap)
+            L->map[d->res[i]] = c->res[i];
         if (d->res[i] == v)
             r = c->res[i];
     }
@@ -221,15 +224,19 @@ static ValId clone_val(Loop *L, Builder *b, ValId v)
     if (v < L->nmap && L->map[v])
         return L->map[v];
     const Op *d = ir_val(L->f, v)->def;
-    if (!d || d->parent != L->body)
-        return v;
-    return clone_op_result(L, b, d, v);
+    if (d && d->parent == L->body)
+        return clone_op_result(L, b, d, v);
+    if (d && L->outer)
+        return clone_val(L->outer, b, v);
+    return v;
 }
 
 static void map_reset(Loop *L, ValId iv_new)
 {
     memset(L->map, 0, sizeof(ValId) * L->nmap);
     L->map[L->iv] = iv_new;
+    if (L->outer)
+        map_reset(L->outer, L->outer->cur);
 }
 
 /* async_copy bufs[j], slot, tensor, offsets(iv := the mapped value) */
@@ -411,14 +418,19 @@ static void move_prefetch(Loop *L, int at)
     L->late = true;
 }
 
-static void transform_loop(Loop *L)
+/* Rotated (an inner loop of a rotated loop, below): the buffers were made
+ * before the outer loop and the prologue is emitted there and after this
+ * loop, for the outer loop's first and next trips. */
+static void transform_loop(Loop *L, bool rotated)
 {
     Func *f = L->f;
-    Builder pre = ir_builder_before(f, L->op);
-    for (int j = 0; j < L->nloads; j++)
-        L->bufs[j] = new_buffer(f, &pre, L->loads[j], L->stages);
-    pre.loc = L->op->loc;
-    emit_prologue(L, &pre);
+    if (!rotated) {
+        Builder pre = ir_builder_before(f, L->op);
+        for (int j = 0; j < L->nloads; j++)
+            L->bufs[j] = new_buffer(f, &pre, L->loads[j], L->stages);
+        pre.loc = L->op->loc;
+        emit_prologue(L, &pre);
+    }
     Builder top = { f, L->body, 0, L->op->loc };
     ValId slot = L->stages >= 2 ? emit_body_head(L, &top) : emit_body_head1(L, &top);
     for (int j = 0; j < L->nloads; j++)
@@ -640,9 +652,195 @@ static void pipeline_loop(PassCtx *ctx, Func *f, Op *fo)
     L.stages = choose_stages(ctx, &L, stage_bytes, &why);
     L.nmap = f->nvals;
     L.map = arena_alloc(f->mod->arena, sizeof(ValId) * L.nmap);
-    transform_loop(&L);
+    transform_loop(&L, false);
     describe_loop(ctx, &L, why.buf);
     sb_free(&why);
+}
+
+/* ---- rotation: a loop over tiles that copies its next trip under the
+ * rest of this one ----
+ *
+ * A loop O (a persistent grid's loop over tiles) whose body holds one loop I
+ * that pipelines (the key loop, S >= 2 stages) and, before I, loads that
+ * qualify as O's own (attention's Q), none of them read after I. Left as it
+ * is, O's loads become a ring copied whole trips ahead and every trip starts
+ * with I's prologue and waits for it. Rotated (TILEC_ROTATE=1, a loop
+ * without a pipeline hint above 1):
+ *   before O   smem_alloc: O's loads one slot each, I's S-slot ring;
+ *              if lo < hi { O's copies for iv := lo }, commit; I's
+ *              prologue (stages 0..S-2) for iv := lo, each also guarded
+ *              by lo < hi
+ *   O's body   at the first load's place: async_wait {pending = S-1}
+ *              (this trip's O copies in; I's stages may still fly),
+ *              barrier, smem_load; I pipelined without its prologue; I's
+ *              drain (async_wait 0, barrier); then the same copies and
+ *              prologue for iv + step, guarded by iv + step < hi: they
+ *              land while the rest of the body (the tile's epilogue) runs
+ *   after O    async_wait 0, barrier
+ * After the drain O's load buffers are dead (nothing after I reads them)
+ * and so is every slot of I's ring; the rest of the body must not use
+ * them, which holds for what this pass makes (nothing else is staged
+ * there) and for the code generator's scratch (inside a loop it lies after
+ * the buffers). */
+
+static bool count_fors(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    *(int *)ctx += op->code == OP_FOR;
+    return true;
+}
+
+/* Does v, used by a load of I, depend only on I's iv, O's iv and values from
+ * outside O, through pure ops of I's or O's body? */
+static bool inner_val_ok(const Loop *I, const Loop *O, ValId v, int depth)
+{
+    if (v == I->iv)
+        return true;
+    for (int i = 1; i < I->body->nargs; i++)
+        if (I->body->args[i] == v)
+            return false;
+    const Op *d = ir_val(I->f, v)->def;
+    if (!d || d->parent != I->body)
+        return invariant_but_iv(O, v, 0);
+    if (!(op_info[d->code].flags & OPF_PURE) || d->nregions || depth > 64)
+        return false;
+    for (int i = 0; i < d->nargs; i++)
+        if (!inner_val_ok(I, O, d->args[i], depth + 1))
+            return false;
+    return true;
+}
+
+static bool stageable_in(const Loop *L, const Op *op)
+{
+    return !shape_problem(L->f, op) && offsets_ok(L, op);
+}
+
+/* Copies of O's loads for iv := tv, then I's prologue for that trip, every
+ * stage guarded by g too; at b. */
+static void emit_rotated(Loop *I, Loop *O, Builder *b, ValId tv, ValId g)
+{
+    Func *f = O->f;
+    ValId zero = cst(b, 0);
+    Op *iff = build0(b, OP_IF, &g, 1);
+    Builder t = ir_builder_at_end(f, &iff->regions[0]);
+    t.loc = b->loc;
+    O->outer = NULL;
+    map_reset(O, tv);
+    for (int j = 0; j < O->nloads; j++)
+        emit_copy(O, &t, j, zero);
+    build0(&t, OP_YIELD, NULL, 0);
+    Builder e = ir_builder_at_end(f, &iff->regions[1]);
+    e.loc = b->loc;
+    build0(&e, OP_YIELD, NULL, 0);
+    build0(b, OP_ASYNC_COMMIT, NULL, 0);
+    O->cur = tv;
+    map_reset(O, tv);
+    ValId lo = clone_val(O, b, I->lo), hi = clone_val(O, b, I->hi), step = clone_val(O, b, I->step);
+    I->outer = O;
+    for (int i = 0; i < I->stages - 1; i++) {
+        ValId ivi = i == 0 ? lo : bin(b, OP_ADD, lo, bin(b, OP_MUL, cst(b, i), step));
+        ValId a[2] = { g, cmp_lt(b, ivi, hi) };
+        ValId cond = ir_build1(b, OP_AND, a, 2, type_scalar(DT_BOOL));
+        emit_guarded_stage(I, b, cond, ivi, cst(b, i));
+    }
+    I->outer = NULL;
+}
+
+/* Rotates fo when it qualifies (above); *inner gets I. False: fo is left
+ * for pipeline_loop. */
+static bool try_rotate(PassCtx *ctx, Func *f, Op *fo, Op **inner)
+{
+    if (!tc_knob("TILEC_ROTATE", 0) || fo->iattr[0] > 1)
+        return false;
+    Block *B = &fo->regions[0];
+    int ii = -1, nfor = 0, ninner = 0;
+    ir_walk(f, B, count_fors, &nfor);
+    for (int i = 0; i < B->nops; i++)
+        if (B->ops[i]->code == OP_FOR)
+            ii = ii < 0 ? i : -2;
+    if (ii < 0)
+        return false;
+    Op *io = B->ops[ii];
+    ir_walk(f, &io->regions[0], count_fors, &ninner);
+    if (nfor != 1 + ninner)
+        return false;   /* one loop in the body, and no loop nested in an if */
+    Loop O, I;
+    memset(&O, 0, sizeof O);
+    memset(&I, 0, sizeof I);
+    O.f = f, O.op = fo, O.body = B, O.iv = B->args[0], O.lo = fo->args[0], O.hi = fo->args[1], O.step = fo->args[2];
+    I.f = f, I.op = io, I.body = &io->regions[0], I.iv = I.body->args[0];
+    I.lo = io->args[0], I.hi = io->args[1], I.step = io->args[2];
+    for (int i = 0; i < B->nops; i++) {
+        Op *op = B->ops[i];
+        if (!wanted(f, op))
+            continue;
+        if (i > ii || !stageable_in(&O, op) || O.nloads == MAX_LOADS)
+            return false;
+        for (int k = ii + 1; k < B->nops; k++)
+            if (reads_deep(B->ops[k], op->res[0]))
+                return false;
+        O.loads[O.nloads++] = op;
+    }
+    if (!O.nloads || !invariant_but_iv(&O, I.lo, 0) || !invariant_but_iv(&O, I.hi, 0) ||
+        !invariant_but_iv(&O, I.step, 0))
+        return false;
+    int64_t stage_bytes = 0;
+    for (int i = 0; i < I.body->nops; i++) {
+        Op *op = I.body->ops[i];
+        if (!wanted(f, op) || !stageable_in(&I, op))
+            continue;
+        for (int k = 1; k < op->nargs; k++)
+            if (!inner_val_ok(&I, &O, op->args[k], 0))
+                return false;
+        stage_bytes += tile_bytes(ir_type(f, op->res[0]));
+    }
+    if (!stage_bytes)
+        return false;
+    StrBuf why = { 0 };
+    I.stages = choose_stages(ctx, &I, stage_bytes, &why);
+    if (I.stages < 2) {
+        sb_free(&why);
+        return false;
+    }
+    collect_loads(ctx, &I);   /* the same loads, with remarks on the others */
+    O.stages = 1;
+    O.nmap = I.nmap = f->nvals;
+    O.map = arena_alloc(f->mod->arena, sizeof(ValId) * O.nmap);
+    I.map = arena_alloc(f->mod->arena, sizeof(ValId) * I.nmap);
+    Builder pre = ir_builder_before(f, fo);
+    pre.loc = fo->loc;
+    for (int j = 0; j < O.nloads; j++)
+        O.bufs[j] = new_buffer(f, &pre, O.loads[j], 1);
+    for (int j = 0; j < I.nloads; j++)
+        I.bufs[j] = new_buffer(f, &pre, I.loads[j], I.stages);
+    emit_rotated(&I, &O, &pre, O.lo, cmp_lt(&pre, O.lo, O.hi));
+    Builder nx = { f, B, ii + 1, io->loc };
+    ValId tn = bin(&nx, OP_ADD, O.iv, O.step);
+    emit_rotated(&I, &O, &nx, tn, cmp_lt(&nx, tn, O.hi));
+    transform_loop(&I, true);   /* its drain goes in right after it, before the copies just made */
+    Builder w = ir_builder_before(f, O.loads[0]);
+    ValId slot = cst(&w, 0);
+    emit_wait(&w, I.stages - 1);
+    build0(&w, OP_BARRIER, NULL, 0);
+    for (int j = 0; j < O.nloads; j++)
+        replace_load(f, O.loads[j], O.bufs[j], slot);
+    drop_dead(f, B);
+    Builder post = { f, fo->parent, ir_block_index_of(fo->parent, fo) + 1, fo->loc };
+    emit_wait(&post, 0);
+    build0(&post, OP_BARRIER, NULL, 0);
+    describe_loop(ctx, &I, why.buf);
+    sb_free(&why);
+    StrBuf names = { 0 };
+    for (int j = 0; j < O.nloads; j++)
+        sb_printf(&names, "%s%s", j ? ", " : "", tensor_name(f, O.loads[j]));
+    pass_note(ctx, "loop at %s: rotated: %s in one slot%s; the next trip's copies of %s and the first %d "
+              "stage%s of the loop at %s are issued right after that loop's drain, under the rest of the trip",
+              loc_str(f->mod->arena, f, fo->loc), names.buf, O.nloads > 1 ? " each" : "", names.buf, I.stages - 1,
+              I.stages == 2 ? "" : "s",
+              loc_str(f->mod->arena, f, io->loc));
+    sb_free(&names);
+    *inner = io;
+    return true;
 }
 
 static bool in_loop(const Found *fors, const Op *op)
@@ -742,8 +940,19 @@ static void run_func(PassCtx *ctx, Func *f)
         arena_free(a);
         return;   /* nothing wants shared memory: SIMT kernels stay untouched */
     }
-    for (int i = 0; i < fors.n; i++)
+    bool *done = arena_alloc(a, sizeof(bool) * (size_t)(fors.n + 1));
+    memset(done, 0, sizeof(bool) * (size_t)(fors.n + 1));
+    for (int i = 0; i < fors.n; i++) {
+        Op *inner = NULL;
+        if (done[i])
+            continue;
+        if (try_rotate(ctx, f, fors.ops[i], &inner)) {
+            for (int k = i + 1; k < fors.n; k++)
+                done[k] = done[k] || fors.ops[k] == inner;
+            continue;
+        }
         pipeline_loop(ctx, f, fors.ops[i]);
+    }
     stage_outside(ctx, f, &fors, a);
     arena_free(a);
 }

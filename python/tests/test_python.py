@@ -221,21 +221,27 @@ def test_attention_variants(have_cc):
           == ("attn_bf16_sm_86_d64_m128_n64_c", "attn_f16_sm_90a_d128_m128_n64_f_so",
               "attn_bf16_sm_86_d128_m128_n64_c_so_pm", "attn_bf16_sm_86_d64_m128_n128_f_ci"))
     check("picks: the kernel's choices", (A.picks(128, True, 2048, arch="sm_86"), A.picks(64, False, 8192))
-          == ((128, 64, True, {"TILEC_PV_ROWS": 1}), (128, 128, False, {"TILEC_COPY_INTERIOR": 1})))
-    check("picks: D=128 without the mask from 2k tokens: 256-row blocks, decoupled turns",
-          (A.picks(128, False, 2048), A.picks(128, False, 1024), A.picks(128, False, 4096, nk=1024),
-           A.picks(128, True, 4096), A.picks(64, False, 4096)[0])
-          == ((256, 64, True, {"TILEC_COPY_INTERIOR": 1, "TILEC_PINGPONG": 2}),
-              (128, 64, True, {"TILEC_COPY_INTERIOR": 1}), (128, 64, True, {"TILEC_COPY_INTERIOR": 1}),
-              (128, 64, False, {}), 128))
+          == ((128, 64, True, {"TILEC_PV_ROWS": 1}, 0), (128, 128, False, {"TILEC_COPY_INTERIOR": 1}, 0)))
+    rot = {"TILEC_COPY_INTERIOR": 1, "TILEC_PINGPONG": 2, "TILEC_ROTATE": 1}
+    check("picks: D=128 without the mask from 1k tokens: 256-row blocks, decoupled turns, a persistent grid",
+          (A.picks(128, False, 2048), A.picks(128, False, 1024), A.picks(128, False, 1024, sms=114),
+           A.picks(128, False, 1023), A.picks(128, False, 4096, nk=1000), A.picks(128, True, 4096),
+           A.picks(64, False, 4096)[0])
+          == ((256, 64, True, rot, 132), (256, 64, True, rot, 132), (256, 64, True, rot, 114),
+              (128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0), (128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0),
+              (128, 64, False, {}, 0), 128))
+    check("picks: between 128 and 196 KB a block, the 256-row tile from 2k without the persistent grid",
+          (A.picks(128, False, 1024, smem=196608), A.picks(128, False, 2048, smem=196608))
+          == ((128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0),
+              (256, 64, True, {"TILEC_COPY_INTERIOR": 1, "TILEC_PINGPONG": 2}, 0)))
     check("picks: sm_86 PTX takes the 256-row tile only where the device has the shared memory",
           (A.picks(128, False, 4096, arch="sm_86"), A.picks(128, False, 4096, arch="sm_86", smem=101376),
            A.picks(128, False, 4096, arch="sm_86", smem=232448))
-          == ((128, 64, True, {"TILEC_COPY_INTERIOR": 1}), (128, 64, True, {"TILEC_COPY_INTERIOR": 1}),
-              (256, 64, True, {"TILEC_COPY_INTERIOR": 1, "TILEC_PINGPONG": 2, "TILEC_SMEM_LIMIT": 232448})))
+          == ((128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0), (128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0),
+              (256, 64, True, dict(rot, TILEC_SMEM_LIMIT=232448), 132)))
     check("variant name of the 256-row tile", A.variant_name("bf16", "sm_86", 128, 256, 64, False, True,
-                                                              A.picks(128, False, 4096)[3])
-          == "attn_bf16_sm_86_d128_m256_n64_f_so_ci_pd")
+                                                              *A.picks(128, False, 4096)[3:])
+          == "attn_bf16_sm_86_d128_m256_n64_f_so_ci_pd_rt_p132")
     sw = A.switches
     check("switches per tile", (sw(64, True, False), sw(128, False, True), sw(128, True, False), sw(128, True, True))
           == ({"TILEC_COPY_INTERIOR": 1}, {"TILEC_COPY_INTERIOR": 1}, {}, {"TILEC_PV_ROWS": 1}))

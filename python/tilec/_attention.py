@@ -10,18 +10,21 @@ log2 units: lse = log2(sum_j exp2(scale * log2(e) * q.k_j)), i.e. the
 natural log-sum-exp of the scaled scores divided by ln 2. The kernel runs on
 torch's current stream.
 
-A variant (D, dtype, causal, tile sizes, arch, O staging, switches) is
-compiled once per process and cached. D=128 without the mask at 2k tokens
-and more takes 256-row blocks of two warp groups taking turns at the
-tensor cores where the device gives a block 128 KB of shared memory (an
-H100 or H200; sm_86 PTX is then compiled for that device's limit). Short key loops (NK <= 4096, or with the causal
+A variant (D, dtype, causal, tile sizes, arch, O staging, switches, NPB)
+is compiled once per process and cached. D=128 without the mask at 2k
+tokens and more takes 256-row blocks of two warp groups taking turns at
+the tensor cores where the device gives a block 128 KB of shared memory
+(sm_86 PTX is then compiled for that device's limit), and from 1k tokens
+the same tile as a persistent grid of one block per SM (the example's
+NPB) where it gives 196 KB (an H100 or H200). Short key loops (NK <= 4096, or with the causal
 mask at most 16 blocks of BN, 32 at D >= 128) take the example's
 STAGE_O form: O leaves through shared memory as 16-byte rows. Each tile
 is compiled with the code-generation switches that measured faster on it
 (switches() below). Precompiled
 PTX is used when present: a folder given by TILEC_ATTN_DIR (or `ptx_dir=`)
-holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so][_ci][_pm][_pd].ptx (_so:
-STAGE_O; _ci, _pm, _pd: the switches, variant_tag()) and
+holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so][_ci][_pm][_pd][_rt][_p<NPB>].ptx
+(_so: STAGE_O; _ci, _pm, _pd, _rt: the switches; _p<NPB>: a persistent grid;
+variant_tag()) and
 its .meta (bench/attn_bench.py's layout), so a GPU machine without the
 compiler library can run it.
 """
@@ -55,6 +58,20 @@ TILES = {64: (128, 128), 128: (128, 64)}
 TILE_256_MIN_N = 2048
 TILE_256_SMEM = 131072     # Q 64 KB + two 16 KB stages of K and of V
 
+# The same tile as a persistent grid where a block may use 196 KB (an H100
+# or H200), from 1k tokens: one block per SM looping over the tiles
+# (examples/attention.tile's NPB = the SM count), the loop over tiles
+# rotated by the compiler (TILEC_ROTATE, docs/internals.md: the next tile's
+# Q and first K/V stage are copied right after this tile's key loop, while
+# its epilogue runs), O staged through a scratch of its own after the
+# buffers. Measured on an H200 (sm_86 PTX, bench/RESULTS.md 2026-12-01
+# 11:51-12:09) against the one-tile picks: 1k +0.5% to +3.4% over the
+# 128-row tile (five runs), 2k-8k +0.1% to +3.5% over the 256-row one,
+# 16k +0.1%.
+PERSIST_MIN_N = 1024
+PERSIST_SMEM = 200704      # TILE_256_SMEM + O's 68 KB scratch (256 rows of 256 + 16 bytes)
+DEFAULT_SMS = 132          # an H200's (and H100 SXM's) SMs: NPB when no device says
+
 
 def arch_smem(arch):
     """Shared memory one block may use on arch's own devices (bytes)."""
@@ -73,7 +90,20 @@ def tiles(d, causal=False, n=None, arch="sm_90a", smem=None, nk=None):
     if (d == 128 and not causal and n is not None and min(n, nk) >= TILE_256_MIN_N
             and smem >= TILE_256_SMEM):
         return 256, 64
+    if persistent(d, causal, n, nk, 256, smem):
+        return 256, 64
     return bm, bn
+
+
+def persistent(d, causal, n, nk=None, bm=256, smem=None, arch="sm_90a"):
+    """Whether tilec.attention runs tile bm as a persistent grid (one block
+    per SM looping over the tiles): the 256-row tile without the mask, D =
+    128, from PERSIST_MIN_N query and key tokens, where a block may use
+    PERSIST_SMEM bytes of shared memory."""
+    smem = arch_smem(arch) if smem is None else smem
+    nk = n if nk is None else nk
+    return (bm == 256 and d == 128 and not causal and n is not None and min(n, nk) >= PERSIST_MIN_N
+            and smem >= PERSIST_SMEM)
 
 
 # O through shared memory (the example's STAGE_O: the accumulator's
@@ -124,13 +154,15 @@ def stage_o(nk, bn, causal=False, d=64, bm=128):
 # 4k on (about zero at 1k and 2k), but -1.5% to -2.7% on D = 128 causal
 # tiles, which keep it off. TILEC_PV_ROWS (p @ v row tile by row tile): on
 # the D = 128 causal staged tile only (it spills elsewhere).
-SWITCH_TAGS = (("TILEC_COPY_INTERIOR", "ci"), ("TILEC_PV_ROWS", "pm"), ("TILEC_PINGPONG", "pd"))
+SWITCH_TAGS = (("TILEC_COPY_INTERIOR", "ci"), ("TILEC_PV_ROWS", "pm"), ("TILEC_PINGPONG", "pd"),
+               ("TILEC_ROTATE", "rt"))
 
 
-def switches(d, causal, so, bm=128, arch="sm_90a", smem=None):
+def switches(d, causal, so, bm=128, arch="sm_90a", smem=None, npb=0):
     """The code-generation switches tilec.attention compiles a tile with
-    (so: O staged; bm: its query rows; arch and smem as for tiles()), as a
-    dict for tilec.compile."""
+    (so: O staged; bm: its query rows; arch and smem as for tiles(); npb:
+    the blocks of a persistent grid, 0 for one tile per block), as a dict
+    for tilec.compile."""
     sw = {}
     if not (causal and d >= 128):
         sw["TILEC_COPY_INTERIOR"] = 1
@@ -140,21 +172,37 @@ def switches(d, causal, so, bm=128, arch="sm_90a", smem=None):
         sw["TILEC_PINGPONG"] = 2
         if arch_smem(arch) < TILE_256_SMEM:     # sm_86 PTX for a larger device
             sw["TILEC_SMEM_LIMIT"] = smem or arch_smem("sm_90a")
+    if npb:
+        sw["TILEC_ROTATE"] = 1
     return sw
 
 
-def variant_tag(so, sw):
+def variant_tag(so, sw, npb=0):
     """The file-name tag of a variant: "_so" for O staged, then one tag per
-    switch ("_ci", "_pm"); "" for none."""
-    return ("_so" if so else "") + "".join("_" + t for k, t in SWITCH_TAGS if (sw or {}).get(k))
+    switch ("_ci", "_pm", "_pd", "_rt"), then "_p<NPB>" for a persistent
+    grid of NPB blocks; "" for none."""
+    return (("_so" if so else "") + "".join("_" + t for k, t in SWITCH_TAGS if (sw or {}).get(k)) +
+            ("_p%d" % npb if npb else ""))
 
 
-def picks(d, causal, n, nk=None, arch="sm_90a", smem=None):
+def picks(d, causal, n, nk=None, arch="sm_90a", smem=None, sms=None):
     """What kernel() picks without overrides for query length n and key
-    length nk (default n): (bm, bn, so, switches)."""
+    length nk (default n) on a device of `sms` SMs (default DEFAULT_SMS):
+    (bm, bn, so, switches, npb), npb the blocks of a persistent grid (0:
+    one tile per block)."""
     bm, bn = tiles(d, causal, n, arch, smem, nk)
     so = stage_o(n if nk is None else nk, bn, causal, d, bm)
-    return bm, bn, so, switches(d, bool(causal), so, bm, arch, smem)
+    npb = (sms or DEFAULT_SMS) if persistent(d, causal, n, nk, bm, smem, arch) else 0
+    return bm, bn, so, switches(d, bool(causal), so, bm, arch, smem, npb), npb
+
+
+def device_sms(device):
+    """SMs of torch CUDA device `device`, or None when torch does not say."""
+    torch = sys.modules.get("torch")
+    try:
+        return int(torch.cuda.get_device_properties(device).multi_processor_count)
+    except Exception:  # noqa: BLE001 (no torch, no such property, no device)
+        return None
 
 
 def device_smem(device):
@@ -170,8 +218,8 @@ def device_smem(device):
 _cache = {}
 
 
-def variant_name(dt, arch, d, bm, bn, causal, so=False, sw=None):
-    return "attn_%s_%s_d%d_m%d_n%d_%s%s" % (dt, arch, d, bm, bn, "c" if causal else "f", variant_tag(so, sw))
+def variant_name(dt, arch, d, bm, bn, causal, so=False, sw=None, npb=0):
+    return "attn_%s_%s_d%d_m%d_n%d_%s%s" % (dt, arch, d, bm, bn, "c" if causal else "f", variant_tag(so, sw, npb))
 
 
 def source(dt):
@@ -181,26 +229,31 @@ def source(dt):
     return text if dt == "bf16" else text.replace("bf16", dt)
 
 
-def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=None, so=None, smem=None):
+def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=None, so=None, smem=None,
+           sms=None):
     """The compiled (or loaded) Module for one variant (n, nk: the query and
     key lengths, for the tile and O-staging choices; nk defaults to n; so:
     True / False forces O staging, None picks it; smem: the shared memory a
-    block may use on the device, None for arch's own)."""
+    block may use on the device, None for arch's own; sms: the device's SMs,
+    the blocks of a persistent grid, None for DEFAULT_SMS)."""
     arch = arch or _device_arch() or "sm_90a"
     tbm, tbn = tiles(d, causal, n, arch, smem, nk)
     bm, bn = bm or tbm, bn or tbn
     so = stage_o(n if nk is None else nk, bn, causal, d, bm) if so is None else bool(so)
-    sw = switches(d, bool(causal), so, bm, arch, smem)
-    key = (d, dt, bool(causal), bm, bn, arch, so, tuple(sorted(sw.items())))
+    npb = (sms or DEFAULT_SMS) if persistent(d, causal, n, nk, bm, smem, arch) else 0
+    sw = switches(d, bool(causal), so, bm, arch, smem, npb)
+    key = (d, dt, bool(causal), bm, bn, arch, so, tuple(sorted(sw.items())), npb)
     mod = _cache.get(key)
     if mod is not None:
         return mod
     ptx_dir = ptx_dir or os.environ.get("TILEC_ATTN_DIR")
-    path = os.path.join(ptx_dir, variant_name(dt, arch, d, bm, bn, causal, so, sw) + ".ptx") if ptx_dir else None
+    path = (os.path.join(ptx_dir, variant_name(dt, arch, d, bm, bn, causal, so, sw, npb) + ".ptx")
+            if ptx_dir else None)
     if path and os.path.isfile(path):
         mod = _load_files(path)
     else:
-        mod = _compile(source(dt), arch=arch, switches=sw, D=d, BM=bm, BN=bn, CAUSAL=bool(causal), STAGE_O=so)
+        mod = _compile(source(dt), arch=arch, switches=sw, D=d, BM=bm, BN=bn, CAUSAL=bool(causal), STAGE_O=so,
+                       NPB=npb)
     _cache[key] = mod
     return mod
 
@@ -236,6 +289,6 @@ def attention(q, k, v, causal=False, scale=None, block_m=None, block_n=None, arc
     if n == 0 or z * h == 0:
         return o, lse
     mod = kernel(d, names[q.dtype], causal, block_m, block_n, arch, ptx_dir, n, k.shape[2], stage_o,
-                 device_smem(q.device))
+                 device_smem(q.device), device_sms(q.device))
     mod(q, k, v, o, lse, float(scale))
     return o, lse

@@ -265,13 +265,43 @@ END_TEST
 
 /* ---- attention ---- */
 
-static void attention_case(const char *causal)
+/* Top-level FOR ops of a block; *inner: the FOR in the first one's body. */
+static int count_fors(const Block *b, const Op **first)
+{
+    int n = 0;
+    for (int i = 0; i < b->nops; i++)
+        if (b->ops[i]->code == OP_FOR && n++ == 0 && first)
+            *first = b->ops[i];
+    return n;
+}
+
+/* Does the outer loop's body copy again after its inner loop (the rotated
+ * next-trip copies)? */
+static bool copies_after_inner(const Op *outer)
+{
+    const Block *b = &outer->regions[0];
+    bool seen = false;
+    for (int i = 0; i < b->nops; i++) {
+        const Op *o = b->ops[i];
+        seen = seen || o->code == OP_FOR;
+        for (int k = 0; seen && o->code == OP_IF && k < o->regions[0].nops; k++)
+            if (o->regions[0].ops[k]->code == OP_ASYNC_COPY)
+                return true;
+    }
+    return false;
+}
+
+/* npb: the example's NPB (0: one tile per block, its outer loop folded);
+ * switches: a compilation's switch list (TILEC_ROTATE=1) or NULL. */
+static void attention_case_with(const char *causal, const char *npb, const char *switches)
 {
     size_t len;
     char *src = read_example("attention.tile", &len);
-    FeDefine defs[4] = { { "D", "16" }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", causal } };
+    FeDefine defs[5] = { { "D", "16" }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", causal }, { "NPB", npb } };
     Prog p;
-    prog_compile(&p, "attention.tile", src, len, defs, 4);
+    prog_compile(&p, "attention.tile", src, len, defs, 5);
+    bool persistent = npb[0] != '0' && causal[0] == 'f';
+    const char *old = tc_knob_scope(switches);
     int64_t Z = 1, H = 2, HK = 1, N = 37;
     int64_t sq[4] = { Z, H, N, 16 }, sk[4] = { Z, HK, N, 16 }, sl[3] = { Z, H, N };
     Ten t[5] = { ten_new(DT_BF16, 4, sq), ten_new(DT_BF16, 4, sk), ten_new(DT_BF16, 4, sk),
@@ -282,17 +312,42 @@ static void attention_case(const char *causal)
     InterpArg scale = scalar_arg(0.25, 0);
     static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
     Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
-    check_passes(&p, &r, "sm_86", causal[0] == 't' ? "attention causal" : "attention", true);
+    char what[96];
+    snprintf(what, sizeof what, "attention causal=%s NPB=%s%s%s", causal, npb, switches ? " " : "",
+             switches ? switches : "");
+    check_passes(&p, &r, "sm_86", what, true);
+    tc_knob_scope(old);
+    const Op *outer = NULL, *inner = NULL;
+    ck_assert_int_eq(count_fors(&p.f->body, &outer), 1);
+    /* NPB 0 (or the mask): the loop over tiles had one trip, folded away */
+    ck_assert_int_eq(count_fors(&outer->regions[0], &inner), persistent ? 1 : 0);
+    if (persistent)   /* rotated: the next trip's copies follow the key loop */
+        ck_assert(copies_after_inner(outer) == (switches != NULL));
     for (int i = 0; i < 5; i++)
         ten_free(&t[i]);
     arena_free(p.a);
     free(src);
 }
 
+static void attention_case(const char *causal) { attention_case_with(causal, "0", NULL); }
+
 START_TEST(attention_plain) { attention_case("false"); }
 END_TEST
 
 START_TEST(attention_causal) { attention_case("true"); }
+END_TEST
+
+/* The example as a persistent grid: 4 blocks over 2 heads x 3 query tiles
+ * (blocks 0 and 1 take two tiles each), its loop over tiles as it is and
+ * rotated (the next tile's Q and first K/V stage copied right after the
+ * key loop); the causal kernel ignores NPB. */
+START_TEST(attention_persistent) { attention_case_with("false", "4", NULL); }
+END_TEST
+
+START_TEST(attention_persistent_rotated) { attention_case_with("false", "4", "TILEC_ROTATE=1"); }
+END_TEST
+
+START_TEST(attention_persistent_causal) { attention_case_with("true", "4", "TILEC_ROTATE=1"); }
 END_TEST
 
 /* ---- the limit and untouched kernels ---- */
@@ -408,6 +463,9 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_runtime_range);
     tcase_add_test(tc, attention_plain);
     tcase_add_test(tc, attention_causal);
+    tcase_add_test(tc, attention_persistent);
+    tcase_add_test(tc, attention_persistent_rotated);
+    tcase_add_test(tc, attention_persistent_causal);
     tcase_add_test(tc, smem_limit_lists_buffers);
     tcase_add_test(tc, smem_limit_fits_sm90);
     tcase_add_test(tc, stages_from_budget);
