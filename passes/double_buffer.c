@@ -51,6 +51,8 @@
  * epilogue: the next tile's Q lands while it runs; TILEC_SINK_FAR=0 stops
  * at those). TILEC_OVERLAP_SINGLE=0 keeps them in place.
  * The barrier after the loop lets smem_alloc reuse the ring's bytes later.
+ * TILEC_ROTATE=1 rotates a loop over tiles that holds a pipelined loop: its
+ * next trip's copies go right after the inner loop's drain (try_rotate).
  */
 #include "passes.h"
 
