@@ -711,9 +711,10 @@ LLVMValueRef cg_slot_base(Cg *cg, ValId operand, bool next)
 
 static int lower_copy(Cg *cg, Op *op);
 
-/* A copy that one warp group issues alone (decoupled turns, lower_chain.c
+/* A copy that warp group g issues alone (decoupled turns, lower_chain.c
  * cg_chain_copy_group): behind a warp-uniform branch, lowered as if the
- * block were that group (thread ids from 0, half the warps). */
+ * block were that group (thread ids from 0, half the warps); part `part`
+ * of `parts` runs of the window's rows (copy_select_part). */
 static int group_copy(Cg *cg, Op *op, int g, int part, int parts)
 {
     LLVMBasicBlockRef mine = cg_new_block(cg, "cp.group"), after = cg_new_block(cg, "cp.group.end");
@@ -733,6 +734,9 @@ static int group_copy(Cg *cg, Op *op, int g, int part, int parts)
     return e;
 }
 
+/* An async copy: the whole block's, one group's alone, or (the first
+ * product's A with the turns carried across a loop's trips) each group its
+ * own half of the rows. */
 int cg_lower_async_copy(Cg *cg, Op *op)
 {
     int g = pf_get(cg)->collect ? -1 : cg_chain_copy_group(cg, op);
