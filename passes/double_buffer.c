@@ -164,7 +164,9 @@ static const char *shape_problem(Func *f, const Op *op)
 }
 
 /* Does v depend only on the induction variable and values from outside the
- * loop, through pure region-free ops of the body? */
+ * loop, through pure region-free ops of the body? With L->outer set (a
+ * rotated loop's inner loop), values from outside L must pass the same test
+ * for the outer loop. */
 static bool invariant_but_iv(const Loop *L, ValId v, int depth)
 {
     if (v == L->iv)
@@ -174,7 +176,7 @@ static bool invariant_but_iv(const Loop *L, ValId v, int depth)
             return false;
     const Op *d = ir_val(L->f, v)->def;
     if (!d || d->parent != L->body)
-        return true;
+        return L->outer ? invariant_but_iv(L->outer, v, 0) : true;
     if (!(op_info[d->code].flags & OPF_PURE) || d->nregions || depth > 64)
         return false;
     for (int i = 0; i < d->nargs; i++)
@@ -692,26 +694,6 @@ static bool count_fors(Func *f, Op *op, void *ctx)
     return true;
 }
 
-/* Does v, used by a load of I, depend only on I's iv, O's iv and values from
- * outside O, through pure ops of I's or O's body? */
-static bool inner_val_ok(const Loop *I, const Loop *O, ValId v, int depth)
-{
-    if (v == I->iv)
-        return true;
-    for (int i = 1; i < I->body->nargs; i++)
-        if (I->body->args[i] == v)
-            return false;
-    const Op *d = ir_val(I->f, v)->def;
-    if (!d || d->parent != I->body)
-        return invariant_but_iv(O, v, 0);
-    if (!(op_info[d->code].flags & OPF_PURE) || d->nregions || depth > 64)
-        return false;
-    for (int i = 0; i < d->nargs; i++)
-        if (!inner_val_ok(I, O, d->args[i], depth + 1))
-            return false;
-    return true;
-}
-
 static bool stageable_in(const Loop *L, const Op *op)
 {
     return !shape_problem(L->f, op) && offsets_ok(L, op);
@@ -791,9 +773,11 @@ static bool try_rotate(PassCtx *ctx, Func *f, Op *fo, Op **inner)
         Op *op = I.body->ops[i];
         if (!wanted(f, op) || !stageable_in(&I, op))
             continue;
-        for (int k = 1; k < op->nargs; k++)
-            if (!inner_val_ok(&I, &O, op->args[k], 0))
-                return false;
+        I.outer = &O;   /* its offsets must also clone for the outer loop's next trip */
+        bool ok = offsets_ok(&I, op);
+        I.outer = NULL;
+        if (!ok)
+            return false;
         stage_bytes += tile_bytes(ir_type(f, op->res[0]));
     }
     if (!stage_bytes)
