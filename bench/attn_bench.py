@@ -6,7 +6,7 @@ flash and cuDNN backends, in one run.
 Precompiled PTX (+ .meta) comes from .devcarry/attn/ (bench/attn_prepare.sh on
 the build machine), named attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_<tag>].ptx (tag "so": the
 example's STAGE_O, which tilec.attention picks for short rows; other tags:
-experiment variants compiled with TILEC_XP_* switches). On the
+experiment variants compiled from another source). On the
 GPU machine: build libtilert (cmake -DTILEC_COMPILER=OFF), then
   TILEC_LIB_DIR=/tmp/rt/lib python3 bench/attn_bench.py [--quick] [--repeat R] [--out DIR]
 
@@ -153,10 +153,10 @@ def load(v):
 
 def portable_pick(d, causal, n):
     """The portable path's kernel for a row (D, causal, N tokens): the sm_86
-    PTX file of the tile, switches and O staging tilec.attention picks on
+    PTX file of the tile and O staging tilec.attention picks on
     this device (A.picks), from the prepared folder. (file name, Module)."""
-    bm, bn, so, sw, npb = A.picks(d, causal, n)
-    name = A.variant_name("bf16", "sm_86", d, bm, bn, causal, so, sw, npb)
+    bm, bn, so, npb = A.picks(d, causal, n)
+    name = A.variant_name("bf16", "sm_86", d, bm, bn, causal, so, npb)
     return name, tilec.load_files(os.path.join(PTX_DIR, name + ".ptx"))
 
 
@@ -254,8 +254,8 @@ def timing(names):
                 line = "%-4d %-6d %-6s %-3d %8.1f %8.1f" % (d, n, "yes" if causal else "no", z, res["flash"], res["cudnn"])
                 for x in ours:
                     line += " %13.1f" % x
-                bm, bn, so, sw, npb = A.picks(d, causal, n)
-                dl = "%dx%d%s_sm86" % (bm, bn, A.variant_tag(so, sw, npb))
+                bm, bn, so, npb = A.picks(d, causal, n)
+                dl = "%dx%d%s_sm86" % (bm, bn, A.variant_tag(so, npb))
                 p86 = ours[labels.index(dl)] if dl in labels else float("nan")
                 SM86.append((d, n, causal, p86, res["flash"], res["cudnn"],
                              spread.get("flash", (float("nan"),) * 2), spread.get(dl, (float("nan"),) * 2),

@@ -11,58 +11,46 @@ out="$root/.devcarry/attn"
 rm -rf "$out"; mkdir -p "$out"
 sed 's/bf16/f16/g' "$root/examples/attention.tile" > "$out/attention_f16.tile"
 : > "$out/variants.txt"
-one() {  # dt arch d bm bn causal [tag VAR=VALUE... -DNAME=VALUE... | SRC=file]  (a tag names a variant)
+one() {  # dt arch d bm bn causal [tag NAME=VALUE... -DNAME=VALUE... | SRC=file]  (a tag names a variant;
+         # NAME=VALUE: a pass option, `tilec --help`)
   local dt=$1 arch=$2 d=$3 bm=$4 bn=$5 c=$6 tag=${7:-} src="$root/examples/attention.tile"
   shift 6; [ $# -gt 0 ] && shift
   [ "$dt" = f16 ] && src="$out/attention_f16.tile"
   case "${1:-}" in SRC=*) src="${1#SRC=}"; shift ;; esac
-  local envs=() defs=() a
-  for a in "$@"; do case "$a" in -D*) defs+=("$a") ;; *) envs+=("$a") ;; esac; done
+  local popts=() defs=() a
+  for a in "$@"; do case "$a" in -D*) defs+=("$a") ;; *) popts+=(--pass-option "$a") ;; esac; done
   local name="attn_${dt}_${arch}_d${d}_m${bm}_n${bn}_$([ "$c" = true ] && echo c || echo f)${tag:+_$tag}"
   local t0=$(date +%s%N)
-  env "${envs[@]}" "$tilec" "$src" -arch="$arch" -DD="$d" -DBM="$bm" -DBN="$bn" -DCAUSAL="$c" "${defs[@]}" \
+  "$tilec" "$src" -arch="$arch" -DD="$d" -DBM="$bm" -DBN="$bn" -DCAUSAL="$c" "${defs[@]}" "${popts[@]}" \
     -o "$out/$name.ptx"
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   local regs=$(ptxas -arch="$arch" -v "$out/$name.ptx" -o /dev/null 2>&1 |
                grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')
   echo "$name | tilec ${ms} ms | $regs" | tee -a "$out/variants.txt"
 }
-# A tile as tilec.attention compiles it: its code-generation switches
-# (python/tilec/_attention.py switches()) and their file-name tag.
+# A tile as tilec.attention compiles it: its pass options
+# (python/tilec/_attention.py pass_options()) and its file-name tag.
 pick() {  # dt arch d bm bn causal so(true|false) [npb: blocks of a persistent grid]
-  local tag sw npb=${8:-0}
-  read -r tag sw < <(PYTHONPATH="$root/python" python3 -c '
+  local tag po npb=${8:-0}
+  read -r tag po < <(PYTHONPATH="$root/python" python3 -c '
 import sys; from tilec import _attention as A
-d, c, so, bm, arch = int(sys.argv[1]), sys.argv[2] == "true", sys.argv[3] == "true", int(sys.argv[4]), sys.argv[5]
-npb = int(sys.argv[6])
-sw = A.switches(d, c, so, bm, arch, npb=npb)
-print(A.variant_tag(so, sw, npb)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(sw.items())))' \
-    "$3" "$6" "$7" "$4" "$2" "$npb")
+so, bm, arch, npb = sys.argv[1] == "true", int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+po = A.pass_options(bm, arch)
+print(A.variant_tag(so, npb)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(po.items())))' \
+    "$7" "$4" "$2" "$npb")
   [ "$tag" = - ] && tag=
   # shellcheck disable=SC2086
-  one "$1" "$2" "$3" "$4" "$5" "$6" "$tag" $sw $([ "$7" = true ] && echo -DSTAGE_O=true) \
+  one "$1" "$2" "$3" "$4" "$5" "$6" "$tag" $po $([ "$7" = true ] && echo -DSTAGE_O=true) \
     $([ "$npb" != 0 ] && echo -DNPB="$npb")
 }
 # Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
-# D=64 BN=128; D=128 BN=64; sm_86 BN=64) for
-# every dtype and arch, each also with O staged through shared memory
-# (tag so, -DSTAGE_O=true: tilec.attention's pick for short key loops),
-# each with the code-generation switches tilec.attention gives it (tags
-# ci, pm: pick above), the timed sm_86 tiles also without them,
-# then the other tile choices (bf16, sm_90a) and
-# experiment variants (a tag and VAR=VALUE settings for tilec, or
-# SRC=file for another source; none at present. The last ones, measured
-# in bench/RESULTS.md: ov0 (TILEC_OVERLAP_SINGLE=0, 15:37), eo
-# (TILEC_EPILOGUE_OVER=1, 16:02 and 16:22), fr (fresh thread ids before
-# the epilogue, 16:27, within the spread: not kept), rv (causal query
-# blocks longest first within a head, two runs at 16:37; the example's
-# order until the groups of heads of 2026-12-01 08:58), pl / pe (the prefetch after the first product forced on / off,
-# TILEC_PF_LATE=1/0, 19:52-19:58: on where the first product reduces over
-# <= 64), ci / pm (TILEC_COPY_INTERIOR=1, TILEC_PV_ROWS=1, 21:06: now
-# switches of tilec.attention's tiles), qp (the next wave's Q window
-# prefetched to L2 at each block's start, 2026-12-01 01:55: 0.5-3% slower,
-# removed). bench/attn_bench.py
-# checks and times every bf16 file it finds (sm_90a and sm_86 PTX).
+# D=64 BN=128; D=128 BN=64; sm_86 BN=64) for every dtype and arch, each
+# also with O staged through shared memory (tag so, -DSTAGE_O=true:
+# tilec.attention's pick for short key loops), then the other tile choices
+# (bf16, sm_90a) and experiment variants (a tag and NAME=VALUE pass
+# options, or SRC=file for another source; none at present: the record of
+# those measured is in bench/RESULTS.md). bench/attn_bench.py checks and
+# times every bf16 file it finds (sm_90a and sm_86 PTX).
 for c in false true; do
   for dt in bf16 f16; do
     for so in false true; do      # O staged: tilec.attention's pick for short rows
@@ -85,12 +73,6 @@ for c in false true; do
     pick bf16 sm_86 64 128 128 $c $so    # the H200's tiles from sm_86 PTX (the timed portable path)
     pick bf16 sm_86 128 128 64 $c $so
   done
-  # the timed tiles without their switches, for comparison (D=128 causal
-  # fragment stores have none)
-  one bf16 sm_86 64 128 128 $c
-  one bf16 sm_86 64 128 128 $c so -DSTAGE_O=true
-  [ $c = false ] && one bf16 sm_86 128 128 64 $c
-  one bf16 sm_86 128 128 64 $c so -DSTAGE_O=true
   [ $c = false ] && one bf16 sm_90a 64 128 64 false
   one bf16 sm_90a 64 64 64 $c
   one bf16 sm_90a 128 128 32 $c

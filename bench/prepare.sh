@@ -49,15 +49,14 @@ for arch in sm_90a sm_86; do
   done
 done
 
-# Benchmark kernels: the defaults, plus variants given as "NAME|ENV|DEFINES"
-# (ENV: extra environment for tilec, may be empty): layernorm [16384]
-# without its L2 prefetch of the next wave's row and with it before the
-# row's loads (docs/codegen.md), then $PERF_VARIANTS.
+# Benchmark kernels: the defaults, plus variants given as "NAME|OPTIONS|DEFINES"
+# (OPTIONS: tilec options such as --pass-option NAME=VALUE, may be empty),
+# then $PERF_VARIANTS.
 p="$out/perf"
 : > "$p/variants.txt"
 while IFS='|' read -r name envs defs; do
   [ -z "$name" ] && continue
-  env $envs "$tilec" $defs -arch=sm_90a -o "$p/$name.ptx"
+  "$tilec" $defs $envs -arch=sm_90a -o "$p/$name.ptx"
   regs=$(command -v ptxas >/dev/null && ptxas -arch=sm_90a -v "$p/$name.ptx" -o /dev/null 2>&1 |
          grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ' || true)
   echo "$name|$envs|$defs|$regs" >> "$p/variants.txt"
@@ -66,8 +65,6 @@ softmax_4096||$ex/softmax.tile -DBLOCK=4096
 softmax_16384||$ex/softmax.tile -DBLOCK=16384
 layernorm_4096||$ex/layernorm.tile -DBLOCK=4096
 layernorm_16384||$ex/layernorm.tile -DBLOCK=16384
-layernorm_16384_pf0|TILEC_L2_PREFETCH=0|$ex/layernorm.tile -DBLOCK=16384
-layernorm_16384_pf1|TILEC_L2_PREFETCH=1|$ex/layernorm.tile -DBLOCK=16384
 ${PERF_VARIANTS:-}
 VARIANTS
 

@@ -35,7 +35,6 @@ typedef struct SmemView {
     int pad;                 /* SWZ_PAD: bytes after each row */
     bool trans;              /* the value is the transpose of the stored tile */
     int64_t slots, slot_bytes;  /* buffers: number of slots, bytes between slots */
-    int64_t prows;           /* swizzled: rows of a column panel when the view is a run of a taller tile's rows (0: rows) */
 } SmemView;
 
 typedef struct TileVal {
@@ -65,7 +64,9 @@ typedef struct TensorArg {
 typedef struct Cg {
     Arena *a;
     Diag *d;
-    const Target *tg;
+    const Target *tg;           /* the family's lowering hooks */
+    const TargetInfo *ti;       /* what the arch has (target/target.h) */
+    int64_t smem_per_block;     /* option target.smem-per-block (0: the target's own) */
     Func *f;
     LLVMContextRef ctx;
     struct CgGate *gate;        /* pass gate on ctx (pass_gate.cpp) */
@@ -96,43 +97,34 @@ typedef struct Cg {
     int nanchors;
     /* Rematerialisation (lower_simt.c): epoch counts barriers emitted so
      * far; depth counts enclosing FOR/IF regions (remat at depth 0 only);
-     * remat: 0 off, 1 without transcendentals, 2 all (TILEC_REMAT). */
-    int epoch, depth, remat;
-    int hoist;                            /* early loads of read-only tensors (TILEC_HOIST) */
+     * remat: recompute elementwise tiles after a barrier (wide rows). */
+    int epoch, depth;
+    bool remat;
     /* Products feed products (attention): MMA warp grids are wm x 1 (lower_chain.c). */
     bool mma_rows_only;
     /* Masked async copies get an unmasked arm for windows wholly inside
-     * the tensor (TILEC_COPY_INTERIOR; default: kernels with products,
-     * none chained; lower_async.c interior_arm). */
+     * the tensor (lower_async.c interior_arm; decided in gen_kernel). */
     bool copy_interior;
-    /* Pipelined loops whose prefetch copies their DOT issues between its k
-     * steps (lower_async.c, found on first use). */
-    struct CgPrefetch *pf;
+    /* A product with A from registers issues its mma.sync row tile by row
+     * tile (lower_mma.c; decided in gen_kernel). */
+    bool pv_rows;
     /* Register renumberings already worked out (lower_chain.c). */
     struct CgRenumber *renum;
-    /* Two warp groups taking turns at the tensor cores (TILEC_PINGPONG,
-     * lower_chain.c): the first and second DOT of each such loop body. */
+    /* Two warp groups taking turns at the tensor cores (lower_chain.c):
+     * the first and second DOT of each such loop body. */
     struct { const Op *dot[2]; } turns[8];
     int nturns;
-    /* TILEC_PINGPONG=2 (decoupled turns, lower_chain.c), per loop: the
-     * shared buffers that group 0 (K, read by the first product) and group
-     * 1 (V, read by the second) fill alone, the loop's top barrier (which
-     * becomes group 1's sync on turn barrier 1), the loop and its products.
-     * Across: the loop is the key loop of a rotated loop over tiles and the
-     * groups stay apart across its trips (lower_chain.c split_across): each
-     * group fills its own rows of abuf (Q, the first product's A), and `top` (the
-     * outer trip's barrier before the loop) and `drain` (the barrier after
-     * it) meet one group each. */
-    struct { ValId buf[2], abuf; const Op *bar, *loop, *dot[2], *top, *drain; bool across; } split[8];
+    /* Decoupled turns (lower_chain.c), per loop: the shared buffers that
+     * group 0 (K, read by the first product) and group 1 (V, read by the
+     * second) fill alone, the loop's top barrier (which becomes group 1's
+     * sync on turn barrier 1), the loop and its products. */
+    struct { ValId buf[2]; const Op *bar, *loop, *dot[2]; } split[8];
     int nsplit;
     /* After such a loop the two groups go on apart: each meets only its own
      * warps (cg_chain_group_barrier lowers the loop's drain so), and a layout
      * conversion whose rows stay inside each group uses its group's barrier
      * (xfer_groups, lower_xfer.c) instead of the block's. */
     bool groups_apart, xfer_groups;
-    /* A copy lowered for part `part` of `parts` equal runs of its window's
-     * rows (lower_async.c; parts 0 or 1: the whole window). */
-    int copy_part, copy_parts;
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
@@ -217,22 +209,6 @@ LLVMValueRef cg_smem_ptr(Cg *cg, const SmemView *sv, LLVMValueRef row, LLVMValue
 /* Read a shared tile into registers of layout L / write registers into it. */
 LLVMValueRef *cg_smem_read(Cg *cg, const SmemView *sv, DType dt, const Layout *L);
 void cg_smem_write(Cg *cg, const SmemView *sv, DType dt, const Layout *L, LLVMValueRef *regs);
-/* The prefetch copies (and their commit) of a pipelined loop whose DOT is
- * `dot`, re-lowered at the DOT for issue between its k steps; NULL when
- * the copies were lowered where they stand. */
-struct CgCopies *cg_deferred_copies(Cg *cg, Op *dot);
-/* Issue part `part` of `nparts` of the copies (the last part also
- * commits) if `where` is their place in a k step: 0 before the next step's
- * fragment loads, 1 between those and this step's products, 2 after them
- * (-1: here, whatever their place). */
-void cg_deferred_copies_emit(Cg *cg, struct CgCopies *dc, int part, int nparts, int where);
-/* Early fragments: the FOR whose top wait (pending count) + barrier the
- * DOT issues before its last k step, or NULL (lower_async.c). */
-Op *cg_deferred_early(Cg *cg, const struct CgCopies *dc, int *pending);
-/* Base of the slot a DOT operand (SMEM_LOAD of a buffer, maybe through
- * TRANS) reads: slot 0 of its buffer, or (next) the slot after the one
- * it reads, modulo the buffer's slots; NULL if it is not such a view. */
-LLVMValueRef cg_slot_base(Cg *cg, ValId operand, bool next);
 
 /* ---- lower_mma.c ---- */
 int cg_lower_dot(Cg *cg, Op *op);
@@ -263,7 +239,7 @@ bool cg_chain_rescale(Cg *cg, Op *op, int *x);
 /* x * s, skipped by the whole warp when all its factors are 1; NULL when s
  * does not repeat a few factors. */
 LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, int n);
-/* TILEC_PINGPONG=1: find the loops whose bodies take turns (at kernel start). */
+/* Find the loops whose bodies take turns (at kernel start). */
 void cg_chain_turns(Cg *cg, Func *f);
 /* The named barriers of a turn-taking loop's DOT, before (after = false)
  * or after its products; nothing for other DOTs. */

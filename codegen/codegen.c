@@ -35,10 +35,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
  * constants; phis and dead instructions already cleaned up) are skipped
  * too: byte-identical PTX on every example, gemm and attention tile for
  * sm_86, sm_90a and sm_100a, 0.7-0.8% fewer instructions executed. Other
- * users of the same libLLVM in the process are not affected. TILEC_LLVM_SKIP replaces
- * the list ("" keeps every pass); TILEC_LLVM_ARGS passes LLVM options
- * (experiments: those are process-wide). */
-#define TILEC_LLVM_SKIP_DEFAULT                                                                   \
+ * users of the same libLLVM in the process are not affected. */
+#define BACKEND_SKIP_DEFAULT                                                                   \
     "slsr,nary-reassociate,load-store-vectorizer,early-cse#2,early-cse#3,sroa,nvptx-lower-alloca,"  \
     "infer-address-spaces,mergeicmps,expand-memcmp,consthoist,partially-inline-libcalls,"         \
     "early-tailduplication,opt-phis,dead-mi-elimination"
@@ -52,7 +50,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
  * 2026-12-01 00:14); layernorm [16384] compiles 11% faster. Tensor-core
  * kernels keep them: their 255-register tiles move between no spills and
  * some with any change of the PTX (docs/codegen.md). */
-#define TILEC_LLVM_SKIP_SIMT TILEC_LLVM_SKIP_DEFAULT ",early-cse,codegenprepare,machine-cse,machine-sink"
+#define BACKEND_SKIP_SIMT BACKEND_SKIP_DEFAULT ",early-cse,codegenprepare,machine-cse,machine-sink"
 
 static bool simt_module(LLVMModuleRef mod)
 {
@@ -67,29 +65,7 @@ static bool simt_module(LLVMModuleRef mod)
     return any;
 }
 
-static const char *backend_skip(bool simt)
-{
-    const char *list = getenv("TILEC_LLVM_SKIP");
-    if (list)
-        return list;
-    return simt ? TILEC_LLVM_SKIP_SIMT : TILEC_LLVM_SKIP_DEFAULT;
-}
-
-static void llvm_options(void)
-{
-    const char *argv[40];
-    int argc = 0;
-    static char extra[512];
-    argv[argc++] = "tilec";
-    const char *more = getenv("TILEC_LLVM_ARGS");
-    if (more) {
-        snprintf(extra, sizeof extra, "%s", more);
-        for (char *t = strtok(extra, " "); t && argc < 40; t = strtok(NULL, " "))
-            argv[argc++] = t;
-    }
-    if (argc > 1)
-        LLVMParseCommandLineOptions(argc, argv, NULL);
-}
+static const char *backend_skip(bool simt) { return simt ? BACKEND_SKIP_SIMT : BACKEND_SKIP_DEFAULT; }
 
 static void init_nvptx(void)
 {
@@ -97,10 +73,18 @@ static void init_nvptx(void)
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
-    llvm_options();
 }
 
-bool cg_arch_supported(const char *arch) { return cg_target_lookup(arch) != NULL; }
+const Target *cg_family(TargetFamily f)
+{
+    switch (f) {
+    case TF_SM80:
+        return &cg_family_sm80;
+    }
+    return NULL;
+}
+
+bool cg_target_supported(const TargetInfo *t) { return t && cg_family(t->family) != NULL; }
 
 const char *cg_llvm_version(void)
 {
@@ -295,14 +279,11 @@ static bool warp_visit(Func *f, Op *op, void *ctx)
 
 static int pick_warps(const Cg *cg, Func *f)
 {
-    int forced = tc_knob("TILEC_WARPS", 0);   /* benchmark variants */
-    if (forced > 0 && forced <= cg->tg->max_warps)
-        return forced;
     int64_t best[2] = { 0, 4 };
     ir_walk(f, &f->body, warp_visit, best);
     int64_t per_warp = 32 * (16 / best[1]) * 4;
     int w = 1;
-    while (w < cg->tg->max_warps && (int64_t)w * 2 * per_warp <= best[0])
+    while (w < cg->ti->lim.simt_warps && (int64_t)w * 2 * per_warp <= best[0])
         w *= 2;
     return w;
 }
@@ -485,7 +466,7 @@ static int emit_grid(Cg *cg, Func *f, StrBuf *out)
 static int emit_meta(Cg *cg, Func *f, StrBuf *out)
 {
     sb_printf(out, "tilec-meta 1\nkernel %s\narch %s\nthreads %d\nsmem %lld\ncluster 1 1 1\n",
-              f->name, cg->tg->name, cg->nwarps * 32, (long long)dynamic_smem_bytes(cg));
+              f->name, cg->ti->name, cg->nwarps * 32, (long long)dynamic_smem_bytes(cg));
     for (int i = 0; i < f->ndims; i++)
         sb_printf(out, "dim %s\n", f->dim_names[i]);
     for (int i = 0; i < f->nparams; i++) {
@@ -593,10 +574,49 @@ static int simt_min_blocks(Func *f, int nwarps)
  * thread: 907 against 1643 lines of PTX). */
 static bool simt_wide(Func *f, int nwarps)
 {
-    if (nwarps < 16 || tc_knob("TILEC_WARPS", 0) > 0)
+    if (nwarps < 16)
         return false;
     LoadSum s = loaded(f, nwarps);
     return !(s.elems > 64 && s.bytes <= 256);
+}
+
+/* What the measured choices of a kernel with chained products depend on:
+ * whether its scores are masked per row (a triangular mask: an index tile
+ * along the rows, as the causal mask's rows(s)), how far its first product
+ * reduces (attention's head dim) and whether a tile declared shared is
+ * stored (O staged through shared memory). */
+typedef struct ChainFacts { bool row_mask, staged; int64_t first_k; } ChainFacts;
+
+static bool facts_visit(Func *f, Op *op, void *ctx)
+{
+    ChainFacts *cf = ctx;
+    if (op->code == OP_IOTA && op->iattr[0] == 0 && ir_type(f, op->res[0])->rank == 2)
+        cf->row_mask = true;
+    if (op->code == OP_STORE && ir_type(f, op->args[op->nargs - 1])->space == SP_SHARED)
+        cf->staged = true;
+    if (op->code == OP_DOT && !cf->first_k) {
+        const Type *a = ir_type(f, op->args[0]);
+        cf->first_k = a->rank == 2 ? a->shape[1] : 0;
+    }
+    return true;
+}
+
+/* Masked async copies get an arm without per-chunk bounds for windows
+ * wholly inside the tensor in kernels with products: examples/gemm.tile
+ * went from 381 / 370 to 394 / 396 TFLOP/s (H200, 4096^3 / 8192^3), and
+ * attention +0.4% to +2.3%, except with a row mask over a first product
+ * of 128 or more (D=128 causal: -1.5% to -2.7%), which keeps it off.
+ * That tile, with O staged, issues p @ v row tile by row tile (Cg.pv_rows):
+ * +1.8% to +3.9% up to 32 key blocks, within the spread beyond (H200,
+ * sm_86 PTX; bench/RESULTS.md 2026-11-30 20:26-21:06). */
+static void chain_choices(Cg *cg, Func *f, int mma_warps, int chain_warps)
+{
+    ChainFacts cf = { 0 };
+    if (chain_warps)
+        ir_walk(f, &f->body, facts_visit, &cf);
+    bool heavy_rows = chain_warps && cf.row_mask && cf.first_k >= 128;
+    cg->copy_interior = mma_warps > 0 && !heavy_rows;
+    cg->pv_rows = heavy_rows && cf.staged;
 }
 
 static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
@@ -604,15 +624,10 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     cg->f = f;
     cg->vals = arena_alloc(cg->a, sizeof(TileVal) * f->nvals);
     cg->tens = arena_alloc(cg->a, sizeof(TensorArg) * f->nvals);
-    int chain_warps = cg_chain_kernel_warps(f, cg->tg->max_warps);
-    int mma_warps = chain_warps ? chain_warps : cg_mma_kernel_warps(f, cg->tg->max_warps);
+    int chain_warps = cg_chain_kernel_warps(f, cg->ti->lim.simt_warps);
+    int mma_warps = chain_warps ? chain_warps : cg_mma_kernel_warps(f, cg->ti->lim.simt_warps);
     cg->mma_rows_only = chain_warps > 0;
-    /* GEMM-shaped kernels: with the interior arm, the grouped block order
-     * and C through shared memory, examples/gemm.tile went from 381 / 370
-     * to 394 / 396 TFLOP/s (H200, 4096^3 / 8192^3; docs/codegen.md).
-     * Chained products (attention) keep it off: -1.5% to -2.7% on the
-     * D=128 causal tiles and 9% more instructions to compile. */
-    cg->copy_interior = tc_knob("TILEC_COPY_INTERIOR", mma_warps > 0 && !chain_warps) != 0;
+    chain_choices(cg, f, mma_warps, chain_warps);
     cg->nwarps = mma_warps ? mma_warps : pick_warps(cg, f);
     cg->smem = NULL;
     cg->smem_bytes = 0;
@@ -622,16 +637,14 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
      * registers for 3 blocks per SM: 93.9% of copy bandwidth on an H200
      * against 88.5% keeping f32 values live at 2 blocks (docs/codegen.md). */
     bool wide = !mma_warps && simt_wide(f, cg->nwarps);
-    cg->remat = tc_knob("TILEC_REMAT", wide ? 2 : 0);
-    cg->hoist = tc_knob("TILEC_HOIST", 0);
+    cg->remat = wide;
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
     LLVMSetFunctionCallConv(cg->fn, 71 /* ptx_kernel */);
     char nt[16];
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
-    int minct = tc_knob("TILEC_MINCTASM", mma_warps ? (cg->nwarps >= 16 ? 2 : 0)
-                                          : wide ? 3 : simt_min_blocks(f, cg->nwarps));
+    int minct = mma_warps ? (cg->nwarps >= 16 ? 2 : 0) : wide ? 3 : simt_min_blocks(f, cg->nwarps);
     cg->minct = minct > 0 ? minct : 0;
     if (minct > 0) {
         char mc[16];
@@ -655,7 +668,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     setup_dynamic_smem(cg, f, mma_warps > 0);
     bind_params(cg, f);
     if (cg->report)
-        sb_printf(cg->report, "kernel %s (%s): %d threads (%d warps)\n", f->name, cg->tg->name,
+        sb_printf(cg->report, "kernel %s (%s): %d threads (%d warps)\n", f->name, cg->ti->name,
                   cg->nwarps * 32, cg->nwarps);
     if (cg->mma_rows_only)
         cg_chain_turns(cg, f);
@@ -668,16 +681,16 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
                   (long long)dynamic_smem_bytes(cg), (long long)cg->dsmem_base, (long long)cg->smem_bytes);
     else if (cg->report)
         sb_printf(cg->report, "  static shared memory: %lld bytes\n", (long long)cg->smem_bytes);
-    if (!e && cg->dsmem && dynamic_smem_bytes(cg) > pass_smem_limit(cg->tg->name)) {
+    if (!e && cg->dsmem && dynamic_smem_bytes(cg) > pass_smem_limit(cg->ti, cg->smem_per_block)) {
         diag_error(cg->d, f->loc, "kernel '%s' needs %lld bytes of shared memory (buffers %lld, scratch %lld); "
                    "%s allows %d; use smaller tiles or fewer pipeline stages", f->name,
                    (long long)dynamic_smem_bytes(cg), (long long)cg->dsmem_base, (long long)cg->smem_bytes,
-                   cg->tg->name, (int)pass_smem_limit(cg->tg->name));
+                   cg->ti->name, (int)pass_smem_limit(cg->ti, cg->smem_per_block));
         e++;
-    } else if (!e && !cg->dsmem && cg->smem_bytes > cg->tg->max_smem_static) {
+    } else if (!e && !cg->dsmem && cg->smem_bytes > cg->ti->lim.smem_static) {
         diag_error(cg->d, f->loc, "kernel '%s' needs %lld bytes of shared memory for reductions and "
                    "layout conversions; %s allows %d", f->name, (long long)cg->smem_bytes,
-                   cg->tg->name, cg->tg->max_smem_static);
+                   cg->ti->name, cg->ti->lim.smem_static);
         e++;
     }
     return e + emit_meta(cg, f, meta);
@@ -687,7 +700,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
 
 /* The NVPTX target machine for tg at opt (NULL and *err set when LLVM has
  * no NVPTX target). */
-static LLVMTargetMachineRef make_tm(const Target *tg, int opt, char **err)
+static LLVMTargetMachineRef make_tm(const TargetInfo *ti, int opt, char **err)
 {
     LLVMTargetRef t;
     *err = NULL;
@@ -695,7 +708,7 @@ static LLVMTargetMachineRef make_tm(const Target *tg, int opt, char **err)
         return NULL;
     /* Aggressive gives the same PTX as Default on these kernels, slower. */
     LLVMCodeGenOptLevel lvl = opt <= 0 ? LLVMCodeGenLevelNone : LLVMCodeGenLevelDefault;
-    return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", tg->cpu, tg->features, lvl,
+    return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", ti->llvm_cpu, ti->llvm_features, lvl,
                                    LLVMRelocDefault, LLVMCodeModelDefault);
 }
 
@@ -705,7 +718,7 @@ static LLVMTargetMachineRef make_tm(const Target *tg, int opt, char **err)
  * IR builder folds constants without one), which is set once the machine
  * exists, before any pass runs. */
 typedef struct TmJob {
-    const Target *tg;
+    const TargetInfo *ti;
     int opt;
     LLVMTargetMachineRef tm;
     char *err;
@@ -717,7 +730,7 @@ static void *tm_job(void *p)
     TmJob *j = p;
     double t0 = tc_now();
     pthread_once(&init_once, init_nvptx);
-    j->tm = make_tm(j->tg, j->opt, &j->err);
+    j->tm = make_tm(j->ti, j->opt, &j->err);
     j->ms = (tc_now() - t0) * 1e3;
     return NULL;
 }
@@ -739,33 +752,21 @@ static void *tm_job(void *p)
  * (shared memory is read by ldmatrix intrinsics, global memory by
  * cp.async): GVN with PRE and a second instcombine round differed by a few
  * address instructions, for ~35M more instructions executed on attention
- * (~10% of its compile). TILEC_GVN=1 runs that pipeline (benchmark
- * variants). */
-/* TILEC_XP_SIMT_IC=0 (experiment): modules without tensor-core kernels
- * skip instcombine; 8% fewer instructions to compile layernorm [16384],
- * the same copy bandwidth on the H200 (bench/RESULTS.md 2026-12-01 00:25),
- * cubins 2-7% larger. */
-static const char *pipeline(int opt, bool simt)
+ * (~10% of its compile). */
+static const char *pipeline(int opt)
 {
-    if (simt && opt >= 1 && tc_knob("TILEC_XP_SIMT_IC", 1) == 0)
-        return opt <= 1 ? "function(early-cse,simplifycfg,dce)"
-                        : "function(early-cse,simplifycfg,loop-mssa(licm),dce)";
     static const char *const p[] = {
         "verify",
         "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
         "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),dce)",
-        ("function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
-         "loop-mssa(licm),gvn<memoryssa>,instcombine<no-verify-fixpoint>,simplifycfg,adce)"),
     };
-    if (opt <= 1)
-        return p[opt <= 0 ? 0 : 1];
-    return p[tc_knob("TILEC_GVN", 0) ? 3 : 2];
+    return p[opt <= 0 ? 0 : opt == 1 ? 1 : 2];
 }
 
-static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, bool simt, Diag *d, Loc loc)
+static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
 {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt, simt), tm, po);
+    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt), tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (err) {
         char *msg = LLVMGetErrorMessage(err);
@@ -795,16 +796,14 @@ static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool simt, CgGat
 }
 
 /* The generated LLVM IR is verified in builds with assertions (the
- * sanitizer build the test suite runs) and under TILEC_VERIFY_LLVM=1;
- * release builds skip it as release compilers do (1.3% of layernorm
- * [16384]'s compile, 2% of attention's). TILEC_VERIFY_LLVM=0 turns it off
- * in a debug build. */
+ * sanitizer build the test suite runs); release builds skip it as release
+ * compilers do (1.3% of layernorm [16384]'s compile, 2% of attention's). */
 static bool verify_llvm(void)
 {
 #ifdef NDEBUG
-    return tc_knob("TILEC_VERIFY_LLVM", 0) != 0;
+    return false;
 #else
-    return tc_knob("TILEC_VERIFY_LLVM", 1) != 0;
+    return true;
 #endif
 }
 
@@ -829,16 +828,13 @@ static void time_row(StrBuf *timing, const char *what, double t0)
 
 /* Pure values of the SIMT kernels marked "tilec.sched" (rows of 16+ warps,
  * under a register cap) move to their first use (lower_simt.c). Without a
- * cap ptxas then takes more registers (docs/codegen.md). TILEC_SCHED=1
- * does it for every SIMT kernel ("tilec.simt"), 0 for none. */
+ * cap ptxas then takes more registers (docs/codegen.md). */
 static void schedule_simt(Cg *cg, int opt)
 {
-    int knob = tc_knob("TILEC_SCHED", -1);   /* -1: the kernels gen_kernel marked */
-    if (opt <= 0 || knob == 0)
+    if (opt <= 0)
         return;
     for (LLVMValueRef fn = LLVMGetFirstFunction(cg->mod); fn; fn = LLVMGetNextFunction(fn))
-        if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, knob > 0 ? "tilec.simt" : "tilec.sched",
-                                          knob > 0 ? 10 : 11))
+        if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.sched", 11))
             cg_schedule_simt(cg, fn);
 }
 
@@ -854,7 +850,7 @@ static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, Cg
     }
     cg_allow_contract(cg->mod);
     bool simt = simt_module(cg->mod);
-    if (optimise(cg->mod, tm, o->opt_level, simt, cg->d, loc))
+    if (optimise(cg->mod, tm, o->opt_level, cg->d, loc))
         return 1;
     schedule_simt(cg, o->opt_level);
     time_row(timing, "codegen: llvm optimisation", t0);
@@ -873,19 +869,19 @@ static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, Cg
 int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *timing)
 {
     Loc loc = { m->source_name, 0, 0 };
-    const Target *tg = cg_target_lookup(o->arch);
+    const Target *tg = o->target ? cg_family(o->target->family) : NULL;
     if (!tg) {
-        diag_error(d, loc, "unknown target arch '%s' (known: sm_86, sm_90, sm_90a, sm_100, sm_100a, sm_100f)",
-                   o->arch ? o->arch : "(none)");
+        diag_error(d, loc, "no code generator for target %s in this build", o->target ? o->target->name : "(none)");
         return 1;
     }
-    TmJob job = { .tg = tg, .opt = o->opt_level };
+    TmJob job = { .ti = o->target, .opt = o->opt_level };
     pthread_t th;
     bool threaded = pthread_create(&th, NULL, tm_job, &job) == 0;
     if (!threaded)
         tm_job(&job);
     double t0 = tc_now();
-    Cg cg = { .a = m->arena, .d = d, .tg = tg, .report = &res->report };
+    Cg cg = { .a = m->arena, .d = d, .tg = tg, .ti = o->target, .smem_per_block = o->smem_per_block,
+              .report = &res->report };
     cg.ctx = LLVMContextCreate();
     cg.gate = cg_gate_new(cg.ctx);
     cg.mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", cg.ctx);

@@ -31,9 +31,11 @@
 #define TILEC_CODEGEN_H
 
 #include "../ir/ir.h"
+#include "../target/target.h"
 
 typedef struct CgOptions {
-    const char *arch;        /* resolved: "sm_86", "sm_90a", "sm_100a", "sm_100f", "sm_90" */
+    const TargetInfo *target;   /* the resolved arch (tc_target) */
+    int64_t smem_per_block;  /* option target.smem-per-block; 0 = the target's own */
     int opt_level;           /* 0..3 */
     bool want_llvm;          /* fill llvm_ir */
     bool want_ptx;           /* fill ptx */
@@ -50,8 +52,8 @@ typedef struct CgResult {
  * reported to d (0 = success). Caller frees the StrBufs in res. */
 int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *timing);
 
-/* Is `arch` one codegen knows? (resolved names only) */
-bool cg_arch_supported(const char *arch);
+/* Does this build lower the target's instruction family? */
+bool cg_target_supported(const TargetInfo *t);
 /* "22.1.8" */
 const char *cg_llvm_version(void);
 

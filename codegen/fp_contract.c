@@ -24,8 +24,6 @@ static bool contractible(LLVMValueRef inst)
 
 void cg_allow_contract(LLVMModuleRef mod)
 {
-    if (!tc_knob("TILEC_XP_CONTRACT", 1))   /* benchmark variants: 0 = no contraction */
-        return;
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
             for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))

@@ -45,7 +45,7 @@ LLVMValueRef cg_smem_offset(Cg *cg, const SmemView *sv, LLVMValueRef row, LLVMVa
                                   LLVMBuildAnd(bld, b, cg_i32(cg, w - 1), ""), "");
     LLVMValueRef sel = LLVMBuildAnd(bld, LLVMBuildLShr(bld, x, cg_i32(cg, 3), ""), cg_i32(cg, ((1 << bits) - 1) << 4), "");
     x = LLVMBuildXor(bld, x, sel, "");
-    return LLVMBuildAdd(bld, LLVMBuildMul(bld, panel, cg_i32(cg, (sv->prows ? sv->prows : sv->rows) * w), ""), x, "");
+    return LLVMBuildAdd(bld, LLVMBuildMul(bld, panel, cg_i32(cg, sv->rows * w), ""), x, "");
 }
 
 LLVMValueRef cg_smem_ptr(Cg *cg, const SmemView *sv, LLVMValueRef row, LLVMValueRef b)
@@ -451,77 +451,7 @@ static LLVMValueRef copy_aligned(Cg *cg, const Copy *c)
     return LLVMBuildICmp(cg->b, LLVMIntEQ, bits, cg_i64(cg, 0), "cp.aligned");
 }
 
-/* ---- prefetch copies issued between the k steps of a DOT ----
- * Experiment, off by default (TILEC_XP_INTERLEAVE=1 turns it on): on an
- * H200 it measured no faster than the copies where they stand (370 / 355
- * TFLOP/s against 361 / 377 at 4096^3 / 8192^3, docs/codegen.md), and the
- * version measured had a bug since fixed (one condition for all copies, see
- * cg_deferred_copies_emit) that this fix has not been measured with.
- * The double_buffer schedule of a loop body is: wait, barrier, IF (guard)
- * { copies of a later iteration into the retired slot }, commit,
- * smem_loads, DOT. Lowered as it stands, every iteration is one burst
- * (all copies, then all products). When the body has exactly this shape
- * and one DOT, the copies' cp.async go between the DOT's k16 steps
- * instead (1/K16 of the chunks per step, each copy under `guard && its
- * rows aligned`) and the commit after the last part: the same copies into
- * the same slot, in the same commit group, so the wait counts are
- * unchanged; the slot written is still the one the top barrier retired,
- * which the DOT does not read. A copy whose rows are not 16-byte aligned
- * still takes the synchronous path where the IF stands.
- * TILEC_XP_COPY_POS places the parts in a k step (see
- * cg_deferred_copies_emit). */
-
-typedef struct PfLoop {
-    Op *forop, *ifop, *commit, *dot;
-    Op *wait, *barrier;           /* the body's top wait + barrier */
-    bool early;                   /* the DOT issues them before its last k step */
-} PfLoop;
-
-enum { PF_MAX_LOOPS = 16, PF_MAX_COPIES = 8 };
-
-struct CgPrefetch {
-    PfLoop loops[PF_MAX_LOOPS];
-    int n;
-    struct CgCopies *collect;     /* re-lowering at the DOT: copies are recorded here */
-};
-
-struct CgCopies {
-    Copy c[PF_MAX_COPIES];
-    int64_t chunks[PF_MAX_COPIES];   /* per-thread chunks (1: issued whole) */
-    int n;
-    int64_t total;
-    LLVMValueRef ok[PF_MAX_COPIES];  /* i1 per copy: the guard, and its rows aligned */
-    LLVMValueRef in[PF_MAX_COPIES];  /* i1 per masked copy: its window inside the tensor (NULL: unmasked) */
-    int where;                       /* place in a k step (cg_deferred_copies_emit) */
-    const PfLoop *loop;
-};
-
-static bool scalar_pure(Func *f, const Op *op)
-{
-    return (op_info[op->code].flags & OPF_PURE) && op->nregions == 0 && op->nres == 1 &&
-           ir_type(f, op->res[0])->kind != TY_TILE;
-}
-
-static bool pf_then_ok(Func *f, const Block *b)
-{
-    int ncopy = 0;
-    for (int i = 0; i < b->nops; i++) {
-        const Op *op = b->ops[i];
-        if (op->code == OP_ASYNC_COPY)
-            ncopy++;
-        else if (op->code != OP_YIELD && !scalar_pure(f, op))
-            return false;
-    }
-    return ncopy > 0 && ncopy <= PF_MAX_COPIES;
-}
-
-static bool from_smem_load(Func *f, ValId v)
-{
-    Op *d = ir_val(f, v)->def;
-    if (d && d->code == OP_TRANS)
-        d = ir_val(f, d->args[0])->def;
-    return d && d->code == OP_SMEM_LOAD;
-}
+/* ---- products in a block ---- */
 
 static bool count_dots(Func *f, Op *op, void *ctx)
 {
@@ -537,185 +467,12 @@ int cg_count_dots(Func *f, Block *b)
     return n;
 }
 
-/* Early fragments (TILEC_XP_EARLY_FRAGS=0 turns them off): the body's top
- * wait + barrier move to just before the DOT's last k step (after the
- * last part of the copies and their commit), where every fragment of the
- * current slot is already in registers, so the step-0 fragments of the
- * next slot load before the last products; the first iteration's wait +
- * barrier + fragments go to the preheader. Needs pending >= 1 (S >= 3:
- * the wait then leaves the group just committed in flight) and the DOT's
- * result yielded directly (the DOT ends the body). */
-static bool pf_early_ok(Func *f, Block *b, int j, Op *wait)
-{
-    int early = tc_knob("TILEC_XP_EARLY_FRAGS", 1);
-    Op *dot = b->ops[j], *y = j + 1 < b->nops ? b->ops[j + 1] : NULL;
-    if (early <= 0 || !wait || wait->iattr[0] < 1 || !y || y->code != OP_YIELD || j + 2 != b->nops)
-        return false;
-    for (int k = 0; k < y->nargs; k++)
-        if (y->args[k] == dot->res[0])
-            return ir_type(f, dot->res[0])->kind == TY_TILE;
-    return false;
-}
-
-static void pf_record(Cg *cg, struct CgPrefetch *pf, Op *forop, int i, int j)
-{
-    Block *b = &forop->regions[0];
-    PfLoop *l = &pf->loops[pf->n++];
-    *l = (PfLoop){ .forop = forop, .ifop = b->ops[i], .commit = b->ops[i + 1], .dot = b->ops[j] };
-    int k = i - 1;
-    while (k >= 0 && scalar_pure(cg->f, b->ops[k]))
-        k--;
-    if (k >= 1 && b->ops[k]->code == OP_BARRIER && b->ops[k - 1]->code == OP_ASYNC_WAIT) {
-        l->barrier = b->ops[k];
-        l->wait = b->ops[k - 1];
-    }
-    l->early = pf_early_ok(cg->f, b, j, l->wait);
-}
-
-/* The IF / commit / DOT of a FOR body of the double_buffer shape, if any. */
-static void pf_scan_for(Cg *cg, struct CgPrefetch *pf, Op *forop)
-{
-    Func *f = cg->f;
-    Block *b = &forop->regions[0];
-    int ndots = cg_count_dots(f, b);
-    for (int i = 0; ndots == 1 && i + 1 < b->nops && pf->n < PF_MAX_LOOPS; i++) {
-        Op *ifop = b->ops[i];
-        if (ifop->code != OP_IF || ifop->nres || ifop->nregions != 2 || b->ops[i + 1]->code != OP_ASYNC_COMMIT ||
-            !pf_then_ok(f, &ifop->regions[0]) || ifop->regions[1].nops > 1)
-            continue;
-        for (int j = i + 2; j < b->nops; j++) {
-            Op *op = b->ops[j];
-            if (op->code == OP_DOT) {
-                if (from_smem_load(f, op->args[0]) && from_smem_load(f, op->args[1]))
-                    pf_record(cg, pf, forop, i, j);
-                break;
-            }
-            if (op->code != OP_SMEM_LOAD && op->code != OP_TRANS && !scalar_pure(f, op))
-                break;
-        }
-        return;
-    }
-}
-
-static bool pf_visit(Func *f, Op *op, void *ctx)
-{
-    Cg *cg = ctx;
-    (void)f;
-    if (op->code == OP_FOR)
-        pf_scan_for(cg, cg->pf, op);
-    return true;
-}
-
-static struct CgPrefetch *pf_get(Cg *cg)
-{
-    if (!cg->pf) {
-        cg->pf = arena_alloc(cg->a, sizeof *cg->pf);
-        memset(cg->pf, 0, sizeof *cg->pf);
-        if (tc_knob("TILEC_XP_INTERLEAVE", 0) > 0)
-            ir_walk(cg->f, &cg->f->body, pf_visit, cg);
-    }
-    return cg->pf;
-}
-
-static const PfLoop *pf_find(Cg *cg, const Op *op)
-{
-    struct CgPrefetch *pf = pf_get(cg);
-    for (int i = 0; i < pf->n; i++) {
-        const PfLoop *l = &pf->loops[i];
-        if (op == l->commit || op == l->dot || op->parent == &l->ifop->regions[0])
-            return l;
-    }
-    return NULL;
-}
-
-static int pf_collect(Cg *cg, struct CgCopies *dc, Op *op)
-{
-    if (dc->n == PF_MAX_COPIES || copy_init(cg, op, &dc->c[dc->n]))
-        return 1;
-    const Copy *c = &dc->c[dc->n];
-    int64_t step, cpr = c->sv->cols * c->sv->eb / 16;
-    dc->chunks[dc->n] = copy_regular(cg, c, &step) ? c->sv->rows * cpr / (32LL * cg->nwarps) : 1;
-    dc->total += dc->chunks[dc->n++];
-    return 0;
-}
-
-struct CgCopies *cg_deferred_copies(Cg *cg, Op *dot)
-{
-    const PfLoop *l = pf_find(cg, dot);
-    if (!l || l->dot != dot)
-        return NULL;
-    struct CgCopies *dc = arena_alloc(cg->a, sizeof *dc);
-    memset(dc, 0, sizeof *dc);
-    cg->pf->collect = dc;
-    int e = cg_lower_block(cg, &l->ifop->regions[0]);
-    cg->pf->collect = NULL;
-    if (e)
-        return NULL;
-    dc->where = tc_knob("TILEC_XP_COPY_POS", 1);   /* experiments: 0, 1 (default), 2 */
-    dc->loop = l;
-    for (int i = 0; i < dc->n; i++) {
-        dc->ok[i] = LLVMBuildAnd(cg->b, cg->vals[l->ifop->args[0]].s, copy_aligned(cg, &dc->c[i]), "");
-        dc->in[i] = interior_test(cg, &dc->c[i]);
-    }
-    return dc;
-}
-
-
-/* Chunks lo .. hi-1 (over all copies) of this thread, each copy's under
- * its own condition: the guard and that copy's alignment (a copy whose
- * rows are not aligned took the synchronous path where the IF stands). */
-void cg_deferred_copies_emit(Cg *cg, struct CgCopies *dc, int part, int nparts, int where)
-{
-    if (where >= 0 && where != dc->where)
-        return;
-    int64_t lo = dc->total * part / nparts, hi = dc->total * (part + 1) / nparts, base = 0;
-    for (int k = 0; k < dc->n; base += dc->chunks[k++]) {
-        int64_t a = (lo > base ? lo : base) - base, z = (hi < base + dc->chunks[k] ? hi : base + dc->chunks[k]) - base;
-        if (a >= z)
-            continue;
-        LLVMBasicBlockRef doit = cg_new_block(cg, "pf.copy"), cont = cg_new_block(cg, "pf.cont");
-        LLVMBuildCondBr(cg->b, dc->ok[k], doit, cont);
-        LLVMPositionBuilderAtEnd(cg->b, doit);
-        copy_arms(cg, &dc->c[k], dc->in[k], a, z, cont);
-        LLVMPositionBuilderAtEnd(cg->b, cont);
-    }
-    if (part == nparts - 1)
-        cg->tg->async_commit(cg);
-}
-
-Op *cg_deferred_early(Cg *cg, const struct CgCopies *dc, int *pending)
-{
-    (void)cg;
-    if (!dc->loop->early)
-        return NULL;
-    *pending = (int)dc->loop->wait->iattr[0];
-    return dc->loop->forop;
-}
-
-LLVMValueRef cg_slot_base(Cg *cg, ValId operand, bool next)
-{
-    Func *f = cg->f;
-    Op *d = ir_val(f, operand)->def;
-    if (d && d->code == OP_TRANS)
-        d = ir_val(f, d->args[0])->def;
-    if (!d || d->code != OP_SMEM_LOAD || cg->vals[d->args[0]].kind != TV_SMEM)
-        return NULL;
-    const SmemView *buf = cg->vals[d->args[0]].sv;
-    if (!next)
-        return buf->base;
-    LLVMValueRef s = LLVMBuildAdd(cg->b, cg->vals[d->args[1]].s, cg_i32(cg, 1), "");
-    s = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, s, cg_i32(cg, buf->slots), ""), cg_i32(cg, 0), s, "");
-    LLVMValueRef o = LLVMBuildMul(cg->b, LLVMBuildSExt(cg->b, s, cg->t_i64, ""), cg_i64(cg, buf->slot_bytes), "");
-    return LLVMBuildGEP2(cg->b, cg->t_i8, buf->base, &o, 1, "");
-}
-
 static int lower_copy(Cg *cg, Op *op);
 
 /* A copy that warp group g issues alone (decoupled turns, lower_chain.c
  * cg_chain_copy_group): behind a warp-uniform branch, lowered as if the
- * block were that group (thread ids from 0, half the warps); part `part`
- * of `parts` runs of the window's rows (copy_select_part). */
-static int group_copy(Cg *cg, Op *op, int g, int part, int parts)
+ * block were that group (thread ids from 0, half the warps). */
+static int group_copy(Cg *cg, Op *op, int g)
 {
     LLVMBasicBlockRef mine = cg_new_block(cg, "cp.group"), after = cg_new_block(cg, "cp.group.end");
     LLVMBuildCondBr(cg->b, cg_chain_in_group(cg, g), mine, after);
@@ -724,9 +481,7 @@ static int group_copy(Cg *cg, Op *op, int g, int part, int parts)
     int nwarps = cg->nwarps;
     cg->tid = LLVMBuildSub(cg->b, tid, cg_i32(cg, g * nwarps * 16), "gtid");
     cg->nwarps = nwarps / 2;
-    cg->copy_part = part, cg->copy_parts = parts;
     int e = lower_copy(cg, op);
-    cg->copy_part = 0, cg->copy_parts = 0;
     cg->tid = tid;
     cg->nwarps = nwarps;
     LLVMBuildBr(cg->b, after);
@@ -734,75 +489,39 @@ static int group_copy(Cg *cg, Op *op, int g, int part, int parts)
     return e;
 }
 
-/* An async copy: the whole block's, one group's alone, or (the first
- * product's A with the turns carried across a loop's trips) each group its
- * own half of the rows. */
+/* An async copy: the whole block's, or one warp group's alone. */
 int cg_lower_async_copy(Cg *cg, Op *op)
 {
-    int g = pf_get(cg)->collect ? -1 : cg_chain_copy_group(cg, op);
+    int g = cg_chain_copy_group(cg, op);
     if (g < 0)
         return lower_copy(cg, op);
-    int e = g == 2 ? group_copy(cg, op, 0, 0, 2) || group_copy(cg, op, 1, 1, 2) : group_copy(cg, op, g, 0, 1);
+    int e = group_copy(cg, op, g);
     int nwarps = cg->nwarps;
-    if (cg->report && !e && g == 2)
-        sb_printf(cg->report, "  async copy at %d:%d: each warp group copies the half of the rows its warps read\n",
-                  op->loc.line, op->loc.col);
-    else if (cg->report && !e)
+    if (cg->report && !e)
         sb_printf(cg->report, "  async copy at %d:%d: issued by warp group %d alone (warps %d-%d)\n", op->loc.line,
                   op->loc.col, g, g * nwarps / 2, g * nwarps / 2 + nwarps / 2 - 1);
     return e;
 }
 
-/* Part cg->copy_part of cg->copy_parts equal runs of the window's rows:
- * the global offset and the shared view move by that many rows (a whole
- * number of 8-row swizzle periods, so the pattern is the same; a swizzled
- * tile's column panels keep their height, SmemView.prows). */
-static int copy_select_part(Cg *cg, Copy *c)
-{
-    if (cg->copy_parts <= 1)
-        return 0;
-    int64_t rows = c->sv->rows / cg->copy_parts;
-    if (c->rdim < 0 || c->sv->rows % cg->copy_parts || rows % 8 || c->sv->trans) {
-        diag_internal(cg->d, c->op->loc, "a copy split by warp group needs whole 8-row runs");
-        return 1;
-    }
-    SmemView *sv = arena_alloc(cg->a, sizeof *sv);
-    *sv = *c->sv;
-    int64_t at = rows * cg->copy_part, bits = swz_bits(sv->swz);
-    LLVMValueRef o = cg_i64(cg, at * (bits ? 16 << bits : row_pitch(sv)));   /* row `at` of the first panel */
-    sv->base = LLVMBuildGEP2(cg->b, cg->t_i8, sv->base, &o, 1, "");
-    sv->prows = sv->prows ? sv->prows : sv->rows;
-    sv->rows = rows;
-    c->sv = sv;
-    c->off[c->rdim] = LLVMBuildAdd(cg->b, c->off[c->rdim], cg_i32(cg, at), "");
-    return 0;
-}
-
 static int lower_copy(Cg *cg, Op *op)
 {
     Copy c;
-    if (pf_get(cg)->collect)
-        return pf_collect(cg, cg->pf->collect, op);
-    if (copy_init(cg, op, &c) || copy_select_part(cg, &c))
+    if (copy_init(cg, op, &c))
         return 1;
-    bool deferred = pf_find(cg, op) != NULL;   /* cp.async issued by the DOT */
-    LLVMBasicBlockRef fast = deferred ? NULL : cg_new_block(cg, "cp.async"), slow = cg_new_block(cg, "cp.sync"),
+    LLVMBasicBlockRef fast = cg_new_block(cg, "cp.async"), slow = cg_new_block(cg, "cp.sync"),
                       join = cg_new_block(cg, "cp.join");
-    LLVMBuildCondBr(cg->b, copy_aligned(cg, &c), deferred ? join : fast, slow);
-    if (!deferred) {
-        LLVMPositionBuilderAtEnd(cg->b, fast);
-        int64_t cpr = c.sv->cols * c.sv->eb / 16;
-        copy_arms(cg, &c, interior_test(cg, &c), 0, c.sv->rows * cpr / (32LL * cg->nwarps), join);
-    }
+    LLVMBuildCondBr(cg->b, copy_aligned(cg, &c), fast, slow);
+    LLVMPositionBuilderAtEnd(cg->b, fast);
+    int64_t cpr = c.sv->cols * c.sv->eb / 16;
+    copy_arms(cg, &c, interior_test(cg, &c), 0, c.sv->rows * cpr / (32LL * cg->nwarps), join);
     LLVMPositionBuilderAtEnd(cg->b, slow);
     copy_all_sync(cg, &c);
     LLVMBuildBr(cg->b, join);
     LLVMPositionBuilderAtEnd(cg->b, join);
     if (cg->report)
-        sb_printf(cg->report, "  async copy at %d:%d: %lldx%lld, cp.async 16 B%s%s%s\n", op->loc.line, op->loc.col,
+        sb_printf(cg->report, "  async copy at %d:%d: %lldx%lld, cp.async 16 B%s%s\n", op->loc.line, op->loc.col,
                   (long long)c.sv->rows, (long long)c.sv->cols, c.mask ? ", zero fill at the edges" : "",
-                  interior_arm(cg, &c) ? " (an unmasked arm for windows wholly inside)" : "",
-                  deferred ? ", issued between the k steps of the product" : "");
+                  interior_arm(cg, &c) ? " (an unmasked arm for windows wholly inside)" : "");
     return 0;
 }
 
@@ -810,17 +529,13 @@ int cg_lower_async_sync(Cg *cg, Op *op)
 {
     switch ((OpCode)op->code) {
     case OP_ASYNC_COMMIT:
-        if (!pf_find(cg, op))      /* else committed by the DOT after its copies */
-            cg->tg->async_commit(cg);
+        cg->tg->async_commit(cg);
         return 0;
     case OP_ASYNC_WAIT:
+        cg->tg->async_wait(cg, (int)op->iattr[0]);
+        return 0;
     case OP_BARRIER:
-        for (int i = 0; i < pf_get(cg)->n; i++)
-            if (cg->pf->loops[i].early && (op == cg->pf->loops[i].wait || op == cg->pf->loops[i].barrier))
-                return 0;       /* issued by the DOT (early fragments) */
-        if (op->code == OP_ASYNC_WAIT)
-            cg->tg->async_wait(cg, (int)op->iattr[0]);
-        else if (!cg_chain_group_barrier(cg, op)) {
+        if (!cg_chain_group_barrier(cg, op)) {
             cg->tg->barrier(cg);
             cg->groups_apart = false;   /* the block meets again */
         }

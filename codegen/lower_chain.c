@@ -17,8 +17,8 @@
  * cg_chain_acc_warps (the warp grid, from lower_mma.c), cg_chain_anchors
  * (default layouts of the accumulator shapes and their rows), and
  * cg_chain_renumber (a conversion that moves no data, from lower_xfer.c);
- * cg_chain_turns / cg_chain_turn (TILEC_PINGPONG: two warp groups taking
- * turns at the tensor cores, from codegen.c and lower_mma.c).
+ * cg_chain_turns / cg_chain_turn (two warp groups taking turns at the
+ * tensor cores, from codegen.c and lower_mma.c).
  */
 #include "cg_internal.h"
 
@@ -150,8 +150,7 @@ static int rows_warps(int64_t m, int max_warps)
  * 4 warps x 32 rows (the FlashAttention-2 warp tile: each K / V fragment
  * read by ldmatrix feeds two m16 tiles, and two blocks fit an SM); 128 rows
  * with D = BN = 128 -> 8 x 16 (4 x 32 spills); 64 rows -> 4 x 16.
- * TILEC_XP_CHAIN_WARPS=N sets the cap instead (8: one warp per 16 rows
- * always). 0 when the kernel has none. */
+ * 0 when the kernel has none. */
 int cg_chain_kernel_warps(Func *f, int max_warps)
 {
     ChainScan cs = { { f, calloc(f->nvals ? f->nvals : 1, 1) }, false, 0, 0, 0 };
@@ -163,9 +162,6 @@ int cg_chain_kernel_warps(Func *f, int max_warps)
         return 0;
     int64_t per = cs.nfirst + cs.nchain <= 192 ? cs.mgcd / 32 : cs.mgcd / 16;
     int cap = per > 8 ? 8 : per < 4 ? 4 : (int)per;
-    cap = tc_knob("TILEC_XP_CHAIN_WARPS", cap);   /* benchmark variants */
-    if (cap < 1 || cap > 8)
-        cap = 8;
     return rows_warps(cs.mgcd, max_warps < cap ? max_warps : cap);
 }
 
@@ -325,7 +321,7 @@ LLVMValueRef *cg_chain_renumber(Cg *cg, LLVMValueRef *regs, const Layout *from, 
 bool cg_chain_rescale(Cg *cg, Op *op, int *x)
 {
     Func *f = cg->f;
-    if (!cg->mma_rows_only || op->code != OP_MUL || op->nargs != 2 || tc_knob("TILEC_XP_RESCALE_SKIP", 1) == 0)
+    if (!cg->mma_rows_only || op->code != OP_MUL || op->nargs != 2)
         return false;
     for (int i = 0; i < 2; i++) {
         const Value *a = ir_val(f, op->args[i]);
@@ -378,10 +374,10 @@ LLVMValueRef *cg_chain_scale_or_skip(Cg *cg, LLVMValueRef *x, LLVMValueRef *s, i
 }
 
 /* ---- two warp groups taking turns at the tensor cores ----
- * Off by default (TILEC_PINGPONG=1 turns it on; =2 also drops the loop's
- * block-wide barrier, below). A loop body
- * with exactly two products (attention: s = q @ k^T, then acc += p @ v)
- * on a block of 8k rows-only warps: warps 0 .. n/2-1 form group 0 and the
+ * A loop body with exactly two products (attention: s = q @ k^T, then
+ * acc += p @ v) on a block of 8k rows-only warps of 32 rows each (two
+ * FlashAttention-2 tiles of 128 rows; the loop's block-wide barrier also
+ * goes, below: decoupled turns): warps 0 .. n/2-1 form group 0 and the
  * rest group 1, so that each scheduler holds one warp of each. Named
  * barriers 1-3 order the groups' products within a trip:
  *   group 0: first product, arrive(1); softmax; sync(2); second product, arrive(3)
@@ -454,7 +450,7 @@ void cg_chain_group_sync(Cg *cg)
         group_bar(cg, g, true, 4 + g, cg->nwarps * 16, true);
 }
 
-/* Decoupled turns (TILEC_PINGPONG=2; tilec.attention's 256-row tile, the
+/* Decoupled turns (attention's 256-row tile; the
  * measurements in docs/codegen.md). With the turns, the
  * loop's block-wide top barrier (every thread's copies of this trip's K
  * and V have landed; every warp is done with the slots the next copies
@@ -505,115 +501,6 @@ static bool split_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
-/* Decoupled turns carried across the trips of a loop over tiles (a
- * persistent grid's loop that double_buffer rotated, TILEC_ROTATE): its body
- * is [.. async_wait, barrier (`top`: this trip's Q is in), smem_load Q ..]
- * key loop; async_wait 0; barrier (`drain`); the next trip's copies of Q, K
- * and V; the epilogue (stores). Then the groups need not meet at all between
- * two key loops:
- *   group 0 leaves the key loop after its last second product; Q and every
- *     K slot are dead for both groups then (group 1's last first product
- *     ended before group 0's last second product began, turn barrier 2),
- *     so it copies its own rows of the next trip's Q (each group copies
- *     the rows its warps read) and the first K at once, runs its epilogue
- *     (its own rows, its own
- *     barrier 4), then waits for its copies and meets its warps on 4 (the
- *     trip's top and the key loop's entry) and starts the next first
- *     product while group 1 is still busy;
- *   group 1 runs its last second product, meets its warps on 5 (the drain:
- *     none still reads the V slot its copy overwrites; group 0's last
- *     second product ended before its own began), copies its rows of Q and
- *     the next first V, runs its epilogue (barrier 5) and enters the next
- *     key loop at its usual trip top: waits for its copies and syncs on
- *     turn barrier 1 (which also orders its warps' copies of Q), where
- *     group 0 arrives after its first product of the new tile, which shows
- *     it the K that group 0 copied.
- * Each turn barrier still sees one arrival and one sync per trip, so their
- * generations line up across the tiles. Applied when the body has exactly
- * that shape: one barrier before the key loop, after the drain only pure
- * ops, commits, stores to global memory and ifs that hold copies into Q, K
- * or V (nothing that reads or writes shared memory otherwise); Q a shared
- * buffer read only by the first product. TILEC_PINGPONG=3 asks for it:
- * measured on an H200 (attention's 256-row tile as a rotated persistent
- * grid, bench/RESULTS.md 2026-12-01 11:56-12:02) it ran 1-3% slower than the
- * same grid with the block meeting between key loops, at 1k and 4k
- * tokens alike, so the key loop itself lost what the trips' overlap gained
- * (ptxas' schedule of the loop moved); not a pick. */
-static bool find_parent_for(Func *f, Op *op, void *ctx)
-{
-    const Op **pp = ctx;
-    (void)f;
-    if (op->code == OP_FOR && &op->regions[0] == pp[0]->parent)
-        pp[1] = op;
-    return pp[1] == NULL;
-}
-
-static bool copies_into(const Op *op, const ValId *bufs, int n)
-{
-    if (op->code == OP_ASYNC_COPY) {
-        for (int i = 0; i < n; i++)
-            if (op->args[0] == bufs[i])
-                return true;
-        return false;
-    }
-    if (op->code == OP_YIELD || ((op_info[op->code].flags & OPF_PURE) && !op->nregions && op->code != OP_DOT))
-        return true;   /* the copies' offsets */
-    if (op->code != OP_IF)
-        return false;
-    for (int r = 0; r < op->nregions; r++)
-        for (int i = 0; i < op->regions[r].nops; i++)
-            if (!copies_into(op->regions[r].ops[i], bufs, n))
-                return false;
-    return true;
-}
-
-static void split_across(Cg *cg, Func *f, int k)
-{
-    const Op *loop = cg->split[k].loop, *a = cg->split[k].dot[0], *b = cg->split[k].dot[1];
-    const Block *B = loop->parent;
-    const Op *pp[2] = { loop, NULL };
-    if (B == &f->body)
-        return;
-    ir_walk(f, &f->body, find_parent_for, pp);
-    int li = ir_block_index_of(B, loop);
-    ValId q = dot_smem_buffer(f, a->args[0]);
-    if (!pp[1] || li < 0 || li + 2 >= B->nops || B->ops[li + 1]->code != OP_ASYNC_WAIT ||
-        B->ops[li + 1]->iattr[0] != 0 || B->ops[li + 2]->code != OP_BARRIER || !q || q == cg->split[k].buf[0] ||
-        q == cg->split[k].buf[1] || dot_smem_buffer(f, b->args[0]) == q)
-        return;
-    const Op *top = NULL;
-    for (int i = 0; i < li; i++) {
-        const Op *o = B->ops[i];
-        if (o->code == OP_BARRIER) {
-            if (top)
-                return;
-            top = o;
-        } else if (o->nregions || o->code == OP_ASYNC_COPY || o->code == OP_SMEM_STORE || o->code == OP_DOT) {
-            return;
-        }
-    }
-    ValId bufs[3] = { q, cg->split[k].buf[0], cg->split[k].buf[1] };
-    for (int i = li + 3; i < B->nops; i++) {
-        const Op *o = B->ops[i];
-        bool ok = o->code == OP_ASYNC_COMMIT || o->code == OP_STORE || o->code == OP_YIELD ||
-                  ((op_info[o->code].flags & OPF_PURE) && !o->nregions && o->code != OP_DOT) ||
-                  ((o->code == OP_IF || o->code == OP_ASYNC_COPY) && copies_into(o, bufs, 3));
-        if (!ok)
-            return;
-    }
-    if (!top)
-        return;
-    cg->split[k].abuf = q;
-    cg->split[k].top = top;
-    cg->split[k].drain = B->ops[li + 2];
-    cg->split[k].across = true;
-    if (cg->report)
-        sb_printf(cg->report, "  loop at %d:%d: the groups stay apart across the trips of the loop at %d:%d: group 0 "
-                  "starts the next tile while group 1 finishes this one, each group copying its own rows of the "
-                  "first product's A operand; no block-wide barrier between the key loops\n", loop->loc.line, loop->loc.col,
-                  pp[1]->loc.line, pp[1]->loc.col);
-}
-
 static void split_turns(Cg *cg, Func *f, const Op *loop, const Op *a, const Op *b)
 {
     const Block *body = &loop->regions[0];
@@ -634,7 +521,7 @@ static void split_turns(Cg *cg, Func *f, const Op *loop, const Op *a, const Op *
                       cg->nsplit == (int)(sizeof cg->split / sizeof cg->split[0]) ? "too many loops" : NULL;
     if (why) {
         if (cg->report)
-            sb_printf(cg->report, "  TILEC_PINGPONG=2: loop at %d:%d keeps its block-wide barrier (%s)\n",
+            sb_printf(cg->report, "  loop at %d:%d keeps its block-wide barrier (no decoupled turns: %s)\n",
                       loop->loc.line, loop->loc.col, why);
         return;
     }
@@ -649,8 +536,6 @@ static void split_turns(Cg *cg, Func *f, const Op *loop, const Op *a, const Op *
     if (cg->report)
         sb_printf(cg->report, "  loop at %d:%d: decoupled turns: group 0 alone copies the first product's buffer, "
                   "group 1 the second's, no block-wide barrier in the loop\n", loop->loc.line, loop->loc.col);
-    if (tc_knob("TILEC_PINGPONG", 0) >= 3)
-        split_across(cg, f, cg->nsplit - 1);
 }
 
 int cg_chain_copy_group(Cg *cg, const Op *op)
@@ -659,8 +544,6 @@ int cg_chain_copy_group(Cg *cg, const Op *op)
         for (int g = 0; g < 2; g++)
             if (op->args[0] == cg->split[i].buf[g])
                 return g;
-        if (cg->split[i].across && op->args[0] == cg->split[i].abuf)
-            return 2;   /* each group its own rows */
     }
     return -1;
 }
@@ -711,15 +594,6 @@ bool cg_chain_group_barrier(Cg *cg, const Op *op)
             turn_bar(cg, 1, true, 1);   /* group 1 waits for group 0's first product here */
             return true;
         }
-        if (cg->split[i].across && cg->split[i].top == op) {
-            group_bar(cg, 0, true, 4, n / 2, true);   /* group 0's copies of Q: group 1 sees them at turn barrier 1 */
-            return true;
-        }
-        if (cg->split[i].across && cg->split[i].drain == op) {
-            group_bar(cg, 1, true, 5, n / 2, true);   /* group 1's warps are done with the last V slot */
-            cg->groups_apart = true;
-            return true;
-        }
     }
     if (split_drain(cg, op)) {
         group_bar(cg, 0, false, 6, n, true);
@@ -736,10 +610,7 @@ void cg_chain_loop_entry(Cg *cg, const Op *forop)
     for (int i = 0; i < cg->nsplit; i++)
         if (cg->split[i].loop == forop) {
             cg->tg->async_wait(cg, 0);
-            if (cg->split[i].across)   /* group 1 meets group 0 at its first trip's turn barrier 1 */
-                group_bar(cg, 0, true, 4, cg->nwarps * 16, true);
-            else
-                cg->tg->barrier(cg);
+            cg->tg->barrier(cg);
             return;
         }
 }
@@ -756,6 +627,13 @@ static bool turns_visit(Func *f, Op *op, void *ctx)
     const Op *a = NULL, *b = NULL;
     if (cg_count_dots(f, &op->regions[0]) != 2 || !direct_dots(&op->regions[0], &a, &b))
         return true;
+    const Type *t = ir_type(f, a->res[0]);
+    if (t->rank != 2 || t->shape[0] != 32LL * cg->nwarps) {
+        if (cg->report)
+            sb_printf(cg->report, "  loop at %d:%d: no turns (%lld rows on %d warps; turns need 32 rows a warp)\n",
+                      op->loc.line, op->loc.col, (long long)(t->rank == 2 ? t->shape[0] : 0), cg->nwarps);
+        return true;
+    }
     if (cg->nturns == (int)(sizeof cg->turns / sizeof cg->turns[0])) {
         tf->skipped++;
         return true;
@@ -768,25 +646,18 @@ static bool turns_visit(Func *f, Op *op, void *ctx)
                   "named barriers 1-3 around the products at %d:%d and %d:%d)\n", op->loc.line, op->loc.col,
                   cg->nwarps / 2 - 1, cg->nwarps / 2, cg->nwarps - 1, a->loc.line, a->loc.col, b->loc.line,
                   b->loc.col);
-    if (tc_knob("TILEC_PINGPONG", 0) >= 2)
-        split_turns(cg, f, op, a, b);
+    split_turns(cg, f, op, a, b);
     return true;
 }
 
 void cg_chain_turns(Cg *cg, Func *f)
 {
-    if (tc_knob("TILEC_PINGPONG", 0) <= 0)
+    if (cg->nwarps < 8 || cg->nwarps % 8)   /* one warp of each group per scheduler */
         return;
-    if (cg->nwarps < 8 || cg->nwarps % 8) {
-        if (cg->report)
-            sb_printf(cg->report, "  TILEC_PINGPONG: not applied (%d warps; turns need a multiple of 8, one warp of "
-                      "each group per scheduler)\n", cg->nwarps);
-        return;
-    }
     TurnFind tf = { cg, 0 };
     ir_walk(f, &f->body, turns_visit, &tf);
     if (tf.skipped && cg->report)
-        sb_printf(cg->report, "  TILEC_PINGPONG: %d more loops left as they are\n", tf.skipped);
+        sb_printf(cg->report, "  turns: %d more loops left as they are\n", tf.skipped);
 }
 
 void cg_chain_turn(Cg *cg, const Op *dot, bool after)

@@ -39,7 +39,6 @@ typedef struct Access {
     DType dt;
     LLVMTypeRef mty;                /* in-memory element type */
     bool readonly;                  /* the kernel never stores to this tensor */
-    bool stream;                    /* read-only, read by one block: not kept in L1 */
     bool dead_tail;                 /* lanes past the last dim are never observed (dead_tail) */
 } Access;
 
@@ -63,19 +62,6 @@ bool cg_tensor_readonly(Cg *cg, ValId t)
     return !s.found;
 }
 
-static bool depends_on_block(Func *f, ValId v, int depth)
-{
-    Op *d = v ? ir_val(f, v)->def : NULL;
-    if (!d || depth > 24)
-        return false;
-    if (d->code == OP_BLOCKID)
-        return true;
-    for (int i = 0; i < d->nargs; i++)
-        if (depends_on_block(f, d->args[i], depth + 1))
-            return true;
-    return false;
-}
-
 /* prefetch.global.L2 [p] (a hint: no value, no fault on the addresses
  * these callers form, which lie inside their tensors). */
 static void prefetch_l2(Cg *cg, LLVMValueRef p)
@@ -85,20 +71,6 @@ static void prefetch_l2(Cg *cg, LLVMValueRef p)
     LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)"prefetch.global.L2 [$0];", 24, (char *)"l", 1, 1, 0,
                                        LLVMInlineAsmDialectATT, 0);
     LLVMBuildCall2(cg->b, fty, as, &p, 1, "");
-}
-
-/* A read-only window that moves with the block id (X[row, ...]) is read by
- * one block once: its 16-byte loads skip L1 allocation, so that windows all
- * blocks re-read (layernorm's W and B) stay in L1 instead of being evicted
- * by the stream. Off by default (TILEC_L1HINT=1 turns it on). */
-static bool access_stream(Cg *cg, const Access *ac)
-{
-    if (!tc_knob("TILEC_L1HINT", 0) || !ac->readonly || ac->ntile == 0)
-        return false;
-    for (int d = 0; d < ac->rank; d++)
-        if (depends_on_block(cg->f, ac->op->args[1 + d], 0))
-            return true;
-    return false;
 }
 
 static int access_init(Cg *cg, Op *op, Access *ac, int ntile)
@@ -127,7 +99,6 @@ static int access_init(Cg *cg, Op *op, Access *ac, int ntile)
         diag_internal(cg->d, op->loc, "window keeps %d dims but the tile has rank %d", ac->ntile, ntile);
         return 1;
     }
-    ac->stream = op->code == OP_LOAD && access_stream(cg, ac);
     return 0;
 }
 
@@ -336,37 +307,10 @@ static LLVMValueRef last_full(Cg *cg, const Access *ac)
 
 /* ---- loads ---- */
 
-/* ld.global.nc.L1::no_allocate of 4, 8 or 16 bytes at p, as a value of type ty. */
-static LLVMValueRef load_stream(Cg *cg, LLVMTypeRef ty, LLVMValueRef p, int bytes)
-{
-    static const char *const text[] = {
-        "ld.global.nc.L1::no_allocate.b32 $0, [$1];",
-        "ld.global.nc.L1::no_allocate.v2.b32 {$0, $1}, [$2];",
-        "ld.global.nc.L1::no_allocate.v4.b32 {$0, $1, $2, $3}, [$4];",
-    };
-    static const char *const cons[] = { "=r,l", "=r,=r,l", "=r,=r,=r,=r,l" };
-    int nw = bytes / 4, k = nw == 1 ? 0 : nw == 2 ? 1 : 2;
-    LLVMTypeRef el[4] = { cg->t_i32, cg->t_i32, cg->t_i32, cg->t_i32 };
-    LLVMTypeRef rt = nw == 1 ? cg->t_i32 : LLVMStructTypeInContext(cg->ctx, el, (unsigned)nw, 0);
-    LLVMTypeRef pt = LLVMTypeOf(p);
-    LLVMTypeRef ft = LLVMFunctionType(rt, &pt, 1, 0);
-    LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text[k], strlen(text[k]), (char *)cons[k], strlen(cons[k]),
-                                       0, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef r = LLVMBuildCall2(cg->b, ft, fn, &p, 1, "");
-    if (nw == 1)
-        return LLVMBuildBitCast(cg->b, r, ty, "");
-    LLVMValueRef w = LLVMGetUndef(LLVMVectorType(cg->t_i32, (unsigned)nw));
-    for (int i = 0; i < nw; i++)
-        w = LLVMBuildInsertElement(cg->b, w, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), cg_i32(cg, i), "");
-    return LLVMBuildBitCast(cg->b, w, ty, "");
-}
-
 /* A whole vector of type ty (`bytes` long) at p. */
 static LLVMValueRef load_vec_value(Cg *cg, const Access *ac, LLVMTypeRef ty, LLVMValueRef p, int bytes, bool vol,
                                    bool vector)
 {
-    if (ac->stream && vector && !vol && (bytes == 4 || bytes == 8 || bytes == 16))
-        return load_stream(cg, ty, p, bytes);
     LLVMValueRef v = LLVMBuildLoad2(cg->b, ty, p, "");
     LLVMSetVolatile(v, vol);
     LLVMSetAlignment(v, (unsigned)(bytes > 0 ? bytes : 1));
@@ -487,11 +431,11 @@ static size_t exact_cons(char *cons, size_t size, int nw, const char *word, cons
 }
 
 /* Element-exact groups: 16- or 32-bit elements, whole words, at most 16
- * bytes (TILEC_EXACT_TAIL=0: none). */
+ * bytes. */
 static bool exact_group_ok(const Access *ac, int vec)
 {
     int bits = dtype_bits(ac->dt);
-    return tc_knob("TILEC_EXACT_TAIL", 1) && ac->dt != DT_BOOL && (bits == 16 || bits == 32) &&
+    return ac->dt != DT_BOOL && (bits == 16 || bits == 32) &&
            vec * bits % 32 == 0 && vec * bits <= 128;
 }
 
@@ -513,7 +457,7 @@ static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValue
         aligned = NULL;
     /* Operands: the nw words out, then p, k, [other], [aligned]. */
     int ip = nw, ik = nw + 1, io = other ? nw + 2 : -1, ia = aligned ? nw + 2 + other : -1;
-    const char *q = ac->stream ? ".nc.L1::no_allocate" : ac->readonly ? ".nc" : "";
+    const char *q = ac->readonly ? ".nc" : "";
     char code[2048];
     size_t n = exact_head(code, sizeof code, bits, vec, ik, ia);
 #define EMIT(...) n += (size_t)snprintf(code + n, sizeof code - n, __VA_ARGS__)
@@ -643,11 +587,11 @@ typedef struct GroupLoop {
 /* The parent dims of L's rows and columns when register groups of one row
  * may address from each other: a 2-d tile of a tensor-core kernel, or a
  * 1-d tile of any kernel (*pr = -1: one row), over the tensor's last dim,
- * without wrap; *pc = -1 otherwise. TILEC_ROW_ADDRESSES=0 turns it off. */
+ * without wrap; *pc = -1 otherwise. */
 static void row_dims(Cg *cg, const Access *ac, const Layout *L, int *pr, int *pc)
 {
     *pr = *pc = -1;
-    if (ac->ntile < 1 || ac->tdim[ac->ntile - 1] != ac->rank - 1 || !tc_knob("TILEC_ROW_ADDRESSES", 1))
+    if (ac->ntile < 1 || ac->tdim[ac->ntile - 1] != ac->rank - 1)
         return;
     if (ac->ntile == 1) {
         int c = layout_pdim(L, 0);
@@ -949,7 +893,7 @@ static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, const
         if (skip)
             g.rows[j] = LLVMBuildAnd(cg->b, g.rows[j], LLVMBuildNot(cg->b, skip[j], ""), "");
     }
-    if (!cg_simt_kernel(cg) && vec <= 2 && tc_knob("TILEC_UNROLL_TAIL", 1)) {
+    if (!cg_simt_kernel(cg) && vec <= 2) {
         /* Tensor-core kernels, pairs (bf16x2 accumulator fragments): the two
          * iterations written out, so that the backend's loop strength
          * reduction has no loop of ng groups to search formulas for and
@@ -959,7 +903,7 @@ static void store_loop(Cg *cg, const Access *ac, const Layout *L, int vec, const
          * mask_split.c) LSR was ~40% of llc's time on D=128 and the loop
          * form left 120-168 bytes of spills on D=64 BN=128 once ptxas
          * compiled the PTX for sm_90, the written-out form none
-         * (docs/codegen.md). TILEC_UNROLL_TAIL=0 keeps the loop. */
+         * (docs/codegen.md). */
         for (int e = 0; e < vec; e++) {
             g.eb = cg_i32(cg, e);
             for (int j = 0; j < ng; j++)
@@ -999,14 +943,10 @@ typedef struct TileCtx {
 
 /* Word masks when `other` is zero (one AND per word). With another value
  * (softmax's -inf) they cost and/andnot/or per word and measured 2% slower
- * on bf16 [16384] softmax than a select per element; TILEC_WORDMASK=1 forces
- * them, =0 turns them off. */
+ * on bf16 [16384] softmax than a select per element. */
 static LLVMValueRef word_mask_other(LLVMValueRef uother)
 {
-    int mode = tc_knob("TILEC_WORDMASK", -1);
-    if (!uother || mode == 0)
-        return NULL;
-    return mode == 1 || LLVMIsNull(uother) ? uother : NULL;
+    return uother && LLVMIsNull(uother) ? uother : NULL;
 }
 
 static bool word_maskable(const Access *ac, int vec)
@@ -1066,12 +1006,8 @@ static void tile_full_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
  * register cap (.minnctapersm: vector_add) yes; under one (layernorm's W
  * and B, 2-8 groups per thread) the branch in each group cost ptxas
  * 104-196 B of spills, so those keep the whole aligned chunk
- * (docs/codegen.md, "Known"). TILEC_EXACT_HOT=0/1: never / always. */
-static bool exact_hot(Cg *cg)
-{
-    int k = tc_knob("TILEC_EXACT_HOT", -1);
-    return k < 0 ? cg->minct == 0 : k != 0;
-}
+ * (docs/codegen.md, "Known"). */
+static bool exact_hot(Cg *cg) { return cg->minct == 0; }
 
 /* Three paths: when the window's last dim lies inside the row and rows are
  * aligned (one uniform test: the common case, BLOCK == N), unmasked
@@ -1130,7 +1066,7 @@ static void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int
  * (layernorm's W and B: y = xc * r * w + b, stored to Y[row, 0 : +BLOCK]).
  * Only the values go: a 16-byte group wholly outside still reads nothing
  * (its address guard stays), and a group across the end reads the same
- * 16 aligned bytes as before. TILEC_DEAD_TAIL=0 keeps the masks. */
+ * 16 aligned bytes as before. */
 typedef struct DeadTail {
     const Op *load;
     uint8_t *taint;          /* per ValId: carries the load's lanes */
@@ -1176,7 +1112,7 @@ static bool dead_tail_visit(Func *f, Op *op, void *ctx)
 
 static bool dead_tail(Cg *cg, const Op *op)
 {
-    if (op->code != OP_LOAD || !tail_window(cg->f, op) || !tc_knob("TILEC_DEAD_TAIL", 1))
+    if (op->code != OP_LOAD || !tail_window(cg->f, op))
         return false;
     DeadTail dt = { op, calloc(cg->f->nvals, 1), true };
     if (!dt.taint)
@@ -1203,8 +1139,7 @@ static bool dead_tail(Cg *cg, const Op *op)
  * the row's loads; two waves ahead 69%, so the kernel reads the SM count
  * (%nsmid) rather than assume one. Kernels with more blocks per SM lost:
  * softmax [16384] (3 blocks of 16 warps) 94.1% -> 75.8%, layernorm [4096]
- * (8 of 4) 93.4% -> 88.9%; they keep their loads alone.
- * TILEC_L2_PREFETCH=0 turns it off, =1 puts it before the row's loads. */
+ * (8 of 4) 93.4% -> 88.9%; they keep their loads alone. */
 /* Is the kernel's grid one-dimensional (its y and z extents the constant
  * 1)? Then the blocks start in block.x order. */
 static bool grid_1d(const Func *f)
@@ -1233,25 +1168,18 @@ static bool prefetch_wanted(Cg *cg, const Access *ac, const Type *rt)
     return grid_1d(cg->f);
 }
 
-/* Where: 2 after the row's own loads (the default: 95.4% of copy
- * bandwidth against 91.4% before them), 1 before them, 0 none. */
-static int prefetch_place(void)
-{
-    return (int)tc_knob("TILEC_L2_PREFETCH", 2);
-}
-
 /* Blocks per SM the distance counts: the register cap's, at most the
  * target's resident-block limit (fewer than resident is the safe side: a
  * row prefetched twice; more is not). */
 static int prefetch_blocks(const Cg *cg)
 {
     int n = cg->minct;
-    if (cg->tg->max_blocks_sm > 0 && n > cg->tg->max_blocks_sm)
-        n = cg->tg->max_blocks_sm;
+    if (n > cg->ti->lim.blocks_per_sm)
+        n = cg->ti->lim.blocks_per_sm;
     return n;
 }
 
-static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems, int place)
+static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems)
 {
     LLVMBuilderRef b = cg->b;
     int esize = dtype_bits(ac->dt) / 8;
@@ -1294,9 +1222,9 @@ static void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems, int plac
         if (per_thread > 1)
             snprintf(per, sizeof per, "%lld lines", (long long)per_thread);
         sb_printf(cg->report, "  load %s at %d:%d: the row block.x + %%nsmid x %d (the next wave's) "
-                  "prefetched to L2 %s the row's loads, %s per thread\n",
+                  "prefetched to L2 after the row's loads, %s per thread\n",
                   ir_val(cg->f, ac->op->args[0])->name ? ir_val(cg->f, ac->op->args[0])->name : "?",
-                  ac->op->loc.line, ac->op->loc.col, prefetch_blocks(cg), place == 2 ? "after" : "before", per);
+                  ac->op->loc.line, ac->op->loc.col, prefetch_blocks(cg), per);
     }
 }
 
@@ -1317,9 +1245,7 @@ int cg_lower_load(Cg *cg, Op *op)
         cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = out };
         return 0;
     }
-    int pf = prefetch_wanted(cg, &ac, rt) ? prefetch_place() : 0;
-    if (pf == 1)
-        prefetch_next_wave(cg, &ac, rt->shape[0], pf);
+    bool pf = prefetch_wanted(cg, &ac, rt);   /* after the row's own loads: 95.4% of copy bandwidth, 91.4% before */
     const Layout *L = cg_default_layout(cg, rt, last_contiguous(&ac));
     int n = layout_nregs(L);
     LLVMValueRef *other;
@@ -1333,8 +1259,8 @@ int cg_lower_load(Cg *cg, Op *op)
     LLVMValueRef uother = !ov ? zero : ov->kind == TV_SPLAT || ov->kind == TV_SCALAR ? ov->s : NULL;
     int tail = 0;
     LLVMValueRef *regs = load_tile(cg, &ac, L, other, uother, &tail);
-    if (pf == 2)
-        prefetch_next_wave(cg, &ac, rt->shape[0], pf);
+    if (pf)
+        prefetch_next_wave(cg, &ac, rt->shape[0]);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = regs, .leaf = ac.dt == DT_BF16,
                                       .lazy = access_vec(&ac, L) > 1 && dtype_bits(ac.dt) < 32 };
     report_access(cg, op, "load", L, access_vec(&ac, L), tail, ac.dead_tail);
@@ -1461,7 +1387,7 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const
         reg_index(cg, ac, L, r, idx);
         int64_t dcol;
         int j = r / vec, j0 = row_first(L, vec, j, pr, pc);
-        LLVMValueRef p = j0 < 0 && j > 0 && pr >= 0 && pc >= 0 && tc_knob("TILEC_ROW_STEP", 1)
+        LLVMValueRef p = j0 < 0 && j > 0 && pr >= 0 && pc >= 0
                              ? row_step_addr(cg, ac, L, vec, j, pr, pc, ps)
                              : group_addr(cg, ac, L, vec, j, j0, pc, ps, idx, &dcol);
         ps[j] = p;
@@ -1480,11 +1406,10 @@ static void store_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, const
 
 /* A masked last dim stored element-exact (store_group_exact) for every
  * group, no per-group branches and no element loop? Not under a register
- * cap: there ptxas moved the hot path's registers (docs/codegen.md).
- * TILEC_EXACT_STORE=0/1: never / always. */
+ * cap: there ptxas moved the hot path's registers (docs/codegen.md). */
 static bool store_exact(Cg *cg, const Access *ac, int vec)
 {
-    return last_masked(ac) && exact_group_ok(ac, vec) && tc_knob("TILEC_EXACT_STORE", cg->minct == 0);
+    return last_masked(ac) && exact_group_ok(ac, vec) && cg->minct == 0;
 }
 
 /* Not the straight path: when aligned, whole vectors for the groups

@@ -67,7 +67,7 @@ static bool warps_visit(Func *f, Op *op, void *ctx)
         return true;
     const Type *t = ir_type(f, op->res[0]);
     int64_t elems = t->rank == 2 ? t->shape[0] * t->shape[1] : 1024;
-    int64_t want = w[2] ? elems / 1024 : elems / 4096 > 4 ? elems / 4096 : elems / 1024 < 4 ? elems / 1024 : 4;
+    int64_t want = elems / 4096 > 4 ? elems / 4096 : elems / 1024 < 4 ? elems / 1024 : 4;
     int n = 1;
     while (n * 2 <= want && n * 2 <= w[1])
         n *= 2;
@@ -84,12 +84,7 @@ static bool warps_visit(Func *f, Op *op, void *ctx)
  * each other's products: 380 TFLOP/s against 289 with 8 warps. */
 int cg_mma_kernel_warps(Func *f, int max_warps)
 {
-    int xp = tc_knob("TILEC_XP_MMA_WARPS", 0);   /* experiment switch: max warps */
-    int w[3] = { 0, max_warps < 8 ? max_warps : 8, 0 };
-    if (xp > 0) {                         /* one warp per 32 x 32, at most xp */
-        w[1] = xp;
-        w[2] = 1;
-    }
+    int w[2] = { 0, max_warps < 8 ? max_warps : 8 };
     ir_walk(f, &f->body, warps_visit, w);
     return w[0];
 }
@@ -444,79 +439,6 @@ static Frags load_frags(Cg *cg, Mma *mm, int kk, LLVMValueRef dep)
     return fr;
 }
 
-/* Fragments of step kk read from other slots (bases abase, bbase). */
-static Frags load_frags_at(Cg *cg, Mma *mm, int kk, LLVMValueRef dep, LLVMValueRef abase, LLVMValueRef bbase)
-{
-    LLVMValueRef sa = mm->fa.base, sb = mm->fb.base;
-    mm->fa.base = dep ? step_base(cg, abase, dep) : abase;
-    mm->fb.base = dep ? step_base(cg, bbase, dep) : bbase;
-    Frags fr = load_frags(cg, mm, kk, NULL);
-    mm->fa.base = sa;
-    mm->fb.base = sb;
-    return fr;
-}
-
-/* ---- early fragments (see lower_async.c: the loop's top wait + barrier
- * move before the DOT's last k step) ----
- * The step-0 fragments become loop-carried: phis in the loop header, from
- * the preheader (after the first iteration's wait + barrier) and from the
- * end of the body (the next slot's, loaded before the last products). */
-
-typedef struct Early {
-    LLVMBasicBlockRef head, pre;
-    LLVMValueRef *phi;            /* tm * 4 A then tn * 2 B */
-    int n;
-} Early;
-
-static LLVMValueRef *frag_slot(Frags *fr, const Mma *mm, int i)
-{
-    return i < 4 * mm->tm ? &fr->a[i] : &fr->b[i - 4 * mm->tm];
-}
-
-/* In the preheader: wait, barrier, the thread's fragment addresses and the
- * first slot's step-0 fragments; returns the header phis as this step's. */
-static Frags early_first(Cg *cg, Mma *mm, Op *forop, int pending, Early *e)
-{
-    LLVMValueRef iv = cg->vals[forop->regions[0].args[0]].s;
-    LLVMBasicBlockRef here = LLVMGetInsertBlock(cg->b);
-    e->head = LLVMGetInstructionParent(iv);
-    e->pre = LLVMGetIncomingBlock(iv, 0);
-    LLVMPositionBuilderBefore(cg->b, LLVMGetBasicBlockTerminator(e->pre));
-    cg->tg->async_wait(cg, pending);
-    cg->tg->barrier(cg);
-    lane_terms(cg, mm);
-    frag_addrs(cg, mm);
-    Frags f0 = load_frags_at(cg, mm, 0, NULL, cg_slot_base(cg, mm->op->args[0], false),
-                             cg_slot_base(cg, mm->op->args[1], false));
-    e->n = 4 * mm->tm + 2 * mm->tn;
-    e->phi = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)e->n);
-    Frags cur = { arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(4 * mm->tm)),
-                  arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(2 * mm->tn)) };
-    LLVMPositionBuilder(cg->b, e->head, LLVMGetFirstInstruction(e->head));
-    for (int i = 0; i < e->n; i++) {
-        LLVMValueRef v = *frag_slot(&f0, mm, i);
-        e->phi[i] = LLVMBuildPhi(cg->b, LLVMTypeOf(v), "frag0");
-        LLVMAddIncoming(e->phi[i], &v, &e->pre, 1);
-        *frag_slot(&cur, mm, i) = e->phi[i];
-    }
-    LLVMPositionBuilderAtEnd(cg->b, here);
-    return cur;
-}
-
-/* Before the last step: the copies' last part and commit, the next
- * iteration's wait + barrier, then the next slot's step-0 fragments. */
-static void early_next(Cg *cg, Mma *mm, struct CgCopies *dc, int nk, int pending, LLVMValueRef dep, Early *e)
-{
-    cg_deferred_copies_emit(cg, dc, nk - 1, nk, -1);
-    cg->tg->async_wait(cg, pending);
-    cg->tg->barrier(cg);
-    LLVMValueRef na = cg_slot_base(cg, mm->op->args[0], true), nb = cg_slot_base(cg, mm->op->args[1], true);
-    Frags nx = load_frags_at(cg, mm, 0, dep, na, nb);
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);   /* the DOT ends the body */
-    for (int i = 0; i < e->n; i++)
-        LLVMAddIncoming(e->phi[i], frag_slot(&nx, mm, i), &latch, 1);
-}
-
 static void mma_rows(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc, int i0, int i1)
 {
     for (int i = i0; i < i1; i++)
@@ -649,30 +571,23 @@ int cg_lower_dot(Cg *cg, Op *op)
     memcpy(acc, c, sizeof(LLVMValueRef) * (size_t)n);
     if (operands(cg, &mm))
         return 1;
-    int nk = (int)(mm.k / 16), pending = 0;
-    struct CgCopies *dc = cg_deferred_copies(cg, op);   /* the loop's prefetch, spread over the k steps */
-    Op *early = dc && !mm.aregs ? cg_deferred_early(cg, dc, &pending) : NULL;
-    Early e;
+    int nk = (int)(mm.k / 16);
     Frags cur;
-    int rk = tc_knob("TILEC_ROLL_K", -1);
-    bool roll = !dc && !mm.aregs && nk >= 3 && (rk < 0 ? cg->mma_rows_only : rk > 0);
+    bool roll = !mm.aregs && nk >= 3 && cg->mma_rows_only;
     if (roll) {
         dot_rolled(cg, &mm, acc, n, nk);
         nk = 0;
-    } else if (early) {
-        cur = early_first(cg, &mm, early, pending, &e);
     } else {
         lane_terms(cg, &mm);
         frag_addrs(cg, &mm);
         cur = load_frags(cg, &mm, 0, NULL);
     }
-    /* TILEC_PV_ROWS=1: a product with A from registers (attention's p @ v)
+    /* Cg.pv_rows: a product with A from registers (attention's p @ v)
      * issues its mma.sync row tile by row tile (every k step and column
      * tile of rows 0-15, then rows 16-31, ...), each step's B fragments
      * loaded once in k order during the first row tile and reused: a row
-     * tile's products wait only for its own P registers. tilec.attention
-     * asks for it where it measured faster (python/tilec/_attention.py). */
-    bool rows_outer = mm.aregs && !dc && tc_knob("TILEC_PV_ROWS", 0);
+     * tile's products wait only for its own P registers. */
+    bool rows_outer = mm.aregs && cg->pv_rows;
     if (rows_outer) {
         Frags *all = arena_alloc(cg->a, sizeof(Frags) * (size_t)nk);
         for (int i = 0; i < mm.tm; i++)
@@ -686,16 +601,9 @@ int cg_lower_dot(Cg *cg, Op *op)
     for (int kk = 0; kk < nk; kk++) {
         LLVMValueRef dep = kk > 0 ? acc[layout_mma_acc_reg(mm.L, mm.tm - 1, mm.tn - 1, 3)] : NULL;
         Frags next = cur;
-        if (early && kk == nk - 1)
-            early_next(cg, &mm, dc, nk, pending, dep, &e);
-        for (int where = 0; where < 3; where++) {
-            if (dc && !(early && kk == nk - 1))
-                cg_deferred_copies_emit(cg, dc, kk, nk, where);
-            if (where == 0 && kk + 1 < nk)
-                next = load_frags(cg, &mm, kk + 1, dep);
-            else if (where == 1)
-                mma_step(cg, &mm, &cur, acc);
-        }
+        if (kk + 1 < nk)
+            next = load_frags(cg, &mm, kk + 1, dep);
+        mma_step(cg, &mm, &cur, acc);
         cur = next;
     }
     cg_chain_turn(cg, op, true);
@@ -796,7 +704,7 @@ static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *n
         return false;
     if (!over) {   /* a scratch of its own after the buffers (groups apart across a loop's trips) */
         int64_t bytes = cg_convert_scratch_bytes(&W, dt, NULL);
-        if (cg->dsmem_base + bytes > pass_smem_limit(cg->tg->name))
+        if (cg->dsmem_base + bytes > pass_smem_limit(cg->ti, cg->smem_per_block))
             return false;
         *L = W;
         *need = bytes;
@@ -839,11 +747,10 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
      * +3.8% on attention at 1k tokens and -1.8% to -5.7% on D=128 causal
      * at 2k-16k on the H200 (2026-11-30 16:22), gemm within the spread,
      * for 14-21% more compile time (docs/codegen.md, "Epilogue"), so the
-     * compiler does not pick it by itself (TILEC_EPILOGUE_OVER=1 forces it
-     * on every such store: experiments) and tilec.attention asks for it
+     * compiler does not pick it by itself and tilec.attention asks for it
      * on short rows only (examples/attention.tile's STAGE_O). */
     bool asked = t->space == SP_SHARED;
-    bool over = cg->dsmem && (asked || tc_knob("TILEC_EPILOGUE_OVER", 0)) && buffers_dead_at(cg, op);
+    bool over = cg->dsmem && asked && buffers_dead_at(cg, op);
     /* Chained products make the accumulator layout the tile's default
      * (cg_chain_anchors): the coalesced rows are then the plain blocked
      * layout, taken when the conversion costs no shared memory. */
@@ -864,7 +771,7 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
      * store (the epilogue after the pipelined loop), the conversion uses
      * their space instead and the kernel's shared memory does not grow. A
      * tile declared shared may grow it up to the arch's limit. */
-    int64_t limit = pass_smem_limit(cg->tg->name);
+    int64_t limit = pass_smem_limit(cg->ti, cg->smem_per_block);
     bool fits = cg->dsmem_base + need <= limit;
     if (!over && cg->dsmem && (!fits || (!asked && cg->dsmem_base > 0 && need > cg->dsmem_base / 4))) {
         if (asked && cg->report)

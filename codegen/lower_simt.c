@@ -334,7 +334,7 @@ static LLVMValueRef *new_regs(Cg *cg, const Layout *L)
 
 /* ---- rematerialisation ----
  * A tile computed elementwise from 16-bit float loads (the widening cast,
- * then cheap arithmetic, index compares, selects and, at TILEC_REMAT=2, exp)
+ * then cheap arithmetic, index compares, selects and exp)
  * is not kept live across a barrier: its first use after one recomputes it
  * from the loaded registers, which stay packed two per 32-bit register. The
  * reductions of softmax / layernorm then keep half the registers live.
@@ -342,18 +342,16 @@ static LLVMValueRef *new_regs(Cg *cg, const Layout *L)
  * shl and prmt), never as the fpext of the first computation, so that CSE
  * in LLVM or ptxas cannot merge it back and revive the long live range.
  * Only at the top level of the body (depth 0): a recomputation cached there
- * dominates every later use. Off by default (TILEC_REMAT=1|2): ptxas
- * schedules the recomputed code with more registers unless capped; with
- * a cap of 40 it helps bf16 [16384] softmax (docs/codegen.md). */
+ * dominates every later use. Only in "wide" rows (codegen.c simt_wide):
+ * ptxas schedules the recomputed code with more registers unless capped;
+ * with a cap of 40 it helps bf16 [16384] softmax (docs/codegen.md). */
 
-static bool remat_code(const Cg *cg, OpCode c)
+static bool remat_code(OpCode c)
 {
     switch (c) {
     case OP_CAST: case OP_ADD: case OP_SUB: case OP_MUL: case OP_NEG: case OP_MIN: case OP_MAX:
-    case OP_ABS: case OP_CMP: case OP_SELECT:
+    case OP_ABS: case OP_CMP: case OP_SELECT: case OP_EXP: case OP_EXP2:
         return true;
-    case OP_EXP: case OP_EXP2:
-        return cg->remat >= 2;
     default:
         return false;
     }
@@ -363,7 +361,7 @@ static bool remat_code(const Cg *cg, OpCode c)
  * recomputable itself, an index tile, or (for a cast) a 16-bit load. */
 static bool remat_ok(Cg *cg, Op *op)
 {
-    if (!cg->remat || cg->depth > 0 || !remat_code(cg, (OpCode)op->code))
+    if (!cg->remat || cg->depth > 0 || !remat_code((OpCode)op->code))
         return false;
     bool src = false;
     for (int i = 0; i < op->nargs; i++) {
@@ -486,13 +484,13 @@ static LLVMValueRef *iota_cmp(Cg *cg, Op *op, const Layout *L)
  * others compare and select per register. Layernorm's `where(iota(BLOCK)
  * < N, x - mean, 0)`: every thread of a full row skips 64 compares and 64
  * selects; [16384] 90.6% of copy bandwidth against 88.0% selecting (H200,
- * same process). TILEC_WHERE_BRANCH=0 selects everywhere. */
+ * same process). */
 static LLVMValueRef *guarded_select(Cg *cg, Op *op, const Layout *L)
 {
     Op *c = ir_val(cg->f, op->args[0])->def;
     IotaCmp ic;
     if (op->code != OP_SELECT || !c || c->code != OP_CMP || c->iattr[0] < CMP_LT || c->iattr[0] > CMP_GE ||
-        !tc_knob("TILEC_WHERE_BRANCH", 1) || !iota_cmp_init(cg, c, L, &ic))
+        !iota_cmp_init(cg, c, L, &ic))
         return NULL;
     const Type *rt = ir_type(cg->f, op->res[0]);
     LLVMValueRef *a = cg_materialize(cg, &cg->vals[op->args[1]], ir_type(cg->f, op->args[1]), L, op->loc);
@@ -533,8 +531,7 @@ static LLVMValueRef *guarded_select(Cg *cg, Op *op, const Layout *L)
  * computation before it and keep its predicates live across barriers. */
 static LLVMValueRef *remat_iota_cmp(Cg *cg, TileVal *v)
 {
-    bool sub_first = tc_knob("TILEC_IOTA_CMP", 1) != 0;
-    if ((v->gen % 2 == 1) == sub_first)
+    if (v->gen % 2 == 1)
         return NULL;
     return iota_cmp(cg, v->def, v->L);
 }
@@ -709,7 +706,7 @@ static int lower_elem(Cg *cg, Op *op)
     const Layout *L = pick_layout(cg, op);
     if (!L)
         L = cg_default_layout(cg, rt, true);
-    LLVMValueRef *cmp = tc_knob("TILEC_IOTA_CMP", 1) ? iota_cmp(cg, op, L) : NULL;
+    LLVMValueRef *cmp = iota_cmp(cg, op, L);
     if (!cmp)
         cmp = guarded_select(cg, op, L);
     if (cmp) {
@@ -979,7 +976,7 @@ static int lower_for(Cg *cg, Op *op)
     for (int i = 0; i <= nc; i++)
         cg->vals[body->args[i]] = carried_val(&c[i]);
     cg->depth++;   /* until the yields are materialised in the latch */
-    if (outer && tc_knob("TILEC_FRESH_IDS", 1)) {
+    if (outer) {
         fresh_ids(cg);
         if (cg->report)
             sb_printf(cg->report, "  loop at %d:%d: thread ids taken afresh at the top of its body and after each "
@@ -1015,7 +1012,7 @@ static int lower_for(Cg *cg, Op *op)
         cg->tid = ids[0];
         cg->lane = ids[1];
         cg->warp = ids[2];
-    } else if (cg->loops > 0 && tc_knob("TILEC_FRESH_IDS", 1)) {
+    } else if (cg->loops > 0) {
         fresh_ids(cg);   /* after an inner loop: ids for the rest of the outer body */
     }
     return 0;
@@ -1127,63 +1124,8 @@ static int lower_op(Cg *cg, Op *op)
     return 1;
 }
 
-/* ---- issue order of the kernel body ----
- * A tile load of a read-only tensor is lowered as soon as its operands
- * exist, not where the source wrote it: layernorm's W and B loads leave
- * with X's instead of after the two reductions, so a row waits for memory
- * once. Read-only: no store of the kernel can be reordered with it.
- * TILEC_HOIST: 0 keeps the source order, 1 issues them at the top, 2 right
- * after the last reduction before them (live only in their own phase). */
-
-static bool hoistable(Cg *cg, Op *op)
-{
-    return op->code == OP_LOAD && op->nres == 1 && ir_type(cg->f, op->res[0])->kind == TY_TILE &&
-           cg_tensor_readonly(cg, op->args[0]);
-}
-
-static int lower_body(Cg *cg, Block *blk)
-{
-    int n = blk->nops;
-    int *ready = arena_alloc(cg->a, sizeof(int) * (size_t)(n + 1));
-    int *def = arena_alloc(cg->a, sizeof(int) * (size_t)cg->f->nvals);
-    bool *done = arena_alloc(cg->a, (size_t)n + 1);
-    for (uint32_t v = 0; v < cg->f->nvals; v++)
-        def[v] = -1;
-    int last_reduce = -1;
-    for (int i = 0; i < n; i++) {
-        Op *op = blk->ops[i];
-        for (int k = 0; k < op->nres; k++)
-            def[op->res[k]] = i;
-        ready[i] = -2;
-        done[i] = false;
-        if (op->code == OP_REDUCE)
-            last_reduce = i;
-        if (!hoistable(cg, op))
-            continue;
-        ready[i] = cg->hoist == 2 ? last_reduce : -1;
-        for (int k = 0; k < op->nargs; k++)
-            ready[i] = def[op->args[k]] > ready[i] ? def[op->args[k]] : ready[i];
-    }
-    for (int i = -1; i < n; i++) {
-        if (i >= 0 && !done[i]) {
-            if (lower_op(cg, blk->ops[i]))
-                return 1;
-            done[i] = true;
-        }
-        for (int j = i + 1; j < n; j++)
-            if (ready[j] == i && !done[j]) {
-                if (lower_op(cg, blk->ops[j]))
-                    return 1;
-                done[j] = true;
-            }
-    }
-    return 0;
-}
-
 int cg_lower_block(Cg *cg, Block *blk)
 {
-    if (blk == &cg->f->body && cg->hoist)
-        return lower_body(cg, blk);
     for (int i = 0; i < blk->nops; i++)
         if (lower_op(cg, blk->ops[i]))
             return 1;

@@ -9,8 +9,8 @@
 // the process, never see it. The gate outlives the context (free it after
 // LLVMContextDispose).
 //
-// The names are the passes' pipeline names ("early-cse", "slsr"), the ones
-// TILEC_LLVM_TRACE=1 prints with each decision; "NAME#K" names only the
+// The names are the passes' pipeline names ("early-cse", "slsr", as LLVM's
+// -opt-bisect-limit lists them); "NAME#K" names only the
 // K-th run of NAME on the same IR unit (a function), so "early-cse#2"
 // keeps a pipeline's first early-cse and skips its second. The code
 // generator sets one list for the backend's run (codegen.c).
@@ -19,7 +19,6 @@
 #include <llvm/IR/OptBisect.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -33,7 +32,6 @@ namespace {
 class Gate final : public llvm::OptPassGate {
 public:
     const char *skip = nullptr;   // comma-separated names, or none
-    bool trace = false;           // TILEC_LLVM_TRACE: print each decision
     mutable std::map<std::string, int> runs;   // pass@unit -> runs so far
 
     bool isEnabled() const override { return true; }
@@ -44,11 +42,7 @@ public:
         int k = skip ? ++runs[(pass + "@" + ir).str()] : 0;
         char nth[160];
         std::snprintf(nth, sizeof nth, "%.*s#%d", (int)pass.size(), pass.data(), k);
-        bool run = !listed(pass) && !listed(nth);
-        if (trace)
-            std::fprintf(stderr, "tilec: llvm pass %s %.*s on %.*s\n", run ? "runs" : "skipped",
-                         (int)pass.size(), pass.data(), (int)ir.size(), ir.data());
-        return run;
+        return !listed(pass) && !listed(nth);
     }
 
 private:
@@ -78,8 +72,6 @@ struct CgGate {
 extern "C" CgGate *cg_gate_new(LLVMContextRef ctx)
 {
     CgGate *g = new CgGate();
-    const char *t = std::getenv("TILEC_LLVM_TRACE");
-    g->gate.trace = t && *t && std::strcmp(t, "0") != 0;
     llvm::unwrap(ctx)->setOptPassGate(g->gate);
     return g;
 }

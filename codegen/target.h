@@ -1,23 +1,20 @@
-/* target.h - what differs between GPU architectures, behind one struct of
- * function pointers per arch (target_sm86.c, target_sm90.c, target_sm100.c).
- * Generic lowering calls through a Target and never tests the arch by name. */
+/* target.h - how each instruction family is lowered, behind one struct of
+ * function pointers per family (codegen/sm80/ today). What an arch has and
+ * how much (shared memory, warps, MMA families) is its TargetInfo
+ * (target/target.h); TargetInfo.family picks the hooks here. Generic
+ * lowering calls through a Target and never tests the arch by name. */
 #ifndef TILEC_CG_TARGET_H
 #define TILEC_CG_TARGET_H
 
 #include <llvm-c/Core.h>
 #include <stdbool.h>
 
+#include "../target/target.h"
+
 struct Cg;
 
 typedef struct Target {
-    const char *name;        /* resolved arch as the user sees it: "sm_90a" */
-    const char *cpu;         /* LLVM NVPTX CPU name */
-    const char *features;    /* LLVM target features (PTX ISA version) */
-    int sm;                  /* 86, 90, 100 */
-    int max_smem_static;     /* bytes of static shared memory a block may use (dynamic:
-                              * pass_smem_limit, which TILEC_SMEM_LIMIT can raise) */
-    int max_warps;           /* warps per block the SIMT path may pick */
-    int max_blocks_sm;       /* resident blocks per SM (hardware limit) */
+    TargetFamily family;
     /* Fast base-2 exponential / logarithm of an f32 value (hardware MUFU). */
     LLVMValueRef (*exp2_f32)(struct Cg *cg, LLVMValueRef x);
     LLVMValueRef (*log2_f32)(struct Cg *cg, LLVMValueRef x);
@@ -39,35 +36,21 @@ typedef struct Target {
     void (*async_wait)(struct Cg *cg, int pending);
 } Target;
 
-/* NULL if `arch` is not a resolved arch name codegen knows. */
-const Target *cg_target_lookup(const char *arch);
+/* The hooks of a family (NULL if this build has none for it). */
+const Target *cg_family(TargetFamily f);
 
-/* Shared MUFU-based hooks (target_common.c), used by the per-arch tables. */
+/* The sm80 family's hooks (sm80/hooks.c), for families that share them. */
 LLVMValueRef cg_tg_ex2_approx(struct Cg *cg, LLVMValueRef x);
 LLVMValueRef cg_tg_lg2_approx(struct Cg *cg, LLVMValueRef x);
 LLVMValueRef cg_tg_tanh_approx(struct Cg *cg, LLVMValueRef x);
 LLVMValueRef cg_tg_rsqrt_approx(struct Cg *cg, LLVMValueRef x);
 void cg_tg_bar_sync(struct Cg *cg);
-/* mma.sync / ldmatrix / cp.async (sm_80 and later), target_common.c. */
+/* mma.sync / ldmatrix / cp.async (sm_80 and later). */
 void cg_tg_mma_16816(struct Cg *cg, bool f16, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d);
 void cg_tg_ldmatrix_x4(struct Cg *cg, LLVMValueRef sptr, bool trans, LLVMValueRef *out);
 void cg_tg_cp_async16(struct Cg *cg, LLVMValueRef sptr, LLVMValueRef gptr, LLVMValueRef src_bytes);
 void cg_tg_async_commit(struct Cg *cg);
 void cg_tg_async_wait(struct Cg *cg, int pending);
-/* The SIMT hooks every current target shares (hardware approximations of
- * exp2/log2/tanh/rsqrt, bar.sync) and its block limits. */
-#define CG_TG_SIMT_COMMON \
-    .max_smem_static = 48 * 1024, .max_warps = 16, \
-    .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx, \
-    .tanh_f32 = cg_tg_tanh_approx, .rsqrt_f32 = cg_tg_rsqrt_approx, \
-    .barrier = cg_tg_bar_sync
-
-#define CG_TG_SM80_MMA \
-    .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4, .cp_async16 = cg_tg_cp_async16, \
-    .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait
-
-extern const Target cg_target_sm86;
-extern const Target cg_target_sm90, cg_target_sm90a;
-extern const Target cg_target_sm100, cg_target_sm100a, cg_target_sm100f;
+extern const Target cg_family_sm80;   /* sm80/hooks.c */
 
 #endif

@@ -14,8 +14,8 @@
  *    NVPTX backend passes it skips (docs/codegen.md, "Compile time of
  *    tensor-core kernels") are skipped through a pass gate on each
  *    compilation's own LLVMContext, so other users of the same shared
- *    libLLVM in the process are not affected. Only the experiment switch
- *    TILEC_LLVM_ARGS sets LLVM command-line options (process-wide).
+ *    libLLVM in the process are not affected. Nothing in the library reads
+ *    the environment: every setting comes through tilec_options.
  */
 #ifndef TILEC_H
 #define TILEC_H
@@ -76,12 +76,12 @@ typedef struct tilec_options {
                                  table order); NULL = all passes, "" = none */
     const char *language;     /* "tile" or "tir"; NULL = by the name's extension
                                  (".tir" -> Tile IR text, anything else -> tile) */
-    const char *switches;     /* code-generation switches for this compilation:
-                                 "NAME=INTEGER,..." with the TILEC_* names of
-                                 docs/codegen.md (e.g. "TILEC_PV_ROWS=1"); they
-                                 take precedence over the same names in the
-                                 environment. NULL = none. An unknown name or a
-                                 malformed entry is a usage error. */
+    const char *pass_options; /* typed pass options: "NAME=VALUE,..." with the
+                                 names `tilec --help` lists and docs/internals.md
+                                 ("Pass options") describes, e.g.
+                                 "target.smem-per-block=200704". NULL = none.
+                                 An unknown name or a value of the wrong type or
+                                 out of range is a usage error. */
 } tilec_options;
 
 void tilec_options_init(tilec_options *opts);
@@ -139,6 +139,14 @@ const char *tilec_version(void);     /* "0.1.0 (LLVM 22.1.8)" */
 size_t tilec_num_passes(void);
 const char *tilec_pass_name(size_t i);
 const char *tilec_pass_summary(size_t i);
+
+/* The typed pass options (tilec_options.pass_options), in table order:
+ * name ("target.smem-per-block"), value type ("bytes", "int") and what it
+ * does. NULL past the end. Static strings. */
+size_t tilec_num_pass_options(void);
+const char *tilec_pass_option_name(size_t i);
+const char *tilec_pass_option_type(size_t i);
+const char *tilec_pass_option_help(size_t i);
 
 #ifdef __cplusplus
 }

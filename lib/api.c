@@ -22,6 +22,7 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "ptxas.h"
+#include "target/target.h"
 
 enum { NOUT = TILEC_OUT_REPORT + 1 };
 
@@ -41,6 +42,8 @@ typedef struct Job {
     tilec_result *r;
     tilec_options o;
     const char *name;
+    const TargetInfo *target;
+    PassOptions popts;
     StrBuf dump, timing, remarks, cgreport;
     TcClock t_start;
 } Job;
@@ -73,28 +76,28 @@ static void copy_options(tilec_options *dst, const tilec_options *src)
 
 /* ---- targets ---- */
 
-static const char *const valid_archs[] = { "sm_86", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f" };
-
-/* The target compiled for, or NULL if `arch` is not one tilec knows. */
-static const char *resolve_arch(const char *arch, int family_portable)
+/* Every name -arch accepts: each target's, and the generic names before
+ * their family's targets (sm_100). */
+static void arch_names(StrBuf *sb)
 {
-    if (!arch)
-        return "sm_90a";
-    if (strcmp(arch, "sm_90") == 0)
-        return family_portable ? "sm_90" : "sm_90a";
-    if (strcmp(arch, "sm_100") == 0)
-        return family_portable ? "sm_100f" : "sm_100a";
-    for (size_t i = 0; i < TC_COUNTOF(valid_archs); i++)
-        if (strcmp(arch, valid_archs[i]) == 0)
-            return valid_archs[i];
-    return NULL;
+    int prev = 0, n = 0;
+    for (int i = 0; i < tc_target_count(); i++) {
+        const TargetInfo *t = tc_target_at(i);
+        if (t->sm != prev) {
+            char generic[16];
+            snprintf(generic, sizeof generic, "sm_%d", t->sm);
+            if (!tc_target(generic) && tc_target_resolve(generic, false, NULL))
+                sb_printf(sb, "%s%s", n++ ? ", " : "", generic);
+            prev = t->sm;
+        }
+        sb_printf(sb, "%s%s", n++ ? ", " : "", t->name);
+    }
 }
 
 static void arch_error(Job *j, const char *arch)
 {
     StrBuf sb = { 0 };
-    for (size_t i = 0; i < TC_COUNTOF(valid_archs); i++)
-        sb_printf(&sb, "%s%s", i ? ", " : "", valid_archs[i]);
+    arch_names(&sb);
     diag_error(&j->r->diag, (Loc){ 0 }, "unknown target architecture '%s' (valid: %s)", arch, sb.buf);
     sb_free(&sb);
 }
@@ -102,21 +105,21 @@ static void arch_error(Job *j, const char *arch)
 /* Resolve the arch and say which target a generic name picked. */
 static bool set_arch(Job *j)
 {
-    const char *a = j->o.arch;
-    const char *res = resolve_arch(a, j->o.family_portable);
-    if (!res) {
+    const char *a = j->o.arch, *other;
+    const TargetInfo *t = tc_target_resolve(a, j->o.family_portable, &other);
+    if (!t) {
         arch_error(j, a);
         return false;
     }
-    j->r->arch = res;
-    if (a && strcmp(a, res) != 0) {
-        bool is100 = strcmp(a, "sm_100") == 0;
+    j->r->arch = t->name;
+    j->target = t;
+    if (other) {
         if (j->o.family_portable)
-            diag_remark(&j->r->diag, (Loc){ 0 }, "compiling for %s, the family-portable target for %s", res, a);
+            diag_remark(&j->r->diag, (Loc){ 0 }, "compiling for %s, the family-portable target for %s", t->name, a);
         else
             diag_remark(&j->r->diag, (Loc){ 0 },
-                        "compiling for %s, the arch-specific target for %s; -family-portable gives %s", res, a,
-                        is100 ? "sm_100f" : "sm_90");
+                        "compiling for %s, the arch-specific target for %s; -family-portable gives %s", t->name, a,
+                        other);
     }
     return true;
 }
@@ -189,11 +192,10 @@ static bool check_options(Job *j)
         if (!n || !is_print_after_name(n))
             return bad_pass_name(j, "--print-after", n ? n : "(null)", n ? strlen(n) : 6);
     }
-    size_t blen;
-    const char *bad = tc_switches_check(j->o.switches, &blen);
-    if (bad) {
-        diag_error(d, (Loc){ 0 }, "bad switch '%.*s' (expected NAME=INTEGER with a TILEC_* name of docs/codegen.md)",
-                   (int)blen, bad);
+    StrBuf err = { 0 };
+    if (pass_options_parse(j->o.pass_options, &j->popts, &err)) {
+        diag_error(d, (Loc){ 0 }, "%s", err.buf);
+        sb_free(&err);
         return false;
     }
     return check_pass_list(j) && set_arch(j);
@@ -360,7 +362,8 @@ static bool middle_end(Job *j, Module *m)
     }
     PassCtx ctx = { 0 };
     ctx.diag = d;
-    ctx.arch = j->r->arch;
+    ctx.target = j->target;
+    ctx.smem_per_block = j->popts.smem_per_block;
     ctx.opt_level = j->o.opt_level;
     ctx.print_after = j->o.print_after;
     ctx.nprint_after = (int)j->o.nprint_after;
@@ -377,13 +380,14 @@ static bool middle_end(Job *j, Module *m)
 static void back_end(Job *j, Module *m)
 {
     Diag *d = &j->r->diag;
-    if (!cg_arch_supported(j->r->arch)) {
+    if (!cg_target_supported(j->target)) {
         diag_error(d, (Loc){ 0 }, "code generation for %s is not available in this build (use --emit=tir)",
                    j->r->arch);
         j->r->status = TILEC_ERR_UNSUPPORTED;
         return;
     }
-    CgOptions co = { j->r->arch, j->o.opt_level, j->o.emit == TILEC_EMIT_LLVM, j->o.emit == TILEC_EMIT_PTX };
+    CgOptions co = { j->target, j->popts.smem_per_block, j->o.opt_level, j->o.emit == TILEC_EMIT_LLVM,
+                     j->o.emit == TILEC_EMIT_PTX };
     CgResult cr;
     memset(&cr, 0, sizeof cr);
     int nerr = cg_compile(m, &co, &cr, d, j->o.time_passes ? &j->timing : NULL);
@@ -476,9 +480,7 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     if (!check_options(&j) || !check_language(&j))
         r->status = TILEC_ERR_USAGE;
     else {
-        const char *outer = tc_knob_scope(j.o.switches);
         run_job(&j, text, len);
-        tc_knob_scope(outer);
     }
     if (r->status == TILEC_OK)
         r->status = status_from_diag(&r->diag, TILEC_ERR_INPUT);
@@ -609,3 +611,13 @@ const char *tilec_pass_summary(size_t i)
 {
     return i < (size_t)tc_npasses ? tc_pass_table[i].summary : NULL;
 }
+
+static const char *option_field(size_t i, int field)
+{
+    return i < (size_t)pass_option_count() ? pass_option_info((int)i, field) : NULL;
+}
+
+size_t tilec_num_pass_options(void) { return (size_t)pass_option_count(); }
+const char *tilec_pass_option_name(size_t i) { return option_field(i, 0); }
+const char *tilec_pass_option_type(size_t i) { return option_field(i, 1); }
+const char *tilec_pass_option_help(size_t i) { return option_field(i, 2); }

@@ -278,30 +278,30 @@ int tc_ptxas_run(Arena *a, const char *ptxas, const char *arch, const char *ptx,
 static int round_up(int x, int unit) { return (x + unit - 1) / unit * unit; }
 
 /* The per-block limits: a block that breaks one cannot launch at all. */
-static const char *block_misfit(const ArchLimits *al, int threads, int regs, int smem, int regs_per_warp)
+static const char *block_misfit(const TargetInfo *al, int threads, int regs, int smem, int regs_per_warp)
 {
     if (threads > 1024)
         return "more than 1024 threads per block";
-    if (regs > al->regs_per_thread)
+    if (regs > al->lim.regs_per_thread)
         return "more registers per thread than the target has";
-    if (regs > 0 && regs_per_warp * round_up(threads, 32) / 32 > al->regs_per_block)
+    if (regs > 0 && regs_per_warp * round_up(threads, 32) / 32 > al->lim.regs_per_block)
         return "more registers per block than the target has";
-    if (smem > al->smem_per_block)
+    if (smem > al->lim.smem_per_block)
         return "more shared memory per block than the target allows";
     return NULL;
 }
 
-Occupancy tc_occupancy(const ArchLimits *al, int threads, int regs, int smem)
+Occupancy tc_occupancy(const TargetInfo *al, int threads, int regs, int smem)
 {
     Occupancy o = { 0 };
     o.warps_per_block = threads > 0 ? round_up(threads, 32) / 32 : 1;
-    o.max_warps = al->threads_per_sm / 32;
-    o.smem_per_block = round_up((smem > 0 ? smem : 0) + al->smem_reserved, 128);
-    int by[4] = { o.max_warps / o.warps_per_block, al->blocks_per_sm, INT_MAX,
-                  al->smem_per_sm / o.smem_per_block };
+    o.max_warps = al->lim.threads_per_sm / 32;
+    o.smem_per_block = round_up((smem > 0 ? smem : 0) + al->lim.smem_reserved, 128);
+    int by[4] = { o.max_warps / o.warps_per_block, al->lim.blocks_per_sm, INT_MAX,
+                  al->lim.smem_per_sm / o.smem_per_block };
     if (regs >= 0) {
         o.regs_per_warp = round_up((regs > 0 ? regs : 1) * 32, 256);
-        int warps = al->regs_per_sm / 4 / o.regs_per_warp * 4;   /* 4 sub-partitions */
+        int warps = al->lim.regs_per_sm / 4 / o.regs_per_warp * 4;   /* 4 sub-partitions */
         by[2] = warps / o.warps_per_block;
     }
     o.why_zero = block_misfit(al, threads, regs, smem, o.regs_per_warp);
@@ -368,13 +368,13 @@ static void put_limiters(StrBuf *out, const Occupancy *o, const MetaKernel *k, c
         sb_printf(out, "%sblocks per SM: %d", sep, o->blocks);
 }
 
-static void put_occupancy(StrBuf *out, const ArchLimits *al, const MetaKernel *k, const PtxasFunc *f)
+static void put_occupancy(StrBuf *out, const TargetInfo *al, const MetaKernel *k, const PtxasFunc *f)
 {
     int regs = f ? f->regs : -1;
     int smem = k->smem + (f && f->smem > 0 ? f->smem : 0);
     Occupancy o = tc_occupancy(al, k->threads, regs, smem);
     if (o.blocks == 0) {
-        sb_printf(out, "  occupancy: 0 (the block cannot run on %s: %s)\n", al->arch, o.why_zero);
+        sb_printf(out, "  occupancy: 0 (the block cannot run on %s: %s)\n", al->name, o.why_zero);
         return;
     }
     sb_printf(out, "  occupancy: %s%d block%s/SM, %d warps/SM of %d, %.1f%%", regs < 0 ? "at most " : "",
@@ -398,7 +398,7 @@ static void put_ptxas_lines(StrBuf *out, const PtxasFunc *f)
         sb_printf(out, "  spills: none (%d B stack frame)\n", f->stack > 0 ? f->stack : 0);
 }
 
-static void put_kernel(StrBuf *out, const ArchLimits *al, const char *arch, const MetaKernel *k,
+static void put_kernel(StrBuf *out, const TargetInfo *al, const char *arch, const MetaKernel *k,
                        const PtxasFunc *f, const char *why)
 {
     sb_printf(out, "kernel %s (%s)\n", k->name, arch);
@@ -411,8 +411,8 @@ static void put_kernel(StrBuf *out, const ArchLimits *al, const char *arch, cons
     int st = f && f->smem > 0 ? f->smem : 0;
     sb_printf(out, "  shared memory: %d B dynamic + %d B static", k->smem, st);
     if (al)
-        sb_printf(out, " + %d B reserved per block (max %d B per block, %d B per SM)", al->smem_reserved,
-                  al->smem_per_block, al->smem_per_sm);
+        sb_printf(out, " + %d B reserved per block (max %d B per block, %d B per SM)", al->lim.smem_reserved,
+                  al->lim.smem_per_block, al->lim.smem_per_sm);
     sb_putc(out, '\n');
     if (al)
         put_occupancy(out, al, k, f && f->regs >= 0 ? f : NULL);
@@ -451,7 +451,7 @@ void tc_report_resources(Arena *a, StrBuf *out, const char *arch, const char *me
     }
     const char *why = "";
     PtxasInfo pi = ptxas_info(a, arch, ptx, &why);
-    const ArchLimits *al = tc_arch_limits(arch);
+    const TargetInfo *al = tc_target(arch);
     for (int i = 0; i < n; i++)
         put_kernel(out, al, arch, &ks[i], tc_ptxas_find(&pi, ks[i].name), why);
 }

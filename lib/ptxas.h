@@ -1,6 +1,6 @@
 /* ptxas.h - the resources part of `tilec --report`: running ptxas -v on the
- * PTX, parsing what it says per kernel, the per-arch SM limits, and the
- * theoretical occupancy they give.
+ * PTX, parsing what it says per kernel, and the theoretical occupancy the
+ * target's SM limits (target/target.h) give.
  *
  * Nothing here runs unless a report was asked for. Strings handed out live
  * in the Arena passed in; the arch table is read-only static data.
@@ -9,6 +9,7 @@
 #define TILEC_PTXAS_H
 
 #include "util.h"
+#include "target/target.h"
 
 /* One function as `ptxas -v` describes it. -1 = not stated. */
 typedef struct PtxasFunc {
@@ -42,20 +43,6 @@ const char *tc_ptxas_path(Arena *a);
  * one-line reason in *log (the first error line ptxas printed). */
 int tc_ptxas_run(Arena *a, const char *ptxas, const char *arch, const char *ptx, const char **log);
 
-/* Per-SM limits of one target (lib/arch_limits.c). */
-typedef struct ArchLimits {
-    const char *arch;
-    int regs_per_sm;        /* 32-bit registers */
-    int threads_per_sm;
-    int blocks_per_sm;
-    int smem_per_sm;        /* bytes, including the per-block reservations */
-    int smem_per_block;     /* bytes a block may use (opt-in maximum) */
-    int smem_reserved;      /* bytes the driver reserves per block */
-    int regs_per_thread;    /* maximum */
-    int regs_per_block;
-} ArchLimits;
-
-const ArchLimits *tc_arch_limits(const char *arch);  /* NULL if unknown */
 
 /* Which resources bound the number of resident blocks (bit set). */
 enum { OCC_THREADS = 1, OCC_BLOCKS = 2, OCC_REGS = 4, OCC_SMEM = 8 };
@@ -75,7 +62,7 @@ typedef struct Occupancy {
 /* Theoretical occupancy of blocks of `threads` threads using `regs`
  * registers per thread (< 0: unknown, not counted) and `smem` bytes of
  * static + dynamic shared memory. */
-Occupancy tc_occupancy(const ArchLimits *al, int threads, int regs, int smem);
+Occupancy tc_occupancy(const TargetInfo *al, int threads, int regs, int smem);
 
 /* Append the `== resources ==` body for the kernels in `meta` (kernel
  * metadata text) compiled for `arch`; `ptx` may be NULL (not produced). */

@@ -40,21 +40,6 @@ TC_NORETURN void tc_fatal(const char *file, int line, const char *fmt, ...) TC_P
 void *tc_xmalloc(size_t n);
 void *tc_xrealloc(void *p, size_t n);
 
-/* An integer code-generation switch (TILEC_*; docs/codegen.md lists them
- * all): its value in the running compilation's switch list (tc_knob_scope),
- * else in the environment, else dflt (unset or empty). Read at each use:
- * no state is kept between compilations. */
-int tc_knob(const char *name, int dflt);
-/* Is name[0..len) one of the switches tc_knob reads? */
-bool tc_knob_known(const char *name, size_t len);
-/* Makes `list` ("NAME=INTEGER,...", checked by tc_switches_check; NULL:
- * none) the switches of the compilation on this thread; returns the
- * previous list, to be restored when it ends. */
-const char *tc_knob_scope(const char *list);
-/* The first bad entry of a switch list (not NAME=INTEGER, or an unknown
- * NAME), its length in *len; NULL when every entry is good. */
-const char *tc_switches_check(const char *list, size_t *len);
-
 /* ---- string buffer (heap, owned by the StrBuf) ---- */
 typedef struct StrBuf {
     char *buf;   /* NUL-terminated when non-NULL */

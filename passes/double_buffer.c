@@ -48,11 +48,10 @@
  * needs), with wait {pending = groups passed}: attention's Q and its first
  * K/V stage are in flight together. They also sink past any other op that
  * does not read the loaded tile, short of a loop (an earlier tile's
- * epilogue: the next tile's Q lands while it runs; TILEC_SINK_FAR=0 stops
- * at those). TILEC_OVERLAP_SINGLE=0 keeps them in place.
+ * epilogue: the next tile's Q lands while it runs).
  * The barrier after the loop lets smem_alloc reuse the ring's bytes later.
- * TILEC_ROTATE=1 rotates a loop over tiles that holds a pipelined loop: its
- * next trip's copies go right after the inner loop's drain (try_rotate).
+ * A loop over tiles that holds a pipelined loop is rotated: its next trip's
+ * copies go right after the inner loop's drain (try_rotate).
  */
 #include "passes.h"
 
@@ -385,8 +384,7 @@ static void drop_dead(Func *f, Block *blk)
  * tokens, mean of four runs, bench/RESULTS.md 2026-11-30 19:58):
  * attention at D=64 +0.3% to +1.5% on nine of ten rows (O staged: -0.5%
  * to +2.6%, nine of ten); at D=128 (a first product over 128) -1.4% to
- * -6% with fragment stores, so there it stays. TILEC_PF_LATE=0/1 forces
- * either place. Returns the index of the first DOT, or -1 for the default
+ * -6% with fragment stores, so there it stays. Returns the index of the first DOT, or -1 for the default
  * place. */
 static int late_prefetch_at(const Loop *L)
 {
@@ -398,8 +396,7 @@ static int late_prefetch_at(const Loop *L)
     if (nd < 2)
         return -1;
     const Type *a = ir_type(L->f, blk->ops[d[0]]->args[0]);
-    int rule = a->rank >= 1 && a->shape[a->rank - 1] <= 64;
-    bool late = tc_knob("TILEC_PF_LATE", rule) != 0;
+    bool late = a->rank >= 1 && a->shape[a->rank - 1] <= 64;
     return late ? d[0] : -1;
 }
 
@@ -491,14 +488,11 @@ static bool copies_only(const Op *op, ValId v)
  * prologue, with the pure ops and buffers it needs): the wait then leaves
  * those groups pending (cp.async groups retire in order), so the loop's first
  * stage is in flight while the load's own copies land. Also passes any other
- * op but a loop that does not read the tile (TILEC_SINK_FAR, default on): a
+ * op but a loop that does not read the tile: a
  * later wait of those ops, if any, only retires this group early. Stops at
  * a loop or the first use of the loaded tile. Returns the groups passed. */
 static int sink_wait(Func *f, Block *blk, int w)
 {
-    if (tc_knob("TILEC_OVERLAP_SINGLE", 1) == 0)
-        return 0;
-    bool far = tc_knob("TILEC_SINK_FAR", 1) != 0;
     Op *wait = blk->ops[w], *bar = blk->ops[w + 1], *ld = blk->ops[w + 2];
     ValId v = ld->res[0];
     int groups = 0, to = -1;
@@ -512,7 +506,7 @@ static int sink_wait(Func *f, Block *blk, int w)
         }
         bool ok = ((op_info[op->code].flags & OPF_PURE) && !op->nregions) || op->code == OP_SMEM_ALLOC ||
                   op->code == OP_ASYNC_COPY || (op->code == OP_IF && copies_only(op, v)) ||
-                  (far && op->code != OP_FOR && !reads_deep(op, v));
+                  (op->code != OP_FOR && !reads_deep(op, v));
         if (!ok)
             break;
     }
@@ -556,11 +550,11 @@ static int choose_stages(PassCtx *ctx, const Loop *L, int64_t stage_bytes, StrBu
         sb_printf(why, "pipeline(%lld) hint", (long long)L->op->iattr[0]);
         return (int)L->op->iattr[0];
     }
-    int64_t budget = pass_smem_limit(ctx->arch);
+    int64_t budget = pass_smem_limit(ctx->target, ctx->smem_per_block);
     int64_t fit = stage_bytes > 0 ? budget / stage_bytes : 4;
     int s = fit >= 4 ? 4 : fit < 1 ? 1 : (int)fit;
     sb_printf(why, "no hint: %lld B per stage, %lld B of shared memory on %s fits %lld", (long long)stage_bytes,
-              (long long)budget, ctx->arch ? ctx->arch : "sm_86", (long long)fit);
+              (long long)budget, pass_target_name(ctx), (long long)fit);
     return s;
 }
 
@@ -668,8 +662,8 @@ static void pipeline_loop(PassCtx *ctx, Func *f, Op *fo)
  * that pipelines (the key loop, S >= 2 stages) and, before I, loads that
  * qualify as O's own (attention's Q), none of them read after I. Left as it
  * is, O's loads become a ring copied whole trips ahead and every trip starts
- * with I's prologue and waits for it. Rotated (TILEC_ROTATE=1, a loop
- * without a pipeline hint above 1):
+ * with I's prologue and waits for it. Rotated (a loop without a pipeline
+ * hint above 1):
  *   before O   smem_alloc: O's loads one slot each, I's S-slot ring;
  *              if lo < hi { O's copies for iv := lo }, commit; I's
  *              prologue (stages 0..S-2) for iv := lo, each also guarded
@@ -734,7 +728,7 @@ static void emit_rotated(Loop *I, Loop *O, Builder *b, ValId tv, ValId g)
  * for pipeline_loop. */
 static bool try_rotate(PassCtx *ctx, Func *f, Op *fo, Op **inner)
 {
-    if (!tc_knob("TILEC_ROTATE", 0) || fo->iattr[0] > 1)
+    if (fo->iattr[0] > 1)
         return false;
     Block *B = &fo->regions[0];
     int ii = -1, nfor = 0, ninner = 0;

@@ -686,12 +686,10 @@ static bool guard_masks(Func *f, Op *loop, ValId split, const Mask *ms, int n, A
     return true;
 }
 
-/* TILEC_MASK_MODE=split|guard overrides the choice (benchmark variants). */
+/* A body with products keeps its masks behind a uniform branch in one loop
+ * (guard); any other is split into full and boundary blocks. */
 static bool prefer_guard(const Op *loop)
 {
-    const char *s = getenv("TILEC_MASK_MODE");
-    if (s && *s)
-        return strcmp(s, "guard") == 0;
     const Block *body = &loop->regions[0];
     for (int i = 0; i < body->nops; i++)
         if (body->ops[i]->code == OP_DOT)

@@ -10,10 +10,26 @@
 #define TILEC_PASSES_H
 
 #include "../ir/ir.h"
+#include "../target/target.h"
+
+/* The typed options a user may set (options.c; `tilec --help` lists them). */
+typedef struct PassOptions {
+    int64_t smem_per_block;    /* target.smem-per-block: bytes, 0 = the target's own */
+} PassOptions;
+
+/* Parse "NAME=VALUE,..." into *out (zeroed first). 0 on success; else 1
+ * and a one-line message in err. */
+int pass_options_parse(const char *list, PassOptions *out, StrBuf *err);
+/* The options, for --help: count, and field 0 name, 1 value type, 2 what
+ * it does, of option i (NULL past the end). */
+int pass_option_count(void);
+const char *pass_option_info(int i, int field);
 
 typedef struct PassCtx {
     Diag *diag;
-    const char *arch;          /* "sm_86", "sm_90a", "sm_100a", ... */
+    const TargetInfo *target;  /* what the arch has (NULL: sm_86's limits) */
+    int64_t smem_per_block;    /* option target.smem-per-block: shared memory a block may use
+                                  on the device the PTX runs on; 0 = the target's own */
     int opt_level;
     /* observability */
     const char *const *print_after; int nprint_after;  /* pass names; "*" = all */
@@ -59,9 +75,12 @@ void pass_note(PassCtx *ctx, const char *fmt, ...) TC_PRINTF(2, 3);
 
 /* ---- shared-memory planning (smem_plan.c), the analysis behind smem_alloc ---- */
 
-/* Shared memory one block may use on `arch` (bytes): sm_86 99 KB, sm_90a /
- * sm_100a 227 KB; an unknown or NULL arch gets the sm_86 limit. */
-int64_t pass_smem_limit(const char *arch);
+/* Shared memory one block may use (bytes): the option target.smem-per-block
+ * when set (at most the largest any target has), else the target's own
+ * (sm_86 99 KB, sm_90a / sm_100a 227 KB); a NULL target gets sm_86's. */
+int64_t pass_smem_limit(const TargetInfo *t, int64_t smem_per_block);
+/* The target's name for messages ("sm_86" when none is set). */
+const char *pass_target_name(const PassCtx *ctx);
 
 /* A buffer's footprint: stages x slot stride, the slot stride being the slot's
  * bytes (rows x (row bytes + pad)) rounded up to the buffer's alignment. */

@@ -5,8 +5,8 @@
  * swizzle, alignment and padding (after swizzle).
  * Guarantees: every SMEM_ALLOC's iattr[1] holds its byte offset (a multiple
  * of iattr[2]); Func.smem_bytes is the block's dynamic shared memory (0 when
- * there are no buffers); a kernel above the limit of ctx->arch (sm_86 99 KB,
- * sm_90a / sm_100a 227 KB) gets one error at the kernel that lists every
+ * there are no buffers); a kernel above the limit of the target (sm_86 99 KB,
+ * sm_90a / sm_100a 227 KB, or the option target.smem-per-block) gets one error at the kernel that lists every
  * buffer and the limit. The plan goes to the report and --print-after.
  */
 #include "passes.h"
@@ -33,10 +33,9 @@ static void describe(const Func *f, const SmemBuf *b, Arena *a, StrBuf *out)
 static void report_limit(PassCtx *ctx, const Func *f, const SmemPlan *p, int64_t limit, Arena *a)
 {
     StrBuf sb = { 0 };
-    const char *arch = ctx->arch ? ctx->arch : "sm_86";
     sb_printf(&sb, "kernel '%s' needs %lld bytes of shared memory, above the %lld bytes (%lld KB) one block may use on %s%s; buffers:",
-              f->name, (long long)p->total, (long long)limit, (long long)(limit / 1024), arch,
-              tc_knob("TILEC_SMEM_LIMIT", 0) > 0 ? " (TILEC_SMEM_LIMIT)" : "");
+              f->name, (long long)p->total, (long long)limit, (long long)(limit / 1024), pass_target_name(ctx),
+              ctx->smem_per_block > 0 ? " (target.smem-per-block)" : "");
     for (int i = 0; i < p->nbufs; i++) {
         const SmemBuf *b = &p->bufs[i];
         sb_puts(&sb, "\n  ");
@@ -63,7 +62,7 @@ static int run_func(PassCtx *ctx, Func *f)
     SmemPlan p;
     pass_smem_plan(f, a, &p);
     f->smem_bytes = p.total;
-    int64_t limit = pass_smem_limit(ctx->arch);
+    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
     int nerr = 0;
     for (int i = 0; i < p.nbufs; i++) {
         p.bufs[i].alloc->iattr[1] = p.bufs[i].offset;
@@ -78,7 +77,7 @@ static int run_func(PassCtx *ctx, Func *f)
         for (int i = 0; i < p.nbufs; i++)
             sum += p.bufs[i].bytes;
         pass_note(ctx, "@%s: %lld B of shared memory (%lld B before reuse), limit %lld B on %s", f->name,
-                  (long long)p.total, (long long)sum, (long long)limit, ctx->arch ? ctx->arch : "sm_86");
+                  (long long)p.total, (long long)sum, (long long)limit, pass_target_name(ctx));
     }
     if (p.total > limit) {
         report_limit(ctx, f, &p, limit, a);

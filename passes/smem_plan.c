@@ -22,19 +22,17 @@
 
 #include <string.h>
 
-int64_t pass_smem_limit(const char *arch)
+int64_t pass_smem_limit(const TargetInfo *t, int64_t smem_per_block)
 {
-    /* TILEC_SMEM_LIMIT=N: the shared memory one block may use on the device
-     * the PTX is meant for, when that is not the arch's own (sm_86 PTX run
-     * on an sm_90 GPU); at most the largest any arch has. */
-    const int64_t most = 232448;    /* 227 KB: sm_90, sm_100 */
-    int64_t k = tc_knob("TILEC_SMEM_LIMIT", 0);
-    if (k > 0)
-        return k < most ? k : most;
-    if (arch && (!strncmp(arch, "sm_90", 5) || !strncmp(arch, "sm_100", 6)))
-        return most;
-    return 101376;       /* 99 KB: sm_86 (and the default) */
+    int64_t most = tc_target_max_smem_per_block();
+    if (smem_per_block > 0)     /* the device the PTX is meant for (sm_86 PTX on an sm_90 GPU) */
+        return smem_per_block < most ? smem_per_block : most;
+    if (!t)
+        t = tc_target("sm_86");
+    return t->lim.smem_per_block;
 }
+
+const char *pass_target_name(const PassCtx *ctx) { return ctx->target ? ctx->target->name : "sm_86"; }
 
 static int64_t round_up(int64_t x, int64_t a) { return a > 1 ? (x + a - 1) / a * a : x; }
 

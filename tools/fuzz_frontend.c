@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
         StrBuf dump = { 0 }, timing = { 0 }, remarks = { 0 };
-        PassCtx ctx = { .diag = &d, .arch = "sm_90a", .opt_level = 3, .verify_each = true,
+        PassCtx ctx = { .diag = &d, .target = tc_target("sm_90a"), .opt_level = 3, .verify_each = true,
                         .dump = &dump, .timing = &timing, .remarks = &remarks };
         if (passes_run(m, &ctx) == 0)
             check_round_trip(a, m);

@@ -29,7 +29,7 @@ typedef struct Cli {
     const char *lang;
     tilec_define *defs; size_t ndefs;
     const char **pa; size_t npa;
-    char *sw;                 /* --switch entries, comma-joined (heap) */
+    char *popt;               /* --pass-option entries, comma-joined (heap) */
     int help, version;
 } Cli;
 
@@ -59,9 +59,8 @@ static void print_help(void)
            "  -x LANG                 input language: tile or tir (default: by extension)\n"
            "  --passes=LIST           run only these passes (comma-separated, table order);\n"
            "                          --passes= runs none\n"
-           "  --switch NAME=VALUE     a code-generation switch for this compilation (repeatable;\n"
-           "                          the TILEC_* integer switches of docs/codegen.md, e.g.\n"
-           "                          --switch TILEC_PV_ROWS=1; over the environment's)\n"
+           "  --pass-option NAME=VALUE\n"
+           "                          set a typed pass option (repeatable; listed below)\n"
            "  --print-after=NAME      print the IR after pass NAME to stderr (repeatable;\n"
            "                          'lower' prints it before the first pass)\n"
            "  --print-after-all       print the IR after every pass\n"
@@ -74,6 +73,10 @@ static void print_help(void)
            "passes (in pipeline order):\n");
     for (size_t i = 0; i < tilec_num_passes(); i++)
         printf("  %-22s  %s\n", tilec_pass_name(i), tilec_pass_summary(i));
+    printf("\npass options (--pass-option NAME=VALUE; docs/internals.md, \"Pass options\"):\n");
+    for (size_t i = 0; i < tilec_num_pass_options(); i++)
+        printf("  %s=<%s>\n      %s\n", tilec_pass_option_name(i), tilec_pass_option_type(i),
+               tilec_pass_option_help(i));
     printf("\nexit status: 0 success, 1 errors in the input, 2 usage error, 3 I/O error,\n"
            "4 internal compiler error\n");
 }
@@ -128,11 +131,11 @@ static bool is_opt(const char *a, const char *opt)
     return strncmp(a, opt, n) == 0 && (a[n] == 0 || a[n] == '=');
 }
 
-/* Appends one --switch entry (checked by the library with the rest). */
-static int add_switch(Cli *c, const char *v)
+/* Appends one --pass-option entry (checked by the library with the rest). */
+static int add_pass_option(Cli *c, const char *v)
 {
-    size_t n = c->sw ? strlen(c->sw) : 0, m = strlen(v);
-    char *p = realloc(c->sw, n + m + 2);
+    size_t n = c->popt ? strlen(c->popt) : 0, m = strlen(v);
+    char *p = realloc(c->popt, n + m + 2);
     if (!p) {
         fprintf(stderr, "tilec: error: out of memory\n");
         return EXIT_USAGE;
@@ -140,7 +143,7 @@ static int add_switch(Cli *c, const char *v)
     if (n)
         p[n++] = ',';
     memcpy(p + n, v, m + 1);
-    c->sw = p;
+    c->popt = p;
     return 0;
 }
 
@@ -169,10 +172,10 @@ static int parse_valued(Cli *c, int argc, char **argv, int *i)
     }
     if (strncmp(a, "--emit=", 7) == 0)
         return set_emit(c, a + 7);
-    if (is_opt(a, "--switch")) {
-        if (!(v = opt_value(argc, argv, i, "--switch")))
+    if (is_opt(a, "--pass-option")) {
+        if (!(v = opt_value(argc, argv, i, "--pass-option")))
             return usage_error("option '%s' needs NAME=VALUE", a);
-        return add_switch(c, v);
+        return add_pass_option(c, v);
     }
     if (strncmp(a, "--passes=", 9) == 0) {
         c->o.passes = a + 9;
@@ -344,7 +347,7 @@ static int run(Cli *c)
     c->o.print_after = c->pa;
     c->o.nprint_after = c->npa;
     c->o.language = c->lang;
-    c->o.switches = c->sw;
+    c->o.pass_options = c->popt;
     tilec_result *r = NULL;
     tilec_status st = compile(c, &r);
     if (!r)
@@ -417,6 +420,6 @@ int main(int argc, char **argv)
         free((char *)c.defs[i].name);
     free(c.defs);
     free(c.pa);
-    free(c.sw);
+    free(c.popt);
     return rc;
 }

@@ -194,10 +194,12 @@ def test_compile_errors():
     good = "kernel k<B: int = 4>(X: global f32[N]) grid(1) { }\n"
     e = raises(tilec.CompileError, tilec.compile, good, arch="sm_86", NOPE=3)
     check("unknown define raises CompileError", e is not None and "NOPE" in str(e), repr(e))
-    e = raises(tilec.CompileError, tilec.compile, good, arch="sm_86", switches={"TILEC_NOPE": 1})
-    check("unknown switch raises CompileError", e is not None and "bad switch 'TILEC_NOPE=1'" in str(e), repr(e))
-    e = raises(tilec.CompileError, tilec.compile, good, arch="sm_86", switches="TILEC_PV_ROWS=on")
-    check("malformed switch raises CompileError", e is not None and "bad switch" in str(e), repr(e))
+    e = raises(tilec.CompileError, tilec.compile, good, arch="sm_86", pass_options={"nope.opt": 1})
+    check("unknown pass option raises CompileError", e is not None and "unknown pass option 'nope.opt'" in str(e),
+          repr(e))
+    e = raises(tilec.CompileError, tilec.compile, good, arch="sm_86", pass_options="target.smem-per-block=on")
+    check("malformed pass option raises CompileError", e is not None and "pass option target.smem-per-block" in str(e),
+          repr(e))
     path = os.path.join(ROOT, "examples", "does_not_exist.tile")
     e = raises(tilec.CompileError, tilec.compile, src, arch="sm_99")
     check("unknown arch raises CompileError", e is not None, repr(e))
@@ -216,46 +218,41 @@ def test_attention_variants(have_cc):
           == (True, False, False, False))
     check("variant names", (A.variant_name("bf16", "sm_86", 64, 128, 64, True),
                             A.variant_name("f16", "sm_90a", 128, 128, 64, False, True),
-                            A.variant_name("bf16", "sm_86", 128, 128, 64, True, True, {"TILEC_PV_ROWS": 1}),
-                            A.variant_name("bf16", "sm_86", 64, 128, 128, False, False, {"TILEC_COPY_INTERIOR": 1}))
+                            A.variant_name("bf16", "sm_86", 128, 256, 64, False, True, 132))
           == ("attn_bf16_sm_86_d64_m128_n64_c", "attn_f16_sm_90a_d128_m128_n64_f_so",
-              "attn_bf16_sm_86_d128_m128_n64_c_so_pm", "attn_bf16_sm_86_d64_m128_n128_f_ci"))
-    check("picks: the kernel's choices", (A.picks(128, True, 2048, arch="sm_86"), A.picks(64, False, 8192))
-          == ((128, 64, True, {"TILEC_PV_ROWS": 1}, 0), (128, 128, False, {"TILEC_COPY_INTERIOR": 1}, 0)))
-    rot = {"TILEC_COPY_INTERIOR": 1, "TILEC_PINGPONG": 2, "TILEC_ROTATE": 1}
-    check("picks: D=128 without the mask from 1k tokens: 256-row blocks, decoupled turns, a persistent grid",
+              "attn_bf16_sm_86_d128_m256_n64_f_so_p132"))
+    check("picks: the kernel's parameters", (A.picks(128, True, 2048, arch="sm_86"), A.picks(64, False, 8192))
+          == ((128, 64, True, 0), (128, 128, False, 0)))
+    check("picks: D=128 without the mask from 1k tokens: 256-row blocks, a persistent grid",
           (A.picks(128, False, 2048), A.picks(128, False, 1024), A.picks(128, False, 1024, sms=114),
            A.picks(128, False, 1023), A.picks(128, False, 4096, nk=1000), A.picks(128, True, 4096),
            A.picks(64, False, 4096)[0])
-          == ((256, 64, True, rot, 132), (256, 64, True, rot, 132), (256, 64, True, rot, 114),
-              (128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0), (128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0),
-              (128, 64, False, {}, 0), 128))
+          == ((256, 64, True, 132), (256, 64, True, 132), (256, 64, True, 114), (128, 64, True, 0),
+              (128, 64, True, 0), (128, 64, False, 0), 128))
     check("picks: between 128 and 196 KB a block, the 256-row tile from 2k without the persistent grid",
           (A.picks(128, False, 1024, smem=196608), A.picks(128, False, 2048, smem=196608))
-          == ((128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0),
-              (256, 64, True, {"TILEC_COPY_INTERIOR": 1, "TILEC_PINGPONG": 2}, 0)))
+          == ((128, 64, True, 0), (256, 64, True, 0)))
     check("picks: sm_86 PTX takes the 256-row tile only where the device has the shared memory",
           (A.picks(128, False, 4096, arch="sm_86"), A.picks(128, False, 4096, arch="sm_86", smem=101376),
            A.picks(128, False, 4096, arch="sm_86", smem=232448))
-          == ((128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0), (128, 64, True, {"TILEC_COPY_INTERIOR": 1}, 0),
-              (256, 64, True, dict(rot, TILEC_SMEM_LIMIT=232448), 132)))
-    check("variant name of the 256-row tile", A.variant_name("bf16", "sm_86", 128, 256, 64, False, True,
-                                                              *A.picks(128, False, 4096)[3:])
-          == "attn_bf16_sm_86_d128_m256_n64_f_so_ci_pd_rt_p132")
-    sw = A.switches
-    check("switches per tile", (sw(64, True, False), sw(128, False, True), sw(128, True, False), sw(128, True, True))
-          == ({"TILEC_COPY_INTERIOR": 1}, {"TILEC_COPY_INTERIOR": 1}, {}, {"TILEC_PV_ROWS": 1}))
-    check("switch list text", (tilec.switch_list(None), tilec.switch_list({"TILEC_PV_ROWS": 1, "TILEC_COPY_INTERIOR": 0}),
-                               tilec.switch_list("TILEC_PV_ROWS=1"))
-          == (None, "TILEC_COPY_INTERIOR=0,TILEC_PV_ROWS=1", "TILEC_PV_ROWS=1"))
+          == ((128, 64, True, 0), (128, 64, True, 0), (256, 64, True, 132)))
+    check("pass options: the device's shared memory for sm_86 PTX of the 256-row tile",
+          (A.pass_options(256, "sm_86"), A.pass_options(256, "sm_86", 200704), A.pass_options(256, "sm_90a"),
+           A.pass_options(128, "sm_86"))
+          == ({"target.smem-per-block": 232448}, {"target.smem-per-block": 200704}, {}, {}))
+    check("pass option list text", (tilec.option_list(None), tilec.option_list({"target.smem-per-block": 1024}),
+                                    tilec.option_list("target.smem-per-block=1"))
+          == (None, "target.smem-per-block=1024", "target.smem-per-block=1"))
     if not have_cc:
         return
     src = os.path.join(ROOT, "examples", "attention.tile")
-    defs = dict(D=128, BN=64, CAUSAL=True, STAGE_O=True)
-    on = tilec.compile(src, arch="sm_86", report=True, switches={"TILEC_PV_ROWS": 1}, **defs)
-    off = tilec.compile(src, arch="sm_86", report=True, **defs)
-    check("switches reach the code generator", "row tiles outermost" in on.report
-          and "row tiles outermost" not in off.report and on.ptx != off.ptx)
+    on = tilec.compile(src, arch="sm_86", report=True, D=128, BN=64, CAUSAL=True, STAGE_O=True)
+    off = tilec.compile(src, arch="sm_86", report=True, D=128, BN=64, CAUSAL=True, STAGE_O=False)
+    check("the compiler issues p @ v by row tiles for the staged D=128 causal tile only",
+          "row tiles outermost" in on.report and "row tiles outermost" not in off.report)
+    big = tilec.compile(src, arch="sm_86", report=True, pass_options=A.pass_options(256, "sm_86"), D=128, BM=256,
+                        BN=64, STAGE_O=True)
+    check("the 256-row tile: decoupled turns, chosen by the compiler", "decoupled turns" in big.report, big.report)
     staged = A.kernel(128, "bf16", True, arch="sm_86", n=2048)
     check("D=128 causal at 32 key blocks: O staged, p @ v by row tiles", staged.ptx == on.ptx
           and staged is A.kernel(128, "bf16", True, arch="sm_86", n=1024))

@@ -442,23 +442,23 @@ def _diagnostics(lib, res):
     return out
 
 
-def switch_list(switches):
-    """A switches argument (None, a dict {"TILEC_NAME": int}, or a string
-    "TILEC_NAME=INT,...") as the library's comma-separated text, or None."""
-    if not switches:
+def option_list(options):
+    """A pass_options argument (None, a dict {"NAME": int}, or a string
+    "NAME=INT,...") as the library's comma-separated text, or None."""
+    if not options:
         return None
-    if isinstance(switches, str):
-        return switches
-    return ",".join("%s=%d" % (k, int(v)) for k, v in sorted(switches.items()))
+    if isinstance(options, str):
+        return options
+    return ",".join("%s=%d" % (k, int(v)) for k, v in sorted(options.items()))
 
 
-def compile(path_or_source, arch=None, opt_level=3, report=False, switches=None, **consts):
+def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=None, **consts):
     """Compile a .tile file (a path) or source text, with compile-time params
     given as keyword arguments (bools -> true/false, dtypes as "bf16" or a
     torch/numpy dtype). arch defaults to the current GPU's ("sm_90a" on
-    Hopper), else "sm_86". switches: code-generation switches for this
-    compilation, {"TILEC_PV_ROWS": 1} or "TILEC_PV_ROWS=1" (the TILEC_*
-    integer switches of docs/codegen.md; over the environment's). Returns a
+    Hopper), else "sm_86". pass_options: typed pass options for this
+    compilation, {"target.smem-per-block": 232448} or
+    "target.smem-per-block=232448" (`tilec --help` lists them). Returns a
     Module (callable if it holds one kernel); raises CompileError with the
     rendered diagnostics."""
     lib = _lib.tilec()
@@ -470,8 +470,8 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, switches=None,
     opts.opt_level = opt_level
     opts.emit = _lib.TILEC_EMIT_PTX
     opts.report = 1 if report else 0
-    sw = switch_list(switches)
-    opts.switches = sw.encode() if sw else None
+    po = option_list(pass_options)
+    opts.pass_options = po.encode() if po else None
     defs = (_lib.TilecDefine * max(len(consts), 1))()
     for i, (name, v) in enumerate(consts.items()):
         defs[i].name, defs[i].value = name.encode(), _define_value(name, v).encode()

@@ -10,7 +10,7 @@ log2 units: lse = log2(sum_j exp2(scale * log2(e) * q.k_j)), i.e. the
 natural log-sum-exp of the scaled scores divided by ln 2. The kernel runs on
 torch's current stream.
 
-A variant (D, dtype, causal, tile sizes, arch, O staging, switches, NPB)
+A variant (D, dtype, causal, tile sizes, arch, O staging, NPB)
 is compiled once per process and cached. D=128 without the mask at 2k
 tokens and more takes 256-row blocks of two warp groups taking turns at
 the tensor cores where the device gives a block 128 KB of shared memory
@@ -18,13 +18,10 @@ the tensor cores where the device gives a block 128 KB of shared memory
 the same tile as a persistent grid of one block per SM (the example's
 NPB) where it gives 196 KB (an H100 or H200). Short key loops (NK <= 4096, or with the causal
 mask at most 16 blocks of BN, 32 at D >= 128) take the example's
-STAGE_O form: O leaves through shared memory as 16-byte rows. Each tile
-is compiled with the code-generation switches that measured faster on it
-(switches() below). Precompiled
+STAGE_O form: O leaves through shared memory as 16-byte rows. Precompiled
 PTX is used when present: a folder given by TILEC_ATTN_DIR (or `ptx_dir=`)
-holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so][_ci][_pm][_pd][_rt][_p<NPB>].ptx
-(_so: STAGE_O; _ci, _pm, _pd, _rt: the switches; _p<NPB>: a persistent grid;
-variant_tag()) and
+holding attn_<dt>_<arch>_d<D>_m<BM>_n<BN>_<c|f>[_so][_p<NPB>].ptx
+(_so: STAGE_O; _p<NPB>: a persistent grid; variant_tag()) and
 its .meta (bench/attn_bench.py's layout), so a GPU machine without the
 compiler library can run it.
 """
@@ -145,55 +142,30 @@ def stage_o(nk, bn, causal=False, d=64, bm=128):
     return nk <= STAGE_O_MAX_NK
 
 
-# Code-generation switches per tile (tilec.compile's switches, docs/codegen.md),
-# measured on an H200 against the same tile without them (sm_86 PTX, mean
-# of three interleaved rounds, bench/RESULTS.md 2026-11-30 21:06):
-# TILEC_COPY_INTERIOR (the K/V and Q copies get an arm without per-chunk
-# bounds for windows wholly inside the tensor): D = 64 +0.4% to +1.7% with
-# O staged (nine of ten rows), D = 128 without the mask +0.9% to +2.3% from
-# 4k on (about zero at 1k and 2k), but -1.5% to -2.7% on D = 128 causal
-# tiles, which keep it off. TILEC_PV_ROWS (p @ v row tile by row tile): on
-# the D = 128 causal staged tile only (it spills elsewhere).
-SWITCH_TAGS = (("TILEC_COPY_INTERIOR", "ci"), ("TILEC_PV_ROWS", "pm"), ("TILEC_PINGPONG", "pd"),
-               ("TILEC_ROTATE", "rt"))
+def pass_options(bm=128, arch="sm_90a", smem=None):
+    """The pass options tilec.attention compiles a tile with, as a dict for
+    tilec.compile: the device's shared memory per block for the 256-row
+    tile when the PTX's arch allows less (sm_86 PTX for an H100 or H200)."""
+    if bm == 256 and arch_smem(arch) < TILE_256_SMEM:
+        return {"target.smem-per-block": smem or arch_smem("sm_90a")}
+    return {}
 
 
-def switches(d, causal, so, bm=128, arch="sm_90a", smem=None, npb=0):
-    """The code-generation switches tilec.attention compiles a tile with
-    (so: O staged; bm: its query rows; arch and smem as for tiles(); npb:
-    the blocks of a persistent grid, 0 for one tile per block), as a dict
-    for tilec.compile."""
-    sw = {}
-    if not (causal and d >= 128):
-        sw["TILEC_COPY_INTERIOR"] = 1
-    if causal and d >= 128 and so:
-        sw["TILEC_PV_ROWS"] = 1
-    if bm == 256:
-        sw["TILEC_PINGPONG"] = 2
-        if arch_smem(arch) < TILE_256_SMEM:     # sm_86 PTX for a larger device
-            sw["TILEC_SMEM_LIMIT"] = smem or arch_smem("sm_90a")
-    if npb:
-        sw["TILEC_ROTATE"] = 1
-    return sw
-
-
-def variant_tag(so, sw, npb=0):
-    """The file-name tag of a variant: "_so" for O staged, then one tag per
-    switch ("_ci", "_pm", "_pd", "_rt"), then "_p<NPB>" for a persistent
-    grid of NPB blocks; "" for none."""
-    return (("_so" if so else "") + "".join("_" + t for k, t in SWITCH_TAGS if (sw or {}).get(k)) +
-            ("_p%d" % npb if npb else ""))
+def variant_tag(so, npb=0):
+    """The file-name tag of a variant: "_so" for O staged, then "_p<NPB>"
+    for a persistent grid of NPB blocks; "" for none."""
+    return ("_so" if so else "") + ("_p%d" % npb if npb else "")
 
 
 def picks(d, causal, n, nk=None, arch="sm_90a", smem=None, sms=None):
     """What kernel() picks without overrides for query length n and key
     length nk (default n) on a device of `sms` SMs (default DEFAULT_SMS):
-    (bm, bn, so, switches, npb), npb the blocks of a persistent grid (0:
-    one tile per block)."""
+    (bm, bn, so, npb), npb the blocks of a persistent grid (0: one tile per
+    block)."""
     bm, bn = tiles(d, causal, n, arch, smem, nk)
     so = stage_o(n if nk is None else nk, bn, causal, d, bm)
     npb = (sms or DEFAULT_SMS) if persistent(d, causal, n, nk, bm, smem, arch) else 0
-    return bm, bn, so, switches(d, bool(causal), so, bm, arch, smem, npb), npb
+    return bm, bn, so, npb
 
 
 def device_sms(device):
@@ -218,8 +190,8 @@ def device_smem(device):
 _cache = {}
 
 
-def variant_name(dt, arch, d, bm, bn, causal, so=False, sw=None, npb=0):
-    return "attn_%s_%s_d%d_m%d_n%d_%s%s" % (dt, arch, d, bm, bn, "c" if causal else "f", variant_tag(so, sw, npb))
+def variant_name(dt, arch, d, bm, bn, causal, so=False, npb=0):
+    return "attn_%s_%s_d%d_m%d_n%d_%s%s" % (dt, arch, d, bm, bn, "c" if causal else "f", variant_tag(so, npb))
 
 
 def source(dt):
@@ -241,18 +213,18 @@ def kernel(d, dt, causal, bm=None, bn=None, arch=None, ptx_dir=None, n=None, nk=
     bm, bn = bm or tbm, bn or tbn
     so = stage_o(n if nk is None else nk, bn, causal, d, bm) if so is None else bool(so)
     npb = (sms or DEFAULT_SMS) if persistent(d, causal, n, nk, bm, smem, arch) else 0
-    sw = switches(d, bool(causal), so, bm, arch, smem, npb)
-    key = (d, dt, bool(causal), bm, bn, arch, so, tuple(sorted(sw.items())), npb)
+    popts = pass_options(bm, arch, smem)
+    key = (d, dt, bool(causal), bm, bn, arch, so, tuple(sorted(popts.items())), npb)
     mod = _cache.get(key)
     if mod is not None:
         return mod
     ptx_dir = ptx_dir or os.environ.get("TILEC_ATTN_DIR")
-    path = (os.path.join(ptx_dir, variant_name(dt, arch, d, bm, bn, causal, so, sw, npb) + ".ptx")
+    path = (os.path.join(ptx_dir, variant_name(dt, arch, d, bm, bn, causal, so, npb) + ".ptx")
             if ptx_dir else None)
     if path and os.path.isfile(path):
         mod = _load_files(path)
     else:
-        mod = _compile(source(dt), arch=arch, switches=sw, D=d, BM=bm, BN=bn, CAUSAL=bool(causal), STAGE_O=so,
+        mod = _compile(source(dt), arch=arch, pass_options=popts, D=d, BM=bm, BN=bn, CAUSAL=bool(causal), STAGE_O=so,
                        NPB=npb)
     _cache[key] = mod
     return mod

@@ -64,7 +64,7 @@ class TilecOptions(ctypes.Structure):
         ("report", ctypes.c_int),
         ("passes", ctypes.c_char_p),
         ("language", ctypes.c_char_p),
-        ("switches", ctypes.c_char_p),
+        ("pass_options", ctypes.c_char_p),
         # Room for fields a newer libtilec may have: tilec_options_init
         # writes its whole struct; struct_size is then set to the fields above.
         ("_reserved", ctypes.c_char * 512),

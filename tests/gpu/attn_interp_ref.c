@@ -169,7 +169,7 @@ static bool prog_load(Prog *p, const Tool *t, const DefSet *s)
     Module *m = fe_compile(p->a, path, p->src, len, defs, 4, &p->d);
     PassCtx ctx = { 0 };
     ctx.diag = &p->d;
-    ctx.arch = "sm_90a";
+    ctx.target = tc_target("sm_90a");
     ctx.opt_level = 3;
     ctx.verify_each = true;
     if (!m || p->d.nerrors || passes_run(m, &ctx) || ir_verify(m, "the pass pipeline", &p->d)) {

@@ -159,88 +159,58 @@ START_TEST(test_observability)
 }
 END_TEST
 
-/* ---- code-generation switches (tilec_options.switches) ---- */
+/* ---- typed pass options (tilec_options.pass_options) ---- */
 
-/* gemm.tile's report, compiled with `switches`; NULL when it failed. */
-static char *gemm_report(const char *switches)
+/* The 256-row attention tile on sm_86 with `popts`: its status. It needs
+ * 128 KB of shared memory, over sm_86's 99 KB per block. */
+static tilec_status big_attention(const char *popts)
 {
     tilec_options o;
     tilec_options_init(&o);
     o.arch = "sm_86";
-    o.report = 1;
-    o.switches = switches;
+    o.pass_options = popts;
+    tilec_define d[2] = { { "BM", "256" }, { "BN", "64" } };
+    o.defines = d;
+    o.ndefines = 2;
     tilec_result *r = NULL;
-    tilec_compile_file(TILEC_SOURCE_DIR "/examples/gemm.tile", &o, &r);
-    const char *rep = tilec_result_status(r) == TILEC_OK ? tilec_result_text(r, TILEC_OUT_REPORT) : NULL;
-    char *out = rep ? strdup(rep) : NULL;
+    tilec_status st = tilec_compile_file(TILEC_SOURCE_DIR "/examples/attention.tile", &o, &r);
+    if (st == TILEC_ERR_INPUT)
+        ck_assert_ptr_nonnull(strstr(tilec_result_diag_text(r), "bytes of shared memory"));
     tilec_result_free(r);
-    return out;
+    return st;
 }
 
-static int has_interior_arm(const char *switches)
+/* target.smem-per-block raises the shared memory a block may use to the
+ * device's (sm_86 PTX for an H200), and only for the compilation given it. */
+START_TEST(test_pass_options)
 {
-    char *rep = gemm_report(switches);
-    ck_assert_ptr_nonnull(rep);
-    int has = strstr(rep, "an unmasked arm for windows wholly inside") != NULL;
-    free(rep);
-    return has;
-}
-
-/* gemm's copies get the interior arm by default (a product that feeds no
- * other product); TILEC_COPY_INTERIOR=0 takes it away. */
-START_TEST(test_switches)
-{
-    unsetenv("TILEC_COPY_INTERIOR");
-    ck_assert_int_eq(has_interior_arm(NULL), 1);
-    ck_assert_int_eq(has_interior_arm("TILEC_COPY_INTERIOR=0"), 0);
-    ck_assert_int_eq(has_interior_arm("TILEC_PV_ROWS=1,TILEC_COPY_INTERIOR=0"), 0);
-    ck_assert_int_eq(has_interior_arm(NULL), 1);   /* nothing left over from the last compile */
-    setenv("TILEC_COPY_INTERIOR", "0", 1);
-    ck_assert_int_eq(has_interior_arm(NULL), 0);
-    ck_assert_int_eq(has_interior_arm("TILEC_COPY_INTERIOR=1"), 1);   /* the switch wins */
-    unsetenv("TILEC_COPY_INTERIOR");
+    ck_assert_int_eq(big_attention(NULL), TILEC_ERR_INPUT);
+    ck_assert_int_eq(big_attention("target.smem-per-block=232448"), TILEC_OK);
+    ck_assert_int_eq(big_attention("target.smem-per-block=100000"), TILEC_ERR_INPUT);
+    ck_assert_int_eq(big_attention(NULL), TILEC_ERR_INPUT);   /* nothing left over from the last compile */
+    ck_assert_int_eq(tilec_num_pass_options(), 1);
+    ck_assert_str_eq(tilec_pass_option_name(0), "target.smem-per-block");
+    ck_assert_str_eq(tilec_pass_option_type(0), "bytes");
+    ck_assert_ptr_nonnull(tilec_pass_option_help(0));
+    ck_assert_ptr_null(tilec_pass_option_name(1));
 }
 END_TEST
 
-START_TEST(test_bad_switches)
+START_TEST(test_bad_pass_options)
 {
-    const char *bad[] = { "TILEC_NOPE=1", "TILEC_PV_ROWS", "TILEC_PV_ROWS=", "=1", "TILEC_PV_ROWS=1x",
-                          "TILEC_PV_ROWS=1,,TILEC_ROLL_K=0", "TILEC_PV_ROWS=99999999999", "tilec_pv_rows=1" };
+    const char *bad[] = { "nope=1", "target.smem-per-block", "target.smem-per-block=", "=1",
+                          "target.smem-per-block=1x", "target.smem-per-block=1,,x=2",
+                          "target.smem-per-block=232449", "target.smem-per-block=-1", "TILEC_PV_ROWS=1" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tilec_options o;
         tilec_options_init(&o);
-        o.switches = bad[i];
+        o.pass_options = bad[i];
         tilec_result *r = NULL;
         ck_assert_int_eq(tilec_compile_string("a.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_USAGE);
         ck_assert_int_eq(tilec_result_num_diags(r), 1);
-        ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "bad switch"));
+        ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "pass option"));
         tilec_result_free(r);
     }
-}
-END_TEST
-
-/* Two threads, one compiling with a switch and one without: each
- * compilation sees only its own. */
-static void *switch_worker(void *p)
-{
-    int *want = p, ok = 1;
-    for (int i = 0; i < 3; i++)
-        ok &= has_interior_arm(*want ? NULL : "TILEC_COPY_INTERIOR=0") == *want;
-    *want = ok;
-    return NULL;
-}
-
-START_TEST(test_switch_threads)
-{
-    unsetenv("TILEC_COPY_INTERIOR");
-    int a = 1, b = 0;
-    pthread_t ta, tb;
-    ck_assert_int_eq(pthread_create(&ta, NULL, switch_worker, &a), 0);
-    ck_assert_int_eq(pthread_create(&tb, NULL, switch_worker, &b), 0);
-    pthread_join(ta, NULL);
-    pthread_join(tb, NULL);
-    ck_assert_int_eq(a, 1);
-    ck_assert_int_eq(b, 1);
 }
 END_TEST
 
@@ -293,9 +263,8 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_passes_and_version);
     tcase_add_test(tc, test_observability);
     tcase_add_test(tc, test_threads);
-    tcase_add_test(tc, test_switches);
-    tcase_add_test(tc, test_bad_switches);
-    tcase_add_test(tc, test_switch_threads);
+    tcase_add_test(tc, test_pass_options);
+    tcase_add_test(tc, test_bad_pass_options);
     suite_add_tcase(s, tc);
     return s;
 }

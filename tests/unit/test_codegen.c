@@ -297,7 +297,7 @@ static void ptxas_check(const char *ptx, const char *arch, const char *name)
 static void compile_all(Kit *k, const char *const *want)
 {
     for (size_t i = 0; i < TC_COUNTOF(ARCHS); i++) {
-        CgOptions o = { .arch = ARCHS[i], .opt_level = 3, .want_llvm = true, .want_ptx = true };
+        CgOptions o = { .target = tc_target(ARCHS[i]), .opt_level = 3, .want_llvm = true, .want_ptx = true };
         CgResult res;
         memset(&res, 0, sizeof res);
         double t0 = tc_now();
@@ -327,7 +327,7 @@ START_TEST(cg_vector_add)
     /* 16-byte accesses: v4.b32, or v2.b64 where LLVM packs f32 pairs (sm_100) */
     static const char *const want[] = { "ld.global.nc.v", "st.global.v", ".maxntid", NULL };
     compile_all(&k, want);
-    CgOptions o = { .arch = "sm_90a", .opt_level = 3, .want_ptx = true };
+    CgOptions o = { .target = tc_target("sm_90a"), .opt_level = 3, .want_ptx = true };
     CgResult res;
     memset(&res, 0, sizeof res);
     ck_assert_int_eq(cg_compile(k.m, &o, &res, &k.d, NULL), 0);
@@ -367,7 +367,7 @@ START_TEST(cg_dot_not_supported)
     ValId z = ir_const_float(&k.b, t, 0.0);
     ValId args[3] = { z, z, z };
     ir_build1(&k.b, OP_DOT, args, 3, t);
-    CgOptions o = { .arch = "sm_86", .opt_level = 3, .want_ptx = true };
+    CgOptions o = { .target = tc_target("sm_86"), .opt_level = 3, .want_ptx = true };
     CgResult res;
     memset(&res, 0, sizeof res);
     ck_assert_int_ne(cg_compile(k.m, &o, &res, &k.d, NULL), 0);
@@ -379,9 +379,13 @@ END_TEST
 
 START_TEST(cg_archs)
 {
-    ck_assert(cg_arch_supported("sm_86") && cg_arch_supported("sm_90a") && cg_arch_supported("sm_100a"));
-    ck_assert(cg_arch_supported("sm_100f") && cg_arch_supported("sm_90"));
-    ck_assert(!cg_arch_supported("sm_75") && !cg_arch_supported(NULL));
+    for (int i = 0; i < tc_target_count(); i++)   /* every target's family has a code generator */
+        ck_assert(cg_target_supported(tc_target_at(i)));
+    ck_assert(!cg_target_supported(NULL) && !tc_target("sm_75") && !tc_target("sm_100"));
+    ck_assert_ptr_eq(tc_target_resolve("sm_100", false, NULL), tc_target("sm_100a"));
+    ck_assert_ptr_eq(tc_target_resolve("sm_90", true, NULL), tc_target("sm_90"));
+    ck_assert(tc_target("sm_90a")->mma & TC_MMA_WGMMA && !(tc_target("sm_86")->mma & TC_MMA_WGMMA));
+    ck_assert(tc_target("sm_100a")->tmem && !tc_target("sm_90a")->tmem);
     ck_assert(strncmp(cg_llvm_version(), "22.", 3) == 0);
 }
 END_TEST

@@ -75,7 +75,7 @@ static bool prog_load(Prog *p, const char *file, const char *kernel, const FeDef
     PassCtx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.diag = &p->d;
-    ctx.arch = "sm_90a";
+    ctx.target = tc_target("sm_90a");
     ctx.opt_level = 2;
     ctx.verify_each = true;
     if (passes_run(p->m, &ctx) || ir_verify(p->m, "the pass pipeline", &p->d)) {

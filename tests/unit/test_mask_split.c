@@ -2,9 +2,7 @@
  * compiled, run through canonicalize + bounds, interpreted, then split and
  * interpreted again on the same inputs; the outputs must be bit-identical,
  * and the loop must have been split where the masks allow it (attention:
- * both the guarded form, the default for bodies with products, and the
- * copied loop of TILEC_MASK_MODE=split). */
-#define _POSIX_C_SOURCE 200809L   /* setenv */
+ * the guarded form of bodies with products; others: the copied loop). */
 #include <check.h>
 
 #include "check_main.h"
@@ -34,7 +32,7 @@ static bool run_passes(Prog *p, const char *only)
     PassCtx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.diag = &p->d;
-    ctx.arch = "sm_90a";
+    ctx.target = tc_target("sm_90a");
     ctx.verify_each = true;
     ctx.remarks = &p->remarks;
     ctx.only = only;
@@ -119,13 +117,11 @@ typedef struct AttnCase {
     bool causal;
 } AttnCase;
 
-/* mode "split": the loop is copied (full blocks, boundary blocks); "guard"
- * (the default for bodies with products): one loop, the masks behind an if. */
-static void attention_case(const AttnCase *c, const char *mode)
+/* A body with products keeps one loop, the masks behind an if. */
+static void attention_case(const AttnCase *c)
 {
     FeDefine defs[] = { { "D", "16" }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", c->causal ? "true" : "false" } };
     Prog p;
-    bool split = strcmp(mode, "split") == 0;
     ck_assert(prog_load(&p, "attention.tile", NULL, defs, 4));
     int64_t sq[4] = { 1, c->h, c->n, 16 }, sk[4] = { 1, c->hk, c->n, 16 }, sl[3] = { 1, c->h, c->n };
     uint64_t rng = 7 + (uint64_t)(c->n * 31 + c->hk * 5 + c->causal);
@@ -143,23 +139,19 @@ static void attention_case(const AttnCase *c, const char *mode)
         if (run_i == 1) {
             ck_assert_int_eq(nfor(&p), 1);
             int ifs = nops(&p, OP_IF);
-            if (split)
-                setenv("TILEC_MASK_MODE", "split", 1);
-            bool ok = run_passes(&p, "mask_split");
-            unsetenv("TILEC_MASK_MODE");
-            ck_assert(ok);
-            ck_assert_int_eq(nfor(&p), split ? 2 : 1);
-            ck_assert_int_eq(nops(&p, OP_IF), split ? ifs : ifs + 1);
+            ck_assert(run_passes(&p, "mask_split"));
+            ck_assert_int_eq(nfor(&p), 1);
+            ck_assert_int_eq(nops(&p, OP_IF), ifs + 1);
         }
         run(&p, args, 6);
     }
     char what[96];
-    snprintf(what, sizeof what, "attention H=%lld HK=%lld N=%lld causal=%d %s", (long long)c->h, (long long)c->hk,
-             (long long)c->n, c->causal, mode);
+    snprintf(what, sizeof what, "attention H=%lld HK=%lld N=%lld causal=%d", (long long)c->h, (long long)c->hk,
+             (long long)c->n, c->causal);
     same_bits(what, &o[0], &o[1]);
     same_bits(what, &lse[0], &lse[1]);
     ck_assert_msg(p.remarks.buf && strstr(p.remarks.buf, "n0 split at "), "%s: no split remark", what);
-    ck_assert_msg(strstr(p.remarks.buf, split ? "in a second copy of the loop" : "behind a uniform branch"),
+    ck_assert_msg(strstr(p.remarks.buf, "behind a uniform branch"),
                   "%s: %s", what, p.remarks.buf);
     ten_free(&q), ten_free(&k), ten_free(&v);
     for (int i = 0; i < 2; i++)
@@ -172,8 +164,7 @@ START_TEST(attention_unchanged)
     static const int64_t ns[] = { 1, 15, 16, 37, 64 };
     /* _i: 5 sizes x causal x GQA (H/HK = 1 or 2) */
     AttnCase c = { 2, (_i / 10) ? 1 : 2, ns[_i % 5], (_i / 5) % 2 != 0 };
-    attention_case(&c, "guard");
-    attention_case(&c, "split");
+    attention_case(&c);
 }
 END_TEST
 

@@ -5,7 +5,7 @@
  * by ptxas for sm_86, sm_90a and sm_100a when the CUDA toolkit is there;
  * the experiment that issues a loop's copies between the k steps keeps
  * the same copies and commit groups. */
-#define _POSIX_C_SOURCE 200809L   /* setenv, strdup */
+#define _POSIX_C_SOURCE 200809L   /* strdup */
 #include <check.h>
 
 #include "check_main.h"
@@ -168,9 +168,9 @@ START_TEST(gemm_ptx)
         diag_init(&d, a);
         Module *m = fe_compile(a, "gemm.tile", src, n, NULL, 0, &d);
         ck_assert(m != NULL);
-        PassCtx pc = { .diag = &d, .arch = archs[i], .opt_level = 3, .verify_each = true };
+        PassCtx pc = { .diag = &d, .target = tc_target(archs[i]), .opt_level = 3, .verify_each = true };
         ck_assert_int_eq(passes_run(m, &pc), 0);
-        CgOptions o = { .arch = archs[i], .opt_level = 3, .want_ptx = true };
+        CgOptions o = { .target = tc_target(archs[i]), .opt_level = 3, .want_ptx = true };
         CgResult res;
         memset(&res, 0, sizeof res);
         StrBuf err = { 0 };
@@ -191,70 +191,6 @@ START_TEST(gemm_ptx)
 }
 END_TEST
 
-/* PTX of examples/gemm.tile on 128x128 tiles with STAGES = stages (caller
- * frees). */
-static char *gemm_ptx_text(const char *src, size_t n, const char *arch, const char *stages)
-{
-    Arena *a = arena_new();
-    Diag d;
-    diag_init(&d, a);
-    FeDefine defs[2] = { { "STAGES", stages }, { "BM", "128" } };
-    Module *m = fe_compile(a, "gemm.tile", src, n, defs, 2, &d);
-    ck_assert(m != NULL);
-    PassCtx pc = { .diag = &d, .arch = arch, .opt_level = 3, .verify_each = true };
-    ck_assert_int_eq(passes_run(m, &pc), 0);
-    CgOptions o = { .arch = arch, .opt_level = 3, .want_ptx = true };
-    CgResult res;
-    memset(&res, 0, sizeof res);
-    StrBuf err = { 0 };
-    int e = cg_compile(m, &o, &res, &d, NULL);
-    diag_render(&d, &err);
-    ck_assert_msg(e == 0, "%s: %s", arch, err.buf ? err.buf : "");
-    char *ptx = strdup(res.ptx.buf);
-    sb_free(&err), sb_free(&res.ptx), sb_free(&res.meta), sb_free(&res.llvm_ir), sb_free(&res.report);
-    arena_free(a);
-    return ptx;
-}
-
-static int count_of(const char *s, const char *what)
-{
-    int n = 0;
-    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
-        n++;
-    return n;
-}
-
-/* The copies issued between the k steps (TILEC_XP_INTERLEAVE=1) are the
- * same copies in the same commit groups: as many cp.async and commits in
- * the text as the copies where they stand; with S >= 3 the loop's wait and
- * barrier move into the product (one more of each: the preheader's). */
-START_TEST(interleave_same_copies)
-{
-    static const char *const stages[] = { "2", "3" };
-    size_t n;
-    char *src = read_file(TILEC_SOURCE_DIR "/examples/gemm.tile", &n);
-    bool ptxas = access(PTXAS, X_OK) == 0;
-    for (size_t i = 0; i < TC_COUNTOF(stages); i++) {
-        unsetenv("TILEC_XP_INTERLEAVE");
-        char *flat = gemm_ptx_text(src, n, "sm_86", stages[i]);
-        setenv("TILEC_XP_INTERLEAVE", "1", 1);
-        char *il = gemm_ptx_text(src, n, "sm_86", stages[i]);
-        unsetenv("TILEC_XP_INTERLEAVE");
-        ck_assert(strcmp(flat, il) != 0);
-        ck_assert_int_eq(count_of(il, "cp.async.cg.shared.global"), count_of(flat, "cp.async.cg.shared.global"));
-        ck_assert_int_eq(count_of(il, "cp.async.commit_group"), count_of(flat, "cp.async.commit_group"));
-        int extra = stages[i][0] >= '3';
-        ck_assert_int_eq(count_of(il, "bar.sync"), count_of(flat, "bar.sync") + extra);
-        ck_assert_int_eq(count_of(il, "cp.async.wait_group"), count_of(flat, "cp.async.wait_group") + extra);
-        if (ptxas)
-            ptxas_check(il, "sm_86");
-        free(flat);
-        free(il);
-    }
-    free(src);
-}
-END_TEST
-
 static Suite *suite(void)
 {
     Suite *s = suite_create("mma");
@@ -265,7 +201,6 @@ static Suite *suite(void)
     tcase_add_test(tc, a_layout);
     tcase_add_test(tc, blocked_unchanged);
     tcase_add_test(tc, gemm_ptx);
-    tcase_add_test(tc, interleave_same_copies);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -74,7 +74,7 @@ static int run_passes(Prog *p, const char *only, const char *arch)
     PassCtx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.diag = &p->d;
-    ctx.arch = arch;
+    ctx.target = tc_target(arch);
     ctx.opt_level = 2;
     ctx.verify_each = true;
     ctx.only = only;
@@ -291,9 +291,8 @@ static bool copies_after_inner(const Op *outer)
     return false;
 }
 
-/* npb: the example's NPB (0: one tile per block, its outer loop folded);
- * switches: a compilation's switch list (TILEC_ROTATE=1) or NULL. */
-static void attention_case_with(const char *causal, const char *npb, const char *switches)
+/* npb: the example's NPB (0: one tile per block, its outer loop folded). */
+static void attention_case_with(const char *causal, const char *npb)
 {
     size_t len;
     char *src = read_example("attention.tile", &len);
@@ -301,7 +300,6 @@ static void attention_case_with(const char *causal, const char *npb, const char 
     Prog p;
     prog_compile(&p, "attention.tile", src, len, defs, 5);
     bool persistent = npb[0] != '0' && causal[0] == 'f';
-    const char *old = tc_knob_scope(switches);
     int64_t Z = 1, H = 2, HK = 1, N = 37;
     int64_t sq[4] = { Z, H, N, 16 }, sk[4] = { Z, HK, N, 16 }, sl[3] = { Z, H, N };
     Ten t[5] = { ten_new(DT_BF16, 4, sq), ten_new(DT_BF16, 4, sk), ten_new(DT_BF16, 4, sk),
@@ -313,23 +311,21 @@ static void attention_case_with(const char *causal, const char *npb, const char 
     static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
     Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
     char what[96];
-    snprintf(what, sizeof what, "attention causal=%s NPB=%s%s%s", causal, npb, switches ? " " : "",
-             switches ? switches : "");
+    snprintf(what, sizeof what, "attention causal=%s NPB=%s", causal, npb);
     check_passes(&p, &r, "sm_86", what, true);
-    tc_knob_scope(old);
     const Op *outer = NULL, *inner = NULL;
     ck_assert_int_eq(count_fors(&p.f->body, &outer), 1);
     /* NPB 0 (or the mask): the loop over tiles had one trip, folded away */
     ck_assert_int_eq(count_fors(&outer->regions[0], &inner), persistent ? 1 : 0);
     if (persistent)   /* rotated: the next trip's copies follow the key loop */
-        ck_assert(copies_after_inner(outer) == (switches != NULL));
+        ck_assert(copies_after_inner(outer));
     for (int i = 0; i < 5; i++)
         ten_free(&t[i]);
     arena_free(p.a);
     free(src);
 }
 
-static void attention_case(const char *causal) { attention_case_with(causal, "0", NULL); }
+static void attention_case(const char *causal) { attention_case_with(causal, "0"); }
 
 START_TEST(attention_plain) { attention_case("false"); }
 END_TEST
@@ -338,16 +334,13 @@ START_TEST(attention_causal) { attention_case("true"); }
 END_TEST
 
 /* The example as a persistent grid: 4 blocks over 2 heads x 3 query tiles
- * (blocks 0 and 1 take two tiles each), its loop over tiles as it is and
- * rotated (the next tile's Q and first K/V stage copied right after the
- * key loop); the causal kernel ignores NPB. */
-START_TEST(attention_persistent) { attention_case_with("false", "4", NULL); }
+ * (blocks 0 and 1 take two tiles each), its loop over tiles rotated (the
+ * next tile's Q and first K/V stage copied right after the key loop); the
+ * causal kernel ignores NPB. */
+START_TEST(attention_persistent) { attention_case_with("false", "4"); }
 END_TEST
 
-START_TEST(attention_persistent_rotated) { attention_case_with("false", "4", "TILEC_ROTATE=1"); }
-END_TEST
-
-START_TEST(attention_persistent_causal) { attention_case_with("true", "4", "TILEC_ROTATE=1"); }
+START_TEST(attention_persistent_causal) { attention_case_with("true", "4"); }
 END_TEST
 
 /* ---- the limit and untouched kernels ---- */
@@ -362,7 +355,7 @@ START_TEST(smem_limit_lists_buffers)
     PassCtx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.diag = &p.d;
-    ctx.arch = "sm_86";
+    ctx.target = tc_target("sm_86");
     ctx.verify_each = true;
     ck_assert_int_ne(passes_run(p.m, &ctx), 0);
     ck_assert_int_eq(p.d.nerrors, 1);
@@ -395,7 +388,7 @@ START_TEST(smem_limit_fits_sm90)
     PassCtx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.diag = &q.d;
-    ctx.arch = "sm_86";
+    ctx.target = tc_target("sm_86");
     ck_assert_int_ne(passes_run(q.m, &ctx), 0);   /* 128 KB > 99 KB */
     arena_free(q.a);
     free(src);
@@ -464,7 +457,6 @@ static Suite *suite(void)
     tcase_add_test(tc, attention_plain);
     tcase_add_test(tc, attention_causal);
     tcase_add_test(tc, attention_persistent);
-    tcase_add_test(tc, attention_persistent_rotated);
     tcase_add_test(tc, attention_persistent_causal);
     tcase_add_test(tc, smem_limit_lists_buffers);
     tcase_add_test(tc, smem_limit_fits_sm90);

@@ -105,23 +105,23 @@ END_TEST
 
 START_TEST(arch_table)
 {
-    const ArchLimits *h = tc_arch_limits("sm_90a");
+    const TargetInfo *h = tc_target("sm_90a");
     ck_assert_ptr_nonnull(h);
-    ck_assert_int_eq(h->smem_per_sm, 233472);
-    ck_assert_int_eq(h->smem_per_block, 232448);
-    ck_assert_int_eq(tc_arch_limits("sm_86")->threads_per_sm, 1536);
-    ck_assert_int_eq(tc_arch_limits("sm_100f")->blocks_per_sm, 32);
-    ck_assert_ptr_nonnull(tc_arch_limits("sm_90"));
-    ck_assert_ptr_nonnull(tc_arch_limits("sm_100a"));
-    ck_assert_ptr_null(tc_arch_limits("sm_100"));   /* never a resolved target */
-    ck_assert_ptr_null(tc_arch_limits("sm_70"));
-    ck_assert_ptr_null(tc_arch_limits(NULL));
+    ck_assert_int_eq(h->lim.smem_per_sm, 233472);
+    ck_assert_int_eq(h->lim.smem_per_block, 232448);
+    ck_assert_int_eq(tc_target("sm_86")->lim.threads_per_sm, 1536);
+    ck_assert_int_eq(tc_target("sm_100f")->lim.blocks_per_sm, 32);
+    ck_assert_ptr_nonnull(tc_target("sm_90"));
+    ck_assert_ptr_nonnull(tc_target("sm_100a"));
+    ck_assert_ptr_null(tc_target("sm_100"));   /* never a resolved target */
+    ck_assert_ptr_null(tc_target("sm_70"));
+    ck_assert_ptr_null(tc_target(NULL));
 }
 END_TEST
 
 START_TEST(occupancy_registers)
 {
-    const ArchLimits *h = tc_arch_limits("sm_90");
+    const TargetInfo *h = tc_target("sm_90");
     /* 255 regs: 255*32 = 8160 -> 8192 per warp; 16384 per sub-partition
      * holds 2 warps -> 8 warps/SM -> 2 blocks of 4 warps; 8/64 = 12.5%. */
     Occupancy o = tc_occupancy(h, 128, 255, 0);
@@ -152,7 +152,7 @@ START_TEST(occupancy_shared_memory)
     /* attention on sm_90a: 256 threads, 245 regs (7840 -> 7936 per warp,
      * 2 per sub-partition -> 8 warps -> 1 block), 163840 B + 1 KB reserved
      * = 164864 B (233472 / 164864 -> 1 block): both limit, 8/64 warps. */
-    Occupancy o = tc_occupancy(tc_arch_limits("sm_90a"), 256, 245, 163840);
+    Occupancy o = tc_occupancy(tc_target("sm_90a"), 256, 245, 163840);
     ck_assert_int_eq(o.regs_per_warp, 7936);
     ck_assert_int_eq(o.smem_per_block, 164864);
     ck_assert_int_eq(o.blocks, 1);
@@ -160,14 +160,14 @@ START_TEST(occupancy_shared_memory)
     ck_assert_int_eq(o.limiters, OCC_REGS | OCC_SMEM);
     /* sm_86, 256 threads, 32 regs, 48 KB: registers 8 blocks, threads
      * 48/8 = 6, shared memory 102400 / 50176 = 2 -> 16 of 48 warps. */
-    o = tc_occupancy(tc_arch_limits("sm_86"), 256, 32, 49152);
+    o = tc_occupancy(tc_target("sm_86"), 256, 32, 49152);
     ck_assert_int_eq(o.blocks, 2);
     ck_assert_int_eq(o.warps, 16);
     ck_assert_int_eq(o.max_warps, 48);
     ck_assert_int_eq(o.limiters, OCC_SMEM);
     ck_assert(o.percent > 33.33 && o.percent < 33.34);
     /* Shared memory is counted in 128-byte units: 100 + 1024 -> 1152. */
-    o = tc_occupancy(tc_arch_limits("sm_90a"), 128, 32, 100);
+    o = tc_occupancy(tc_target("sm_90a"), 128, 32, 100);
     ck_assert_int_eq(o.smem_per_block, 1152);
 }
 END_TEST
@@ -176,23 +176,23 @@ START_TEST(occupancy_blocks_and_unknown_registers)
 {
     /* sm_86, one warp per block, 67 regs (2144 -> 2304; 7 per sub-partition
      * -> 28 warps): the 16 block slots limit first -> 16/48 warps. */
-    Occupancy o = tc_occupancy(tc_arch_limits("sm_86"), 32, 67, 0);
+    Occupancy o = tc_occupancy(tc_target("sm_86"), 32, 67, 0);
     ck_assert_int_eq(o.blocks, 16);
     ck_assert_int_eq(o.limiters, OCC_BLOCKS);
     /* Registers unknown: only threads, slots and shared memory count. */
-    o = tc_occupancy(tc_arch_limits("sm_90a"), 1024, -1, 0);
+    o = tc_occupancy(tc_target("sm_90a"), 1024, -1, 0);
     ck_assert_int_eq(o.blocks, 2);
     ck_assert_int_eq(o.warps, 64);
     ck_assert_int_eq(o.limiters, OCC_THREADS);
     /* 40 threads round up to 2 warps. */
-    o = tc_occupancy(tc_arch_limits("sm_90a"), 40, 32, 0);
+    o = tc_occupancy(tc_target("sm_90a"), 40, 32, 0);
     ck_assert_int_eq(o.warps_per_block, 2);
 }
 END_TEST
 
 START_TEST(occupancy_cannot_run)
 {
-    const ArchLimits *h = tc_arch_limits("sm_90a");
+    const TargetInfo *h = tc_target("sm_90a");
     Occupancy o = tc_occupancy(h, 128, 32, 232449);        /* 1 B over the opt-in maximum */
     ck_assert_int_eq(o.blocks, 0);
     ck_assert_ptr_nonnull(strstr(o.why_zero, "shared memory"));

@@ -1,6 +1,7 @@
-/* target_common.c - hooks shared by several targets (MUFU approximations,
- * barriers) and the arch-name lookup. */
-#include "cg_internal.h"
+/* sm80/hooks.c - the lowering hooks of the sm80 family (target.h): SIMT
+ * math on the MUFU unit, bar.sync, mma.sync m16n8k16, ldmatrix and cp.async.
+ * Every target tilec compiles for uses them today (TargetInfo.family). */
+#include "../cg_internal.h"
 
 #include <string.h>
 
@@ -87,16 +88,11 @@ void cg_tg_async_wait(Cg *cg, int pending)
     cg_call(cg, "llvm.nvvm.cp.async.wait.group", cg->t_void, &n, 1);
 }
 
-const Target *cg_target_lookup(const char *arch)
-{
-    static const Target *const all[] = {
-        &cg_target_sm86, &cg_target_sm90, &cg_target_sm90a,
-        &cg_target_sm100, &cg_target_sm100a, &cg_target_sm100f,
-    };
-    if (!arch)
-        return NULL;
-    for (size_t i = 0; i < TC_COUNTOF(all); i++)
-        if (strcmp(all[i]->name, arch) == 0)
-            return all[i];
-    return NULL;
-}
+const Target cg_family_sm80 = {
+    .family = TF_SM80,
+    .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx,
+    .tanh_f32 = cg_tg_tanh_approx, .rsqrt_f32 = cg_tg_rsqrt_approx,
+    .barrier = cg_tg_bar_sync,
+    .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4, .cp_async16 = cg_tg_cp_async16,
+    .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait,
+};

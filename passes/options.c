@@ -1,0 +1,86 @@
+/* options.c - the typed options a user may set on the pipeline: one table,
+ * checked here, listed by `tilec --help` and documented in docs/internals.md
+ * ("Pass options"). Nothing else in the compiler reads a setting from
+ * outside the compilation's options.
+ *
+ * Syntax: "NAME=VALUE,NAME=VALUE"; NAME is "PASS.OPTION" (or "target.OPTION"
+ * for a fact of the device that several passes read). An unknown name, a
+ * value of the wrong type or out of range is a usage error.
+ */
+#include "passes.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct OptionInfo {
+    const char *name;
+    const char *type;          /* "bytes", "int" */
+    int64_t min, max;          /* accepted range (0 = the default, where 0 is in range) */
+    size_t offset;             /* int64_t field of PassOptions */
+    const char *help;
+} OptionInfo;
+
+static const OptionInfo options[] = {
+    { "target.smem-per-block", "bytes", 0, 232448, offsetof(PassOptions, smem_per_block),
+      "shared memory one block may use on the device the PTX will run on, when that is not the arch's own "
+      "(sm_86 PTX on an sm_90 GPU: up to 232448); 0 = the arch's own. Read by double_buffer (stages), "
+      "smem_alloc (the limit) and the code generator (epilogue scratch)" },
+};
+
+#define NOPTIONS ((int)(sizeof options / sizeof options[0]))
+
+static const OptionInfo *find(const char *name, size_t n)
+{
+    for (int i = 0; i < NOPTIONS; i++)
+        if (strlen(options[i].name) == n && memcmp(options[i].name, name, n) == 0)
+            return &options[i];
+    return NULL;
+}
+
+int pass_options_parse(const char *list, PassOptions *out, StrBuf *err)
+{
+    memset(out, 0, sizeof *out);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        const OptionInfo *o = eq ? find(p, (size_t)(eq - p)) : NULL;
+        if (!o) {
+            sb_printf(err, "unknown pass option '%.*s' (`tilec --help` lists them: ", (int)(eq ? eq - p : (long)len), p);
+            for (int i = 0; i < NOPTIONS; i++)
+                sb_printf(err, "%s%s", i ? ", " : "", options[i].name);
+            sb_puts(err, ")");
+            return 1;
+        }
+        char num[32];
+        size_t vn = len - (size_t)(eq + 1 - p);
+        char *stop = NULL;
+        long long v = 0;
+        errno = 0;
+        if (vn > 0 && vn < sizeof num) {
+            memcpy(num, eq + 1, vn);
+            num[vn] = 0;
+            v = strtoll(num, &stop, 10);
+        }
+        if (vn == 0 || vn >= sizeof num || *stop || errno || v < o->min || v > o->max) {
+            sb_printf(err, "pass option %s takes an integer (%s) from %lld to %lld, not '%.*s'", o->name, o->type,
+                      (long long)o->min, (long long)o->max, (int)vn, eq + 1);
+            return 1;
+        }
+        *(int64_t *)((char *)out + o->offset) = v;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+int pass_option_count(void) { return NOPTIONS; }
+
+const char *pass_option_info(int i, int field)
+{
+    if (i < 0 || i >= NOPTIONS)
+        return NULL;
+    return field == 0 ? options[i].name : field == 1 ? options[i].type : options[i].help;
+}

@@ -1,0 +1,76 @@
+/* targets.c - one row per arch tilec compiles for (target.h). */
+#include "target.h"
+
+#include <string.h>
+
+#define KB 1024
+
+/* Limits every current target shares per block. */
+#define BLOCK_COMMON .smem_reserved = 1 * KB, .regs_per_thread = 255, .regs_per_block = 65536, \
+                     .smem_static = 48 * KB, .threads_per_block = 1024, .simt_warps = 16
+
+#define AMPERE_LIMITS { .regs_per_sm = 65536, .threads_per_sm = 1536, .blocks_per_sm = 16, \
+                        .smem_per_sm = 100 * KB, .smem_per_block = 99 * KB, BLOCK_COMMON }
+#define HOPPER_LIMITS { .regs_per_sm = 65536, .threads_per_sm = 2048, .blocks_per_sm = 32, \
+                        .smem_per_sm = 228 * KB, .smem_per_block = 227 * KB, BLOCK_COMMON }
+
+static const TargetInfo targets[] = {
+    { .name = "sm_86", .llvm_cpu = "sm_86", .llvm_features = "+ptx80", .sm = 86, .family = TF_SM80,
+      .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = AMPERE_LIMITS },
+    { .name = "sm_90", .llvm_cpu = "sm_90", .llvm_features = "+ptx80", .sm = 90, .family = TF_SM80,
+      .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16,
+      .lim = HOPPER_LIMITS },
+    { .name = "sm_90a", .llvm_cpu = "sm_90a", .llvm_features = "+ptx80", .sm = 90, .arch_specific = true,
+      .family = TF_SM80, .mma = TC_MMA_SYNC | TC_MMA_WGMMA, .cp_async = true, .tma = true, .clusters = true,
+      .setmaxnreg = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
+    { .name = "sm_100a", .llvm_cpu = "sm_100a", .llvm_features = "+ptx86", .sm = 100, .arch_specific = true,
+      .family = TF_SM80, .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
+      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
+    { .name = "sm_100f", .llvm_cpu = "sm_100f", .llvm_features = "+ptx88", .sm = 100, .family = TF_SM80,
+      .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
+      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
+};
+
+#define NTARGETS ((int)(sizeof targets / sizeof targets[0]))
+
+const TargetInfo *tc_target(const char *arch)
+{
+    for (int i = 0; arch && i < NTARGETS; i++)
+        if (strcmp(arch, targets[i].name) == 0)
+            return &targets[i];
+    return NULL;
+}
+
+/* Generic names: the arch-specific target first, the family-portable second. */
+static const struct { const char *generic, *specific, *portable; } generics[] = {
+    { "sm_90", "sm_90a", "sm_90" },
+    { "sm_100", "sm_100a", "sm_100f" },
+};
+
+const TargetInfo *tc_target_resolve(const char *arch, bool family_portable, const char **alias)
+{
+    if (alias)
+        *alias = NULL;
+    if (!arch)
+        return tc_target("sm_90a");
+    for (size_t i = 0; i < sizeof generics / sizeof generics[0]; i++)
+        if (strcmp(arch, generics[i].generic) == 0) {
+            if (alias)
+                *alias = family_portable ? generics[i].specific : generics[i].portable;
+            return tc_target(family_portable ? generics[i].portable : generics[i].specific);
+        }
+    return tc_target(arch);
+}
+
+int tc_target_count(void) { return NTARGETS; }
+
+const TargetInfo *tc_target_at(int i) { return i >= 0 && i < NTARGETS ? &targets[i] : NULL; }
+
+int tc_target_max_smem_per_block(void)
+{
+    int most = 0;
+    for (int i = 0; i < NTARGETS; i++)
+        if (targets[i].lim.smem_per_block > most)
+            most = targets[i].lim.smem_per_block;
+    return most;
+}
