@@ -427,9 +427,8 @@ static LLVMValueRef copy_interior(Cg *cg, const Copy *c)
 }
 
 /* Does a copy get the arm for interior windows? When it is masked and the
- * kernel asks for the arm (cg->copy_interior: TILEC_COPY_INTERIOR, by
- * default on for products that feed no other product; tilec.attention
- * asks for it on the attention tiles where it measured faster). */
+ * kernel takes the arm (cg->copy_interior: kernels with products, but not
+ * the D=128 causal attention tile; codegen.c chain_choices). */
 static bool interior_arm(const Cg *cg, const Copy *c)
 {
     return c->mask && cg->copy_interior;

@@ -9,10 +9,7 @@
  * dot_rolled): per step, one
  * ldmatrix.x4 per m16 tile of A and per pair of n8 tiles of B, then tm * tn
  * mma.sync; the fragments of step k+1 are loaded before the products of
- * step k (register double buffering). In a pipelined loop the DOT may
- * also issue the loop's prefetch copies between its k steps and load the
- * next slot's first fragments before its last products (experiment,
- * TILEC_XP_INTERLEAVE=1: lower_async.c).
+ * step k (register double buffering).
  *
  * Operands: a shared view (SMEM_LOAD of a pipeline slot, possibly through
  * TRANS) is read in place, with ldmatrix for [M, K] A / [N, K] B (B given
@@ -476,9 +473,7 @@ static void mma_step(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc)
  * 2026-11-30: every row within -2%/+3%, mean -0.2%) for 8% fewer
  * instructions executed by the compiler; a lone product (GEMM) keeps the
  * unrolled steps, whose ldmatrix order step_base fixes: rolled, gemm
- * measured 367.5 / 351.9 TFLOP/s against 384.8 / 366.9 unrolled.
- * TILEC_ROLL_K=0 never rolls, 1 rolls every product with both operands
- * in shared memory. */
+ * measured 367.5 / 351.9 TFLOP/s against 384.8 / 366.9 unrolled. */
 
 static LLVMValueRef *phis(Cg *cg, LLVMValueRef *v, int n, LLVMBasicBlockRef from, const char *name)
 {

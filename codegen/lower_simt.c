@@ -8,10 +8,9 @@
  * symbolic until a consumer picks the layout. An elementwise op computes in
  * the layout of its register operand with the fewest registers per thread;
  * other operands are converted to it (cg_convert_layout). An f32 tile
- * divided by a uniform value multiplies by one reciprocal. Optional, off by
- * default (tuning experiments, docs/codegen.md): recomputation after
- * barriers (TILEC_REMAT), early loads (TILEC_HOIST) and a use-driven
- * instruction order after optimisation (TILEC_SCHED).
+ * divided by a uniform value multiplies by one reciprocal. In rows of 16+
+ * warps ("wide", codegen.c): recomputation after barriers and a use-driven
+ * instruction order after optimisation.
  */
 #include "cg_internal.h"
 
@@ -433,7 +432,7 @@ static LLVMValueRef unwrapped(Cg *cg, const Layout *L, int r, int p);
  * (S - base)`: one subtraction, then a compare of a constant with it per
  * register, instead of an index (base + offset_r) and a compare per
  * register (layernorm's `iota(BLOCK) < N`: 64 adds fewer per thread at
- * [16384]). NULL: not that pattern. TILEC_IOTA_CMP=0 computes the indices. */
+ * [16384]). NULL: not that pattern. */
 typedef struct IotaCmp {
     Op *op;
     int ia;                  /* which operand is the index tile */
@@ -1141,7 +1140,7 @@ int cg_lower_block(Cg *cg, Block *blk)
  * arithmetic moves to just before its first user, depth first, so a chain
  * is consumed element by element (a reduction folds each value as it is
  * made). Loads stay where they are, all issued before the first use.
- * Off by default (TILEC_SCHED=1): see codegen.c schedule_simt. */
+ * Only for the kernels codegen.c marks "tilec.sched" (schedule_simt). */
 
 typedef struct Sched {
     LLVMValueRef *key;        /* open addressing on instruction pointers */

@@ -1,4 +1,4 @@
-/* test_report.c - the resources part of --report (lib/ptxas.c): parsing
+/* test_report.c - the resources part of --report (driver/report.c): parsing
  * `ptxas -v` output, the theoretical occupancy against hand-computed
  * cases, running a (stand-in) ptxas without a shell from a temporary
  * directory whose name has spaces and quotes, and the report lines when
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/ptxas.h"
+#include "driver/report.h"
 
 /* ---- the ptxas -v parser ---- */
 

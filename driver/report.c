@@ -1,4 +1,4 @@
-/* ptxas.c - the `== resources ==` section of `tilec --report`: per kernel,
+/* report.c - the `== resources ==` section of `tilec --report`: per kernel,
  * threads, registers and spills (from `ptxas -v` where a ptxas is found),
  * shared memory per block, and the theoretical occupancy on the target.
  *
@@ -11,10 +11,10 @@
  * Occupancy follows the CUDA occupancy calculator: registers are allocated
  * per warp in units of 256 within each of the SM's 4 sub-partitions; shared
  * memory per block is static + dynamic + the driver's per-block reservation,
- * in 128-byte units; the per-arch limits are in arch_limits.c.
+ * in 128-byte units; the per-arch limits are the target's TargetInfo.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "ptxas.h"
+#include "report.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,14 +1,14 @@
-/* ptxas.h - the resources part of `tilec --report`: running ptxas -v on the
+/* report.h - the resources part of `tilec --report`: running ptxas -v on the
  * PTX, parsing what it says per kernel, and the theoretical occupancy the
  * target's SM limits (target/target.h) give.
  *
  * Nothing here runs unless a report was asked for. Strings handed out live
  * in the Arena passed in; the arch table is read-only static data.
  */
-#ifndef TILEC_PTXAS_H
-#define TILEC_PTXAS_H
+#ifndef TILEC_REPORT_H
+#define TILEC_REPORT_H
 
-#include "util.h"
+#include "lib/util.h"
 #include "target/target.h"
 
 /* One function as `ptxas -v` describes it. -1 = not stated. */

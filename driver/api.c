@@ -21,7 +21,7 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
-#include "ptxas.h"
+#include "report.h"
 #include "target/target.h"
 
 enum { NOUT = TILEC_OUT_REPORT + 1 };

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The compiler reads no setting from outside a compilation's options: no
+# getenv in the front end, the IR, the passes, the targets or the code
+# generator, and none of the former TILEC_* code-generation switch names
+# (docs/codegen.md, "Switches") anywhere in them. Exit 1 with the places found.
+set -u
+root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
+dirs=("$root/frontend" "$root/ir" "$root/passes" "$root/codegen" "$root/target")
+for d in "${dirs[@]}"; do
+  [ -d "$d" ] || { echo "no_switches: missing folder $d"; exit 1; }
+done
+names='TILEC_(XP_[A-Z_]+|COPY_INTERIOR|DEAD_TAIL|EPILOGUE_OVER|EXACT_HOT|EXACT_STORE|EXACT_TAIL|FRESH_IDS|GVN|HOIST|IOTA_CMP|L1HINT|L2_PREFETCH|MINCTASM|OVERLAP_SINGLE|PF_LATE|PINGPONG|PV_ROWS|REMAT|ROLL_K|ROTATE|ROW_ADDRESSES|ROW_STEP|SCHED|SINK_FAR|SMEM_LIMIT|UNROLL_TAIL|VERIFY_LLVM|WARPS|WHERE_BRANCH|WORDMASK|MASK_MODE|LLVM_SKIP|LLVM_ARGS|LLVM_TRACE)\b'
+found=$(grep -rnE "getenv|secure_getenv|environ\b|$names|tc_knob" "${dirs[@]}" 2>/dev/null)
+if [ -n "$found" ]; then
+  echo "no_switches: settings read from outside the options:"
+  echo "$found"
+  exit 1
+fi
+echo "no_switches: no getenv and no switch names in ${#dirs[@]} folders"
