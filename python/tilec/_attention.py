@@ -45,9 +45,10 @@ TILES = {64: (128, 128), 128: (128, 64)}
 # D = 128 without the mask on devices whose blocks may use 128 KB of shared
 # memory (sm_90: 227 KB), for query and key lengths of 2k and more: 256-row
 # blocks of 8 warps in two groups that take turns at the tensor cores, with
-# no block-wide barrier in the key loop (TILEC_PINGPONG=2, docs/codegen.md:
-# the two groups share each K and V tile, half the copies per FLOP of two
-# 128-row blocks). Measured on an H200 (sm_86 PTX, bench/RESULTS.md
+# no block-wide barrier in the key loop (decoupled turns, which the code
+# generator applies to 8 warps of 32 rows each; docs/codegen.md: the two
+# groups share each K and V tile, half the copies per FLOP of two 128-row
+# blocks). Measured on an H200 (sm_86 PTX, bench/RESULTS.md
 # 2026-12-01 08:09) against the 128x64 picks: 1k -0.1%, 2k +1.1%, 4k
 # +2.5%, 16k +3.1% / +4.5% (O staged / fragment stores); with the causal
 # mask the 256-row tile lost 6-13% (2026-12-01 05:17). O is staged at
@@ -58,7 +59,7 @@ TILE_256_SMEM = 131072     # Q 64 KB + two 16 KB stages of K and of V
 # The same tile as a persistent grid where a block may use 196 KB (an H100
 # or H200), from 1k tokens: one block per SM looping over the tiles
 # (examples/attention.tile's NPB = the SM count), the loop over tiles
-# rotated by the compiler (TILEC_ROTATE, docs/internals.md: the next tile's
+# rotated by the compiler (double_buffer, docs/internals.md: the next tile's
 # Q and first K/V stage are copied right after this tile's key loop, while
 # its epilogue runs), O staged through a scratch of its own after the
 # buffers. Measured on an H200 (sm_86 PTX, bench/RESULTS.md 2026-12-01
@@ -107,9 +108,9 @@ def persistent(d, causal, n, nk=None, bm=256, smem=None, arch="sm_90a"):
 # fragments go to the dead K/V buffers, then out as 16-byte rows) pays off
 # where a block's key loop is short. Measured on an H200 against the
 # fragment stores (sm_86 PTX; bench/RESULTS.md 2026-11-30 17:38, 17:42,
-# 17:47, 18:17 and 18:22; earlier as TILEC_EPILOGUE_OVER=1, the same PTX,
-# at 16:02 and 16:22), mean of the five runs: without the mask D=128
-# +3.0% (1k), +1.1% (2k), +0.9% (4k), -0.2% (8k), -5.3% (16k); D=64 +1.4%
+# 17:47, 18:17 and 18:22; earlier as a form forced on every such store,
+# the same PTX, at 16:02 and 16:22), mean of the five runs: without the
+# mask D=128 +3.0% (1k), +1.1% (2k), +0.9% (4k), -0.2% (8k), -5.3% (16k); D=64 +1.4%
 # (1k), -0.1% (2k), +0.7% (4k), -0.2% (8k), -1.8% (16k); with the causal
 # mask (the staged causal tiles keep fewer registers for the loop) D=128
 # +4.2% (1k, 16 key blocks), -0.4% (2k), -3% to -5% beyond; D=64 +3.7%
@@ -117,8 +118,9 @@ def persistent(d, causal, n, nk=None, bm=256, smem=None, arch="sm_90a"):
 # without the mask (the epilogue's share of the work falls as 1/NK,
 # whatever BN), at most 16 key blocks with it.
 # With the causal mask at D >= 128 the staged tile also issues p @ v row
-# tile by row tile (below), which measured faster than the fragment stores
-# up to 32 key blocks (2k tokens at BN = 64): bench/RESULTS.md 2026-11-30
+# tile by row tile (the code generator's choice, codegen/codegen.c
+# chain_choices), which measured faster than the fragment stores up to
+# 32 key blocks (2k tokens at BN = 64): bench/RESULTS.md 2026-11-30
 # 20:26 (+2.9% at 1k, +3.9% at 2k, +1.8% at 4k, -0.3% at 8k, +1.6% at 16k
 # over the picks then) and 21:06 (+3.3%, +2.1%, -0.3%, -2.8%, -2.0%).
 STAGE_O_MAX_NK = 4096
