@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import subprocess  # noqa: E402
 
-# NAME | ARCH | FILE | DEFINES | ENV (experiment knobs of the code generator)
+# NAME | ARCH | FILE | DEFINES | OPTIONS (tilec options, e.g. --pass-option NAME=VALUE)
 VARIANTS = """
 default_bf16_256x128x64_s2 | sm_86  | examples/gemm.tile | |
 sm90a_bf16_256x128x64_s2 | sm_90a | examples/gemm.tile | |
@@ -62,17 +62,16 @@ def prepare(tilec_bin):
         os.remove(os.path.join(d, f))
     lines = []
     for row in VARIANTS.strip().splitlines():
-        name, arch, src, defs, envs = [x.strip() for x in row.split("|")]
-        env = dict(os.environ, **dict(e.split("=", 1) for e in envs.split()))
+        name, arch, src, defs, opts = [x.strip() for x in row.split("|")]
         ptx = os.path.join(d, name + ".ptx")
-        subprocess.run([tilec_bin, os.path.join(ROOT, src), "-arch=" + arch] + defs.split() + ["-o", ptx],
-                       env=env, check=True)
+        subprocess.run([tilec_bin, os.path.join(ROOT, src), "-arch=" + arch] + defs.split() + opts.split() +
+                       ["-o", ptx], check=True)
         r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", ptx, "-o", "/dev/null"], capture_output=True, text=True)
         info = r.stderr
         regs = info.split("Used ")[1].split()[0] if "Used " in info else "?"
         spill = info.split("bytes spill stores")[0].split()[-1] if "spill stores" in info else "?"
         lines.append("%s %s %s" % (name, regs, spill))
-        print("%-32s %-7s regs %s spill %s  %s %s" % (name, arch, regs, spill, defs, envs))
+        print("%-32s %-7s regs %s spill %s  %s %s" % (name, arch, regs, spill, defs, opts))
     with open(os.path.join(d, "variants.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
