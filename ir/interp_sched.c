@@ -61,7 +61,10 @@ typedef struct MBar {
     int inflight;               /* copies issued against it, not landed */
     VClock clock, done;         /* arrivals of the current phase; of the last completed one */
     int64_t seen[NCLK];         /* per role: phases its waits have observed completed */
-    Loc expect_loc;
+    int64_t exp_phase[NCLK];    /* per role: the phase of its last MBAR_EXPECT + 1 (0 = none) */
+    Loc expect_loc;             /* the current phase's last MBAR_EXPECT */
+    int64_t prev_expected;      /* bytes declared for the last completed phase, and where */
+    Loc prev_loc;
 } MBar;
 
 typedef struct Fill {
@@ -247,6 +250,8 @@ static int mbar_settle(Interp *I, MBar *m, int64_t slot, Loc loc)
         return RUN_ERR;
     }
     m->phase++;
+    m->prev_expected = m->expected;
+    m->prev_loc = m->expect_loc;
     m->done = m->clock;
     memset(&m->clock, 0, sizeof m->clock);
     m->pending = m->count;
@@ -280,6 +285,7 @@ static int exec_mbar(Interp *I, const Op *op)
         m->expected += op->iattr[0];
         m->tx += op->iattr[0];
         m->expect_loc = op->loc;
+        m->exp_phase[S->cur] = m->phase + 1;
     }
     if (op->code != OP_MBAR_WAIT)
         return mbar_arrive(I, op, m, slot);
@@ -350,8 +356,8 @@ int ip_sched_read(Interp *I, const Op *op, ValId buf, int64_t s, ValId res)
     Fill *fl = &fills(I, buf)[s];
     int r = S->cur;
     if (fl->state == FILL_NONE) {
-        diag_error(I->d, op->loc, "%s reads slot %lld of a TMA buffer before any copy into it (%s)",
-                   op_info[op->code].name, (long long)s, role_desc(I, r));
+        diag_error(I->d, op->loc, "%s reads slot %lld before its full phase completed: no copy into it "
+                   "was issued yet (%s)", op_info[op->code].name, (long long)s, role_desc(I, r));
         return 1;
     }
     MBar *m = &I->slots[fl->ring].mbar[fl->rslot];
@@ -419,6 +425,15 @@ static int exec_tma_load(Interp *I, const Op *op)
     Fill *fl = &fills(I, buf)[s];
     if (check_refill(I, op, fl, s))
         return RUN_ERR;
+    int64_t mine = m->exp_phase[S->cur] - 1;   /* the phase this role declared bytes for */
+    if (mine >= 0 && mine < m->phase) {
+        diag_error(I->d, mine == m->phase - 1 ? m->prev_loc : op->loc,
+                   "mbar_expect declared %lld bytes for phase %lld of barrier slot %lld, but the copies "
+                   "completing on it carry more: the tma_load at %d:%d comes after the phase completed",
+                   (long long)(mine == m->phase - 1 ? m->prev_expected : -1), (long long)mine,
+                   (long long)rslot, op->loc.line, op->loc.col);
+        return RUN_ERR;
+    }
     DType bd = (DType)bt->dtype;
     Elem *data = arena_alloc(I->a, sizeof(Elem) * (size_t)n);
     for (int64_t k = 0; k < n; k++) {
