@@ -245,6 +245,14 @@ int interp_run_opts(const Func *f, const InterpArg *args, int nargs, const Inter
 /* Evaluate the grid rule only. */
 int interp_grid(const Func *f, const InterpArg *args, int nargs, int64_t grid[3], Diag *d);
 
+/* ---- analyses ---- */
+/* The static protocol checker of barrier rings in WS regions (protocol.c):
+ * proves, for any trip count, that each phase gets its arrivals and bytes,
+ * reads sit between their full-wait and their release, refills wait for
+ * every release, and named barriers agree on their thread counts. Returns
+ * the number of errors reported to d. */
+int ir_protocol_check(const Module *m, Diag *d);
+
 /* ---- numeric helpers shared by interpreter, folding and codegen tests ---- */
 double tc_round_to(DType dt, double x);     /* round x to dt's precision (RNE), ints wrap */
 double tc_load_elem(DType dt, const void *p);

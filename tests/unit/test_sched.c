@@ -148,37 +148,38 @@ typedef struct Bug {
     const char *msg, *msg2;     /* substrings of the error */
     const char *at;             /* marker of the op the error points to (NULL: not checked) */
     bool round_robin_only;      /* the message is this one only under seed 0 */
+    const char *static_msg;     /* what ir_protocol_check says (NULL: not a ring protocol bug) */
 } Bug;
 
 static const Bug bugs[] = {
     { "missing wait", "      mbar_wait %full, %t, %fph\n", "",
-      "smem_load reads slot 0 before its full phase completed", "role 1 (consumer)", "%a = smem_load", false },
+      "smem_load reads slot 0 before its full phase completed", "role 1 (consumer)", "%a = smem_load", false, "protocol: 'smem_load': reads slot it mod S with no mbar_wait on the full ring" },
     { "wrong parity", "mbar_wait %full, %t, %fph", "mbar_wait %full, %t, %xph",
-      "smem_load reads slot 0 before its full phase completed", NULL, "%a = smem_load", false },
+      "smem_load reads slot 0 before its full phase completed", NULL, "%a = smem_load", false, "protocol: 'mbar_wait': waits on the full ring with parity ((it div S) & 1) ^ 1" },
     { "early release",
       "      %d = dot_wait %tok {pending = 0} : tile<16x16xf32>\n      mbar_arrive %empty, %t\n",
       "      mbar_arrive %empty, %t\n      %d = dot_wait %tok {pending = 0} : tile<16x16xf32>\n",
-      "tma_load refills slot", "role 1 (consumer)", "tma_load %bufA", false },
+      "tma_load refills slot", "role 1 (consumer)", "tma_load %bufA", false, "protocol: 'mbar_arrive': releases slot it mod S before the read at" },
     { "expect bytes above the boxes", "{bytes = 512}", "{bytes = 1024}",
       "mbar_expect declared 1024 bytes for phase 0 of barrier slot 0, but the copies completing on it carry 512",
-      NULL, "mbar_expect", false },
+      NULL, "mbar_expect", false, "protocol: 'mbar_expect': mbar_expect declares 1024 bytes per phase of the ring, but the tma_loads completing on it carry 512" },
     /* Too few bytes declared: the phase completes on the first box. Under
      * round robin both boxes are issued before it lands; under other
      * interleavings the consumer may read the second box's slot first,
      * which is reported as a read before its full phase instead. */
     { "expect bytes below the boxes", "{bytes = 512}", "{bytes = 256}",
       "mbar_expect declared 256 bytes for phase 0 of barrier slot 0, but the copies completing on it carry 512",
-      NULL, "mbar_expect", true },
+      NULL, "mbar_expect", true, "protocol: 'mbar_expect': mbar_expect declares 256 bytes per phase of the ring, but the tma_loads completing on it carry 512" },
     { "arrival count", "%full = mbar_alloc {count = 1}", "%full = mbar_alloc {count = 2}",
-      "deadlock: every role is blocked", "role 1 (consumer) at mbar_wait", NULL, false },
+      "deadlock: every role is blocked", "role 1 (consumer) at mbar_wait", NULL, false, "protocol: 'mbar_alloc': every phase of this ring expects 2 arrival(s), but a trip makes 1" },
     { "never arrives", "      mbar_arrive %empty, %t\n", "",
       "deadlock: every role is blocked: role 0 (producer) at mbar_wait",
-      "0 phases completed, waits for parity 0; 0 of 1 arrivals", "mbar_wait %empty", false },
+      "0 phases completed, waits for parity 0; 0 of 1 arrivals", "mbar_wait %empty", false, "protocol: 'mbar_alloc': every phase of this ring expects 1 arrival(s), but a trip makes 0" },
     { "named barrier count", "named_bar {id = 1, threads = 256, mode = sync}\n    store",
       "named_bar {id = 1, threads = 384, mode = sync}\n    store",
-      "named_bar 1: role", "threads, but the barrier was entered at", NULL, false },
+      "named_bar 1: role", "threads, but the barrier was entered at", NULL, false, "protocol: 'named_bar': named barrier 1 counts" },
     { "accumulator before its wait", "      %d = dot_wait", "      %bad = add %a0, %a0 : tile<16x16xf32>\n      %d = dot_wait",
-      "'add' uses the accumulator of the dot_async at", "before its dot_wait", "%bad = add", false },
+      "'add' uses the accumulator of the dot_async at", "before its dot_wait", "%bad = add", false, NULL },
 };
 
 START_TEST(seeded_bug)
@@ -207,6 +208,38 @@ START_TEST(seeded_bug)
         arena_free(q.a);
     }
     free(text);
+    free(ring);
+}
+END_TEST
+
+/* The static checker accepts the correct ring and rejects each seeded
+ * bug with its message (the accumulator's early use is no ring protocol). */
+START_TEST(static_check)
+{
+    char *ring = read_text("gemm_ring.tir");
+    Run q;
+    run_parse(&q, ring);
+    int n = ir_protocol_check(q.f->mod, &q.d);
+    if (n)
+        kit_print_diag(&q.d);
+    ck_assert_int_eq(n, 0);
+    arena_free(q.a);
+    for (size_t i = 0; i < sizeof bugs / sizeof *bugs; i++) {
+        const Bug *b = &bugs[i];
+        char *text = variant(ring, b->find, b->repl);
+        run_parse(&q, text);
+        n = ir_protocol_check(q.f->mod, &q.d);
+        char *msg = rendered(&q.d);
+        if (b->static_msg) {
+            ck_assert_msg(n > 0, "%s: accepted by the static checker", b->name);
+            ck_assert_msg(strstr(msg, b->static_msg) != NULL, "%s: wrong static message:\n%s", b->name, msg);
+        } else {
+            ck_assert_msg(n == 0, "%s: rejected by the static checker:\n%s", b->name, msg);
+        }
+        free(msg);
+        free(text);
+        arena_free(q.a);
+    }
     free(ring);
 }
 END_TEST
@@ -244,6 +277,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, ring_matches_plain);
     tcase_add_test(tc, ring_many_seeds);
+    tcase_add_test(tc, static_check);
     tcase_add_loop_test(tc, seeded_bug, 0, (int)(sizeof bugs / sizeof *bugs));
     suite_add_tcase(s, tc);
     return s;
