@@ -41,94 +41,9 @@
  * A slot's read lasts from the SMEM_LOAD until the DOT_WAIT that retires a
  * DOT_ASYNC fed by the loaded value (wgmma reads shared memory in place).
  */
-#include "interp_int.h"
+#include "sched_int.h"
 
 #include <string.h>
-
-enum { NCLK = WS_MAXROLES + 1, MAIN = WS_MAXROLES, MAX_FRAMES = 64 };
-enum { RUN_OK = 0, RUN_ERR = 1, RUN_BLOCKED = 2 };
-enum { FILL_NONE = 0, FILL_FLYING, FILL_LANDED };
-#define READ_FLYING INT64_MAX
-
-typedef struct VClock { int64_t c[NCLK]; } VClock;
-
-typedef struct MBar {
-    int64_t count;              /* arrivals per phase */
-    int64_t pending;            /* arrivals still missing in the current phase */
-    int64_t tx;                 /* bytes declared minus bytes landed, current phase */
-    int64_t expected, issued;   /* bytes declared by expects / carried by copies issued, current phase */
-    int64_t phase;              /* phases completed */
-    int inflight;               /* copies issued against it, not landed */
-    VClock clock, done;         /* arrivals of the current phase; of the last completed one */
-    int64_t seen[NCLK];         /* per role: phases its waits have observed completed */
-    int64_t exp_phase[NCLK];    /* per role: the phase of its last MBAR_EXPECT + 1 (0 = none) */
-    Loc expect_loc;             /* the current phase's last MBAR_EXPECT */
-    int64_t prev_expected;      /* bytes declared for the last completed phase, and where */
-    Loc prev_loc;
-} MBar;
-
-typedef struct Fill {
-    int state;                  /* FILL_* */
-    ValId ring;
-    int64_t rslot, phase;       /* the barrier phase the copy completes */
-    int64_t reader[NCLK];       /* per role: the clock entry whose publication releases its reads
-                                 * (0 = none, READ_FLYING = a product still reads it) */
-    Loc read_loc[NCLK];
-} Fill;
-
-typedef struct Product {
-    int role;
-    bool done, retired;
-    ValId acc;                  /* locked until retired */
-    Elem *val;                  /* a @ b + acc, computed at issue */
-    ValId rbuf[2];
-    int64_t rslot[2];
-    Loc loc;
-} Product;
-
-typedef struct Copy {
-    ValId buf, ring;
-    int64_t slot, rslot, n, bytes;
-    Elem *data;
-} Copy;
-
-typedef struct NBar {
-    int64_t threads, arrived, gen;
-    VClock clock, done;
-    Loc loc;
-} NBar;
-
-typedef struct Frame {
-    const Block *b;
-    int pc;
-    const Op *op;               /* the FOR / IF owning the block; NULL = the role's region */
-    int64_t iv, hi, step;
-} Frame;
-
-typedef struct Role {
-    Frame fr[MAX_FRAMES];
-    int depth;
-    bool done;
-    int64_t nb_gen;             /* NAMED_BAR sync: generation it arrived in, -1 = none */
-    int64_t threads;
-} Role;
-
-struct Sched {
-    VClock vc[NCLK];
-    int cur;                    /* the role running (MAIN outside WS) */
-    Role *roles;
-    int nroles;
-    const Op *ws;
-    Product *prod;
-    int nprod, capprod;
-    Copy *copy;
-    int ncopy, capcopy;
-    ValId *rings;
-    int nrings, caprings;
-    NBar nb[NAMED_BAR_IDS];
-    bool *tma_buf;              /* per value: a TMA_LOAD fills this buffer */
-    uint64_t rng;
-};
 
 /* ---- state ---- */
 
@@ -140,7 +55,7 @@ static bool mark_tma(Func *f, Op *op, void *ctx)
     return true;
 }
 
-static Sched *sched(Interp *I)
+Sched *sched_get(Interp *I)
 {
     if (I->sched)
         return I->sched;
@@ -155,22 +70,7 @@ static Sched *sched(Interp *I)
     return S;
 }
 
-static void vc_join(VClock *a, const VClock *b)
-{
-    for (int i = 0; i < NCLK; i++)
-        if (b->c[i] > a->c[i])
-            a->c[i] = b->c[i];
-}
-
-static uint64_t rnd(Sched *S)
-{
-    S->rng ^= S->rng >> 12;
-    S->rng ^= S->rng << 25;
-    S->rng ^= S->rng >> 27;
-    return S->rng * UINT64_C(2685821657736338717);
-}
-
-static const char *role_desc(Interp *I, int r)
+const char *sched_role_desc(Interp *I, int r)
 {
     Sched *S = I->sched;
     if (r == MAIN || !S->ws)
@@ -219,7 +119,7 @@ static Fill *fills(Interp *I, ValId buf)
 
 static int exec_mbar_alloc(Interp *I, const Op *op)
 {
-    Sched *S = sched(I);
+    Sched *S = sched_get(I);
     ValId v = op->res[0];
     int64_t n = ir_type(I->f, v)->shape[0];
     ip_out(I, v);
@@ -270,13 +170,13 @@ static int mbar_arrive(Interp *I, const Op *op, MBar *m, int64_t slot)
     }
     m->pending--;
     S->vc[S->cur].c[S->cur]++;
-    vc_join(&m->clock, &S->vc[S->cur]);
+    sched_vc_join(&m->clock, &S->vc[S->cur]);
     return mbar_settle(I, m, slot, op->loc);
 }
 
 static int exec_mbar(Interp *I, const Op *op)
 {
-    Sched *S = sched(I);
+    Sched *S = sched_get(I);
     int64_t slot;
     MBar *m = mbar_at(I, op, 0, &slot);
     if (!m)
@@ -291,7 +191,7 @@ static int exec_mbar(Interp *I, const Op *op)
         return mbar_arrive(I, op, m, slot);
     if ((m->phase & 1) == (ip_sint(I, op->args[2]) & 1))
         return RUN_BLOCKED;
-    vc_join(&S->vc[S->cur], &m->done);
+    sched_vc_join(&S->vc[S->cur], &m->done);
     if (m->phase > m->seen[S->cur])
         m->seen[S->cur] = m->phase;
     return RUN_OK;
@@ -299,7 +199,7 @@ static int exec_mbar(Interp *I, const Op *op)
 
 static int exec_named_bar(Interp *I, const Op *op)
 {
-    Sched *S = sched(I);
+    Sched *S = sched_get(I);
     int r = S->cur;
     Role *R = r == MAIN ? NULL : &S->roles[r];
     NBar *nb = &S->nb[op->iattr[0] & (NAMED_BAR_IDS - 1)];
@@ -307,7 +207,7 @@ static int exec_named_bar(Interp *I, const Op *op)
         if (nb->gen <= R->nb_gen)
             return RUN_BLOCKED;
         R->nb_gen = -1;
-        vc_join(&S->vc[r], &nb->done);
+        sched_vc_join(&S->vc[r], &nb->done);
         return RUN_OK;
     }
     if (nb->arrived == 0) {
@@ -315,13 +215,13 @@ static int exec_named_bar(Interp *I, const Op *op)
         nb->loc = op->loc;
     } else if (nb->threads != op->iattr[1]) {
         diag_error(I->d, op->loc, "named_bar %lld: %s counts %lld threads, but the barrier was entered at "
-                   "%d:%d with %lld", (long long)op->iattr[0], role_desc(I, r), (long long)op->iattr[1],
+                   "%d:%d with %lld", (long long)op->iattr[0], sched_role_desc(I, r), (long long)op->iattr[1],
                    nb->loc.line, nb->loc.col, (long long)nb->threads);
         return RUN_ERR;
     }
     nb->arrived += R ? R->threads : op->iattr[1];
     S->vc[r].c[r]++;
-    vc_join(&nb->clock, &S->vc[r]);
+    sched_vc_join(&nb->clock, &S->vc[r]);
     if (nb->arrived > nb->threads) {
         diag_error(I->d, op->loc, "named_bar %lld: %lld threads arrive, above its count %lld",
                    (long long)op->iattr[0], (long long)nb->arrived, (long long)nb->threads);
@@ -336,7 +236,7 @@ static int exec_named_bar(Interp *I, const Op *op)
     }
     if (op->iattr[2] == NBAR_ARRIVE || nb->gen > gen) {
         if (op->iattr[2] != NBAR_ARRIVE)
-            vc_join(&S->vc[r], &nb->done);
+            sched_vc_join(&S->vc[r], &nb->done);
         return RUN_OK;
     }
     if (!R)
@@ -357,14 +257,14 @@ int ip_sched_read(Interp *I, const Op *op, ValId buf, int64_t s, ValId res)
     int r = S->cur;
     if (fl->state == FILL_NONE) {
         diag_error(I->d, op->loc, "%s reads slot %lld before its full phase completed: no copy into it "
-                   "was issued yet (%s)", op_info[op->code].name, (long long)s, role_desc(I, r));
+                   "was issued yet (%s)", op_info[op->code].name, (long long)s, sched_role_desc(I, r));
         return 1;
     }
     MBar *m = &I->slots[fl->ring].mbar[fl->rslot];
     if (fl->state != FILL_LANDED || m->seen[r] <= fl->phase) {
         diag_error(I->d, op->loc, "%s reads slot %lld before its full phase completed: no mbar_wait of %s "
                    "observed phase %lld of barrier slot %lld (the copy has %s)", op_info[op->code].name,
-                   (long long)s, role_desc(I, r), (long long)fl->phase, (long long)fl->rslot,
+                   (long long)s, sched_role_desc(I, r), (long long)fl->phase, (long long)fl->rslot,
                    fl->state == FILL_LANDED ? "landed" : "not landed");
         return 1;
     }
@@ -391,15 +291,15 @@ static int check_refill(Interp *I, const Op *op, Fill *fl, int64_t s)
             continue;
         if (fl->reader[r] == READ_FLYING) {
             diag_error(I->d, op->loc, "tma_load refills slot %lld while a dot_async of %s still reads it "
-                       "(loaded at %d:%d; not yet retired by its dot_wait)", (long long)s, role_desc(I, r),
+                       "(loaded at %d:%d; not yet retired by its dot_wait)", (long long)s, sched_role_desc(I, r),
                        fl->read_loc[r].line, fl->read_loc[r].col);
             return 1;
         }
         if (S->vc[S->cur].c[r] < fl->reader[r]) {
             diag_error(I->d, op->loc, "tma_load refills slot %lld before its empty phase was released: the "
                        "read at %d:%d by %s is not followed by an mbar_arrive that %s waited for",
-                       (long long)s, fl->read_loc[r].line, fl->read_loc[r].col, role_desc(I, r),
-                       role_desc(I, S->cur));
+                       (long long)s, fl->read_loc[r].line, fl->read_loc[r].col, sched_role_desc(I, r),
+                       sched_role_desc(I, S->cur));
             return 1;
         }
     }
@@ -408,7 +308,7 @@ static int check_refill(Interp *I, const Op *op, Fill *fl, int64_t s)
 
 static int exec_tma_load(Interp *I, const Op *op)
 {
-    Sched *S = sched(I);
+    Sched *S = sched_get(I);
     ValId buf = op->args[0];
     const Type *bt = ir_type(I->f, buf);
     int64_t s = slot_of(I, op, 1, bt->shape[0], "buffer"), rslot;
@@ -481,7 +381,7 @@ static int land_copy(Interp *I, int k)
 
 static int exec_dot_async(Interp *I, const Op *op)
 {
-    Sched *S = sched(I);
+    Sched *S = sched_get(I);
     ValId acc = op->args[2];
     if (S->nprod == S->capprod) {
         int cap = S->capprod ? 2 * S->capprod : 16;
@@ -510,7 +410,7 @@ static int exec_dot_async(Interp *I, const Op *op)
     return RUN_OK;
 }
 
-static int flying(Sched *S, int r)
+int sched_flying(Sched *S, int r)
 {
     int n = 0;
     for (int i = 0; i < S->nprod; i++)
@@ -542,12 +442,12 @@ static void retire(Interp *I, int r)
 
 static int exec_dot_wait(Interp *I, const Op *op)
 {
-    Sched *S = sched(I);
-    if (flying(S, S->cur) > op->iattr[0])
+    Sched *S = sched_get(I);
+    if (sched_flying(S, S->cur) > op->iattr[0])
         return RUN_BLOCKED;
     int64_t id = ip_sint(I, op->args[0]);
     if (id < 0 || id >= S->nprod || S->prod[id].role != S->cur) {
-        diag_error(I->d, op->loc, "dot_wait: the token is not a product issued by %s", role_desc(I, S->cur));
+        diag_error(I->d, op->loc, "dot_wait: the token is not a product issued by %s", sched_role_desc(I, S->cur));
         return RUN_ERR;
     }
     Product *p = &S->prod[id];
@@ -566,7 +466,7 @@ static int exec_dot_wait(Interp *I, const Op *op)
 
 /* Completions that may happen now: copies (any), and each role's oldest
  * product in flight. ids: copy k as k, product i as -(i + 1). */
-static int completions(Sched *S, int *ids)
+int sched_completions(Sched *S, int *ids)
 {
     int n = 0;
     for (int k = 0; k < S->ncopy; k++)
@@ -582,7 +482,7 @@ static int completions(Sched *S, int *ids)
     return n;
 }
 
-static int complete(Interp *I, int id)
+int sched_complete(Interp *I, int id)
 {
     if (id >= 0)
         return land_copy(I, id);
@@ -591,13 +491,13 @@ static int complete(Interp *I, int id)
 }
 
 /* The oldest completion first: copies before products. */
-static int complete_first(Interp *I, bool *any)
+int sched_complete_first(Interp *I, bool *any)
 {
     Sched *S = I->sched;
     int *ids = arena_alloc(I->a, sizeof(int) * (size_t)(S->ncopy + NCLK + 1));
-    int n = completions(S, ids);
+    int n = sched_completions(S, ids);
     *any = n > 0;
-    return n ? complete(I, ids[0]) : RUN_OK;
+    return n ? sched_complete(I, ids[0]) : RUN_OK;
 }
 
 /* ---- roles ---- */
@@ -610,270 +510,12 @@ int ip_sched_locked(Interp *I, const Op *op, int i)
     return 1;
 }
 
-static const Op *role_op(const Role *R)
-{
-    const Frame *f = &R->fr[R->depth - 1];
-    return f->pc < f->b->nops ? f->b->ops[f->pc] : NULL;
-}
-
-static bool defined(Interp *I, const Op *op)
-{
-    for (int i = 0; i < op->nargs; i++)
-        if (!I->slots[op->args[i]].e)
-            return false;
-    return true;
-}
-
-/* Whether role r's next op is a wait that cannot pass yet (no side effects). */
-static bool blocked(Interp *I, int r)
-{
-    Sched *S = I->sched;
-    Role *R = &S->roles[r];
-    const Op *op = role_op(R);
-    if (R->done || !op || !defined(I, op))
-        return false;
-    switch (op->code) {
-    case OP_MBAR_WAIT: {
-        ValId ring = op->args[0];
-        int64_t s = ip_sint(I, op->args[1]);
-        if (!I->slots[ring].mbar || s < 0 || s >= ir_type(I->f, ring)->shape[0])
-            return false;
-        return (I->slots[ring].mbar[s].phase & 1) == (ip_sint(I, op->args[2]) & 1);
-    }
-    case OP_NAMED_BAR:
-        return R->nb_gen >= 0 && S->nb[op->iattr[0] & (NAMED_BAR_IDS - 1)].gen <= R->nb_gen;
-    case OP_DOT_WAIT:
-        return flying(S, r) > op->iattr[0];
-    default:
-        return false;
-    }
-}
-
-static int set_body_args(Interp *I, const Op *loop, int64_t iv)
-{
-    const Block *body = &loop->regions[0];
-    ip_out(I, body->args[0])[0].i = ip_wrap_int(ip_vdt(I, body->args[0]), iv);
-    for (int i = 0; i < loop->nres; i++)
-        if (ip_copy_val(I, body->args[1 + i], loop->res[i], loop->loc))
-            return RUN_ERR;
-    return RUN_OK;
-}
-
-static int push(Interp *I, Role *R, const Op *op, const Block *b)
-{
-    if (R->depth == MAX_FRAMES) {
-        diag_error(I->d, op->loc, "regions nested deeper than %d in a ws role", MAX_FRAMES);
-        return RUN_ERR;
-    }
-    R->fr[R->depth++] = (Frame){ b, 0, op, 0, 0, 0 };
-    return RUN_OK;
-}
-
-static int enter_for(Interp *I, Role *R, const Op *op)
-{
-    int ninit = op->nargs - 3;
-    if (ninit < 0 || op->nres != ninit || op->nregions != 1 || op->regions[0].nargs != ninit + 1) {
-        diag_internal(I->d, op->loc, "malformed for: %d operands, %d results", op->nargs, op->nres);
-        return RUN_ERR;
-    }
-    int64_t lo = ip_sint(I, op->args[0]), hi = ip_sint(I, op->args[1]), step = ip_sint(I, op->args[2]);
-    if (step <= 0) {
-        diag_error(I->d, op->loc, "loop step must be positive (got %lld)", (long long)step);
-        return RUN_ERR;
-    }
-    for (int i = 0; i < ninit; i++)
-        if (ip_copy_val(I, op->res[i], op->args[3 + i], op->loc))
-            return RUN_ERR;
-    if (lo >= hi) {
-        R->fr[R->depth - 1].pc++;
-        return RUN_OK;
-    }
-    if (push(I, R, op, &op->regions[0]))
-        return RUN_ERR;
-    Frame *f = &R->fr[R->depth - 1];
-    f->iv = lo, f->hi = hi, f->step = step;
-    return set_body_args(I, op, lo);
-}
-
-/* The end of a frame's block (or its YIELD): next trip, or back to the parent. */
-static int leave_block(Interp *I, Role *R)
-{
-    Frame *f = &R->fr[R->depth - 1];
-    const Op *y = role_op(R);
-    if (y && ip_check_operands(I, y))
-        return RUN_ERR;
-    if (!f->op) {
-        R->done = true;
-        return RUN_OK;
-    }
-    const Op *op = f->op;
-    int n = y ? y->nargs : 0;
-    if (n != op->nres) {
-        diag_internal(I->d, op->loc, "%s region yields %d values, expected %d", op_info[op->code].name, n,
-                      op->nres);
-        return RUN_ERR;
-    }
-    for (int i = 0; i < n; i++)
-        if (ip_copy_val(I, op->res[i], y->args[i], op->loc))
-            return RUN_ERR;
-    if (op->code == OP_FOR && f->iv + f->step < f->hi) {
-        f->iv += f->step;
-        f->pc = 0;
-        return set_body_args(I, op, f->iv);
-    }
-    R->depth--;
-    R->fr[R->depth - 1].pc++;
-    return RUN_OK;
-}
-
-/* One op of role r (or one control transition). */
-static int role_step(Interp *I, int r)
-{
-    Sched *S = I->sched;
-    Role *R = &S->roles[r];
-    S->cur = r;
-    const Op *op = role_op(R);
-    int rc;
-    if (!op || op->code == OP_YIELD)
-        rc = leave_block(I, R);
-    else if (op->code == OP_FOR)
-        rc = ip_check_operands(I, op) ? RUN_ERR : enter_for(I, R, op);
-    else if (op->code == OP_IF)
-        rc = ip_check_operands(I, op) ? RUN_ERR
-             : push(I, R, op, &op->regions[ip_in(I, op->args[0])[0].i != 0 ? 0 : 1]);
-    else if ((rc = ip_exec_op(I, op)) == RUN_OK)
-        R->fr[R->depth - 1].pc++;
-    S->cur = MAIN;
-    return rc == RUN_ERR ? RUN_ERR : RUN_OK;
-}
-
-static const char *wait_desc(Interp *I, int r)
-{
-    Sched *S = I->sched;
-    const Op *op = role_op(&S->roles[r]);
-    const char *what = arena_printf(I->a, "%s at %s %d:%d", role_desc(I, r), op_info[op->code].name,
-                                    op->loc.line, op->loc.col);
-    if (op->code == OP_MBAR_WAIT) {
-        int64_t s = ip_sint(I, op->args[1]);
-        const MBar *m = &I->slots[op->args[0]].mbar[s];
-        return arena_printf(I->a, "%s (barrier slot %lld: %lld phases completed, waits for parity %lld; %lld "
-                            "of %lld arrivals, %lld bytes outstanding)", what, (long long)s,
-                            (long long)m->phase, (long long)(ip_sint(I, op->args[2]) & 1),
-                            (long long)(m->count - m->pending), (long long)m->count, (long long)m->tx);
-    }
-    if (op->code == OP_NAMED_BAR) {
-        const NBar *nb = &S->nb[op->iattr[0] & (NAMED_BAR_IDS - 1)];
-        return arena_printf(I->a, "%s (%lld of %lld threads arrived)", what, (long long)nb->arrived,
-                            (long long)nb->threads);
-    }
-    return what;
-}
-
-/* Every role blocked, nothing in flight: name a byte count that can never
- * balance if there is one, else every role's wait. */
-static int deadlock(Interp *I, const Op *at)
-{
-    Sched *S = I->sched;
-    for (int k = 0; k < S->nrings; k++) {
-        const Type *t = ir_type(I->f, S->rings[k]);
-        for (int64_t s = 0; s < t->shape[0]; s++) {
-            const MBar *m = &I->slots[S->rings[k]].mbar[s];
-            if (m->pending == 0 && m->tx && !m->inflight) {
-                diag_error(I->d, m->expect_loc, "mbar_expect declared %lld bytes for phase %lld of barrier "
-                           "slot %lld, but the copies completing on it carry %lld", (long long)m->expected,
-                           (long long)m->phase, (long long)s, (long long)m->issued);
-                return RUN_ERR;
-            }
-        }
-    }
-    StrBuf sb = { 0 };
-    int first = -1;
-    for (int r = 0; r < S->nroles; r++)
-        if (!S->roles[r].done) {
-            sb_printf(&sb, "%s%s", first < 0 ? "" : "; ", wait_desc(I, r));
-            if (first < 0)
-                first = r;
-        }
-    Loc loc = first >= 0 ? role_op(&S->roles[first])->loc : at->loc;
-    diag_error(I->d, loc, "deadlock: every role is blocked: %s", sb.buf ? sb.buf : "");
-    sb_free(&sb);
-    return RUN_ERR;
-}
-
-/* One scheduling decision; RUN_BLOCKED when nothing can move. */
-static int sched_step(Interp *I, int *rr)
-{
-    Sched *S = I->sched;
-    int run[WS_MAXROLES], nrun = 0;
-    for (int k = 0; k < S->nroles; k++) {
-        int r = (*rr + k) % S->nroles;
-        if (!S->roles[r].done && !blocked(I, r))
-            run[nrun++] = r;
-    }
-    int *ids = arena_alloc(I->a, sizeof(int) * (size_t)(S->ncopy + NCLK + 1));
-    int nev = completions(S, ids);
-    if (!nrun && !nev)
-        return RUN_BLOCKED;
-    if (I->seed) {
-        int k = (int)(rnd(S) % (uint64_t)(nrun + nev));
-        return k < nrun ? role_step(I, run[k]) : complete(I, ids[k - nrun]);
-    }
-    if (!nrun)
-        return complete(I, ids[0]);
-    int r = run[0];
-    while (!S->roles[r].done && !blocked(I, r))
-        if (role_step(I, r))
-            return RUN_ERR;
-    *rr = (r + 1) % S->nroles;
-    return RUN_OK;
-}
-
-static int run_ws(Interp *I, const Op *ws)
-{
-    Sched *S = sched(I);
-    if (S->ws) {
-        diag_error(I->d, ws->loc, "ws nested in another ws");
-        return RUN_ERR;
-    }
-    int n = ws->nregions;
-    Role *roles = arena_alloc(I->a, sizeof(Role) * (size_t)n);
-    S->vc[MAIN].c[MAIN]++;
-    for (int r = 0; r < n; r++) {
-        memset(&roles[r], 0, sizeof roles[r]);
-        roles[r].depth = 1;
-        roles[r].fr[0] = (Frame){ &ws->regions[r], 0, NULL, 0, 0, 0 };
-        roles[r].nb_gen = -1;
-        roles[r].threads = ws->list[3 * r + 1] * WG_THREADS;
-        vc_join(&S->vc[r], &S->vc[MAIN]);
-    }
-    S->roles = roles, S->nroles = n, S->ws = ws;
-    int rr = 0, rc = RUN_OK;
-    for (;;) {
-        bool alive = false;
-        for (int r = 0; r < n; r++)
-            alive |= !roles[r].done;
-        if (!alive)
-            break;
-        rc = sched_step(I, &rr);
-        if (rc == RUN_BLOCKED)
-            rc = deadlock(I, ws);
-        if (rc)
-            break;
-    }
-    for (bool any = true; !rc && any;)   /* what is still in flight lands */
-        rc = complete_first(I, &any);
-    for (int r = 0; r < n; r++)
-        vc_join(&S->vc[MAIN], &S->vc[r]);
-    S->roles = NULL, S->nroles = 0, S->ws = NULL, S->cur = MAIN;
-    return rc ? RUN_ERR : RUN_OK;
-}
-
 /* ---- dispatch ---- */
 
 static int exec_one(Interp *I, const Op *op)
 {
     switch ((OpCode)op->code) {
-    case OP_WS: return run_ws(I, op);
+    case OP_WS: return sched_run_ws(I, op);
     case OP_NAMED_BAR: return exec_named_bar(I, op);
     case OP_MBAR_ALLOC: return exec_mbar_alloc(I, op);
     case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE: case OP_MBAR_WAIT: return exec_mbar(I, op);
@@ -891,11 +533,11 @@ static int exec_one(Interp *I, const Op *op)
  * outside WS the code is the only thread: completions land until it can. */
 int ip_exec_sched(Interp *I, const Op *op)
 {
-    Sched *S = sched(I);
+    Sched *S = sched_get(I);
     int rc = exec_one(I, op);
     while (rc == RUN_BLOCKED && S->cur == MAIN) {
         bool any;
-        if (complete_first(I, &any))
+        if (sched_complete_first(I, &any))
             return RUN_ERR;
         if (!any) {
             diag_error(I->d, op->loc, "deadlock: '%s' waits for what nothing can complete",
