@@ -47,6 +47,7 @@ typedef struct Interp {
     int64_t retired;            /* groups an ASYNC_WAIT has retired */
     int64_t epoch;              /* BARRIERs passed */
     uint64_t seed;              /* the schedule of WS roles (InterpOpts) */
+    bool eager;
     Sched *sched;               /* barriers, roles, async work; per block, made on first use */
 } Interp;
 

@@ -175,6 +175,7 @@ int interp_run_opts(const Func *f, const InterpArg *args, int nargs, const Inter
     Interp I;
     int rc = interp_setup(&I, f, args, nargs, a, d);
     I.seed = o ? o->seed : 0;
+    I.eager = o && o->eager;
     /* Values bound so far (params, dims, grid) survive every block; body
      * values live in a per-block arena. */
     size_t ssz = sizeof(Slot) * f->nvals;

@@ -219,6 +219,8 @@ static int sched_step(Interp *I, int *rr)
     int nev = sched_completions(S, ids);
     if (!nrun && !nev)
         return RUN_BLOCKED;
+    if (!I->seed && I->eager && nev)
+        return sched_complete(I, ids[0]);
     if (I->seed) {
         int k = (int)(rnd(S) % (uint64_t)(nrun + nev));
         return k < nrun ? role_step(I, run[k]) : sched_complete(I, ids[k - nrun]);

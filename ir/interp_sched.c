@@ -29,6 +29,9 @@
  *  - a read (SMEM_LOAD) of a TMA-filled slot needs a wait of the reading
  *    role that observed the completion of the phase its copy lands in
  *    (missing wait, wrong parity);
+ *  - a wait that passes with no phase completed since the same role's
+ *    last wait on that barrier (a parity naming a phase two behind); the
+ *    first wait on a fresh barrier with parity 1 passes (an empty ring);
  *  - a refill (TMA_LOAD) needs every other role's read of the slot ordered
  *    before it through an arrive it waited for, and no product reading the
  *    slot still in flight (early release, missing release); the previous
@@ -191,9 +194,15 @@ static int exec_mbar(Interp *I, const Op *op)
         return mbar_arrive(I, op, m, slot);
     if ((m->phase & 1) == (ip_sint(I, op->args[2]) & 1))
         return RUN_BLOCKED;
+    if (m->waited[S->cur] && m->seen[S->cur] == m->phase) {
+        diag_error(I->d, op->loc, "mbar_wait passes on barrier slot %lld with no phase completed since %s last "
+                   "waited on it: parity %lld names a phase two behind (parity aliasing)", (long long)slot,
+                   sched_role_desc(I, S->cur), (long long)(ip_sint(I, op->args[2]) & 1));
+        return RUN_ERR;
+    }
     sched_vc_join(&S->vc[S->cur], &m->done);
-    if (m->phase > m->seen[S->cur])
-        m->seen[S->cur] = m->phase;
+    m->seen[S->cur] = m->phase;
+    m->waited[S->cur] = true;
     return RUN_OK;
 }
 

@@ -236,11 +236,15 @@ int interp_run_block(const Func *f, const InterpArg *args, int nargs,
 int interp_run(const Func *f, const InterpArg *args, int nargs, Diag *d);
 /* The schedule inside WS regions: seed 0 runs each role until it blocks,
  * then the next (round robin), and lands asynchronous copies and products
- * only when every role is blocked; any other seed picks the next role to
- * step, or the next asynchronous completion, pseudo-randomly from it. The
- * protocol errors (ir/interp_sched.c) do not depend on the seed's luck for
- * the bugs they name, only on the interleaving reaching them. */
-typedef struct InterpOpts { uint64_t seed; } InterpOpts;
+ * only when every role is blocked (or, with `eager`, as soon as they are
+ * issued); any other seed picks the next role to step, or the next
+ * asynchronous completion, pseudo-randomly from it. The protocol checks
+ * (ir/interp_sched.c) are exact for the interleaving that runs: whether a
+ * bug is reported does not depend on luck once its ops execute. */
+typedef struct InterpOpts {
+    uint64_t seed;
+    bool eager;
+} InterpOpts;
 int interp_run_opts(const Func *f, const InterpArg *args, int nargs, const InterpOpts *o, Diag *d);
 /* Evaluate the grid rule only. */
 int interp_grid(const Func *f, const InterpArg *args, int nargs, int64_t grid[3], Diag *d);

@@ -23,6 +23,7 @@ typedef struct MBar {
     int inflight;               /* copies issued against it, not landed */
     VClock clock, done;         /* arrivals of the current phase; of the last completed one */
     int64_t seen[NCLK];         /* per role: phases its waits have observed completed */
+    bool waited[NCLK];          /* per role: a wait of it has passed */
     int64_t exp_phase[NCLK];    /* per role: the phase of its last MBAR_EXPECT + 1 (0 = none) */
     Loc expect_loc;             /* the current phase's last MBAR_EXPECT */
     int64_t prev_expected;      /* bytes declared for the last completed phase, and where */
