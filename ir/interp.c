@@ -31,46 +31,15 @@
  * from the per-block scratch arena and reused when a loop redefines it, so
  * a block's footprint does not grow with its trip counts.
  */
-#include "ir.h"
+#include "interp_int.h"
 #include "divisor.h"
 
 #include <math.h>
 #include <string.h>
 
-typedef union Elem {
-    double f;
-    int64_t i;
-} Elem;
-
-/* Protocol state of one slot of a shared buffer (see the header). */
-typedef struct SyncSlot {
-    int64_t group;              /* group of its last copy (-1 = none pending) */
-    int64_t landed;             /* barrier epoch in which that copy was retired */
-    int64_t read;               /* barrier epoch of its last read (-1 = none) */
-} SyncSlot;
-
-typedef struct Slot {
-    Elem *e;                    /* numel elements; NULL until defined */
-    const InterpArg *tensor;    /* tensor params */
-    SyncSlot *sync;             /* shared buffers: one per stage */
-} Slot;
-
-typedef struct Interp {
-    const Func *f;
-    Arena *a;                   /* where value buffers come from */
-    Diag *d;
-    Slot *slots;                /* per ValId */
-    int64_t block[3], grid[3];
-    int64_t committed;          /* async groups committed (the open group's id) */
-    int64_t retired;            /* groups an ASYNC_WAIT has retired */
-    int64_t epoch;              /* BARRIERs passed */
-} Interp;
-
 /* ---- element helpers ---- */
 
-static bool intlike(DType dt) { return dt == DT_BOOL || dtype_is_int(dt); }
-
-static int64_t wrap_int(DType dt, int64_t v)
+int64_t ip_wrap_int(DType dt, int64_t v)
 {
     if (dt == DT_BOOL)
         return v != 0;
@@ -120,17 +89,17 @@ static int64_t float_to_int(DType dt, double x)
     return (int64_t)t;
 }
 
-static Elem conv(DType from, DType to, Elem x)
+Elem ip_conv(DType from, DType to, Elem x)
 {
     Elem r;
-    if (intlike(to))
-        r.i = intlike(from) ? wrap_int(to, x.i) : float_to_int(to, x.f);
+    if (ip_intlike(to))
+        r.i = ip_intlike(from) ? ip_wrap_int(to, x.i) : float_to_int(to, x.f);
     else
-        r.f = tc_round_to(to, intlike(from) ? int_to_double(from, x.i) : x.f);
+        r.f = tc_round_to(to, ip_intlike(from) ? int_to_double(from, x.i) : x.f);
     return r;
 }
 
-static double as_double(DType dt, Elem x) { return intlike(dt) ? int_to_double(dt, x.i) : x.f; }
+double ip_as_double(DType dt, Elem x) { return ip_intlike(dt) ? int_to_double(dt, x.i) : x.f; }
 
 /* ---- tensor storage ---- */
 
@@ -152,7 +121,7 @@ static int64_t load_int(DType dt, const void *p)
 
 static void store_int(DType dt, void *p, int64_t v)
 {
-    v = wrap_int(dt, v);
+    v = ip_wrap_int(dt, v);
     uint64_t u = (uint64_t)v;
     uint8_t u8 = (uint8_t)u; uint16_t u16 = (uint16_t)u; uint32_t u32 = (uint32_t)u;
     switch (dtype_bits(dt)) {
@@ -163,19 +132,19 @@ static void store_int(DType dt, void *p, int64_t v)
     }
 }
 
-static Elem load_elem(DType dt, const void *p)
+Elem ip_load_elem(DType dt, const void *p)
 {
     Elem e;
-    if (intlike(dt))
+    if (ip_intlike(dt))
         e.i = load_int(dt, p);
     else
         e.f = tc_load_elem(dt, p);
     return e;
 }
 
-static void store_elem(DType dt, void *p, Elem x)
+void ip_store_elem(DType dt, void *p, Elem x)
 {
-    if (intlike(dt))
+    if (ip_intlike(dt))
         store_int(dt, p, x.i);
     else
         tc_store_elem(dt, p, x.f);
@@ -183,32 +152,18 @@ static void store_elem(DType dt, void *p, Elem x)
 
 /* ---- value slots ---- */
 
-static DType vdt(const Interp *I, ValId v) { return (DType)ir_type(I->f, v)->dtype; }
-static int64_t vnumel(const Interp *I, ValId v) { return type_numel(ir_type(I->f, v)); }
 
-/* The buffer of a value being defined (allocated once, then reused). */
-static Elem *out(Interp *I, ValId v)
+int ip_copy_val(Interp *I, ValId dst, ValId src, Loc loc)
 {
-    Slot *s = &I->slots[v];
-    if (!s->e)
-        s->e = arena_alloc(I->a, sizeof(Elem) * (size_t)vnumel(I, v));
-    return s->e;
-}
-
-static const Elem *in(const Interp *I, ValId v) { return I->slots[v].e; }
-static int64_t sint(const Interp *I, ValId v) { return I->slots[v].e[0].i; }
-
-static int copy_val(Interp *I, ValId dst, ValId src, Loc loc)
-{
-    if (vnumel(I, dst) != vnumel(I, src)) {
+    if (ip_vnumel(I, dst) != ip_vnumel(I, src)) {
         diag_internal(I->d, loc, "carried value shapes differ");
         return 1;
     }
-    DType fd = vdt(I, src), td = vdt(I, dst);
-    Elem *o = out(I, dst);
-    const Elem *x = in(I, src);
-    for (int64_t k = 0; k < vnumel(I, dst); k++)
-        o[k] = fd == td ? x[k] : conv(fd, td, x[k]);
+    DType fd = ip_vdt(I, src), td = ip_vdt(I, dst);
+    Elem *o = ip_out(I, dst);
+    const Elem *x = ip_in(I, src);
+    for (int64_t k = 0; k < ip_vnumel(I, dst); k++)
+        o[k] = fd == td ? x[k] : ip_conv(fd, td, x[k]);
     return 0;
 }
 
@@ -268,7 +223,7 @@ static bool int_binary(OpCode c, DType dt, int64_t a, int64_t b, int64_t *r)
     case OP_OR: *r = a | b; break;
     default: *r = a ^ b; break;
     }
-    *r = wrap_int(dt, *r);
+    *r = ip_wrap_int(dt, *r);
     return true;
 }
 
@@ -309,9 +264,9 @@ static bool is_float_math(OpCode c)
 static int64_t int_unary(OpCode c, DType dt, int64_t x)
 {
     switch (c) {
-    case OP_NEG: return wrap_int(dt, (int64_t)(0 - (uint64_t)x));
-    case OP_NOT: return dt == DT_BOOL ? !x : wrap_int(dt, ~x);
-    default: return dt == DT_U64 || x >= 0 ? x : wrap_int(dt, (int64_t)(0 - (uint64_t)x));
+    case OP_NEG: return ip_wrap_int(dt, (int64_t)(0 - (uint64_t)x));
+    case OP_NOT: return dt == DT_BOOL ? !x : ip_wrap_int(dt, ~x);
+    default: return dt == DT_U64 || x >= 0 ? x : ip_wrap_int(dt, (int64_t)(0 - (uint64_t)x));
     }
 }
 
@@ -320,11 +275,11 @@ static int elem_eval(Interp *I, const Op *op, DType dt, const Elem *x, Elem *r)
 {
     OpCode c = (OpCode)op->code;
     if (c == OP_CMP) {
-        int s = intlike(dt) ? cmp_int(dt, x[0].i, x[1].i) : cmp_float(x[0].f, x[1].f);
+        int s = ip_intlike(dt) ? cmp_int(dt, x[0].i, x[1].i) : cmp_float(x[0].f, x[1].f);
         r->i = cmp_holds((int)op->iattr[0], s);
         return 0;
     }
-    if (op->nargs == 1 && intlike(dt)) {
+    if (op->nargs == 1 && ip_intlike(dt)) {
         if (is_float_math(c)) {
             diag_internal(I->d, op->loc, "%s on integer type %s", op_info[c].name, dtype_name(dt));
             return 1;
@@ -340,11 +295,11 @@ static int elem_eval(Interp *I, const Op *op, DType dt, const Elem *x, Elem *r)
         r->f = tc_round_to(dt, float_unary(c, x[0].f));
         return 0;
     }
-    if (!intlike(dt) && (c == OP_AND || c == OP_OR || c == OP_XOR)) {
+    if (!ip_intlike(dt) && (c == OP_AND || c == OP_OR || c == OP_XOR)) {
         diag_internal(I->d, op->loc, "%s on float type %s", op_info[c].name, dtype_name(dt));
         return 1;
     }
-    if (!intlike(dt)) {
+    if (!ip_intlike(dt)) {
         r->f = tc_round_to(dt, float_binary(c, x[0].f, x[1].f));
         return 0;
     }
@@ -362,11 +317,11 @@ static int elem_eval(Interp *I, const Op *op, DType dt, const Elem *x, Elem *r)
 static int exec_elem(Interp *I, const Op *op)
 {
     ValId res = op->res[0];
-    int64_t n = vnumel(I, res);
-    DType dt = vdt(I, op->args[0]);
-    Elem *o = out(I, res);
+    int64_t n = ip_vnumel(I, res);
+    DType dt = ip_vdt(I, op->args[0]);
+    Elem *o = ip_out(I, res);
     for (int i = 0; i < op->nargs; i++) {
-        int64_t na = vnumel(I, op->args[i]);
+        int64_t na = ip_vnumel(I, op->args[i]);
         if (na != n && na != 1) {
             diag_internal(I->d, op->loc, "%s: operand %d has %lld elements, result %lld",
                           op_info[op->code].name, i, (long long)na, (long long)n);
@@ -376,7 +331,7 @@ static int exec_elem(Interp *I, const Op *op)
     for (int64_t k = 0; k < n; k++) {
         Elem x[2];
         for (int i = 0; i < op->nargs; i++)
-            x[i] = in(I, op->args[i])[vnumel(I, op->args[i]) == 1 ? 0 : k];
+            x[i] = ip_in(I, op->args[i])[ip_vnumel(I, op->args[i]) == 1 ? 0 : k];
         if (elem_eval(I, op, dt, x, &o[k]))
             return 1;
     }
@@ -386,11 +341,11 @@ static int exec_elem(Interp *I, const Op *op)
 static int exec_select(Interp *I, const Op *op)
 {
     ValId res = op->res[0];
-    int64_t n = vnumel(I, res);
-    DType rd = vdt(I, res);
-    Elem *o = out(I, res);
-    const Elem *c = in(I, op->args[0]), *a = in(I, op->args[1]), *b = in(I, op->args[2]);
-    int64_t nc = vnumel(I, op->args[0]), na = vnumel(I, op->args[1]), nb = vnumel(I, op->args[2]);
+    int64_t n = ip_vnumel(I, res);
+    DType rd = ip_vdt(I, res);
+    Elem *o = ip_out(I, res);
+    const Elem *c = ip_in(I, op->args[0]), *a = ip_in(I, op->args[1]), *b = ip_in(I, op->args[2]);
+    int64_t nc = ip_vnumel(I, op->args[0]), na = ip_vnumel(I, op->args[1]), nb = ip_vnumel(I, op->args[2]);
     if ((nc != n && nc != 1) || (na != n && na != 1) || (nb != n && nb != 1)) {
         diag_internal(I->d, op->loc, "select: operand shapes differ from the result");
         return 1;
@@ -398,7 +353,7 @@ static int exec_select(Interp *I, const Op *op)
     for (int64_t k = 0; k < n; k++) {
         bool t = c[nc == 1 ? 0 : k].i != 0;
         Elem e = t ? a[na == 1 ? 0 : k] : b[nb == 1 ? 0 : k];
-        o[k] = conv(vdt(I, op->args[t ? 1 : 2]), rd, e);
+        o[k] = ip_conv(ip_vdt(I, op->args[t ? 1 : 2]), rd, e);
     }
     return 0;
 }
@@ -406,16 +361,16 @@ static int exec_select(Interp *I, const Op *op)
 static int exec_cast(Interp *I, const Op *op)
 {
     ValId res = op->res[0];
-    DType from = vdt(I, op->args[0]), to = vdt(I, res);
-    int64_t n = vnumel(I, res);
-    if (vnumel(I, op->args[0]) != n) {
+    DType from = ip_vdt(I, op->args[0]), to = ip_vdt(I, res);
+    int64_t n = ip_vnumel(I, res);
+    if (ip_vnumel(I, op->args[0]) != n) {
         diag_internal(I->d, op->loc, "cast changes the element count");
         return 1;
     }
-    Elem *o = out(I, res);
-    const Elem *x = in(I, op->args[0]);
+    Elem *o = ip_out(I, res);
+    const Elem *x = ip_in(I, op->args[0]);
     for (int64_t k = 0; k < n; k++)
-        o[k] = conv(from, to, x[k]);
+        o[k] = ip_conv(from, to, x[k]);
     return 0;
 }
 
@@ -424,14 +379,14 @@ static int exec_cast(Interp *I, const Op *op)
 static int exec_const(Interp *I, const Op *op)
 {
     ValId res = op->res[0];
-    DType dt = vdt(I, res);
+    DType dt = ip_vdt(I, res);
     Elem e;
-    if (intlike(dt))
-        e.i = wrap_int(dt, op->iattr[0]);
+    if (ip_intlike(dt))
+        e.i = ip_wrap_int(dt, op->iattr[0]);
     else
         e.f = tc_round_to(dt, op->fattr);
-    Elem *o = out(I, res);
-    for (int64_t k = 0; k < vnumel(I, res); k++)
+    Elem *o = ip_out(I, res);
+    for (int64_t k = 0; k < ip_vnumel(I, res); k++)
         o[k] = e;
     return 0;
 }
@@ -443,8 +398,8 @@ static int exec_launch(Interp *I, const Op *op)
         diag_internal(I->d, op->loc, "%s axis %lld", op_info[op->code].name, (long long)ax);
         return 1;
     }
-    Elem *o = out(I, op->res[0]);
-    o[0].i = wrap_int(vdt(I, op->res[0]), op->code == OP_BLOCKID ? I->block[ax] : I->grid[ax]);
+    Elem *o = ip_out(I, op->res[0]);
+    o[0].i = ip_wrap_int(ip_vdt(I, op->res[0]), op->code == OP_BLOCKID ? I->block[ax] : I->grid[ax]);
     return 0;
 }
 
@@ -453,9 +408,9 @@ static int exec_launch(Interp *I, const Op *op)
 static int exec_splat(Interp *I, const Op *op)
 {
     ValId res = op->res[0];
-    Elem e = conv(vdt(I, op->args[0]), vdt(I, res), in(I, op->args[0])[0]);
-    Elem *o = out(I, res);
-    for (int64_t k = 0; k < vnumel(I, res); k++)
+    Elem e = ip_conv(ip_vdt(I, op->args[0]), ip_vdt(I, res), ip_in(I, op->args[0])[0]);
+    Elem *o = ip_out(I, res);
+    for (int64_t k = 0; k < ip_vnumel(I, res); k++)
         o[k] = e;
     return 0;
 }
@@ -467,9 +422,9 @@ static int exec_broadcast(Interp *I, const Op *op)
     const Type *st = ir_type(I->f, op->args[0]), *rt = ir_type(I->f, op->res[0]);
     int rr = rt->rank, sr = st->kind == TY_TILE ? st->rank : 0;
     if (op->code == OP_EXPAND) {
-        if (vnumel(I, op->args[0]) != vnumel(I, op->res[0]))
+        if (ip_vnumel(I, op->args[0]) != ip_vnumel(I, op->res[0]))
             goto bad;
-        return copy_val(I, op->res[0], op->args[0], op->loc);
+        return ip_copy_val(I, op->res[0], op->args[0], op->loc);
     }
     int64_t sshape[TILE_MAXRANK];
     if (sr > rr || rr > TILE_MAXRANK)
@@ -480,9 +435,9 @@ static int exec_broadcast(Interp *I, const Op *op)
         if (sshape[i] != 1 && sshape[i] != rt->shape[i])
             goto bad;
     }
-    Elem *o = out(I, op->res[0]);
-    const Elem *x = in(I, op->args[0]);
-    DType sd = vdt(I, op->args[0]), rd = vdt(I, op->res[0]);
+    Elem *o = ip_out(I, op->res[0]);
+    const Elem *x = ip_in(I, op->args[0]);
+    DType sd = ip_vdt(I, op->args[0]), rd = ip_vdt(I, op->res[0]);
     for (int64_t k = 0; k < type_numel(rt); k++) {
         int64_t rem = k, src = 0, stride = 1;
         for (int i = rr - 1; i >= 0; i--) {
@@ -491,7 +446,7 @@ static int exec_broadcast(Interp *I, const Op *op)
             src += (sshape[i] == 1 ? 0 : c) * stride;
             stride *= sshape[i];
         }
-        o[k] = conv(sd, rd, x[src]);
+        o[k] = ip_conv(sd, rd, x[src]);
     }
     return 0;
 bad:
@@ -510,9 +465,9 @@ static int exec_iota(Interp *I, const Op *op)
     int64_t inner = 1;
     for (int i = (int)ax + 1; i < rt->rank; i++)
         inner *= rt->shape[i];
-    Elem *o = out(I, op->res[0]);
+    Elem *o = ip_out(I, op->res[0]);
     for (int64_t k = 0; k < type_numel(rt); k++)
-        o[k].i = wrap_int((DType)rt->dtype, (k / inner) % rt->shape[ax]);
+        o[k].i = ip_wrap_int((DType)rt->dtype, (k / inner) % rt->shape[ax]);
     return 0;
 }
 
@@ -524,8 +479,8 @@ static int exec_trans(Interp *I, const Op *op)
         return 1;
     }
     int64_t m = st->shape[0], n = st->shape[1];
-    Elem *o = out(I, op->res[0]);
-    const Elem *x = in(I, op->args[0]);
+    Elem *o = ip_out(I, op->res[0]);
+    const Elem *x = ip_in(I, op->args[0]);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++)
             o[j * m + i] = x[i * n + j];
@@ -537,7 +492,7 @@ static int exec_trans(Interp *I, const Op *op)
 static Elem reduce_run(DType dt, int kind, const Elem *x, int64_t len, int64_t inner)
 {
     Elem r;
-    if (intlike(dt)) {
+    if (ip_intlike(dt)) {
         int64_t acc = x[0].i;
         for (int64_t j = 1; j < len; j++) {
             int64_t v = x[j * inner].i;
@@ -562,7 +517,7 @@ static int exec_reduce(Interp *I, const Op *op)
     const Type *st = ir_type(I->f, op->args[0]);
     int64_t ax = op->iattr[0], kind = op->iattr[1];
     if (st->kind != TY_TILE || ax < 0 || ax >= st->rank || kind < 0 || kind >= RED_COUNT ||
-        vnumel(I, op->res[0]) * st->shape[ax] != type_numel(st)) {
+        ip_vnumel(I, op->res[0]) * st->shape[ax] != type_numel(st)) {
         diag_internal(I->d, op->loc, "reduce: bad axis %lld or kind %lld", (long long)ax, (long long)kind);
         return 1;
     }
@@ -570,324 +525,61 @@ static int exec_reduce(Interp *I, const Op *op)
     for (int i = (int)ax + 1; i < st->rank; i++)
         inner *= st->shape[i];
     int64_t outer = type_numel(st) / (len * inner);
-    DType sd = (DType)st->dtype, rd = vdt(I, op->res[0]);
-    Elem *o = out(I, op->res[0]);
-    const Elem *x = in(I, op->args[0]);
+    DType sd = (DType)st->dtype, rd = ip_vdt(I, op->res[0]);
+    Elem *o = ip_out(I, op->res[0]);
+    const Elem *x = ip_in(I, op->args[0]);
     for (int64_t p = 0; p < outer; p++)
         for (int64_t q = 0; q < inner; q++)
-            o[p * inner + q] = conv(sd, rd, reduce_run(sd, (int)kind, x + p * len * inner + q, len, inner));
+            o[p * inner + q] = ip_conv(sd, rd, reduce_run(sd, (int)kind, x + p * len * inner + q, len, inner));
+    return 0;
+}
+
+int ip_dot(Interp *I, Loc loc, ValId av, ValId bv, ValId cv, const Type *rt, Elem *o)
+{
+    const Type *at = ir_type(I->f, av), *bt = ir_type(I->f, bv), *ct = ir_type(I->f, cv);
+    if (at->rank != 2 || bt->rank != 2 || ct->rank != 2 || rt->rank != 2 ||
+        at->shape[1] != bt->shape[0] || at->shape[0] != rt->shape[0] ||
+        bt->shape[1] != rt->shape[1] || !type_same_shape(ct, rt)) {
+        diag_internal(I->d, loc, "dot: operand shapes do not agree");
+        return 1;
+    }
+    int64_t m = at->shape[0], k = at->shape[1], n = bt->shape[1];
+    DType ad = (DType)at->dtype, bd = (DType)bt->dtype, cd = (DType)ct->dtype, rd = (DType)rt->dtype;
+    const Elem *a = ip_in(I, av), *b = ip_in(I, bv), *c = ip_in(I, cv);
+    bool ints = ip_intlike(rd) && ip_intlike(ad);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = ip_as_double(cd, c[i * n + j]);
+            int64_t si = ip_intlike(cd) ? c[i * n + j].i : 0;
+            for (int64_t p = 0; p < k; p++) {
+                if (ints)
+                    si = (int64_t)((uint64_t)si + (uint64_t)a[i * k + p].i * (uint64_t)b[p * n + j].i);
+                else
+                    s += ip_as_double(ad, a[i * k + p]) * ip_as_double(bd, b[p * n + j]);
+            }
+            Elem e = { .f = s };
+            if (ints)
+                e.i = si;
+            o[i * n + j] = ip_conv(ints ? DT_I64 : DT_F64, rd, e);
+        }
     return 0;
 }
 
 static int exec_dot(Interp *I, const Op *op)
 {
-    const Type *at = ir_type(I->f, op->args[0]), *bt = ir_type(I->f, op->args[1]);
-    const Type *ct = ir_type(I->f, op->args[2]), *rt = ir_type(I->f, op->res[0]);
-    if (at->rank != 2 || bt->rank != 2 || ct->rank != 2 || rt->rank != 2 ||
-        at->shape[1] != bt->shape[0] || at->shape[0] != rt->shape[0] ||
-        bt->shape[1] != rt->shape[1] || !type_same_shape(ct, rt)) {
-        diag_internal(I->d, op->loc, "dot: operand shapes do not agree");
-        return 1;
-    }
-    int64_t m = at->shape[0], k = at->shape[1], n = bt->shape[1];
-    DType ad = (DType)at->dtype, bd = (DType)bt->dtype, cd = (DType)ct->dtype, rd = (DType)rt->dtype;
-    const Elem *a = in(I, op->args[0]), *b = in(I, op->args[1]), *c = in(I, op->args[2]);
-    Elem *o = out(I, op->res[0]);
-    bool ints = intlike(rd) && intlike(ad);
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double s = as_double(cd, c[i * n + j]);
-            int64_t si = intlike(cd) ? c[i * n + j].i : 0;
-            for (int64_t p = 0; p < k; p++) {
-                if (ints)
-                    si = (int64_t)((uint64_t)si + (uint64_t)a[i * k + p].i * (uint64_t)b[p * n + j].i);
-                else
-                    s += as_double(ad, a[i * k + p]) * as_double(bd, b[p * n + j]);
-            }
-            Elem e = { .f = s };
-            if (ints)
-                e.i = si;
-            o[i * n + j] = conv(ints ? DT_I64 : DT_F64, rd, e);
-        }
-    return 0;
-}
-
-/* ---- memory ---- */
-
-/* A LOAD/STORE window: the tensor, offsets and extents per tensor dim. */
-typedef struct Window {
-    const InterpArg *t;
-    DType dt;
-    int rank;
-    int64_t off[TENSOR_MAXRANK], ext[TENSOR_MAXRANK];
-    int64_t n;        /* elements in the window */
-} Window;
-
-/* The tensor is operand `base` (0 for LOAD/STORE, 2 for ASYNC_COPY). */
-static int window_init(Interp *I, const Op *op, Window *w, int base, int nextra)
-{
-    const Type *tt = ir_type(I->f, op->args[base]);
-    w->t = I->slots[op->args[base]].tensor;
-    w->dt = (DType)tt->dtype;
-    w->rank = tt->rank;
-    if (!w->t || op->nlist != w->rank || op->nargs != base + 1 + w->rank + nextra) {
-        diag_internal(I->d, op->loc, "%s: malformed window (tensor rank %d, %d extents, %d operands)",
-                      op_info[op->code].name, w->rank, op->nlist, op->nargs);
-        return 1;
-    }
-    w->n = 1;
-    for (int d = 0; d < w->rank; d++) {
-        w->off[d] = sint(I, op->args[base + 1 + d]);
-        w->ext[d] = op->list[d];
-        if (w->ext[d] < 0) {
-            diag_internal(I->d, op->loc, "negative window extent");
-            return 1;
-        }
-        if (w->ext[d])
-            w->n *= w->ext[d];
-    }
-    return 0;
-}
-
-/* Address of window element k, or NULL when out of bounds. Reports (and sets
- * *bad) a window dim out of bounds whose mask bit is cleared. */
-static void *window_elem(Interp *I, const Op *op, const Window *w, int64_t k, bool *bad)
-{
-    int64_t idx[TENSOR_MAXRANK], rem = k;
-    for (int d = w->rank - 1; d >= 0; d--) {
-        idx[d] = w->off[d];
-        if (w->ext[d]) {
-            idx[d] += rem % w->ext[d];
-            rem /= w->ext[d];
-        }
-    }
-    int64_t lin = 0;
-    bool inb = true;
-    for (int d = 0; d < w->rank; d++) {
-        if (idx[d] >= 0 && idx[d] < w->t->shape[d]) {
-            lin += idx[d] * w->t->strides[d];
-            continue;
-        }
-        inb = false;
-        if (w->ext[d] && !((op->iattr[0] >> d) & 1) && !*bad) {
-            *bad = true;
-            diag_error(I->d, op->loc, "%s out of bounds in dim %d (index %lld, extent %lld) "
-                       "although the IR marks that dim as not needing a mask",
-                       op_info[op->code].name, d, (long long)idx[d], (long long)w->t->shape[d]);
-        }
-    }
-    if (!inb)
-        return NULL;
-    return (char *)w->t->data + lin * (dtype_bits(w->dt) / 8);
-}
-
-static int exec_load(Interp *I, const Op *op)
-{
-    Window w;
-    bool has_other = op->iattr[1] != 0, bad = false;
-    if (window_init(I, op, &w, 0, has_other))
-        return 1;
-    ValId res = op->res[0];
-    DType rd = vdt(I, res);
-    if (vnumel(I, res) != w.n) {
-        diag_internal(I->d, op->loc, "load: window has %lld elements, result %lld",
-                      (long long)w.n, (long long)vnumel(I, res));
-        return 1;
-    }
-    ValId ov = has_other ? op->args[op->nargs - 1] : 0;
-    Elem zero;
-    memset(&zero, 0, sizeof zero);   /* 0 and 0.0 share the all-zero bits */
-    Elem *o = out(I, res);
-    for (int64_t k = 0; k < w.n; k++) {
-        void *p = window_elem(I, op, &w, k, &bad);
-        if (p)
-            o[k] = conv(w.dt, rd, load_elem(w.dt, p));
-        else if (ov)
-            o[k] = conv(vdt(I, ov), rd, in(I, ov)[vnumel(I, ov) == 1 ? 0 : k]);
-        else
-            o[k] = zero;
-    }
-    return bad;
-}
-
-static int exec_store(Interp *I, const Op *op)
-{
-    Window w;
-    bool bad = false;
-    if (window_init(I, op, &w, 0, 1))
-        return 1;
-    ValId val = op->args[op->nargs - 1];
-    if (vnumel(I, val) != w.n) {
-        diag_internal(I->d, op->loc, "store: window has %lld elements, value %lld",
-                      (long long)w.n, (long long)vnumel(I, val));
-        return 1;
-    }
-    DType vd = vdt(I, val);
-    const Elem *x = in(I, val);
-    for (int64_t k = 0; k < w.n; k++) {
-        void *p = window_elem(I, op, &w, k, &bad);
-        if (p)
-            store_elem(w.dt, p, conv(vd, w.dt, x[k]));
-    }
-    return bad;
-}
-
-/* ---- shared buffers ---- */
-
-static int exec_smem_alloc(Interp *I, const Op *op)
-{
-    Elem *o = out(I, op->res[0]);
-    memset(o, 0, sizeof(Elem) * (size_t)vnumel(I, op->res[0]));
-    int64_t stages = ir_type(I->f, op->res[0])->shape[0];
-    Slot *s = &I->slots[op->res[0]];
-    if (!s->sync)
-        s->sync = arena_alloc(I->a, sizeof(SyncSlot) * (size_t)stages);
-    for (int64_t k = 0; k < stages; k++)
-        s->sync[k] = (SyncSlot){ -1, -1, -1 };
-    return 0;
-}
-
-static void exec_wait(Interp *I, const Op *op)
-{
-    int64_t r = I->committed - op->iattr[0];
-    if (r > I->retired)
-        I->retired = r;
-}
-
-/* The protocol check of an access to slot s of buffer operand 0. */
-static int sync_access(Interp *I, const Op *op, int64_t s, bool write)
-{
-    SyncSlot *y = I->slots[op->args[0]].sync;
-    if (!y)
-        return 0;
-    y += s;
-    const char *name = op_info[op->code].name;
-    if (write && y->read == I->epoch) {
-        diag_error(I->d, op->loc, "%s overwrites slot %lld of a shared buffer read since the last barrier "
-                   "(other threads may still be reading it)", name, (long long)s);
-        return 1;
-    }
-    if (!write && y->group >= I->retired) {
-        diag_error(I->d, op->loc, "%s reads slot %lld before an async_wait retired its copy", name, (long long)s);
-        return 1;
-    }
-    if (!write && y->landed == I->epoch) {
-        diag_error(I->d, op->loc, "%s reads slot %lld with no barrier since it was written "
-                   "(other threads' parts may not be visible)", name, (long long)s);
-        return 1;
-    }
-    if (write) {
-        bool copy = op->code == OP_ASYNC_COPY;
-        y->group = copy ? I->committed : -1;
-        y->landed = copy ? -1 : I->epoch;   /* a store is visible to others after the next barrier */
-    } else {
-        y->read = I->epoch;
-    }
-    return 0;
-}
-
-/* A retired copy lands in the epoch of the wait that retired it: stamp the
- * slots at each wait. */
-static void sync_land(Interp *I)
-{
-    for (uint32_t v = 1; v < I->f->nvals; v++) {
-        SyncSlot *y = I->slots[v].sync;
-        if (!y)
-            continue;
-        int64_t stages = ir_type(I->f, v)->shape[0];
-        for (int64_t k = 0; k < stages; k++)
-            if (y[k].group >= 0 && y[k].group < I->retired && y[k].landed < 0)
-                y[k].landed = I->epoch;
-    }
-}
-
-/* The first element of operand 0's slot given by operand 1; NULL after
- * reporting a slot out of range. *n = elements per slot. */
-static Elem *buffer_slot(Interp *I, const Op *op, int64_t *n)
-{
-    const Type *bt = ir_type(I->f, op->args[0]);
-    int64_t stages = bt->shape[0], s = sint(I, op->args[1]);
-    *n = type_numel(bt) / stages;
-    if (s < 0 || s >= stages) {
-        diag_error(I->d, op->loc, "%s: slot %lld out of range 0..%lld of the shared buffer",
-                   op_info[op->code].name, (long long)s, (long long)stages - 1);
-        return NULL;
-    }
-    if (sync_access(I, op, s, op->code != OP_SMEM_LOAD))
-        return NULL;
-    return I->slots[op->args[0]].e + s * *n;
-}
-
-static int exec_async_copy(Interp *I, const Op *op)
-{
-    Window w;
-    bool bad = false;
-    int64_t n;
-    Elem *dst = buffer_slot(I, op, &n);
-    if (!dst || window_init(I, op, &w, 2, 0))
-        return 1;
-    if (n != w.n) {
-        diag_internal(I->d, op->loc, "async_copy: window has %lld elements, slot %lld", (long long)w.n,
-                      (long long)n);
-        return 1;
-    }
-    DType bd = vdt(I, op->args[0]);
-    for (int64_t k = 0; k < w.n; k++) {
-        void *p = window_elem(I, op, &w, k, &bad);
-        if (p)
-            dst[k] = conv(w.dt, bd, load_elem(w.dt, p));
-        else
-            memset(&dst[k], 0, sizeof dst[k]);
-    }
-    return bad;
-}
-
-static int exec_smem_load(Interp *I, const Op *op)
-{
-    int64_t n;
-    const Elem *src = buffer_slot(I, op, &n);
-    if (!src)
-        return 1;
-    if (n != vnumel(I, op->res[0])) {
-        diag_internal(I->d, op->loc, "smem_load: slot has %lld elements, result %lld", (long long)n,
-                      (long long)vnumel(I, op->res[0]));
-        return 1;
-    }
-    DType bd = vdt(I, op->args[0]), rd = vdt(I, op->res[0]);
-    Elem *o = out(I, op->res[0]);
-    for (int64_t k = 0; k < n; k++)
-        o[k] = conv(bd, rd, src[k]);
-    return 0;
-}
-
-static int exec_smem_store(Interp *I, const Op *op)
-{
-    int64_t n;
-    Elem *dst = buffer_slot(I, op, &n);
-    if (!dst)
-        return 1;
-    ValId v = op->args[2];
-    if (n != vnumel(I, v)) {
-        diag_internal(I->d, op->loc, "smem_store: slot has %lld elements, value %lld", (long long)n,
-                      (long long)vnumel(I, v));
-        return 1;
-    }
-    DType bd = vdt(I, op->args[0]), vd = vdt(I, v);
-    const Elem *x = in(I, v);
-    for (int64_t k = 0; k < n; k++)
-        dst[k] = conv(vd, bd, x[k]);
-    return 0;
+    return ip_dot(I, op->loc, op->args[0], op->args[1], op->args[2], ir_type(I->f, op->res[0]),
+                  ip_out(I, op->res[0]));
 }
 
 /* ---- control flow ---- */
 
-static int run_block(Interp *I, const Block *b, const Op **term);
+int ip_run_block(Interp *I, const Block *b, const Op **term);
 
 /* Run a region and copy what its YIELD gives into `dst` (n values). */
 static int run_region_into(Interp *I, const Op *op, const Block *b, const ValId *dst, int n)
 {
     const Op *y = NULL;
-    if (run_block(I, b, &y))
+    if (ip_run_block(I, b, &y))
         return 1;
     if (!y && n == 0)
         return 0;
@@ -897,7 +589,7 @@ static int run_region_into(Interp *I, const Op *op, const Block *b, const ValId 
         return 1;
     }
     for (int i = 0; i < n; i++)
-        if (copy_val(I, dst[i], y->args[i], op->loc))
+        if (ip_copy_val(I, dst[i], y->args[i], op->loc))
             return 1;
     return 0;
 }
@@ -910,18 +602,18 @@ static int exec_for(Interp *I, const Op *op)
         diag_internal(I->d, op->loc, "malformed for: %d operands, %d results", op->nargs, op->nres);
         return 1;
     }
-    int64_t lo = sint(I, op->args[0]), hi = sint(I, op->args[1]), step = sint(I, op->args[2]);
+    int64_t lo = ip_sint(I, op->args[0]), hi = ip_sint(I, op->args[1]), step = ip_sint(I, op->args[2]);
     if (step <= 0) {
         diag_error(I->d, op->loc, "loop step must be positive (got %lld)", (long long)step);
         return 1;
     }
     for (int i = 0; i < ninit; i++)
-        if (copy_val(I, op->res[i], op->args[3 + i], op->loc))
+        if (ip_copy_val(I, op->res[i], op->args[3 + i], op->loc))
             return 1;
     for (int64_t iv = lo; iv < hi; iv += step) {
-        out(I, body->args[0])[0].i = wrap_int(vdt(I, body->args[0]), iv);
+        ip_out(I, body->args[0])[0].i = ip_wrap_int(ip_vdt(I, body->args[0]), iv);
         for (int i = 0; i < ninit; i++)
-            if (copy_val(I, body->args[1 + i], op->res[i], op->loc))
+            if (ip_copy_val(I, body->args[1 + i], op->res[i], op->loc))
                 return 1;
         if (run_region_into(I, op, body, op->res, ninit))
             return 1;
@@ -935,13 +627,13 @@ static int exec_if(Interp *I, const Op *op)
         diag_internal(I->d, op->loc, "if without two regions");
         return 1;
     }
-    bool c = in(I, op->args[0])[0].i != 0;
+    bool c = ip_in(I, op->args[0])[0].i != 0;
     return run_region_into(I, op, &op->regions[c ? 0 : 1], op->res, op->nres);
 }
 
 /* ---- dispatch ---- */
 
-static int check_operands(Interp *I, const Op *op)
+int ip_check_operands(Interp *I, const Op *op)
 {
     for (int i = 0; i < op->nargs; i++) {
         ValId v = op->args[i];
@@ -950,13 +642,15 @@ static int check_operands(Interp *I, const Op *op)
                           op_info[op->code < OP_COUNT ? op->code : 0].name, i);
             return 1;
         }
+        if (I->slots[v].locked)
+            return ip_sched_locked(I, op, i);
     }
     return 0;
 }
 
-static int exec_op(Interp *I, const Op *op)
+int ip_exec_op(Interp *I, const Op *op)
 {
-    if (op->code < OP_COUNT && check_operands(I, op))
+    if (op->code < OP_COUNT && ip_check_operands(I, op))
         return 1;
     switch ((OpCode)op->code) {
     case OP_CONST: return exec_const(I, op);
@@ -974,15 +668,12 @@ static int exec_op(Interp *I, const Op *op)
     case OP_REDUCE: return exec_reduce(I, op);
     case OP_TRANS: return exec_trans(I, op);
     case OP_DOT: return exec_dot(I, op);
-    case OP_LOAD: return exec_load(I, op);
-    case OP_STORE: return exec_store(I, op);
-    case OP_SMEM_ALLOC: return exec_smem_alloc(I, op);
-    case OP_ASYNC_COPY: return exec_async_copy(I, op);
-    case OP_ASYNC_COMMIT: I->committed++; return 0;
-    case OP_ASYNC_WAIT: exec_wait(I, op); sync_land(I); return 0;
-    case OP_BARRIER: I->epoch++; return 0;
-    case OP_SMEM_LOAD: return exec_smem_load(I, op);
-    case OP_SMEM_STORE: return exec_smem_store(I, op);
+    case OP_LOAD: case OP_STORE: case OP_SMEM_ALLOC: case OP_ASYNC_COPY: case OP_ASYNC_COMMIT:
+    case OP_ASYNC_WAIT: case OP_BARRIER: case OP_SMEM_LOAD: case OP_SMEM_STORE:
+        return ip_exec_mem(I, op);
+    case OP_WS: case OP_NAMED_BAR: case OP_MBAR_ALLOC: case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE:
+    case OP_MBAR_WAIT: case OP_TMA_LOAD: case OP_DOT_ASYNC: case OP_DOT_WAIT: case OP_CONVERT_LAYOUT:
+        return ip_exec_sched(I, op);
     case OP_FOR: return exec_for(I, op);
     case OP_IF: return exec_if(I, op);
     case OP_YIELD: return 0;   /* handled by run_block */
@@ -993,203 +684,20 @@ static int exec_op(Interp *I, const Op *op)
 }
 
 /* Run b's ops in order, stopping at a YIELD (returned through *term). */
-static int run_block(Interp *I, const Block *b, const Op **term)
+int ip_run_block(Interp *I, const Block *b, const Op **term)
 {
     *term = NULL;
     for (int i = 0; i < b->nops; i++) {
         const Op *op = b->ops[i];
         if (op->code == OP_YIELD) {
-            if (check_operands(I, op))
+            if (ip_check_operands(I, op))
                 return 1;
             *term = op;
             return 0;
         }
-        if (exec_op(I, op))
+        if (ip_exec_op(I, op))
             return 1;
     }
     return 0;
 }
 
-/* ---- binding and launch ---- */
-
-static const char *param_name(const Func *f, int p)
-{
-    const char *n = ir_val(f, f->params[p])->name;
-    return n ? n : "?";
-}
-
-/* Check one tensor arg against its param type; bind named dims. */
-static int bind_tensor(Interp *I, int p, const InterpArg *a, int64_t *dimv, int *dimsrc)
-{
-    const Func *f = I->f;
-    const Type *t = ir_type(f, f->params[p]);
-    if (a->rank != t->rank) {
-        diag_error(I->d, f->loc, "argument %d ('%s'): expected a rank-%d tensor, got rank %d",
-                   p, param_name(f, p), t->rank, a->rank);
-        return 1;
-    }
-    int64_t numel = 1;
-    for (int i = 0; i < t->rank; i++) {
-        int64_t e = a->shape[i];
-        int s = t->dimsym[i];
-        numel *= e;
-        if (e < 0 || e > INT32_MAX) {
-            diag_error(I->d, f->loc, "argument %d ('%s'): dim %d has extent %lld, outside 0..%d",
-                       p, param_name(f, p), i, (long long)e, INT32_MAX);
-            return 1;
-        }
-        if (s < 0 && e != t->shape[i]) {
-            diag_error(I->d, f->loc, "argument %d ('%s'): dim %d must be %lld, got %lld",
-                       p, param_name(f, p), i, (long long)t->shape[i], (long long)e);
-            return 1;
-        }
-        if (s >= 0 && dimsrc[s] >= 0 && dimv[s] != e) {
-            diag_error(I->d, f->loc, "argument %d ('%s'): dim '%s' is %lld here but %lld in argument %d ('%s')",
-                       p, param_name(f, p), f->dim_names[s], (long long)e, (long long)dimv[s],
-                       dimsrc[s], param_name(f, dimsrc[s]));
-            return 1;
-        }
-        if (s >= 0 && dimsrc[s] < 0) {
-            dimv[s] = e;
-            dimsrc[s] = p;
-        }
-    }
-    if (numel > 0 && !a->data) {
-        diag_error(I->d, f->loc, "argument %d ('%s'): tensor data is NULL", p, param_name(f, p));
-        return 1;
-    }
-    I->slots[f->params[p]].tensor = a;
-    return 0;
-}
-
-static int bind_args(Interp *I, const InterpArg *args, int nargs)
-{
-    const Func *f = I->f;
-    if (nargs != f->nparams) {
-        diag_error(I->d, f->loc, "kernel '%s' takes %d arguments, got %d", f->name, f->nparams, nargs);
-        return 1;
-    }
-    int64_t *dimv = arena_alloc(I->a, sizeof(int64_t) * (size_t)(f->ndims + 1));
-    int *dimsrc = arena_alloc(I->a, sizeof(int) * (size_t)(f->ndims + 1));
-    for (int s = 0; s < f->ndims; s++)
-        dimsrc[s] = -1;
-    for (int p = 0; p < f->nparams; p++) {
-        ValId v = f->params[p];
-        const Type *t = ir_type(f, v);
-        if (t->kind == TY_TENSOR) {
-            if (bind_tensor(I, p, &args[p], dimv, dimsrc))
-                return 1;
-            continue;
-        }
-        Elem *e = out(I, v);
-        if (intlike((DType)t->dtype))
-            e->i = wrap_int((DType)t->dtype, args[p].i);
-        else
-            e->f = tc_round_to((DType)t->dtype, args[p].f);
-    }
-    for (int s = 0; s < f->ndims; s++) {
-        if (dimsrc[s] < 0) {
-            diag_error(I->d, f->loc, "named dim '%s' is not the extent of any tensor argument", f->dim_names[s]);
-            return 1;
-        }
-        out(I, f->dims[s])[0].i = dimv[s];
-    }
-    return 0;
-}
-
-/* Evaluate Func.grid into I->grid; an empty grid block means (1, 1, 1). */
-static int eval_grid(Interp *I)
-{
-    const Op *y = NULL;
-    I->grid[0] = I->grid[1] = I->grid[2] = 1;
-    if (run_block(I, &I->f->grid, &y))
-        return 1;
-    if (!y) {
-        if (I->f->grid.nops == 0)
-            return 0;
-        diag_internal(I->d, I->f->loc, "grid block does not end in yield");
-        return 1;
-    }
-    for (int i = 0; i < y->nargs && i < 3; i++) {
-        I->grid[i] = sint(I, y->args[i]);
-        if (I->grid[i] < 0) {
-            diag_error(I->d, y->loc, "grid dim %d is negative (%lld)", i, (long long)I->grid[i]);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int interp_setup(Interp *I, const Func *f, const InterpArg *args, int nargs, Arena *a, Diag *d)
-{
-    memset(I, 0, sizeof *I);
-    I->f = f;
-    I->a = a;
-    I->d = d;
-    I->slots = arena_alloc(a, sizeof(Slot) * f->nvals);
-    if (bind_args(I, args, nargs))
-        return 1;
-    return eval_grid(I);
-}
-
-static int run_body(Interp *I)
-{
-    const Op *y = NULL;
-    if (run_block(I, &I->f->body, &y))
-        return 1;
-    if (y) {
-        diag_internal(I->d, y->loc, "kernel body ends in yield");
-        return 1;
-    }
-    return 0;
-}
-
-int interp_grid(const Func *f, const InterpArg *args, int nargs, int64_t grid[3], Diag *d)
-{
-    Arena *a = arena_new();
-    Interp I;
-    int rc = interp_setup(&I, f, args, nargs, a, d);
-    for (int i = 0; i < 3; i++)
-        grid[i] = rc ? 0 : I.grid[i];
-    arena_free(a);
-    return rc;
-}
-
-int interp_run_block(const Func *f, const InterpArg *args, int nargs, const int64_t block[3], Diag *d)
-{
-    Arena *a = arena_new();
-    Interp I;
-    int rc = interp_setup(&I, f, args, nargs, a, d);
-    if (!rc) {
-        memcpy(I.block, block, sizeof I.block);
-        rc = run_body(&I);
-    }
-    arena_free(a);
-    return rc;
-}
-
-int interp_run(const Func *f, const InterpArg *args, int nargs, Diag *d)
-{
-    Arena *a = arena_new();
-    Interp I;
-    int rc = interp_setup(&I, f, args, nargs, a, d);
-    /* Values bound so far (params, dims, grid) survive every block; body
-     * values live in a per-block arena. */
-    size_t ssz = sizeof(Slot) * f->nvals;
-    Slot *saved = rc ? NULL : arena_alloc(a, ssz);
-    if (saved)
-        memcpy(saved, I.slots, ssz);
-    for (int64_t z = 0; !rc && z < I.grid[2]; z++)
-        for (int64_t y = 0; !rc && y < I.grid[1]; y++)
-            for (int64_t x = 0; !rc && x < I.grid[0]; x++) {
-                Arena *ba = arena_new();
-                memcpy(I.slots, saved, ssz);
-                I.a = ba;
-                I.block[0] = x, I.block[1] = y, I.block[2] = z;
-                I.committed = I.retired = I.epoch = 0;
-                rc = run_body(&I);
-                arena_free(ba);
-            }
-    arena_free(a);
-    return rc;
-}

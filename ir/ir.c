@@ -22,12 +22,20 @@ bool dtype_is_int(DType t)
 }
 bool dtype_is_signed(DType t) { return (unsigned)t < DT_COUNT && dtype_tab[t].cls == 'I'; }
 
-DType dtype_lookup(const char *s, size_t n)
+bool dtype_is_opaque(DType t) { return (unsigned)t < DT_COUNT && dtype_tab[t].cls == 'O'; }
+
+DType dtype_lookup_ir(const char *s, size_t n)
 {
     for (int i = 1; i < DT_COUNT; i++)
         if (strlen(dtype_tab[i].name) == n && memcmp(dtype_tab[i].name, s, n) == 0)
             return (DType)i;
     return DT_NONE;
+}
+
+DType dtype_lookup(const char *s, size_t n)
+{
+    DType t = dtype_lookup_ir(s, n);
+    return dtype_is_opaque(t) ? DT_NONE : t;
 }
 
 /* ---- ops ---- */
@@ -49,6 +57,8 @@ OpCode op_lookup(const char *s, size_t n)
 const char *const cmp_names[CMP_COUNT] = { "eq", "ne", "lt", "le", "gt", "ge" };
 const char *const swizzle_names[SWZ_COUNT] = { "none", "32B", "64B", "128B", "pad" };
 const char *const reduce_names[RED_COUNT] = { "sum", "max", "min", "prod" };
+const char *const role_names[ROLE_COUNT] = { "producer", "consumer", "mma", "epilogue" };
+const char *const named_bar_modes[NBAR_COUNT] = { "sync", "arrive" };
 
 const char *space_name(Space s)
 {
@@ -250,6 +260,29 @@ ValId ir_block_add_arg(Func *f, Block *b, Type t, const char *hint)
 }
 
 Block *ir_op_region(Op *op, int i) { return &op->regions[i]; }
+
+void ir_op_set_regions(Func *f, Op *op, int n)
+{
+    op->regions = n ? arena_alloc(f->mod->arena, sizeof(Block) * (size_t)n) : NULL;
+    op->nregions = (uint16_t)n;
+}
+
+Block *ir_ws_add_role(Func *f, Op *ws, RoleKind kind, int wgs, int regs)
+{
+    Arena *a = f->mod->arena;
+    int n = ws->nregions;
+    ws->regions = arena_grow(a, ws->regions, sizeof(Block), (size_t)n, (size_t)n + 1);
+    memset(&ws->regions[n], 0, sizeof(Block));
+    ws->nregions = (uint16_t)(n + 1);
+    for (int g = 0; g < n; g++)   /* the regions moved: re-point their ops */
+        for (int i = 0; i < ws->regions[g].nops; i++)
+            ws->regions[g].ops[i]->parent = &ws->regions[g];
+    ws->list = arena_grow(a, ws->list, sizeof(int64_t), (size_t)ws->nlist, (size_t)ws->nlist + 3);
+    ws->list[ws->nlist++] = kind;
+    ws->list[ws->nlist++] = wgs;
+    ws->list[ws->nlist++] = regs;
+    return &ws->regions[n];
+}
 
 /* ---- builders ---- */
 

@@ -30,7 +30,9 @@ typedef enum DType {
 } DType;
 
 const char *dtype_name(DType t);          /* "bf16"; "?" for DT_NONE */
-DType dtype_lookup(const char *s, size_t n);  /* DT_NONE if unknown */
+DType dtype_lookup(const char *s, size_t n);  /* data dtypes only; DT_NONE if unknown */
+DType dtype_lookup_ir(const char *s, size_t n);  /* also the opaque ones (mbar, token) */
+bool dtype_is_opaque(DType t);            /* mbar, token: IR handles, no arithmetic */
 int dtype_bits(DType t);
 bool dtype_is_float(DType t);
 bool dtype_is_int(DType t);               /* signed or unsigned, not bool */
@@ -88,6 +90,12 @@ typedef enum SwizzleMode { SWZ_NONE = 0, SWZ_32B, SWZ_64B, SWZ_128B, SWZ_PAD, SW
 extern const char *const swizzle_names[SWZ_COUNT];  /* "none" "32B" "64B" "128B" "pad" */
 typedef enum ReduceKind { RED_SUM, RED_MAX, RED_MIN, RED_PROD, RED_COUNT } ReduceKind;
 extern const char *const reduce_names[RED_COUNT];   /* "sum" ... */
+/* WS roles: list = (RoleKind, warp groups, registers) per region. */
+typedef enum RoleKind { ROLE_PRODUCER, ROLE_CONSUMER, ROLE_MMA, ROLE_EPILOGUE, ROLE_COUNT } RoleKind;
+extern const char *const role_names[ROLE_COUNT];    /* "producer" "consumer" "mma" "epilogue" */
+enum { WS_MAXROLES = 8, WG_THREADS = 128, BLOCK_REGS = 65536, NAMED_BAR_IDS = 16 };
+typedef enum NamedBarMode { NBAR_SYNC, NBAR_ARRIVE, NBAR_COUNT } NamedBarMode;
+extern const char *const named_bar_modes[NBAR_COUNT]; /* "sync" "arrive" */
 
 /* ---- values, ops, blocks ---- */
 typedef uint32_t ValId;
@@ -175,6 +183,10 @@ ValId ir_build1(Builder *b, OpCode code, const ValId *args, int nargs, Type rest
 ValId ir_const_int(Builder *b, Type t, int64_t v);
 ValId ir_const_float(Builder *b, Type t, double v);
 Block *ir_op_region(Op *op, int i);
+/* A WS op (nregions -1 in the table): gives it n empty regions. */
+void ir_op_set_regions(Func *f, Op *op, int n);
+/* WS: append a role (kind, warp groups, registers); returns its region. */
+Block *ir_ws_add_role(Func *f, Op *ws, RoleKind kind, int wgs, int regs);
 ValId ir_block_add_arg(Func *f, Block *b, Type t, const char *hint);
 void ir_block_append(Func *f, Block *b, Op *op);
 void ir_block_insert(Func *f, Block *b, int pos, Op *op);  /* pos -1 = append */
@@ -222,8 +234,28 @@ int interp_run_block(const Func *f, const InterpArg *args, int nargs,
                      const int64_t block[3], Diag *d);
 /* Evaluate the grid, then run every block. */
 int interp_run(const Func *f, const InterpArg *args, int nargs, Diag *d);
+/* The schedule inside WS regions: seed 0 runs each role until it blocks,
+ * then the next (round robin), and lands asynchronous copies and products
+ * only when every role is blocked (or, with `eager`, as soon as they are
+ * issued); any other seed picks the next role to step, or the next
+ * asynchronous completion, pseudo-randomly from it. The protocol checks
+ * (ir/interp_sched.c) are exact for the interleaving that runs: whether a
+ * bug is reported does not depend on luck once its ops execute. */
+typedef struct InterpOpts {
+    uint64_t seed;
+    bool eager;
+} InterpOpts;
+int interp_run_opts(const Func *f, const InterpArg *args, int nargs, const InterpOpts *o, Diag *d);
 /* Evaluate the grid rule only. */
 int interp_grid(const Func *f, const InterpArg *args, int nargs, int64_t grid[3], Diag *d);
+
+/* ---- analyses ---- */
+/* The static protocol checker of barrier rings in WS regions (protocol.c):
+ * proves, for any trip count, that each phase gets its arrivals and bytes,
+ * reads sit between their full-wait and their release, refills wait for
+ * every release, and named barriers agree on their thread counts. Returns
+ * the number of errors reported to d. */
+int ir_protocol_check(const Module *m, Diag *d);
 
 /* ---- numeric helpers shared by interpreter, folding and codegen tests ---- */
 double tc_round_to(DType dt, double x);     /* round x to dt's precision (RNE), ints wrap */

@@ -83,6 +83,42 @@ OP(ASYNC_WAIT,   "async_wait",   0,  0, 0, 0)
 OP(BARRIER,      "barrier",      0,  0, 0, 0)
 OP(SMEM_LOAD,    "smem_load",    2,  1, 0, 0)
 OP(SMEM_STORE,   "smem_store",   3,  0, 0, 0)
+/* the warp-level schedule: roles, barriers, asynchronous products (made by
+ * the scheduling passes; the front end never emits them). Barriers live in
+ * shared memory as a ring: tile<S x mbar, shared>, one 8-byte mbarrier per
+ * slot. Ops on a barrier take (ring, slot): the ring an MBAR_ALLOC result,
+ * the slot an i32 in 0..S-1.
+ *   WS            one region per role, no operands, no results. list holds
+ *                 (kind, warp groups, registers) per role (RoleKind; the
+ *                 setmaxnreg budget per thread). Values never cross roles:
+ *                 roles meet only through shared buffers and barriers.
+ *   NAMED_BAR     iattr[0] = id 0..15, iattr[1] = threads (a multiple of
+ *                 32), iattr[2] = NamedBarMode (sync waits, arrive does not)
+ *   MBAR_ALLOC    result: the ring. iattr[0] = arrivals expected per phase
+ *   MBAR_EXPECT   args: ring, slot. iattr[0] = transaction bytes; arrives
+ *                 once and raises the phase's byte count (arrive.expect_tx)
+ *   MBAR_ARRIVE   args: ring, slot. One arrival
+ *   MBAR_WAIT     args: ring, slot, phase (i32 parity, loop-carried): blocks
+ *                 until the phase of that parity has completed
+ *   TMA_LOAD      args: buffer, slot, ring, ring slot, tensor, one i32 offset
+ *                 per tensor dim; list / iattr[0] as LOAD. Copies the window
+ *                 (the box) into buffer[slot] asynchronously; on landing it
+ *                 completes the box's bytes on ring[ring slot]
+ *   DOT_ASYNC     args: a, b, acc -> token. An asynchronous DOT; the
+ *                 accumulator may not be used until its DOT_WAIT
+ *   DOT_WAIT      args: token -> the accumulator a@b+acc. iattr[0] = pending:
+ *                 waits until at most that many of the role's products fly
+ *   CONVERT_LAYOUT an explicit register layout change; the value is unchanged */
+OP(WS,           "ws",           0,  0, -1, 0)
+OP(NAMED_BAR,    "named_bar",    0,  0, 0, 0)
+OP(MBAR_ALLOC,   "mbar_alloc",   0,  1, 0, 0)
+OP(MBAR_EXPECT,  "mbar_expect",  2,  0, 0, 0)
+OP(MBAR_ARRIVE,  "mbar_arrive",  2,  0, 0, 0)
+OP(MBAR_WAIT,    "mbar_wait",    3,  0, 0, 0)
+OP(TMA_LOAD,     "tma_load",    -1,  0, 0, 0)
+OP(DOT_ASYNC,    "dot_async",    3,  1, 0, 0)
+OP(DOT_WAIT,     "dot_wait",     1,  1, 0, 0)
+OP(CONVERT_LAYOUT, "convert_layout", 1, 1, 0, OPF_PURE)
 /* structured control flow
  *   FOR args: lo, hi, step, inits...; results: finals...; region 0 args: iv, carried...
  *       iattr[0] = pipeline stages requested (0 = no hint)

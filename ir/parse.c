@@ -22,8 +22,10 @@
  *   op      := [vals '='] OPNAME [vals] [attrs] region* [':' type (',' type)*] [loc] NL
  *   attrs   := '{' [attr (',' attr)*] '}'      (on the op's line)
  *   attr    := NAME ['=' (['-'] NUMBER | NAME | '[' [int (',' int)*] ']')]
+ *              | 'roles' '=' '[' '(' KIND ',' INT ',' INT ')' (',' ...)* ']'
  *              (smem_alloc's `swizzle = 128B` is a NUMBER token read as a name)
  *   region  := ['else'] '{' NL ['^' '(' [%v ':' type (',' ...)*] ')' ':' NL] op* '}'
+ *              (ws: one region per role, as many as its `roles` list names)
  *   type    := DTYPE | 'tile' '<' SHAPExDTYPE [',' SPACE] [',' '#' 'L'N] '>'
  *              | 'tensor' '<' DTYPE '[' (NAME|INT) (',' ...)* ']' '>'
  *   loc     := 'loc' '(' INT ':' INT ')'
@@ -396,7 +398,7 @@ static ValId use_val(Parser *p)
 static bool parse_dtype(Parser *p, DType *out)
 {
     Tok *t = peek(p);
-    DType dt = t->kind == T_IDENT ? dtype_lookup(t->s, (size_t)t->n) : DT_NONE;
+    DType dt = t->kind == T_IDENT ? dtype_lookup_ir(t->s, (size_t)t->n) : DT_NONE;
     if (dt == DT_NONE) {
         perr(p, t, "expected an element type (i32, f32, bf16, ...), got %s", tok_desc(p, t));
         return false;
@@ -438,7 +440,7 @@ static bool parse_tile_shape(Parser *p, Type *ty)
         ty->shape[rank++] = v;
         s++;
     }
-    DType dt = dtype_lookup(s, (size_t)(e - s));
+    DType dt = dtype_lookup_ir(s, (size_t)(e - s));
     if (dt == DT_NONE) {
         perr(p, t, "unknown element type '%.*s' in tile type", (int)(e - s), s);
         return false;
@@ -537,8 +539,8 @@ static bool parse_type_dims(Parser *p, Type *ty, const Tok **dimtoks)
         next(p), next(p);
         return parse_tensor(p, ty, dimtoks) && expect(p, '>', "to close the tensor type");
     }
-    if (t->kind == T_IDENT && dtype_lookup(t->s, (size_t)t->n) != DT_NONE) {
-        *ty = type_scalar(dtype_lookup(t->s, (size_t)t->n));
+    if (t->kind == T_IDENT && dtype_lookup_ir(t->s, (size_t)t->n) != DT_NONE) {
+        *ty = type_scalar(dtype_lookup_ir(t->s, (size_t)t->n));
         next(p);
         return true;
     }
@@ -625,10 +627,14 @@ static bool attr_allowed(OpCode code, const char *key)
     if (!strcmp(key, "pred")) return code == OP_CMP;
     if (!strcmp(key, "kind")) return code == OP_REDUCE;
     if (!strcmp(key, "extents") || !strcmp(key, "mask"))
-        return code == OP_LOAD || code == OP_STORE || code == OP_ASYNC_COPY;
+        return code == OP_LOAD || code == OP_STORE || code == OP_ASYNC_COPY || code == OP_TMA_LOAD;
     if (!strcmp(key, "swizzle") || !strcmp(key, "offset") || !strcmp(key, "align") || !strcmp(key, "pad"))
         return code == OP_SMEM_ALLOC;
-    if (!strcmp(key, "pending")) return code == OP_ASYNC_WAIT;
+    if (!strcmp(key, "pending")) return code == OP_ASYNC_WAIT || code == OP_DOT_WAIT;
+    if (!strcmp(key, "count")) return code == OP_MBAR_ALLOC;
+    if (!strcmp(key, "bytes")) return code == OP_MBAR_EXPECT;
+    if (!strcmp(key, "id") || !strcmp(key, "threads") || !strcmp(key, "mode")) return code == OP_NAMED_BAR;
+    if (!strcmp(key, "roles")) return code == OP_WS;
     if (!strcmp(key, "other")) return code == OP_LOAD;
     if (!strcmp(key, "pipeline")) return code == OP_FOR;
     return false;
@@ -650,6 +656,30 @@ static bool parse_swizzle(Parser *p, int64_t *out)
         return false;
     }
     return parse_int(p, out);
+}
+
+/* roles = '[' '(' KIND ',' INT ',' INT ')' (',' ...)* ']'  (WS: list of triples) */
+static bool parse_roles(Parser *p, Attrs *at)
+{
+    if (!expect(p, '[', "to open the roles"))
+        return false;
+    do {
+        int64_t r[3];
+        if (at->nlist >= 3 * WS_MAXROLES) {
+            perr(p, peek(p), "more than %d roles", WS_MAXROLES);
+            return false;
+        }
+        if (!expect(p, '(', "to open a role") ||
+            !parse_named(p, role_names, ROLE_COUNT, "role kind", &r[0]) ||
+            !expect(p, ',', "after the role kind") || !parse_int_range(p, 0, 64, "warp groups", &r[1]) ||
+            !expect(p, ',', "after the warp groups") || !parse_int_range(p, 0, 1024, "registers", &r[2]) ||
+            !expect(p, ')', "to close the role"))
+            return false;
+        at->list = arena_grow(p->a, at->list, sizeof(int64_t), (size_t)at->nlist, (size_t)at->nlist + 3);
+        memcpy(at->list + at->nlist, r, sizeof r);
+        at->nlist += 3;
+    } while (accept(p, ','));
+    return expect(p, ']', "to close the roles");
 }
 
 static bool parse_attr(Parser *p, OpCode code, Attrs *at)
@@ -680,7 +710,10 @@ static bool parse_attr(Parser *p, OpCode code, Attrs *at)
     if (!strcmp(key, "offset")) return parse_int(p, &at->iattr[1]);
     if (!strcmp(key, "align")) return parse_int(p, &at->iattr[2]);
     if (!strcmp(key, "pad")) return parse_int(p, &at->iattr[3]);
-    return parse_int(p, &at->iattr[0]);   /* axis, mask, pipeline, pending */
+    if (!strcmp(key, "threads")) return parse_int(p, &at->iattr[1]);
+    if (!strcmp(key, "mode")) return parse_named(p, named_bar_modes, NBAR_COUNT, "barrier mode", &at->iattr[2]);
+    if (!strcmp(key, "roles")) return parse_roles(p, at);
+    return parse_int(p, &at->iattr[0]);   /* axis, mask, pipeline, pending, count, bytes, id */
 }
 
 static bool parse_attrs(Parser *p, OpCode code, Attrs *at)
@@ -894,6 +927,8 @@ static bool parse_op(Parser *p, Block *b)
     memcpy(op->iattr, at.iattr, sizeof op->iattr);
     op->list = at.list;
     op->nlist = at.nlist;
+    if (code == OP_WS)   /* one region per role */
+        ir_op_set_regions(p->f, op, at.nlist / 3);
     if (!parse_regions(p, op, optok) || !parse_result_types(p, op, optok))
         return false;
     if (code == OP_CONST && !apply_const_value(p, op, &at, optok))

@@ -189,6 +189,18 @@ static void put_smem_attrs(Printer *p, const Op *op)
     sb_putc(p->out, '}');
 }
 
+/* {roles = [(producer, 1, 40), (consumer, 2, 232)]} */
+static void put_roles(Printer *p, const Op *op)
+{
+    sb_puts(p->out, " {roles = [");
+    for (int i = 0; i + 2 < op->nlist; i += 3) {
+        sb_puts(p->out, i ? ", (" : "(");
+        put_name_or_int(p->out, op->list[i], role_names, ROLE_COUNT);
+        sb_printf(p->out, ", %lld, %lld)", (long long)op->list[i + 1], (long long)op->list[i + 2]);
+    }
+    sb_puts(p->out, "]}");
+}
+
 static void put_attrs(Printer *p, const Op *op)
 {
     StrBuf *out = p->out;
@@ -210,15 +222,29 @@ static void put_attrs(Printer *p, const Op *op)
         put_name_or_int(out, op->iattr[1], reduce_names, RED_COUNT);
         sb_putc(out, '}');
         return;
-    case OP_LOAD: case OP_STORE: case OP_ASYNC_COPY:
+    case OP_LOAD: case OP_STORE: case OP_ASYNC_COPY: case OP_TMA_LOAD:
         sb_putc(out, ' ');
         put_mem_attrs(p, op);
         return;
     case OP_SMEM_ALLOC:
         put_smem_attrs(p, op);
         return;
-    case OP_ASYNC_WAIT:
+    case OP_ASYNC_WAIT: case OP_DOT_WAIT:
         sb_printf(out, " {pending = %lld}", (long long)op->iattr[0]);
+        return;
+    case OP_MBAR_ALLOC:
+        sb_printf(out, " {count = %lld}", (long long)op->iattr[0]);
+        return;
+    case OP_MBAR_EXPECT:
+        sb_printf(out, " {bytes = %lld}", (long long)op->iattr[0]);
+        return;
+    case OP_NAMED_BAR:
+        sb_printf(out, " {id = %lld, threads = %lld, mode = ", (long long)op->iattr[0], (long long)op->iattr[1]);
+        put_name_or_int(out, op->iattr[2], named_bar_modes, NBAR_COUNT);
+        sb_putc(out, '}');
+        return;
+    case OP_WS:
+        put_roles(p, op);
         return;
     case OP_FOR:
         if (op->iattr[0])

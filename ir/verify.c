@@ -21,27 +21,13 @@
  * Each problem is reported with the op's Loc as
  *   "verifier failed after pass 'P': 'op': what is wrong".
  */
-#include "ir.h"
+#include "verify_int.h"
 
 #include <string.h>
 
-enum { VS_UNSEEN = 0, VS_LIVE = 1, VS_DEAD = 2 };
-
-typedef struct Verifier {
-    const Func *f;
-    Diag *d;
-    const char *after;
-    int nerr;
-    uint8_t *state;       /* per value: VS_* */
-    uint32_t *ndefs;      /* per value: definitions found by the pre-pass */
-    ValId *stack;         /* values defined, in order, for scope exits */
-    uint32_t nstack, capstack;
-} Verifier;
-
 /* ---- reporting ---- */
 
-static void verr(Verifier *V, const Op *op, const char *fmt, ...) TC_PRINTF(3, 4);
-static void verr(Verifier *V, const Op *op, const char *fmt, ...)
+void vfy_err(Verifier *V, const Op *op, const char *fmt, ...)
 {
     StrBuf sb = { 0 };
     va_list ap;
@@ -59,7 +45,7 @@ static void verr(Verifier *V, const Op *op, const char *fmt, ...)
     V->nerr++;
 }
 
-static const char *tstr(Verifier *V, const Type *t)
+const char *vfy_tstr(Verifier *V, const Type *t)
 {
     StrBuf sb = { 0 };
     type_print(V->f, t, &sb);
@@ -70,34 +56,27 @@ static const char *tstr(Verifier *V, const Type *t)
 
 /* ---- type predicates ---- */
 
-static const Type *T(Verifier *V, ValId v) { return ir_type(V->f, v); }
-static bool is_scalar(const Type *t) { return t->kind == TY_SCALAR; }
-static bool is_tile(const Type *t) { return t->kind == TY_TILE; }
-static bool is_i32(const Type *t) { return t->kind == TY_SCALAR && t->dtype == DT_I32; }
-static bool is_numeric(DType d) { return dtype_is_int(d) || dtype_is_float(d); }
-/* Same kind, shape and dtype (space and layout ignored). */
-static bool same_st(const Type *a, const Type *b) { return type_same_shape(a, b) && a->dtype == b->dtype; }
-
-static bool valid_id(Verifier *V, ValId v) { return v > 0 && v < V->f->nvals; }
-
 /* A value's type is well formed: a known dtype; tiles of rank 1..4 with
  * positive extents; no tensors except params. */
 static void check_valtype(Verifier *V, const Op *op, const Type *t, const char *what, int i)
 {
     if (t->dtype == DT_NONE || t->dtype >= DT_COUNT)
-        verr(V, op, "%s #%d has no element type", what, i);
+        vfy_err(V, op, "%s #%d has no element type", what, i);
+    else if (dtype_is_opaque((DType)t->dtype) && (!op || t->kind == TY_TENSOR))
+        vfy_err(V, op, "%s #%d: %s is an IR handle, not a param or tensor element type", what, i,
+                dtype_name((DType)t->dtype));
     else if (t->kind == TY_TENSOR && op)
-        verr(V, op, "%s #%d is a tensor (only kernel params are tensors)", what, i);
+        vfy_err(V, op, "%s #%d is a tensor (only kernel params are tensors)", what, i);
     else if (t->kind == TY_TILE) {
         if (t->rank < 1 || t->rank > TILE_MAXRANK)
-            verr(V, op, "%s #%d is a tile of rank %d (1..%d allowed)", what, i, t->rank, TILE_MAXRANK);
+            vfy_err(V, op, "%s #%d is a tile of rank %d (1..%d allowed)", what, i, t->rank, TILE_MAXRANK);
         for (int k = 0; k < t->rank && k < TILE_MAXRANK; k++)
             if (t->shape[k] < 1) {
-                verr(V, op, "%s #%d has a non-positive tile extent", what, i);
+                vfy_err(V, op, "%s #%d has a non-positive tile extent", what, i);
                 break;
             }
     } else if (t->kind > TY_TENSOR)
-        verr(V, op, "%s #%d has a bad type kind %d", what, i, t->kind);
+        vfy_err(V, op, "%s #%d has a bad type kind %d", what, i, t->kind);
 }
 
 /* ---- definitions and scopes ---- */
@@ -105,14 +84,15 @@ static void check_valtype(Verifier *V, const Op *op, const Type *t, const char *
 static void define(Verifier *V, const Op *op, ValId v, const char *what, int i)
 {
     if (!valid_id(V, v)) {
-        verr(V, op, "%s #%d is not a value (id %u)", what, i, (unsigned)v);
+        vfy_err(V, op, "%s #%d is not a value (id %u)", what, i, (unsigned)v);
         return;
     }
     if (V->state[v] != VS_UNSEEN) {
-        verr(V, op, "%s #%d is defined a second time", what, i);
+        vfy_err(V, op, "%s #%d is defined a second time", what, i);
         return;
     }
     V->state[v] = VS_LIVE;
+    V->role[v] = V->cur_role;
     if (V->nstack == V->capstack) {
         uint32_t cap = V->capstack ? V->capstack * 2 : 64;
         V->stack = arena_grow(V->d->arena, V->stack, sizeof(ValId), V->nstack, cap);
@@ -148,23 +128,26 @@ static bool check_operands(Verifier *V, const Op *op)
     for (int i = 0; i < op->nargs; i++) {
         ValId v = op->args[i];
         if (!valid_id(V, v)) {
-            verr(V, op, "operand #%d is not a value (id %u)", i, (unsigned)v);
+            vfy_err(V, op, "operand #%d is not a value (id %u)", i, (unsigned)v);
             ok = false;
             continue;
         }
-        if (V->state[v] != VS_LIVE) {
-            verr(V, op, "operand #%d %s", i,
+        if (V->state[v] == VS_DEAD && V->role[v] && V->role[v] != V->cur_role) {
+            vfy_err(V, op, "operand #%d is defined in a role of a 'ws' and used outside that role "
+                    "(roles meet only through shared buffers and barriers)", i);
+        } else if (V->state[v] != VS_LIVE) {
+            vfy_err(V, op, "operand #%d %s", i,
                  V->ndefs[v] == 0 && V->state[v] == VS_UNSEEN ? "is never defined"
                  : V->state[v] == VS_UNSEEN ? "is used before its definition"
                                             : "is used outside the region (or grid) that defines it");
         }
         bool mem = ((op->code == OP_LOAD || op->code == OP_STORE) && i == 0) ||
-                   (op->code == OP_ASYNC_COPY && i == 2);
+                   (op->code == OP_ASYNC_COPY && i == 2) || (op->code == OP_TMA_LOAD && i == 4);
         if (mem && T(V, v)->kind != TY_TENSOR) {
-            verr(V, op, "operand #%d must be a tensor, got %s", i, tstr(V, T(V, v)));
+            vfy_err(V, op, "operand #%d must be a tensor, got %s", i, vfy_tstr(V, T(V, v)));
             ok = false;
         } else if (!mem && T(V, v)->kind == TY_TENSOR) {
-            verr(V, op, "operand #%d is a tensor; only load/store take tensors", i);
+            vfy_err(V, op, "operand #%d is a tensor; only load/store take tensors", i);
             ok = false;
         }
     }
@@ -176,11 +159,11 @@ static bool check_operands(Verifier *V, const Op *op)
 
 /* ---- op rules ---- */
 
-static void check_result_is(Verifier *V, const Op *op, const Type *want, const char *rule)
+void vfy_result_is(Verifier *V, const Op *op, const Type *want, const char *rule)
 {
     const Type *r = T(V, op->res[0]);
     if (!same_st(r, want))
-        verr(V, op, "result type %s should be %s (%s)", tstr(V, r), tstr(V, want), rule);
+        vfy_err(V, op, "result type %s should be %s (%s)", vfy_tstr(V, r), vfy_tstr(V, want), rule);
 }
 
 static void check_elem_dtype(Verifier *V, const Op *op, DType dt)
@@ -188,21 +171,23 @@ static void check_elem_dtype(Verifier *V, const Op *op, DType dt)
     switch (op->code) {
     case OP_AND: case OP_OR: case OP_XOR: case OP_NOT:
         if (dt != DT_BOOL && !dtype_is_int(dt))
-            verr(V, op, "needs bool or integer operands, got %s", dtype_name(dt));
+            vfy_err(V, op, "needs bool or integer operands, got %s", dtype_name(dt));
         return;
     case OP_DIVISOR:
         if (!dtype_is_int(dt))
-            verr(V, op, "needs integer operands, got %s", dtype_name(dt));
+            vfy_err(V, op, "needs integer operands, got %s", dtype_name(dt));
         return;
     case OP_EXP: case OP_EXP2: case OP_LOG: case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_TANH:
         if (!dtype_is_float(dt))
-            verr(V, op, "needs float operands, got %s", dtype_name(dt));
+            vfy_err(V, op, "needs float operands, got %s", dtype_name(dt));
         return;
     case OP_CMP: case OP_SELECT: case OP_CAST:
+        if (dtype_is_opaque(dt))
+            vfy_err(V, op, "needs data operands, got %s", dtype_name(dt));
         return;
     default:
         if (!is_numeric(dt))
-            verr(V, op, "needs numeric operands, got %s", dtype_name(dt));
+            vfy_err(V, op, "needs numeric operands, got %s", dtype_name(dt));
         return;
     }
 }
@@ -213,41 +198,41 @@ static void check_elementwise(Verifier *V, const Op *op)
     const Type *a = T(V, op->args[0]);
     for (int i = 1; i < op->nargs; i++)
         if (!same_st(a, T(V, op->args[i]))) {
-            verr(V, op, "operand types differ: %s vs %s", tstr(V, a), tstr(V, T(V, op->args[i])));
+            vfy_err(V, op, "operand types differ: %s vs %s", vfy_tstr(V, a), vfy_tstr(V, T(V, op->args[i])));
             return;
         }
     check_elem_dtype(V, op, (DType)a->dtype);
     Type want = *a;
     if (op->code == OP_CMP)
         want.dtype = DT_BOOL;
-    check_result_is(V, op, &want, op->code == OP_CMP ? "bool of the operand shape" : "the operand type");
+    vfy_result_is(V, op, &want, op->code == OP_CMP ? "bool of the operand shape" : "the operand type");
 }
 
 static void check_select(Verifier *V, const Op *op)
 {
     const Type *c = T(V, op->args[0]), *a = T(V, op->args[1]), *b = T(V, op->args[2]);
     if (c->dtype != DT_BOOL || !type_same_shape(c, a))
-        verr(V, op, "condition must be bool of the operands' shape, got %s for %s", tstr(V, c), tstr(V, a));
+        vfy_err(V, op, "condition must be bool of the operands' shape, got %s for %s", vfy_tstr(V, c), vfy_tstr(V, a));
     else if (!same_st(a, b))
-        verr(V, op, "operand types differ: %s vs %s", tstr(V, a), tstr(V, b));
+        vfy_err(V, op, "operand types differ: %s vs %s", vfy_tstr(V, a), vfy_tstr(V, b));
     else
-        check_result_is(V, op, a, "the operand type");
+        vfy_result_is(V, op, a, "the operand type");
 }
 
 static void check_cast(Verifier *V, const Op *op)
 {
     const Type *a = T(V, op->args[0]), *r = T(V, op->res[0]);
     if (!type_same_shape(a, r))
-        verr(V, op, "changes the shape: %s to %s", tstr(V, a), tstr(V, r));
+        vfy_err(V, op, "changes the shape: %s to %s", vfy_tstr(V, a), vfy_tstr(V, r));
 }
 
 static void check_splat(Verifier *V, const Op *op)
 {
     const Type *a = T(V, op->args[0]), *r = T(V, op->res[0]);
     if (!is_scalar(a) || !is_tile(r))
-        verr(V, op, "needs a scalar operand and a tile result, got %s to %s", tstr(V, a), tstr(V, r));
+        vfy_err(V, op, "needs a scalar operand and a tile result, got %s to %s", vfy_tstr(V, a), vfy_tstr(V, r));
     else if (a->dtype != r->dtype)
-        verr(V, op, "changes the dtype: %s to %s", tstr(V, a), tstr(V, r));
+        vfy_err(V, op, "changes the dtype: %s to %s", vfy_tstr(V, a), vfy_tstr(V, r));
 }
 
 static void check_expand(Verifier *V, const Op *op)
@@ -255,7 +240,7 @@ static void check_expand(Verifier *V, const Op *op)
     const Type *a = T(V, op->args[0]);
     int64_t ax = op->iattr[0];
     if (!is_tile(a) || a->rank >= TILE_MAXRANK || ax < 0 || ax > a->rank) {
-        verr(V, op, "axis %lld is not valid for %s", (long long)ax, tstr(V, a));
+        vfy_err(V, op, "axis %lld is not valid for %s", (long long)ax, vfy_tstr(V, a));
         return;
     }
     Type want = *a;
@@ -263,19 +248,19 @@ static void check_expand(Verifier *V, const Op *op)
     for (int i = want.rank - 1; i > ax; i--)
         want.shape[i] = a->shape[i - 1];
     want.shape[ax] = 1;
-    check_result_is(V, op, &want, "the expanded operand type");
+    vfy_result_is(V, op, &want, "the expanded operand type");
 }
 
 static void check_broadcast(Verifier *V, const Op *op)
 {
     const Type *a = T(V, op->args[0]), *r = T(V, op->res[0]);
     if (!is_tile(a) || !is_tile(r) || a->rank != r->rank || a->dtype != r->dtype) {
-        verr(V, op, "needs tiles of one rank and dtype, got %s to %s", tstr(V, a), tstr(V, r));
+        vfy_err(V, op, "needs tiles of one rank and dtype, got %s to %s", vfy_tstr(V, a), vfy_tstr(V, r));
         return;
     }
     for (int i = 0; i < a->rank; i++)
         if (a->shape[i] != r->shape[i] && a->shape[i] != 1) {
-            verr(V, op, "dim %d of %s is neither %lld nor 1", i, tstr(V, a), (long long)r->shape[i]);
+            vfy_err(V, op, "dim %d of %s is neither %lld nor 1", i, vfy_tstr(V, a), (long long)r->shape[i]);
             return;
         }
 }
@@ -284,9 +269,9 @@ static void check_iota(Verifier *V, const Op *op)
 {
     const Type *r = T(V, op->res[0]);
     if (!is_tile(r) || r->dtype != DT_I32)
-        verr(V, op, "result must be an i32 tile, got %s", tstr(V, r));
+        vfy_err(V, op, "result must be an i32 tile, got %s", vfy_tstr(V, r));
     else if (op->iattr[0] < 0 || op->iattr[0] >= r->rank)
-        verr(V, op, "axis %lld out of range for %s", (long long)op->iattr[0], tstr(V, r));
+        vfy_err(V, op, "axis %lld out of range for %s", (long long)op->iattr[0], vfy_tstr(V, r));
 }
 
 static void check_reduce(Verifier *V, const Op *op)
@@ -294,11 +279,11 @@ static void check_reduce(Verifier *V, const Op *op)
     const Type *a = T(V, op->args[0]);
     int64_t ax = op->iattr[0];
     if (!is_tile(a) || ax < 0 || ax >= a->rank) {
-        verr(V, op, "axis %lld is not valid for %s", (long long)ax, tstr(V, a));
+        vfy_err(V, op, "axis %lld is not valid for %s", (long long)ax, vfy_tstr(V, a));
         return;
     }
     if (op->iattr[1] < 0 || op->iattr[1] >= RED_COUNT) {
-        verr(V, op, "unknown reduction kind %lld", (long long)op->iattr[1]);
+        vfy_err(V, op, "unknown reduction kind %lld", (long long)op->iattr[1]);
         return;
     }
     Type want = *a;
@@ -308,80 +293,87 @@ static void check_reduce(Verifier *V, const Op *op)
     want.shape[want.rank] = 0;
     if (want.rank == 0)
         want = type_scalar((DType)a->dtype);
-    check_result_is(V, op, &want, "the reduced operand type");
+    vfy_result_is(V, op, &want, "the reduced operand type");
 }
 
 static void check_trans(Verifier *V, const Op *op)
 {
     const Type *a = T(V, op->args[0]);
     if (!is_tile(a) || a->rank != 2) {
-        verr(V, op, "needs a 2-D tile, got %s", tstr(V, a));
+        vfy_err(V, op, "needs a 2-D tile, got %s", vfy_tstr(V, a));
         return;
     }
     Type want = *a;
     want.shape[0] = a->shape[1];
     want.shape[1] = a->shape[0];
-    check_result_is(V, op, &want, "the transposed operand type");
+    vfy_result_is(V, op, &want, "the transposed operand type");
+}
+
+bool vfy_dot_operands(Verifier *V, const Op *op)
+{
+    const Type *a = T(V, op->args[0]), *b = T(V, op->args[1]), *c = T(V, op->args[2]);
+    if (!is_tile(a) || !is_tile(b) || !is_tile(c) || a->rank != 2 || b->rank != 2 || c->rank != 2) {
+        vfy_err(V, op, "needs 2-D tiles, got %s, %s, %s", vfy_tstr(V, a), vfy_tstr(V, b), vfy_tstr(V, c));
+        return false;
+    }
+    if (a->shape[1] != b->shape[0] || c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1]) {
+        vfy_err(V, op, "shapes do not fit [M,K] x [K,N] + [M,N]: %s x %s + %s", vfy_tstr(V, a), vfy_tstr(V, b), vfy_tstr(V, c));
+        return false;
+    }
+    if (a->dtype != b->dtype) {
+        vfy_err(V, op, "operand dtypes differ: %s vs %s", dtype_name(a->dtype), dtype_name(b->dtype));
+        return false;
+    }
+    DType acc = dtype_is_float(a->dtype) ? DT_F32 : DT_I32;
+    if (c->dtype != acc) {
+        vfy_err(V, op, "accumulator must be %s for %s operands, got %s", dtype_name(acc), dtype_name(a->dtype),
+             vfy_tstr(V, c));
+        return false;
+    }
+    return true;
 }
 
 static void check_dot(Verifier *V, const Op *op)
 {
-    const Type *a = T(V, op->args[0]), *b = T(V, op->args[1]), *c = T(V, op->args[2]);
-    if (!is_tile(a) || !is_tile(b) || !is_tile(c) || a->rank != 2 || b->rank != 2 || c->rank != 2) {
-        verr(V, op, "needs 2-D tiles, got %s, %s, %s", tstr(V, a), tstr(V, b), tstr(V, c));
-        return;
-    }
-    if (a->shape[1] != b->shape[0] || c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1]) {
-        verr(V, op, "shapes do not fit [M,K] x [K,N] + [M,N]: %s x %s + %s", tstr(V, a), tstr(V, b), tstr(V, c));
-        return;
-    }
-    if (a->dtype != b->dtype) {
-        verr(V, op, "operand dtypes differ: %s vs %s", dtype_name(a->dtype), dtype_name(b->dtype));
-        return;
-    }
-    DType acc = dtype_is_float(a->dtype) ? DT_F32 : DT_I32;
-    if (c->dtype != acc)
-        verr(V, op, "accumulator must be %s for %s operands, got %s", dtype_name(acc), dtype_name(a->dtype),
-             tstr(V, c));
-    else
-        check_result_is(V, op, c, "the accumulator type");
+    if (vfy_dot_operands(V, op))
+        vfy_result_is(V, op, T(V, op->args[2]), "the accumulator type");
 }
 
 /* LOAD/STORE/ASYNC_COPY: [buffer, slot,] tensor (operand `base`), one i32
  * offset per dim [, other | value]; extents per dim (0 = scalar index); the
  * tile shape is the kept extents. */
-static bool window_type(Verifier *V, const Op *op, const Type *tt, int base, int nextra, Type *win)
+bool vfy_window_type(Verifier *V, const Op *op, const Type *tt, int base, int nextra, Type *win)
 {
     int r = tt->rank;
     if (op->nargs != base + 1 + r + nextra) {
-        verr(V, op, "needs %d operands for a rank-%d tensor, got %d", base + 1 + r + nextra, r, op->nargs);
+        vfy_err(V, op, "needs %d operands for a rank-%d tensor, got %d", base + 1 + r + nextra, r, op->nargs);
         return false;
     }
     for (int i = base + 1; i <= base + r; i++)
         if (!is_i32(T(V, op->args[i]))) {
-            verr(V, op, "offset operand #%d must be an i32 scalar, got %s", i, tstr(V, T(V, op->args[i])));
+            vfy_err(V, op, "offset operand #%d must be an i32 scalar, got %s", i, vfy_tstr(V, T(V, op->args[i])));
             return false;
         }
     if (op->nlist != r) {
-        verr(V, op, "has %d window extents for a rank-%d tensor", op->nlist, r);
+        vfy_err(V, op, "has %d window extents for a rank-%d tensor", op->nlist, r);
         return false;
     }
     if (op->iattr[0] < 0 || (r < 63 && (op->iattr[0] >> r) != 0)) {
-        verr(V, op, "mask %lld has bits beyond the tensor's %d dims", (long long)op->iattr[0], r);
+        vfy_err(V, op, "mask %lld has bits beyond the tensor's %d dims", (long long)op->iattr[0], r);
         return false;
     }
     int64_t shape[TENSOR_MAXRANK];
     int k = 0;
     for (int i = 0; i < r; i++) {
         if (op->list[i] < 0) {
-            verr(V, op, "window extent %d is negative", i);
+            vfy_err(V, op, "window extent %d is negative", i);
             return false;
         }
         if (op->list[i] > 0)
             shape[k++] = op->list[i];
     }
     if (k > TILE_MAXRANK) {
-        verr(V, op, "window keeps %d dims (a tile has at most %d)", k, TILE_MAXRANK);
+        vfy_err(V, op, "window keeps %d dims (a tile has at most %d)", k, TILE_MAXRANK);
         return false;
     }
     *win = k ? type_tile((DType)tt->dtype, k, shape, SP_ANY) : type_scalar((DType)tt->dtype);
@@ -391,36 +383,36 @@ static bool window_type(Verifier *V, const Op *op, const Type *tt, int base, int
 static void check_load(Verifier *V, const Op *op)
 {
     if (op->nargs < 1) {
-        verr(V, op, "needs a tensor operand");
+        vfy_err(V, op, "needs a tensor operand");
         return;
     }
     const Type *tt = T(V, op->args[0]);
     bool other = op->iattr[1] != 0;
     Type win;
-    if (!window_type(V, op, tt, 0, other, &win))
+    if (!vfy_window_type(V, op, tt, 0, other, &win))
         return;
-    check_result_is(V, op, &win, "the window type");
+    vfy_result_is(V, op, &win, "the window type");
     if (other) {
         const Type *o = T(V, op->args[op->nargs - 1]);
         if (!(is_scalar(o) && o->dtype == tt->dtype) && !same_st(o, &win))
-            verr(V, op, "'other' must be a %s scalar or of the window type %s, got %s", dtype_name(tt->dtype),
-                 tstr(V, &win), tstr(V, o));
+            vfy_err(V, op, "'other' must be a %s scalar or of the window type %s, got %s", dtype_name(tt->dtype),
+                 vfy_tstr(V, &win), vfy_tstr(V, o));
     }
 }
 
 static void check_store(Verifier *V, const Op *op)
 {
     if (op->nargs < 2) {
-        verr(V, op, "needs a tensor operand and a value");
+        vfy_err(V, op, "needs a tensor operand and a value");
         return;
     }
     const Type *tt = T(V, op->args[0]);
     Type win;
-    if (!window_type(V, op, tt, 0, 1, &win))
+    if (!vfy_window_type(V, op, tt, 0, 1, &win))
         return;
     const Type *v = T(V, op->args[op->nargs - 1]);
     if (!same_st(v, &win))
-        verr(V, op, "stored value %s does not match the window type %s", tstr(V, v), tstr(V, &win));
+        vfy_err(V, op, "stored value %s does not match the window type %s", vfy_tstr(V, v), vfy_tstr(V, &win));
 }
 
 /* ---- shared buffers ---- */
@@ -431,31 +423,31 @@ static void check_smem_alloc(Verifier *V, const Op *op)
 {
     const Type *r = T(V, op->res[0]);
     if (!is_tile(r) || r->space != SP_SHARED || r->rank < 2)
-        verr(V, op, "result must be a shared tile of rank >= 2 (stages x slot shape), got %s", tstr(V, r));
+        vfy_err(V, op, "result must be a shared tile of rank >= 2 (stages x slot shape), got %s", vfy_tstr(V, r));
     if (op->iattr[0] < 0 || op->iattr[0] >= SWZ_COUNT)
-        verr(V, op, "unknown swizzle mode %lld", (long long)op->iattr[0]);
+        vfy_err(V, op, "unknown swizzle mode %lld", (long long)op->iattr[0]);
     if (op->iattr[1] < -1)
-        verr(V, op, "offset %lld is negative (-1 = not assigned yet)", (long long)op->iattr[1]);
+        vfy_err(V, op, "offset %lld is negative (-1 = not assigned yet)", (long long)op->iattr[1]);
     if (!is_pow2(op->iattr[2]))
-        verr(V, op, "alignment %lld is not a positive power of two", (long long)op->iattr[2]);
+        vfy_err(V, op, "alignment %lld is not a positive power of two", (long long)op->iattr[2]);
     else if (op->iattr[1] > 0 && op->iattr[1] % op->iattr[2])
-        verr(V, op, "offset %lld is not a multiple of the alignment %lld", (long long)op->iattr[1],
+        vfy_err(V, op, "offset %lld is not a multiple of the alignment %lld", (long long)op->iattr[1],
              (long long)op->iattr[2]);
     if (op->iattr[3] < 0 || (op->iattr[3] && op->iattr[0] != SWZ_PAD))
-        verr(V, op, "pad %lld needs swizzle = pad and a non-negative size", (long long)op->iattr[3]);
+        vfy_err(V, op, "pad %lld needs swizzle = pad and a non-negative size", (long long)op->iattr[3]);
 }
 
 /* Operand #0 is an SMEM_ALLOC result and #1 an i32 slot; *slot = the shape
  * of one slot (the buffer type without its leading stage dim). */
-static bool buffer_slot(Verifier *V, const Op *op, Type *slot)
+bool vfy_buffer_slot(Verifier *V, const Op *op, Type *slot)
 {
     const Value *b = ir_val(V->f, op->args[0]);
     if (!b->def || b->def->code != OP_SMEM_ALLOC || !is_tile(&b->type) || b->type.rank < 2) {
-        verr(V, op, "operand #0 must be a buffer made by smem_alloc");
+        vfy_err(V, op, "operand #0 must be a buffer made by smem_alloc");
         return false;
     }
     if (!is_i32(T(V, op->args[1]))) {
-        verr(V, op, "slot operand #1 must be an i32 scalar, got %s", tstr(V, T(V, op->args[1])));
+        vfy_err(V, op, "slot operand #1 must be an i32 scalar, got %s", vfy_tstr(V, T(V, op->args[1])));
         return false;
     }
     *slot = type_tile((DType)b->type.dtype, b->type.rank - 1, b->type.shape + 1, SP_SHARED);
@@ -465,37 +457,37 @@ static bool buffer_slot(Verifier *V, const Op *op, Type *slot)
 static void check_async_copy(Verifier *V, const Op *op)
 {
     Type slot, win;
-    if (op->nargs < 3 || !buffer_slot(V, op, &slot)) {
+    if (op->nargs < 3 || !vfy_buffer_slot(V, op, &slot)) {
         if (op->nargs < 3)
-            verr(V, op, "needs a buffer, a slot, a tensor and its offsets");
+            vfy_err(V, op, "needs a buffer, a slot, a tensor and its offsets");
         return;
     }
-    if (!window_type(V, op, T(V, op->args[2]), 2, 0, &win))
+    if (!vfy_window_type(V, op, T(V, op->args[2]), 2, 0, &win))
         return;
     if (!same_st(&win, &slot))
-        verr(V, op, "window %s does not match the buffer slot %s", tstr(V, &win), tstr(V, &slot));
+        vfy_err(V, op, "window %s does not match the buffer slot %s", vfy_tstr(V, &win), vfy_tstr(V, &slot));
 }
 
 static void check_smem_load(Verifier *V, const Op *op)
 {
     Type slot;
-    if (!buffer_slot(V, op, &slot))
+    if (!vfy_buffer_slot(V, op, &slot))
         return;
     const Type *r = T(V, op->res[0]);
     slot.space = SP_REG;
-    check_result_is(V, op, &slot, "the buffer's slot type");
+    vfy_result_is(V, op, &slot, "the buffer's slot type");
     if (r->space != SP_REG && r->space != SP_ANY)
-        verr(V, op, "result must be a register tile, got %s", tstr(V, r));
+        vfy_err(V, op, "result must be a register tile, got %s", vfy_tstr(V, r));
 }
 
 static void check_smem_store(Verifier *V, const Op *op)
 {
     Type slot;
-    if (!buffer_slot(V, op, &slot))
+    if (!vfy_buffer_slot(V, op, &slot))
         return;
     const Type *v = T(V, op->args[2]);
     if (!same_st(v, &slot))
-        verr(V, op, "stored value %s does not match the buffer slot %s", tstr(V, v), tstr(V, &slot));
+        vfy_err(V, op, "stored value %s does not match the buffer slot %s", vfy_tstr(V, v), vfy_tstr(V, &slot));
 }
 
 /* A region ends in YIELD whose values match the op's results. */
@@ -503,52 +495,52 @@ static void check_yield_of(Verifier *V, const Op *op, int g)
 {
     const Op *y = ir_block_yield(&op->regions[g]);
     if (!y) {
-        verr(V, op, "region %d does not end in 'yield'", g);
+        vfy_err(V, op, "region %d does not end in 'yield'", g);
         return;
     }
     if (y->nargs != op->nres) {
-        verr(V, y, "yields %d value(s) but the enclosing '%s' has %d result(s)", y->nargs,
+        vfy_err(V, y, "yields %d value(s) but the enclosing '%s' has %d result(s)", y->nargs,
              op_info[op->code].name, op->nres);
         return;
     }
     for (int i = 0; i < y->nargs; i++)
         if (valid_id(V, y->args[i]) && !same_st(T(V, y->args[i]), T(V, op->res[i])))
-            verr(V, y, "yielded value #%d is %s but result #%d of '%s' is %s", i, tstr(V, T(V, y->args[i])), i,
-                 op_info[op->code].name, tstr(V, T(V, op->res[i])));
+            vfy_err(V, y, "yielded value #%d is %s but result #%d of '%s' is %s", i, vfy_tstr(V, T(V, y->args[i])), i,
+                 op_info[op->code].name, vfy_tstr(V, T(V, op->res[i])));
 }
 
 static void check_for(Verifier *V, const Op *op)
 {
     if (op->nargs < 3) {
-        verr(V, op, "needs lo, hi, step operands, got %d operands", op->nargs);
+        vfy_err(V, op, "needs lo, hi, step operands, got %d operands", op->nargs);
         return;
     }
     for (int i = 0; i < 3; i++)
         if (!is_i32(T(V, op->args[i])))
-            verr(V, op, "%s must be an i32 scalar, got %s", i == 0 ? "lo" : i == 1 ? "hi" : "step",
-                 tstr(V, T(V, op->args[i])));
+            vfy_err(V, op, "%s must be an i32 scalar, got %s", i == 0 ? "lo" : i == 1 ? "hi" : "step",
+                 vfy_tstr(V, T(V, op->args[i])));
     int n = op->nargs - 3;
     const Block *b = &op->regions[0];
     if (op->nres != n) {
-        verr(V, op, "has %d carried init(s) but %d result(s)", n, op->nres);
+        vfy_err(V, op, "has %d carried init(s) but %d result(s)", n, op->nres);
         return;
     }
     if (b->nargs != n + 1) {
-        verr(V, op, "region has %d argument(s); it needs the induction variable and %d carried value(s)", b->nargs, n);
+        vfy_err(V, op, "region has %d argument(s); it needs the induction variable and %d carried value(s)", b->nargs, n);
         return;
     }
     if (valid_id(V, b->args[0]) && !is_i32(T(V, b->args[0])))
-        verr(V, op, "induction variable must be an i32 scalar, got %s", tstr(V, T(V, b->args[0])));
+        vfy_err(V, op, "induction variable must be an i32 scalar, got %s", vfy_tstr(V, T(V, b->args[0])));
     for (int i = 0; i < n; i++) {
         const Type *init = T(V, op->args[3 + i]), *res = T(V, op->res[i]);
         if (!same_st(init, res))
-            verr(V, op, "carried value #%d: init is %s but result is %s", i, tstr(V, init), tstr(V, res));
+            vfy_err(V, op, "carried value #%d: init is %s but result is %s", i, vfy_tstr(V, init), vfy_tstr(V, res));
         else if (valid_id(V, b->args[i + 1]) && !same_st(T(V, b->args[i + 1]), res))
-            verr(V, op, "carried value #%d: region argument is %s but result is %s", i,
-                 tstr(V, T(V, b->args[i + 1])), tstr(V, res));
+            vfy_err(V, op, "carried value #%d: region argument is %s but result is %s", i,
+                 vfy_tstr(V, T(V, b->args[i + 1])), vfy_tstr(V, res));
     }
     if (op->iattr[0] < 0)
-        verr(V, op, "pipeline stage count %lld is negative", (long long)op->iattr[0]);
+        vfy_err(V, op, "pipeline stage count %lld is negative", (long long)op->iattr[0]);
     check_yield_of(V, op, 0);
 }
 
@@ -556,10 +548,10 @@ static void check_if(Verifier *V, const Op *op)
 {
     const Type *c = T(V, op->args[0]);
     if (!is_scalar(c) || c->dtype != DT_BOOL)
-        verr(V, op, "condition must be a bool scalar, got %s", tstr(V, c));
+        vfy_err(V, op, "condition must be a bool scalar, got %s", vfy_tstr(V, c));
     for (int g = 0; g < 2; g++) {
         if (op->regions[g].nargs)
-            verr(V, op, "region %d must have no arguments, has %d", g, op->regions[g].nargs);
+            vfy_err(V, op, "region %d must have no arguments, has %d", g, op->regions[g].nargs);
         check_yield_of(V, op, g);
     }
 }
@@ -578,14 +570,14 @@ static void check_rule(Verifier *V, const Op *op)
     }
     switch (op->code) {
     case OP_CONST:
-        if (T(V, op->res[0])->kind == TY_TENSOR)
-            verr(V, op, "result must be a scalar or a tile");
+        if (T(V, op->res[0])->kind == TY_TENSOR || dtype_is_opaque((DType)T(V, op->res[0])->dtype))
+            vfy_err(V, op, "result must be a scalar or a tile of a data type");
         return;
     case OP_BLOCKID: case OP_NBLOCKS:
         if (!is_i32(T(V, op->res[0])))
-            verr(V, op, "result must be i32, got %s", tstr(V, T(V, op->res[0])));
+            vfy_err(V, op, "result must be i32, got %s", vfy_tstr(V, T(V, op->res[0])));
         if (op->iattr[0] < 0 || op->iattr[0] > 2)
-            verr(V, op, "axis %lld out of range 0..2", (long long)op->iattr[0]);
+            vfy_err(V, op, "axis %lld out of range 0..2", (long long)op->iattr[0]);
         return;
     case OP_SPLAT: check_splat(V, op); return;
     case OP_EXPAND: check_expand(V, op); return;
@@ -602,11 +594,11 @@ static void check_rule(Verifier *V, const Op *op)
     case OP_SMEM_STORE: check_smem_store(V, op); return;
     case OP_ASYNC_WAIT:
         if (op->iattr[0] < 0)
-            verr(V, op, "pending count %lld is negative", (long long)op->iattr[0]);
+            vfy_err(V, op, "pending count %lld is negative", (long long)op->iattr[0]);
         return;
     case OP_FOR: check_for(V, op); return;
     case OP_IF: check_if(V, op); return;
-    default: return;
+    default: vfy_sched_rule(V, op); return;
     }
 }
 
@@ -616,15 +608,15 @@ static bool check_arity(Verifier *V, const Op *op)
     const OpInfo *oi = &op_info[op->code];
     bool ok = true;
     if (oi->nargs >= 0 && op->nargs != oi->nargs) {
-        verr(V, op, "takes %d operand(s), got %d", oi->nargs, op->nargs);
+        vfy_err(V, op, "takes %d operand(s), got %d", oi->nargs, op->nargs);
         ok = false;
     }
     if (oi->nres >= 0 && op->nres != oi->nres) {
-        verr(V, op, "defines %d result(s), got %d", oi->nres, op->nres);
+        vfy_err(V, op, "defines %d result(s), got %d", oi->nres, op->nres);
         ok = false;
     }
-    if (op->nregions != oi->nregions) {
-        verr(V, op, "has %d region(s), needs %d", op->nregions, oi->nregions);
+    if (oi->nregions >= 0 && op->nregions != oi->nregions) {
+        vfy_err(V, op, "has %d region(s), needs %d", op->nregions, oi->nregions);
         ok = false;
     }
     return ok;
@@ -639,22 +631,28 @@ static void verify_block(Verifier *V, const Block *b, BlockKind kind);
 static void verify_op(Verifier *V, const Op *op, const Block *b, int idx, BlockKind kind)
 {
     if (op->code >= OP_COUNT) {
-        verr(V, op, "unknown op code %u", (unsigned)op->code);
+        vfy_err(V, op, "unknown op code %u", (unsigned)op->code);
         return;
     }
     if (op->parent != b)
-        verr(V, op, "op's parent link does not point to the block that holds it");
+        vfy_err(V, op, "op's parent link does not point to the block that holds it");
     if (op->code == OP_YIELD && (kind == BK_BODY || idx != b->nops - 1))
-        verr(V, op, "'yield' may only be the last op of a region or of the grid block");
+        vfy_err(V, op, "'yield' may only be the last op of a region or of the grid block");
+    if (op->code == OP_WS && (kind == BK_GRID || V->ws_depth))
+        vfy_err(V, op, "'ws' may not be nested in another 'ws' or placed in the grid block");
     if (op->code == OP_DIVISOR && kind != BK_GRID)
-        verr(V, op, "'divisor' may only be in the grid block (the runtime evaluates it at launch)");
+        vfy_err(V, op, "'divisor' may only be in the grid block (the runtime evaluates it at launch)");
     bool ok = check_operands(V, op);
     ok = check_arity(V, op) && ok;
     for (int i = 0; i < op->nres; i++)
         if (valid_id(V, op->res[i]) && V->f->vals[op->res[i]].def != op)
-            verr(V, op, "result #%d's defining-op link does not point to this op", i);
+            vfy_err(V, op, "result #%d's defining-op link does not point to this op", i);
+    uint32_t outer_role = V->cur_role;
+    V->ws_depth += op->code == OP_WS;
     for (int g = 0; g < op->nregions && op->regions; g++) {
         uint32_t mark = V->nstack;
+        if (op->code == OP_WS)
+            V->cur_role = ++V->nroles;
         for (int i = 0; i < op->regions[g].nargs; i++) {
             define(V, op, op->regions[g].args[i], "region argument", i);
             if (valid_id(V, op->regions[g].args[i]))
@@ -663,6 +661,8 @@ static void verify_op(Verifier *V, const Op *op, const Block *b, int idx, BlockK
         verify_block(V, &op->regions[g], BK_REGION);
         scope_exit(V, mark);
     }
+    V->ws_depth -= op->code == OP_WS;
+    V->cur_role = outer_role;
     for (int i = 0; i < op->nres; i++) {
         define(V, op, op->res[i], "result", i);
         if (valid_id(V, op->res[i]))
@@ -687,16 +687,16 @@ static void verify_grid(Verifier *V)
     const Block *g = &V->f->grid;
     const Op *y = g->nops ? g->ops[g->nops - 1] : NULL;
     if (!y || y->code != OP_YIELD) {
-        verr(V, y, "the grid block must end in 'yield' of 3 i32 values");
+        vfy_err(V, y, "the grid block must end in 'yield' of 3 i32 values");
         return;
     }
     if (y->nargs != 3) {
-        verr(V, y, "the grid block yields %d value(s), needs 3 i32", y->nargs);
+        vfy_err(V, y, "the grid block yields %d value(s), needs 3 i32", y->nargs);
         return;
     }
     for (int i = 0; i < 3; i++)
         if (valid_id(V, y->args[i]) && !is_i32(T(V, y->args[i])))
-            verr(V, y, "grid value #%d must be an i32 scalar, got %s", i, tstr(V, T(V, y->args[i])));
+            vfy_err(V, y, "grid value #%d must be an i32 scalar, got %s", i, vfy_tstr(V, T(V, y->args[i])));
 }
 
 static void verify_params(Verifier *V)
@@ -705,7 +705,7 @@ static void verify_params(Verifier *V)
     for (int i = 0; i < f->ndims; i++) {
         define(V, NULL, f->dims[i], "dim", i);
         if (valid_id(V, f->dims[i]) && !is_i32(T(V, f->dims[i])))
-            verr(V, NULL, "dim '%s' must be an i32 scalar", f->dim_names[i]);
+            vfy_err(V, NULL, "dim '%s' must be an i32 scalar", f->dim_names[i]);
     }
     for (int i = 0; i < f->nparams; i++) {
         define(V, NULL, f->params[i], "param", i);
@@ -713,14 +713,14 @@ static void verify_params(Verifier *V)
             continue;
         const Type *t = T(V, f->params[i]);
         if (t->kind == TY_TILE)
-            verr(V, NULL, "param #%d is a tile; params are tensors or scalars", i);
+            vfy_err(V, NULL, "param #%d is a tile; params are tensors or scalars", i);
         check_valtype(V, NULL, t, "param", i);
         for (int k = 0; t->kind == TY_TENSOR && k < t->rank && k < TENSOR_MAXRANK; k++)
             if (t->dimsym[k] >= f->ndims || (t->dimsym[k] < 0 && t->shape[k] < 0))
-                verr(V, NULL, "param #%d: dim %d is neither a named dim nor a static extent", i, k);
+                vfy_err(V, NULL, "param #%d: dim %d is neither a named dim nor a static extent", i, k);
     }
     if (f->body.nargs || f->grid.nargs)
-        verr(V, NULL, "the body and grid blocks take no arguments");
+        vfy_err(V, NULL, "the body and grid blocks take no arguments");
 }
 
 static void verify_func(Verifier *V, const Func *f)
@@ -729,6 +729,9 @@ static void verify_func(Verifier *V, const Func *f)
     V->f = f;
     V->state = arena_alloc(a, f->nvals + 1);
     V->ndefs = arena_alloc(a, sizeof(uint32_t) * (f->nvals + 1));
+    V->role = arena_alloc(a, sizeof(uint32_t) * (f->nvals + 1));
+    V->cur_role = V->nroles = 0;
+    V->ws_depth = 0;
     V->nstack = 0;
     ir_walk((Func *)f, (Block *)&f->grid, count_defs, V->ndefs);
     ir_walk((Func *)f, (Block *)&f->body, count_defs, V->ndefs);

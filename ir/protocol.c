@@ -1,0 +1,451 @@
+/* protocol.c - the static protocol checker of barrier rings in WS regions:
+ * an analysis a pass can call (ir_protocol_check) after it builds a
+ * schedule; it writes nothing.
+ *
+ * Needs: verified IR. In each WS, a role's ring traffic sits in the body of
+ * one loop `for 0, %hi, 1` per role (the same %hi in every role), and every
+ * ring and buffer access there names slot `it mod S` and, for waits,
+ * phase `(it div S) & 1` or its opposite, S being the ring's and the
+ * buffer's slot count. Trip `it` then touches slot it mod S once, in phase
+ * it div S, so what one trip does is what every phase of every slot gets,
+ * whatever the trip count T (0, 1, fewer than S, any other): the checks
+ * below hold for all T at once.
+ *
+ * Guarantees (each violation is an error at the op that breaks it):
+ *  - every phase of a ring receives exactly its arrivals (the ring's count:
+ *    one per MBAR_ARRIVE and MBAR_EXPECT of a trip, over all roles) and,
+ *    when TMA copies complete on it, exactly the bytes its MBAR_EXPECTs
+ *    declare (the sum of the boxes);
+ *  - every read (SMEM_LOAD of a TMA-filled buffer; it lasts until the
+ *    DOT_WAIT {pending = 0} that retires a DOT_ASYNC it feeds) comes after
+ *    a wait on the ring its copies complete on, with the full parity
+ *    (it div S) & 1, and before an arrive on the ring that the producer
+ *    waits on before refilling the slot;
+ *  - every refill (TMA_LOAD) comes after a wait on that empty ring with
+ *    parity ((it div S) & 1) ^ 1: trip it waits for the phase completed by
+ *    the releases of trip it - S, and passes at once for it < S;
+ *  - the roles that meet on a named barrier id agree on its thread count,
+ *    and bring that many threads (128 per warp group).
+ * A ring access it cannot put in this form is reported as unproven.
+ */
+#include "ir.h"
+
+#include <string.h>
+
+enum { EXPR_OTHER, EXPR_SLOT, EXPR_PHASE, EXPR_PHASE_FLIP };
+enum { MAX_EV = 256 };
+
+typedef struct Ev {
+    const Op *op;
+    int flip;              /* MBAR_WAIT: 1 for the opposite parity */
+    const Op *end;         /* SMEM_LOAD: the op its read lasts to */
+} Ev;
+
+typedef struct RoleScan {
+    const Op *loop;        /* the role's ring loop, or NULL */
+    Ev ev[MAX_EV];
+    int nev;
+    int64_t threads;
+} RoleScan;
+
+typedef struct Checker {
+    const Func *f;
+    Diag *d;
+    int nerr;
+    const Op *ws;
+    RoleScan role[WS_MAXROLES];
+    int64_t stages;        /* S, from the first ring access; 0 = none yet */
+} Checker;
+
+static void perr(Checker *C, const Op *op, const char *fmt, ...) TC_PRINTF(3, 4);
+static void perr(Checker *C, const Op *op, const char *fmt, ...)
+{
+    StrBuf sb = { 0 };
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    diag_error(C->d, op->loc, "protocol: '%s': %s", op_info[op->code].name, sb.buf ? sb.buf : "");
+    sb_free(&sb);
+    C->nerr++;
+}
+
+static const char *at(Checker *C, const Op *op)
+{
+    return arena_printf(C->d->arena, "%d:%d", op->loc.line, op->loc.col);
+}
+
+/* ---- affine forms ---- */
+
+static const Op *def(const Checker *C, ValId v) { return ir_val(C->f, v)->def; }
+
+static bool is_const(const Checker *C, ValId v, int64_t *k)
+{
+    const Op *d = def(C, v);
+    if (!d || d->code != OP_CONST || ir_type(C->f, v)->kind != TY_SCALAR)
+        return false;
+    *k = d->iattr[0];
+    return true;
+}
+
+/* v = op(iv, S) with S constant (either order for commutative ops). */
+static bool of_iv(const Checker *C, const Op *d, OpCode code, ValId iv, int64_t *k)
+{
+    if (!d || d->code != code || d->nargs != 2)
+        return false;
+    if (d->args[0] == iv && is_const(C, d->args[1], k))
+        return true;
+    return code == OP_AND && d->args[1] == iv && is_const(C, d->args[0], k);
+}
+
+/* slot = rem(iv, S); phase = and(div(iv, S), 1); its flip = xor(phase, 1). */
+static int expr(Checker *C, ValId v, ValId iv, int64_t *S)
+{
+    const Op *d = def(C, v);
+    int64_t k;
+    if (of_iv(C, d, OP_REM, iv, S))
+        return EXPR_SLOT;
+    if (d && d->code == OP_XOR && d->nargs == 2) {
+        for (int i = 0; i < 2; i++)
+            if (is_const(C, d->args[1 - i], &k) && k == 1 && expr(C, d->args[i], iv, S) == EXPR_PHASE)
+                return EXPR_PHASE_FLIP;
+        return EXPR_OTHER;
+    }
+    if (d && d->code == OP_AND && d->nargs == 2)
+        for (int i = 0; i < 2; i++)
+            if (is_const(C, d->args[1 - i], &k) && k == 1 && of_iv(C, def(C, d->args[i]), OP_DIV, iv, S))
+                return EXPR_PHASE;
+    return EXPR_OTHER;
+}
+
+/* Operand i is slot it mod S of a ring / buffer of S slots. */
+static bool slot_ok(Checker *C, const Op *op, int i, ValId iv, ValId ring)
+{
+    int64_t S = 0;
+    int64_t n = ir_type(C->f, ring)->shape[0];
+    if (expr(C, op->args[i], iv, &S) != EXPR_SLOT || S != n || (C->stages && S != C->stages)) {
+        perr(C, op, "cannot prove the protocol: operand #%d is not the slot `it mod %lld` of the trip", i,
+             (long long)(C->stages ? C->stages : n));
+        return false;
+    }
+    C->stages = S;
+    return true;
+}
+
+/* ---- collecting a role's trip ---- */
+
+static bool ring_op(OpCode c)
+{
+    return c == OP_MBAR_WAIT || c == OP_MBAR_ARRIVE || c == OP_MBAR_EXPECT || c == OP_TMA_LOAD;
+}
+
+static bool has_ring_op(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    if (ring_op(op->code))
+        *(bool *)ctx = true;
+    return !*(bool *)ctx;
+}
+
+/* The DOT_WAIT {pending = 0} retiring the DOT_ASYNC that reads v, or the
+ * read itself when no product reads it; NULL when it cannot be placed. */
+static const Op *read_end(Checker *C, const Block *b, int i, ValId v)
+{
+    const Op *end = b->ops[i];
+    for (int k = i + 1; k < b->nops; k++) {
+        const Op *op = b->ops[k];
+        if (op->code != OP_DOT_ASYNC || (op->args[0] != v && op->args[1] != v))
+            continue;
+        const Op *w = NULL;
+        for (int j = k + 1; j < b->nops && !w; j++)
+            if (b->ops[j]->code == OP_DOT_WAIT && b->ops[j]->args[0] == op->res[0])
+                w = b->ops[j];
+        if (!w || w->iattr[0] != 0) {
+            perr(C, op, "cannot prove the protocol: the product reading a ring slot is not retired by a "
+                 "dot_wait {pending = 0} in the same trip");
+            return NULL;
+        }
+        end = w;
+    }
+    return end;
+}
+
+static void scan_trip(Checker *C, RoleScan *R, const Op *loop)
+{
+    const Block *b = &loop->regions[0];
+    ValId iv = b->args[0];
+    for (int i = 0; i < b->nops; i++) {
+        const Op *op = b->ops[i];
+        if (op->nregions) {
+            bool any = false;
+            for (int g = 0; g < op->nregions; g++)
+                ir_walk((Func *)C->f, &op->regions[g], has_ring_op, &any);
+            if (any)
+                perr(C, op, "cannot prove the protocol: ring operations nested in the trip's control flow");
+            continue;
+        }
+        Ev e = { op, 0, NULL };
+        int64_t S;
+        switch (op->code) {
+        case OP_MBAR_WAIT:
+            if (!slot_ok(C, op, 1, iv, op->args[0]))
+                continue;
+            switch (expr(C, op->args[2], iv, &S)) {
+            case EXPR_PHASE: break;
+            case EXPR_PHASE_FLIP: e.flip = 1; break;
+            default:
+                perr(C, op, "cannot prove the protocol: the phase is not (it div S) & 1 or its opposite");
+                continue;
+            }
+            break;
+        case OP_MBAR_ARRIVE: case OP_MBAR_EXPECT:
+            if (!slot_ok(C, op, 1, iv, op->args[0]))
+                continue;
+            break;
+        case OP_TMA_LOAD:
+            if (!slot_ok(C, op, 1, iv, op->args[0]) || !slot_ok(C, op, 3, iv, op->args[2]))
+                continue;
+            break;
+        case OP_SMEM_LOAD:
+            if (!slot_ok(C, op, 1, iv, op->args[0]) || !(e.end = read_end(C, b, i, op->res[0])))
+                continue;
+            break;
+        default:
+            continue;
+        }
+        if (R->nev == MAX_EV) {
+            perr(C, op, "cannot prove the protocol: more than %d ring operations in one trip", MAX_EV);
+            return;
+        }
+        R->ev[R->nev++] = e;
+    }
+}
+
+static void scan_role(Checker *C, int r, const Block *b)
+{
+    RoleScan *R = &C->role[r];
+    for (int i = 0; i < b->nops; i++) {
+        Op *op = b->ops[i];
+        bool any = false;
+        for (int g = 0; g < op->nregions; g++)
+            ir_walk((Func *)C->f, &op->regions[g], has_ring_op, &any);
+        if (ring_op(op->code) || (any && op->code != OP_FOR)) {
+            perr(C, op, "cannot prove the protocol: ring operations outside the role's trip loop");
+            continue;
+        }
+        if (!any)
+            continue;
+        int64_t lo, step;
+        if (R->loop || !is_const(C, op->args[0], &lo) || lo != 0 || !is_const(C, op->args[2], &step) ||
+            step != 1) {
+            perr(C, op, "cannot prove the protocol: ring traffic needs one loop `for 0, %%hi, 1` per role");
+            continue;
+        }
+        R->loop = op;
+        scan_trip(C, R, op);
+    }
+}
+
+/* ---- the checks ---- */
+
+/* The position of the first event of role R matching (code, operand a ==
+ * v) at or after `from` and before `to`; -1 if none. */
+static int find(const RoleScan *R, OpCode code, int a, ValId v, int from, int to)
+{
+    for (int i = from; i < to && i < R->nev; i++)
+        if (R->ev[i].op->code == code && R->ev[i].op->args[a] == v)
+            return i;
+    return -1;
+}
+
+static int pos_of(const RoleScan *R, const Op *op)
+{
+    for (int i = 0; i < R->nev; i++)
+        if (R->ev[i].op == op)
+            return i;
+    const Block *b = &R->loop->regions[0];   /* a DOT_WAIT: after the events before it */
+    int k = ir_block_index_of(b, op), n = 0;
+    for (int i = 0; i < R->nev; i++)
+        n += ir_block_index_of(b, R->ev[i].op) < k;
+    return n;
+}
+
+static ValId ring_of(const Op *op)
+{
+    if (op->code == OP_TMA_LOAD)
+        return op->args[2];
+    return op->code == OP_SMEM_LOAD ? 0 : op->args[0];
+}
+
+/* Arrivals and bytes per phase of one ring, over every role's trip. */
+static void check_ring(Checker *C, int nroles, ValId ring)
+{
+    int64_t arrivals = 0, declared = 0, carried = 0;
+    const Op *expect = NULL;
+    for (int q = 0; q < nroles; q++)
+        for (int j = 0; j < C->role[q].nev; j++) {
+            const Op *o = C->role[q].ev[j].op;
+            if (ring_of(o) != ring)
+                continue;
+            if (o->code == OP_MBAR_ARRIVE || o->code == OP_MBAR_EXPECT)
+                arrivals++;
+            if (o->code == OP_MBAR_EXPECT) {
+                declared += o->iattr[0];
+                expect = expect ? expect : o;
+            }
+            if (o->code == OP_TMA_LOAD) {
+                const Type *bt = ir_type(C->f, o->args[0]);
+                carried += type_numel(bt) / bt->shape[0] * dtype_bits((DType)bt->dtype) / 8;
+            }
+        }
+    const Op *alloc = def(C, ring);
+    if (alloc && arrivals != alloc->iattr[0])
+        perr(C, alloc, "every phase of this ring expects %lld arrival(s), but a trip makes %lld "
+             "(mbar_arrive and mbar_expect over all roles)", (long long)alloc->iattr[0], (long long)arrivals);
+    if (declared != carried && (expect || alloc))
+        perr(C, expect ? expect : alloc, "mbar_expect declares %lld bytes per phase of the ring, but the "
+             "tma_loads completing on it carry %lld", (long long)declared, (long long)carried);
+}
+
+static void check_rings(Checker *C, int nroles)
+{
+    ValId done[MAX_EV];
+    int ndone = 0;
+    for (int r = 0; r < nroles; r++)
+        for (int i = 0; i < C->role[r].nev; i++) {
+            ValId ring = ring_of(C->role[r].ev[i].op);
+            bool seen = !ring;
+            for (int k = 0; k < ndone && !seen; k++)
+                seen = done[k] == ring;
+            if (seen || ndone == MAX_EV)
+                continue;
+            done[ndone++] = ring;
+            check_ring(C, nroles, ring);
+        }
+}
+
+/* The refill of a buffer by role p and every read of it by another role. */
+static void check_buffer(Checker *C, int nroles, int p, int i)
+{
+    const RoleScan *P = &C->role[p];
+    const Op *tma = P->ev[i].op;
+    ValId buf = tma->args[0], full = tma->args[2], empty = 0;
+    for (int j = i - 1; j >= 0 && !empty; j--)
+        if (P->ev[j].op->code == OP_MBAR_WAIT && P->ev[j].op->args[0] != full) {
+            empty = P->ev[j].op->args[0];
+            if (!P->ev[j].flip)
+                perr(C, P->ev[j].op, "the wait before the refill at %s uses parity (it div S) & 1, but the "
+                     "releases of trip it - S complete the phase of parity ((it div S) & 1) ^ 1",
+                     at(C, tma));
+        }
+    if (!empty) {
+        perr(C, tma, "refills slot it mod S without waiting for its release (no mbar_wait with parity "
+             "((it div S) & 1) ^ 1 on an empty ring before it)");
+        return;
+    }
+    for (int q = 0; q < nroles; q++) {
+        const RoleScan *R = &C->role[q];
+        if (q == p)
+            continue;
+        for (int k = find(R, OP_SMEM_LOAD, 0, buf, 0, R->nev); k >= 0; k = find(R, OP_SMEM_LOAD, 0, buf, k + 1, R->nev)) {
+            const Op *rd = R->ev[k].op;
+            int w = -1;
+            for (int j = k - 1; j >= 0 && w < 0; j--)
+                if (R->ev[j].op->code == OP_MBAR_WAIT && R->ev[j].op->args[0] == full)
+                    w = j;
+            if (w < 0)
+                perr(C, rd, "reads slot it mod S with no mbar_wait on the full ring (the tma_load at %s "
+                     "completes on it) before it", at(C, tma));
+            else if (R->ev[w].flip)
+                perr(C, R->ev[w].op, "waits on the full ring with parity ((it div S) & 1) ^ 1: it passes before "
+                     "the copies of trip it land (the read at %s)", at(C, rd));
+            int end = pos_of(R, R->ev[k].end);
+            int early = find(R, OP_MBAR_ARRIVE, 0, empty, k + 1, end);
+            if (early >= 0)
+                perr(C, R->ev[early].op, "releases slot it mod S before the read at %s ends (at %s), so the "
+                     "refill at %s may overwrite it", at(C, rd), at(C, R->ev[k].end), at(C, tma));
+            else if (find(R, OP_MBAR_ARRIVE, 0, empty, end, R->nev) < 0 &&
+                     find(R, OP_MBAR_EXPECT, 0, empty, end, R->nev) < 0)
+                perr(C, rd, "the read is never released: no mbar_arrive on the empty ring that the refill at "
+                     "%s waits on comes after it", at(C, tma));
+        }
+    }
+}
+
+static bool named_bar_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    const Op **first = ctx;
+    if (op->code == OP_NAMED_BAR && op->iattr[0] >= 0 && op->iattr[0] < NAMED_BAR_IDS && !first[op->iattr[0]])
+        first[op->iattr[0]] = op;
+    return true;
+}
+
+static void check_named_bars(Checker *C, const Op *ws)
+{
+    const Op *seen[WS_MAXROLES][NAMED_BAR_IDS];
+    memset(seen, 0, sizeof seen);
+    for (int r = 0; r < ws->nregions; r++)
+        ir_walk((Func *)C->f, (Block *)&ws->regions[r], named_bar_visit, seen[r]);
+    for (int id = 0; id < NAMED_BAR_IDS; id++) {
+        const Op *first = NULL;
+        int64_t threads = 0;
+        for (int r = 0; r < ws->nregions; r++) {
+            const Op *op = seen[r][id];
+            if (!op)
+                continue;
+            threads += C->role[r].threads;
+            if (!first)
+                first = op;
+            else if (op->iattr[1] != first->iattr[1])
+                perr(C, op, "named barrier %d counts %lld threads here but %lld at %s", id, (long long)op->iattr[1],
+                     (long long)first->iattr[1], at(C, first));
+        }
+        if (first && threads != first->iattr[1] && first->iattr[2] == NBAR_SYNC)
+            perr(C, first, "named barrier %d counts %lld threads, but the roles that meet on it bring %lld",
+                 id, (long long)first->iattr[1], (long long)threads);
+    }
+}
+
+static void check_ws(Checker *C, const Op *ws)
+{
+    int n = ws->nregions;
+    memset(C->role, 0, sizeof C->role);
+    C->ws = ws;
+    C->stages = 0;
+    const Op *loop0 = NULL;
+    for (int r = 0; r < n && r < WS_MAXROLES; r++) {
+        C->role[r].threads = ws->list[3 * r + 1] * WG_THREADS;
+        scan_role(C, r, &ws->regions[r]);
+        const Op *l = C->role[r].loop;
+        if (l && loop0 && l->args[1] != loop0->args[1])
+            perr(C, l, "cannot prove the protocol: the roles' trip loops run to different bounds");
+        loop0 = loop0 ? loop0 : l;
+    }
+    check_rings(C, n);
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < C->role[r].nev; i++)
+            if (C->role[r].ev[i].op->code == OP_TMA_LOAD)
+                check_buffer(C, n, r, i);
+    check_named_bars(C, ws);
+}
+
+static bool ws_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    if (op->code == OP_WS)
+        check_ws(ctx, op);
+    return true;
+}
+
+int ir_protocol_check(const Module *m, Diag *d)
+{
+    Checker C;
+    memset(&C, 0, sizeof C);
+    C.d = d;
+    for (int i = 0; i < m->nfuncs; i++) {
+        C.f = m->funcs[i];
+        ir_walk((Func *)C.f, (Block *)&C.f->body, ws_visit, &C);
+    }
+    return C.nerr;
+}

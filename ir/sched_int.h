@@ -1,0 +1,116 @@
+/* sched_int.h - the state of the interpreter's schedule, shared by
+ * interp_sched.c (barriers, TMA, asynchronous products, dispatch) and
+ * interp_roles.c (WS roles as coroutines, the scheduler, deadlocks).
+ * interp_sched.c's header describes the model. */
+#ifndef TILEC_SCHED_INT_H
+#define TILEC_SCHED_INT_H
+
+#include "interp_int.h"
+
+enum { NCLK = WS_MAXROLES + 1, MAIN = WS_MAXROLES, MAX_FRAMES = 64 };
+enum { RUN_OK = 0, RUN_ERR = 1, RUN_BLOCKED = 2 };
+enum { FILL_NONE = 0, FILL_FLYING, FILL_LANDED };
+#define READ_FLYING INT64_MAX
+
+typedef struct VClock { int64_t c[NCLK]; } VClock;
+
+typedef struct MBar {
+    int64_t count;              /* arrivals per phase */
+    int64_t pending;            /* arrivals still missing in the current phase */
+    int64_t tx;                 /* bytes declared minus bytes landed, current phase */
+    int64_t expected, issued;   /* bytes declared by expects / carried by copies issued, current phase */
+    int64_t phase;              /* phases completed */
+    int inflight;               /* copies issued against it, not landed */
+    VClock clock, done;         /* arrivals of the current phase; of the last completed one */
+    int64_t seen[NCLK];         /* per role: phases its waits have observed completed */
+    bool waited[NCLK];          /* per role: a wait of it has passed */
+    int64_t exp_phase[NCLK];    /* per role: the phase of its last MBAR_EXPECT + 1 (0 = none) */
+    Loc expect_loc;             /* the current phase's last MBAR_EXPECT */
+    int64_t prev_expected;      /* bytes declared for the last completed phase, and where */
+    Loc prev_loc;
+} MBar;
+
+typedef struct Fill {
+    int state;                  /* FILL_* */
+    ValId ring;
+    int64_t rslot, phase;       /* the barrier phase the copy completes */
+    int64_t reader[NCLK];       /* per role: the clock entry whose publication releases its reads
+                                 * (0 = none, READ_FLYING = a product still reads it) */
+    Loc read_loc[NCLK];
+} Fill;
+
+typedef struct Product {
+    int role;
+    bool done, retired;
+    ValId acc;                  /* locked until retired */
+    Elem *val;                  /* a @ b + acc, computed at issue */
+    ValId rbuf[2];
+    int64_t rslot[2];
+    Loc loc;
+} Product;
+
+typedef struct Copy {
+    ValId buf, ring;
+    int64_t slot, rslot, n, bytes;
+    Elem *data;
+} Copy;
+
+typedef struct NBar {
+    int64_t threads, arrived, gen;
+    VClock clock, done;
+    Loc loc;
+} NBar;
+
+typedef struct Frame {
+    const Block *b;
+    int pc;
+    const Op *op;               /* the FOR / IF owning the block; NULL = the role's region */
+    int64_t iv, hi, step;
+} Frame;
+
+typedef struct Role {
+    Frame fr[MAX_FRAMES];
+    int depth;
+    bool done;
+    int64_t nb_gen;             /* NAMED_BAR sync: generation it arrived in, -1 = none */
+    int64_t threads;
+} Role;
+
+struct Sched {
+    VClock vc[NCLK];
+    int cur;                    /* the role running (MAIN outside WS) */
+    Role *roles;
+    int nroles;
+    const Op *ws;
+    Product *prod;
+    int nprod, capprod;
+    Copy *copy;
+    int ncopy, capcopy;
+    ValId *rings;
+    int nrings, caprings;
+    NBar nb[NAMED_BAR_IDS];
+    bool *tma_buf;              /* per value: a TMA_LOAD fills this buffer */
+    uint64_t rng;
+};
+
+static inline void sched_vc_join(VClock *a, const VClock *b)
+{
+    for (int i = 0; i < NCLK; i++)
+        if (b->c[i] > a->c[i])
+            a->c[i] = b->c[i];
+}
+
+/* interp_sched.c */
+Sched *sched_get(Interp *I);               /* made on first use, per block */
+const char *sched_role_desc(Interp *I, int r);
+int sched_flying(Sched *S, int r);         /* role r's products in flight */
+/* Completions possible now (copy k as k, product i as -(i + 1)); ids has
+ * room for S->ncopy + NCLK + 1. */
+int sched_completions(Sched *S, int *ids);
+int sched_complete(Interp *I, int id);
+int sched_complete_first(Interp *I, bool *any);   /* *any = false: nothing in flight */
+
+/* interp_roles.c */
+int sched_run_ws(Interp *I, const Op *ws);
+
+#endif

@@ -1,0 +1,167 @@
+/* verify_sched.c - the verifier's rules for the schedule's ops (ops.h: WS,
+ * NAMED_BAR, MBAR_*, TMA_LOAD, DOT_ASYNC, DOT_WAIT, CONVERT_LAYOUT).
+ *
+ *  - WS: 1..WS_MAXROLES regions, one (kind, warp groups, registers) triple
+ *    per region; a budget is 24..256 and a multiple of 8 (setmaxnreg's
+ *    immediates) and the block's total, registers x 128 threads x warp
+ *    groups summed over the roles, is at most 65536; regions take no
+ *    arguments and yield nothing. That no value crosses roles is checked
+ *    with the scopes (verify.c, check_operands: each role is a region).
+ *  - NAMED_BAR: id 0..15, threads a positive multiple of 32 up to 1024.
+ *  - Barrier rings: MBAR_ALLOC gives tile<S x mbar, shared> with an arrival
+ *    count 1..2^20-1; MBAR_EXPECT / ARRIVE / WAIT take a ring made by
+ *    mbar_alloc and an i32 slot (WAIT an i32 phase too); expect bytes
+ *    1..2^20-1 (the transaction count's range).
+ *  - TMA_LOAD: an smem_alloc buffer and slot, a ring and slot, then a
+ *    window of the tensor like ASYNC_COPY's, of the slot's shape and dtype.
+ *  - DOT_ASYNC: DOT's operand rule, result a token; DOT_WAIT: a token in,
+ *    the accumulator's type out (when the token's DOT_ASYNC is in sight).
+ *  - CONVERT_LAYOUT: a tile in, the same shape and dtype out.
+ */
+#include "verify_int.h"
+
+enum { TX_MAX = (1 << 20) - 1, REG_MIN = 24, REG_MAX = 256 };
+
+static void check_ws(Verifier *V, const Op *op)
+{
+    int n = op->nregions;
+    if (n < 1 || n > WS_MAXROLES || op->nlist != 3 * n) {
+        vfy_err(V, op, "has %d region(s) and %d role(s); needs one role per region, 1..%d", n,
+                op->nlist / 3, WS_MAXROLES);
+        return;
+    }
+    int64_t regs = 0;
+    for (int r = 0; r < n; r++) {
+        int64_t kind = op->list[3 * r], wgs = op->list[3 * r + 1], nreg = op->list[3 * r + 2];
+        if (kind < 0 || kind >= ROLE_COUNT)
+            vfy_err(V, op, "role %d: unknown kind %lld", r, (long long)kind);
+        if (wgs < 1)
+            vfy_err(V, op, "role %d: needs at least one warp group, has %lld", r, (long long)wgs);
+        if (nreg < REG_MIN || nreg > REG_MAX || nreg % 8)
+            vfy_err(V, op, "role %d: register budget %lld is not a multiple of 8 in %d..%d", r,
+                    (long long)nreg, REG_MIN, REG_MAX);
+        regs += wgs * WG_THREADS * nreg;
+        const Block *b = &op->regions[r];
+        const Op *y = ir_block_yield(b);
+        if (b->nargs || (y && y->nargs))
+            vfy_err(V, op, "role %d's region takes no arguments and yields nothing", r);
+    }
+    if (regs > BLOCK_REGS)
+        vfy_err(V, op, "register budgets need %lld registers per block (sum of registers x %d threads x "
+                "warp groups), above %d", (long long)regs, WG_THREADS, BLOCK_REGS);
+}
+
+static void check_named_bar(Verifier *V, const Op *op)
+{
+    if (op->iattr[0] < 0 || op->iattr[0] >= NAMED_BAR_IDS)
+        vfy_err(V, op, "barrier id %lld out of range 0..%d", (long long)op->iattr[0], NAMED_BAR_IDS - 1);
+    if (op->iattr[1] <= 0 || op->iattr[1] % 32 || op->iattr[1] > 1024)
+        vfy_err(V, op, "thread count %lld is not a positive multiple of 32 up to 1024", (long long)op->iattr[1]);
+    if (op->iattr[2] < 0 || op->iattr[2] >= NBAR_COUNT)
+        vfy_err(V, op, "unknown mode %lld (sync or arrive)", (long long)op->iattr[2]);
+}
+
+static bool is_ring(const Type *t)
+{
+    return is_tile(t) && t->rank == 1 && t->dtype == DT_MBAR && t->space == SP_SHARED;
+}
+
+static void check_mbar_alloc(Verifier *V, const Op *op)
+{
+    const Type *r = T(V, op->res[0]);
+    if (!is_ring(r))
+        vfy_err(V, op, "result must be a ring tile<S x mbar, shared>, got %s", vfy_tstr(V, r));
+    if (op->iattr[0] < 1 || op->iattr[0] > TX_MAX)
+        vfy_err(V, op, "arrival count %lld out of range 1..%d", (long long)op->iattr[0], TX_MAX);
+}
+
+/* Operands #i, #i+1: a ring made by mbar_alloc and an i32 slot. */
+static bool ring_slot(Verifier *V, const Op *op, int i)
+{
+    const Value *b = ir_val(V->f, op->args[i]);
+    if (!b->def || b->def->code != OP_MBAR_ALLOC || !is_ring(&b->type)) {
+        vfy_err(V, op, "operand #%d must be a barrier ring made by mbar_alloc, got %s", i,
+                vfy_tstr(V, &b->type));
+        return false;
+    }
+    if (!is_i32(T(V, op->args[i + 1]))) {
+        vfy_err(V, op, "barrier slot operand #%d must be an i32 scalar, got %s", i + 1,
+                vfy_tstr(V, T(V, op->args[i + 1])));
+        return false;
+    }
+    return true;
+}
+
+static void check_mbar_op(Verifier *V, const Op *op)
+{
+    if (!ring_slot(V, op, 0))
+        return;
+    if (op->code == OP_MBAR_WAIT && !is_i32(T(V, op->args[2])))
+        vfy_err(V, op, "phase operand #2 must be an i32 scalar, got %s", vfy_tstr(V, T(V, op->args[2])));
+    if (op->code == OP_MBAR_EXPECT && (op->iattr[0] < 1 || op->iattr[0] > TX_MAX))
+        vfy_err(V, op, "transaction bytes %lld out of range 1..%d", (long long)op->iattr[0], TX_MAX);
+}
+
+static void check_tma_load(Verifier *V, const Op *op)
+{
+    Type slot, win;
+    if (op->nargs < 5) {
+        vfy_err(V, op, "needs a buffer, a slot, a barrier ring, its slot, a tensor and its offsets");
+        return;
+    }
+    if (!vfy_buffer_slot(V, op, &slot) || !ring_slot(V, op, 2))
+        return;
+    if (!vfy_window_type(V, op, T(V, op->args[4]), 4, 0, &win))
+        return;
+    if (!same_st(&win, &slot))
+        vfy_err(V, op, "box %s does not match the buffer slot %s", vfy_tstr(V, &win), vfy_tstr(V, &slot));
+    else if (type_numel(&win) * dtype_bits((DType)win.dtype) / 8 > TX_MAX)
+        vfy_err(V, op, "box of %lld bytes is above the transaction count's %d",
+                (long long)(type_numel(&win) * dtype_bits((DType)win.dtype) / 8), TX_MAX);
+}
+
+static bool is_token(const Type *t) { return is_scalar(t) && t->dtype == DT_TOKEN; }
+
+static void check_dot_async(Verifier *V, const Op *op)
+{
+    if (!vfy_dot_operands(V, op))
+        return;
+    if (!is_token(T(V, op->res[0])))
+        vfy_err(V, op, "result must be a token, got %s", vfy_tstr(V, T(V, op->res[0])));
+}
+
+static void check_dot_wait(Verifier *V, const Op *op)
+{
+    const Type *t = T(V, op->args[0]), *r = T(V, op->res[0]);
+    if (!is_token(t)) {
+        vfy_err(V, op, "operand #0 must be a token, got %s", vfy_tstr(V, t));
+        return;
+    }
+    if (op->iattr[0] < 0)
+        vfy_err(V, op, "pending count %lld is negative", (long long)op->iattr[0]);
+    const Op *def = ir_val(V->f, op->args[0])->def;
+    if (def && def->code == OP_DOT_ASYNC && def->nargs == 3)
+        vfy_result_is(V, op, T(V, def->args[2]), "the accumulator of its dot_async");
+    else if (!is_tile(r) || r->rank != 2 || (r->dtype != DT_F32 && r->dtype != DT_I32))
+        vfy_err(V, op, "result must be a 2-D f32 or i32 accumulator, got %s", vfy_tstr(V, r));
+}
+
+bool vfy_sched_rule(Verifier *V, const Op *op)
+{
+    switch (op->code) {
+    case OP_WS: check_ws(V, op); return true;
+    case OP_NAMED_BAR: check_named_bar(V, op); return true;
+    case OP_MBAR_ALLOC: check_mbar_alloc(V, op); return true;
+    case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE: case OP_MBAR_WAIT: check_mbar_op(V, op); return true;
+    case OP_TMA_LOAD: check_tma_load(V, op); return true;
+    case OP_DOT_ASYNC: check_dot_async(V, op); return true;
+    case OP_DOT_WAIT: check_dot_wait(V, op); return true;
+    case OP_CONVERT_LAYOUT:
+        if (!is_tile(T(V, op->args[0])))
+            vfy_err(V, op, "operand must be a tile, got %s", vfy_tstr(V, T(V, op->args[0])));
+        else
+            vfy_result_is(V, op, T(V, op->args[0]), "the operand's shape and dtype");
+        return true;
+    default: return false;
+    }
+}

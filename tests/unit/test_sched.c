@@ -1,0 +1,307 @@
+/* test_sched.c - the schedule in Tile IR, through the interpreter.
+ *
+ * tests/unit/sched/gemm_ring.tir is a warp-specialized GEMM over a 3-stage
+ * TMA ring (producer and consumer roles, full/empty barriers, an
+ * asynchronous product per k step); gemm_plain.tir is the same GEMM without
+ * a schedule. The ring's result must be bit-identical to the plain one for
+ * trip counts 0, 1, 2 (< stages), 3 (= stages) and 10, under the
+ * round-robin schedule and several seeded random interleavings. Then each
+ * seeded protocol bug (a one-line change of the ring's text) must be
+ * reported, under every schedule, with its message at the op that breaks
+ * the protocol. */
+#include <check.h>
+
+#include "check_main.h"
+#include "kit.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+enum { M = 32, N = 32, MAXK = 80 };
+/* Round robin with copies and products landing as late and as early as
+ * possible, then seeded interleavings. */
+static const InterpOpts scheds[] = { { 0, false }, { 0, true }, { 1, false }, { 2, false }, { 3, false },
+                                     { 42, false }, { 1234, false }, { 987654321, false } };
+enum { NSCHED = sizeof scheds / sizeof *scheds };
+
+static char *read_text(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/unit/sched/%s", TILEC_SOURCE_DIR, name);
+    FILE *fp = fopen(path, "rb");
+    ck_assert_msg(fp != NULL, "cannot open %s", path);
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_int_eq(fread(s, 1, (size_t)n, fp), (size_t)n);
+    s[n] = 0;
+    fclose(fp);
+    return s;
+}
+
+/* text with the one occurrence of `find` replaced (caller frees). */
+static char *variant(const char *text, const char *find, const char *repl)
+{
+    const char *at = strstr(text, find);
+    ck_assert_msg(at != NULL, "variant: '%s' not in the program", find);
+    ck_assert_msg(strstr(at + 1, find) == NULL, "variant: '%s' is not unique", find);
+    size_t pre = (size_t)(at - text), fl = strlen(find), rl = strlen(repl), tl = strlen(text);
+    char *s = malloc(tl - fl + rl + 1);
+    memcpy(s, text, pre);
+    memcpy(s + pre, repl, rl);
+    memcpy(s + pre + rl, at + fl, tl - pre - fl + 1);
+    return s;
+}
+
+static int line_of(const char *text, const char *marker)
+{
+    const char *at = strstr(text, marker);
+    ck_assert_msg(at != NULL, "marker '%s' not found", marker);
+    int line = 1;
+    for (const char *p = text; p < at; p++)
+        line += *p == '\n';
+    return line;
+}
+
+typedef struct Run {
+    Arena *a;
+    Diag d;
+    Func *f;
+} Run;
+
+static void run_parse(Run *r, const char *text)
+{
+    r->a = arena_new();
+    diag_init(&r->d, r->a);
+    Module *m = ir_parse(r->a, "gemm_ring.tir", text, strlen(text), &r->d);
+    if (!m)
+        kit_print_diag(&r->d);
+    ck_assert_ptr_nonnull(m);
+    r->f = m->funcs[0];
+}
+
+/* Deterministic f16 inputs: small integers over 8, exact in f16. */
+static uint16_t A[M * MAXK], B[MAXK * N];
+
+static void init_inputs(void)
+{
+    for (int i = 0; i < M * MAXK; i++)
+        A[i] = tc_f32_to_f16((float)((i * 7 + 3) % 17 - 8) / 8.0f);
+    for (int i = 0; i < MAXK * N; i++)
+        B[i] = tc_f32_to_f16((float)((i * 5 + 1) % 13 - 6) / 4.0f);
+}
+
+/* Runs f on A[M,K], B[K,N] into C (pre-filled with a sentinel). */
+static int run_gemm(Run *r, int k, InterpOpts o, float *C)
+{
+    for (int i = 0; i < M * N; i++)
+        C[i] = -12345.0f;
+    InterpArg args[3];
+    memset(args, 0, sizeof args);
+    args[0] = (InterpArg){ .data = A, .rank = 2, .shape = { M, k }, .strides = { k, 1 } };
+    args[1] = (InterpArg){ .data = B, .rank = 2, .shape = { k, N }, .strides = { N, 1 } };
+    args[2] = (InterpArg){ .data = C, .rank = 2, .shape = { M, N }, .strides = { N, 1 } };
+    return interp_run_opts(r->f, args, 3, &o, &r->d);
+}
+
+static char *rendered(const Diag *d)
+{
+    StrBuf sb = { 0 };
+    diag_render(d, &sb);
+    return sb.buf ? sb.buf : calloc(1, 1);
+}
+
+START_TEST(ring_matches_plain)
+{
+    init_inputs();
+    char *plain = read_text("gemm_plain.tir"), *ring = read_text("gemm_ring.tir");
+    static const int trips[] = { 0, 1, 2, 3, 10 };
+    for (size_t t = 0; t < sizeof trips / sizeof *trips; t++) {
+        int k = 8 * trips[t];
+        float want[M * N], got[M * N];
+        Run p;
+        run_parse(&p, plain);
+        ck_assert_int_eq(run_gemm(&p, k, scheds[0], want), 0);
+        ck_assert(want[0] != -12345.0f);
+        for (int s = 0; s < NSCHED; s++) {
+            Run q;
+            run_parse(&q, ring);
+            int rc = run_gemm(&q, k, scheds[s], got);
+            if (rc)
+                kit_print_diag(&q.d);
+            ck_assert_msg(rc == 0, "ring GEMM failed for %d trips, schedule %d", trips[t], s);
+            ck_assert_msg(memcmp(want, got, sizeof want) == 0, "ring GEMM differs for %d trips, schedule %d",
+                          trips[t], s);
+            arena_free(q.a);
+        }
+        arena_free(p.a);
+    }
+    free(plain);
+    free(ring);
+}
+END_TEST
+
+/* A protocol bug: a one-line change, the message, and the line it is at. */
+typedef struct Bug {
+    const char *name, *find, *repl;
+    const char *msg, *msg2;     /* substrings of the error */
+    const char *at;             /* marker of the op the error points to (NULL: not checked) */
+    const char *alt;            /* a schedule may report the bug this way instead (NULL: none) */
+    const char *static_msg;     /* what ir_protocol_check says (NULL: not a ring protocol bug) */
+} Bug;
+
+static const Bug bugs[] = {
+    { "missing wait", "      mbar_wait %full, %t, %fph\n", "",
+      "smem_load reads slot 0 before its full phase completed", "role 1 (consumer)", "%a = smem_load", NULL, "protocol: 'smem_load': reads slot it mod S with no mbar_wait on the full ring" },
+    { "wrong parity", "mbar_wait %full, %t, %fph", "mbar_wait %full, %t, %xph",
+      "smem_load reads slot 0 before its full phase completed", NULL, "%a = smem_load",
+      /* copies landing at once: the consumer waits for the next phase */
+      "deadlock: every role is blocked", "protocol: 'mbar_wait': waits on the full ring with parity ((it div S) & 1) ^ 1" },
+    /* Parity 0 on every trip: trip 3 waits for slot 0's phase 1 with the
+     * parity of phase 0. If the refill has not completed yet the wait
+     * passes at once on the old phase (aliasing); if it has, the consumer
+     * waits for the trip after next, which never comes. */
+    { "stale parity", "mbar_wait %full, %t, %fph", "mbar_wait %full, %t, %c0",
+      "mbar_wait passes on barrier slot 0 with no phase completed since role 1 (consumer) last waited on it",
+      "parity aliasing", "mbar_wait %full", "deadlock: every role is blocked",
+      "protocol: 'mbar_wait': cannot prove the protocol: the phase is not (it div S) & 1 or its opposite" },
+    { "early release",
+      "      %d = dot_wait %tok {pending = 0} : tile<16x16xf32>\n      mbar_arrive %empty, %t\n",
+      "      mbar_arrive %empty, %t\n      %d = dot_wait %tok {pending = 0} : tile<16x16xf32>\n",
+      "tma_load refills slot", "role 1 (consumer)", "tma_load %bufA", NULL, "protocol: 'mbar_arrive': releases slot it mod S before the read at" },
+    { "expect bytes above the boxes", "{bytes = 512}", "{bytes = 1024}",
+      "mbar_expect declared 1024 bytes for phase 0 of barrier slot 0, but the copies completing on it carry 512",
+      NULL, "mbar_expect", NULL, "protocol: 'mbar_expect': mbar_expect declares 1024 bytes per phase of the ring, but the tma_loads completing on it carry 512" },
+    /* Too few bytes declared: the phase completes on the first box. The
+     * consumer may then read the second box's slot before its copy is
+     * issued, a read before its full phase. */
+    { "expect bytes below the boxes", "{bytes = 512}", "{bytes = 256}",
+      "mbar_expect declared 256 bytes for phase 0 of barrier slot 0, but the copies completing on it carry",
+      NULL, "mbar_expect", "smem_load reads slot 0 before its full phase completed", "protocol: 'mbar_expect': mbar_expect declares 256 bytes per phase of the ring, but the tma_loads completing on it carry 512" },
+    { "arrival count", "%full = mbar_alloc {count = 1}", "%full = mbar_alloc {count = 2}",
+      "deadlock: every role is blocked", "role 1 (consumer) at mbar_wait", NULL, NULL, "protocol: 'mbar_alloc': every phase of this ring expects 2 arrival(s), but a trip makes 1" },
+    { "arrival above the count", "      mbar_expect %full, %s {bytes = 512}\n",
+      "      mbar_expect %full, %s {bytes = 512}\n      mbar_arrive %full, %s\n",
+      "mbar_arrive: arrival above the expected count 1 on barrier slot 0 in phase 0 (512 bytes still outstanding)",
+      NULL, "mbar_arrive %full", NULL,
+      "protocol: 'mbar_alloc': every phase of this ring expects 1 arrival(s), but a trip makes 2" },
+    { "never arrives", "      mbar_arrive %empty, %t\n", "",
+      "deadlock: every role is blocked: role 0 (producer) at mbar_wait",
+      "0 phases completed, waits for parity 0; 0 of 1 arrivals", "mbar_wait %empty", NULL, "protocol: 'mbar_alloc': every phase of this ring expects 1 arrival(s), but a trip makes 0" },
+    { "named barrier count", "named_bar {id = 1, threads = 256, mode = sync}\n    store",
+      "named_bar {id = 1, threads = 384, mode = sync}\n    store",
+      "named_bar 1: role", "threads, but the barrier was entered at", NULL, NULL, "protocol: 'named_bar': named barrier 1 counts" },
+    { "accumulator before its wait", "      %d = dot_wait", "      %bad = add %a0, %a0 : tile<16x16xf32>\n      %d = dot_wait",
+      "'add' uses the accumulator of the dot_async at", "before its dot_wait", "%bad = add", NULL, NULL },
+};
+
+/* Every schedule reports the bug (as `msg`, or as `alt` where the
+ * interleaving reaches another of its symptoms first), and at least one
+ * reports it as `msg`, at the op the marker names. */
+START_TEST(seeded_bug)
+{
+    init_inputs();
+    const Bug *b = &bugs[_i];
+    char *ring = read_text("gemm_ring.tir"), *text = variant(ring, b->find, b->repl);
+    int hits = 0;
+    for (int s = 0; s < NSCHED; s++) {
+        float got[M * N];
+        Run q;
+        run_parse(&q, text);
+        int rc = run_gemm(&q, 8 * 10, scheds[s], got);
+        char *msg = rendered(&q.d);
+        ck_assert_msg(rc != 0, "%s: not reported (schedule %d)", b->name, s);
+        bool main = strstr(msg, b->msg) && (!b->msg2 || strstr(msg, b->msg2));
+        ck_assert_msg(main || (b->alt && strstr(msg, b->alt)), "%s (schedule %d): wrong message:\n%s", b->name,
+                      s, msg);
+        if (main && b->at) {
+            char where[64];
+            snprintf(where, sizeof where, "gemm_ring.tir:%d:", line_of(text, b->at));
+            ck_assert_msg(strncmp(msg, where, strlen(where)) == 0, "%s (schedule %d): not at %s:\n%s", b->name,
+                          s, where, msg);
+        }
+        hits += main;
+        free(msg);
+        arena_free(q.a);
+    }
+    ck_assert_msg(hits > 0, "%s: no schedule reports '%s'", b->name, b->msg);
+    free(text);
+    free(ring);
+}
+END_TEST
+
+/* The static checker accepts the correct ring and rejects each seeded
+ * bug with its message (the accumulator's early use is no ring protocol). */
+START_TEST(static_check)
+{
+    char *ring = read_text("gemm_ring.tir");
+    Run q;
+    run_parse(&q, ring);
+    int n = ir_protocol_check(q.f->mod, &q.d);
+    if (n)
+        kit_print_diag(&q.d);
+    ck_assert_int_eq(n, 0);
+    arena_free(q.a);
+    for (size_t i = 0; i < sizeof bugs / sizeof *bugs; i++) {
+        const Bug *b = &bugs[i];
+        char *text = variant(ring, b->find, b->repl);
+        run_parse(&q, text);
+        n = ir_protocol_check(q.f->mod, &q.d);
+        char *msg = rendered(&q.d);
+        if (b->static_msg) {
+            ck_assert_msg(n > 0, "%s: accepted by the static checker", b->name);
+            ck_assert_msg(strstr(msg, b->static_msg) != NULL, "%s: wrong static message:\n%s", b->name, msg);
+        } else {
+            ck_assert_msg(n == 0, "%s: rejected by the static checker:\n%s", b->name, msg);
+        }
+        free(msg);
+        free(text);
+        arena_free(q.a);
+    }
+    free(ring);
+}
+END_TEST
+
+/* The correct ring is also correct under the one-step interleavings of
+ * many seeds (a cheap sweep: one trip count above the stages). */
+START_TEST(ring_many_seeds)
+{
+    init_inputs();
+    char *plain = read_text("gemm_plain.tir"), *ring = read_text("gemm_ring.tir");
+    float want[M * N], got[M * N];
+    Run p;
+    run_parse(&p, plain);
+    ck_assert_int_eq(run_gemm(&p, 8 * 7, scheds[0], want), 0);
+    for (uint64_t seed = 100; seed < 160; seed++) {
+        Run q;
+        run_parse(&q, ring);
+        int rc = run_gemm(&q, 8 * 7, (InterpOpts){ seed, false }, got);
+        if (rc)
+            kit_print_diag(&q.d);
+        ck_assert_int_eq(rc, 0);
+        ck_assert(memcmp(want, got, sizeof want) == 0);
+        arena_free(q.a);
+    }
+    arena_free(p.a);
+    free(plain);
+    free(ring);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("sched");
+    TCase *tc = tcase_create("ring");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, ring_matches_plain);
+    tcase_add_test(tc, ring_many_seeds);
+    tcase_add_test(tc, static_check);
+    tcase_add_loop_test(tc, seeded_bug, 0, (int)(sizeof bugs / sizeof *bugs));
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tc_check_run(suite()); }
