@@ -12,9 +12,6 @@ config.test_exec_root = os.path.join(config.tilec_obj_root, "tests")
 
 config.substitutions.append(("%tilec", config.tilec_bin))
 config.substitutions.append(("%examples", os.path.join(config.tilec_src_root, "examples")))
-# Every compile in the tests runs LLVM's verifier on the generated IR
-# (release builds of tilec skip it otherwise).
-config.environment["TILEC_VERIFY_LLVM"] = "1"
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_bin_dir, os.path.dirname(config.tilec_bin), config.environment.get("PATH", "")])
 
