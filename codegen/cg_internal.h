@@ -213,8 +213,6 @@ void cg_smem_write(Cg *cg, const SmemView *sv, DType dt, const Layout *L, LLVMVa
 /* ---- lower_mma.c ---- */
 int cg_lower_dot(Cg *cg, Op *op);
 int cg_lower_trans_view(Cg *cg, Op *op);        /* TRANS of a shared tile: a transposed view */
-/* Warps per block for a kernel with tensor-core products (0: it has none). */
-int cg_mma_kernel_warps(Func *f, int max_warps);
 /* The accumulator layout of the DOT that yields carried value i of FOR op, or NULL. */
 const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i);
 /* Before a STORE of an accumulator-layout tile: move it to the coalesced
@@ -225,9 +223,6 @@ void cg_mma_prepare_store(Cg *cg, Op *op);
 int cg_count_dots(Func *f, Block *b);
 
 /* ---- lower_chain.c (products that feed products: the FlashAttention-2 rule) ---- */
-/* Warps (one per 16 accumulator rows, <= 8) when some DOT's A operand comes
- * from a DOT result; 0 otherwise. */
-int cg_chain_kernel_warps(Func *f, int max_warps);
 void cg_chain_acc_warps(const Cg *cg, int64_t m, int *wm, int *wn);
 /* Accumulator shapes and their row vectors default to the MMA layouts. */
 void cg_chain_anchors(Cg *cg, Func *f);

@@ -251,43 +251,6 @@ const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous)
     return cg_layout_dup(cg, layout_blocked(t->rank, t->shape, bytes ? bytes : 1, contiguous, cg->nwarps));
 }
 
-/* ---- warps per block ---- */
-
-static bool warp_visit(Func *f, Op *op, void *ctx)
-{
-    int64_t *best = ctx;   /* [0] = bytes-weighted work, [1] = elem bytes */
-    for (int i = 0; i < op->nres; i++) {
-        const Type *t = ir_type(f, op->res[i]);
-        if (t->kind != TY_TILE)
-            continue;
-        int64_t n = type_numel(t);
-        int eb = dtype_bits((DType)t->dtype) / 8;
-        if (op->code == OP_LOAD || n > best[0]) {
-            if (n >= best[0]) {
-                best[0] = n;
-                best[1] = eb ? eb : 1;
-            }
-        }
-    }
-    return true;
-}
-
-/* Enough warps that each thread keeps about four 16-byte accesses in flight
- * over the largest tile, clamped to 1..max_warps. Measured on an H200
- * (docs/codegen.md): for bf16 [4096] rows 4 warps beat 8 and 16 (fewer
- * warps share each cross-warp reduction, more bytes in flight per thread). */
-
-static int pick_warps(const Cg *cg, Func *f)
-{
-    int64_t best[2] = { 0, 4 };
-    ir_walk(f, &f->body, warp_visit, best);
-    int64_t per_warp = 32 * (16 / best[1]) * 4;
-    int w = 1;
-    while (w < cg->ti->lim.simt_warps && (int64_t)w * 2 * per_warp <= best[0])
-        w *= 2;
-    return w;
-}
-
 /* ---- kernel signature (ORDER ABI: see codegen.h) ---- */
 
 static LLVMTypeRef kernel_type(Cg *cg, Func *f)
@@ -519,143 +482,45 @@ ValId cg_if_yield(const Op *iff, int g, ValId v)
     return 0;
 }
 
-typedef struct LoadSum { int64_t elems, bytes; } LoadSum;
-
-static bool load_visit(Func *f, Op *op, void *ctx)
-{
-    LoadSum *s = ctx;
-    const Type *t = op->code == OP_LOAD ? ir_type(f, op->res[0]) : NULL;
-    if (t && t->kind == TY_TILE) {
-        int bits = dtype_bits((DType)t->dtype);
-        s->elems += type_numel(t);
-        s->bytes += type_numel(t) * (bits >= 8 ? bits / 8 : 1);
-    }
-    return true;
-}
-
-static LoadSum loaded(Func *f, int nwarps)
-{
-    LoadSum s = { 0, 0 };
-    ir_walk(f, &f->body, load_visit, &s);
-    s.elems /= 32 * nwarps;
-    s.bytes /= 32 * nwarps;
-    return s;
-}
-
-/* Blocks per SM a SIMT kernel asks ptxas for (.minnctapersm; 0: none).
- * Blocks of 16+ warps: two (rows that load X, W and B: bf16 [16384]
- * layernorm, 63 registers; the wide rows below ask for three). Smaller
- * blocks that load more than 64 elements per thread (layernorm: X, W and
- * B) ask for enough blocks to keep 32 warps when a thread loads at most
- * 256 bytes (registers <= 64: bf16 [4096] layernorm, 4 warps, 8 blocks:
- * 80 -> 64 registers, 86% -> 89% of copy bandwidth on an H200; 7 blocks
- * 87.6%), 16 warps for blocks of 8+ warps that load more (registers <=
- * 128), else 24 warps. Smaller ones get no hint: there it only loosens
- * ptxas' own budget (bf16 [4096] softmax: 48 -> 55 registers). */
-static int simt_min_blocks(Func *f, int nwarps)
-{
-    if (nwarps >= 16)
-        return 2;
-    LoadSum s = loaded(f, nwarps);
-    if (s.elems <= 64)
-        return 0;
-    int target = s.bytes <= 256 ? 32 : nwarps >= 8 ? 16 : 24;
-    return (target + nwarps - 1) / nwarps;
-}
-
-/* A row of 16+ warps is "wide" (rematerialised, scheduled, three blocks
- * per SM: gen_kernel) unless its threads load more than 64 elements each
- * (layernorm's X, W and B): those keep their values live at two blocks per
- * SM, where the next wave's row prefetched to L2 (lower_mem.c) covers the
- * reductions. bf16 [16384] layernorm on an H200 (bench/RESULTS.md
- * 2026-12-01 02:25, three runs): 16 warps at 63 registers 94.8-95.5% of
- * copy bandwidth, 8 warps at 126 registers (the earlier rule) 95.6-95.8%;
- * 16 warps compile in three quarters of the time (fewer elements per
- * thread: 907 against 1643 lines of PTX). */
-static bool simt_wide(Func *f, int nwarps)
-{
-    if (nwarps < 16)
-        return false;
-    LoadSum s = loaded(f, nwarps);
-    return !(s.elems > 64 && s.bytes <= 256);
-}
-
-/* What the measured choices of a kernel with chained products depend on:
- * whether its scores are masked per row (a triangular mask: an index tile
- * along the rows, as the causal mask's rows(s)), how far its first product
- * reduces (attention's head dim) and whether a tile declared shared is
- * stored (O staged through shared memory). */
-typedef struct ChainFacts { bool row_mask, staged; int64_t first_k; } ChainFacts;
-
-static bool facts_visit(Func *f, Op *op, void *ctx)
-{
-    ChainFacts *cf = ctx;
-    if (op->code == OP_IOTA && op->iattr[0] == 0 && ir_type(f, op->res[0])->rank == 2)
-        cf->row_mask = true;
-    if (op->code == OP_STORE && ir_type(f, op->args[op->nargs - 1])->space == SP_SHARED)
-        cf->staged = true;
-    if (op->code == OP_DOT && !cf->first_k) {
-        const Type *a = ir_type(f, op->args[0]);
-        cf->first_k = a->rank == 2 ? a->shape[1] : 0;
-    }
-    return true;
-}
-
-/* Masked async copies get an arm without per-chunk bounds for windows
- * wholly inside the tensor in kernels with products: examples/gemm.tile
- * went from 381 / 370 to 394 / 396 TFLOP/s (H200, 4096^3 / 8192^3), and
- * attention +0.4% to +2.3%, except with a row mask over a first product
- * of 128 or more (D=128 causal: -1.5% to -2.7%), which keeps it off.
- * That tile, with O staged, issues p @ v row tile by row tile (Cg.pv_rows):
- * +1.8% to +3.9% up to 32 key blocks, within the spread beyond (H200,
- * sm_86 PTX; bench/RESULTS.md 2026-11-30 20:26-21:06). */
-static void chain_choices(Cg *cg, Func *f, int mma_warps, int chain_warps)
-{
-    ChainFacts cf = { 0 };
-    if (chain_warps)
-        ir_walk(f, &f->body, facts_visit, &cf);
-    bool heavy_rows = chain_warps && cf.row_mask && cf.first_k >= 128;
-    cg->copy_interior = mma_warps > 0 && !heavy_rows;
-    cg->pv_rows = heavy_rows && cf.staged;
-}
-
 static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
 {
     cg->f = f;
     cg->vals = arena_alloc(cg->a, sizeof(TileVal) * f->nvals);
     cg->tens = arena_alloc(cg->a, sizeof(TensorArg) * f->nvals);
-    int chain_warps = cg_chain_kernel_warps(f, cg->ti->lim.simt_warps);
-    int mma_warps = chain_warps ? chain_warps : cg_mma_kernel_warps(f, cg->ti->lim.simt_warps);
-    cg->mma_rows_only = chain_warps > 0;
-    chain_choices(cg, f, mma_warps, chain_warps);
-    cg->nwarps = mma_warps ? mma_warps : pick_warps(cg, f);
+    /* The schedule pass decides; a kernel whose IR carries no schedule (a
+     * pipeline run without that pass) gets the pass's decision here. */
+    if (f->sched.kind == SCHED_NONE) {
+        StrBuf why = { 0 };
+        pass_schedule_kernel(f, cg->ti, &f->sched, &why);
+        sb_free(&why);
+    }
+    const Schedule *sc = &f->sched;
+    bool mma = sc->kind != SCHED_SIMT;
+    cg->mma_rows_only = sc->kind == SCHED_CHAIN;
+    cg->copy_interior = sc->copy_interior;
+    cg->pv_rows = sc->pv_rows;
+    cg->nwarps = sc->warps;
     cg->smem = NULL;
     cg->smem_bytes = 0;
     cg->epoch = cg->depth = 0;
-    /* A row of 16+ warps (bf16 [16384] softmax): recompute from the packed
-     * loads after each barrier, order instructions by first use and cap
-     * registers for 3 blocks per SM: 93.9% of copy bandwidth on an H200
-     * against 88.5% keeping f32 values live at 2 blocks (docs/codegen.md). */
-    bool wide = !mma_warps && simt_wide(f, cg->nwarps);
-    cg->remat = wide;
+    cg->remat = sc->wide;
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
     LLVMSetFunctionCallConv(cg->fn, 71 /* ptx_kernel */);
     char nt[16];
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
-    int minct = mma_warps ? (cg->nwarps >= 16 ? 2 : 0) : wide ? 3 : simt_min_blocks(f, cg->nwarps);
-    cg->minct = minct > 0 ? minct : 0;
-    if (minct > 0) {
+    cg->minct = sc->min_blocks;
+    if (cg->minct > 0) {
         char mc[16];
-        snprintf(mc, sizeof mc, "%d", minct);
+        snprintf(mc, sizeof mc, "%d", cg->minct);
         LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                                 LLVMCreateStringAttribute(cg->ctx, "nvvm.minctasm", 13, mc, (unsigned)strlen(mc)));
     }
-    if (!mma_warps)
+    if (!mma)
         LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                                 LLVMCreateStringAttribute(cg->ctx, "tilec.simt", 10, "", 0));
-    if (wide)
+    if (sc->wide)
         LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                                 LLVMCreateStringAttribute(cg->ctx, "tilec.sched", 11, "", 0));
     cg_find_anchors(cg, f);
@@ -665,7 +530,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     cg->nsplit = 0;
     cg->groups_apart = false;   /* set by this kernel's decoupled-loop drain, if any */
     kernel_entry(cg);
-    setup_dynamic_smem(cg, f, mma_warps > 0);
+    setup_dynamic_smem(cg, f, mma);
     bind_params(cg, f);
     if (cg->report)
         sb_printf(cg->report, "kernel %s (%s): %d threads (%d warps)\n", f->name, cg->ti->name,

@@ -13,162 +13,24 @@
  *    loop-carried as such; broadcasting them back over any accumulator of
  *    the same rows is a register renumbering (cg_chain_renumber).
  *
- * Entry points: cg_chain_kernel_warps (the warp rule, from codegen.c),
- * cg_chain_acc_warps (the warp grid, from lower_mma.c), cg_chain_anchors
+ * The warps and whether two warp groups take turns are the schedule pass's
+ * (passes/schedule.c, Func.sched). Entry points: cg_chain_acc_warps (the
+ * warp grid, from lower_mma.c), cg_chain_anchors
  * (default layouts of the accumulator shapes and their rows), and
  * cg_chain_renumber (a conversion that moves no data, from lower_xfer.c);
  * cg_chain_turns / cg_chain_turn (two warp groups taking turns at the
  * tensor cores, from codegen.c and lower_mma.c).
  */
 #include "cg_internal.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- detection ---- */
-
-typedef struct CarriedFind { ValId v; Op *loop; int idx; } CarriedFind;
-
-static bool carried_visit(Func *f, Op *op, void *ctx)
-{
-    (void)f;
-    CarriedFind *cf = ctx;
-    if (op->code != OP_FOR || cf->loop)
-        return !cf->loop;
-    const Block *b = &op->regions[0];
-    for (int i = 1; i < b->nargs; i++)
-        if (b->args[i] == cf->v) {
-            cf->loop = op;
-            cf->idx = i - 1;
-            return false;
-        }
-    return true;
-}
-
-/* What from_dot knows of each value: not yet asked, being asked (a cycle
- * through a loop-carried value answers no), no, yes. */
-enum { FD_NEW, FD_BUSY, FD_NO, FD_YES };
-typedef struct DotScan { Func *f; uint8_t *st; } DotScan;
-
-static bool from_dot(DotScan *ds, ValId v, int depth);
-
-/* A loop-carried value (a FOR's region argument, or the FOR's result for
- * it) comes from a DOT when its initial value and the value the body
- * yields for it both do (a score tile computed one key block ahead). */
-static bool loop_value_from_dot(DotScan *ds, const Op *loop, int idx, int depth)
-{
-    const Op *y = ir_block_yield(&loop->regions[0]);
-    return y && idx < y->nargs && 3 + idx < loop->nargs &&
-           from_dot(ds, loop->args[3 + idx], depth + 1) && from_dot(ds, y->args[idx], depth + 1);
-}
-
-static bool from_dot_uncached(DotScan *ds, ValId v, int depth)
-{
-    Func *f = ds->f;
-    Op *def = ir_val(f, v)->def;
-    if (!def) {
-        CarriedFind cf = { v, NULL, 0 };
-        ir_walk(f, &f->body, carried_visit, &cf);
-        return cf.loop && loop_value_from_dot(ds, cf.loop, cf.idx, depth);
-    }
-    if (def->code == OP_DOT)
-        return true;
-    if (def->code == OP_FOR) {   /* a loop's final value of a carried tile */
-        for (int i = 0; i < def->nres; i++)
-            if (def->res[i] == v)
-                return loop_value_from_dot(ds, def, i, depth);
-        return false;
-    }
-    if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
-        for (int g = 0; g < 2; g++) {
-            ValId y = cg_if_yield(def, g, v);
-            if (y && from_dot(ds, y, depth + 1))
-                return true;
-        }
-        return false;
-    }
-    if (!(op_info[def->code].flags & OPF_ELEM) && def->code != OP_BROADCAST && def->code != OP_EXPAND)
-        return false;
-    for (int i = 0; i < def->nargs; i++)
-        if (from_dot(ds, def->args[i], depth + 1))
-            return true;
-    return false;
-}
-
-/* Does v come from a DOT result through elementwise / shape ops (or a
- * loop-carried tile of such results)? Each value is asked once. */
-static bool from_dot(DotScan *ds, ValId v, int depth)
-{
-    if (depth > 64 || v == 0 || v >= ds->f->nvals)
-        return false;
-    if (ds->st[v] != FD_NEW)
-        return ds->st[v] == FD_YES;
-    ds->st[v] = FD_BUSY;
-    bool yes = from_dot_uncached(ds, v, depth);
-    ds->st[v] = yes ? FD_YES : FD_NO;
-    return yes;
-}
-
-typedef struct ChainScan {
-    DotScan ds;
-    bool chained;          /* some DOT's A operand comes from a DOT */
-    int64_t mgcd;          /* rows of every DOT accumulator (all must split alike) */
-    int64_t nfirst, nchain;  /* widest accumulator of a first / a chained DOT */
-} ChainScan;
-
-static bool chain_visit(Func *f, Op *op, void *ctx)
-{
-    ChainScan *cs = ctx;
-    if (op->code != OP_DOT)
-        return true;
-    const Type *t = ir_type(f, op->res[0]);
-    int64_t m = t->rank == 2 ? t->shape[0] : 0;
-    int64_t n = t->rank == 2 ? t->shape[1] : 0;
-    if (!cs->mgcd || m < cs->mgcd)
-        cs->mgcd = m;
-    bool chained = from_dot(&cs->ds, op->args[0], 0);
-    cs->chained |= chained;
-    int64_t *w = chained ? &cs->nchain : &cs->nfirst;
-    if (n > *w)
-        *w = n;
-    return true;
-}
-
-static int rows_warps(int64_t m, int max_warps)
-{
-    int w = 1;
-    while (w * 2 <= max_warps && m % (16 * w * 2) == 0)
-        w *= 2;
-    return w;
-}
-
-/* Warps for a kernel with chained products (at most 8 and max_warps):
- * one warp per 32 rows of the accumulators when a warp's two accumulators
- * take at most 192 f32 registers per thread (32 x (BN + D) / 32: D = 64
- * with BN = 128, D = 128 with BN = 64), else one per 16 rows; and never
- * fewer than 4 warps while each keeps 16 rows. 128 rows, BN + D <= 192 ->
- * 4 warps x 32 rows (the FlashAttention-2 warp tile: each K / V fragment
- * read by ldmatrix feeds two m16 tiles, and two blocks fit an SM); 128 rows
- * with D = BN = 128 -> 8 x 16 (4 x 32 spills); 64 rows -> 4 x 16.
- * 0 when the kernel has none. */
-int cg_chain_kernel_warps(Func *f, int max_warps)
-{
-    ChainScan cs = { { f, calloc(f->nvals ? f->nvals : 1, 1) }, false, 0, 0, 0 };
-    if (!cs.ds.st)
-        return 0;
-    ir_walk(f, &f->body, chain_visit, &cs);
-    free(cs.ds.st);
-    if (!cs.chained || cs.mgcd <= 0 || cs.mgcd % 16)
-        return 0;
-    int64_t per = cs.nfirst + cs.nchain <= 192 ? cs.mgcd / 32 : cs.mgcd / 16;
-    int cap = per > 8 ? 8 : per < 4 ? 4 : (int)per;
-    return rows_warps(cs.mgcd, max_warps < cap ? max_warps : cap);
-}
-
 /* Warps only along M: wm = the warps that fit 16-row blocks, wn = 1. */
 void cg_chain_acc_warps(const Cg *cg, int64_t m, int *wm, int *wn)
 {
-    *wm = rows_warps(m, cg->nwarps);
+    *wm = pass_rows_warps(m, cg->nwarps);
     *wn = 1;
 }
 
@@ -652,7 +514,7 @@ static bool turns_visit(Func *f, Op *op, void *ctx)
 
 void cg_chain_turns(Cg *cg, Func *f)
 {
-    if (cg->nwarps < 8 || cg->nwarps % 8)   /* one warp of each group per scheduler */
+    if (f->sched.turns != SCHED_TURNS_DECOUPLED || cg->nwarps < 8 || cg->nwarps % 8)   /* the schedule's */
         return;
     TurnFind tf = { cg, 0 };
     ir_walk(f, &f->body, turns_visit, &tf);

@@ -55,37 +55,6 @@ typedef struct Mma {
     FragAddr fa, fb;               /* ldmatrix addresses of A (shared) and B */
 } Mma;
 
-/* ---- warps ---- */
-
-static bool warps_visit(Func *f, Op *op, void *ctx)
-{
-    int *w = ctx;
-    if (op->code != OP_DOT)
-        return true;
-    const Type *t = ir_type(f, op->res[0]);
-    int64_t elems = t->rank == 2 ? t->shape[0] * t->shape[1] : 1024;
-    int64_t want = elems / 4096 > 4 ? elems / 4096 : elems / 1024 < 4 ? elems / 1024 : 4;
-    int n = 1;
-    while (n * 2 <= want && n * 2 <= w[1])
-        n *= 2;
-    if (n > w[0])
-        w[0] = n;
-    return true;
-}
-
-/* One warp per 64 x 64 of the largest accumulator (128 f32 registers per
- * thread), at most 8 warps; small accumulators keep up to 4 warps (one per
- * 32 x 32). Measured on an H200 (docs/codegen.md): 64 x 64 warp tiles read
- * a third less shared memory per mma than 64 x 32, and a 128 x 128 tile on
- * 4 warps leaves room for two blocks per SM, whose barriers then overlap
- * each other's products: 380 TFLOP/s against 289 with 8 warps. */
-int cg_mma_kernel_warps(Func *f, int max_warps)
-{
-    int w[2] = { 0, max_warps < 8 ? max_warps : 8 };
-    ir_walk(f, &f->body, warps_visit, w);
-    return w[0];
-}
-
 static Layout acc_layout(Cg *cg, int64_t m, int64_t n, int *wm, int *wn)
 {
     if (cg->mma_rows_only)         /* attention: warps along M only (lower_chain.c) */

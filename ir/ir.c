@@ -397,3 +397,14 @@ bool ir_walk(Func *f, Block *b, OpVisitor fn, void *ctx)
     }
     return true;
 }
+
+const char *sched_kind_name(SchedKind k)
+{
+    switch (k) {
+    case SCHED_SIMT: return "simt";
+    case SCHED_MMA: return "mma";
+    case SCHED_CHAIN: return "chain";
+    case SCHED_NONE: break;
+    }
+    return "none";
+}

@@ -133,6 +133,21 @@ typedef struct ConstBinding {   /* a compile-time param after specialisation */
     int64_t ival; double fval; DType dval;
 } ConstBinding;
 
+/* How a kernel's blocks run (the schedule pass; printed as the kernel's
+ * `schedule(...)` clause). kind SCHED_NONE: not decided yet. */
+typedef enum SchedKind { SCHED_NONE = 0, SCHED_SIMT, SCHED_MMA, SCHED_CHAIN } SchedKind;
+enum { SCHED_TURNS_NONE = 0, SCHED_TURNS_DECOUPLED = 1 };
+typedef struct Schedule {
+    uint8_t kind;           /* SchedKind: no products, products, products fed by products */
+    uint8_t warps;          /* per block: 1, 2, 4, 8, 16 or 32 */
+    uint8_t min_blocks;     /* blocks an SM the register cap is set for (.minnctapersm); 0: none */
+    uint8_t turns;          /* SCHED_TURNS_*: warp groups taking turns at the tensor cores */
+    bool wide;              /* SIMT: recomputed after barriers, ordered by first use */
+    bool copy_interior;     /* masked async copies get an arm for windows wholly inside */
+    bool pv_rows;           /* a product with A in registers issued row tile by row tile */
+} Schedule;
+const char *sched_kind_name(SchedKind k);   /* "simt", "mma", "chain"; "none" */
+
 typedef struct Func {
     struct Module *mod;
     const char *name;
@@ -144,6 +159,7 @@ typedef struct Func {
     Block body;                              /* the kernel body; ends without a terminator */
     Block grid;                              /* computes the launch grid from dims/consts; ends in YIELD of 3 i32 */
     int64_t smem_bytes;                      /* dynamic shared memory of one block (smem_alloc pass); 0 = none */
+    Schedule sched;                          /* the schedule pass's decisions */
 } Func;
 
 typedef struct Module {

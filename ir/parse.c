@@ -14,7 +14,7 @@
  * Grammar (NL = end of line):
  *   module  := NL* ['source' STRING NL] (kernel NL*)* EOF
  *   kernel  := 'kernel' @NAME '(' [param (',' param)*] ')' ['dims' '(' vals ')']
- *              ['consts' '(' [const (',' const)*] ')'] ['smem' '(' INT ')'] [loc]
+ *              ['consts' '(' [const (',' const)*] ')'] ['smem' '(' INT ')'] [schedule] [loc]
  *              '{' NL items '}'
  *   items   := (NL | 'grid' ':' | 'body' ':' | op)*
  *   param   := %NAME ':' type
@@ -1096,6 +1096,56 @@ static bool parse_smem(Parser *p)
            expect(p, ')', "to close smem(...)");
 }
 
+/* 'schedule' '(' KIND ',' 'warps' '=' INT [',' 'min_blocks' '=' INT]
+ * [',' 'turns' '=' 'decoupled'] [',' 'wide'] [',' 'copy_interior'] [',' 'pv_rows'] ')'
+ * (the verifier checks the combination) */
+static bool parse_schedule(Parser *p)
+{
+    Schedule *s = &p->f->sched;
+    next(p);
+    if (!expect(p, '(', "after 'schedule'"))
+        return false;
+    Tok *k = peek(p);
+    for (int i = SCHED_SIMT; i <= SCHED_CHAIN; i++)
+        if (tok_is(k, sched_kind_name((SchedKind)i)))
+            s->kind = (uint8_t)i;
+    if (s->kind == SCHED_NONE) {
+        perr(p, k, "expected a schedule kind (simt, mma, chain), got %s", tok_desc(p, k));
+        return false;
+    }
+    next(p);
+    while (accept(p, ',')) {
+        Tok *t = peek(p);
+        int64_t v = 0;
+        if (tok_is(t, "warps") || tok_is(t, "min_blocks")) {
+            bool w = tok_is(t, "warps");
+            next(p);
+            if (!expect(p, '=', "after the schedule field") ||
+                !parse_int_range(p, w ? 1 : 0, w ? 32 : 32, w ? "warps" : "min_blocks", &v))
+                return false;
+            *(w ? &s->warps : &s->min_blocks) = (uint8_t)v;
+        } else if (tok_is(t, "turns")) {
+            next(p);
+            if (!expect(p, '=', "after 'turns'"))
+                return false;
+            if (!tok_is(peek(p), "decoupled")) {
+                perr(p, peek(p), "expected turns = decoupled, got %s", tok_desc(p, peek(p)));
+                return false;
+            }
+            next(p);
+            s->turns = SCHED_TURNS_DECOUPLED;
+        } else if (tok_is(t, "wide") || tok_is(t, "copy_interior") || tok_is(t, "pv_rows")) {
+            *(tok_is(t, "wide") ? &s->wide : tok_is(t, "copy_interior") ? &s->copy_interior : &s->pv_rows) = true;
+            next(p);
+        } else {
+            perr(p, t, "unknown schedule field %s (warps, min_blocks, turns, wide, copy_interior, pv_rows)",
+                 tok_desc(p, t));
+            return false;
+        }
+    }
+    return expect(p, ')', "to close schedule(...)");
+}
+
 /* Params are added after the dims so tensor types can name them; a dim named
  * by a tensor but missing from dims(...) is added after the listed ones. */
 static bool add_params(Parser *p, PendingParam *pp, int n)
@@ -1163,6 +1213,8 @@ static bool parse_kernel(Parser *p)
     if (tok_is(peek(p), "consts") && !parse_consts(p))
         return false;
     if (tok_is(peek(p), "smem") && !parse_smem(p))
+        return false;
+    if (tok_is(peek(p), "schedule") && !parse_schedule(p))
         return false;
     if (!add_params(p, pp, npp))
         return false;

@@ -334,6 +334,26 @@ static void put_const_binding(Printer *p, const ConstBinding *c)
         sb_printf(out, "%lld", (long long)c->ival);
 }
 
+/* ' schedule(KIND, warps = N[, min_blocks = N][, turns = decoupled][, wide]
+ * [, copy_interior][, pv_rows])'; nothing when undecided. */
+static void put_schedule(StrBuf *out, const Schedule *s)
+{
+    if (s->kind == SCHED_NONE)
+        return;
+    sb_printf(out, " schedule(%s, warps = %d", sched_kind_name((SchedKind)s->kind), s->warps);
+    if (s->min_blocks)
+        sb_printf(out, ", min_blocks = %d", s->min_blocks);
+    if (s->turns == SCHED_TURNS_DECOUPLED)
+        sb_puts(out, ", turns = decoupled");
+    if (s->wide)
+        sb_puts(out, ", wide");
+    if (s->copy_interior)
+        sb_puts(out, ", copy_interior");
+    if (s->pv_rows)
+        sb_puts(out, ", pv_rows");
+    sb_putc(out, ')');
+}
+
 static void put_header(Printer *p)
 {
     const Func *f = p->f;
@@ -362,6 +382,7 @@ static void put_header(Printer *p)
     }
     if (f->smem_bytes)
         sb_printf(p->out, " smem(%lld)", (long long)f->smem_bytes);
+    put_schedule(p->out, &f->sched);
     put_loc(p, f->loc);
     sb_puts(p->out, " {\n");
 }

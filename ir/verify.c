@@ -723,6 +723,30 @@ static void verify_params(Verifier *V)
         vfy_err(V, NULL, "the body and grid blocks take no arguments");
 }
 
+/* A decided schedule: warps a power of two up to 32; turns only for
+ * chained products on 8k warps; the SIMT and product forms on their kinds. */
+static void verify_schedule(Verifier *V)
+{
+    const Schedule *s = &V->f->sched;
+    if (s->kind == SCHED_NONE) {
+        if (s->warps || s->min_blocks || s->turns || s->wide || s->copy_interior || s->pv_rows)
+            vfy_err(V, NULL, "schedule fields set without a schedule kind");
+        return;
+    }
+    if (s->kind > SCHED_CHAIN || s->warps < 1 || s->warps > 32 || (s->warps & (s->warps - 1)))
+        vfy_err(V, NULL, "schedule: warps must be a power of two from 1 to 32 (got %d)", s->warps);
+    if (s->min_blocks > 32)
+        vfy_err(V, NULL, "schedule: min_blocks must be at most 32 (got %d)", s->min_blocks);
+    if (s->turns && (s->kind != SCHED_CHAIN || s->warps % 8))
+        vfy_err(V, NULL, "schedule: turns need chained products on a multiple of 8 warps");
+    if (s->wide && s->kind != SCHED_SIMT)
+        vfy_err(V, NULL, "schedule: 'wide' is for kernels without products");
+    if ((s->copy_interior || s->pv_rows) && s->kind == SCHED_SIMT)
+        vfy_err(V, NULL, "schedule: copy_interior and pv_rows are for kernels with products");
+    if (s->pv_rows && s->kind != SCHED_CHAIN)
+        vfy_err(V, NULL, "schedule: pv_rows is for chained products");
+}
+
 static void verify_func(Verifier *V, const Func *f)
 {
     Arena *a = V->d->arena;
@@ -736,6 +760,7 @@ static void verify_func(Verifier *V, const Func *f)
     ir_walk((Func *)f, (Block *)&f->grid, count_defs, V->ndefs);
     ir_walk((Func *)f, (Block *)&f->body, count_defs, V->ndefs);
     verify_params(V);
+    verify_schedule(V);
     uint32_t mark = V->nstack;
     verify_block(V, &f->grid, BK_GRID);
     verify_grid(V);

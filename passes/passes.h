@@ -67,6 +67,15 @@ int pass_mask_split(Module *m, PassCtx *ctx);     /* mask_split.c */
 int pass_double_buffer(Module *m, PassCtx *ctx);  /* double_buffer.c */
 int pass_swizzle(Module *m, PassCtx *ctx);        /* swizzle.c */
 int pass_smem_alloc(Module *m, PassCtx *ctx);     /* smem_alloc.c */
+int pass_schedule(Module *m, PassCtx *ctx);       /* schedule.c */
+
+/* The schedule pass's decision for one kernel (into *s, the reasons as one
+ * line into why); the code generator asks it for a kernel whose IR carries
+ * none (a pipeline run without the pass). */
+void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBuf *why);
+/* Warps along M for m accumulator rows: the most, up to max_warps, that
+ * split m into whole 16-row blocks (a power of two). */
+int pass_rows_warps(int64_t m, int max_warps);
 
 /* One decision line (no trailing newline needed): appended to ctx->remarks
  * as "PASS: line" and to ctx->notes (the --print-after comment block).

@@ -27,6 +27,8 @@ const PassInfo tc_pass_table[] = {
       "pick each shared buffer's swizzle or padding from its writers and readers (bank-conflict model)" },
     { "smem_alloc", pass_smem_alloc,
       "give shared buffers offsets (reusing dead ones), set the kernel's shared memory, check the arch limit" },
+    { "schedule", pass_schedule,
+      "decide warps per block, the register cap, warp-group turns and the copy and product forms" },
 };
 const int tc_npasses = (int)TC_COUNTOF(tc_pass_table);
 
