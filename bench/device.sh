@@ -82,6 +82,13 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   tail -n 32 "$out/attn.txt"
 fi
 
+if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/plain" ]; then
+  mark plain
+  echo "== kernels written plainly (tests/perf) against the examples"
+  python3 "$root/bench/perf_plain.py" > "$out/plain.txt" 2>&1 || status=1
+  grep -vE "^check .* ok" "$out/plain.txt" | tail -n 24
+fi
+
 if [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; then
   mark attention-interpreter
   echo "== attention: Tile IR interpreter vs GPU (small shapes, same kernels and inputs)"

@@ -92,4 +92,5 @@ build="$(cd "$(dirname "$tilec")/.." && pwd)"
 rm -rf "$out/gputest"
 "$root/tests/gpu/make_ptx.sh" "$build" "$out/gputest" sm_90a sm_86
 python3 "$root/bench/gemm_bench.py" --prepare "$tilec"
+python3 "$root/bench/perf_plain.py" --prepare "$tilec"
 "$root/bench/attn_prepare.sh" "$tilec"

@@ -53,6 +53,7 @@ typedef struct TileVal {
     int gen;                 /* recomputations so far (picks the widening form) */
     bool leaf;
     bool lazy;               /* r are unused extracts of packed loads: placed at the first use */
+    ValId bsrc;              /* REGS made by BROADCAST: its source (size-1 dims), else 0 */
 } TileVal;
 
 typedef struct TensorArg {

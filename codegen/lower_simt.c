@@ -582,6 +582,25 @@ static void place_extracts(Cg *cg, const TileVal *v)
     }
 }
 
+/* A broadcast tile wanted in another layout L (a bias row added to an
+ * accumulator): its source (the size-1 dims kept) converted to L with the
+ * source's shape instead of the whole tile: the same registers, each slot
+ * holding its column's value, through a scratch of the source's size (a
+ * 128-float row: 512 B, not the 64 KB of a 128 x 128 f32 tile). NULL when
+ * L with the source's shape does not keep L's registers per dim. */
+static LLVMValueRef *broadcast_in(Cg *cg, const TileVal *v, const Layout *L, Loc loc)
+{
+    const Type *st = ir_type(cg->f, v->bsrc);
+    const TileVal *s = &cg->vals[v->bsrc];
+    if (s->kind != TV_REGS || st->kind != TY_TILE || st->rank != layout_rank(L))
+        return NULL;
+    Layout ls = layout_with_shape(L, st->shape);
+    for (int d = 0; d < L->prank; d++)
+        if (layout_nregs_dim(&ls, d) != layout_nregs_dim(L, d))
+            return NULL;
+    return cg_materialize(cg, s, st, cg_layout_dup(cg, ls), loc);
+}
+
 LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layout *L, Loc loc)
 {
     int n = layout_nregs(L);
@@ -599,6 +618,9 @@ LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layo
             r[i] = cg_convert(cg, cg_coord(cg, L, i, v->axis), DT_I32, (DType)t->dtype);
         return r;
     case TV_REGS: {
+        LLVMValueRef *b = v->bsrc && !layout_eq(v->L, L) ? broadcast_in(cg, v, L, loc) : NULL;
+        if (b)
+            return b;
         if (v->lazy)
             place_extracts(cg, v);
         TileVal *m = remat_target(cg, v);
@@ -833,6 +855,7 @@ static int lower_broadcast(Cg *cg, Op *op)
         out[r] = v->r[layout_reg_of(v->L, idx)];
     }
     set_regs(cg, op->res[0], L, out);
+    cg->vals[op->res[0]].bsrc = op->args[0];
     return 0;
 }
 

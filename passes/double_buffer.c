@@ -544,11 +544,45 @@ static int stage_single(Func *f, Op *load)
 
 /* ---- stage choice ---- */
 
+typedef struct Other { const Loop *L; int64_t bytes; } Other;
+
+static bool other_visit(Func *f, Op *op, void *ctx)
+{
+    Other *o = ctx;
+    if (op->code == OP_SMEM_ALLOC || (op->parent != o->L->body && wanted(f, op)))
+        o->bytes += tile_bytes(ir_type(f, op->res[0]));
+    return true;
+}
+
+/* Bytes of the kernel's other shared buffers, made or to be made (one slot
+ * each, all counted live at once: an upper bound before smem_alloc's reuse). */
+static int64_t other_bytes(const Loop *L)
+{
+    Other o = { L, 0 };
+    ir_walk(L->f, &L->f->body, other_visit, &o);
+    return o.bytes;
+}
+
+/* The stages of a loop's rings. A pipeline(S) hint is taken unless S stages
+ * and the kernel's other buffers cannot fit the block's shared memory: then
+ * the most stages that do (at least 1), so that a kernel written for a
+ * larger device still compiles (attention's 128 x 128 tiles at D = 128 on
+ * sm_86: Q and one stage of K and V, 96 KB of 99). Without a hint, up to 4
+ * stages that fit. */
 static int choose_stages(PassCtx *ctx, const Loop *L, int64_t stage_bytes, StrBuf *why)
 {
     if (L->op->iattr[0] > 0) {
-        sb_printf(why, "pipeline(%lld) hint", (long long)L->op->iattr[0]);
-        return (int)L->op->iattr[0];
+        int hint = (int)L->op->iattr[0], s = hint;
+        int64_t budget = pass_smem_limit(ctx->target, ctx->smem_per_block), other = other_bytes(L);
+        while (s > 1 && other + s * stage_bytes > budget)
+            s--;
+        if (s == hint)
+            sb_printf(why, "pipeline(%d) hint", hint);
+        else
+            sb_printf(why, "pipeline(%d) hint, %d stage%s: %lld B a stage and %lld B of other buffers in the %lld B "
+                      "of shared memory a block has on %s", hint, s, s == 1 ? "" : "s", (long long)stage_bytes,
+                      (long long)other, (long long)budget, pass_target_name(ctx));
+        return s;
     }
     int64_t budget = pass_smem_limit(ctx->target, ctx->smem_per_block);
     int64_t fit = stage_bytes > 0 ? budget / stage_bytes : 4;

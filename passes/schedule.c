@@ -359,6 +359,8 @@ void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBu
     } else {
         s->min_blocks = s->warps >= 16 ? 2 : 0;
     }
+    if (s->min_blocks > t->lim.blocks_per_sm)   /* ptxas ignores a cap above the SM's resident blocks */
+        s->min_blocks = (uint8_t)t->lim.blocks_per_sm;
     if (s->min_blocks)
         sb_printf(why, "; registers capped for %d blocks an SM", s->min_blocks);
     /* Two groups of 4k warps holding 32 rows each, taking turns at the
