@@ -155,11 +155,13 @@ typedef struct Bug {
 
 static const Bug bugs[] = {
     { "missing wait", "      mbar_wait %full, %t, %fph\n", "",
-      "smem_load reads slot 0 before its full phase completed", "role 1 (consumer)", "%a = smem_load", NULL, "protocol: 'smem_load': reads slot it mod S with no mbar_wait on the full ring" },
+      "smem_load reads slot 0 before its full phase completed", "role 1 (consumer)", "%a = smem_load", NULL,
+      "protocol: 'smem_load': reads slot it mod S with no mbar_wait on the full ring" },
     { "wrong parity", "mbar_wait %full, %t, %fph", "mbar_wait %full, %t, %xph",
       "smem_load reads slot 0 before its full phase completed", NULL, "%a = smem_load",
       /* copies landing at once: the consumer waits for the next phase */
-      "deadlock: every role is blocked", "protocol: 'mbar_wait': waits on the full ring with parity ((it div S) & 1) ^ 1" },
+      "deadlock: every role is blocked",
+      "protocol: 'mbar_wait': waits on the full ring with parity ((it div S) & 1) ^ 1" },
     /* Parity 0 on every trip: trip 3 waits for slot 0's phase 1 with the
      * parity of phase 0. If the refill has not completed yet the wait
      * passes at once on the old phase (aliasing); if it has, the consumer
@@ -171,18 +173,24 @@ static const Bug bugs[] = {
     { "early release",
       "      %d = dot_wait %tok {pending = 0} : tile<16x16xf32>\n      mbar_arrive %empty, %t\n",
       "      mbar_arrive %empty, %t\n      %d = dot_wait %tok {pending = 0} : tile<16x16xf32>\n",
-      "tma_load refills slot", "role 1 (consumer)", "tma_load %bufA", NULL, "protocol: 'mbar_arrive': releases slot it mod S before the read at" },
+      "tma_load refills slot", "role 1 (consumer)", "tma_load %bufA", NULL,
+      "protocol: 'mbar_arrive': releases slot it mod S before the read at" },
     { "expect bytes above the boxes", "{bytes = 512}", "{bytes = 1024}",
       "mbar_expect declared 1024 bytes for phase 0 of barrier slot 0, but the copies completing on it carry 512",
-      NULL, "mbar_expect", NULL, "protocol: 'mbar_expect': mbar_expect declares 1024 bytes per phase of the ring, but the tma_loads completing on it carry 512" },
+      NULL, "mbar_expect", NULL,
+      "protocol: 'mbar_expect': mbar_expect declares 1024 bytes per phase of the ring, but the tma_loads "
+      "completing on it carry 512" },
     /* Too few bytes declared: the phase completes on the first box. The
      * consumer may then read the second box's slot before its copy is
      * issued, a read before its full phase. */
     { "expect bytes below the boxes", "{bytes = 512}", "{bytes = 256}",
       "mbar_expect declared 256 bytes for phase 0 of barrier slot 0, but the copies completing on it carry",
-      NULL, "mbar_expect", "smem_load reads slot 0 before its full phase completed", "protocol: 'mbar_expect': mbar_expect declares 256 bytes per phase of the ring, but the tma_loads completing on it carry 512" },
+      NULL, "mbar_expect", "smem_load reads slot 0 before its full phase completed",
+      "protocol: 'mbar_expect': mbar_expect declares 256 bytes per phase of the ring, but the tma_loads "
+      "completing on it carry 512" },
     { "arrival count", "%full = mbar_alloc {count = 1}", "%full = mbar_alloc {count = 2}",
-      "deadlock: every role is blocked", "role 1 (consumer) at mbar_wait", NULL, NULL, "protocol: 'mbar_alloc': every phase of this ring expects 2 arrival(s), but a trip makes 1" },
+      "deadlock: every role is blocked", "role 1 (consumer) at mbar_wait", NULL, NULL,
+      "protocol: 'mbar_alloc': every phase of this ring expects 2 arrival(s), but a trip makes 1" },
     { "arrival above the count", "      mbar_expect %full, %s {bytes = 512}\n",
       "      mbar_expect %full, %s {bytes = 512}\n      mbar_arrive %full, %s\n",
       "mbar_arrive: arrival above the expected count 1 on barrier slot 0 in phase 0 (512 bytes still outstanding)",
@@ -190,11 +198,14 @@ static const Bug bugs[] = {
       "protocol: 'mbar_alloc': every phase of this ring expects 1 arrival(s), but a trip makes 2" },
     { "never arrives", "      mbar_arrive %empty, %t\n", "",
       "deadlock: every role is blocked: role 0 (producer) at mbar_wait",
-      "0 phases completed, waits for parity 0; 0 of 1 arrivals", "mbar_wait %empty", NULL, "protocol: 'mbar_alloc': every phase of this ring expects 1 arrival(s), but a trip makes 0" },
+      "0 phases completed, waits for parity 0; 0 of 1 arrivals", "mbar_wait %empty", NULL,
+      "protocol: 'mbar_alloc': every phase of this ring expects 1 arrival(s), but a trip makes 0" },
     { "named barrier count", "named_bar {id = 1, threads = 256, mode = sync}\n    store",
       "named_bar {id = 1, threads = 384, mode = sync}\n    store",
-      "named_bar 1: role", "threads, but the barrier was entered at", NULL, NULL, "protocol: 'named_bar': named barrier 1 counts" },
-    { "accumulator before its wait", "      %d = dot_wait", "      %bad = add %a0, %a0 : tile<16x16xf32>\n      %d = dot_wait",
+      "named_bar 1: role", "threads, but the barrier was entered at", NULL, NULL,
+      "protocol: 'named_bar': named barrier 1 counts" },
+    { "accumulator before its wait", "      %d = dot_wait",
+      "      %bad = add %a0, %a0 : tile<16x16xf32>\n      %d = dot_wait",
       "'add' uses the accumulator of the dot_async at", "before its dot_wait", "%bad = add", NULL, NULL },
 };
 
