@@ -302,6 +302,46 @@ START_TEST(ring_many_seeds)
 }
 END_TEST
 
+/* A ws built with the Builder API: a role added after another role's
+ * region holds ops (the regions move; the ops' parent links follow),
+ * verified, printed, parsed back to the same text. */
+START_TEST(ws_builder)
+{
+    Kit k;
+    kit_init_at(&k, "roles", "k.tile", 1);
+    Builder g = ir_builder_at_end(k.f, &k.f->grid);
+    ValId one = ir_const_int(&g, type_scalar(DT_I32), 1);
+    ir_build(&g, OP_YIELD, (ValId[]){ one, one, one }, 3, NULL, 0);
+    int64_t n = 2;
+    Op *alloc = ir_build(&k.b, OP_MBAR_ALLOC, NULL, 0, (Type[]){ type_tile(DT_MBAR, 1, &n, SP_SHARED) }, 1);
+    alloc->iattr[0] = 1;
+    ValId ring = alloc->res[0], zero = ir_const_int(&k.b, type_scalar(DT_I32), 0);
+    Op *ws = ir_build(&k.b, OP_WS, NULL, 0, NULL, 0);
+    Builder p = ir_builder_at_end(k.f, ir_ws_add_role(k.f, ws, ROLE_PRODUCER, 1, 40));
+    ir_build(&p, OP_MBAR_ARRIVE, (ValId[]){ ring, zero }, 2, NULL, 0);
+    Builder c = ir_builder_at_end(k.f, ir_ws_add_role(k.f, ws, ROLE_CONSUMER, 1, 232));
+    ir_build(&c, OP_MBAR_WAIT, (ValId[]){ ring, zero, zero }, 3, NULL, 0);
+    ck_assert_int_eq(ws->nregions, 2);
+    ck_assert_ptr_eq(ws->regions[0].ops[0]->parent, &ws->regions[0]);
+    int nerr = ir_verify(k.m, "build", &k.d);
+    if (nerr)
+        kit_print_diag(&k.d);
+    ck_assert_int_eq(nerr, 0);
+    StrBuf a = { 0 }, b = { 0 };
+    ir_print_module(k.m, NULL, &a);
+    ck_assert_ptr_nonnull(strstr(a.buf, "ws {roles = [(producer, 1, 40), (consumer, 1, 232)]} {"));
+    Module *m2 = ir_parse(k.a, "roles.tir", a.buf, strlen(a.buf), &k.d);
+    ck_assert_ptr_nonnull(m2);
+    ir_print_module(m2, NULL, &b);
+    ck_assert_str_eq(a.buf, b.buf);
+    InterpArg none[1];
+    ck_assert_int_eq(interp_run(k.f, none, 0, &k.d), 0);
+    sb_free(&a);
+    sb_free(&b);
+    kit_free(&k);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sched");
@@ -310,6 +350,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ring_matches_plain);
     tcase_add_test(tc, ring_many_seeds);
     tcase_add_test(tc, static_check);
+    tcase_add_test(tc, ws_builder);
     tcase_add_loop_test(tc, seeded_bug, 0, (int)(sizeof bugs / sizeof *bugs));
     suite_add_tcase(s, tc);
     return s;
