@@ -342,6 +342,61 @@ START_TEST(ws_builder)
 }
 END_TEST
 
+/* Products outside ws: the code outside is one thread, so a DOT_WAIT lands
+ * what it waits for; {pending = 1} retires the older of two products and
+ * gives a @ b + acc exactly as DOT does, and waiting on the newer one with
+ * pending 1 leaves it in flight, an error. (Each product has its own
+ * accumulator: a second product on one still in flight is an early use.) */
+static const char *products =
+    "kernel @p(%A: tensor<f16[16,16]>, %C: tensor<f32[16,16]>) {\n"
+    "grid:\n"
+    "  %g = const {value = 1} : i32\n"
+    "  yield %g, %g, %g\n"
+    "body:\n"
+    "  %c0 = const {value = 0} : i32\n"
+    "  %a = load %A, %c0, %c0 {extents = [16, 16], mask = 0} : tile<16x16xf16>\n"
+    "  %z = const {value = 0.5} : tile<16x16xf32>\n"
+    "  %z1 = const {value = 0.5} : tile<16x16xf32>\n"
+    "  %z2 = const {value = 0.5} : tile<16x16xf32>\n"
+    "  %t1 = dot_async %a, %a, %z1 : token\n"
+    "  %t2 = dot_async %a, %a, %z2 : token\n"
+    "  %r1 = dot_wait WAITED {pending = 1} : tile<16x16xf32>\n"
+    "  %d = dot %a, %a, %z : tile<16x16xf32>\n"
+    "  %e = sub %r1, %d : tile<16x16xf32>\n"
+    "  store %C, %c0, %c0, %e {extents = [16, 16], mask = 0}\n"
+    "  %r2 = dot_wait %t2 {pending = 0} : tile<16x16xf32>\n"
+    "}\n";
+
+START_TEST(products_outside_ws)
+{
+    init_inputs();
+    for (int bad = 0; bad < 2; bad++) {
+        char *text = variant(products, "WAITED", bad ? "%t2" : "%t1");
+        Run q;
+        run_parse(&q, text);
+        float C[16 * 16];
+        InterpArg args[2];
+        memset(args, 0, sizeof args);
+        args[0] = (InterpArg){ .data = A, .rank = 2, .shape = { 16, 16 }, .strides = { 16, 1 } };
+        args[1] = (InterpArg){ .data = C, .rank = 2, .shape = { 16, 16 }, .strides = { 16, 1 } };
+        int rc = interp_run(q.f, args, 2, &q.d);
+        char *msg = rendered(&q.d);
+        if (!bad) {
+            ck_assert_msg(rc == 0, "%s", msg);
+            for (int i = 0; i < 16 * 16; i++)
+                ck_assert(C[i] == 0.0f);
+        } else {
+            ck_assert_int_ne(rc, 0);
+            ck_assert_msg(strstr(msg, "dot_wait {pending = 1} leaves its own product (issued at 12:3) in flight"),
+                          "%s", msg);
+        }
+        free(msg);
+        free(text);
+        arena_free(q.a);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sched");
@@ -351,6 +406,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ring_many_seeds);
     tcase_add_test(tc, static_check);
     tcase_add_test(tc, ws_builder);
+    tcase_add_test(tc, products_outside_ws);
     tcase_add_loop_test(tc, seeded_bug, 0, (int)(sizeof bugs / sizeof *bugs));
     suite_add_tcase(s, tc);
     return s;
