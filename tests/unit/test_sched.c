@@ -204,6 +204,12 @@ static const Bug bugs[] = {
       "named_bar {id = 1, threads = 384, mode = sync}\n    store",
       "named_bar 1: role", "threads, but the barrier was entered at", NULL, NULL,
       "protocol: 'named_bar': named barrier 1 counts" },
+    /* Two consumer warp groups: 384 threads meet on a barrier of 256. If
+     * the consumer's 256 arrive first they complete it alone and the
+     * producer waits forever. */
+    { "named barrier threads", "(consumer, 1, 232)", "(consumer, 2, 232)",
+      "named_bar 1: 384 threads arrive, above its count 256", NULL, NULL, "deadlock: every role is blocked",
+      "protocol: 'named_bar': named barrier 1 counts 256 threads, but the roles that meet on it bring 384" },
     { "accumulator before its wait", "      %d = dot_wait",
       "      %bad = add %a0, %a0 : tile<16x16xf32>\n      %d = dot_wait",
       "'add' uses the accumulator of the dot_async at", "before its dot_wait", "%bad = add", NULL, NULL },
