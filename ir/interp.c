@@ -26,6 +26,14 @@
  *    BARRIER (other threads' parts may not be visible), and writing a slot
  *    (copy or store) that was read since the last BARRIER (other threads may
  *    still be reading it).
+ *  - WS regions run their roles as coroutines over exact mbarriers, with
+ *    TMA copies and DOT_ASYNC products completing later; the protocol is
+ *    checked there too (interp_sched.c's header).
+ *
+ * Files: this one (values, arithmetic, shapes, control flow, dispatch),
+ * interp_mem.c (tensors, shared buffers), interp_sched.c and
+ * interp_roles.c (the schedule), interp_launch.c (arguments, the grid, the
+ * entry points); interp_int.h holds what they share.
  *
  * Memory: each value owns one buffer, allocated on its first definition
  * from the per-block scratch arena and reused when a loop redefines it, so

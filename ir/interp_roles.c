@@ -215,8 +215,8 @@ static int sched_step(Interp *I, int *rr)
         if (!S->roles[r].done && !blocked(I, r))
             run[nrun++] = r;
     }
-    int *ids = arena_alloc(I->a, sizeof(int) * (size_t)(S->ncopy + NCLK + 1));
-    int nev = sched_completions(S, ids);
+    int nev = sched_completions(I);
+    const int *ids = S->ids;
     if (!nrun && !nev)
         return RUN_BLOCKED;
     if (!I->seed && I->eager && nev)

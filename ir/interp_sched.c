@@ -422,7 +422,7 @@ static int exec_dot_async(Interp *I, const Op *op)
 int sched_flying(Sched *S, int r)
 {
     int n = 0;
-    for (int i = 0; i < S->nprod; i++)
+    for (int i = S->pfirst; i < S->nprod; i++)
         n += S->prod[i].role == r && !S->prod[i].done;
     return n;
 }
@@ -475,13 +475,20 @@ static int exec_dot_wait(Interp *I, const Op *op)
 
 /* Completions that may happen now: copies (any), and each role's oldest
  * product in flight. ids: copy k as k, product i as -(i + 1). */
-int sched_completions(Sched *S, int *ids)
+int sched_completions(Interp *I)
 {
-    int n = 0;
+    Sched *S = I->sched;
+    if (S->capids < S->ncopy + NCLK) {
+        S->capids = 2 * (S->ncopy + NCLK);
+        S->ids = arena_alloc(I->a, sizeof(int) * (size_t)S->capids);
+    }
+    int *ids = S->ids, n = 0;
+    while (S->pfirst < S->nprod && S->prod[S->pfirst].done)
+        S->pfirst++;
     for (int k = 0; k < S->ncopy; k++)
         ids[n++] = k;
     bool seen[NCLK] = { false };
-    for (int i = 0; i < S->nprod; i++) {
+    for (int i = S->pfirst; i < S->nprod; i++) {
         Product *p = &S->prod[i];
         if (!p->done && !seen[p->role]) {
             seen[p->role] = true;
@@ -503,10 +510,9 @@ int sched_complete(Interp *I, int id)
 int sched_complete_first(Interp *I, bool *any)
 {
     Sched *S = I->sched;
-    int *ids = arena_alloc(I->a, sizeof(int) * (size_t)(S->ncopy + NCLK + 1));
-    int n = sched_completions(S, ids);
+    int n = sched_completions(I);
     *any = n > 0;
-    return n ? sched_complete(I, ids[0]) : RUN_OK;
+    return n ? sched_complete(I, S->ids[0]) : RUN_OK;
 }
 
 /* ---- roles ---- */

@@ -1,7 +1,8 @@
 /* ops.h - every Tile IR op, one X-macro table.
  *
  * OP(ENUM, "name", nargs, nres, nregions, flags)
- *   nargs / nres: fixed count, or -1 for variadic (checked by the op's verifier hook)
+ *   nargs / nres / nregions: fixed count, or -1 for variadic (checked by the op's
+ *   verifier hook; WS has one region per role)
  *   flags: OPF_PURE (no side effects: CSE/DCE may touch it), OPF_ELEM (elementwise:
  *   all operands and the result share one shape), OPF_TERM (terminates a block)
  *

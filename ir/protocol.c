@@ -347,7 +347,8 @@ static void check_buffer(Checker *C, int nroles, int p, int i)
         const RoleScan *R = &C->role[q];
         if (q == p)
             continue;
-        for (int k = find(R, OP_SMEM_LOAD, 0, buf, 0, R->nev); k >= 0; k = find(R, OP_SMEM_LOAD, 0, buf, k + 1, R->nev)) {
+        for (int k = find(R, OP_SMEM_LOAD, 0, buf, 0, R->nev); k >= 0;
+             k = find(R, OP_SMEM_LOAD, 0, buf, k + 1, R->nev)) {
             const Op *rd = R->ev[k].op;
             int w = -1;
             for (int j = k - 1; j >= 0 && w < 0; j--)

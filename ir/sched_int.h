@@ -84,6 +84,7 @@ struct Sched {
     const Op *ws;
     Product *prod;
     int nprod, capprod;
+    int pfirst;                 /* products before it are all complete */
     Copy *copy;
     int ncopy, capcopy;
     ValId *rings;
@@ -91,6 +92,8 @@ struct Sched {
     NBar nb[NAMED_BAR_IDS];
     bool *tma_buf;              /* per value: a TMA_LOAD fills this buffer */
     uint64_t rng;
+    int *ids;                   /* sched_completions' result */
+    int capids;
 };
 
 static inline void sched_vc_join(VClock *a, const VClock *b)
@@ -104,9 +107,9 @@ static inline void sched_vc_join(VClock *a, const VClock *b)
 Sched *sched_get(Interp *I);               /* made on first use, per block */
 const char *sched_role_desc(Interp *I, int r);
 int sched_flying(Sched *S, int r);         /* role r's products in flight */
-/* Completions possible now (copy k as k, product i as -(i + 1)); ids has
- * room for S->ncopy + NCLK + 1. */
-int sched_completions(Sched *S, int *ids);
+/* Completions possible now, into S->ids (copy k as k, product i as
+ * -(i + 1)); returns how many. */
+int sched_completions(Interp *I);
 int sched_complete(Interp *I, int id);
 int sched_complete_first(Interp *I, bool *any);   /* *any = false: nothing in flight */
 

@@ -16,6 +16,8 @@
  *    what moves in or out has the slot's shape and dtype;
  *  - YIELD only as the last op of a region or of the grid block; the grid
  *    yields three i32 scalars; DIVISOR (integers) only in the grid block.
+ *  - the schedule's ops (WS, barriers, TMA, asynchronous products) in
+ *    verify_sched.c; a value defined in a WS role is used only in that role.
  * Space and layout are not compared (passes that assign them insert explicit
  * conversions; the verifier checks shapes and dtypes).
  * Each problem is reported with the op's Loc as
@@ -137,9 +139,9 @@ static bool check_operands(Verifier *V, const Op *op)
                     "(roles meet only through shared buffers and barriers)", i);
         } else if (V->state[v] != VS_LIVE) {
             vfy_err(V, op, "operand #%d %s", i,
-                 V->ndefs[v] == 0 && V->state[v] == VS_UNSEEN ? "is never defined"
-                 : V->state[v] == VS_UNSEEN ? "is used before its definition"
-                                            : "is used outside the region (or grid) that defines it");
+                    V->ndefs[v] == 0 && V->state[v] == VS_UNSEEN ? "is never defined"
+                    : V->state[v] == VS_UNSEEN ? "is used before its definition"
+                                               : "is used outside the region (or grid) that defines it");
         }
         bool mem = ((op->code == OP_LOAD || op->code == OP_STORE) && i == 0) ||
                    (op->code == OP_ASYNC_COPY && i == 2) || (op->code == OP_TMA_LOAD && i == 4);
@@ -317,7 +319,8 @@ bool vfy_dot_operands(Verifier *V, const Op *op)
         return false;
     }
     if (a->shape[1] != b->shape[0] || c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1]) {
-        vfy_err(V, op, "shapes do not fit [M,K] x [K,N] + [M,N]: %s x %s + %s", vfy_tstr(V, a), vfy_tstr(V, b), vfy_tstr(V, c));
+        vfy_err(V, op, "shapes do not fit [M,K] x [K,N] + [M,N]: %s x %s + %s", vfy_tstr(V, a), vfy_tstr(V, b),
+                vfy_tstr(V, c));
         return false;
     }
     if (a->dtype != b->dtype) {
@@ -327,7 +330,7 @@ bool vfy_dot_operands(Verifier *V, const Op *op)
     DType acc = dtype_is_float(a->dtype) ? DT_F32 : DT_I32;
     if (c->dtype != acc) {
         vfy_err(V, op, "accumulator must be %s for %s operands, got %s", dtype_name(acc), dtype_name(a->dtype),
-             vfy_tstr(V, c));
+                vfy_tstr(V, c));
         return false;
     }
     return true;
@@ -396,7 +399,7 @@ static void check_load(Verifier *V, const Op *op)
         const Type *o = T(V, op->args[op->nargs - 1]);
         if (!(is_scalar(o) && o->dtype == tt->dtype) && !same_st(o, &win))
             vfy_err(V, op, "'other' must be a %s scalar or of the window type %s, got %s", dtype_name(tt->dtype),
-                 vfy_tstr(V, &win), vfy_tstr(V, o));
+                    vfy_tstr(V, &win), vfy_tstr(V, o));
     }
 }
 
@@ -432,7 +435,7 @@ static void check_smem_alloc(Verifier *V, const Op *op)
         vfy_err(V, op, "alignment %lld is not a positive power of two", (long long)op->iattr[2]);
     else if (op->iattr[1] > 0 && op->iattr[1] % op->iattr[2])
         vfy_err(V, op, "offset %lld is not a multiple of the alignment %lld", (long long)op->iattr[1],
-             (long long)op->iattr[2]);
+                (long long)op->iattr[2]);
     if (op->iattr[3] < 0 || (op->iattr[3] && op->iattr[0] != SWZ_PAD))
         vfy_err(V, op, "pad %lld needs swizzle = pad and a non-negative size", (long long)op->iattr[3]);
 }
@@ -500,13 +503,13 @@ static void check_yield_of(Verifier *V, const Op *op, int g)
     }
     if (y->nargs != op->nres) {
         vfy_err(V, y, "yields %d value(s) but the enclosing '%s' has %d result(s)", y->nargs,
-             op_info[op->code].name, op->nres);
+                op_info[op->code].name, op->nres);
         return;
     }
     for (int i = 0; i < y->nargs; i++)
         if (valid_id(V, y->args[i]) && !same_st(T(V, y->args[i]), T(V, op->res[i])))
             vfy_err(V, y, "yielded value #%d is %s but result #%d of '%s' is %s", i, vfy_tstr(V, T(V, y->args[i])), i,
-                 op_info[op->code].name, vfy_tstr(V, T(V, op->res[i])));
+                    op_info[op->code].name, vfy_tstr(V, T(V, op->res[i])));
 }
 
 static void check_for(Verifier *V, const Op *op)
@@ -518,7 +521,7 @@ static void check_for(Verifier *V, const Op *op)
     for (int i = 0; i < 3; i++)
         if (!is_i32(T(V, op->args[i])))
             vfy_err(V, op, "%s must be an i32 scalar, got %s", i == 0 ? "lo" : i == 1 ? "hi" : "step",
-                 vfy_tstr(V, T(V, op->args[i])));
+                    vfy_tstr(V, T(V, op->args[i])));
     int n = op->nargs - 3;
     const Block *b = &op->regions[0];
     if (op->nres != n) {
@@ -526,7 +529,8 @@ static void check_for(Verifier *V, const Op *op)
         return;
     }
     if (b->nargs != n + 1) {
-        vfy_err(V, op, "region has %d argument(s); it needs the induction variable and %d carried value(s)", b->nargs, n);
+        vfy_err(V, op, "region has %d argument(s); it needs the induction variable and %d carried value(s)",
+                b->nargs, n);
         return;
     }
     if (valid_id(V, b->args[0]) && !is_i32(T(V, b->args[0])))
@@ -537,7 +541,7 @@ static void check_for(Verifier *V, const Op *op)
             vfy_err(V, op, "carried value #%d: init is %s but result is %s", i, vfy_tstr(V, init), vfy_tstr(V, res));
         else if (valid_id(V, b->args[i + 1]) && !same_st(T(V, b->args[i + 1]), res))
             vfy_err(V, op, "carried value #%d: region argument is %s but result is %s", i,
-                 vfy_tstr(V, T(V, b->args[i + 1])), vfy_tstr(V, res));
+                    vfy_tstr(V, T(V, b->args[i + 1])), vfy_tstr(V, res));
     }
     if (op->iattr[0] < 0)
         vfy_err(V, op, "pipeline stage count %lld is negative", (long long)op->iattr[0]);

@@ -155,11 +155,13 @@ typedef struct Bug {
 
 static const Bug bugs[] = {
     { "missing wait", "      mbar_wait %full, %t, %fph\n", "",
-      "smem_load reads slot 0 before its full phase completed", "role 1 (consumer)", "%a = smem_load", NULL, "protocol: 'smem_load': reads slot it mod S with no mbar_wait on the full ring" },
+      "smem_load reads slot 0 before its full phase completed", "role 1 (consumer)", "%a = smem_load", NULL,
+      "protocol: 'smem_load': reads slot it mod S with no mbar_wait on the full ring" },
     { "wrong parity", "mbar_wait %full, %t, %fph", "mbar_wait %full, %t, %xph",
       "smem_load reads slot 0 before its full phase completed", NULL, "%a = smem_load",
       /* copies landing at once: the consumer waits for the next phase */
-      "deadlock: every role is blocked", "protocol: 'mbar_wait': waits on the full ring with parity ((it div S) & 1) ^ 1" },
+      "deadlock: every role is blocked",
+      "protocol: 'mbar_wait': waits on the full ring with parity ((it div S) & 1) ^ 1" },
     /* Parity 0 on every trip: trip 3 waits for slot 0's phase 1 with the
      * parity of phase 0. If the refill has not completed yet the wait
      * passes at once on the old phase (aliasing); if it has, the consumer
@@ -171,18 +173,24 @@ static const Bug bugs[] = {
     { "early release",
       "      %d = dot_wait %tok {pending = 0} : tile<16x16xf32>\n      mbar_arrive %empty, %t\n",
       "      mbar_arrive %empty, %t\n      %d = dot_wait %tok {pending = 0} : tile<16x16xf32>\n",
-      "tma_load refills slot", "role 1 (consumer)", "tma_load %bufA", NULL, "protocol: 'mbar_arrive': releases slot it mod S before the read at" },
+      "tma_load refills slot", "role 1 (consumer)", "tma_load %bufA", NULL,
+      "protocol: 'mbar_arrive': releases slot it mod S before the read at" },
     { "expect bytes above the boxes", "{bytes = 512}", "{bytes = 1024}",
       "mbar_expect declared 1024 bytes for phase 0 of barrier slot 0, but the copies completing on it carry 512",
-      NULL, "mbar_expect", NULL, "protocol: 'mbar_expect': mbar_expect declares 1024 bytes per phase of the ring, but the tma_loads completing on it carry 512" },
+      NULL, "mbar_expect", NULL,
+      "protocol: 'mbar_expect': mbar_expect declares 1024 bytes per phase of the ring, but the tma_loads "
+      "completing on it carry 512" },
     /* Too few bytes declared: the phase completes on the first box. The
      * consumer may then read the second box's slot before its copy is
      * issued, a read before its full phase. */
     { "expect bytes below the boxes", "{bytes = 512}", "{bytes = 256}",
       "mbar_expect declared 256 bytes for phase 0 of barrier slot 0, but the copies completing on it carry",
-      NULL, "mbar_expect", "smem_load reads slot 0 before its full phase completed", "protocol: 'mbar_expect': mbar_expect declares 256 bytes per phase of the ring, but the tma_loads completing on it carry 512" },
+      NULL, "mbar_expect", "smem_load reads slot 0 before its full phase completed",
+      "protocol: 'mbar_expect': mbar_expect declares 256 bytes per phase of the ring, but the tma_loads "
+      "completing on it carry 512" },
     { "arrival count", "%full = mbar_alloc {count = 1}", "%full = mbar_alloc {count = 2}",
-      "deadlock: every role is blocked", "role 1 (consumer) at mbar_wait", NULL, NULL, "protocol: 'mbar_alloc': every phase of this ring expects 2 arrival(s), but a trip makes 1" },
+      "deadlock: every role is blocked", "role 1 (consumer) at mbar_wait", NULL, NULL,
+      "protocol: 'mbar_alloc': every phase of this ring expects 2 arrival(s), but a trip makes 1" },
     { "arrival above the count", "      mbar_expect %full, %s {bytes = 512}\n",
       "      mbar_expect %full, %s {bytes = 512}\n      mbar_arrive %full, %s\n",
       "mbar_arrive: arrival above the expected count 1 on barrier slot 0 in phase 0 (512 bytes still outstanding)",
@@ -190,11 +198,20 @@ static const Bug bugs[] = {
       "protocol: 'mbar_alloc': every phase of this ring expects 1 arrival(s), but a trip makes 2" },
     { "never arrives", "      mbar_arrive %empty, %t\n", "",
       "deadlock: every role is blocked: role 0 (producer) at mbar_wait",
-      "0 phases completed, waits for parity 0; 0 of 1 arrivals", "mbar_wait %empty", NULL, "protocol: 'mbar_alloc': every phase of this ring expects 1 arrival(s), but a trip makes 0" },
+      "0 phases completed, waits for parity 0; 0 of 1 arrivals", "mbar_wait %empty", NULL,
+      "protocol: 'mbar_alloc': every phase of this ring expects 1 arrival(s), but a trip makes 0" },
     { "named barrier count", "named_bar {id = 1, threads = 256, mode = sync}\n    store",
       "named_bar {id = 1, threads = 384, mode = sync}\n    store",
-      "named_bar 1: role", "threads, but the barrier was entered at", NULL, NULL, "protocol: 'named_bar': named barrier 1 counts" },
-    { "accumulator before its wait", "      %d = dot_wait", "      %bad = add %a0, %a0 : tile<16x16xf32>\n      %d = dot_wait",
+      "named_bar 1: role", "threads, but the barrier was entered at", NULL, NULL,
+      "protocol: 'named_bar': named barrier 1 counts" },
+    /* Two consumer warp groups: 384 threads meet on a barrier of 256. If
+     * the consumer's 256 arrive first they complete it alone and the
+     * producer waits forever. */
+    { "named barrier threads", "(consumer, 1, 232)", "(consumer, 2, 232)",
+      "named_bar 1: 384 threads arrive, above its count 256", NULL, NULL, "deadlock: every role is blocked",
+      "protocol: 'named_bar': named barrier 1 counts 256 threads, but the roles that meet on it bring 384" },
+    { "accumulator before its wait", "      %d = dot_wait",
+      "      %bad = add %a0, %a0 : tile<16x16xf32>\n      %d = dot_wait",
       "'add' uses the accumulator of the dot_async at", "before its dot_wait", "%bad = add", NULL, NULL },
 };
 
@@ -291,6 +308,101 @@ START_TEST(ring_many_seeds)
 }
 END_TEST
 
+/* A ws built with the Builder API: a role added after another role's
+ * region holds ops (the regions move; the ops' parent links follow),
+ * verified, printed, parsed back to the same text. */
+START_TEST(ws_builder)
+{
+    Kit k;
+    kit_init_at(&k, "roles", "k.tile", 1);
+    Builder g = ir_builder_at_end(k.f, &k.f->grid);
+    ValId one = ir_const_int(&g, type_scalar(DT_I32), 1);
+    ir_build(&g, OP_YIELD, (ValId[]){ one, one, one }, 3, NULL, 0);
+    int64_t n = 2;
+    Op *alloc = ir_build(&k.b, OP_MBAR_ALLOC, NULL, 0, (Type[]){ type_tile(DT_MBAR, 1, &n, SP_SHARED) }, 1);
+    alloc->iattr[0] = 1;
+    ValId ring = alloc->res[0], zero = ir_const_int(&k.b, type_scalar(DT_I32), 0);
+    Op *ws = ir_build(&k.b, OP_WS, NULL, 0, NULL, 0);
+    Builder p = ir_builder_at_end(k.f, ir_ws_add_role(k.f, ws, ROLE_PRODUCER, 1, 40));
+    ir_build(&p, OP_MBAR_ARRIVE, (ValId[]){ ring, zero }, 2, NULL, 0);
+    Builder c = ir_builder_at_end(k.f, ir_ws_add_role(k.f, ws, ROLE_CONSUMER, 1, 232));
+    ir_build(&c, OP_MBAR_WAIT, (ValId[]){ ring, zero, zero }, 3, NULL, 0);
+    ck_assert_int_eq(ws->nregions, 2);
+    ck_assert_ptr_eq(ws->regions[0].ops[0]->parent, &ws->regions[0]);
+    int nerr = ir_verify(k.m, "build", &k.d);
+    if (nerr)
+        kit_print_diag(&k.d);
+    ck_assert_int_eq(nerr, 0);
+    StrBuf a = { 0 }, b = { 0 };
+    ir_print_module(k.m, NULL, &a);
+    ck_assert_ptr_nonnull(strstr(a.buf, "ws {roles = [(producer, 1, 40), (consumer, 1, 232)]} {"));
+    Module *m2 = ir_parse(k.a, "roles.tir", a.buf, strlen(a.buf), &k.d);
+    ck_assert_ptr_nonnull(m2);
+    ir_print_module(m2, NULL, &b);
+    ck_assert_str_eq(a.buf, b.buf);
+    InterpArg none[1];
+    ck_assert_int_eq(interp_run(k.f, none, 0, &k.d), 0);
+    sb_free(&a);
+    sb_free(&b);
+    kit_free(&k);
+}
+END_TEST
+
+/* Products outside ws: the code outside is one thread, so a DOT_WAIT lands
+ * what it waits for; {pending = 1} retires the older of two products and
+ * gives a @ b + acc exactly as DOT does, and waiting on the newer one with
+ * pending 1 leaves it in flight, an error. (Each product has its own
+ * accumulator: a second product on one still in flight is an early use.) */
+static const char *products =
+    "kernel @p(%A: tensor<f16[16,16]>, %C: tensor<f32[16,16]>) {\n"
+    "grid:\n"
+    "  %g = const {value = 1} : i32\n"
+    "  yield %g, %g, %g\n"
+    "body:\n"
+    "  %c0 = const {value = 0} : i32\n"
+    "  %a = load %A, %c0, %c0 {extents = [16, 16], mask = 0} : tile<16x16xf16>\n"
+    "  %z = const {value = 0.5} : tile<16x16xf32>\n"
+    "  %z1 = const {value = 0.5} : tile<16x16xf32>\n"
+    "  %z2 = const {value = 0.5} : tile<16x16xf32>\n"
+    "  %t1 = dot_async %a, %a, %z1 : token\n"
+    "  %t2 = dot_async %a, %a, %z2 : token\n"
+    "  %r1 = dot_wait WAITED {pending = 1} : tile<16x16xf32>\n"
+    "  %d = dot %a, %a, %z : tile<16x16xf32>\n"
+    "  %e = sub %r1, %d : tile<16x16xf32>\n"
+    "  store %C, %c0, %c0, %e {extents = [16, 16], mask = 0}\n"
+    "  %r2 = dot_wait %t2 {pending = 0} : tile<16x16xf32>\n"
+    "}\n";
+
+START_TEST(products_outside_ws)
+{
+    init_inputs();
+    for (int bad = 0; bad < 2; bad++) {
+        char *text = variant(products, "WAITED", bad ? "%t2" : "%t1");
+        Run q;
+        run_parse(&q, text);
+        float C[16 * 16];
+        InterpArg args[2];
+        memset(args, 0, sizeof args);
+        args[0] = (InterpArg){ .data = A, .rank = 2, .shape = { 16, 16 }, .strides = { 16, 1 } };
+        args[1] = (InterpArg){ .data = C, .rank = 2, .shape = { 16, 16 }, .strides = { 16, 1 } };
+        int rc = interp_run(q.f, args, 2, &q.d);
+        char *msg = rendered(&q.d);
+        if (!bad) {
+            ck_assert_msg(rc == 0, "%s", msg);
+            for (int i = 0; i < 16 * 16; i++)
+                ck_assert(C[i] == 0.0f);
+        } else {
+            ck_assert_int_ne(rc, 0);
+            ck_assert_msg(strstr(msg, "dot_wait {pending = 1} leaves its own product (issued at 12:3) in flight"),
+                          "%s", msg);
+        }
+        free(msg);
+        free(text);
+        arena_free(q.a);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sched");
@@ -299,6 +411,8 @@ static Suite *suite(void)
     tcase_add_test(tc, ring_matches_plain);
     tcase_add_test(tc, ring_many_seeds);
     tcase_add_test(tc, static_check);
+    tcase_add_test(tc, ws_builder);
+    tcase_add_test(tc, products_outside_ws);
     tcase_add_loop_test(tc, seeded_bug, 0, (int)(sizeof bugs / sizeof *bugs));
     suite_add_tcase(s, tc);
     return s;
