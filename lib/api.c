@@ -22,6 +22,7 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "ptxas.h"
+#include "version.h"
 
 enum { NOUT = TILEC_OUT_REPORT + 1 };
 
@@ -388,6 +389,8 @@ static void back_end(Job *j, Module *m)
     memset(&cr, 0, sizeof cr);
     int nerr = cg_compile(m, &co, &cr, d, j->o.time_passes ? &j->timing : NULL);
     if (nerr == 0 && d->nerrors == 0) {
+        tc_stamp_ptx(&cr.ptx);
+        tc_stamp_meta(&cr.meta);
         if (co.want_llvm && cr.llvm_ir.buf)
             set_text(j, TILEC_OUT_LLVM, &cr.llvm_ir);
         if (co.want_ptx && cr.ptx.buf)
@@ -582,17 +585,15 @@ const char *tilec_status_string(tilec_status s)
 
 /* The version string is built once (it asks codegen for LLVM's version). */
 static pthread_once_t version_once = PTHREAD_ONCE_INIT;
-static char version_buf[64];
+static char version_buf[128];
 
 static void version_init(void)
 {
-    const char *llvm = cg_llvm_version();
-    if (!llvm || strcmp(llvm, "none") == 0)
-        snprintf(version_buf, sizeof version_buf, "%d.%d.%d (no LLVM)", TILEC_VERSION_MAJOR,
-                 TILEC_VERSION_MINOR, TILEC_VERSION_PATCH);
-    else
-        snprintf(version_buf, sizeof version_buf, "%d.%d.%d (LLVM %s)", TILEC_VERSION_MAJOR,
-                 TILEC_VERSION_MINOR, TILEC_VERSION_PATCH, llvm);
+    const char *llvm = cg_llvm_version(), *git = tc_build_commit();
+    snprintf(version_buf, sizeof version_buf, "%d.%d.%d (%s%s%s%s%s)", TILEC_VERSION_MAJOR,
+             TILEC_VERSION_MINOR, TILEC_VERSION_PATCH, *git ? "git " : "", git, *git ? ", " : "",
+             llvm && strcmp(llvm, "none") != 0 ? "LLVM " : "no LLVM",
+             llvm && strcmp(llvm, "none") != 0 ? llvm : "");
 }
 
 const char *tilec_version(void)
@@ -600,6 +601,8 @@ const char *tilec_version(void)
     pthread_once(&version_once, version_init);
     return version_buf;
 }
+
+const char *tilec_commit(void) { return tc_build_commit(); }
 
 size_t tilec_num_passes(void) { return (size_t)tc_npasses; }
 
