@@ -14,8 +14,11 @@ import struct
 import sys
 
 from . import _lib
+from ._lib import set_library_dir
+from ._version import __version__
 
-__all__ = ["compile", "load", "load_files", "device_arch", "synchronize",
+__all__ = ["compile", "load", "load_files", "device_arch", "synchronize", "example_path",
+           "set_library_dir", "__version__",
            "Module", "Kernel", "Param", "CompileError", "LaunchError", "TilecError"]
 
 
@@ -423,6 +426,16 @@ def _default_arch():
         except Exception:  # a broken CUDA setup: fall back to device 0
             pass
     return device_arch(dev) or "sm_86"
+
+
+def example_path(name):
+    """The path of an example kernel shipped with the package, e.g.
+    example_path("softmax") -> .../tilec/examples/softmax.tile."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples",
+                        name if name.endswith(".tile") else name + ".tile")
+    if not os.path.isfile(path):
+        raise FileNotFoundError("no example %r in %s" % (name, os.path.dirname(path)))
+    return path
 
 
 def _is_path(x):
