@@ -21,6 +21,7 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "cache.h"
 #include "ptxas.h"
 #include "version.h"
 
@@ -35,6 +36,8 @@ struct tilec_result {
     tilec_diag *diags;
     size_t ndiags;
     const char *diag_text;
+    tilec_cache_mode from_cache;   /* TILEC_CACHE_OFF: compiled by this call */
+    void *cache_ref;               /* a hit's entry, which the texts point into */
 };
 
 /* One compilation: the result being filled plus the scratch buffers. */
@@ -463,6 +466,34 @@ static void run_job(Job *j, const char *src, size_t len)
         back_end(j, m);
 }
 
+/* ---- the compile cache (lib/cache.c) ---- */
+
+/* Fill r from a cache entry for key k; false on a miss. */
+static bool cache_fetch(tilec_result *r, const TcCacheKey *k, const tilec_options *o)
+{
+    TcCacheEntry e;
+    tilec_cache_mode from = tc_cache_fetch(k, o->cache, o->cache_dir, tilec_version(), r->arena, &e, &r->cache_ref);
+    if (from == TILEC_CACHE_OFF)
+        return false;
+    r->status = TILEC_OK;
+    r->from_cache = from;
+    r->arch = e.arch;
+    memcpy(r->text, e.text, sizeof r->text);
+    r->diags = (tilec_diag *)e.diags;
+    r->ndiags = e.ndiags;
+    r->diag_text = e.diag_text ? e.diag_text : "";
+    return true;
+}
+
+static void cache_store(const tilec_result *r, const TcCacheKey *k, const tilec_options *o)
+{
+    TcCacheEntry e = { r->arch, { 0 }, r->diags, r->ndiags, r->diag_text };
+    memcpy(e.text, r->text, sizeof e.text);
+    tc_cache_put(k, o->cache, o->cache_dir, tilec_version(), &e);
+}
+
+tilec_cache_mode tilec_result_cache(const tilec_result *r) { return r ? r->from_cache : TILEC_CACHE_OFF; }
+
 /* Compile `len` bytes of `src` (copied). `r` already holds any earlier diags. */
 static tilec_status compile(tilec_result *r, const char *name, const char *src, size_t len,
                             const tilec_options *opts)
@@ -476,8 +507,13 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     char *text = arena_strndup(r->arena, src, len);
     diag_add_source(&r->diag, j.name, text, len);
     r->status = TILEC_OK;
+    TcCacheKey key;
+    bool cacheable = false;
     if (!check_options(&j) || !check_language(&j))
         r->status = TILEC_ERR_USAGE;
+    else if ((cacheable = tc_cache_usable(&j.o)) &&
+             (tc_cache_key(&key, j.name, text, len, &j.o, tilec_version()), cache_fetch(r, &key, &j.o)))
+        return r->status;
     else {
         const char *outer = tc_knob_scope(j.o.switches);
         run_job(&j, text, len);
@@ -491,6 +527,8 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     sb_free(&j.remarks);
     sb_free(&j.cgreport);
     finish_diags(r);
+    if (cacheable && r->status == TILEC_OK)
+        cache_store(r, &key, &j.o);
     return r->status;
 }
 
@@ -545,8 +583,10 @@ tilec_status tilec_compile_file(const char *path, const tilec_options *opts, til
 
 void tilec_result_free(tilec_result *r)
 {
-    if (r)
-        arena_free(r->arena);
+    if (!r)
+        return;
+    tc_cache_release(r->cache_ref);
+    arena_free(r->arena);
 }
 
 /* ---- accessors ---- */

@@ -31,6 +31,7 @@ typedef struct Cli {
     const char **pa; size_t npa;
     char *sw;                 /* --switch entries, comma-joined (heap) */
     int help, version;
+    int clear_cache;          /* --clear-cache */
 } Cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -69,6 +70,11 @@ static void print_help(void)
            "  --no-verify             do not run the IR verifier between passes\n"
            "  --time-passes           print a per-stage timing table to stderr\n"
            "  --report                print what the compiler decided, and why\n"
+           "  --cache                 reuse an earlier identical compilation from the cache\n"
+           "                          folder, and store this one there (docs/cache.md)\n"
+           "  --cache-dir=DIR         the cache folder (implies --cache; default\n"
+           "                          $XDG_CACHE_HOME/tilec, else ~/.cache/tilec)\n"
+           "  --clear-cache           delete the cache folder's entries (then compile FILE, if given)\n"
            "  --help                  show this help\n"
            "  --version               show the version\n\n"
            "passes (in pipeline order):\n");
@@ -174,6 +180,11 @@ static int parse_valued(Cli *c, int argc, char **argv, int *i)
             return usage_error("option '%s' needs NAME=VALUE", a);
         return add_switch(c, v);
     }
+    if (strncmp(a, "--cache-dir=", 12) == 0) {
+        c->o.cache = TILEC_CACHE_DISK;
+        c->o.cache_dir = a + 12;
+        return 0;
+    }
     if (strncmp(a, "--passes=", 9) == 0) {
         c->o.passes = a + 9;
         return 0;
@@ -204,6 +215,10 @@ static int parse_flag(Cli *c, const char *a)
         c->o.print_locs = 1;
     else if (strcmp(a, "--report") == 0)
         c->o.report = 1;
+    else if (strcmp(a, "--cache") == 0)
+        c->o.cache = TILEC_CACHE_DISK;
+    else if (strcmp(a, "--clear-cache") == 0)
+        c->clear_cache = 1;
     else if (strcmp(a, "--no-verify") == 0)
         c->o.verify_each = 0;
     else
@@ -364,6 +379,16 @@ static int run(Cli *c)
     return rc ? rc : exit_code(st);
 }
 
+/* --clear-cache: the folder of --cache-dir, or the default one. */
+static int clear_cache(const Cli *c)
+{
+    tilec_status st = tilec_cache_clear(c->o.cache_dir);
+    if (st != TILEC_OK)
+        fprintf(stderr, "tilec: error: cannot clear the cache folder '%s': %s\n",
+                c->o.cache_dir ? c->o.cache_dir : "(default)", strerror(errno));
+    return st != TILEC_OK;
+}
+
 /* The command's heap (not the library's business: a host process keeps its
  * own allocator settings). A compilation allocates ~35 MB in many small
  * blocks (LLVM's IR, SelectionDAG, machine code) and frees most of them
@@ -409,9 +434,11 @@ int main(int argc, char **argv)
         print_help();
     else if (!rc && c.version)
         printf("tilec %s\n", tilec_version());
-    else if (!rc && !c.file)
+    else if (!rc && c.clear_cache && clear_cache(&c) != 0)
+        rc = EXIT_IO;
+    else if (!rc && !c.file && !c.clear_cache)
         rc = usage_error("%s", "no input file");
-    else if (!rc)
+    else if (!rc && c.file)
         rc = run(&c);
     for (size_t i = 0; i < c.ndefs; i++)
         free((char *)c.defs[i].name);
