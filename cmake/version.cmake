@@ -1,6 +1,8 @@
 # Run at build time (cmake -P): writes OUT (tilec_build_info.h) from IN with
 # the project version and the git commit of SRC_DIR, when it is a git
-# checkout ("" otherwise; "-dirty" when tracked files differ from HEAD).
+# checkout ("" otherwise; "-dirty.XXXXXXXX" when tracked files differ from
+# HEAD, XXXXXXXX from a hash of that difference, so that two builds with
+# different uncommitted changes never share compile-cache entries).
 # configure_file leaves OUT untouched when its text is unchanged, so only a
 # new commit recompiles lib/version.c.
 set(TILEC_GIT_COMMIT "")
@@ -13,7 +15,11 @@ if(GIT_FOUND AND EXISTS "${SRC_DIR}/.git")
     execute_process(COMMAND ${GIT_EXECUTABLE} -C "${SRC_DIR}" status --porcelain --untracked-files=no
                     OUTPUT_VARIABLE changes RESULT_VARIABLE rc2 ERROR_QUIET)
     if(rc2 EQUAL 0 AND NOT changes STREQUAL "")
-      string(APPEND commit "-dirty")
+      execute_process(COMMAND ${GIT_EXECUTABLE} -C "${SRC_DIR}" diff HEAD
+                      OUTPUT_VARIABLE diff ERROR_QUIET)
+      string(SHA1 diff_hash "${diff}")
+      string(SUBSTRING "${diff_hash}" 0 8 diff_hash)
+      string(APPEND commit "-dirty.${diff_hash}")
     endif()
     set(TILEC_GIT_COMMIT "${commit}")
   endif()

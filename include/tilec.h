@@ -168,8 +168,9 @@ size_t tilec_cache_default_dir(char *buf, size_t size);
 const char *tilec_status_string(tilec_status s);
 const char *tilec_version(void);     /* "0.1.0 (git 420ef9f1a2b3, LLVM 22.1.8)"; the
                                         git part only when built from a git checkout */
-const char *tilec_commit(void);      /* "420ef9f1a2b3" ("-dirty" appended when built with
-                                        uncommitted changes), or "" when not built from git */
+const char *tilec_commit(void);      /* "420ef9f1a2b3" ("-dirty.HASH" appended when built with
+                                        uncommitted changes, HASH from them), or "" when not
+                                        built from git */
 
 /* The passes of the pipeline in order: name and one-line summary. */
 size_t tilec_num_passes(void);

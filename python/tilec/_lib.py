@@ -83,6 +83,7 @@ def _open(name):
 # ---- libtilec -------------------------------------------------------------
 
 TILEC_EMIT_PTX = 4
+TILEC_CACHE_OFF, TILEC_CACHE_MEMORY, TILEC_CACHE_DISK = 0, 1, 2
 TILEC_OUT_PTX, TILEC_OUT_META, TILEC_OUT_REPORT = 4, 5, 8
 
 
@@ -108,6 +109,8 @@ class TilecOptions(ctypes.Structure):
         ("passes", ctypes.c_char_p),
         ("language", ctypes.c_char_p),
         ("switches", ctypes.c_char_p),
+        ("cache", ctypes.c_int),
+        ("cache_dir", ctypes.c_char_p),
         # Room for fields a newer libtilec may have: tilec_options_init
         # writes its whole struct; struct_size is then set to the fields above.
         ("_reserved", ctypes.c_char * 512),
@@ -142,6 +145,9 @@ def tilec():
         _proto(lib, "tilec_result_diag_text", cp, [vp])
         _proto(lib, "tilec_status_string", cp, [ctypes.c_int])
         _proto(lib, "tilec_version", cp, [])
+        _proto(lib, "tilec_result_cache", ctypes.c_int, [vp])
+        _proto(lib, "tilec_cache_clear", ctypes.c_int, [cp])
+        _proto(lib, "tilec_cache_default_dir", sz, [cp, sz])
         _tilec = lib
     return _tilec
 
