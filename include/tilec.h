@@ -9,8 +9,9 @@
  *  - Strings returned by accessors are owned by the handle they came from and
  *    stay valid until that handle is freed. The caller never frees them.
  *  - Separate handles may be used from separate threads at the same time; one
- *    handle must not be used from two threads at once. The library keeps no
- *    global mutable state of its own, and it changes none of LLVM's: the
+ *    handle must not be used from two threads at once. The library's one
+ *    global mutable state is the compile cache's in-memory table (under a
+ *    mutex; tilec_options.cache), and it changes none of LLVM's: the
  *    NVPTX backend passes it skips (docs/codegen.md, "Compile time of
  *    tensor-core kernels") are skipped through a pass gate on each
  *    compilation's own LLVMContext, so other users of the same shared

@@ -4,9 +4,11 @@
  *
  * A tilec_result owns one Arena; every string it returns (outputs, diagnostic
  * files and messages, rendered text) lives in that arena and dies with
- * tilec_result_free. The library keeps no global mutable state: the only
- * static data is read-only tables and the version string, built once under
- * pthread_once.
+ * tilec_result_free, except that a cache hit's texts point into the cache
+ * entry, which the result holds a reference on (lib/cache.c). Apart from
+ * the cache's in-memory table the library keeps no global mutable state:
+ * the only static data is read-only tables and the version string, built
+ * once under pthread_once.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tilec.h"
