@@ -513,10 +513,13 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     bool cacheable = false;
     if (!check_options(&j) || !check_language(&j))
         r->status = TILEC_ERR_USAGE;
-    else if ((cacheable = tc_cache_usable(&j.o)) &&
-             (tc_cache_key(&key, j.name, text, len, &j.o, tilec_version()), cache_fetch(r, &key, &j.o)))
-        return r->status;
     else {
+        cacheable = tc_cache_usable(&j.o);
+        if (cacheable) {
+            tc_cache_key(&key, j.name, text, len, &j.o, tilec_version());
+            if (cache_fetch(r, &key, &j.o))
+                return r->status;   /* nothing of this call's own to free yet */
+        }
         const char *outer = tc_knob_scope(j.o.switches);
         run_job(&j, text, len);
         tc_knob_scope(outer);
