@@ -24,6 +24,7 @@
  * i32 line, i32 col, str file, str message), str diag_text;
  * str = u32 (length + 1, 0 for NULL) then the bytes and a NUL.
  */
+#define _DEFAULT_SOURCE   /* MAP_POPULATE */
 #define _POSIX_C_SOURCE 200809L
 #include "cache.h"
 
@@ -45,6 +46,11 @@ static const char MAGIC[8] = { 'T', 'I', 'L', 'E', 'C', 'C', 'E', '1' };
 enum { MEM_ENTRIES = 256 };
 #define MEM_BYTES ((size_t)256 << 20)
 #define ENTRY_EXT ".tce"
+#ifdef MAP_POPULATE
+#define MAP_POPULATE_IF_ANY MAP_POPULATE   /* map every page now: one call, not a fault per page */
+#else
+#define MAP_POPULATE_IF_ANY 0
+#endif
 
 /* ---- hashing ---- */
 
@@ -456,7 +462,7 @@ static Blob *map_file(const char *path)
     struct stat st;
     void *p = MAP_FAILED;
     if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < ((uint64_t)1 << 32))
-        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE_IF_ANY, fd, 0);
     close(fd);
     return p == MAP_FAILED ? NULL : blob_new(p, (size_t)st.st_size, true);
 }

@@ -4,10 +4,11 @@
 #  1. 8 processes compile examples/attention.tile at once into an empty
 #     cache folder: afterwards it holds exactly one entry and no temporary
 #     file, and that entry equals a fresh compilation (a disk hit);
-#  2. a new process gets a disk hit, then a memory hit, each timed and
-#     printed; the best of 5 processes must be under MAX_HIT_US
-#     microseconds (default 1000) (the first call in a process pays for
-#     faulting in libtilec's code, which a loaded machine makes noisy);
+#  2. a new process gets a disk hit, then a memory hit, each timed (wall
+#     and thread CPU time) and printed; the best CPU time of 5 processes
+#     must be under MAX_HIT_US microseconds (default 1000) (the first call
+#     in a process pays for faulting in libtilec's code; CPU time leaves out
+#     the waits for a CPU that a loaded machine adds to the wall time);
 #  3. a changed define, a changed arch and a changed compiler version miss;
 #  4. a torn entry (truncated) is a miss and is replaced by a whole one;
 #  5. tilec --clear-cache empties the folder.
@@ -42,9 +43,10 @@ for i in 1 2 3 4 5; do
   [ "$(field "$(sed -n 2p <<<"$out")" 2)" = memory ] || fail "no memory hit on the second compile"
 done
 for kind in disk memory; do
-  best=$(awk -v k=$kind '$2 == k { if (b == "" || $3 < b) b = $3 } END { print b }' "$tmp/hits")
-  echo "best $kind hit: $best us (tilec_compile_file, reading the source included)"
-  awk -v t="$best" -v m="$max_us" 'BEGIN { exit !(t < m) }' || fail "a $kind hit took $best us"
+  wall=$(awk -v k=$kind '$2 == k { if (b == "" || $3 < b) b = $3 } END { print b }' "$tmp/hits")
+  cpu=$(awk -v k=$kind '$2 == k { if (b == "" || $7 < b) b = $7 } END { print b }' "$tmp/hits")
+  echo "best $kind hit: $wall us wall, $cpu us CPU (tilec_compile_file, reading the source included)"
+  awk -v t="$cpu" -v m="$max_us" 'BEGIN { exit !(t < m) }' || fail "a $kind hit took $cpu us of CPU"
 done
 
 echo "== changed inputs miss"
