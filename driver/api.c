@@ -4,9 +4,11 @@
  *
  * A tilec_result owns one Arena; every string it returns (outputs, diagnostic
  * files and messages, rendered text) lives in that arena and dies with
- * tilec_result_free. The library keeps no global mutable state: the only
- * static data is read-only tables and the version string, built once under
- * pthread_once.
+ * tilec_result_free, except that a cache hit's texts point into the cache
+ * entry, which the result holds a reference on (lib/cache.c). Apart from
+ * the cache's in-memory table the library keeps no global mutable state:
+ * the only static data is read-only tables and the version string, built
+ * once under pthread_once.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tilec.h"
@@ -21,6 +23,8 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "lib/cache.h"
+#include "lib/version.h"
 #include "report.h"
 #include "target/target.h"
 
@@ -35,6 +39,8 @@ struct tilec_result {
     tilec_diag *diags;
     size_t ndiags;
     const char *diag_text;
+    tilec_cache_mode from_cache;   /* TILEC_CACHE_OFF: compiled by this call */
+    void *cache_ref;               /* a hit's entry, which the texts point into */
 };
 
 /* One compilation: the result being filled plus the scratch buffers. */
@@ -392,6 +398,8 @@ static void back_end(Job *j, Module *m)
     memset(&cr, 0, sizeof cr);
     int nerr = cg_compile(m, &co, &cr, d, j->o.time_passes ? &j->timing : NULL);
     if (nerr == 0 && d->nerrors == 0) {
+        tc_stamp_ptx(&cr.ptx);
+        tc_stamp_meta(&cr.meta);
         if (co.want_llvm && cr.llvm_ir.buf)
             set_text(j, TILEC_OUT_LLVM, &cr.llvm_ir);
         if (co.want_ptx && cr.ptx.buf)
@@ -464,6 +472,34 @@ static void run_job(Job *j, const char *src, size_t len)
         back_end(j, m);
 }
 
+/* ---- the compile cache (lib/cache.c) ---- */
+
+/* Fill r from a cache entry for key k; false on a miss. */
+static bool cache_fetch(tilec_result *r, const TcCacheKey *k, const tilec_options *o)
+{
+    TcCacheEntry e;
+    tilec_cache_mode from = tc_cache_fetch(k, o->cache, o->cache_dir, tilec_version(), r->arena, &e, &r->cache_ref);
+    if (from == TILEC_CACHE_OFF)
+        return false;
+    r->status = TILEC_OK;
+    r->from_cache = from;
+    r->arch = e.arch;
+    memcpy(r->text, e.text, sizeof r->text);
+    r->diags = (tilec_diag *)e.diags;
+    r->ndiags = e.ndiags;
+    r->diag_text = e.diag_text ? e.diag_text : "";
+    return true;
+}
+
+static void cache_store(const tilec_result *r, const TcCacheKey *k, const tilec_options *o)
+{
+    TcCacheEntry e = { r->arch, { 0 }, r->diags, r->ndiags, r->diag_text };
+    memcpy(e.text, r->text, sizeof e.text);
+    tc_cache_put(k, o->cache, o->cache_dir, tilec_version(), &e);
+}
+
+tilec_cache_mode tilec_result_cache(const tilec_result *r) { return r ? r->from_cache : TILEC_CACHE_OFF; }
+
 /* Compile `len` bytes of `src` (copied). `r` already holds any earlier diags. */
 static tilec_status compile(tilec_result *r, const char *name, const char *src, size_t len,
                             const tilec_options *opts)
@@ -477,9 +513,17 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     char *text = arena_strndup(r->arena, src, len);
     diag_add_source(&r->diag, j.name, text, len);
     r->status = TILEC_OK;
+    TcCacheKey key;
+    bool cacheable = false;
     if (!check_options(&j) || !check_language(&j))
         r->status = TILEC_ERR_USAGE;
     else {
+        cacheable = tc_cache_usable(&j.o);
+        if (cacheable) {
+            tc_cache_key(&key, j.name, text, len, &j.o, tilec_version());
+            if (cache_fetch(r, &key, &j.o))
+                return r->status;   /* nothing of this call's own to free yet */
+        }
         run_job(&j, text, len);
     }
     if (r->status == TILEC_OK)
@@ -490,6 +534,8 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     sb_free(&j.remarks);
     sb_free(&j.cgreport);
     finish_diags(r);
+    if (cacheable && r->status == TILEC_OK)
+        cache_store(r, &key, &j.o);
     return r->status;
 }
 
@@ -544,8 +590,10 @@ tilec_status tilec_compile_file(const char *path, const tilec_options *opts, til
 
 void tilec_result_free(tilec_result *r)
 {
-    if (r)
-        arena_free(r->arena);
+    if (!r)
+        return;
+    tc_cache_release(r->cache_ref);
+    arena_free(r->arena);
 }
 
 /* ---- accessors ---- */
@@ -584,17 +632,15 @@ const char *tilec_status_string(tilec_status s)
 
 /* The version string is built once (it asks codegen for LLVM's version). */
 static pthread_once_t version_once = PTHREAD_ONCE_INIT;
-static char version_buf[64];
+static char version_buf[128];
 
 static void version_init(void)
 {
-    const char *llvm = cg_llvm_version();
-    if (!llvm || strcmp(llvm, "none") == 0)
-        snprintf(version_buf, sizeof version_buf, "%d.%d.%d (no LLVM)", TILEC_VERSION_MAJOR,
-                 TILEC_VERSION_MINOR, TILEC_VERSION_PATCH);
-    else
-        snprintf(version_buf, sizeof version_buf, "%d.%d.%d (LLVM %s)", TILEC_VERSION_MAJOR,
-                 TILEC_VERSION_MINOR, TILEC_VERSION_PATCH, llvm);
+    const char *llvm = cg_llvm_version(), *git = tc_build_commit();
+    snprintf(version_buf, sizeof version_buf, "%d.%d.%d (%s%s%s%s%s)", TILEC_VERSION_MAJOR,
+             TILEC_VERSION_MINOR, TILEC_VERSION_PATCH, *git ? "git " : "", git, *git ? ", " : "",
+             llvm && strcmp(llvm, "none") != 0 ? "LLVM " : "no LLVM",
+             llvm && strcmp(llvm, "none") != 0 ? llvm : "");
 }
 
 const char *tilec_version(void)
@@ -602,6 +648,8 @@ const char *tilec_version(void)
     pthread_once(&version_once, version_init);
     return version_buf;
 }
+
+const char *tilec_commit(void) { return tc_build_commit(); }
 
 size_t tilec_num_passes(void) { return (size_t)tc_npasses; }
 

@@ -9,8 +9,9 @@
  *  - Strings returned by accessors are owned by the handle they came from and
  *    stay valid until that handle is freed. The caller never frees them.
  *  - Separate handles may be used from separate threads at the same time; one
- *    handle must not be used from two threads at once. The library keeps no
- *    global mutable state of its own, and it changes none of LLVM's: the
+ *    handle must not be used from two threads at once. The library's one
+ *    global mutable state is the compile cache's in-memory table (under a
+ *    mutex; tilec_options.cache), and it changes none of LLVM's: the
  *    NVPTX backend passes it skips (docs/codegen.md, "Compile time of
  *    tensor-core kernels") are skipped through a pass gate on each
  *    compilation's own LLVMContext, so other users of the same shared
@@ -51,6 +52,20 @@ typedef enum tilec_emit {
     TILEC_EMIT_PTX = 4        /* PTX text and kernel metadata (default) */
 } tilec_emit;
 
+/* The compile cache (docs/cache.md): a compilation whose inputs match an
+ * earlier one returns that one's outputs and diagnostics without compiling.
+ * The key hashes the source, its name, the defines, the arch, every option
+ * that changes the output, the TILEC_* environment and the compiler's
+ * version (tilec_version(), with its git commit). Only PTX compilations
+ * without print_after, time_passes or report are cached, and only
+ * successful ones. */
+typedef enum tilec_cache_mode {
+    TILEC_CACHE_OFF = 0,      /* compile every time (the default) */
+    TILEC_CACHE_MEMORY = 1,   /* keep results in this process's memory (shared by its threads) */
+    TILEC_CACHE_DISK = 2      /* memory, and one file per entry under cache_dir, shared by
+                                 processes: written to a temporary file and renamed into place */
+} tilec_cache_mode;
+
 typedef struct tilec_define {
     const char *name;         /* a compile-time param of the kernel */
     const char *value;        /* "64", "true", "1.5", "bf16" */
@@ -82,6 +97,10 @@ typedef struct tilec_options {
                                  "target.smem-per-block=200704". NULL = none.
                                  An unknown name or a value of the wrong type or
                                  out of range is a usage error. */
+    tilec_cache_mode cache;   /* default TILEC_CACHE_OFF */
+    const char *cache_dir;    /* the folder of TILEC_CACHE_DISK, created when missing; NULL =
+                                 tilec_cache_default_dir() ($XDG_CACHE_HOME/tilec, else
+                                 $HOME/.cache/tilec) */
 } tilec_options;
 
 void tilec_options_init(tilec_options *opts);
@@ -132,8 +151,27 @@ const tilec_diag *tilec_result_diag(const tilec_result *r, size_t i);   /* NULL 
 /* `file:line:col: error: msg` + source line + caret, for all diagnostics. */
 const char *tilec_result_diag_text(const tilec_result *r);
 
+/* Where r came from: TILEC_CACHE_OFF (compiled by this call),
+ * TILEC_CACHE_MEMORY or TILEC_CACHE_DISK (a cache hit). */
+tilec_cache_mode tilec_result_cache(const tilec_result *r);
+
+/* Empty this process's memory cache and delete the cache entries (and
+ * leftover temporary files) in the folder `dir` (NULL = the default one);
+ * other files there are left alone. TILEC_OK also when the folder does not
+ * exist; TILEC_ERR_IO when it cannot be read or an entry not removed. */
+tilec_status tilec_cache_clear(const char *dir);
+
+/* The default cache folder, written to buf as snprintf would (buf may be
+ * NULL when size is 0); returns its length, 0 when neither XDG_CACHE_HOME
+ * nor HOME (nor the password database) names a home. */
+size_t tilec_cache_default_dir(char *buf, size_t size);
+
 const char *tilec_status_string(tilec_status s);
-const char *tilec_version(void);     /* "0.1.0 (LLVM 22.1.8)" */
+const char *tilec_version(void);     /* "0.1.0 (git 420ef9f1a2b3, LLVM 22.1.8)"; the
+                                        git part only when built from a git checkout */
+const char *tilec_commit(void);      /* "420ef9f1a2b3" ("-dirty.HASH" appended when built with
+                                        uncommitted changes, HASH from them), or "" when not
+                                        built from git */
 
 /* The passes of the pipeline in order: name and one-line summary. */
 size_t tilec_num_passes(void);

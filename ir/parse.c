@@ -619,14 +619,14 @@ static bool parse_schedule(Parser *p)
 {
     Schedule *s = &p->f->sched;
     next(p);
-    if (!expect(p, '(', "after 'schedule'"))
+    if (!tp_expect(p, '(', "after 'schedule'"))
         return false;
     Tok *k = peek(p);
     for (int i = SCHED_SIMT; i <= SCHED_CHAIN; i++)
         if (tok_is(k, sched_kind_name((SchedKind)i)))
             s->kind = (uint8_t)i;
     if (s->kind == SCHED_NONE) {
-        perr(p, k, "expected a schedule kind (simt, mma, chain), got %s", tok_desc(p, k));
+        tp_err(p, k, "expected a schedule kind (simt, mma, chain), got %s", tp_tok_desc(p, k));
         return false;
     }
     next(p);
@@ -636,16 +636,16 @@ static bool parse_schedule(Parser *p)
         if (tok_is(t, "warps") || tok_is(t, "min_blocks")) {
             bool w = tok_is(t, "warps");
             next(p);
-            if (!expect(p, '=', "after the schedule field") ||
-                !parse_int_range(p, w ? 1 : 0, w ? 32 : 32, w ? "warps" : "min_blocks", &v))
+            if (!tp_expect(p, '=', "after the schedule field") ||
+                !tp_int_range(p, w ? 1 : 0, w ? 32 : 32, w ? "warps" : "min_blocks", &v))
                 return false;
             *(w ? &s->warps : &s->min_blocks) = (uint8_t)v;
         } else if (tok_is(t, "turns")) {
             next(p);
-            if (!expect(p, '=', "after 'turns'"))
+            if (!tp_expect(p, '=', "after 'turns'"))
                 return false;
             if (!tok_is(peek(p), "decoupled")) {
-                perr(p, peek(p), "expected turns = decoupled, got %s", tok_desc(p, peek(p)));
+                tp_err(p, peek(p), "expected turns = decoupled, got %s", tp_tok_desc(p, peek(p)));
                 return false;
             }
             next(p);
@@ -654,12 +654,12 @@ static bool parse_schedule(Parser *p)
             *(tok_is(t, "wide") ? &s->wide : tok_is(t, "copy_interior") ? &s->copy_interior : &s->pv_rows) = true;
             next(p);
         } else {
-            perr(p, t, "unknown schedule field %s (warps, min_blocks, turns, wide, copy_interior, pv_rows)",
-                 tok_desc(p, t));
+            tp_err(p, t, "unknown schedule field %s (warps, min_blocks, turns, wide, copy_interior, pv_rows)",
+                 tp_tok_desc(p, t));
             return false;
         }
     }
-    return expect(p, ')', "to close schedule(...)");
+    return tp_expect(p, ')', "to close schedule(...)");
 }
 
 /* Params are added after the dims so tensor types can name them; a dim named

@@ -544,28 +544,42 @@ static int stage_single(Func *f, Op *load)
 
 /* ---- stage choice ---- */
 
-typedef struct Other { const Loop *L; int64_t bytes; } Other;
-
-static bool other_visit(Func *f, Op *op, void *ctx)
+static bool holds_op(const Block *b, const Op *target)
 {
-    Other *o = ctx;
-    if (op->code == OP_SMEM_ALLOC || (op->parent != o->L->body && wanted(f, op)))
-        o->bytes += tile_bytes(ir_type(f, op->res[0]));
-    return true;
+    for (int i = 0; i < b->nops; i++) {
+        const Op *op = b->ops[i];
+        if (op == target)
+            return true;
+        for (int r = 0; r < op->nregions; r++)
+            if (holds_op(&op->regions[r], target))
+                return true;
+    }
+    return false;
 }
 
-/* Bytes of the kernel's other shared buffers, made or to be made (one slot
- * each, all counted live at once: an upper bound before smem_alloc's reuse). */
-static int64_t other_bytes(const Loop *L)
+/* Bytes of the loads to be staged that are live while L runs: those not
+ * in L itself and not in another loop (a sibling loop's rings are dead by
+ * then, and smem_alloc reuses them), one slot each. */
+static int64_t other_bytes(const Loop *L, const Block *b)
 {
-    Other o = { L, 0 };
-    ir_walk(L->f, &L->f->body, other_visit, &o);
-    return o.bytes;
+    int64_t bytes = 0;
+    for (int i = 0; i < b->nops; i++) {
+        Op *op = b->ops[i];
+        if (op == L->op)
+            continue;
+        if (op->code == OP_FOR && !holds_op(&op->regions[0], L->op))
+            continue;
+        if (wanted(L->f, op))
+            bytes += tile_bytes(ir_type(L->f, op->res[0]));
+        for (int r = 0; r < op->nregions; r++)
+            bytes += other_bytes(L, &op->regions[r]);
+    }
+    return bytes;
 }
 
 /* The stages of a loop's rings. A pipeline(S) hint is taken unless S stages
  * and the kernel's other buffers cannot fit the block's shared memory: then
- * the most stages that do (at least 1), so that a kernel written for a
+ * the most stages that do, when one does, so that a kernel written for a
  * larger device still compiles (attention's 128 x 128 tiles at D = 128 on
  * sm_86: Q and one stage of K and V, 96 KB of 99). Without a hint, up to 4
  * stages that fit. */
@@ -573,9 +587,11 @@ static int choose_stages(PassCtx *ctx, const Loop *L, int64_t stage_bytes, StrBu
 {
     if (L->op->iattr[0] > 0) {
         int hint = (int)L->op->iattr[0], s = hint;
-        int64_t budget = pass_smem_limit(ctx->target, ctx->smem_per_block), other = other_bytes(L);
+        int64_t budget = pass_smem_limit(ctx->target, ctx->smem_per_block), other = other_bytes(L, &L->f->body);
         while (s > 1 && other + s * stage_bytes > budget)
             s--;
+        if (other + s * stage_bytes > budget)   /* not even one stage fits: smem_alloc says so, for the hint */
+            s = hint;
         if (s == hint)
             sb_printf(why, "pipeline(%d) hint", hint);
         else

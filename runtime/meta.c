@@ -451,6 +451,7 @@ tilert_status tilert_meta_parse(tilert_module *m, const char *text)
                          : ps.k ? kernel_record(&ps)
                          : tok_is(&ps.tok[0], "kernel") ? start_kernel(&ps)
                          : tok_is(&ps.tok[0], "tilec-meta") ? header(&ps)  /* concatenated files */
+                         : tok_is(&ps.tok[0], "compiler") ? TILERT_OK      /* who wrote it: informative */
                          : bad(&ps, "expected 'kernel NAME', found '%.*s'", (int)ps.tok[0].n,
                                ps.tok[0].s);
         if (st)

@@ -6,7 +6,8 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(build-essential cmake pkg-config re2c check libdlpack-dev
-      llvm-22-dev llvm-22-tools libzstd-dev zlib1g-dev clang libclang-rt-14-dev python3)
+      llvm-22-dev llvm-22-tools libzstd-dev zlib1g-dev clang libclang-rt-14-dev python3
+      python3-pip python3-venv python3-setuptools python3-wheel binutils)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

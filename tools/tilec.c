@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
+#include <sys/stat.h>
 
 #include "tilec.h"
 
@@ -31,6 +32,9 @@ typedef struct Cli {
     const char **pa; size_t npa;
     char *popt;               /* --pass-option entries, comma-joined (heap) */
     int help, version;
+    int clear_cache;          /* --clear-cache */
+    int emit_meta;            /* --emit=meta: the metadata is the output */
+    const char *report_file;  /* --report=FILE */
 } Cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -52,9 +56,11 @@ static void print_help(void)
            "  -family-portable        sm_100 gives family-portable sm_100f, sm_90 plain sm_90\n"
            "  -o FILE                 write the output to FILE (default: stdout); with\n"
            "                          --emit=ptx the kernel metadata goes beside it as FILE.meta\n"
+           "                          when FILE is a regular file (-o /dev/null writes none)\n"
            "  -DNAME=VALUE, -D NAME=VALUE\n"
            "                          set a compile-time parameter of the kernel\n"
-           "  --emit=KIND             tokens, ast, tir, llvm or ptx (default ptx)\n"
+           "  --emit=KIND             tokens, ast, tir, llvm, ptx (default) or meta (the\n"
+           "                          kernel metadata alone)\n"
            "  -O0 -O1 -O2 -O3         optimisation level (default -O3)\n"
            "  -x LANG                 input language: tile or tir (default: by extension)\n"
            "  --passes=LIST           run only these passes (comma-separated, table order);\n"
@@ -67,7 +73,13 @@ static void print_help(void)
            "  --print-locs            Tile IR text carries loc(line:col)\n"
            "  --no-verify             do not run the IR verifier between passes\n"
            "  --time-passes           print a per-stage timing table to stderr\n"
-           "  --report                print what the compiler decided, and why\n"
+           "  --report                print what the compiler decided, and why (stdout)\n"
+           "  --report=FILE           write that report to FILE instead (e.g. /dev/stderr)\n"
+           "  --cache                 reuse an earlier identical compilation from the cache\n"
+           "                          folder, and store this one there (docs/cache.md)\n"
+           "  --cache-dir=DIR         the cache folder (implies --cache; default\n"
+           "                          $XDG_CACHE_HOME/tilec, else ~/.cache/tilec)\n"
+           "  --clear-cache           delete the cache folder's entries (then compile FILE, if given)\n"
            "  --help                  show this help\n"
            "  --version               show the version\n\n"
            "passes (in pipeline order):\n");
@@ -105,12 +117,17 @@ static void add_print_after(Cli *c, const char *name)
 static int set_emit(Cli *c, const char *k)
 {
     static const char *const names[] = { "tokens", "ast", "tir", "llvm", "ptx" };
+    c->emit_meta = strcmp(k, "meta") == 0;
+    if (c->emit_meta) {
+        c->o.emit = TILEC_EMIT_PTX;
+        return 0;
+    }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(k, names[i]) == 0) {
             c->o.emit = (tilec_emit)i;
             return 0;
         }
-    return usage_error("unknown --emit kind '%s' (valid: tokens, ast, tir, llvm, ptx)", k);
+    return usage_error("unknown --emit kind '%s' (valid: tokens, ast, tir, llvm, ptx, meta)", k);
 }
 
 /* The argument of an option spelt `-opt=V` or `-opt V`; NULL if missing. */
@@ -177,6 +194,18 @@ static int parse_valued(Cli *c, int argc, char **argv, int *i)
             return usage_error("option '%s' needs NAME=VALUE", a);
         return add_pass_option(c, v);
     }
+    if (strncmp(a, "--report=", 9) == 0) {
+        if (!a[9])
+            return usage_error("option '%s' needs a file name", a);
+        c->o.report = 1;
+        c->report_file = a + 9;
+        return 0;
+    }
+    if (strncmp(a, "--cache-dir=", 12) == 0) {
+        c->o.cache = TILEC_CACHE_DISK;
+        c->o.cache_dir = a + 12;
+        return 0;
+    }
     if (strncmp(a, "--passes=", 9) == 0) {
         c->o.passes = a + 9;
         return 0;
@@ -207,6 +236,10 @@ static int parse_flag(Cli *c, const char *a)
         c->o.print_locs = 1;
     else if (strcmp(a, "--report") == 0)
         c->o.report = 1;
+    else if (strcmp(a, "--cache") == 0)
+        c->o.cache = TILEC_CACHE_DISK;
+    else if (strcmp(a, "--clear-cache") == 0)
+        c->clear_cache = 1;
     else if (strcmp(a, "--no-verify") == 0)
         c->o.verify_each = 0;
     else
@@ -278,11 +311,19 @@ static char *meta_path(const char *out)
     return p;
 }
 
+/* Whether `path` is a regular file (the metadata goes beside it only then:
+ * not beside /dev/null or /dev/stdout). */
+static bool is_regular(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static int emit_outputs(const Cli *c, const tilec_result *r)
 {
     static const tilec_output by_emit[] = { TILEC_OUT_TOKENS, TILEC_OUT_AST, TILEC_OUT_TIR,
                                             TILEC_OUT_LLVM, TILEC_OUT_PTX };
-    const char *text = tilec_result_text(r, by_emit[c->o.emit]);
+    const char *text = tilec_result_text(r, c->emit_meta ? TILEC_OUT_META : by_emit[c->o.emit]);
     if (!text)
         return 0;
     if (!c->out || strcmp(c->out, "-") == 0) {
@@ -291,7 +332,7 @@ static int emit_outputs(const Cli *c, const tilec_result *r)
     }
     int rc = write_file(c->out, text);
     const char *meta = tilec_result_text(r, TILEC_OUT_META);
-    if (!rc && meta && c->o.emit == TILEC_EMIT_PTX) {
+    if (!rc && meta && c->o.emit == TILEC_EMIT_PTX && !c->emit_meta && is_regular(c->out)) {
         char *mp = meta_path(c->out);
         rc = write_file(mp, meta);
         free(mp);
@@ -361,10 +402,23 @@ static int run(Cli *c)
     if (timing)
         fputs(timing, stderr);
     int rc = emit_outputs(c, r);
-    if (report)
+    if (report && c->report_file) {
+        int wrc = write_file(c->report_file, report);
+        rc = rc ? rc : wrc;
+    } else if (report)
         fputs(report, stdout);
     tilec_result_free(r);
     return rc ? rc : exit_code(st);
+}
+
+/* --clear-cache: the folder of --cache-dir, or the default one. */
+static int clear_cache(const Cli *c)
+{
+    tilec_status st = tilec_cache_clear(c->o.cache_dir);
+    if (st != TILEC_OK)
+        fprintf(stderr, "tilec: error: cannot clear the cache folder '%s': %s\n",
+                c->o.cache_dir ? c->o.cache_dir : "(default)", strerror(errno));
+    return st != TILEC_OK;
 }
 
 /* The command's heap (not the library's business: a host process keeps its
@@ -412,9 +466,11 @@ int main(int argc, char **argv)
         print_help();
     else if (!rc && c.version)
         printf("tilec %s\n", tilec_version());
-    else if (!rc && !c.file)
+    else if (!rc && c.clear_cache && clear_cache(&c) != 0)
+        rc = EXIT_IO;
+    else if (!rc && !c.file && !c.clear_cache)
         rc = usage_error("%s", "no input file");
-    else if (!rc)
+    else if (!rc && c.file)
         rc = run(&c);
     for (size_t i = 0; i < c.ndefs; i++)
         free((char *)c.defs[i].name);

@@ -7,6 +7,7 @@ built, 1 on a failure. Run: python3 python/tests/test_python.py
 """
 import ctypes
 import os
+import pathlib
 import re
 import sys
 
@@ -203,7 +204,42 @@ def test_compile_errors():
     path = os.path.join(ROOT, "examples", "does_not_exist.tile")
     e = raises(tilec.CompileError, tilec.compile, src, arch="sm_99")
     check("unknown arch raises CompileError", e is not None, repr(e))
-    del path
+    path = os.path.join(ROOT, "examples", "does_not_exist.tile")
+    e = raises(FileNotFoundError, tilec.compile, path, arch="sm_86")
+    check("missing .tile path raises FileNotFoundError", e is not None and e.filename == path, repr(e))
+    e = raises(FileNotFoundError, tilec.compile, pathlib.Path(path), arch="sm_86")
+    check("missing PathLike raises FileNotFoundError", e is not None, repr(e))
+
+
+def test_package():
+    check("__version__ is the library's", tilec.__version__ == tilec._lib.tilec().tilec_version().decode().split()[0],
+          tilec.__version__)
+    check("examples are package data", os.path.isfile(tilec.example_path("attention")), tilec.example_path("attention"))
+    check("tilec.attention reads the package's example", "kernel attention" in tilec._attention.source("bf16"))
+
+
+def test_cache():
+    """The compile cache from Python (docs/cache.md): memory by default, disk
+    in a folder of our own, cleared by clear_cache()."""
+    import tempfile
+    src = "kernel k<B: int = 4>(X: global f32[N]) grid(1) { }\n"
+    with tempfile.TemporaryDirectory() as d:
+        a = tilec.compile(src, arch="sm_86", cache="disk", cache_dir=d, B=8)
+        b = tilec.compile(src, arch="sm_86", cache="disk", cache_dir=d, B=8)
+        check("first compile is compiled", a.cached is None, repr(a.cached))
+        check("second is a memory hit with the same PTX", b.cached == "memory" and b.ptx == a.ptx, repr(b.cached))
+        entries = [f for f in os.listdir(d) if f.endswith(".tce")]
+        check("one entry on disk", len(entries) == 1, repr(os.listdir(d)))
+        tilec.clear_cache(d)
+        check("clear_cache empties the folder", not [f for f in os.listdir(d) if f.endswith(".tce")],
+              repr(os.listdir(d)))
+        c = tilec.compile(src, arch="sm_86", cache="disk", cache_dir=d, B=8)
+        check("after clearing it compiles again", c.cached is None, repr(c.cached))
+        d2 = tilec.compile(src, arch="sm_86", cache="off", B=8)
+        check("cache='off' compiles", d2.cached is None, repr(d2.cached))
+        e = tilec.compile(src, arch="sm_86", cache="memory", B=16)
+        check("another define misses", e.cached is None, repr(e.cached))
+        check("a bad cache mode raises ValueError", raises(ValueError, tilec.compile, src, cache="sometimes") is not None)
 
 
 def test_attention_variants(have_cc):
@@ -293,6 +329,8 @@ def main():
     test_defines()
     if have_cc:
         test_compile_errors()
+        test_package()
+        test_cache()
     test_attention_variants(have_cc)
     print("%d failure(s)" % len(failures) if failures else "all passed")
     return 1 if failures else 0

@@ -8,14 +8,18 @@ ctypes over libtilec (the compiler) and libtilert (the runtime); no build step.
 See docs/python.md.
 """
 import ctypes
+import errno
 import numbers
 import os
 import struct
 import sys
 
 from . import _lib
+from ._lib import set_library_dir
+from ._version import __version__
 
-__all__ = ["compile", "load", "load_files", "device_arch", "synchronize",
+__all__ = ["compile", "load", "load_files", "device_arch", "synchronize", "example_path",
+           "set_library_dir", "__version__", "set_cache", "clear_cache", "default_cache_dir",
            "Module", "Kernel", "Param", "CompileError", "LaunchError", "TilecError"]
 
 
@@ -315,6 +319,7 @@ class Module:
 
     def __init__(self, ptx, meta, arch=None, report=None):
         self.ptx, self.meta, self.arch, self.report = ptx, meta, arch, report
+        self.cached = None   # compile(): "memory" / "disk" when it came from the cache
         rt = _lib.tilert()
         h = ctypes.c_void_p()
         st = rt.tilert_module_from_meta(meta.encode(), ctypes.byref(h))
@@ -425,6 +430,70 @@ def _default_arch():
     return device_arch(dev) or "sm_86"
 
 
+# ---- the compile cache (docs/cache.md) ------------------------------------
+
+_CACHE_MODES = {False: _lib.TILEC_CACHE_OFF, "off": _lib.TILEC_CACHE_OFF, "memory": _lib.TILEC_CACHE_MEMORY,
+                True: _lib.TILEC_CACHE_DISK, "disk": _lib.TILEC_CACHE_DISK}
+_cache_mode, _cache_dir = "memory", None
+
+
+def _cache_mode_of(mode):
+    try:
+        return _CACHE_MODES[mode]
+    except (KeyError, TypeError):
+        raise ValueError("cache must be 'off', 'memory' or 'disk' (or False / True), not %r" % (mode,)) from None
+
+
+def set_cache(mode="disk", dir=None):
+    """The cache that compile() uses when not told: "off", "memory" (the
+    package's default: this process only) or "disk" (memory, and files in
+    `dir`, default default_cache_dir(), shared by processes)."""
+    global _cache_mode, _cache_dir
+    _cache_mode_of(mode)
+    _cache_mode, _cache_dir = mode, os.fspath(dir) if dir is not None else None
+
+
+def default_cache_dir():
+    """$XDG_CACHE_HOME/tilec, else ~/.cache/tilec (as libtilec resolves it), or None."""
+    lib = _lib.tilec()
+    n = lib.tilec_cache_default_dir(None, 0)
+    if not n:
+        return None
+    buf = ctypes.create_string_buffer(n + 1)
+    lib.tilec_cache_default_dir(buf, n + 1)
+    return os.fsdecode(buf.value)
+
+
+def clear_cache(dir=None):
+    """Empty this process's memory cache and delete the entries in `dir`
+    (default: set_cache's folder, else default_cache_dir())."""
+    d = dir if dir is not None else _cache_dir
+    st = _lib.tilec().tilec_cache_clear(os.fsencode(d) if d is not None else None)
+    if st:
+        raise OSError("cannot clear the tilec cache in %s" % (d or default_cache_dir()))
+
+
+def example_path(name):
+    """The path of an example kernel shipped with the package, e.g.
+    example_path("softmax") -> .../tilec/examples/softmax.tile."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples",
+                        name if name.endswith(".tile") else name + ".tile")
+    if not os.path.isfile(path):
+        raise FileNotFoundError("no example %r in %s" % (name, os.path.dirname(path)))
+    return path
+
+
+def _check_exists(x):
+    """A path that names no file raises FileNotFoundError: an os.PathLike,
+    or a one-line str without '{' that ends in .tile or .tir (source text
+    never does)."""
+    if isinstance(x, os.PathLike) or (isinstance(x, str) and "\n" not in x and "{" not in x
+                                      and x.rstrip().endswith((".tile", ".tir"))):
+        p = os.fspath(x)
+        if not os.path.isfile(p):
+            raise FileNotFoundError(errno.ENOENT, "no such kernel file", p)
+
+
 def _is_path(x):
     if isinstance(x, os.PathLike):
         return True
@@ -452,15 +521,21 @@ def option_list(options):
     return ",".join("%s=%d" % (k, int(v)) for k, v in sorted(options.items()))
 
 
-def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=None, **consts):
+def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=None, cache=None, cache_dir=None,
+            **consts):
     """Compile a .tile file (a path) or source text, with compile-time params
     given as keyword arguments (bools -> true/false, dtypes as "bf16" or a
     torch/numpy dtype). arch defaults to the current GPU's ("sm_90a" on
     Hopper), else "sm_86". pass_options: typed pass options for this
     compilation, {"target.smem-per-block": 232448} or
-    "target.smem-per-block=232448" (`tilec --help` lists them). Returns a
-    Module (callable if it holds one kernel); raises CompileError with the
-    rendered diagnostics."""
+    "target.smem-per-block=232448" (`tilec --help` lists them). cache:
+    "off", "memory" or "disk" (None: set_cache's choice, "memory" unless
+    changed); cache_dir: the folder of the disk cache (None: set_cache's,
+    else default_cache_dir()). Returns a Module (callable if it holds one
+    kernel; .cached says "memory" or "disk" for a cache hit, else None);
+    raises CompileError with the rendered diagnostics, FileNotFoundError
+    for a path (os.PathLike, or a str ending in .tile / .tir) that does not
+    exist."""
     lib = _lib.tilec()
     opts = _lib.TilecOptions()
     lib.tilec_options_init(ctypes.byref(opts))
@@ -472,11 +547,15 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     opts.report = 1 if report else 0
     po = option_list(pass_options)
     opts.pass_options = po.encode() if po else None
+    opts.cache = _cache_mode_of(_cache_mode if cache is None else cache)
+    cdir = cache_dir if cache_dir is not None else _cache_dir
+    opts.cache_dir = os.fsencode(cdir) if cdir is not None else None
     defs = (_lib.TilecDefine * max(len(consts), 1))()
     for i, (name, v) in enumerate(consts.items()):
         defs[i].name, defs[i].value = name.encode(), _define_value(name, v).encode()
     opts.defines, opts.ndefines = defs, len(consts)
     res = ctypes.c_void_p()
+    _check_exists(path_or_source)
     if _is_path(path_or_source):
         st = lib.tilec_compile_file(os.fsencode(path_or_source), ctypes.byref(opts),
                                     ctypes.byref(res))
@@ -495,13 +574,16 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
         meta = lib.tilec_result_text(res, _lib.TILEC_OUT_META)
         rep = lib.tilec_result_text(res, _lib.TILEC_OUT_REPORT)
         got_arch = lib.tilec_result_arch(res)
+        cached = {_lib.TILEC_CACHE_MEMORY: "memory", _lib.TILEC_CACHE_DISK: "disk"}.get(lib.tilec_result_cache(res))
         if not ptx or not meta:
             raise CompileError("tilec produced no PTX/metadata (is libtilec built with LLVM?)",
                                _diagnostics(lib, res), st)
     finally:
         lib.tilec_result_free(res)
-    return Module(ptx.decode(), meta.decode(), (got_arch or b"").decode() or arch,
-                  rep.decode() if rep else None)
+    mod = Module(ptx.decode(), meta.decode(), (got_arch or b"").decode() or arch,
+                 rep.decode() if rep else None)
+    mod.cached = cached
+    return mod
 
 
 from ._attention import attention  # noqa: E402  (FlashAttention forward on torch tensors)

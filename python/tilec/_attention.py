@@ -30,8 +30,9 @@ import sys
 
 from . import compile as _compile, load_files as _load_files, device_arch as _device_arch
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SOURCE = os.path.join(_ROOT, "examples", "attention.tile")
+# The package's copy of examples/attention.tile (package data; in a source
+# checkout tilec/examples links to the repository's examples/).
+_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples", "attention.tile")
 
 # Tile sizes (BM, BN) per head dim: 4 warps x 32 query rows each (the code
 # generator's warp rule for BM = 128). Measured on an H200 (docs/codegen.md,

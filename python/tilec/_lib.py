@@ -1,27 +1,67 @@
 """ctypes bindings of libtilec (include/tilec.h) and libtilert (include/tilert.h).
 
-The libraries are found in $TILEC_LIB_DIR (a list of folders separated by
-os.pathsep) when it is set; otherwise in the build tree next to this package
-(../../build/lib), then by the system loader.
-Each is loaded on first use, so a host with only libtilert (a GPU box that
-launches precompiled PTX) or only libtilec (a CPU box that compiles) works.
+Where the libraries are looked for, first match wins (docs/python.md,
+"Finding the libraries"):
+  1. the folders given to tilec.set_library_dir(), else $TILEC_LIB_DIR
+     (folders separated by os.pathsep); when either is set, nothing else;
+  2. the package's own folder, tilec/lib/ (filled by `pip install` with
+     TILEC_BUNDLE_LIBS set);
+  3. the install prefix's lib/: the prefix recorded by `pip install` with
+     TILEC_PREFIX set (tilec/_install.py), then sys.prefix (a venv or
+     `pip install --prefix` into the same prefix as `cmake --install`);
+  4. the build tree of a source checkout (../../build/lib from here);
+  5. the system loader (LD_LIBRARY_PATH, ld.so.cache).
+Each library is loaded on first use, so a host with only libtilert (a GPU
+box that launches precompiled PTX) or only libtilec (a CPU box that
+compiles) works. `paths` records the file each was loaded from.
 """
 import ctypes
 import os
+import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_explicit = None   # set_library_dir()
+paths = {}         # "libtilec.so" -> the path it was loaded from
+
+
+def set_library_dir(dirs):
+    """Look for the libraries in `dirs` (a folder, or a list of them) only.
+    Takes effect for a library not loaded yet."""
+    global _explicit
+    _explicit = [dirs] if isinstance(dirs, (str, os.PathLike)) else list(dirs)
+
+
+def _install_prefix():
+    try:
+        from . import _install
+        return _install.PREFIX
+    except ImportError:  # not installed by pip: a source checkout
+        return None
+
+
+def search_dirs():
+    """The folders searched, in order (before the system loader)."""
+    if _explicit is not None:
+        return [os.fspath(d) for d in _explicit]
+    env = os.environ.get("TILEC_LIB_DIR")
+    if env:
+        return [d for d in env.split(os.pathsep) if d]
+    dirs = [os.path.join(_HERE, "lib")]
+    for prefix in (_install_prefix(), sys.prefix):
+        if prefix:
+            dirs += [os.path.join(prefix, "lib"), os.path.join(prefix, "lib64")]
+    dirs.append(os.path.normpath(os.path.join(_HERE, "..", "..", "build", "lib")))
+    return dirs
 
 
 def _candidates(name):
-    env = os.environ.get("TILEC_LIB_DIR")
-    if env:
-        for d in env.split(os.pathsep):
-            if d:
-                yield os.path.join(d, name)
-        return
-    root = os.path.normpath(os.path.join(_HERE, "..", ".."))
-    yield os.path.join(root, "build", "lib", name)
-    yield name  # the default loader (LD_LIBRARY_PATH, ld.so.cache)
+    soname = name + ".0"
+    for d in search_dirs():
+        yield os.path.join(d, name)
+        yield os.path.join(d, soname)
+    if _explicit is None and not os.environ.get("TILEC_LIB_DIR"):
+        yield soname  # the default loader (LD_LIBRARY_PATH, ld.so.cache)
+        yield name
 
 
 def _open(name):
@@ -30,16 +70,20 @@ def _open(name):
         if os.sep in path and not os.path.exists(path):
             continue
         try:
-            return ctypes.CDLL(path)
+            lib = ctypes.CDLL(path)
         except OSError as e:
             errors.append(str(e))
-    raise OSError("cannot load %s (set TILEC_LIB_DIR to the folder holding it): %s"
-                  % (name, "; ".join(errors) or "not found"))
+            continue
+        paths[name] = path
+        return lib
+    raise OSError("cannot load %s (searched %s; set TILEC_LIB_DIR or call tilec.set_library_dir): %s"
+                  % (name, ", ".join(search_dirs()) or "nothing", "; ".join(errors) or "not found"))
 
 
 # ---- libtilec -------------------------------------------------------------
 
 TILEC_EMIT_PTX = 4
+TILEC_CACHE_OFF, TILEC_CACHE_MEMORY, TILEC_CACHE_DISK = 0, 1, 2
 TILEC_OUT_PTX, TILEC_OUT_META, TILEC_OUT_REPORT = 4, 5, 8
 
 
@@ -65,6 +109,8 @@ class TilecOptions(ctypes.Structure):
         ("passes", ctypes.c_char_p),
         ("language", ctypes.c_char_p),
         ("pass_options", ctypes.c_char_p),
+        ("cache", ctypes.c_int),
+        ("cache_dir", ctypes.c_char_p),
         # Room for fields a newer libtilec may have: tilec_options_init
         # writes its whole struct; struct_size is then set to the fields above.
         ("_reserved", ctypes.c_char * 512),
@@ -99,6 +145,9 @@ def tilec():
         _proto(lib, "tilec_result_diag_text", cp, [vp])
         _proto(lib, "tilec_status_string", cp, [ctypes.c_int])
         _proto(lib, "tilec_version", cp, [])
+        _proto(lib, "tilec_result_cache", ctypes.c_int, [vp])
+        _proto(lib, "tilec_cache_clear", ctypes.c_int, [cp])
+        _proto(lib, "tilec_cache_default_dir", sz, [cp, sz])
         _tilec = lib
     return _tilec
 

@@ -389,7 +389,13 @@ START_TEST(smem_limit_fits_sm90)
     memset(&ctx, 0, sizeof ctx);
     ctx.diag = &q.d;
     ctx.target = tc_target("sm_86");
-    ck_assert_int_ne(passes_run(q.m, &ctx), 0);   /* 128 KB > 99 KB */
+    StrBuf rem = { 0 };
+    ctx.remarks = &rem;
+    /* 128 KB > 99 KB: the pipeline(4) hint gives way to 3 stages (96 KB) */
+    ck_assert_int_eq(passes_run(q.m, &ctx), 0);
+    ck_assert_int_eq(q.f->smem_bytes, 3 * 2 * 128 * 64 * 2);
+    ck_assert_ptr_nonnull(strstr(rem.buf, "pipeline(4) hint, 3 stages"));
+    sb_free(&rem);
     arena_free(q.a);
     free(src);
 }

@@ -44,6 +44,7 @@ static const char *MM_META =
     "grid N 0 max 1024 / N 7 %  +\n"
     "end\n"
     "tilec-meta 1\n"              /* a concatenated file repeats the header */
+    "compiler tilec 0.1.0 420ef9fc9702\n"   /* newer files say who wrote them; older ones do not */
     "kernel one\n"
     "arch sm_100f\n"
     "threads 1\n"
