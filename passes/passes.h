@@ -68,6 +68,7 @@ int pass_double_buffer(Module *m, PassCtx *ctx);  /* double_buffer.c */
 int pass_swizzle(Module *m, PassCtx *ctx);        /* swizzle.c */
 int pass_smem_alloc(Module *m, PassCtx *ctx);     /* smem_alloc.c */
 int pass_schedule(Module *m, PassCtx *ctx);       /* schedule.c */
+int pass_protocol(Module *m, PassCtx *ctx);       /* protocol.c */
 
 /* The schedule pass's decision for one kernel (into *s, the reasons as one
  * line into why); the code generator asks it for a kernel whose IR carries

@@ -29,6 +29,8 @@ const PassInfo tc_pass_table[] = {
       "give shared buffers offsets (reusing dead ones), set the kernel's shared memory, check the arch limit" },
     { "schedule", pass_schedule,
       "decide warps per block, the register cap, warp-group turns and the copy and product forms" },
+    { "protocol", pass_protocol,
+      "prove the barrier rings and named barriers of warp-specialized kernels for any trip count" },
 };
 const int tc_npasses = (int)TC_COUNTOF(tc_pass_table);
 
