@@ -154,7 +154,7 @@ const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous);
 Layout *cg_layout_dup(Cg *cg, Layout l);
 void cg_find_anchors(Cg *cg, Func *f);
 
-/* ---- lower_simt.c ---- */
+/* ---- lower_simt.c, simt_values.c, simt_control.c, simt_sched.c ---- */
 int cg_lower_block(Cg *cg, Block *blk);
 /* The distinct values of v[0..n) in uniq (at most CG_MAX_REPEATED, and at
  * most n / 4: registers of a broadcast row vector) with idx[r] the index of
@@ -174,7 +174,23 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
 /* After optimisation: pure values of a SIMT kernel move to their first use. */
 void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
 
-/* ---- lower_mem.c ---- */
+/* ---- inside the SIMT lowering (lower_simt.c, simt_values.c, simt_control.c) ---- */
+LLVMValueRef elem(Cg *cg, Op *op, DType dt, DType rdt, LLVMValueRef *a);
+LLVMValueRef *new_regs(Cg *cg, const Layout *L);
+bool remat_ok(Cg *cg, Op *op);
+LLVMValueRef *iota_cmp(Cg *cg, Op *op, const Layout *L);
+LLVMValueRef *guarded_select(Cg *cg, Op *op, const Layout *L);
+void set_regs(Cg *cg, ValId v, const Layout *L, LLVMValueRef *r);
+int lower_elem(Cg *cg, Op *op);
+int lower_const(Cg *cg, Op *op);
+int lower_sreg(Cg *cg, Op *op);
+int lower_splat(Cg *cg, Op *op);
+int lower_iota(Cg *cg, Op *op);
+int lower_expand(Cg *cg, Op *op);
+int lower_broadcast(Cg *cg, Op *op);
+int lower_trans(Cg *cg, Op *op);
+
+/* ---- lower_mem.c, lower_store.c, mem_access.c ---- */
 /* Address of element idx[0..rank-1] (i32 coordinates) of tensor `ta` with
  * element type `ety`: base + sum(idx[d] * stride[d]) in i64, innermost
  * stride 1. Shared by global loads/stores and cp.async copies. */
@@ -184,6 +200,77 @@ int cg_lower_load(Cg *cg, Op *op);
 int cg_lower_store(Cg *cg, Op *op);
 /* Does the kernel never store to tensor t? */
 bool cg_tensor_readonly(Cg *cg, ValId t);
+
+/* ---- inside the memory lowering (lower_mem.c, lower_store.c, mem_access.c,
+ * mem_prefetch.c): a LOAD/STORE window access and the functions they share ---- */
+typedef struct Access {
+    Op *op;
+    const Type *tt;                 /* tensor type */
+    TensorArg *ta;
+    int rank;                       /* tensor rank */
+    int tdim[TILE_MAXRANK];         /* tile dim k -> tensor dim */
+    int ntile;
+    LLVMValueRef off[TENSOR_MAXRANK];
+    unsigned mask;
+    DType dt;
+    LLVMTypeRef mty;                /* in-memory element type */
+    bool readonly;                  /* the kernel never stores to this tensor */
+    bool dead_tail;                 /* lanes past the last dim are never observed (dead_tail) */
+} Access;
+
+typedef void (*ArmFn)(Cg *cg, void *ctx, int arm, LLVMValueRef *out);
+
+typedef struct GroupLoop {
+    int ng;                          /* groups (vectors) in the tile */
+    int vec;
+    LLVMTypeRef wt;                  /* a group: vector of vec memory elements */
+    LLVMValueRef *p, *i, *rows;      /* per group: address of element 0, its last index, row predicate */
+    LLVMBasicBlockRef head;
+    LLVMValueRef e;                  /* iteration: element within the group (the phi) */
+    LLVMValueRef eb;                 /* the same, as the body uses it (opaque copy) */
+    int *j0;                         /* per group: the group whose row it shares (its own index: none) */
+    int64_t *dcol;                   /* and the column distance to that group */
+    LLVMValueRef *pe;                /* per group j0: p[j0] + the element index, this iteration */
+    LLVMValueRef *ie;                /* per group j0: i[j0] + the element index, this iteration */
+} GroupLoop;
+
+int access_init(Cg *cg, Op *op, Access *ac, int ntile);
+bool last_contiguous(const Access *ac);
+int access_vec(const Access *ac, const Layout *L);
+void reg_index(Cg *cg, const Access *ac, const Layout *L, int r, LLVMValueRef *idx);
+LLVMValueRef elem_addr(Cg *cg, const Access *ac, LLVMValueRef *idx);
+LLVMValueRef in_bounds_upto(Cg *cg, const Access *ac, LLVMValueRef *idx, int nd);
+LLVMValueRef in_bounds(Cg *cg, const Access *ac, LLVMValueRef *idx);
+bool last_masked(const Access *ac);
+LLVMValueRef last_ok(Cg *cg, const Access *ac, LLVMValueRef *idx, int k);
+LLVMValueRef whole_vector(LLVMValueRef *x, int n, LLVMTypeRef vt);
+void diamond(Cg *cg, LLVMValueRef c, int n, int group, ArmFn fn, void *ctx, LLVMValueRef *out);
+LLVMValueRef vec_ok(Cg *cg, const Access *ac, int vec);
+bool is_true(LLVMValueRef v);
+LLVMValueRef from_mem(Cg *cg, LLVMValueRef v, DType dt);
+LLVMValueRef to_mem(Cg *cg, LLVMValueRef v, DType dt);
+LLVMValueRef last_full(Cg *cg, const Access *ac);
+LLVMValueRef row_room(Cg *cg, const Access *ac, LLVMValueRef *idx, LLVMValueRef pred);
+size_t exact_head(char *code, size_t size, int bits, int vec, int ik, int ia);
+size_t exact_cons(char *cons, size_t size, int nw, const char *word, const char *rest);
+bool exact_group_ok(const Access *ac, int vec);
+void row_dims(Cg *cg, const Access *ac, const Layout *L, int *pr, int *pc);
+int row_first(const Layout *L, int vec, int j, int pr, int pc);
+LLVMValueRef group_addr(Cg *cg, const Access *ac, const Layout *L, int vec, int j, int j0, int pc,
+                        LLVMValueRef *ps, LLVMValueRef *idx, int64_t *dcol);
+void group_loop_init(Cg *cg, const Access *ac, const Layout *L, int vec, bool store, GroupLoop *g);
+LLVMBasicBlockRef group_loop_open(Cg *cg, GroupLoop *g);
+void group_loop_body(Cg *cg, GroupLoop *g);
+void group_loop_close(Cg *cg, GroupLoop *g, LLVMBasicBlockRef pre, LLVMValueRef *phis, LLVMValueRef *init,
+                      LLVMValueRef *next, int n);
+LLVMValueRef group_elem_ptr(Cg *cg, const Access *ac, GroupLoop *g, int j);
+LLVMValueRef group_elem_ok(Cg *cg, const Access *ac, GroupLoop *g, int j);
+LLVMValueRef group_shift(Cg *cg, const GroupLoop *g, LLVMValueRef w, LLVMValueRef x);
+LLVMValueRef group_pack(Cg *cg, const Access *ac, const GroupLoop *g, LLVMValueRef *v);
+void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec, int tail, bool dead);
+bool dead_tail(Cg *cg, const Op *op);
+bool prefetch_wanted(Cg *cg, const Access *ac, const Type *rt);
+void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems);
 
 /* ---- lower_xfer.c ---- */
 int cg_lower_reduce(Cg *cg, Op *op);
