@@ -27,7 +27,7 @@ static void lower_list(Lower *l, Stmt *const *body, int n)
     int mark = l->nsyms;
     for (int i = 0; i < n && !diag_too_many(l->d); i++)
         lower_stmt(l, body[i]);
-    l->nsyms = mark;
+    fe_scope_truncate(l, mark);
 }
 
 /* ---- declarations ---- */
@@ -322,7 +322,7 @@ static void lower_for(Lower *l, const Stmt *s)
     ivs->ty = i32;
     ivs->val = fe_val(iv, i32);
     lower_list(l, s->body, s->nbody);
-    l->nsyms = mark;
+    fe_scope_truncate(l, mark);
     emit_yield(l, &c, s->loc);
     l->b = outer;
     for (int i = 0; i < c.n; i++)

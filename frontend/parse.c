@@ -180,7 +180,7 @@ static void vec_push(Parser *p, PtrVec *vec, void *x)
 {
     if (vec->n == vec->cap) {
         int cap = vec->cap ? vec->cap * 2 : 4;
-        vec->v = arena_grow(p->a, vec->v, sizeof(void *), (size_t)vec->n, (size_t)cap);
+        vec->v = arena_grow_move(p->a, vec->v, sizeof(void *), (size_t)vec->n, (size_t)cap);
         vec->cap = cap;
     }
     vec->v[vec->n++] = x;

@@ -66,7 +66,12 @@ void *arena_alloc(Arena *a, size_t n)
     Chunk *c = a->head;
     if (!c || c->size - c->used < n) {
         size_t sz = n > ARENA_CHUNK / 2 ? n : ARENA_CHUNK;
-        c = tc_xmalloc(sizeof(Chunk) + sz);
+        /* Chunks start zeroed and a bump allocator never reuses their
+         * bytes, so allocations need no memset of their own (calloc skips
+         * zeroing fresh pages from the kernel). */
+        c = calloc(1, sizeof(Chunk) + sz);
+        if (!c)
+            TC_FATAL("out of memory (%zu bytes)", sz);
         c->size = sz;
         c->used = 0;
         /* A large block gets its own chunk behind the head so the head's
@@ -81,8 +86,29 @@ void *arena_alloc(Arena *a, size_t n)
     }
     void *p = c->data + c->used;
     c->used += n;
-    memset(p, 0, n);
     return p;
+}
+
+/* A block over ARENA_CHUNK / 2 bytes has a chunk of its own (arena_alloc),
+ * so growing it reallocates that chunk in place of a copy that would leave
+ * the old block behind: an array grown by doubling then costs its final size
+ * once, not twice, and large old pages are moved rather than copied. */
+static void *grow_own_chunk(Arena *a, void *old, size_t oldsz, size_t newsz)
+{
+    Chunk **link = &a->head;
+    while (*link && (*link)->data != (unsigned char *)old)
+        link = &(*link)->next;
+    Chunk *c = *link;
+    if (!c)
+        return NULL;
+    size_t sz = (newsz + 15) & ~(size_t)15;
+    Chunk *n = realloc(c, sizeof(Chunk) + sz);
+    if (!n)
+        TC_FATAL("out of memory (%zu bytes)", sz);
+    *link = n;
+    memset(n->data + oldsz, 0, sz - oldsz);
+    n->size = n->used = sz;
+    return n->data;
 }
 
 void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
@@ -91,6 +117,16 @@ void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
     if (old && oldn)
         memcpy(p, old, elem * (oldn < newn ? oldn : newn));
     return p;
+}
+
+void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
+{
+    if (old && newn > oldn && elem * oldn > ARENA_CHUNK / 2) {
+        void *p = grow_own_chunk(a, old, elem * oldn, elem * newn);
+        if (p)
+            return p;
+    }
+    return arena_grow(a, old, elem, oldn, newn);
 }
 
 char *arena_strndup(Arena *a, const char *s, size_t n)

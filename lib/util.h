@@ -32,6 +32,11 @@ char *arena_printf(Arena *a, const char *fmt, ...) TC_PRINTF(2, 3);
 void arena_free(Arena *a);                      /* NULL is a no-op */
 /* Grow an arena array (old contents copied; old block stays in the arena). */
 void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn);
+/* The same, for an array that nobody points into: a large old block is
+ * reallocated (and so freed), not left behind; `oldn` must be the count it
+ * was allocated with. Arrays grown by doubling this way cost their final
+ * size once (the lexer's tokens, the parser's lists). */
+void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn);
 
 /* Fatal out-of-memory / internal error: prints and aborts. Library code
  * reports internal errors through diag_internal() where it can instead. */
