@@ -94,12 +94,20 @@ typedef struct DiagRec {
     char *msg;          /* arena-owned */
 } DiagRec;
 
+/* Bounds on what diagnostics cost, whatever the source (docs/language.md,
+ * "Limits"): a message keeps at most DIAG_MAX_MSG bytes; a source excerpt
+ * at most DIAG_EXCERPT bytes each side of the caret; at most
+ * DIAG_MAX_RECORDS records besides errors (errors stop at max_errors);
+ * rendering stops past DIAG_MAX_TEXT bytes. */
+enum { DIAG_MAX_MSG = 1024, DIAG_EXCERPT = 120, DIAG_MAX_RECORDS = 200, DIAG_MAX_TEXT = 256 * 1024 };
+
 typedef struct Diag {
     Arena *arena;
     DiagRec *recs;
     int n, cap;
     int nerrors;
     int max_errors;     /* stop collecting after this many errors (0 = 50) */
+    int ndropped;       /* warnings, notes and remarks past DIAG_MAX_RECORDS */
     struct { const char *file; const char *text; size_t len; } srcs[8];
     int nsrcs;
 } Diag;

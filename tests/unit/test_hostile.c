@@ -4,6 +4,8 @@
  *    unary chains, blocks, ternaries, calls, a 10,000-long chain of lets)
  *    compiled inside a thread with a 256 KB stack: each one compiles or is
  *    rejected with a located error, and the thread returns;
+ *  - diagnostics bounded: a 4 MB one-line source full of errors gives a
+ *    few kilobytes of text;
  *  - compile time linear in the number of statements: 100,000 lets take at
  *    most 15x the time of 10,000.
  */
@@ -237,6 +239,31 @@ START_TEST(test_ast_print)
 }
 END_TEST
 
+/* ---- diagnostic floods ---- */
+
+/* A 10 MB one-line source full of errors: at most 50 errors are kept, each
+ * excerpt is a window of the line, and the text stays far below 1 MB. */
+START_TEST(test_diag_flood)
+{
+    Buf b = { 0 };
+    put(&b, "kernel k(X: global f32[N]) grid(1) { ");
+    for (int i = 0; i < 100000; i++)
+        put(&b, "let q = $ + undefined_name_that_is_long ; ");
+    put(&b, "}\n");
+    ck_assert_uint_gt(b.n, 4000000);
+    tilec_options o;
+    tilec_options_init(&o);
+    tilec_result *r = NULL;
+    ck_assert_int_eq(tilec_compile_string("flood.tile", b.s, b.n, &o, &r), TILEC_ERR_INPUT);
+    const char *text = tilec_result_diag_text(r);
+    ck_assert_uint_lt(strlen(text), 64 * 1024);
+    ck_assert_uint_le(tilec_result_num_diags(r), 250);
+    ck_assert_ptr_nonnull(strstr(text, "more errors not shown"));
+    tilec_result_free(r);
+    free(b.s);
+}
+END_TEST
+
 /* ---- linear time ---- */
 
 /* CPU seconds of this thread for one compile to PTX (CPU time, so that
@@ -299,6 +326,7 @@ static Suite *hostile_suite(void)
     tcase_add_test(tc, test_grid_sum);
     tcase_add_test(tc, test_let_chain);
     tcase_add_test(tc, test_ast_print);
+    tcase_add_test(tc, test_diag_flood);
     suite_add_tcase(s, tc);
     TCase *tl = tcase_create("linear");
     tcase_set_timeout(tl, 300);
