@@ -158,6 +158,11 @@ typedef struct FeDefine {       /* -DNAME=VALUE or the API's constants */
 Module *fe_lower(Arena *a, const AstModule *ast, const char *source_name,
                  const FeDefine *defs, int ndefs, Diag *d);
 
+/* The shared limits of lib/tc_limits.h on verified IR (limits.c), for .tile
+ * and .tir input alike: params, dims, static extents, tile elements, and a
+ * grid the metadata and the launch can carry. Returns the errors reported. */
+int fe_check_limits(const Module *m, Diag *d);
+
 /* Convenience: lex + parse + lower. */
 Module *fe_compile(Arena *a, const char *file, const char *src, size_t len,
                    const FeDefine *defs, int ndefs, Diag *d);

@@ -17,6 +17,7 @@
  * end in YIELD, Func.grid ends in YIELD of three i32.
  */
 #include "sema.h"
+#include "../lib/tc_limits.h"
 
 #include <string.h>
 
@@ -285,6 +286,10 @@ static int64_t pipeline_depth(Lower *l, const Expr *e)
         return 0;
     if (n < 1) {
         diag_error(l->d, e->loc, "pipeline depth must be a positive constant, got %lld", (long long)n);
+        return 0;
+    }
+    if (n > TC_LIMIT_PIPELINE) {
+        diag_error(l->d, e->loc, "pipeline depth %lld is over the limit of %d", (long long)n, TC_LIMIT_PIPELINE);
         return 0;
     }
     return n;

@@ -517,20 +517,11 @@ static uint64_t op_hash(const Op *op)
     return tc_hash64(op->list, sizeof(int64_t) * (size_t)op->nlist, h);
 }
 
-static bool count_visit(Func *f, Op *op, void *ctx)
+/* Buckets: twice the values (at least the ops with results), a power of 2. */
+static void avail_init(Canon *c, Avail *av)
 {
-    (void)f;
-    (void)op;
-    ++*(int *)ctx;
-    return true;
-}
-
-static void avail_init(Canon *c, Block *b, Avail *av)
-{
-    int nops = 0;
-    ir_walk(c->f, b, count_visit, &nops);
     uint32_t nb = 16;
-    while (nb < (uint32_t)nops * 2)
+    while (nb < (uint32_t)c->f->nvals * 2)
         nb *= 2;
     *av = (Avail){ .mask = nb - 1 };
     av->head = arena_alloc(c->scratch, sizeof(int) * nb);
@@ -676,10 +667,9 @@ static void canon_block(Canon *c, Block *b)
         c->changed = false;
         count_uses(c);
         fold_block(c, b);
-        resolve_all(c);
         Avail av;
-        avail_init(c, b, &av);
-        cse_block(c, b, &av);
+        avail_init(c, &av);
+        cse_block(c, b, &av);   /* also applies fold's replacements */
         resolve_all(c);
         dce_func(c, b);
         if (!c->changed)
