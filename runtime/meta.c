@@ -63,8 +63,10 @@ static bool next_line(Parser *ps, bool *too_many)
     ps->ntok = 0;
     *too_many = false;
     const char *s = ps->p;
+    /* Any whitespace but the newline separates tokens (a token ends at the
+     * first isspace byte, so skipping must stop only at non-space bytes). */
     while (*s && *s != '\n' && *s != '#') {
-        while (*s == ' ' || *s == '\t' || *s == '\r')
+        while (*s != '\n' && isspace((unsigned char)*s))
             s++;
         if (!*s || *s == '\n' || *s == '#')
             break;
