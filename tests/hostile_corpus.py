@@ -37,6 +37,8 @@ ap.add_argument("meta_check")
 ap.add_argument("examples")
 ap.add_argument("--count", type=int, default=520)
 ap.add_argument("--jobs", type=int, default=2)
+ap.add_argument("--timeout", type=float, default=10.0,
+                help="seconds per input (a sanitizer build runs slower: CMake passes more)")
 ap.add_argument("--keep", help="write the corpus to this folder and keep it")
 args = ap.parse_args()
 rng = random.Random(29)
@@ -210,9 +212,9 @@ def run_one(item, folder, idx):
     outp = os.path.join(folder, "out%04d.ptx" % idx)
     cmd = [args.tilec, path, "-o", outp] + defs
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=10)
+        p = subprocess.run(cmd, capture_output=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        return name, "over 10 s"
+        return name, "over %g s" % args.timeout
     err = p.stderr
     if p.returncode < 0:
         return name, "killed by signal %d" % -p.returncode
