@@ -359,7 +359,7 @@ static bool middle_end(Job *j, Module *m)
 {
     Diag *d = &j->r->diag;
     TcClock t0 = tc_clock();
-    if (ir_verify(m, is_tir(j) ? "parse" : "lower", d))
+    if (ir_verify(m, is_tir(j) ? "parse" : "lower", d) || fe_check_limits(m, d))
         return false;
     time_row(j, "verify", t0);
     if (wants_print(j, "lower")) {

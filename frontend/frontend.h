@@ -80,7 +80,17 @@ typedef struct Expr {
     const char *name;       /* E_NAME, E_CALL (callee), E_MEMBER (field), E_KWARG */
     struct Expr *a, *b, *c;
     struct Expr **args; int nargs;
+    int height;             /* nodes on the longest path down (a leaf: 1); at
+                               most FE_MAX_EXPR_HEIGHT, so walks that recurse
+                               over the tree are bounded (parse.c) */
 } Expr;
+
+/* Nesting limits of the parser (docs/language.md, "Limits"): expression
+ * trees at most FE_MAX_EXPR_HEIGHT nodes deep (a flat `1 + 1 + ...` is a
+ * tree as deep as it has terms), parentheses/unary chains and blocks at most
+ * FE_MAX_NESTING deep. Both keep every recursive walk of the front end,
+ * passes and code generator inside a 256 KB thread stack. */
+enum { FE_MAX_EXPR_HEIGHT = 256, FE_MAX_NESTING = 256 };
 
 typedef enum StmtKind {
     S_TILE,     /* tile name [: [placement] dtype[shape]] = init ; */
@@ -147,6 +157,11 @@ typedef struct FeDefine {       /* -DNAME=VALUE or the API's constants */
  * error was reported. */
 Module *fe_lower(Arena *a, const AstModule *ast, const char *source_name,
                  const FeDefine *defs, int ndefs, Diag *d);
+
+/* The shared limits of lib/tc_limits.h on verified IR (limits.c), for .tile
+ * and .tir input alike: params, dims, static extents, tile elements, and a
+ * grid the metadata and the launch can carry. Returns the errors reported. */
+int fe_check_limits(const Module *m, Diag *d);
 
 /* Convenience: lex + parse + lower. */
 Module *fe_compile(Arena *a, const char *file, const char *src, size_t len,

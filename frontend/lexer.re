@@ -55,7 +55,7 @@ static Token *lx_push(Lexer *lx, TokKind k)
 {
     if (lx->out.n == lx->cap) {
         int cap = lx->cap ? lx->cap * 2 : 256;
-        lx->out.toks = arena_grow(lx->a, lx->out.toks, sizeof(Token), (size_t)lx->out.n, (size_t)cap);
+        lx->out.toks = arena_grow_move(lx->a, lx->out.toks, sizeof(Token), (size_t)lx->out.n, (size_t)cap);
         lx->cap = cap;
     }
     Token *t = &lx->out.toks[lx->out.n++];

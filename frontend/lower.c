@@ -17,6 +17,7 @@
  * end in YIELD, Func.grid ends in YIELD of three i32.
  */
 #include "sema.h"
+#include "../lib/tc_limits.h"
 
 #include <string.h>
 
@@ -27,7 +28,7 @@ static void lower_list(Lower *l, Stmt *const *body, int n)
     int mark = l->nsyms;
     for (int i = 0; i < n && !diag_too_many(l->d); i++)
         lower_stmt(l, body[i]);
-    l->nsyms = mark;
+    fe_scope_truncate(l, mark);
 }
 
 /* ---- declarations ---- */
@@ -287,6 +288,10 @@ static int64_t pipeline_depth(Lower *l, const Expr *e)
         diag_error(l->d, e->loc, "pipeline depth must be a positive constant, got %lld", (long long)n);
         return 0;
     }
+    if (n > TC_LIMIT_PIPELINE) {
+        diag_error(l->d, e->loc, "pipeline depth %lld is over the limit of %d", (long long)n, TC_LIMIT_PIPELINE);
+        return 0;
+    }
     return n;
 }
 
@@ -322,7 +327,7 @@ static void lower_for(Lower *l, const Stmt *s)
     ivs->ty = i32;
     ivs->val = fe_val(iv, i32);
     lower_list(l, s->body, s->nbody);
-    l->nsyms = mark;
+    fe_scope_truncate(l, mark);
     emit_yield(l, &c, s->loc);
     l->b = outer;
     for (int i = 0; i < c.n; i++)

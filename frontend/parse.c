@@ -10,13 +10,16 @@
  * `;` or `}` at the statement's nesting depth. A T_ERROR token (already
  * reported by the lexer) triggers the same recovery without a message.
  * Every recovery consumes at least one token, and nesting is capped at
- * PARSE_MAX_DEPTH so deep input cannot overflow the stack.
+ * PARSE_MAX_DEPTH so deep input cannot overflow the stack. Expressions built
+ * by iteration (a flat `1 + 1 + ...`, `x^T^T...`) still make deep trees:
+ * each node's height is checked against FE_MAX_EXPR_HEIGHT as it is built
+ * (grown()), which bounds every later recursive walk of the tree.
  */
 #include "frontend.h"
 
 #include <string.h>
 
-enum { PARSE_MAX_DEPTH = 256 };
+enum { PARSE_MAX_DEPTH = FE_MAX_NESTING };
 
 typedef struct Parser {
     Arena *a;
@@ -177,7 +180,7 @@ static void vec_push(Parser *p, PtrVec *vec, void *x)
 {
     if (vec->n == vec->cap) {
         int cap = vec->cap ? vec->cap * 2 : 4;
-        vec->v = arena_grow(p->a, vec->v, sizeof(void *), (size_t)vec->n, (size_t)cap);
+        vec->v = arena_grow_move(p->a, vec->v, sizeof(void *), (size_t)vec->n, (size_t)cap);
         vec->cap = cap;
     }
     vec->v[vec->n++] = x;
@@ -190,7 +193,31 @@ static Expr *new_expr(Parser *p, ExprKind k, Loc loc)
     Expr *e = arena_alloc(p->a, sizeof *e);
     e->kind = (uint8_t)k;
     e->loc = loc;
+    e->height = 1;
     return e;
+}
+
+static int height_of(const Expr *e) { return e ? e->height : 0; }
+
+/* Set e's height from its children (all parsed); a tree deeper than
+ * FE_MAX_EXPR_HEIGHT is an error at e (the operator that went too deep), its
+ * children dropped so that nothing after the parser walks them. */
+static Expr *grown(Parser *p, Expr *e)
+{
+    int h = height_of(e->a);
+    if (height_of(e->b) > h) h = height_of(e->b);
+    if (height_of(e->c) > h) h = height_of(e->c);
+    for (int i = 0; i < e->nargs; i++)
+        if (height_of(e->args[i]) > h)
+            h = height_of(e->args[i]);
+    e->height = h + 1;
+    if (e->height <= FE_MAX_EXPR_HEIGHT)
+        return e;
+    if (!p->panic)
+        diag_error(p->d, e->loc, "expression nested too deeply (limit %d)", FE_MAX_EXPR_HEIGHT);
+    p->panic = true;
+    Expr *bad = new_expr(p, E_INT, e->loc);
+    return bad;
 }
 
 /* A placeholder for a broken expression, so callers need no NULL checks. */
@@ -249,7 +276,7 @@ static Expr *parse_index_elem(Parser *p)
         diag_error(p->d, peek(p)->loc, "window extents are written `start : +size`: expected '+', found %s",
                    describe(p, peek(p)));
     s->b = parse_expr(p);
-    return s;
+    return grown(p, s);
 }
 
 /* index := '[' index_elem {',' index_elem} ']' */
@@ -268,7 +295,7 @@ static Expr *parse_index(Parser *p, Expr *base)
         accept(p, T_RBRACK);
     e->args = (Expr **)args.v;
     e->nargs = args.n;
-    return e;
+    return grown(p, e);
 }
 
 /* arg := NAME '=' expr | expr */
@@ -280,7 +307,7 @@ static Expr *parse_arg(Parser *p)
         Expr *e = new_expr(p, E_KWARG, t->loc);
         e->name = tok_text(p, t);
         e->a = parse_expr(p);
-        return e;
+        return grown(p, e);
     }
     return parse_expr(p);
 }
@@ -305,7 +332,7 @@ static Expr *parse_call(Parser *p, Expr *callee)
         accept(p, T_RPAREN);
     e->args = (Expr **)args.v;
     e->nargs = args.n;
-    return e;
+    return grown(p, e);
 }
 
 /* postfix := primary { '^T' | index | '(' args ')' | '.' NAME } */
@@ -318,7 +345,7 @@ static Expr *parse_postfix(Parser *p)
             advance(p);
             Expr *x = new_expr(p, E_TRANSPOSE, t->loc);
             x->a = e;
-            e = x;
+            e = grown(p, x);
         } else if (t->kind == T_LBRACK) {
             e = parse_index(p, e);
         } else if (t->kind == T_LPAREN) {
@@ -331,7 +358,7 @@ static Expr *parse_postfix(Parser *p)
                 x->name = tok_text(p, advance(p));
             else
                 error_expected(p, "field name after '.'");
-            e = x;
+            e = grown(p, x);
         } else {
             break;
         }
@@ -353,7 +380,7 @@ static Expr *parse_unary(Parser *p)
     else
         e->a = parse_unary(p);
     p->depth--;
-    return e;
+    return grown(p, e);
 }
 
 /* Binary precedence, 0 = not a binary operator. ORDER: COMMON precedence. */
@@ -385,7 +412,7 @@ static Expr *parse_binary(Parser *p, int min)
         e->op = t->kind;
         e->a = lhs;
         e->b = parse_binary(p, prec + 1);
-        lhs = e;
+        lhs = grown(p, e);
     }
 }
 
@@ -405,7 +432,7 @@ static Expr *parse_expr(Parser *p)
         if (!p->panic)
             expect(p, T_COLON);
         e->c = parse_expr(p);
-        c = e;
+        c = grown(p, e);
     }
     p->depth--;
     return c;

@@ -41,6 +41,8 @@ typedef struct Sym {
     EVal val;              /* current value (SYM_VAR, SYM_TENSOR, SYM_SCALAR, SYM_DIM) */
     ConstBinding *cb;      /* SYM_CONST */
     const char *cls;       /* SYM_CONST: "int" | "bool" | "float" | "dtype" */
+    uint32_t hash;         /* of name (scope.c) */
+    struct Sym *chain;     /* the next older symbol in the same hash bucket */
 } Sym;
 
 typedef struct Lower {
@@ -48,13 +50,16 @@ typedef struct Lower {
     Diag *d;
     Func *f;
     Builder b;
-    Sym **syms; int nsyms, capsyms;   /* scope stack, innermost last */
+    Sym **syms; int nsyms, capsyms;   /* scope stack, innermost last; end a
+                                         scope with fe_scope_truncate */
+    Sym **bucket; int nbucket;        /* name -> newest visible symbol (scope.c) */
     bool in_grid;                     /* lowering the grid: only dims and consts */
     const AstKernel *k;
 } Lower;
 
 /* scope.c */
 void fe_scope_push(Lower *l, Sym *s);
+void fe_scope_truncate(Lower *l, int mark);     /* pop symbols down to mark */
 Sym *fe_scope_lookup(Lower *l, const char *name);
 Sym *fe_declare(Lower *l, const char *name, Loc loc, SymKind kind);
 void fe_suggest(Lower *l, Loc loc, const char *name, bool calls);

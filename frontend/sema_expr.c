@@ -288,6 +288,11 @@ EVal fe_binary(Lower *l, int op, EVal a, EVal b, const Expr *e)
     EVal r;
     if (a.kind == EV_CONST && b.kind == EV_CONST && fe_fold_binary(l, op, a, b, e->loc, &r))
         return r;
+    if ((op == T_SLASH || op == T_PERCENT) && b.kind == EV_CONST && !dtype_is_float((DType)b.ty.dtype) &&
+        b.i == 0) {
+        diag_error(l->d, e->loc, "integer division by zero");
+        return (EVal){ 0 };
+    }
     ValId args[2] = { fe_materialize(l, &a, e->loc), fe_materialize(l, &b, e->loc) };
     OpCode code = arith_op(op);
     Type t = a.ty;
@@ -314,6 +319,10 @@ static EVal lower_unary(Lower *l, const Expr *e)
     if (a.kind == EV_CONST) {
         if (isbool)
             return fe_const_int(!a.i, DT_BOOL);
+        if (!dtype_is_float((DType)a.ty.dtype) && a.i == INT64_MIN) {
+            diag_error(l->d, e->loc, "integer overflow in a constant expression");
+            return (EVal){ 0 };
+        }
         return dtype_is_float((DType)a.ty.dtype) ? fe_const_float(-a.f, (DType)a.ty.dtype)
                                                  : fe_const_int(-a.i, (DType)a.ty.dtype);
     }

@@ -66,7 +66,12 @@ void *arena_alloc(Arena *a, size_t n)
     Chunk *c = a->head;
     if (!c || c->size - c->used < n) {
         size_t sz = n > ARENA_CHUNK / 2 ? n : ARENA_CHUNK;
-        c = tc_xmalloc(sizeof(Chunk) + sz);
+        /* Chunks start zeroed and a bump allocator never reuses their
+         * bytes, so allocations need no memset of their own (calloc skips
+         * zeroing fresh pages from the kernel). */
+        c = calloc(1, sizeof(Chunk) + sz);
+        if (!c)
+            TC_FATAL("out of memory (%zu bytes)", sz);
         c->size = sz;
         c->used = 0;
         /* A large block gets its own chunk behind the head so the head's
@@ -81,8 +86,29 @@ void *arena_alloc(Arena *a, size_t n)
     }
     void *p = c->data + c->used;
     c->used += n;
-    memset(p, 0, n);
     return p;
+}
+
+/* A block over ARENA_CHUNK / 2 bytes has a chunk of its own (arena_alloc),
+ * so growing it reallocates that chunk in place of a copy that would leave
+ * the old block behind: an array grown by doubling then costs its final size
+ * once, not twice, and large old pages are moved rather than copied. */
+static void *grow_own_chunk(Arena *a, void *old, size_t oldsz, size_t newsz)
+{
+    Chunk **link = &a->head;
+    while (*link && (*link)->data != (unsigned char *)old)
+        link = &(*link)->next;
+    Chunk *c = *link;
+    if (!c)
+        return NULL;
+    size_t sz = (newsz + 15) & ~(size_t)15;
+    Chunk *n = realloc(c, sizeof(Chunk) + sz);
+    if (!n)
+        TC_FATAL("out of memory (%zu bytes)", sz);
+    *link = n;
+    memset(n->data + oldsz, 0, sz - oldsz);
+    n->size = n->used = sz;
+    return n->data;
 }
 
 void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
@@ -91,6 +117,16 @@ void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
     if (old && oldn)
         memcpy(p, old, elem * (oldn < newn ? oldn : newn));
     return p;
+}
+
+void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
+{
+    if (old && newn > oldn && elem * oldn > ARENA_CHUNK / 2) {
+        void *p = grow_own_chunk(a, old, elem * oldn, elem * newn);
+        if (p)
+            return p;
+    }
+    return arena_grow(a, old, elem, oldn, newn);
 }
 
 char *arena_strndup(Arena *a, const char *s, size_t n)
@@ -237,9 +273,14 @@ void diag_vreport(Diag *d, Severity sev, Loc loc, const char *fmt, va_list ap)
         d->nerrors++;
         return;
     }
-    /* A note that follows a suppressed error is suppressed too. */
+    /* A note that follows a suppressed error is suppressed too; past
+     * DIAG_MAX_RECORDS records, everything but errors is dropped. */
     if (sev == SEV_NOTE && diag_too_many(d))
         return;
+    if (sev != SEV_ERROR && d->n >= DIAG_MAX_RECORDS) {
+        d->ndropped++;
+        return;
+    }
     if (d->n == d->cap) {
         int cap = d->cap ? d->cap * 2 : 16;
         d->recs = arena_grow(d->arena, d->recs, sizeof *d->recs, (size_t)d->n, (size_t)cap);
@@ -249,8 +290,15 @@ void diag_vreport(Diag *d, Severity sev, Loc loc, const char *fmt, va_list ap)
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap2);
     va_end(ap2);
-    char *msg = arena_alloc(d->arena, (size_t)(n < 0 ? 0 : n) + 1);
-    vsnprintf(msg, (size_t)(n < 0 ? 0 : n) + 1, fmt, ap);
+    /* A message quotes the source (names, tokens): at most DIAG_MAX_MSG
+     * bytes of it are kept, ending in "...". */
+    size_t len = (size_t)(n < 0 ? 0 : n);
+    if (len > DIAG_MAX_MSG)
+        len = DIAG_MAX_MSG;
+    char *msg = arena_alloc(d->arena, len + 1);
+    vsnprintf(msg, len + 1, fmt, ap);
+    if ((size_t)(n < 0 ? 0 : n) > len)
+        memcpy(msg + len - 3, "...", 3);
     d->recs[d->n++] = (DiagRec){ sev, loc, msg };
     if (sev == SEV_ERROR)
         d->nerrors++;
@@ -299,8 +347,10 @@ static const char *sev_name(Severity s)
     return "error";
 }
 
-/* Find the text of line `line` of `file`; returns its start and length. */
-static bool find_line(const Diag *d, const char *file, int line, const char **start, size_t *len)
+/* Find the text of line `line` of `file`; returns its start and length,
+ * the length counted no further than `max` bytes (*more: the line goes on). */
+static bool find_line(const Diag *d, const char *file, int line, size_t max, const char **start, size_t *len,
+                      bool *more)
 {
     for (int i = 0; i < d->nsrcs; i++) {
         if (!file || !d->srcs[i].file || strcmp(file, d->srcs[i].file) != 0)
@@ -312,39 +362,60 @@ static bool find_line(const Diag *d, const char *file, int line, const char **st
         if (p > end || (p == end && line > 1 && p[-1] != '\n'))
             return false;
         const char *e = p;
-        while (e < end && *e != '\n')
+        while (e < end && *e != '\n' && (size_t)(e - p) < max)
             e++;
         *start = p;
         *len = (size_t)(e - p);
+        *more = e < end && *e != '\n';
         return true;
     }
     return false;
 }
 
+/* The source line of r and a caret under its column. A long line shows
+ * only DIAG_EXCERPT bytes on each side of the caret, "..." marking what is
+ * left out; tabs are kept so the caret lines up in a terminal. */
+static void render_excerpt(const Diag *d, const DiagRec *r, StrBuf *out)
+{
+    size_t col = r->loc.col > 0 ? (size_t)r->loc.col : 1;
+    const char *ls;
+    size_t ll;
+    bool more;
+    if (r->loc.line <= 0 || !find_line(d, r->loc.file, r->loc.line, col - 1 + DIAG_EXCERPT, &ls, &ll, &more))
+        return;
+    size_t from = col - 1 > DIAG_EXCERPT ? col - 1 - DIAG_EXCERPT : 0;
+    if (from > ll)
+        from = ll;
+    if (from)
+        sb_puts(out, "...");
+    sb_putn(out, ls + from, ll - from);
+    sb_puts(out, more ? "...\n" : "\n");
+    if (from)
+        sb_puts(out, "   ");
+    for (size_t c = from + 1; c < col && c - 1 < ll; c++)
+        sb_putc(out, ls[c - 1] == '\t' ? '\t' : ' ');
+    sb_puts(out, "^\n");
+}
+
 void diag_render(const Diag *d, StrBuf *out)
 {
-    for (int i = 0; i < d->n; i++) {
+    size_t start = out->len;
+    int i;
+    for (i = 0; i < d->n && out->len - start < DIAG_MAX_TEXT; i++) {
         const DiagRec *r = &d->recs[i];
         if (r->loc.file && r->loc.line > 0)
             sb_printf(out, "%s:%d:%d: ", r->loc.file, r->loc.line, r->loc.col);
         else if (r->loc.file)
             sb_printf(out, "%s: ", r->loc.file);
         sb_printf(out, "%s: %s\n", sev_name(r->sev), r->msg);
-        const char *ls;
-        size_t ll;
-        if (r->loc.line > 0 && find_line(d, r->loc.file, r->loc.line, &ls, &ll)) {
-            sb_putn(out, ls, ll);
-            sb_putc(out, '\n');
-            /* Caret under the column; tabs in the line are kept so the caret
-             * lines up in a terminal. Non-printable bytes print as spaces. */
-            int col = r->loc.col > 0 ? r->loc.col : 1;
-            for (int c = 1; c < col && (size_t)(c - 1) < ll; c++)
-                sb_putc(out, ls[c - 1] == '\t' ? '\t' : ' ');
-            sb_puts(out, "^\n");
-        }
+        render_excerpt(d, r, out);
     }
+    if (i < d->n)
+        sb_printf(out, "note: %d more diagnostics not shown (output limit)\n", d->n - i);
     if (d->nerrors > (d->max_errors ? d->max_errors : 50))
         sb_printf(out, "note: %d more errors not shown\n", d->nerrors - (d->max_errors ? d->max_errors : 50));
+    if (d->ndropped)
+        sb_printf(out, "note: %d more warnings, notes and remarks not shown\n", d->ndropped);
 }
 
 /* ---- misc ---- */

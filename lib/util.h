@@ -32,6 +32,11 @@ char *arena_printf(Arena *a, const char *fmt, ...) TC_PRINTF(2, 3);
 void arena_free(Arena *a);                      /* NULL is a no-op */
 /* Grow an arena array (old contents copied; old block stays in the arena). */
 void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn);
+/* The same, for an array that nobody points into: a large old block is
+ * reallocated (and so freed), not left behind; `oldn` must be the count it
+ * was allocated with. Arrays grown by doubling this way cost their final
+ * size once (the lexer's tokens, the parser's lists). */
+void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn);
 
 /* Fatal out-of-memory / internal error: prints and aborts. Library code
  * reports internal errors through diag_internal() where it can instead. */
@@ -74,12 +79,20 @@ typedef struct DiagRec {
     char *msg;          /* arena-owned */
 } DiagRec;
 
+/* Bounds on what diagnostics cost, whatever the source (docs/language.md,
+ * "Limits"): a message keeps at most DIAG_MAX_MSG bytes; a source excerpt
+ * at most DIAG_EXCERPT bytes each side of the caret; at most
+ * DIAG_MAX_RECORDS records besides errors (errors stop at max_errors);
+ * rendering stops past DIAG_MAX_TEXT bytes. */
+enum { DIAG_MAX_MSG = 1024, DIAG_EXCERPT = 120, DIAG_MAX_RECORDS = 200, DIAG_MAX_TEXT = 256 * 1024 };
+
 typedef struct Diag {
     Arena *arena;
     DiagRec *recs;
     int n, cap;
     int nerrors;
     int max_errors;     /* stop collecting after this many errors (0 = 50) */
+    int ndropped;       /* warnings, notes and remarks past DIAG_MAX_RECORDS */
     struct { const char *file; const char *text; size_t len; } srcs[8];
     int nsrcs;
 } Diag;

@@ -23,10 +23,87 @@
 #include <math.h>
 #include <string.h>
 
+/* Replacements are recorded in a map and applied to each op's operands
+ * when a walk reaches it (uses follow their definitions in walk order) and
+ * by one sweep at the end of each walk, so a fold or a CSE hit costs O(1),
+ * not a walk of the function: the pass is linear in the kernel's size. */
 typedef struct Canon {
     Func *f;
     bool changed;
+    Arena *scratch;
+    ValId *repl; uint32_t nrepl;   /* value -> its replacement (itself if none) */
+    uint32_t *uses; uint32_t nuses; /* use counts: exact or too high; values
+                                       made since they were counted: unknown */
 } Canon;
+
+static ValId resolve(Canon *c, ValId v)
+{
+    ValId r = v;
+    while (r < c->nrepl && c->repl[r] != r)
+        r = c->repl[r];
+    while (v < c->nrepl && c->repl[v] != r) {   /* path compression */
+        ValId next = c->repl[v];
+        c->repl[v] = r;
+        v = next;
+    }
+    return r;
+}
+
+static void resolve_args(Canon *c, Op *op)
+{
+    for (int i = 0; i < op->nargs; i++)
+        op->args[i] = resolve(c, op->args[i]);
+}
+
+static bool resolve_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    resolve_args(ctx, op);
+    return true;
+}
+
+/* Apply every recorded replacement to the whole function. */
+static void resolve_all(Canon *c)
+{
+    ir_walk(c->f, &c->f->body, resolve_visit, c);
+    ir_walk(c->f, &c->f->grid, resolve_visit, c);
+}
+
+/* Every use of `from` becomes a use of `to`. */
+static void canon_replace(Canon *c, ValId from, ValId to)
+{
+    uint32_t n = (uint32_t)c->f->nvals;
+    if (c->nrepl < n) {
+        uint32_t cap = n * 2;
+        c->repl = arena_grow(c->scratch, c->repl, sizeof(ValId), c->nrepl, cap);
+        for (uint32_t v = c->nrepl; v < cap; v++)
+            c->repl[v] = v;
+        c->nrepl = cap;
+    }
+    to = resolve(c, to);
+    if (to == from)
+        return;
+    c->repl[from] = to;
+    if (from < c->nuses) {
+        if (to < c->nuses)
+            c->uses[to] += c->uses[from];
+        c->uses[from] = 0;
+    }
+}
+
+/* Use count of v; UINT32_MAX (unknown) for a value made after the count. */
+static uint32_t use_count(const Canon *c, ValId v)
+{
+    return v < c->nuses ? c->uses[v] : UINT32_MAX;
+}
+
+static void count_uses(Canon *c)
+{
+    UseInfo u;
+    ir_count_uses(c->f, &u, c->scratch);
+    c->uses = u.count;
+    c->nuses = (uint32_t)c->f->nvals;
+}
 
 /* A constant operand: the value of a CONST (scalar or tile splat) or of a
  * SPLAT of a scalar CONST. */
@@ -208,7 +285,7 @@ static bool fold_cast(DType from, DType to, CVal c, CVal *r)
 /* Replace op's single result by `v` (the op dies in DCE). */
 static void replace_res(Canon *c, Op *op, ValId v)
 {
-    ir_replace_all_uses(c->f, op->res[0], v);
+    canon_replace(c, op->res[0], v);
     c->changed = true;
 }
 
@@ -305,13 +382,13 @@ static bool fold_splat(Canon *c, Op *op)
 }
 
 /* add(x, dot(a, b, 0)) with a single-use dot -> dot(a, b, x). */
-static bool fold_dot_acc(Canon *c, Op *op, const uint32_t *uses)
+static bool fold_dot_acc(Canon *c, Op *op)
 {
     Func *f = c->f;
     for (int side = 0; side < 2; side++) {
         Op *d = ir_val(f, op->args[side])->def;
         ValId x = op->args[1 - side];
-        if (!d || d->code != OP_DOT || uses[d->res[0]] != 1 || !is_const_val(f, d->args[2], 0))
+        if (!d || d->code != OP_DOT || use_count(c, d->res[0]) != 1 || !is_const_val(f, d->args[2], 0))
             continue;
         /* Placement (reg/shared) may differ: only shape and dtype matter. */
         const Type *tx = ir_type(f, x), *td = ir_type(f, d->res[0]);
@@ -339,7 +416,7 @@ static void inline_region(Canon *c, Op *op, Block *r)
     for (int i = 0; i + 1 < r->nops; i++)
         ir_block_insert(c->f, parent, pos++, r->ops[i]);
     for (int i = 0; y && i < op->nres && i < y->nargs; i++)
-        ir_replace_all_uses(c->f, op->res[i], y->args[i]);
+        canon_replace(c, op->res[i], resolve(c, y->args[i]));
     ir_block_remove(parent, ir_block_index_of(parent, op));
     c->changed = true;
 }
@@ -367,12 +444,12 @@ static bool fold_for(Canon *c, Op *op)
             return false;
         Block *body = &op->regions[0];
         for (int i = 0; i < body->nargs; i++)
-            ir_replace_all_uses(c->f, body->args[i], op->args[i == 0 ? 0 : 2 + i]);
+            canon_replace(c, body->args[i], op->args[i == 0 ? 0 : 2 + i]);
         inline_region(c, op, body);
         return true;
     }
     for (int i = 0; i < op->nres; i++)
-        ir_replace_all_uses(c->f, op->res[i], op->args[3 + i]);
+        canon_replace(c, op->res[i], op->args[3 + i]);
     ir_block_remove(op->parent, ir_block_index_of(op->parent, op));
     c->changed = true;
     return true;
@@ -380,7 +457,7 @@ static bool fold_for(Canon *c, Op *op)
 
 /* ---- the folding walk ---- */
 
-static bool fold_op(Canon *c, Op *op, const uint32_t *uses)
+static bool fold_op(Canon *c, Op *op)
 {
     const OpInfo *in = &op_info[op->code];
     CVal r;
@@ -388,7 +465,7 @@ static bool fold_op(Canon *c, Op *op, const uint32_t *uses)
         return fold_if(c, op);
     if (op->code == OP_FOR)
         return fold_for(c, op);
-    if (op->nres != 1 || uses[op->res[0]] == 0)
+    if (op->nres != 1 || use_count(c, op->res[0]) == 0)
         return false;   /* DCE removes dead ops */
     if (op->code == OP_SPLAT)
         return fold_splat(c, op);
@@ -398,37 +475,58 @@ static bool fold_op(Canon *c, Op *op, const uint32_t *uses)
         replace_with_const(c, op, r);
         return true;
     }
-    if (op->code == OP_ADD && fold_dot_acc(c, op, uses))
+    if (op->code == OP_ADD && fold_dot_acc(c, op))
         return true;
     return fold_identity(c, op);
 }
 
-/* One folding sweep over b and its regions. Use counts are recounted after
- * a change since folds move uses around; after a change the sweep resumes
- * at the changed position (inlined or inserted ops land there). */
-static void fold_block(Canon *c, Block *b, UseInfo *u, Arena *scratch)
+/* One folding sweep over b and its regions; after a change the sweep
+ * resumes at the changed position (inlined or inserted ops land there). */
+static void fold_block(Canon *c, Block *b)
 {
     for (int i = 0; i < b->nops; i++) {
         Op *op = b->ops[i];
-        if (!u->count) {
-            ir_count_uses(c->f, u, scratch);
-        }
-        if (fold_op(c, op, u->count)) {
-            u->count = NULL;
+        resolve_args(c, op);
+        if (fold_op(c, op)) {
             i--;
             continue;
         }
         for (int r = 0; r < op->nregions; r++)
-            fold_block(c, &op->regions[r], u, scratch);
+            fold_block(c, &op->regions[r]);
     }
 }
 
 /* ---- CSE ---- */
 
+/* The available ops: a hash table of chains through `e` (newest first);
+ * a scope ends by unlinking its entries newest first. */
+typedef struct CseEnt { Op *op; uint64_t h; int next; } CseEnt;
 typedef struct Avail {
-    Op **ops;
+    CseEnt *e;
     int n, cap;
+    int *head;          /* per bucket: newest entry, -1 if none */
+    uint32_t mask;
 } Avail;
+
+static uint64_t op_hash(const Op *op)
+{
+    uint64_t h = tc_hash64(&op->code, sizeof op->code, op->nargs);
+    h = tc_hash64(op->args, sizeof(ValId) * op->nargs, h);
+    h = tc_hash64(op->iattr, sizeof op->iattr, h);
+    h = tc_hash64(&op->fattr, sizeof op->fattr, h);
+    return tc_hash64(op->list, sizeof(int64_t) * (size_t)op->nlist, h);
+}
+
+/* Buckets: twice the values (at least the ops with results), a power of 2. */
+static void avail_init(Canon *c, Avail *av)
+{
+    uint32_t nb = 16;
+    while (nb < (uint32_t)c->f->nvals * 2)
+        nb *= 2;
+    *av = (Avail){ .mask = nb - 1 };
+    av->head = arena_alloc(c->scratch, sizeof(int) * nb);
+    memset(av->head, 0xff, sizeof(int) * nb);
+}
 
 static bool same_op(const Func *f, const Op *a, const Op *b)
 {
@@ -452,29 +550,39 @@ static bool cse_candidate(const Op *op)
 }
 
 /* Ops in `av` dominate everything after them in this block and its regions. */
-static void cse_block(Canon *c, Block *b, Avail *av, Arena *a)
+static void cse_op(Canon *c, Op *op, Avail *av)
+{
+    uint64_t h = op_hash(op);
+    int *bucket = &av->head[h & av->mask];
+    for (int e = *bucket; e >= 0; e = av->e[e].next) {
+        if (av->e[e].h != h || !same_op(c->f, av->e[e].op, op))
+            continue;
+        for (int r = 0; r < op->nres; r++)
+            canon_replace(c, op->res[r], av->e[e].op->res[r]);
+        c->changed = true;
+        return;
+    }
+    if (av->n == av->cap)
+        av->e = arena_grow(c->scratch, av->e, sizeof(CseEnt), (size_t)av->n, (size_t)(av->cap = av->cap * 2 + 16));
+    av->e[av->n] = (CseEnt){ op, h, *bucket };
+    *bucket = av->n++;
+}
+
+static void cse_block(Canon *c, Block *b, Avail *av)
 {
     int mark = av->n;
     for (int i = 0; i < b->nops; i++) {
         Op *op = b->ops[i];
-        bool replaced = false;
-        for (int k = 0; cse_candidate(op) && k < av->n && !replaced; k++) {
-            if (!same_op(c->f, av->ops[k], op))
-                continue;
-            for (int r = 0; r < op->nres; r++)
-                ir_replace_all_uses(c->f, op->res[r], av->ops[k]->res[r]);
-            c->changed = replaced = true;
-        }
-        if (cse_candidate(op) && !replaced) {
-            if (av->n == av->cap) {
-                av->ops = arena_grow(a, av->ops, sizeof(Op *), (size_t)av->n, (size_t)(av->cap = av->cap * 2 + 16));
-            }
-            av->ops[av->n++] = op;
-        }
+        resolve_args(c, op);
+        if (cse_candidate(op))
+            cse_op(c, op, av);
         for (int r = 0; r < op->nregions; r++)
-            cse_block(c, &op->regions[r], av, a);
+            cse_block(c, &op->regions[r], av);
     }
-    av->n = mark;
+    while (av->n > mark) {
+        CseEnt *e = &av->e[--av->n];
+        av->head[e->h & av->mask] = e->next;
+    }
 }
 
 /* ---- DCE ---- */
@@ -514,7 +622,8 @@ static bool all_unused(const Op *op, const uint32_t *uses)
     return true;
 }
 
-/* Remove dead ops, last first so that a chain dies in one sweep. */
+/* Remove dead ops, last first so that a chain dies in one sweep; the
+ * block is compacted once at the end. */
 static bool dce_block(Canon *c, Block *b, uint32_t *uses)
 {
     bool any = false;
@@ -523,23 +632,28 @@ static bool dce_block(Canon *c, Block *b, uint32_t *uses)
         if (removable(op) && all_unused(op, uses)) {
             for (int k = 0; k < op->nargs; k++)
                 uses[op->args[k]]--;
-            ir_block_remove(b, i);
+            b->ops[i] = NULL;
             any = true;
             continue;
         }
         for (int r = 0; r < op->nregions; r++)
             any |= dce_block(c, &op->regions[r], uses);
     }
+    int n = 0;
+    for (int i = 0; i < b->nops; i++)
+        if (b->ops[i])
+            b->ops[n++] = b->ops[i];
+    b->nops = n;
     return any;
 }
 
-static void dce_func(Canon *c, Block *b, Arena *scratch)
+static void dce_func(Canon *c, Block *b)
 {
     UseInfo u;
-    ir_count_uses(c->f, &u, scratch);
+    ir_count_uses(c->f, &u, c->scratch);
     while (dce_block(c, b, u.count)) {
         c->changed = true;
-        ir_count_uses(c->f, &u, scratch);   /* region ops' uses died with them */
+        ir_count_uses(c->f, &u, c->scratch);   /* region ops' uses died with them */
     }
 }
 
@@ -547,15 +661,17 @@ static void dce_func(Canon *c, Block *b, Arena *scratch)
 
 enum { MAX_ROUNDS = 32 };
 
-static void canon_block(Canon *c, Block *b, Arena *scratch)
+static void canon_block(Canon *c, Block *b)
 {
     for (int round = 0; round < MAX_ROUNDS; round++) {
         c->changed = false;
-        UseInfo u = { NULL };
-        fold_block(c, b, &u, scratch);
-        Avail av = { 0 };
-        cse_block(c, b, &av, scratch);
-        dce_func(c, b, scratch);
+        count_uses(c);
+        fold_block(c, b);
+        Avail av;
+        avail_init(c, &av);
+        cse_block(c, b, &av);   /* also applies fold's replacements */
+        resolve_all(c);
+        dce_func(c, b);
         if (!c->changed)
             break;
     }
@@ -566,9 +682,9 @@ int pass_canonicalize(Module *m, PassCtx *ctx)
     (void)ctx;
     Arena *scratch = arena_new();
     for (int i = 0; i < m->nfuncs; i++) {
-        Canon c = { m->funcs[i], false };
-        canon_block(&c, &m->funcs[i]->grid, scratch);
-        canon_block(&c, &m->funcs[i]->body, scratch);
+        Canon c = { .f = m->funcs[i], .scratch = scratch };
+        canon_block(&c, &m->funcs[i]->grid);
+        canon_block(&c, &m->funcs[i]->body);
     }
     arena_free(scratch);
     return 0;

@@ -173,6 +173,9 @@ static tilert_status check_layout(Check *c, int i, const DLTensor *t)
     uint64_t addr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
     if (!empty && t->data == NULL)
         return argerr(c, "param %s: data pointer is NULL", p->name);
+    if (!empty && addr < (uint64_t)(uintptr_t)t->data)
+        return argerr(c, "param %s: data + byte_offset (%p + %llu) wraps around the address space", p->name,
+                      t->data, (unsigned long long)t->byte_offset);
     if (!empty && addr % (uint64_t)p->align)
         return argerr(c, "param %s: data address 0x%llx (data + byte_offset %llu) is not "
                       "aligned to %d bytes as the kernel assumes", p->name,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include "rt.h"
 #include "../ir/divisor.h"
+#include "../lib/tc_limits.h"
 
 #define STACK 64
 
@@ -83,7 +84,7 @@ bool tilert_rpn_eval(const RpnTok *prog, size_t n, const int64_t *dims, int64_t 
 TILERT_API tilert_status tilert_kernel_grid(const tilert_kernel *k, const int64_t *dims,
                                             size_t ndims, unsigned grid[3])
 {
-    static const int64_t limit[3] = {INT32_MAX, 65535, 65535};
+    static const int64_t limit[3] = {TC_LIMIT_GRID_X, TC_LIMIT_GRID_YZ, TC_LIMIT_GRID_YZ};
     if (!k || !grid || (ndims && !dims))
         return tilert_fail(TILERT_ERR_USAGE, "tilert_kernel_grid: NULL argument");
     if (ndims != k->ndims)

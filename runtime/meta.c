@@ -13,8 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rt.h"
+#include "../lib/tc_limits.h"
 
-#define MAX_TOKS 256
+#define MAX_TOKS TC_LIMIT_META_TOKENS
+
+_Static_assert(TILERT_MAX_PARAMS == TC_LIMIT_PARAMS && TILERT_MAX_DIMS == TC_LIMIT_DIMS &&
+                   TILERT_MAX_RANK == TC_LIMIT_RANK,
+               "include/tilert.h and lib/tc_limits.h disagree");
 
 typedef struct Tok { const char *s; size_t n; } Tok;
 
@@ -58,8 +63,10 @@ static bool next_line(Parser *ps, bool *too_many)
     ps->ntok = 0;
     *too_many = false;
     const char *s = ps->p;
+    /* Any whitespace but the newline separates tokens (a token ends at the
+     * first isspace byte, so skipping must stop only at non-space bytes). */
     while (*s && *s != '\n' && *s != '#') {
-        while (*s == ' ' || *s == '\t' || *s == '\r')
+        while (*s != '\n' && isspace((unsigned char)*s))
             s++;
         if (!*s || *s == '\n' || *s == '#')
             break;
@@ -217,7 +224,7 @@ static tilert_status tensor_dims(Parser *ps, RtParam *pa)
         const Tok *t = &ps->tok[5 + i];
         pa->dimref[i] = -1;
         pa->extent[i] = -1;
-        if (tok_int(t, 0, INT32_MAX, &pa->extent[i]))
+        if (tok_int(t, 0, TC_LIMIT_STATIC_DIM, &pa->extent[i]))
             continue;
         if (!is_ident(t))
             return bad(ps, "param %s dim %d: '%.*s' is neither a dim name nor an integer in 0..%d",

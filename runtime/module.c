@@ -205,8 +205,10 @@ static tilert_status read_file(const char *path, char **out)
 TILERT_API tilert_status tilert_module_load(tilert_driver *drv, const char *ptx,
                                             const char *meta, tilert_module **out)
 {
-    if (!drv || !ptx)
-        return tilert_fail(TILERT_ERR_USAGE, "tilert_module_load: NULL driver or PTX");
+    if (out)
+        *out = NULL;
+    if (!drv || !ptx || !out)
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_module_load: NULL driver, PTX or out");
     tilert_module *m;
     tilert_status st = new_module(drv, meta, &m);
     if (st)

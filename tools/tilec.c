@@ -17,6 +17,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "tilec.h"
@@ -299,6 +301,88 @@ static int write_file(const char *path, const char *text)
     return 0;
 }
 
+/* ---- atomic outputs ----
+ * -o X.ptx writes X.ptx and X.meta as a pair: each goes to a temporary file
+ * in the same folder (same file system, so rename is atomic), then, under an
+ * exclusive lock on the folder, the metadata is renamed into place and then
+ * the PTX. A reader never sees a half-written file, and concurrent writers
+ * of the same -o leave a pair from one run, never one file of each. */
+
+/* A temporary file beside `path` holding `text`; its name in *tmp (caller
+ * frees and, on failure, nothing is left behind). */
+static int write_temp(const char *path, const char *text, char **tmp)
+{
+    size_t n = strlen(path);
+    *tmp = malloc(n + 16);
+    if (!*tmp)
+        return EXIT_IO;
+    snprintf(*tmp, n + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(*tmp);
+    if (fd < 0) {
+        fprintf(stderr, "tilec: error: cannot write '%s': %s\n", path, strerror(errno));
+        free(*tmp);
+        *tmp = NULL;
+        return EXIT_IO;
+    }
+    fchmod(fd, 0644);
+    FILE *f = fdopen(fd, "wb");
+    bool ok = f && fputs(text, f) >= 0;
+    ok = (f ? fclose(f) == 0 : (close(fd), false)) && ok;
+    if (!ok) {
+        fprintf(stderr, "tilec: error: cannot write '%s': %s\n", path, strerror(errno));
+        unlink(*tmp);
+        free(*tmp);
+        *tmp = NULL;
+        return EXIT_IO;
+    }
+    return 0;
+}
+
+/* The folder of `path`, opened for flock (NULL-safe: -1 when it cannot). */
+static int lock_folder(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
+    free(dir);
+    if (fd >= 0)
+        flock(fd, LOCK_EX);
+    return fd;
+}
+
+/* Write paths[0..n) atomically, renaming them in that order. An output
+ * that exists and is not a regular file (-o /dev/null) is written in place. */
+static int write_together(const char *const *paths, const char *const *texts, int n)
+{
+    char *tmp[2] = { NULL, NULL };
+    int rc = 0;
+    struct stat st;
+    for (int i = 0; i < n; i++)
+        if (stat(paths[i], &st) == 0 && !S_ISREG(st.st_mode)) {
+            for (int k = 0; k < n && !rc; k++)
+                rc = write_file(paths[k], texts[k]);
+            return rc;
+        }
+    for (int i = 0; i < n && !rc; i++)
+        rc = write_temp(paths[i], texts[i], &tmp[i]);
+    if (!rc) {
+        int lock = lock_folder(paths[0]);
+        for (int i = 0; i < n && !rc; i++)
+            if (rename(tmp[i], paths[i]) != 0) {
+                fprintf(stderr, "tilec: error: cannot write '%s': %s\n", paths[i], strerror(errno));
+                rc = EXIT_IO;
+            }
+        if (lock >= 0)
+            close(lock);    /* releases the flock */
+    }
+    for (int i = 0; i < n; i++) {
+        if (tmp[i] && rc)
+            unlink(tmp[i]);
+        free(tmp[i]);
+    }
+    return rc;
+}
+
 /* X.ptx -> X.meta (or X.meta appended when there is no extension). */
 static char *meta_path(const char *out)
 {
@@ -309,14 +393,6 @@ static char *meta_path(const char *out)
     memcpy(p, out, n);
     memcpy(p + n, ".meta", 6);
     return p;
-}
-
-/* Whether `path` is a regular file (the metadata goes beside it only then:
- * not beside /dev/null or /dev/stdout). */
-static bool is_regular(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 static int emit_outputs(const Cli *c, const tilec_result *r)
@@ -330,13 +406,18 @@ static int emit_outputs(const Cli *c, const tilec_result *r)
         fputs(text, stdout);
         return 0;
     }
-    int rc = write_file(c->out, text);
+    /* The metadata goes beside a PTX file, not beside /dev/null or a pipe. */
     const char *meta = tilec_result_text(r, TILEC_OUT_META);
-    if (!rc && meta && c->o.emit == TILEC_EMIT_PTX && !c->emit_meta && is_regular(c->out)) {
-        char *mp = meta_path(c->out);
-        rc = write_file(mp, meta);
-        free(mp);
+    struct stat st;
+    bool special = stat(c->out, &st) == 0 && !S_ISREG(st.st_mode);
+    if (!meta || c->o.emit != TILEC_EMIT_PTX || c->emit_meta || special) {
+        const char *paths[1] = { c->out }, *texts[1] = { text };
+        return write_together(paths, texts, 1);
     }
+    char *mp = meta_path(c->out);
+    const char *paths[2] = { mp, c->out }, *texts[2] = { meta, text };   /* metadata first */
+    int rc = write_together(paths, texts, 2);
+    free(mp);
     return rc;
 }
 

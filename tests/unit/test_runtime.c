@@ -589,6 +589,63 @@ START_TEST(load_files_bad_meta)
 }
 END_TEST
 
+/* ---- hostile input (issue: any whitespace, wrapping pointers, NULL out) ---- */
+
+/* \v, \f and \r between tokens are blanks; the parser used to loop forever
+ * on a token boundary at \v or \f. */
+START_TEST(meta_any_whitespace)
+{
+    const char *meta =
+        "tilec-meta 1\n"
+        "kernel\vws\n"
+        "arch\fsm_90a\r\n"
+        "threads \v\f 128\n"
+        "dim\t\vN\n"
+        "param X tensor f32 1\fN align 4\n"
+        "grid N\v128 cdiv ;\f1 ; 1\n"
+        "end\n";
+    tilert_module *m = NULL;
+    ck_assert_msg(tilert_module_from_meta(meta, &m) == TILERT_OK, "%s", tilert_last_error());
+    tilert_kernel *k = NULL;
+    ck_assert_int_eq(tilert_module_get_kernel(m, "ws", &k), TILERT_OK);
+    ck_assert_int_eq(tilert_kernel_threads(k), 128);
+    tilert_module_free(m);
+}
+END_TEST
+
+/* data + byte_offset that wraps around 2^64 (to 0 or past it) is refused. */
+START_TEST(args_wrapping_pointer)
+{
+    MmArgs a;
+    mm_args(&a);
+    tilert_launch_plan pl;
+    a.a.t.byte_offset = 0ull - (uint64_t)(uintptr_t)FAKE_PTR;     /* wraps to 0 */
+    ck_assert_int_eq(tilert_check_args(mm, a.args, 9, NULL, 0, &pl), TILERT_ERR_ARGS);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "wraps"));
+    a.a.t.byte_offset = 0ull - (uint64_t)(uintptr_t)FAKE_PTR + 4096;  /* wraps past 0 */
+    ck_assert_int_eq(tilert_check_args(mm, a.args, 9, NULL, 0, &pl), TILERT_ERR_ARGS);
+    a.a.t.byte_offset = 0;
+    a.a.t.data = NULL;
+    ck_assert_int_eq(tilert_check_args(mm, a.args, 9, NULL, 0, &pl), TILERT_ERR_ARGS);
+}
+END_TEST
+
+/* The header's promise: *out is NULL on failure, whatever argument was NULL. */
+START_TEST(load_null_arguments)
+{
+    tilert_module *m = (tilert_module *)1;
+    ck_assert_int_eq(tilert_module_load(NULL, "ptx", "meta", &m), TILERT_ERR_USAGE);
+    ck_assert_ptr_null(m);
+    m = (tilert_module *)1;
+    ck_assert_int_eq(tilert_module_load((tilert_driver *)1, NULL, "meta", &m), TILERT_ERR_USAGE);
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(tilert_module_load((tilert_driver *)1, "ptx", "meta", NULL), TILERT_ERR_USAGE);
+    m = (tilert_module *)1;
+    ck_assert_int_ne(tilert_module_from_meta(NULL, &m), TILERT_OK);
+    ck_assert_ptr_null(m);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
     Suite *s = suite_create("runtime");
@@ -599,6 +656,9 @@ static Suite *runtime_suite(void)
     tcase_add_test(tc, null_is_noop);
     tcase_add_loop_test(tc, meta_bad, 0, (int)(sizeof bad_meta / sizeof bad_meta[0]));
     tcase_add_test(tc, meta_threads_range);
+    tcase_add_test(tc, meta_any_whitespace);
+    tcase_add_test(tc, args_wrapping_pointer);
+    tcase_add_test(tc, load_null_arguments);
     suite_add_tcase(s, tc);
     tc = tcase_create("check");
     tcase_add_checked_fixture(tc, setup, teardown);
