@@ -11,32 +11,10 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "fuzz_roundtrip.h"
 #include "passes/passes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check_round_trip(Arena *a, Module *m)
-{
-    StrBuf t1 = { 0 }, t2 = { 0 };
-    PrintOpts po = { 0 };
-    ir_print_module(m, &po, &t1);
-    Diag d2;
-    diag_init(&d2, a);
-    Module *m2 = ir_parse(a, "<roundtrip>", t1.buf ? t1.buf : "", t1.len, &d2);
-    if (!m2 || d2.nerrors) {
-        StrBuf e = { 0 };
-        diag_render(&d2, &e);
-        fprintf(stderr, "printed IR does not parse back:\n%s\n--- IR ---\n%s\n", e.buf ? e.buf : "", t1.buf);
-        abort();
-    }
-    ir_print_module(m2, &po, &t2);
-    if (t1.len != t2.len || memcmp(t1.buf, t2.buf, t1.len) != 0) {
-        fprintf(stderr, "IR round trip differs:\n--- first ---\n%s\n--- second ---\n%s\n", t1.buf, t2.buf);
-        abort();
-    }
-    sb_free(&t1);
-    sb_free(&t2);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -65,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         PassCtx ctx = { .diag = &d, .target = tc_target("sm_90a"), .opt_level = 3, .verify_each = true,
                         .dump = &dump, .timing = &timing, .remarks = &remarks };
         if (passes_run(m, &ctx) == 0)
-            check_round_trip(a, m);
+            fuzz_round_trip(a, m);
         sb_free(&dump);
         sb_free(&timing);
         sb_free(&remarks);

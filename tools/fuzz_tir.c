@@ -10,29 +10,9 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "fuzz_roundtrip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void round_trip(Arena *a, const Module *m)
-{
-    StrBuf t1 = { 0 }, t2 = { 0 };
-    PrintOpts po = { 0 };
-    ir_print_module(m, &po, &t1);
-    Diag d;
-    diag_init(&d, a);
-    Module *m2 = ir_parse(a, "<roundtrip>", t1.buf ? t1.buf : "", t1.len, &d);
-    if (!m2 || d.nerrors) {
-        fprintf(stderr, "printed IR does not parse back:\n%s\n", t1.buf ? t1.buf : "");
-        abort();
-    }
-    ir_print_module(m2, &po, &t2);
-    if (t1.len != t2.len || memcmp(t1.buf, t2.buf, t1.len) != 0) {
-        fprintf(stderr, "IR round trip differs:\n--- first ---\n%s\n--- second ---\n%s\n", t1.buf, t2.buf);
-        abort();
-    }
-    sb_free(&t1);
-    sb_free(&t2);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -48,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     Module *m = ir_parse(a, "fuzz.tir", src, size, &d);
     if (m && d.nerrors == 0 && ir_verify(m, "parse", &d) == 0) {
         fe_check_limits(m, &d);
-        round_trip(a, m);
+        fuzz_round_trip(a, m);
     }
     StrBuf out = { 0 };
     diag_render(&d, &out);

@@ -18,23 +18,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "srcbuf.h"
 #include "tilec.h"
 
 /* ---- building sources ---- */
-
-typedef struct Buf { char *s; size_t n, cap; } Buf;
-
-static void put(Buf *b, const char *s)
-{
-    size_t n = strlen(s);
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->s = realloc(b->s, b->cap);
-        ck_assert_ptr_nonnull(b->s);
-    }
-    memcpy(b->s + b->n, s, n + 1);
-    b->n += n;
-}
 
 static void rep(Buf *b, const char *s, int n)
 {
@@ -42,13 +29,11 @@ static void rep(Buf *b, const char *s, int n)
         put(b, s);
 }
 
-static const char head[] = "kernel k(X: global f32[N])\n  grid(1)\n{\n";
-
 /* `kernel ... { let a = <pre>x<post>; X[0 : +16] = ... }` */
 static char *wrap_let(const char *pre, int npre, const char *mid, const char *post, int npost)
 {
     Buf b = { 0 };
-    put(&b, head);
+    put(&b, src_head);
     put(&b, "  let a = ");
     rep(&b, pre, npre);
     put(&b, mid);
@@ -76,7 +61,7 @@ static char *transposes(int n)
 static char *blocks(int n)
 {
     Buf b = { 0 };
-    put(&b, head);
+    put(&b, src_head);
     rep(&b, "if block.x == 0 {\n", n);
     put(&b, "X[0] = 1.0;\n");
     rep(&b, "}\n", n);
@@ -88,7 +73,7 @@ static char *let_chain(int n)
 {
     Buf b = { 0 };
     char line[64];
-    put(&b, head);
+    put(&b, src_head);
     put(&b, "  let a0 = block.x;\n");
     for (int i = 0; i < n; i++) {
         snprintf(line, sizeof line, "  let a%d = a%d + 1;\n", i + 1, i);
@@ -102,7 +87,7 @@ static char *let_chain(int n)
 static char *loops(int n)
 {
     Buf b = { 0 };
-    put(&b, head);
+    put(&b, src_head);
     rep(&b, "for i in 0 .. N {\n", 1);
     for (int i = 1; i < n; i++) {
         char line[64];

@@ -14,29 +14,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "srcbuf.h"
 #include "tilec.h"
-
-typedef struct Buf { char *s; size_t n, cap; } Buf;
-
-static void put(Buf *b, const char *s)
-{
-    size_t n = strlen(s);
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->s = realloc(b->s, b->cap);
-        ck_assert_ptr_nonnull(b->s);
-    }
-    memcpy(b->s + b->n, s, n + 1);
-    b->n += n;
-}
-
-static const char head[] = "kernel k(X: global f32[N])\n  grid(1)\n{\n";
 
 static char *let_chain(int n)
 {
     Buf b = { 0 };
     char line[64];
-    put(&b, head);
+    put(&b, src_head);
     put(&b, "  let a0 = block.x;\n");
     for (int i = 0; i < n; i++) {
         snprintf(line, sizeof line, "  let a%d = a%d + 1;\n", i + 1, i);
