@@ -18,29 +18,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size > 64 * 1024)
+    FuzzInput in;
+    if (!fuzz_input(&in, data, size, "fuzz.tile"))
         return 0;
-    char *src = malloc(size + 1);
-    memcpy(src, data, size);
-    src[size] = 0;
-    Arena *a = arena_new();
-    Diag d;
-    diag_init(&d, a);
-    diag_add_source(&d, "fuzz.tile", src, size);
+    Arena *a = in.a;
+    Diag *d = &in.d;
     Module *m;
-    if (size >= 5 && memcmp(src, "//tir", 5) == 0)
-        m = ir_parse(a, "fuzz.tir", src, size, &d);
+    if (size >= 5 && memcmp(in.src, "//tir", 5) == 0)
+        m = ir_parse(a, "fuzz.tir", in.src, size, d);
     else
-        m = fe_compile(a, "fuzz.tile", src, size, NULL, 0, &d);
-    if (m && d.nerrors == 0) {
-        if (ir_verify(m, "lower", &d) != 0) {
+        m = fe_compile(a, "fuzz.tile", in.src, size, NULL, 0, d);
+    if (m && d->nerrors == 0) {
+        if (ir_verify(m, "lower", d) != 0) {
             StrBuf e = { 0 };
-            diag_render(&d, &e);
+            diag_render(d, &e);
             fprintf(stderr, "verifier rejected IR that compiled cleanly:\n%s\n", e.buf);
             abort();
         }
         StrBuf dump = { 0 }, timing = { 0 }, remarks = { 0 };
-        PassCtx ctx = { .diag = &d, .target = tc_target("sm_90a"), .opt_level = 3, .verify_each = true,
+        PassCtx ctx = { .diag = d, .target = tc_target("sm_90a"), .opt_level = 3, .verify_each = true,
                         .dump = &dump, .timing = &timing, .remarks = &remarks };
         if (passes_run(m, &ctx) == 0)
             fuzz_round_trip(a, m);
@@ -49,9 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sb_free(&remarks);
     }
     StrBuf out = { 0 };
-    diag_render(&d, &out);
+    diag_render(d, &out);
     sb_free(&out);
-    arena_free(a);
-    free(src);
+    fuzz_input_free(&in);
     return 0;
 }

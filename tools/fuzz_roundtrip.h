@@ -1,7 +1,8 @@
-/* fuzz_roundtrip.h - the property both IR fuzz targets check: a module that
+/* fuzz_roundtrip.h - what both IR fuzz targets share (fuzz_frontend.c,
+ * fuzz_tir.c): the input as a NUL-terminated source with an arena and a
+ * diagnostics collector, and the property they check: a module that
  * verifies prints as Tile IR that parses back to the same text (aborts with
- * both texts, or the parse errors, otherwise). Included by fuzz_frontend.c
- * and fuzz_tir.c. */
+ * both texts, or the parse errors, otherwise). */
 #ifndef TILEC_FUZZ_ROUNDTRIP_H
 #define TILEC_FUZZ_ROUNDTRIP_H
 
@@ -10,6 +11,32 @@
 #include <string.h>
 
 #include "ir/ir.h"
+
+/* The input as a source named `name` (NULL when it is over 64 KB: skipped);
+ * free with fuzz_input_free. */
+typedef struct FuzzInput { char *src; size_t size; Arena *a; Diag d; } FuzzInput;
+
+static bool fuzz_input(FuzzInput *in, const uint8_t *data, size_t size, const char *name)
+{
+    if (size > 64 * 1024)
+        return false;
+    in->src = malloc(size + 1);
+    if (!in->src)
+        return false;
+    memcpy(in->src, data, size);
+    in->src[size] = 0;
+    in->size = size;
+    in->a = arena_new();
+    diag_init(&in->d, in->a);
+    diag_add_source(&in->d, name, in->src, size);
+    return true;
+}
+
+static void fuzz_input_free(FuzzInput *in)
+{
+    arena_free(in->a);
+    free(in->src);
+}
 
 static void fuzz_round_trip(Arena *a, const Module *m)
 {

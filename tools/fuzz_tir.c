@@ -16,24 +16,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size > 64 * 1024)
+    FuzzInput in;
+    if (!fuzz_input(&in, data, size, "fuzz.tir"))
         return 0;
-    char *src = malloc(size + 1);
-    memcpy(src, data, size);
-    src[size] = 0;
-    Arena *a = arena_new();
-    Diag d;
-    diag_init(&d, a);
-    diag_add_source(&d, "fuzz.tir", src, size);
-    Module *m = ir_parse(a, "fuzz.tir", src, size, &d);
-    if (m && d.nerrors == 0 && ir_verify(m, "parse", &d) == 0) {
-        fe_check_limits(m, &d);
-        fuzz_round_trip(a, m);
+    Module *m = ir_parse(in.a, "fuzz.tir", in.src, size, &in.d);
+    if (m && in.d.nerrors == 0 && ir_verify(m, "parse", &in.d) == 0) {
+        fe_check_limits(m, &in.d);
+        fuzz_round_trip(in.a, m);
     }
     StrBuf out = { 0 };
-    diag_render(&d, &out);
+    diag_render(&in.d, &out);
     sb_free(&out);
-    arena_free(a);
-    free(src);
+    fuzz_input_free(&in);
     return 0;
 }

@@ -69,21 +69,6 @@ static char *blocks(int n)
     return b.s;
 }
 
-static char *let_chain(int n)
-{
-    Buf b = { 0 };
-    char line[64];
-    put(&b, src_head);
-    put(&b, "  let a0 = block.x;\n");
-    for (int i = 0; i < n; i++) {
-        snprintf(line, sizeof line, "  let a%d = a%d + 1;\n", i + 1, i);
-        put(&b, line);
-    }
-    snprintf(line, sizeof line, "  X[a%d] = 1.0;\n}\n", n);
-    put(&b, line);
-    return b.s;
-}
-
 static char *loops(int n)
 {
     Buf b = { 0 };

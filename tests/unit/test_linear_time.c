@@ -17,21 +17,6 @@
 #include "srcbuf.h"
 #include "tilec.h"
 
-static char *let_chain(int n)
-{
-    Buf b = { 0 };
-    char line[64];
-    put(&b, src_head);
-    put(&b, "  let a0 = block.x;\n");
-    for (int i = 0; i < n; i++) {
-        snprintf(line, sizeof line, "  let a%d = a%d + 1;\n", i + 1, i);
-        put(&b, line);
-    }
-    snprintf(line, sizeof line, "  X[a%d] = 1.0;\n}\n", n);
-    put(&b, line);
-    return b.s;
-}
-
 /* ---- linear time ---- */
 
 /* CPU seconds of this thread for one compile to PTX (CPU time, so that
