@@ -96,19 +96,13 @@ typedef struct Cg {
      * values with no register operand (iota, splat) take these. */
     struct { int rank; int64_t shape[TILE_MAXRANK]; const Layout *L; } anchors[32];
     int nanchors;
-    /* Rematerialisation (lower_simt.c): epoch counts barriers emitted so
-     * far; depth counts enclosing FOR/IF regions (remat at depth 0 only);
-     * remat: recompute elementwise tiles after a barrier (wide rows). */
+    /* Rematerialisation (simt_values.c, in rows the schedule marks wide):
+     * epoch counts barriers emitted so far; depth counts enclosing FOR/IF
+     * regions (remat at depth 0 only). The other forms the schedule chose
+     * (copy_interior, pv_rows) are read from f->sched where they apply. */
     int epoch, depth;
-    bool remat;
     /* Products feed products (attention): MMA warp grids are wm x 1 (lower_chain.c). */
     bool mma_rows_only;
-    /* Masked async copies get an unmasked arm for windows wholly inside
-     * the tensor (lower_async.c interior_arm; decided in gen_kernel). */
-    bool copy_interior;
-    /* A product with A from registers issues its mma.sync row tile by row
-     * tile (lower_mma.c; decided in gen_kernel). */
-    bool pv_rows;
     /* Register renumberings already worked out (lower_chain.c). */
     struct CgRenumber *renum;
     /* Two warp groups taking turns at the tensor cores (lower_chain.c):
@@ -129,8 +123,6 @@ typedef struct Cg {
 } Cg;
 
 /* ---- helpers (codegen.c) ---- */
-/* The value arm g (0 then, 1 else) of if-op `iff` yields for its result v; 0 if none. */
-ValId cg_if_yield(const Op *iff, int g, ValId v);
 LLVMTypeRef cg_type(Cg *cg, DType dt);            /* register type of a dtype */
 LLVMTypeRef cg_mem_type(Cg *cg, DType dt);        /* in-memory type (bool -> i8) */
 LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);

@@ -473,15 +473,6 @@ static void init_types(Cg *cg)
     cg->t_sptr = LLVMPointerTypeInContext(c, 3);
 }
 
-ValId cg_if_yield(const Op *iff, int g, ValId v)
-{
-    const Op *y = ir_block_yield(&iff->regions[g]);
-    for (int i = 0; i < iff->nres; i++)
-        if (iff->res[i] == v && y && i < y->nargs)
-            return y->args[i];
-    return 0;
-}
-
 static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
 {
     cg->f = f;
@@ -497,13 +488,10 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     const Schedule *sc = &f->sched;
     bool mma = sc->kind != SCHED_SIMT;
     cg->mma_rows_only = sc->kind == SCHED_CHAIN;
-    cg->copy_interior = sc->copy_interior;
-    cg->pv_rows = sc->pv_rows;
     cg->nwarps = sc->warps;
     cg->smem = NULL;
     cg->smem_bytes = 0;
     cg->epoch = cg->depth = 0;
-    cg->remat = sc->wide;
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
     LLVMSetFunctionCallConv(cg->fn, 71 /* ptx_kernel */);
     char nt[16];

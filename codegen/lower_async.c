@@ -427,11 +427,11 @@ static LLVMValueRef copy_interior(Cg *cg, const Copy *c)
 }
 
 /* Does a copy get the arm for interior windows? When it is masked and the
- * kernel takes the arm (cg->copy_interior: kernels with products, but not
- * the D=128 causal attention tile; codegen.c chain_choices). */
+ * kernel takes the arm (Func.sched.copy_interior: kernels with products,
+ * but not the D=128 causal attention tile; the schedule pass decides). */
 static bool interior_arm(const Cg *cg, const Copy *c)
 {
-    return c->mask && cg->copy_interior;
+    return c->mask && cg->f->sched.copy_interior;
 }
 
 /* The interior test when the copy gets the arm, else NULL. */

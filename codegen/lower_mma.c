@@ -74,7 +74,7 @@ static Op *dot_source(Func *f, ValId v, int depth)
         return def;
     if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
         for (int g = 0; g < 2; g++) {
-            ValId y = cg_if_yield(def, g, v);
+            ValId y = ir_if_yield(def, g, v);
             Op *d = y ? dot_source(f, y, depth + 1) : NULL;
             if (d)
                 return d;
@@ -551,7 +551,7 @@ int cg_lower_dot(Cg *cg, Op *op)
      * tile of rows 0-15, then rows 16-31, ...), each step's B fragments
      * loaded once in k order during the first row tile and reused: a row
      * tile's products wait only for its own P registers. */
-    bool rows_outer = mm.aregs && cg->pv_rows;
+    bool rows_outer = mm.aregs && cg->f->sched.pv_rows;
     if (rows_outer) {
         Frags *all = arena_alloc(cg->a, sizeof(Frags) * (size_t)nk);
         for (int i = 0; i < mm.tm; i++)

@@ -144,7 +144,7 @@ LLVMValueRef *new_regs(Cg *cg, const Layout *L)
  * shl and prmt), never as the fpext of the first computation, so that CSE
  * in LLVM or ptxas cannot merge it back and revive the long live range.
  * Only at the top level of the body (depth 0): a recomputation cached there
- * dominates every later use. Only in "wide" rows (codegen.c simt_wide):
+ * dominates every later use. Only in "wide" rows (Func.sched.wide):
  * ptxas schedules the recomputed code with more registers unless capped;
  * with a cap of 40 it helps bf16 [16384] softmax (docs/codegen.md). */
 
@@ -163,7 +163,7 @@ static bool remat_code(OpCode c)
  * recomputable itself, an index tile, or (for a cast) a 16-bit load. */
 bool remat_ok(Cg *cg, Op *op)
 {
-    if (!cg->remat || cg->depth > 0 || !remat_code((OpCode)op->code))
+    if (!cg->f->sched.wide || cg->depth > 0 || !remat_code((OpCode)op->code))
         return false;
     bool src = false;
     for (int i = 0; i < op->nargs; i++) {

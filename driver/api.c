@@ -660,12 +660,12 @@ const char *tilec_pass_summary(size_t i)
     return i < (size_t)tc_npasses ? tc_pass_table[i].summary : NULL;
 }
 
-static const char *option_field(size_t i, int field)
+static const PassOptionInfo *option_at(size_t i)
 {
-    return i < (size_t)pass_option_count() ? pass_option_info((int)i, field) : NULL;
+    return i < (size_t)tc_npass_options ? &tc_pass_options[i] : NULL;
 }
 
-size_t tilec_num_pass_options(void) { return (size_t)pass_option_count(); }
-const char *tilec_pass_option_name(size_t i) { return option_field(i, 0); }
-const char *tilec_pass_option_type(size_t i) { return option_field(i, 1); }
-const char *tilec_pass_option_help(size_t i) { return option_field(i, 2); }
+size_t tilec_num_pass_options(void) { return (size_t)tc_npass_options; }
+const char *tilec_pass_option_name(size_t i) { return option_at(i) ? option_at(i)->name : NULL; }
+const char *tilec_pass_option_type(size_t i) { return option_at(i) ? option_at(i)->type : NULL; }
+const char *tilec_pass_option_help(size_t i) { return option_at(i) ? option_at(i)->help : NULL; }

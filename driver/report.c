@@ -189,20 +189,6 @@ static int temp_file(char *path)
     return mkstemp(path);
 }
 
-static bool write_all(int fd, const char *s, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        s += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 /* Start ptxas with stdout and stderr into log_fd; its exit status, or -1. */
 static int spawn_wait(const char *ptxas, const char *arch, const char *ptx_path, int log_fd)
 {
@@ -252,7 +238,7 @@ int tc_ptxas_run(Arena *a, const char *ptxas, const char *arch, const char *ptx,
         return -1;
     }
     int lfd = temp_file(log_path);
-    bool ok = lfd >= 0 && write_all(pfd, ptx, strlen(ptx));
+    bool ok = lfd >= 0 && tc_write_all(pfd, ptx, strlen(ptx));
     close(pfd);
     int rc = ok ? spawn_wait(ptxas, arch, ptx_path, lfd) : -1;
     unlink(ptx_path);

@@ -183,6 +183,16 @@ static inline Op *ir_block_yield(const Block *b)
     Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
     return y && y->code == OP_YIELD ? y : NULL;
 }
+/* The value arm g (0 then, 1 else) of IF op iff yields for its result v; 0
+ * if v is not a result of iff. */
+static inline ValId ir_if_yield(const Op *iff, int g, ValId v)
+{
+    const Op *y = ir_block_yield(&iff->regions[g]);
+    for (int i = 0; i < iff->nres; i++)
+        if (iff->res[i] == v && y && i < y->nargs)
+            return y->args[i];
+    return 0;
+}
 
 /* Builder: appends ops to a block (or inserts before an op). */
 typedef struct Builder {

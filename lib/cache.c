@@ -442,20 +442,6 @@ static Blob *map_file(const char *path)
     return p == MAP_FAILED ? NULL : blob_new(p, (size_t)st.st_size, true);
 }
 
-static bool write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 static void disk_put(const char *dir, const TcCacheKey *k, const StrBuf *file)
 {
     if (!make_dirs(dir))
@@ -465,7 +451,7 @@ static void disk_put(const char *dir, const TcCacheKey *k, const StrBuf *file)
     snprintf(tmp, n, "%s/.tmp-XXXXXX", dir);
     int fd = mkstemp(tmp);
     if (fd >= 0) {
-        bool ok = write_all(fd, file->buf, file->len);
+        bool ok = tc_write_all(fd, file->buf, file->len);
         ok = close(fd) == 0 && ok;
         char *path = entry_path(dir, k);
         if (!ok || rename(tmp, path) != 0)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- fatal errors and checked allocation ---- */
 
@@ -471,4 +472,18 @@ char *tc_read_file(const char *path, size_t *len)
     if (len)
         *len = sb.len;
     return sb_take(&sb);
+}
+
+bool tc_write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        s += w;
+        n -= (size_t)w;
+    }
+    return true;
 }

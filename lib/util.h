@@ -125,5 +125,8 @@ void tc_time_row(StrBuf *out, const char *what, TcClock t0);
 /* Read a whole file into malloc'd memory with a NUL sentinel. NULL on error
  * (errno set). Caller frees. */
 char *tc_read_file(const char *path, size_t *len);
+/* Write all n bytes of s to fd, retrying short writes and EINTR; false on
+ * any other error (errno set). */
+bool tc_write_all(int fd, const char *s, size_t n);
 
 #endif

@@ -15,28 +15,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct OptionInfo {
-    const char *name;
-    const char *type;          /* "bytes", "int" */
-    int64_t min, max;          /* accepted range (0 = the default, where 0 is in range) */
-    size_t offset;             /* int64_t field of PassOptions */
-    const char *help;
-} OptionInfo;
-
-static const OptionInfo options[] = {
+const PassOptionInfo tc_pass_options[] = {
     { "target.smem-per-block", "bytes", 0, 232448, offsetof(PassOptions, smem_per_block),
       "shared memory one block may use on the device the PTX will run on, when that is not the arch's own "
       "(sm_86 PTX on an sm_90 GPU: up to 232448); 0 = the arch's own. Read by double_buffer (stages), "
       "smem_alloc (the limit) and the code generator (epilogue scratch)" },
 };
 
-#define NOPTIONS ((int)(sizeof options / sizeof options[0]))
+const int tc_npass_options = (int)(sizeof tc_pass_options / sizeof tc_pass_options[0]);
 
-static const OptionInfo *find(const char *name, size_t n)
+static const PassOptionInfo *find(const char *name, size_t n)
 {
-    for (int i = 0; i < NOPTIONS; i++)
-        if (strlen(options[i].name) == n && memcmp(options[i].name, name, n) == 0)
-            return &options[i];
+    for (int i = 0; i < tc_npass_options; i++)
+        if (strlen(tc_pass_options[i].name) == n && memcmp(tc_pass_options[i].name, name, n) == 0)
+            return &tc_pass_options[i];
     return NULL;
 }
 
@@ -47,11 +39,11 @@ int pass_options_parse(const char *list, PassOptions *out, StrBuf *err)
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         const char *eq = memchr(p, '=', len);
-        const OptionInfo *o = eq ? find(p, (size_t)(eq - p)) : NULL;
+        const PassOptionInfo *o = eq ? find(p, (size_t)(eq - p)) : NULL;
         if (!o) {
             sb_printf(err, "unknown pass option '%.*s' (`tilec --help` lists them: ", (int)(eq ? eq - p : (long)len), p);
-            for (int i = 0; i < NOPTIONS; i++)
-                sb_printf(err, "%s%s", i ? ", " : "", options[i].name);
+            for (int i = 0; i < tc_npass_options; i++)
+                sb_printf(err, "%s%s", i ? ", " : "", tc_pass_options[i].name);
             sb_puts(err, ")");
             return 1;
         }
@@ -74,13 +66,4 @@ int pass_options_parse(const char *list, PassOptions *out, StrBuf *err)
         p = end ? end + 1 : NULL;
     }
     return 0;
-}
-
-int pass_option_count(void) { return NOPTIONS; }
-
-const char *pass_option_info(int i, int field)
-{
-    if (i < 0 || i >= NOPTIONS)
-        return NULL;
-    return field == 0 ? options[i].name : field == 1 ? options[i].type : options[i].help;
 }

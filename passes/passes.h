@@ -20,10 +20,16 @@ typedef struct PassOptions {
 /* Parse "NAME=VALUE,..." into *out (zeroed first). 0 on success; else 1
  * and a one-line message in err. */
 int pass_options_parse(const char *list, PassOptions *out, StrBuf *err);
-/* The options, for --help: count, and field 0 name, 1 value type, 2 what
- * it does, of option i (NULL past the end). */
-int pass_option_count(void);
-const char *pass_option_info(int i, int field);
+/* The options, in one table like the passes' (options.c; --help lists it). */
+typedef struct PassOptionInfo {
+    const char *name;          /* "target.smem-per-block" */
+    const char *type;          /* "bytes", "int" */
+    int64_t min, max;          /* accepted range (0 = the default, where 0 is in range) */
+    size_t offset;             /* int64_t field of PassOptions */
+    const char *help;
+} PassOptionInfo;
+extern const PassOptionInfo tc_pass_options[];
+extern const int tc_npass_options;
 
 typedef struct PassCtx {
     Diag *diag;

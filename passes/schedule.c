@@ -18,7 +18,7 @@
  *             ordered by first use (codegen's lower_simt.c);
  *   turns     CHAIN on 8k warps of 32 rows: two warp groups take turns at
  *             the tensor cores, decoupled (no block-wide barrier in the loop);
- *   copy_interior, pv_rows  the copy and product forms of chain_choices.
+ *   copy_interior, pv_rows  the copy and product forms (below).
  * A kernel whose schedule clause was given (a .tir file) keeps it: this pass
  * fills in only what is undecided. The rules were measured on an H200
  * (docs/codegen.md, bench/RESULTS.md); where a rule needs the target's
@@ -47,15 +47,6 @@ static bool carried_visit(Func *f, Op *op, void *ctx)
             return false;
         }
     return true;
-}
-
-static ValId if_yield(const Op *iff, int g, ValId v)
-{
-    const Op *y = ir_block_yield(&iff->regions[g]);
-    for (int i = 0; i < iff->nres; i++)
-        if (iff->res[i] == v && y && i < y->nargs)
-            return y->args[i];
-    return 0;
 }
 
 /* What from_dot knows of each value: not yet asked, being asked (a cycle
@@ -94,7 +85,7 @@ static bool from_dot_uncached(DotScan *ds, ValId v, int depth)
     }
     if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
         for (int g = 0; g < 2; g++) {
-            ValId y = if_yield(def, g, v);
+            ValId y = ir_if_yield(def, g, v);
             if (y && from_dot(ds, y, depth + 1))
                 return true;
         }
