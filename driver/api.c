@@ -50,6 +50,7 @@ typedef struct Job {
     const char *name;
     const TargetInfo *target;
     PassOptions popts;
+    PassDims dims;
     StrBuf dump, timing, remarks, cgreport;
     TcClock t_start;
 } Job;
@@ -199,7 +200,7 @@ static bool check_options(Job *j)
             return bad_pass_name(j, "--print-after", n ? n : "(null)", n ? strlen(n) : 6);
     }
     StrBuf err = { 0 };
-    if (pass_options_parse(j->o.pass_options, &j->popts, &err)) {
+    if (pass_options_parse(j->o.pass_options, &j->popts, &err) || pass_dims_parse(j->o.dims, &j->dims, &err)) {
         diag_error(d, (Loc){ 0 }, "%s", err.buf);
         sb_free(&err);
         return false;
@@ -305,6 +306,83 @@ static bool check_language(Job *j)
     return true;
 }
 
+/* What the passes read of the job: target, device options, dim sizes. */
+static void job_pass_ctx(Job *j, PassCtx *ctx)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->diag = &j->r->diag;
+    ctx->target = j->target;
+    ctx->smem_per_block = j->popts.smem_per_block;
+    ctx->sms = j->popts.sms;
+    ctx->dims = &j->dims;
+    ctx->opt_level = j->o.opt_level;
+    ctx->remarks = &j->remarks;
+}
+
+/* ---- tile sizes chosen by the compiler (`BM: int = auto`) ---- */
+
+static bool is_auto(const AstParam *p)
+{
+    return p->deflt && p->deflt->kind == E_NAME && strcmp(p->deflt->name, "auto") == 0;
+}
+
+static bool defined(const Job *j, const char *name)
+{
+    for (size_t i = 0; i < j->o.ndefines; i++)
+        if (strcmp(j->o.defines[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The first kernel's `auto` params that no define pins get values: the
+ * kernel is lowered with distinct probe values (multiples of 16 that no
+ * other extent is likely to take), pass_choose_tiles reads the roles they
+ * play, and the choices join the defines (so every kernel of the file
+ * that declares the same names takes them). */
+static void choose_auto(Job *j, const AstModule *ast, FeDefine *defs, int *ndefs)
+{
+    static const int64_t probes[PASS_MAX_AUTO] = { 112, 176, 208, 272, 304, 368, 464, 496 };
+    TileChoice tc = { .n = 0 };
+    const AstKernel *k = NULL;
+    for (int i = 0; i < ast->nkernels && !tc.n; i++)
+        for (int c = 0; c < ast->kernels[i].nconsts && tc.n < PASS_MAX_AUTO; c++) {
+            const AstParam *p = &ast->kernels[i].consts[c];
+            if (is_auto(p) && strcmp(p->type_name, "int") == 0 && !defined(j, p->name)) {
+                k = &ast->kernels[i];
+                tc.name[tc.n] = p->name;
+                tc.probe[tc.n] = probes[tc.n];
+                tc.n++;
+            }
+        }
+    if (!tc.n)
+        return;
+    Arena *a = j->r->arena;
+    int base = *ndefs;
+    for (int i = 0; i < tc.n; i++)
+        defs[base + i] = (FeDefine){ tc.name[i], arena_printf(a, "%lld", (long long)tc.probe[i]) };
+    Diag pd;
+    diag_init(&pd, a);
+    Module *pm = fe_lower(a, ast, j->name, defs, base + tc.n, &pd);
+    Func *pf = NULL;
+    for (int i = 0; pm && i < pm->nfuncs; i++)
+        if (strcmp(pm->funcs[i]->name, k->name) == 0)
+            pf = pm->funcs[i];
+    *ndefs = base + tc.n;
+    if (!pf || pd.nerrors)
+        return;   /* lowered again below with the probes: the errors show there */
+    PassCtx ctx;
+    job_pass_ctx(j, &ctx);
+    StrBuf why = { 0 };
+    if (pass_choose_tiles(pf, &ctx, &tc, &why)) {
+        diag_error(&j->r->diag, k->loc, "%s", why.buf ? why.buf : "no tile size chosen");
+    } else {
+        for (int i = 0; i < tc.n; i++)
+            defs[base + i].value = arena_printf(a, "%lld", (long long)tc.value[i]);
+        sb_printf(&j->remarks, "tiles: @%s: %s\n", k->name, why.buf ? why.buf : "");
+    }
+    sb_free(&why);
+}
+
 /* Front end: source -> Module (or tokens / AST output). NULL when it stops. */
 static Module *front_end(Job *j, const char *src, size_t len)
 {
@@ -339,11 +417,15 @@ static Module *front_end(Job *j, const char *src, size_t len)
         sb_free(&sb);
         return NULL;
     }
-    FeDefine *defs = arena_alloc(a, sizeof(FeDefine) * (j->o.ndefines + 1));
+    FeDefine *defs = arena_alloc(a, sizeof(FeDefine) * (j->o.ndefines + PASS_MAX_AUTO + 1));
     for (size_t i = 0; i < j->o.ndefines; i++)
         defs[i] = (FeDefine){ j->o.defines[i].name, j->o.defines[i].value };
+    int ndefs = (int)j->o.ndefines;
     t0 = tc_clock();
-    Module *m = fe_lower(a, ast, j->name, defs, (int)j->o.ndefines, d);
+    choose_auto(j, ast, defs, &ndefs);
+    if (d->nerrors)
+        return NULL;
+    Module *m = fe_lower(a, ast, j->name, defs, ndefs, d);
     time_row(j, "lower", t0);
     return d->nerrors ? NULL : m;
 }
@@ -366,11 +448,8 @@ static bool middle_end(Job *j, Module *m)
         sb_puts(&j->dump, "// -----// IR after lower //----- //\n");
         print_ir(j, m, &j->dump);
     }
-    PassCtx ctx = { 0 };
-    ctx.diag = d;
-    ctx.target = j->target;
-    ctx.smem_per_block = j->popts.smem_per_block;
-    ctx.opt_level = j->o.opt_level;
+    PassCtx ctx;
+    job_pass_ctx(j, &ctx);
     ctx.print_after = j->o.print_after;
     ctx.nprint_after = (int)j->o.nprint_after;
     ctx.verify_each = j->o.verify_each != 0;
@@ -378,7 +457,6 @@ static bool middle_end(Job *j, Module *m)
     ctx.print_locs = j->o.print_locs != 0;
     ctx.dump = &j->dump;
     ctx.timing = &j->timing;
-    ctx.remarks = &j->remarks;
     ctx.only = j->o.passes;
     return passes_run(m, &ctx) == 0 && d->nerrors == 0;
 }

@@ -256,6 +256,11 @@ static bool bind_const(Lower *l, const AstParam *p, ConstBinding *cb, const FeDe
                    strcmp(p->type_name, "int") == 0 ? "an" : "a", p->type_name);
         return false;
     }
+    if (p->deflt && p->deflt->kind == E_NAME && strcmp(p->deflt->name, "auto") == 0) {
+        diag_error(l->d, p->deflt->loc, "'%s = auto' is chosen when the kernel is compiled (tilec_compile); "
+                   "pin it here with -D%s=...", p->name, p->name);
+        return false;
+    }
     if (!p->deflt) {
         diag_error(l->d, p->loc, "compile-time param '%s' has no value: give a default or -D%s=...",
                    p->name, p->name);

@@ -294,6 +294,18 @@ EVal fe_binary(Lower *l, int op, EVal a, EVal b, const Expr *e)
         return (EVal){ 0 };
     }
     ValId args[2] = { fe_materialize(l, &a, e->loc), fe_materialize(l, &b, e->loc) };
+    if (op == T_PLUS) {   /* x + a @ b: one product accumulating into x */
+        for (int side = 0; side < 2; side++) {
+            const Expr *pe = side ? e->b : e->a;
+            Op *d = pe && pe->kind == E_BINARY && pe->op == T_AT ? ir_val(l->f, args[side])->def : NULL;
+            const Type *tx = ir_type(l->f, args[1 - side]), *td = d ? ir_type(l->f, d->res[0]) : NULL;
+            if (d && d->code == OP_DOT && type_same_shape(tx, td) && tx->dtype == td->dtype) {
+                ValId dargs[3] = { d->args[0], d->args[1], args[1 - side] };
+                Type t = *ir_type(l->f, d->res[0]);
+                return fe_val(fe_emit(l, d->loc, OP_DOT, dargs, 3, t), t);
+            }
+        }
+    }
     OpCode code = arith_op(op);
     Type t = a.ty;
     t.space = SP_ANY;

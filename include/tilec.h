@@ -101,6 +101,12 @@ typedef struct tilec_options {
     const char *cache_dir;    /* the folder of TILEC_CACHE_DISK, created when missing; NULL =
                                  tilec_cache_default_dir() ($XDG_CACHE_HOME/tilec, else
                                  $HOME/.cache/tilec) */
+    const char *dims;         /* sizes the kernel will be launched with, for named dims:
+                                 "N=4096,NK=4096" (`--dim N=4096`). The compiler
+                                 chooses tile sizes and the launch schedule for
+                                 them (docs/language.md, "What the compiler
+                                 decides"); the kernel stays correct for every
+                                 size. NULL = none known. */
 } tilec_options;
 
 void tilec_options_init(tilec_options *opts);

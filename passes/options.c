@@ -20,6 +20,9 @@ const PassOptionInfo tc_pass_options[] = {
       "shared memory one block may use on the device the PTX will run on, when that is not the arch's own "
       "(sm_86 PTX on an sm_90 GPU: up to 232448); 0 = the arch's own. Read by double_buffer (stages), "
       "smem_alloc (the limit) and the code generator (epilogue scratch)" },
+    { "target.sms", "int", 0, 1024, offsetof(PassOptions, sms),
+      "streaming multiprocessors of the device the PTX will run on; 0 = not known. Read by launch "
+      "(a persistent grid takes one block per SM)" },
 };
 
 const int tc_npass_options = (int)(sizeof tc_pass_options / sizeof tc_pass_options[0]);
@@ -66,4 +69,54 @@ int pass_options_parse(const char *list, PassOptions *out, StrBuf *err)
         p = end ? end + 1 : NULL;
     }
     return 0;
+}
+
+int pass_dims_parse(const char *list, PassDims *out, StrBuf *err)
+{
+    memset(out, 0, sizeof *out);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t nl = eq ? (size_t)(eq - p) : len;
+        bool name_ok = nl > 0 && nl < 64;
+        for (size_t i = 0; i < nl && name_ok; i++)
+            name_ok = p[i] == '_' || (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+                      (i > 0 && p[i] >= '0' && p[i] <= '9');
+        char num[32];
+        size_t vn = eq ? len - nl - 1 : 0;
+        char *stop = NULL;
+        long long v = 0;
+        errno = 0;
+        if (eq && vn > 0 && vn < sizeof num) {
+            memcpy(num, eq + 1, vn);
+            num[vn] = 0;
+            v = strtoll(num, &stop, 10);
+        }
+        if (!eq || !name_ok || vn == 0 || vn >= sizeof num || *stop || errno || v < 1 || v > INT_MAX) {
+            sb_printf(err, "bad dim size '%.*s': expected NAME=VALUE with a dim name and a size from 1 to %d",
+                      (int)(len > 64 ? 64 : len), p, INT_MAX);
+            return 1;
+        }
+        if (out->n == PASS_MAX_DIMS) {
+            sb_printf(err, "more than %d dim sizes given", PASS_MAX_DIMS);
+            return 1;
+        }
+        out->name[out->n] = p;
+        out->len[out->n] = nl;
+        out->value[out->n++] = v;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+int64_t pass_dim_size(const PassDims *d, const Func *f, int idx)
+{
+    if (!d || idx < 0 || idx >= f->ndims)
+        return 0;
+    int64_t v = 0;   /* the last one given wins */
+    for (int i = 0; i < d->n; i++)
+        if (strlen(f->dim_names[idx]) == d->len[i] && memcmp(f->dim_names[idx], d->name[i], d->len[i]) == 0)
+            v = d->value[i];
+    return v;
 }

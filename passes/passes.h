@@ -15,7 +15,23 @@
 /* The typed options a user may set (options.c; `tilec --help` lists them). */
 typedef struct PassOptions {
     int64_t smem_per_block;    /* target.smem-per-block: bytes, 0 = the target's own */
+    int64_t sms;               /* target.sms: the device's SMs, 0 = not known */
 } PassOptions;
+
+/* Sizes of named dims the kernel will be launched with (tilec_options.dims,
+ * `--dim N=4096`): the launch pass and the tile choice read them; the code
+ * stays correct for every size. */
+enum { PASS_MAX_DIMS = 16 };
+typedef struct PassDims {
+    const char *name[PASS_MAX_DIMS]; size_t len[PASS_MAX_DIMS];
+    int64_t value[PASS_MAX_DIMS];
+    int n;
+} PassDims;
+/* Parse "NAME=VALUE,..." (VALUE 1..2^31-1) into *out. 0 on success; else 1
+ * and a one-line message in err. The names point into list. */
+int pass_dims_parse(const char *list, PassDims *out, StrBuf *err);
+/* The size given for dim `idx` of f (its name), or 0 when none was. */
+int64_t pass_dim_size(const PassDims *d, const Func *f, int idx);
 
 /* Parse "NAME=VALUE,..." into *out (zeroed first). 0 on success; else 1
  * and a one-line message in err. */
@@ -36,6 +52,8 @@ typedef struct PassCtx {
     const TargetInfo *target;  /* what the arch has (NULL: sm_86's limits) */
     int64_t smem_per_block;    /* option target.smem-per-block: shared memory a block may use
                                   on the device the PTX runs on; 0 = the target's own */
+    int64_t sms;               /* option target.sms: the device's SMs; 0 = not known */
+    const PassDims *dims;      /* sizes given for named dims (NULL: none) */
     int opt_level;
     /* observability */
     const char *const *print_after; int nprint_after;  /* pass names; "*" = all */
@@ -67,6 +85,7 @@ const PassInfo *pass_lookup(const char *name);
 /* Run the whole table. Returns the number of errors (0 = success). */
 int passes_run(Module *m, PassCtx *ctx);
 
+int pass_launch(Module *m, PassCtx *ctx);         /* launch.c */
 int pass_canonicalize(Module *m, PassCtx *ctx);   /* canonicalize.c */
 int pass_bounds(Module *m, PassCtx *ctx);         /* bounds.c */
 int pass_mask_split(Module *m, PassCtx *ctx);     /* mask_split.c */
@@ -83,6 +102,40 @@ void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBu
 /* Warps along M for m accumulator rows: the most, up to max_warps, that
  * split m into whole 16-row blocks (a power of two). */
 int pass_rows_warps(int64_t m, int max_warps);
+
+/* What a kernel's products look like (chain.c). */
+typedef struct ChainInfo {
+    bool chained;              /* some product's A operand comes from a product */
+    int64_t rows;              /* the fewest accumulator rows of any product */
+    int64_t nfirst, nchain;    /* widest accumulator of a first / a chained product */
+    const Op *first;           /* the first product in program order (NULL: none) */
+    int64_t first_k, first_n;  /* its reduction (attention's head dim) and columns */
+    bool row_mask;             /* a 2-D index tile along the rows (a triangular mask) */
+    bool staged;               /* a tile declared shared is stored to a tensor */
+    int rows_dim, keys_dim;    /* the named dims (f->dims index) the first product's rows
+                                  and columns run along (a load's window); -1: unknown */
+} ChainInfo;
+void pass_chain_info(const Func *f, ChainInfo *ci);
+
+/* ---- tile sizes for `= auto` params (tiles.c) ---- */
+enum { PASS_MAX_AUTO = 8 };
+typedef struct TileChoice {
+    const char *name[PASS_MAX_AUTO];
+    int64_t probe[PASS_MAX_AUTO];   /* the distinct value each was lowered with */
+    int64_t value[PASS_MAX_AUTO];   /* the choice */
+    int n;
+} TileChoice;
+/* Choose tc->value[] from the kernel lowered with the probes (the roles the
+ * probes play in its products), ctx's target, device options and dim
+ * sizes. 0 on success, the reasons in why; 1 with the message in why when
+ * a param plays no role the choice knows. */
+int pass_choose_tiles(const Func *probe, const PassCtx *ctx, TileChoice *tc, StrBuf *why);
+/* Shared memory of an attention block: rows x d query, two stages of
+ * cols x d keys and values, O's scratch with `scratch`. */
+int64_t pass_chain_smem(int64_t rows, int64_t cols, int64_t d, bool scratch);
+/* Whether the launch pass makes a kernel with chained products persistent
+ * (one block per SM looping over the tiles) for n query and nk key rows. */
+bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, int64_t nk);
 
 /* One decision line (no trailing newline needed): appended to ctx->remarks
  * as "PASS: line" and to ctx->notes (the --print-after comment block).

@@ -15,6 +15,8 @@
 
 /* ORDER PASS: the pipeline, in order. The summary feeds `tilec --help`. */
 const PassInfo tc_pass_table[] = {
+    { "launch", pass_launch,
+      "decide how blocks take tiles (persistent grid, longest-first order) and whether the output leaves through shared memory" },
     { "canonicalize", pass_canonicalize,
       "fold constants and identities, fold constant if/for, CSE and DCE of pure ops" },
     { "bounds", pass_bounds,

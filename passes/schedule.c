@@ -29,115 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- products fed by products ---- */
-
-typedef struct CarriedFind { ValId v; Op *loop; int idx; } CarriedFind;
-
-static bool carried_visit(Func *f, Op *op, void *ctx)
-{
-    (void)f;
-    CarriedFind *cf = ctx;
-    if (op->code != OP_FOR || cf->loop)
-        return !cf->loop;
-    const Block *b = &op->regions[0];
-    for (int i = 1; i < b->nargs; i++)
-        if (b->args[i] == cf->v) {
-            cf->loop = op;
-            cf->idx = i - 1;
-            return false;
-        }
-    return true;
-}
-
-/* What from_dot knows of each value: not yet asked, being asked (a cycle
- * through a loop-carried value answers no), no, yes. */
-enum { FD_NEW, FD_BUSY, FD_NO, FD_YES };
-typedef struct DotScan { const Func *f; uint8_t *st; } DotScan;
-
-static bool from_dot(DotScan *ds, ValId v, int depth);
-
-/* A loop-carried value (a FOR's region argument, or the FOR's result for
- * it) comes from a DOT when its initial value and the value the body
- * yields for it both do (a score tile computed one key block ahead). */
-static bool loop_value_from_dot(DotScan *ds, const Op *loop, int idx, int depth)
-{
-    const Op *y = ir_block_yield(&loop->regions[0]);
-    return y && idx < y->nargs && 3 + idx < loop->nargs &&
-           from_dot(ds, loop->args[3 + idx], depth + 1) && from_dot(ds, y->args[idx], depth + 1);
-}
-
-static bool from_dot_uncached(DotScan *ds, ValId v, int depth)
-{
-    Func *f = (Func *)ds->f;
-    Op *def = ir_val(f, v)->def;
-    if (!def) {
-        CarriedFind cf = { v, NULL, 0 };
-        ir_walk(f, &f->body, carried_visit, &cf);
-        return cf.loop && loop_value_from_dot(ds, cf.loop, cf.idx, depth);
-    }
-    if (def->code == OP_DOT)
-        return true;
-    if (def->code == OP_FOR) {   /* a loop's final value of a carried tile */
-        for (int i = 0; i < def->nres; i++)
-            if (def->res[i] == v)
-                return loop_value_from_dot(ds, def, i, depth);
-        return false;
-    }
-    if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
-        for (int g = 0; g < 2; g++) {
-            ValId y = ir_if_yield(def, g, v);
-            if (y && from_dot(ds, y, depth + 1))
-                return true;
-        }
-        return false;
-    }
-    if (!(op_info[def->code].flags & OPF_ELEM) && def->code != OP_BROADCAST && def->code != OP_EXPAND)
-        return false;
-    for (int i = 0; i < def->nargs; i++)
-        if (from_dot(ds, def->args[i], depth + 1))
-            return true;
-    return false;
-}
-
-/* Does v come from a DOT result through elementwise / shape ops (or a
- * loop-carried tile of such results)? Each value is asked once. */
-static bool from_dot(DotScan *ds, ValId v, int depth)
-{
-    if (depth > 64 || v == 0 || v >= ds->f->nvals)
-        return false;
-    if (ds->st[v] != FD_NEW)
-        return ds->st[v] == FD_YES;
-    ds->st[v] = FD_BUSY;
-    bool yes = from_dot_uncached(ds, v, depth);
-    ds->st[v] = yes ? FD_YES : FD_NO;
-    return yes;
-}
-
-typedef struct ChainScan {
-    DotScan ds;
-    bool chained;          /* some DOT's A operand comes from a DOT */
-    int64_t mgcd;          /* rows of every DOT accumulator (all must split alike) */
-    int64_t nfirst, nchain;  /* widest accumulator of a first / a chained DOT */
-} ChainScan;
-
-static bool chain_visit(Func *f, Op *op, void *ctx)
-{
-    ChainScan *cs = ctx;
-    if (op->code != OP_DOT)
-        return true;
-    const Type *t = ir_type(f, op->res[0]);
-    int64_t m = t->rank == 2 ? t->shape[0] : 0;
-    int64_t n = t->rank == 2 ? t->shape[1] : 0;
-    if (!cs->mgcd || m < cs->mgcd)
-        cs->mgcd = m;
-    bool chained = from_dot(&cs->ds, op->args[0], 0);
-    cs->chained |= chained;
-    int64_t *w = chained ? &cs->nchain : &cs->nfirst;
-    if (n > *w)
-        *w = n;
-    return true;
-}
-
 int pass_rows_warps(int64_t m, int max_warps)
 {
     int w = 1;
@@ -154,21 +45,14 @@ int pass_rows_warps(int64_t m, int max_warps)
  * 4 warps x 32 rows (the FlashAttention-2 warp tile: each K / V fragment
  * read by ldmatrix feeds two m16 tiles, and two blocks fit an SM); 128 rows
  * with D = BN = 128 -> 8 x 16 (4 x 32 spills); 64 rows -> 4 x 16.
- * 0 when the kernel has none; *rows gets the accumulators' rows. */
-static int chain_warps(const Func *f, int max_warps, int64_t *rows)
+ * 0 when the kernel has none. */
+static int chain_warps(const ChainInfo *ci, int max_warps)
 {
-    ChainScan cs = { { f, calloc(f->nvals ? f->nvals : 1, 1) }, false, 0, 0, 0 };
-    *rows = 0;
-    if (!cs.ds.st)
+    if (!ci->chained || ci->rows <= 0 || ci->rows % 16)
         return 0;
-    ir_walk((Func *)f, (Block *)&f->body, chain_visit, &cs);
-    free(cs.ds.st);
-    if (!cs.chained || cs.mgcd <= 0 || cs.mgcd % 16)
-        return 0;
-    int64_t per = cs.nfirst + cs.nchain <= 192 ? cs.mgcd / 32 : cs.mgcd / 16;
+    int64_t per = ci->nfirst + ci->nchain <= 192 ? ci->rows / 32 : ci->rows / 16;
     int cap = per > 8 ? 8 : per < 4 ? 4 : (int)per;
-    *rows = cs.mgcd;
-    return pass_rows_warps(cs.mgcd, max_warps < cap ? max_warps : cap);
+    return pass_rows_warps(ci->rows, max_warps < cap ? max_warps : cap);
 }
 
 /* ---- lone products ---- */
@@ -294,29 +178,6 @@ static int simt_min_blocks(LoadSum s, int nwarps)
  * time). */
 static bool simt_wide(LoadSum s, int nwarps) { return nwarps >= 16 && !(s.elems > 64 && s.bytes <= 256); }
 
-/* ---- chained products: the measured forms ---- */
-
-/* What the measured choices of a kernel with chained products depend on:
- * whether its scores are masked per row (a triangular mask: an index tile
- * along the rows, as the causal mask's rows(s)), how far its first product
- * reduces (attention's head dim) and whether a tile declared shared is
- * stored (O staged through shared memory). */
-typedef struct ChainFacts { bool row_mask, staged; int64_t first_k; } ChainFacts;
-
-static bool facts_visit(Func *f, Op *op, void *ctx)
-{
-    ChainFacts *cf = ctx;
-    if (op->code == OP_IOTA && op->iattr[0] == 0 && ir_type(f, op->res[0])->rank == 2)
-        cf->row_mask = true;
-    if (op->code == OP_STORE && ir_type(f, op->args[op->nargs - 1])->space == SP_SHARED)
-        cf->staged = true;
-    if (op->code == OP_DOT && !cf->first_k) {
-        const Type *a = ir_type(f, op->args[0]);
-        cf->first_k = a->rank == 2 ? a->shape[1] : 0;
-    }
-    return true;
-}
-
 /* ---- the decision ---- */
 
 void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBuf *why)
@@ -324,8 +185,10 @@ void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBu
     if (!t)
         t = tc_target("sm_86");
     int max = t->lim.simt_warps;
-    int64_t rows;
-    int cw = chain_warps(f, max, &rows), mw = cw ? cw : mma_warps(f, max);
+    ChainInfo ci;
+    pass_chain_info(f, &ci);
+    int64_t rows = ci.rows;
+    int cw = chain_warps(&ci, max), mw = cw ? cw : mma_warps(f, max);
     memset(s, 0, sizeof *s);
     if (cw) {
         s->kind = SCHED_CHAIN;
@@ -372,16 +235,13 @@ void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBu
      * tile, with O staged, issues p @ v row tile by row tile: +1.8% to
      * +3.9% up to 32 key blocks, within the spread beyond (H200, sm_86 PTX;
      * bench/RESULTS.md 2026-11-30 20:26-21:06). */
-    ChainFacts cf = { 0 };
-    if (s->kind == SCHED_CHAIN)
-        ir_walk((Func *)f, (Block *)&f->body, facts_visit, &cf);
-    bool heavy_rows = s->kind == SCHED_CHAIN && cf.row_mask && cf.first_k >= 128;
+    bool heavy_rows = s->kind == SCHED_CHAIN && ci.row_mask && ci.first_k >= 128;
     s->copy_interior = s->kind != SCHED_SIMT && !heavy_rows;
-    s->pv_rows = heavy_rows && cf.staged;
+    s->pv_rows = heavy_rows && ci.staged;
     if (s->copy_interior)
         sb_puts(why, "; masked copies get an arm for windows wholly inside");
     else if (heavy_rows)
-        sb_printf(why, "; a row mask over a first product of %lld: copies keep their bounds", (long long)cf.first_k);
+        sb_printf(why, "; a row mask over a first product of %lld: copies keep their bounds", (long long)ci.first_k);
     if (s->pv_rows)
         sb_puts(why, "; O staged: the second product row tile by row tile");
 }

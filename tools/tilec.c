@@ -33,6 +33,7 @@ typedef struct Cli {
     tilec_define *defs; size_t ndefs;
     const char **pa; size_t npa;
     char *popt;               /* --pass-option entries, comma-joined (heap) */
+    char *dims;               /* --dim entries, comma-joined (heap) */
     int help, version;
     int clear_cache;          /* --clear-cache */
     int emit_meta;            /* --emit=meta: the metadata is the output */
@@ -69,6 +70,9 @@ static void print_help(void)
            "                          --passes= runs none\n"
            "  --pass-option NAME=VALUE\n"
            "                          set a typed pass option (repeatable; listed below)\n"
+           "  --dim NAME=VALUE        a size the kernel will be launched with for named dim\n"
+           "                          NAME (repeatable): tile sizes and the launch schedule\n"
+           "                          are chosen for it; the kernel stays correct for any size\n"
            "  --print-after=NAME      print the IR after pass NAME to stderr (repeatable;\n"
            "                          'lower' prints it before the first pass)\n"
            "  --print-after-all       print the IR after every pass\n"
@@ -150,11 +154,12 @@ static bool is_opt(const char *a, const char *opt)
     return strncmp(a, opt, n) == 0 && (a[n] == 0 || a[n] == '=');
 }
 
-/* Appends one --pass-option entry (checked by the library with the rest). */
-static int add_pass_option(Cli *c, const char *v)
+/* Appends one --pass-option or --dim entry to *list (checked by the
+ * library with the rest). */
+static int add_entry(char **list, const char *v)
 {
-    size_t n = c->popt ? strlen(c->popt) : 0, m = strlen(v);
-    char *p = realloc(c->popt, n + m + 2);
+    size_t n = *list ? strlen(*list) : 0, m = strlen(v);
+    char *p = realloc(*list, n + m + 2);
     if (!p) {
         fprintf(stderr, "tilec: error: out of memory\n");
         return EXIT_USAGE;
@@ -162,7 +167,7 @@ static int add_pass_option(Cli *c, const char *v)
     if (n)
         p[n++] = ',';
     memcpy(p + n, v, m + 1);
-    c->popt = p;
+    *list = p;
     return 0;
 }
 
@@ -194,7 +199,12 @@ static int parse_valued(Cli *c, int argc, char **argv, int *i)
     if (is_opt(a, "--pass-option")) {
         if (!(v = opt_value(argc, argv, i, "--pass-option")))
             return usage_error("option '%s' needs NAME=VALUE", a);
-        return add_pass_option(c, v);
+        return add_entry(&c->popt, v);
+    }
+    if (is_opt(a, "--dim")) {
+        if (!(v = opt_value(argc, argv, i, "--dim")))
+            return usage_error("option '%s' needs NAME=VALUE", a);
+        return add_entry(&c->dims, v);
     }
     if (strncmp(a, "--report=", 9) == 0) {
         if (!a[9])
@@ -470,6 +480,7 @@ static int run(Cli *c)
     c->o.nprint_after = c->npa;
     c->o.language = c->lang;
     c->o.pass_options = c->popt;
+    c->o.dims = c->dims;
     tilec_result *r = NULL;
     tilec_status st = compile(c, &r);
     if (!r)
@@ -558,5 +569,6 @@ int main(int argc, char **argv)
     free(c.defs);
     free(c.pa);
     free(c.popt);
+    free(c.dims);
     return rc;
 }

@@ -132,7 +132,8 @@ END_TEST
 START_TEST(test_passes_and_version)
 {
     ck_assert_uint_ge(tilec_num_passes(), 2);
-    ck_assert_str_eq(tilec_pass_name(0), "canonicalize");
+    ck_assert_str_eq(tilec_pass_name(0), "launch");
+    ck_assert_str_eq(tilec_pass_name(1), "canonicalize");
     ck_assert_ptr_nonnull(tilec_pass_summary(1));
     ck_assert_ptr_null(tilec_pass_name(tilec_num_passes()));
     ck_assert_int_eq(strncmp(tilec_version(), "0.1.0 (", 7), 0);
@@ -188,11 +189,64 @@ START_TEST(test_pass_options)
     ck_assert_int_eq(big_attention("target.smem-per-block=232448"), TILEC_OK);
     ck_assert_int_eq(big_attention("target.smem-per-block=100000"), TILEC_ERR_INPUT);
     ck_assert_int_eq(big_attention(NULL), TILEC_ERR_INPUT);   /* nothing left over from the last compile */
-    ck_assert_int_eq(tilec_num_pass_options(), 1);
+    ck_assert_int_eq(tilec_num_pass_options(), 2);
     ck_assert_str_eq(tilec_pass_option_name(0), "target.smem-per-block");
     ck_assert_str_eq(tilec_pass_option_type(0), "bytes");
-    ck_assert_ptr_nonnull(tilec_pass_option_help(0));
-    ck_assert_ptr_null(tilec_pass_option_name(1));
+    ck_assert_str_eq(tilec_pass_option_name(1), "target.sms");
+    ck_assert_ptr_nonnull(tilec_pass_option_help(1));
+    ck_assert_ptr_null(tilec_pass_option_name(2));
+}
+END_TEST
+
+/* The attention example's report (NULL when the compile fails) with the
+ * given dim sizes and pass options, its BM and BN chosen (= auto). */
+static char *auto_report(const char *dims, const char *popts, const char *causal, tilec_status *st)
+{
+    tilec_options o;
+    tilec_options_init(&o);
+    o.arch = "sm_86";
+    o.report = 1;
+    o.dims = dims;
+    o.pass_options = popts;
+    tilec_define d[1] = { { "CAUSAL", causal } };
+    o.defines = d;
+    o.ndefines = 1;
+    tilec_result *r = NULL;
+    *st = tilec_compile_file(TILEC_SOURCE_DIR "/examples/attention.tile", &o, &r);
+    const char *rep = tilec_result_text(r, TILEC_OUT_REPORT);
+    char *out = rep ? strdup(rep) : NULL;
+    tilec_result_free(r);
+    return out;
+}
+
+/* Tile sizes and the launch follow the dims and the device: 128 x 64 when
+ * nothing is known; the persistent 256-row tile for 4k tokens on an H200;
+ * longest rows first with the causal mask. */
+START_TEST(test_auto_tiles)
+{
+    static const char *const h200 = "target.smem-per-block=232448,target.sms=132";
+    static const struct { const char *dims, *popts, *causal, *want, *absent; } cases[] = {
+        { NULL, NULL, "false", "BM = 128; BN = 64", "persistent" },
+        { "N=4096,NK=4096", NULL, "false", "BM = 128; BN = 64", "persistent" },
+        { "N=4096,NK=4096", h200, "false", "BM = 256; BN = 64", "longest" },
+        { "N=4096,NK=4096", h200, "false", "persistent: min(132, tiles)", "longest" },
+        { "N=512,NK=512", h200, "false", "BM = 128; BN = 64", "persistent" },
+        { "N=4096,NK=4096", h200, "true", "the longest loops first", "persistent" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_status st;
+        char *rep = auto_report(cases[i].dims, cases[i].popts, cases[i].causal, &st);
+        ck_assert_int_eq(st, TILEC_OK);
+        ck_assert_msg(rep && strstr(rep, cases[i].want), "case %zu: %s", i, rep ? rep : "(no report)");
+        ck_assert_msg(!strstr(rep, cases[i].absent), "case %zu: %s", i, rep);
+        free(rep);
+    }
+    tilec_status st;
+    static const char *const bad[] = { "N", "N=0", "N=x", "=5", "N=99999999999", "1N=4" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        free(auto_report(bad[i], NULL, "false", &st));
+        ck_assert_msg(st == TILEC_ERR_USAGE, "dims '%s': status %d", bad[i], (int)st);
+    }
 }
 END_TEST
 
@@ -264,6 +318,7 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_observability);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_pass_options);
+    tcase_add_test(tc, test_auto_tiles);
     tcase_add_test(tc, test_bad_pass_options);
     suite_add_tcase(s, tc);
     return s;

@@ -69,10 +69,18 @@ typedef struct Prog {
     Func *f;
 } Prog;
 
+/* The device facts and dim sizes the next run_passes gives the launch pass
+ * (tilec_options.dims, target.sms); reset by each attention case. */
+static PassDims g_dims;
+static int64_t g_sms, g_smem;
+
 static int run_passes(Prog *p, const char *only, const char *arch)
 {
     PassCtx ctx;
     memset(&ctx, 0, sizeof ctx);
+    ctx.dims = &g_dims;
+    ctx.sms = g_sms;
+    ctx.smem_per_block = g_smem;
     ctx.diag = &p->d;
     ctx.target = tc_target(arch);
     ctx.opt_level = 2;
@@ -159,17 +167,19 @@ static bool has_op(Func *f, OpCode c)
 
 /* The passes before double_buffer, the reference, then each of the three
  * passes with the interpreter after it. */
+/* The interpreter's outputs on the IR as lowered are the reference; they
+ * must come out bit for bit the same after each step of the pipeline. */
 static void check_passes(Prog *p, Run *r, const char *arch, const char *what, bool expect_buffers)
 {
-    ck_assert_int_eq(run_passes(p, "canonicalize,bounds,mask_split", arch), 0);
     run_interp(p, r);
     unsigned char **ref = snapshot(r);
-    static const char *const three[] = { "double_buffer", "swizzle", "smem_alloc" };
-    for (int i = 0; i < 3; i++) {
-        ck_assert_msg(run_passes(p, three[i], arch) == 0, "%s: pass %s failed", what, three[i]);
+    static const char *const steps[] = { "launch", "canonicalize", "bounds", "mask_split", "double_buffer", "swizzle",
+                                         "smem_alloc", "schedule" };
+    for (size_t i = 0; i < TC_COUNTOF(steps); i++) {
+        ck_assert_msg(run_passes(p, steps[i], arch) == 0, "%s: pass %s failed", what, steps[i]);
         run_interp(p, r);
         char buf[256];
-        snprintf(buf, sizeof buf, "%s after %s", what, three[i]);
+        snprintf(buf, sizeof buf, "%s after %s", what, steps[i]);
         compare(r, ref, buf);
     }
     ck_assert_int_eq(has_op(p->f, OP_SMEM_ALLOC), expect_buffers);
@@ -291,17 +301,43 @@ static bool copies_after_inner(const Op *outer)
     return false;
 }
 
-/* npb: the example's NPB (0: one tile per block, its outer loop folded). */
-static void attention_case_with(const char *causal, const char *npb)
+static bool staged_visit(Func *f, Op *op, void *ctx)
+{
+    if (op->code == OP_STORE && ir_type(f, op->args[op->nargs - 1])->space == SP_SHARED)
+        *(bool *)ctx = true;
+    return true;
+}
+
+/* Does f store a tile declared (or made) shared to a tensor? */
+static bool has_staged_store(Func *f)
+{
+    bool yes = false;
+    ir_walk(f, &f->body, staged_visit, &yes);
+    return yes;
+}
+
+/* The example with D = BM = BN = 16, or (big) the 256-row tile of D = 128
+ * that the launch pass makes persistent when told of 1k query and key
+ * rows, 3 SMs and 227 KB a block: 3 blocks over 2 heads x 2 query tiles (block 0 takes
+ * two), its loop over tiles rotated (the next tile's Q and first K/V stage
+ * copied right after the key loop). Told of 37 keys, the 16-row tile
+ * stages its output (a short key loop); the causal kernel takes its
+ * longest rows first instead. */
+static void attention_case_with(const char *causal, bool big)
 {
     size_t len;
     char *src = read_example("attention.tile", &len);
-    FeDefine defs[5] = { { "D", "16" }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", causal }, { "NPB", npb } };
+    FeDefine defs[4] = { { "D", big ? "128" : "16" }, { "BM", big ? "256" : "16" }, { "BN", big ? "64" : "16" },
+                         { "CAUSAL", causal } };
+    StrBuf err = { 0 };
+    ck_assert_int_eq(pass_dims_parse(big ? "N=1024,NK=1024" : "N=37,NK=37", &g_dims, &err), 0);
+    g_sms = 3;
+    g_smem = big ? 232448 : 0;   /* an H200's blocks: room for the 256-row tile */
     Prog p;
-    prog_compile(&p, "attention.tile", src, len, defs, 5);
-    bool persistent = npb[0] != '0' && causal[0] == 'f';
-    int64_t Z = 1, H = 2, HK = 1, N = 37;
-    int64_t sq[4] = { Z, H, N, 16 }, sk[4] = { Z, HK, N, 16 }, sl[3] = { Z, H, N };
+    prog_compile(&p, "attention.tile", src, len, defs, 4);
+    bool persistent = big && causal[0] == 'f';
+    int64_t d = big ? 128 : 16, Z = 1, H = big ? 4 : 2, HK = big ? 2 : 1, N = big ? 300 : 37;
+    int64_t sq[4] = { Z, H, N, d }, sk[4] = { Z, HK, N, d }, sl[3] = { Z, H, N };
     Ten t[5] = { ten_new(DT_BF16, 4, sq), ten_new(DT_BF16, 4, sk), ten_new(DT_BF16, 4, sk),
                  ten_new(DT_BF16, 4, sq), ten_new(DT_F32, 3, sl) };
     uint64_t rng = 7;
@@ -311,36 +347,44 @@ static void attention_case_with(const char *causal, const char *npb)
     static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
     Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
     char what[96];
-    snprintf(what, sizeof what, "attention causal=%s NPB=%s", causal, npb);
+    snprintf(what, sizeof what, "attention causal=%s D=%lld", causal, (long long)d);
     check_passes(&p, &r, "sm_86", what, true);
     const Op *outer = NULL, *inner = NULL;
     ck_assert_int_eq(count_fors(&p.f->body, &outer), 1);
-    /* NPB 0 (or the mask): the loop over tiles had one trip, folded away */
     ck_assert_int_eq(count_fors(&outer->regions[0], &inner), persistent ? 1 : 0);
     if (persistent)   /* rotated: the next trip's copies follow the key loop */
         ck_assert(copies_after_inner(outer));
+    int64_t grid[3];
+    InterpArg args[6];
+    for (int i = 0; i < 5; i++)
+        args[i] = ten_arg(&t[i]);
+    args[5] = scale;
+    ck_assert_int_eq(interp_grid(p.f, args, 6, grid, &p.d), 0);
+    if (persistent) {   /* min(SMs, tiles) */
+        ck_assert(grid[0] == 3 && grid[1] == 1 && grid[2] == 1);
+    } else if (causal[0] == 't') {   /* (heads of a group, query blocks, groups) */
+        int64_t qb = (N + (big ? 255 : 15)) / (big ? 256 : 16);
+        ck_assert(grid[1] == qb && grid[0] * grid[2] == Z * H);
+    }
+    ck_assert_msg(has_staged_store(p.f), "%s: O is not staged", what);
     for (int i = 0; i < 5; i++)
         ten_free(&t[i]);
     arena_free(p.a);
     free(src);
+    memset(&g_dims, 0, sizeof g_dims);
+    g_sms = g_smem = 0;
 }
 
-static void attention_case(const char *causal) { attention_case_with(causal, "0"); }
-
-START_TEST(attention_plain) { attention_case("false"); }
+START_TEST(attention_plain) { attention_case_with("false", false); }
 END_TEST
 
-START_TEST(attention_causal) { attention_case("true"); }
+START_TEST(attention_causal) { attention_case_with("true", false); }
 END_TEST
 
-/* The example as a persistent grid: 4 blocks over 2 heads x 3 query tiles
- * (blocks 0 and 1 take two tiles each), its loop over tiles rotated (the
- * next tile's Q and first K/V stage copied right after the key loop); the
- * causal kernel ignores NPB. */
-START_TEST(attention_persistent) { attention_case_with("false", "4"); }
+START_TEST(attention_persistent) { attention_case_with("false", true); }
 END_TEST
 
-START_TEST(attention_persistent_causal) { attention_case_with("true", "4"); }
+START_TEST(attention_persistent_causal) { attention_case_with("true", true); }
 END_TEST
 
 /* ---- the limit and untouched kernels ---- */

@@ -1,0 +1,115 @@
+/* tiles.c - the tile sizes the compiler chooses for compile-time params
+ * declared `= auto` (docs/language.md, "What the compiler decides").
+ *
+ * The driver lowers the kernel once with each auto param at a distinct
+ * probe value, asks pass_choose_tiles which role each probe plays in the
+ * products (accumulator rows, key columns, reduction step) and what to
+ * take for it, then lowers the kernel again with the choices. The rules
+ * read the TargetInfo, the device facts of the pass options
+ * (target.smem-per-block, target.sms) and the dim sizes the caller gave
+ * (tilec_options.dims); the measurements behind them are in
+ * bench/RESULTS.md.
+ *
+ * Needs: the probe lowering of the kernel (verified IR, before any pass).
+ */
+#include "passes.h"
+
+#include <string.h>
+
+/* Bytes of shared memory an attention block keeps: its query rows, two
+ * stages of key and value columns, and, for a persistent grid, O's own
+ * scratch (rows of D bf16 plus 16 bytes of padding). */
+int64_t pass_chain_smem(int64_t rows, int64_t cols, int64_t d, bool scratch)
+{
+    int64_t b = rows * d * 2 + 2 * 2 * cols * d * 2;
+    return scratch ? b + rows * (d * 2 + 16) : b;
+}
+
+/* Shared memory an SM of the device has: the block's opt-in maximum plus
+ * the driver's reservation when target.smem-per-block names the device,
+ * else the target's own. */
+static int64_t sm_smem(const PassCtx *ctx)
+{
+    const TargetInfo *t = ctx->target ? ctx->target : tc_target("sm_86");
+    if (ctx->smem_per_block)
+        return ctx->smem_per_block + t->lim.smem_reserved;
+    return t->lim.smem_per_sm;
+}
+
+bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, int64_t nk)
+{
+    return ci->chained && ci->rows == 256 && ci->first_k == 128 && !ci->row_mask && ctx->sms > 0 && n >= 1024 &&
+           nk >= 1024 && pass_chain_smem(256, ci->first_n, 128, true) <= pass_smem_limit(ctx->target, ctx->smem_per_block);
+}
+
+/* Attention-like kernels (a product fed by a product). */
+static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f, int64_t *bm, int64_t *bn,
+                         StrBuf *why)
+{
+    int64_t d = ci->first_k;
+    int64_t n = pass_dim_size(ctx->dims, f, ci->rows_dim), nk = pass_dim_size(ctx->dims, f, ci->keys_dim);
+    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+    /* 32 rows a warp keep the score tile and the accumulator in registers
+     * while D + BN <= 192 (schedule's warp rule): BN = 128 at D <= 64, else 64. */
+    *bm = 128;
+    *bn = d + 128 <= 192 ? 128 : 64;
+    sb_printf(why, "head dim %lld: %lld x %lld (32 rows a warp, score and output tiles in registers)", (long long)d,
+              (long long)*bm, (long long)*bn);
+    if (*bn == 128 && 2 * pass_chain_smem(*bm, *bn, d, false) > sm_smem(ctx)) {
+        *bn = 64;   /* two blocks an SM, whose barriers overlap each other's products */
+        sb_printf(why, "; BN = 64 so that two blocks fit the SM's %lld bytes", (long long)sm_smem(ctx));
+    }
+    if (d != 128 || ci->row_mask || !n || !nk) {
+        if (d == 128 && !ci->row_mask)
+            sb_puts(why, "; no 256-row tile: the query and key lengths are not known (tilec_options.dims)");
+        return;
+    }
+    /* Two warp groups taking turns at the tensor cores on 256 rows share
+     * each K and V tile: half the copies per FLOP. From 2k tokens, or from
+     * 1k where the grid can be persistent (launch). */
+    ChainInfo big = *ci;
+    big.rows = 256;
+    big.first_n = 64;
+    bool persistent = pass_chain_persistent(&big, ctx, n, nk);
+    int64_t need = pass_chain_smem(256, 64, d, false);
+    if ((persistent || (n >= 2048 && nk >= 2048)) && need <= limit) {
+        *bm = 256;
+        *bn = 64;
+        sb_printf(why, "; 256 x 64 for %lld query and %lld key rows: two warp groups take turns, sharing K and V%s",
+                  (long long)n, (long long)nk, persistent ? " (a persistent grid: launch)" : "");
+    }
+}
+
+int pass_choose_tiles(const Func *probe, const PassCtx *ctx, TileChoice *tc, StrBuf *why)
+{
+    ChainInfo ci;
+    pass_chain_info(probe, &ci);
+    int64_t bm = 0, bn = 0, bk = 0, rows = ci.rows, cols = ci.first_n, red = ci.first_k;
+    if (!ci.first) {
+        sb_printf(why, "@%s has no product: `auto` chooses only the tile extents of products; pin %s with -D%s=",
+                  probe->name, tc->name[0], tc->name[0]);
+        return 1;
+    }
+    if (ci.chained) {
+        choose_chain(&ci, ctx, probe, &bm, &bn, why);
+    } else {
+        /* A lone product: 128 x 128 accumulators over steps of 32, the
+         * tile whose three stages fit every target with room for an
+         * epilogue (examples/gemm.tile pins its own). */
+        bm = 128;
+        bn = 128;
+        bk = 32;
+        sb_puts(why, "a product: 128 x 128 accumulator tiles over steps of 32");
+    }
+    for (int i = 0; i < tc->n; i++) {
+        int64_t p = tc->probe[i];
+        tc->value[i] = p == rows ? bm : p == cols ? bn : p == red && bk ? bk : 0;
+        if (!tc->value[i]) {
+            sb_printf(why, "; %s = auto is neither the products' rows, columns nor reduction step: pin it with -D%s=",
+                      tc->name[i], tc->name[i]);
+            return 1;
+        }
+        sb_printf(why, "; %s = %lld", tc->name[i], (long long)tc->value[i]);
+    }
+    return 0;
+}
