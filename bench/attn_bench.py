@@ -69,7 +69,10 @@ def check_case(dt, d, n, causal, g, arch, z=1, hk=2, bm=None, bn=None, mod=None)
     k = torch.randn(z, hk, n, d, device="cuda", dtype=DT[dt])
     v = torch.randn(z, hk, n, d, device="cuda", dtype=DT[dt])
     scale = d ** -0.5
-    mod = mod or A.kernel(d, dt, causal, bm, bn, arch, PTX_DIR, n)
+    if mod is None:   # the pinned default tiles of bench/attn_prepare.sh
+        bm = bm or 128
+        bn = bn or (128 if d == 64 and arch == "sm_90a" else 64)
+        mod = load({"name": "attn_%s_%s_d%d_m%d_n%d_%s" % (dt, arch, d, bm, bn, "c" if causal else "f")})
     o = torch.full_like(q, float("nan"))
     lse = torch.full((z, h, n), float("nan"), device="cuda")
     mod(q, k, v, o, lse, scale)
@@ -153,11 +156,36 @@ def load(v):
 
 def portable_pick(d, causal, n):
     """The portable path's kernel for a row (D, causal, N tokens): the sm_86
-    PTX file of the tile and O staging tilec.attention picks on
-    this device (A.picks), from the prepared folder. (file name, Module)."""
-    bm, bn, so, npb = A.picks(d, causal, n)
-    name = A.variant_name("bf16", "sm_86", d, bm, bn, causal, so, npb)
-    return name, tilec.load_files(os.path.join(PTX_DIR, name + ".ptx"))
+    PTX that tilec.attention compiles for this call on an H200 (the plain
+    example; the compiler chose its tiles and launch), from the prepared
+    folder's lib/ (bench/attn_prepare.sh). (file name, Module)."""
+    name = A.variant_name("bf16", "sm_86", d, causal, n)
+    path = os.path.join(PTX_DIR, "lib", name + ".ptx")
+    if path not in _mods:
+        _mods[path] = tilec.load_files(path)
+    return name, _mods[path]
+
+
+LIB = "lib_sm86"   # the timing column of portable_pick's kernels
+
+
+def check_lib():
+    """Every kernel tilec.attention compiled for the timed grid (lib/), on
+    N 100 and 4097 (H/HK 4): each is correct for any length, whatever the
+    length it was compiled for."""
+    ok_all = True
+    for d in DIMS:
+        for causal in (False, True):
+            for n in NS:
+                name, mod = portable_pick(d, causal, n)
+                worst, ok = 0.0, True
+                for nn in (100, 4097):
+                    good, eo, el, mx = check_case("bf16", d, nn, causal, 4, "sm_86", mod=mod)
+                    ok = ok and good
+                    worst = max(worst, eo) if eo == eo else float("nan")
+                print("  %-40s worst O %.2e  %s" % ("lib/" + name, worst, "OK" if ok else "FAIL"), flush=True)
+                ok_all = ok_all and ok
+    return ok_all
 
 
 def check_variants(names):
@@ -199,7 +227,7 @@ def timing(names):
     print("\nattention forward, bf16, 16384 tokens, hidden 2048 (TFLOP/s, do_bench median; mean of %d "
           "interleaved round%s in random order)" % (REPEAT, "" if REPEAT == 1 else "s"))
     for d in DIMS:
-        labels = sorted({label(v) for v in vs if v["d"] == d}, key=lambda x: (-int(x.split("x")[0]), x))
+        labels = sorted({label(v) for v in vs if v["d"] == d}, key=lambda x: (-int(x.split("x")[0]), x)) + [LIB]
         hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
         for lb in labels:
             hdr += " %13s" % lb
@@ -235,6 +263,10 @@ def timing(names):
                                 res[name].append(float("nan"))
                                 print("  %s unavailable: %s" % (name, str(e)[:80]), flush=True)
                             continue
+                        if name == LIB:
+                            mod = portable_pick(d, causal, n)[1]
+                            runs[name].append(tf(bench(lambda: mod(q, k, v, o, lse, d ** -0.5))))
+                            continue
                         m = [x for x in vs if x["d"] == d and x["causal"] == causal and label(x) == name]
                         if not m:   # a variant compiled for the other mask only
                             runs[name].append(float("nan"))
@@ -254,8 +286,7 @@ def timing(names):
                 line = "%-4d %-6d %-6s %-3d %8.1f %8.1f" % (d, n, "yes" if causal else "no", z, res["flash"], res["cudnn"])
                 for x in ours:
                     line += " %13.1f" % x
-                bm, bn, so, npb = A.picks(d, causal, n)
-                dl = "%dx%d%s_sm86" % (bm, bn, A.variant_tag(so, npb))
+                dl = LIB
                 p86 = ours[labels.index(dl)] if dl in labels else float("nan")
                 SM86.append((d, n, causal, p86, res["flash"], res["cudnn"],
                              spread.get("flash", (float("nan"),) * 2), spread.get(dl, (float("nan"),) * 2),
@@ -345,6 +376,10 @@ def main():
             if v["dt"] == "bf16" and not check_variants([x]):
                 BAD.add(label(v))
                 ok = False
+        print("\ncorrectness of tilec.attention's kernels for the timed grid (lib/):")
+        if not check_lib():
+            BAD.add(LIB)
+            ok = False
     if not args.skip_bench:
         global REPEAT, SEED
         REPEAT = max(1, args.repeat)

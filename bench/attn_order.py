@@ -28,9 +28,8 @@ def main():
         z = 16384 // n
         q, k, v = (torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         o, lse = torch.empty_like(q), torch.empty(z, h, n, device="cuda")
-        bm, bn, so, npb = A.picks(d, False, n)
-        name = A.variant_name("bf16", "sm_86", d, bm, bn, False, so, npb)
-        mod = tilec.load_files(os.path.join(PTX_DIR, name + ".ptx"))
+        name = A.variant_name("bf16", "sm_86", d, False, n)
+        mod = tilec.load_files(os.path.join(PTX_DIR, "lib", name + ".ptx"))
         flop = 4.0 * z * h * n * n * d
         run = {"tilec": lambda: mod(q, k, v, o, lse, d ** -0.5)}
         for nm, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):

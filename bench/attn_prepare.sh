@@ -12,7 +12,7 @@ rm -rf "$out"; mkdir -p "$out"
 sed 's/bf16/f16/g' "$root/examples/attention.tile" > "$out/attention_f16.tile"
 : > "$out/variants.txt"
 one() {  # dt arch d bm bn causal [tag NAME=VALUE... -DNAME=VALUE... | SRC=file]  (a tag names a variant;
-         # NAME=VALUE: a pass option, `tilec --help`)
+         # NAME=VALUE: a pass option, `tilec --help`; the name keeps the old tile-file layout)
   local dt=$1 arch=$2 d=$3 bm=$4 bn=$5 c=$6 tag=${7:-} src="$root/examples/attention.tile"
   shift 6; [ $# -gt 0 ] && shift
   [ "$dt" = f16 ] && src="$out/attention_f16.tile"
@@ -28,56 +28,51 @@ one() {  # dt arch d bm bn causal [tag NAME=VALUE... -DNAME=VALUE... | SRC=file]
                grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')
   echo "$name | tilec ${ms} ms | $regs" | tee -a "$out/variants.txt"
 }
-# A tile as tilec.attention compiles it: its pass options
-# (python/tilec/_attention.py pass_options()) and its file-name tag.
-pick() {  # dt arch d bm bn causal so(true|false) [npb: blocks of a persistent grid]
-  local tag po npb=${8:-0}
-  read -r tag po < <(PYTHONPATH="$root/python" python3 -c '
-import sys; from tilec import _attention as A
-so, bm, arch, npb = sys.argv[1] == "true", int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-po = A.pass_options(bm, arch)
-print(A.variant_tag(so, npb)[1:] or "-", " ".join("%s=%d" % kv for kv in sorted(po.items())))' \
-    "$7" "$4" "$2" "$npb")
-  [ "$tag" = - ] && tag=
-  # shellcheck disable=SC2086
-  one "$1" "$2" "$3" "$4" "$5" "$6" "$tag" $po $([ "$7" = true ] && echo -DSTAGE_O=true) \
-    $([ "$npb" != 0 ] && echo -DNPB="$npb")
-}
-# Default tiles (python/tilec/_attention.py tiles(): 4 warps x 32 rows;
-# D=64 BN=128; D=128 BN=64; sm_86 BN=64) for every dtype and arch, each
-# also with O staged through shared memory (tag so, -DSTAGE_O=true:
-# tilec.attention's pick for short key loops), then the other tile choices
-# (bf16, sm_90a) and experiment variants (a tag and NAME=VALUE pass
-# options, or SRC=file for another source; none at present: the record of
-# those measured is in bench/RESULTS.md). bench/attn_bench.py checks and
-# times every bf16 file it finds (sm_90a and sm_86 PTX).
+# Tiles pinned with -DBM / -DBN (bench/attn_bench.py checks and times
+# every bf16 file of this folder, sm_90a and sm_86 PTX), then the kernels
+# tilec.attention compiles for the H200 (132 SMs, 227 KB a block) on the
+# timed grid, in lib/: the plain example with the query and key lengths
+# (--dim) and the device's facts (pass options), named by
+# python/tilec/_attention.py variant_name(); the compiler chooses the rest.
 for c in false true; do
   for dt in bf16 f16; do
-    for so in false true; do      # O staged: tilec.attention's pick for short rows
-      pick $dt sm_90a 64 128 128 $c $so
-      pick $dt sm_90a 128 128 64 $c $so
-    done
+    one $dt sm_90a 64 128 128 $c
+    one $dt sm_90a 128 128 64 $c
   done
-  for dt in bf16 f16; do [ $c = true ] && pick $dt sm_90a 64 128 64 true false; done
-  # D=128 without the mask from 2k: 256-row blocks, decoupled turns (tilec.attention's
-  # pick on devices with 128 KB of shared memory per block; the sm_86 file for the H200)
-  if [ $c = false ]; then
-    for dt in bf16 f16; do pick $dt sm_90a 128 256 64 false true; done
-    pick bf16 sm_86 128 256 64 false true
-    # from 1k: the same tile as a persistent grid of one block per SM (the H200's 132)
-    for dt in bf16 f16; do pick $dt sm_90a 128 256 64 false true 132; done
-    pick bf16 sm_86 128 256 64 false true 132
-  fi
-  for so in false true; do
-    pick bf16 sm_86 64 128 64 $c $so
-    pick bf16 sm_86 64 128 128 $c $so    # the H200's tiles from sm_86 PTX (the timed portable path)
-    pick bf16 sm_86 128 128 64 $c $so
-  done
+  one bf16 sm_86 64 128 64 $c
+  one bf16 sm_86 128 128 64 $c
   [ $c = false ] && one bf16 sm_90a 64 128 64 false
   one bf16 sm_90a 64 64 64 $c
   one bf16 sm_90a 128 128 32 $c
-  one bf16 sm_90a 128 64 64 $c
 done
+mkdir -p "$out/lib"
+lib() {  # dt arch d causal n [bm bn: pins]
+  local name args
+  read -r name args < <(PYTHONPATH="$root/python" python3 -c '
+import sys; from tilec import _attention as A
+dt, arch, d, c, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "true", int(sys.argv[5])
+bm, bn = (int(sys.argv[6]), int(sys.argv[7])) if len(sys.argv) > 7 else (None, None)
+po, dims, consts = A.compile_args(d, c, n, None, 232448, 132, bm, bn)
+args = ["--pass-option %s=%d" % kv for kv in sorted(po.items())] + ["--dim %s=%d" % kv for kv in sorted(dims.items())]
+args += ["-D%s=%s" % (k, str(v).lower()) for k, v in consts.items()]
+print(A.variant_name(dt, arch, d, c, n, None, bm, bn), " ".join(args))' "$@")
+  local src="$root/examples/attention.tile" t0=$(date +%s%N)
+  [ "$1" = f16 ] && src="$out/attention_f16.tile"
+  # shellcheck disable=SC2086
+  "$tilec" "$src" -arch="$2" $args --report="$out/lib/$name.report" -o "$out/lib/$name.ptx"
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  local regs=$(ptxas -arch="$2" -v "$out/lib/$name.ptx" -o /dev/null 2>&1 |
+               grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')
+  echo "lib/$name | tilec ${ms} ms | $regs | $(grep -o 'BM = [0-9]*; BN = [0-9]*' "$out/lib/$name.report")" |
+    tee -a "$out/variants.txt"
+}
+for d in 64 128; do for c in false true; do for n in 1024 2048 4096 8192 16384; do
+  lib bf16 sm_86 $d $c $n
+done; done; done
+# bench/attn_sanitize.py's short rows (130 and 200 tokens), tiles pinned.
+for t in "64 64" "64 128" "128 64"; do for c in false true; do for n in 130 200; do
+  set -- $t; lib bf16 sm_86 $1 $c $n 128 $2
+done; done; done
 
 # The interpreter's O and LSE for the define sets just compiled, on small
 # cases, for bench/attn_interp_check.py (interpreter vs GPU) on the device:

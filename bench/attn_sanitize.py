@@ -20,7 +20,7 @@ import tilec  # noqa: E402
 
 
 def main():
-    ptx_dir = os.path.join(ROOT, ".devcarry", "attn")
+    ptx_dir = os.path.join(ROOT, ".devcarry", "attn", "lib")
     torch.manual_seed(0)
     bad = 0
     for d, bn in ((64, 64), (64, 128), (128, 64)):

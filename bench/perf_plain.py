@@ -116,7 +116,7 @@ def main():
                  {"example gemm (sm_86 PTX)": lambda: mod["gemm_sm_86"](x, w, y),
                   "linear_gelu sm_86": lambda: mod["gemm_bias_gelu_sm_86"](x, w, b, y),
                   "linear_gelu sm_90a": lambda: mod["gemm_bias_gelu_sm_90a"](x, w, b, y)})
-    adir = os.path.join(ROOT, ".devcarry", "attn")
+    adir = os.path.join(ROOT, ".devcarry", "attn", "lib")
     for n in (1024, 4096, 16384):
         z, h = 16384 // n, 32
         q, k_, v = (torch.randn(z, h, n, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))

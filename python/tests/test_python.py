@@ -244,69 +244,44 @@ def test_cache():
 
 def test_attention_variants(have_cc):
     from tilec import _attention as A
-    so = A.stage_o
-    check("stage_o: NK <= 4096, or at most 16 key blocks with the causal mask",
-          (so(1, 64), so(4096, 64), so(4097, 64), so(4096, 128), so(4097, 128), so(None, 64),
-           so(1024, 64, True), so(1025, 64, True), so(2048, 128, True), so(2049, 128, True))
-          == (True, True, False, True, False, False, True, False, True, False))
-    check("stage_o: at D >= 128 up to 32 key blocks with the causal mask",
-          (so(2048, 64, True, 128), so(2049, 64, True, 128), so(2048, 64, True, 64), so(8192, 64, False, 128))
-          == (True, False, False, False))
-    check("variant names", (A.variant_name("bf16", "sm_86", 64, 128, 64, True),
-                            A.variant_name("f16", "sm_90a", 128, 128, 64, False, True),
-                            A.variant_name("bf16", "sm_86", 128, 256, 64, False, True, 132))
-          == ("attn_bf16_sm_86_d64_m128_n64_c", "attn_f16_sm_90a_d128_m128_n64_f_so",
-              "attn_bf16_sm_86_d128_m256_n64_f_so_p132"))
-    check("picks: the kernel's parameters", (A.picks(128, True, 2048, arch="sm_86"), A.picks(64, False, 8192))
-          == ((128, 64, True, 0), (128, 128, False, 0)))
-    check("picks: D=128 without the mask from 1k tokens: 256-row blocks, a persistent grid",
-          (A.picks(128, False, 2048), A.picks(128, False, 1024), A.picks(128, False, 1024, sms=114),
-           A.picks(128, False, 1023), A.picks(128, False, 4096, nk=1000), A.picks(128, True, 4096),
-           A.picks(64, False, 4096)[0])
-          == ((256, 64, True, 132), (256, 64, True, 132), (256, 64, True, 114), (128, 64, True, 0),
-              (128, 64, True, 0), (128, 64, False, 0), 128))
-    check("picks: between 128 and 196 KB a block, the 256-row tile from 2k without the persistent grid",
-          (A.picks(128, False, 1024, smem=196608), A.picks(128, False, 2048, smem=196608))
-          == ((128, 64, True, 0), (256, 64, True, 0)))
-    check("picks: sm_86 PTX takes the 256-row tile only where the device has the shared memory",
-          (A.picks(128, False, 4096, arch="sm_86"), A.picks(128, False, 4096, arch="sm_86", smem=101376),
-           A.picks(128, False, 4096, arch="sm_86", smem=232448))
-          == ((128, 64, True, 0), (128, 64, True, 0), (256, 64, True, 132)))
-    check("pass options: the device's shared memory for sm_86 PTX of the 256-row tile",
-          (A.pass_options(256, "sm_86"), A.pass_options(256, "sm_86", 200704), A.pass_options(256, "sm_90a"),
-           A.pass_options(128, "sm_86"))
-          == ({"target.smem-per-block": 232448}, {"target.smem-per-block": 200704}, {}, {}))
+    check("compile args: the device's facts, the sizes, pins only when given",
+          A.compile_args(128, True, 4096, None, 232448, 132)
+          == ({"target.smem-per-block": 232448, "target.sms": 132}, {"N": 4096, "NK": 4096},
+              {"D": 128, "CAUSAL": True}), A.compile_args(128, True, 4096, None, 232448, 132))
+    check("compile args: unknown device, key length, pins, clamped smem",
+          A.compile_args(64, False, 100, 7, None, None, 64, 32)
+          == ({}, {"N": 100, "NK": 7}, {"D": 64, "CAUSAL": False, "BM": 64, "BN": 32})
+          and A.compile_args(64, False, 1, smem=10**6)[0] == {"target.smem-per-block": A.SMEM_OPTION_MAX})
+    check("variant names", (A.variant_name("bf16", "sm_86", 64, True, 1024),
+                            A.variant_name("f16", "sm_90a", 128, False, 4096, 512, 128, 64))
+          == ("attn_bf16_sm_86_d64_c_n1024_k1024", "attn_f16_sm_90a_d128_f_n4096_k512_m128_b64"))
     check("pass option list text", (tilec.option_list(None), tilec.option_list({"target.smem-per-block": 1024}),
                                     tilec.option_list("target.smem-per-block=1"))
           == (None, "target.smem-per-block=1024", "target.smem-per-block=1"))
     if not have_cc:
         return
-    src = os.path.join(ROOT, "examples", "attention.tile")
-    on = tilec.compile(src, arch="sm_86", report=True, D=128, BN=64, CAUSAL=True, STAGE_O=True)
-    off = tilec.compile(src, arch="sm_86", report=True, D=128, BN=64, CAUSAL=True, STAGE_O=False)
-    check("the compiler issues p @ v by row tiles for the staged D=128 causal tile only",
-          "row tiles outermost" in on.report and "row tiles outermost" not in off.report)
-    big = tilec.compile(src, arch="sm_86", report=True, pass_options=A.pass_options(256, "sm_86"), D=128, BM=256,
-                        BN=64, STAGE_O=True)
-    check("the 256-row tile: decoupled turns, chosen by the compiler", "decoupled turns" in big.report, big.report)
-    staged = A.kernel(128, "bf16", True, arch="sm_86", n=2048)
-    check("D=128 causal at 32 key blocks: O staged, p @ v by row tiles", staged.ptx == on.ptx
-          and staged is A.kernel(128, "bf16", True, arch="sm_86", n=1024))
-    # Short key rows get O staged through shared memory (16-byte stores),
-    # long ones the fragment stores; one compiled module per choice.
+    # What the compiler chooses, seen in the PTX: short key rows get O
+    # staged through shared memory (16-byte stores), long ones the fragment
+    # stores; one compiled module per call shape.
     short = A.kernel(64, "bf16", False, arch="sm_86", n=4096, nk=512)
     long_ = A.kernel(64, "bf16", False, arch="sm_86", n=4096, nk=8192)
     check("short rows: 16-byte O stores", "st.global.v4.b32" in short.ptx and short is not long_)
     check("long rows: fragment O stores", "st.global.v4.b32" not in long_.ptx)
-    check("variant cache", A.kernel(64, "bf16", False, arch="sm_86", n=100) is short)
-    check("stage_o forced", A.kernel(64, "bf16", False, arch="sm_86", n=100, so=False) is long_
-          and A.kernel(64, "bf16", False, arch="sm_86", n=8192, so=True) is short)
-    check("causal: its own rule", A.kernel(64, "bf16", True, arch="sm_86", n=2048).ptx.count("st.global.v4.b32")
-          == 0)
+    check("variant cache", A.kernel(64, "bf16", False, arch="sm_86", n=4096, nk=512) is short)
+    check("causal: its own rule (at most 16 key blocks at D = 64)",
+          "st.global.v4.b32" in A.kernel(64, "bf16", True, arch="sm_86", n=2048, smem=232448).ptx
+          and "st.global.v4.b32" not in A.kernel(64, "bf16", True, arch="sm_86", n=4096, smem=232448).ptx)
     big = A.kernel(128, "bf16", False, arch="sm_86", n=4096, smem=232448)
     check("256-row tile from sm_86 PTX for a device with 227 KB: 8 warps, decoupled turns",
           ".target sm_86" in big.ptx and "@p cp.async.wait_group 0;" in big.ptx and "@p bar.sync 1, 256;" in big.ptx
           and big is not A.kernel(128, "bf16", False, arch="sm_86", n=4096))
+    persistent = A.kernel(128, "bf16", False, arch="sm_86", n=4096, smem=232448, sms=132)
+    check("with the SM count: a persistent grid of 132 blocks", "grid 132 " in persistent.meta, persistent.meta)
+    pinned = A.kernel(128, "bf16", False, 128, 64, arch="sm_86", n=4096, smem=232448, sms=132)
+    check("a pinned 128-row tile: no persistent grid", "grid 132 " not in pinned.meta, pinned.meta)
+    src = os.path.join(ROOT, "examples", "attention.tile")
+    rep = tilec.compile(src, arch="sm_86", report=True, dims={"N": 2048, "NK": 2048}, D=128, CAUSAL=True).report
+    check("the report says what the compiler chose and why", "tiles: @attention" in rep and "longest" in rep, rep)
 
 
 def main():

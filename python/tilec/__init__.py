@@ -522,13 +522,16 @@ def option_list(options):
 
 
 def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=None, cache=None, cache_dir=None,
-            **consts):
+            dims=None, **consts):
     """Compile a .tile file (a path) or source text, with compile-time params
     given as keyword arguments (bools -> true/false, dtypes as "bf16" or a
     torch/numpy dtype). arch defaults to the current GPU's ("sm_90a" on
     Hopper), else "sm_86". pass_options: typed pass options for this
     compilation, {"target.smem-per-block": 232448} or
-    "target.smem-per-block=232448" (`tilec --help` lists them). cache:
+    "target.smem-per-block=232448" (`tilec --help` lists them). dims: the
+    sizes of named dims the kernel will be launched with, {"N": 4096}: tile
+    sizes declared `= auto` and the launch schedule are chosen for them
+    (the kernel stays correct for every size). cache:
     "off", "memory" or "disk" (None: set_cache's choice, "memory" unless
     changed); cache_dir: the folder of the disk cache (None: set_cache's,
     else default_cache_dir()). Returns a Module (callable if it holds one
@@ -547,6 +550,8 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     opts.report = 1 if report else 0
     po = option_list(pass_options)
     opts.pass_options = po.encode() if po else None
+    dl = option_list(dims)
+    opts.dims = dl.encode() if dl else None
     opts.cache = _cache_mode_of(_cache_mode if cache is None else cache)
     cdir = cache_dir if cache_dir is not None else _cache_dir
     opts.cache_dir = os.fsencode(cdir) if cdir is not None else None

@@ -111,6 +111,7 @@ class TilecOptions(ctypes.Structure):
         ("pass_options", ctypes.c_char_p),
         ("cache", ctypes.c_int),
         ("cache_dir", ctypes.c_char_p),
+        ("dims", ctypes.c_char_p),
         # Room for fields a newer libtilec may have: tilec_options_init
         # writes its whole struct; struct_size is then set to the fields above.
         ("_reserved", ctypes.c_char * 512),

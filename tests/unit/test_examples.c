@@ -331,12 +331,9 @@ static void run_attention(const AttnCase *c)
 {
     char dd[16];
     snprintf(dd, sizeof dd, "%lld", (long long)c->d);
-    /* GROUP 8: the causal grid's groups hold divisor(Z * H, 8 / 3) = 2 heads, so the
-     * launch order's mapping spans several groups */
-    FeDefine defs[] = { { "D", dd }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", c->causal ? "true" : "false" },
-                        { "STAGE_O", c->stage_o ? "true" : "false" }, { "GROUP", "8" } };
+    FeDefine defs[] = { { "D", dd }, { "BM", "16" }, { "BN", "16" }, { "CAUSAL", c->causal ? "true" : "false" } };
     Prog p;
-    ck_assert(prog_load(&p, "attention.tile", "attention", defs, 6));
+    ck_assert(prog_load(&p, "attention.tile", "attention", defs, 4));
     int64_t sq[4] = { c->z, c->h, c->n, c->d }, sk[4] = { c->z, c->hk, c->n, c->d }, sl[3] = { c->z, c->h, c->n };
     uint64_t rng = 99 + (uint64_t)(c->n * 131 + c->d * 7 + c->hk * 3 + c->causal);
     Ten q = ten_new(param_dtype(&p, "Q"), 4, sq), k = ten_new(param_dtype(&p, "K"), 4, sk);
