@@ -2,8 +2,9 @@
  * (include/tilec.h) with nvcc/clang conventions.
  *
  * Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 I/O
- * errors, 4 internal compiler errors. Diagnostics, --print-after dumps and
- * --time-passes go to stderr; the output goes to -o FILE or stdout.
+ * errors, 4 internal compiler errors. Diagnostics, --print-after dumps,
+ * --time-passes and --report go to stderr (the report to --report=FILE when
+ * given); the output goes to -o FILE or stdout.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -75,8 +76,8 @@ static void print_help(void)
            "  --print-locs            Tile IR text carries loc(line:col)\n"
            "  --no-verify             do not run the IR verifier between passes\n"
            "  --time-passes           print a per-stage timing table to stderr\n"
-           "  --report                print what the compiler decided, and why (stdout)\n"
-           "  --report=FILE           write that report to FILE instead (e.g. /dev/stderr)\n"
+           "  --report                print what the compiler decided, and why (stderr)\n"
+           "  --report=FILE           write that report to FILE instead (e.g. /dev/stdout)\n"
            "  --cache                 reuse an earlier identical compilation from the cache\n"
            "                          folder, and store this one there (docs/cache.md)\n"
            "  --cache-dir=DIR         the cache folder (implies --cache; default\n"
@@ -487,7 +488,7 @@ static int run(Cli *c)
         int wrc = write_file(c->report_file, report);
         rc = rc ? rc : wrc;
     } else if (report)
-        fputs(report, stdout);
+        fputs(report, stderr);   /* never mixed into the output on stdout */
     tilec_result_free(r);
     return rc ? rc : exit_code(st);
 }
