@@ -184,6 +184,15 @@ static bool check_options(Job *j)
         diag_error(d, (Loc){ 0 }, "unknown emit kind %d", (int)j->o.emit);
         return false;
     }
+    if (j->o.warnings_off & ~(unsigned)TILEC_WARN_ALL) {
+        diag_error(d, (Loc){ 0 }, "warnings_off 0x%x has bits that name no warning (valid: 0x%x)",
+                   j->o.warnings_off, (unsigned)TILEC_WARN_ALL);
+        return false;
+    }
+    if ((unsigned)j->o.debug_info > TILEC_DEBUG_FULL) {
+        diag_error(d, (Loc){ 0 }, "unknown debug_info level %d (valid: 0, 1, 2)", (int)j->o.debug_info);
+        return false;
+    }
     if (j->o.ndefines && !j->o.defines) {
         diag_error(d, (Loc){ 0 }, "defines is NULL but ndefines is %zu", j->o.ndefines);
         return false;
@@ -512,6 +521,8 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     j.name = arena_strdup(r->arena, name);
     char *text = arena_strndup(r->arena, src, len);
     diag_add_source(&r->diag, j.name, text, len);
+    r->diag.warn_off = j.o.warnings_off;
+    r->diag.warn_error = j.o.warnings_as_errors != 0;
     r->status = TILEC_OK;
     TcCacheKey key;
     bool cacheable = false;
@@ -659,6 +670,14 @@ const char *tilec_pass_summary(size_t i)
 {
     return i < (size_t)tc_npasses ? tc_pass_table[i].summary : NULL;
 }
+
+_Static_assert((int)TILEC_WARN_UNUSED_PARAM == (int)WARN_UNUSED_PARAM && (int)TILEC_WARN_DEAD_TILE == (int)WARN_DEAD_TILE &&
+                   (int)TILEC_WARN_STORE_RACE == (int)WARN_STORE_RACE && (int)TILEC_WARN_ALL == (int)WARN_ALL,
+               "tilec_warning and DiagWarn agree");
+
+size_t tilec_num_warnings(void) { return DIAG_NWARN; }
+const char *tilec_warning_name(size_t i) { return i < DIAG_NWARN ? diag_warn_names[i] : NULL; }
+const char *tilec_warning_help(size_t i) { return i < DIAG_NWARN ? diag_warn_help[i] : NULL; }
 
 static const PassOptionInfo *option_at(size_t i)
 {

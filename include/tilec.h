@@ -66,6 +66,25 @@ typedef enum tilec_cache_mode {
                                  processes: written to a temporary file and renamed into place */
 } tilec_cache_mode;
 
+/* Warnings (docs/language.md, "Warnings"), one bit each; every one is on
+ * unless its bit is in tilec_options.warnings_off. The i-th of
+ * tilec_warning_name() is bit 1 << i. */
+typedef enum tilec_warning {
+    TILEC_WARN_UNUSED_PARAM = 1,  /* -Wunused-param: a tensor or scalar param the body never names */
+    TILEC_WARN_DEAD_TILE = 2,     /* -Wdead-tile: a tile or let whose value is never read */
+    TILEC_WARN_STORE_RACE = 4,    /* -Wstore-race: a store whose window is the same for the blocks
+                                     along a grid axis of more than one block */
+    TILEC_WARN_ALL = 7
+} tilec_warning;
+
+/* Line information in the PTX (.file / .loc directives naming .tile lines,
+ * for Nsight Compute, cuda-gdb and compute-sanitizer). */
+typedef enum tilec_debug_info {
+    TILEC_DEBUG_NONE = 0,     /* the default */
+    TILEC_DEBUG_LINES = 1,    /* -lineinfo: line tables only; the code is unchanged */
+    TILEC_DEBUG_FULL = 2      /* -g: the same line tables (tilec emits no variable info) */
+} tilec_debug_info;
+
 typedef struct tilec_define {
     const char *name;         /* a compile-time param of the kernel */
     const char *value;        /* "64", "true", "1.5", "bf16" */
@@ -101,6 +120,9 @@ typedef struct tilec_options {
     const char *cache_dir;    /* the folder of TILEC_CACHE_DISK, created when missing; NULL =
                                  tilec_cache_default_dir() ($XDG_CACHE_HOME/tilec, else
                                  $HOME/.cache/tilec) */
+    unsigned warnings_off;    /* tilec_warning bits not reported (-Wno-NAME); default 0 */
+    int warnings_as_errors;   /* nonzero: warnings are errors (-Werror); default 0 */
+    tilec_debug_info debug_info; /* default TILEC_DEBUG_NONE */
 } tilec_options;
 
 void tilec_options_init(tilec_options *opts);
@@ -177,6 +199,12 @@ const char *tilec_commit(void);      /* "420ef9f1a2b3" ("-dirty.HASH" appended w
 size_t tilec_num_passes(void);
 const char *tilec_pass_name(size_t i);
 const char *tilec_pass_summary(size_t i);
+
+/* The warnings, in bit order: name ("unused-param", as in -Wunused-param)
+ * and what it reports. NULL past the end. Static strings. */
+size_t tilec_num_warnings(void);
+const char *tilec_warning_name(size_t i);
+const char *tilec_warning_help(size_t i);
 
 /* The typed pass options (tilec_options.pass_options), in table order:
  * name ("target.smem-per-block"), value type ("bytes", "int") and what it

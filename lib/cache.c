@@ -110,7 +110,7 @@ void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, 
                   const char *version)
 {
     StrBuf sb = { 0 };
-    put_cstr(&sb, "tilec-cache-key 2");
+    put_cstr(&sb, "tilec-cache-key 3");
     put_cstr(&sb, version);
     put_cstr(&sb, name);
     put_field(&sb, src, len);
@@ -123,6 +123,9 @@ void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, 
     put_cstr(&sb, o->passes);
     put_cstr(&sb, o->language);
     put_cstr(&sb, o->pass_options);
+    put_int(&sb, (long long)(o->warnings_off & TILEC_WARN_ALL));
+    put_int(&sb, o->warnings_as_errors != 0);
+    put_int(&sb, (long long)o->debug_info);
     put_int(&sb, (long long)o->ndefines);
     for (size_t i = 0; i < o->ndefines; i++) {
         put_cstr(&sb, o->defines[i].name);

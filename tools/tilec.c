@@ -70,6 +70,12 @@ static void print_help(void)
            "                          --passes= runs none\n"
            "  --pass-option NAME=VALUE\n"
            "                          set a typed pass option (repeatable; listed below)\n"
+           "  -lineinfo               line information in the PTX (.file/.loc naming .tile\n"
+           "                          lines, for Nsight Compute and compute-sanitizer)\n"
+           "  -g                      the same line information (no variable information)\n"
+           "  -WNAME, -Wno-NAME       turn warning NAME on or off (all are on; listed below)\n"
+           "  -Wall, -w               turn every warning on / off\n"
+           "  -Werror, -Wno-error     report warnings as errors (exit status 1) / as warnings\n"
            "  --print-after=NAME      print the IR after pass NAME to stderr (repeatable;\n"
            "                          'lower' prints it before the first pass)\n"
            "  --print-after-all       print the IR after every pass\n"
@@ -88,6 +94,9 @@ static void print_help(void)
            "passes (in pipeline order):\n");
     for (size_t i = 0; i < tilec_num_passes(); i++)
         printf("  %-22s  %s\n", tilec_pass_name(i), tilec_pass_summary(i));
+    printf("\nwarnings (-WNAME / -Wno-NAME; docs/language.md, \"Warnings\"):\n");
+    for (size_t i = 0; i < tilec_num_warnings(); i++)
+        printf("  %-22s  %s\n", tilec_warning_name(i), tilec_warning_help(i));
     printf("\npass options (--pass-option NAME=VALUE; docs/internals.md, \"Pass options\"):\n");
     for (size_t i = 0; i < tilec_num_pass_options(); i++)
         printf("  %s=<%s>\n      %s\n", tilec_pass_option_name(i), tilec_pass_option_type(i),
@@ -220,6 +229,44 @@ static int parse_valued(Cli *c, int argc, char **argv, int *i)
     return -1;
 }
 
+/* -w, -Wall, -Werror, -Wno-error, -WNAME, -Wno-NAME. Returns -1 if `a` is
+ * not a warning flag. */
+static int parse_warning(Cli *c, const char *a)
+{
+    if (strcmp(a, "-w") == 0) {
+        c->o.warnings_off = TILEC_WARN_ALL;
+        return 0;
+    }
+    if (strncmp(a, "-W", 2) != 0)
+        return -1;
+    const char *n = a + 2;
+    bool off = strncmp(n, "no-", 3) == 0;
+    if (off)
+        n += 3;
+    if (strcmp(n, "error") == 0) {
+        c->o.warnings_as_errors = !off;
+        return 0;
+    }
+    if (strcmp(n, "all") == 0) {
+        c->o.warnings_off = off ? TILEC_WARN_ALL : 0;
+        return 0;
+    }
+    for (size_t i = 0; i < tilec_num_warnings(); i++)
+        if (strcmp(n, tilec_warning_name(i)) == 0) {
+            if (off)
+                c->o.warnings_off |= 1u << i;
+            else
+                c->o.warnings_off &= ~(1u << i);
+            return 0;
+        }
+    char names[256] = "";
+    for (size_t i = 0; i < tilec_num_warnings(); i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", tilec_warning_name(i));
+    fprintf(stderr, "tilec: error: unknown warning '%s' (warnings: %s; also all, error) (see tilec --help)\n", a,
+            names);
+    return EXIT_USAGE;
+}
+
 /* Flags without a value. Returns -1 if `a` is not one of them. */
 static int parse_flag(Cli *c, const char *a)
 {
@@ -235,6 +282,10 @@ static int parse_flag(Cli *c, const char *a)
         add_print_after(c, "*");
     else if (strcmp(a, "--time-passes") == 0)
         c->o.time_passes = 1;
+    else if (strcmp(a, "-lineinfo") == 0 || strcmp(a, "--lineinfo") == 0)
+        c->o.debug_info = TILEC_DEBUG_LINES;
+    else if (strcmp(a, "-g") == 0)
+        c->o.debug_info = TILEC_DEBUG_FULL;
     else if (strcmp(a, "--print-locs") == 0)
         c->o.print_locs = 1;
     else if (strcmp(a, "--report") == 0)
@@ -260,7 +311,9 @@ static int parse_args(Cli *c, int argc, char **argv)
             c->file = a;
             continue;
         }
-        int rc = parse_valued(c, argc, argv, &i);
+        int rc = parse_warning(c, a);
+        if (rc < 0)
+            rc = parse_valued(c, argc, argv, &i);
         if (rc < 0)
             rc = parse_flag(c, a);
         if (rc < 0)

@@ -211,6 +211,33 @@ def test_compile_errors():
     check("missing PathLike raises FileNotFoundError", e is not None, repr(e))
 
 
+def test_warnings():
+    """Compiler warnings: TilecWarning through the warnings module, turned
+    off by name, errors with werror."""
+    import warnings
+    src = ("kernel k(X: global f32[N], Y: global f32[N]) grid(cdiv(N, 64)) {\n"
+           "  let i = block.x * 64;\n  tile t = X[i : +64];\n}\n")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        tilec.compile(src, arch="sm_86", cache="off")
+    msgs = [str(w.message) for w in got if issubclass(w.category, tilec.TilecWarning)]
+    check("warnings issued as TilecWarning", len(msgs) == 2 and "<string>:1:28: tensor param 'Y' is never used "
+          "[-Wunused-param]" in msgs and any("[-Wdead-tile]" in m for m in msgs), repr(msgs))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        tilec.compile(src, arch="sm_86", cache="off", warnings_off=["dead-tile"])
+    msgs = [str(w.message) for w in got if issubclass(w.category, tilec.TilecWarning)]
+    check("warnings_off by name", len(msgs) == 1 and "unused-param" in msgs[0], repr(msgs))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        tilec.compile(src, arch="sm_86", cache="off", warnings_off="all")
+    check("warnings_off='all'", not got, repr([str(w.message) for w in got]))
+    e = raises(tilec.CompileError, tilec.compile, src, arch="sm_86", cache="off", werror=True)
+    check("werror raises CompileError", e is not None and "[-Werror,-Wunused-param]" in str(e), repr(e))
+    check("unknown warning name raises ValueError",
+          raises(ValueError, tilec.compile, src, arch="sm_86", warnings_off=["nope"]) is not None)
+
+
 def test_package():
     check("__version__ is the library's", tilec.__version__ == tilec._lib.tilec().tilec_version().decode().split()[0],
           tilec.__version__)
@@ -222,7 +249,7 @@ def test_cache():
     """The compile cache from Python (docs/cache.md): memory by default, disk
     in a folder of our own, cleared by clear_cache()."""
     import tempfile
-    src = "kernel k<B: int = 4>(X: global f32[N]) grid(1) { }\n"
+    src = "kernel k<B: int = 4>(_X: global f32[N]) grid(1) { }\n"
     with tempfile.TemporaryDirectory() as d:
         a = tilec.compile(src, arch="sm_86", cache="disk", cache_dir=d, B=8)
         b = tilec.compile(src, arch="sm_86", cache="disk", cache_dir=d, B=8)
@@ -329,6 +356,7 @@ def main():
     test_defines()
     if have_cc:
         test_compile_errors()
+        test_warnings()
         test_package()
         test_cache()
     test_attention_variants(have_cc)

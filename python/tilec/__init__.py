@@ -13,6 +13,7 @@ import numbers
 import os
 import struct
 import sys
+import warnings as _warnings
 
 from . import _lib
 from ._lib import set_library_dir
@@ -20,7 +21,12 @@ from ._version import __version__
 
 __all__ = ["compile", "load", "load_files", "device_arch", "synchronize", "example_path",
            "set_library_dir", "__version__", "set_cache", "clear_cache", "default_cache_dir",
-           "Module", "Kernel", "Param", "CompileError", "LaunchError", "TilecError"]
+           "Module", "Kernel", "Param", "CompileError", "LaunchError", "TilecError", "TilecWarning",
+           "WARNINGS"]
+
+# The compiler's warnings, in bit order (tilec_warning in include/tilec.h;
+# docs/language.md, "Warnings").
+WARNINGS = ("unused-param", "dead-tile", "store-race")
 
 
 class TilecError(Exception):
@@ -36,6 +42,11 @@ class CompileError(TilecError):
         super().__init__(text)
         self.diagnostics = list(diagnostics)
         self.status = status
+
+
+class TilecWarning(UserWarning):
+    """A warning of the compiler (file:line:col: warning: text [-WNAME]),
+    issued through Python's warnings module by tilec.compile."""
 
 
 class LaunchError(TilecError):
@@ -521,8 +532,23 @@ def option_list(options):
     return ",".join("%s=%d" % (k, int(v)) for k, v in sorted(options.items()))
 
 
+def _warning_bits(names):
+    """warnings_off as the library's bits: None/() none, "all" every one,
+    else an iterable of names from WARNINGS."""
+    if not names:
+        return 0
+    if isinstance(names, str):
+        names = WARNINGS if names == "all" else (names,)
+    bits = 0
+    for n in names:
+        if n not in WARNINGS:
+            raise ValueError("unknown warning %r (warnings: %s)" % (n, ", ".join(WARNINGS)))
+        bits |= 1 << WARNINGS.index(n)
+    return bits
+
+
 def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=None, cache=None, cache_dir=None,
-            **consts):
+            warnings_off=None, werror=False, lineinfo=False, **consts):
     """Compile a .tile file (a path) or source text, with compile-time params
     given as keyword arguments (bools -> true/false, dtypes as "bf16" or a
     torch/numpy dtype). arch defaults to the current GPU's ("sm_90a" on
@@ -535,7 +561,9 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     kernel; .cached says "memory" or "disk" for a cache hit, else None);
     raises CompileError with the rendered diagnostics, FileNotFoundError
     for a path (os.PathLike, or a str ending in .tile / .tir) that does not
-    exist."""
+    exist. warnings_off: names from WARNINGS not to report ("all": none);
+    werror: warnings are errors (CompileError); the others are issued as
+    TilecWarning. lineinfo: .file/.loc line information in the PTX."""
     lib = _lib.tilec()
     opts = _lib.TilecOptions()
     lib.tilec_options_init(ctypes.byref(opts))
@@ -545,6 +573,9 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     opts.opt_level = opt_level
     opts.emit = _lib.TILEC_EMIT_PTX
     opts.report = 1 if report else 0
+    opts.warnings_off = _warning_bits(warnings_off)
+    opts.warnings_as_errors = 1 if werror else 0
+    opts.debug_info = 1 if lineinfo else 0
     po = option_list(pass_options)
     opts.pass_options = po.encode() if po else None
     opts.cache = _cache_mode_of(_cache_mode if cache is None else cache)
@@ -575,11 +606,14 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
         rep = lib.tilec_result_text(res, _lib.TILEC_OUT_REPORT)
         got_arch = lib.tilec_result_arch(res)
         cached = {_lib.TILEC_CACHE_MEMORY: "memory", _lib.TILEC_CACHE_DISK: "disk"}.get(lib.tilec_result_cache(res))
+        warned = [d for d in _diagnostics(lib, res) if d[0] == "warning"]
         if not ptx or not meta:
             raise CompileError("tilec produced no PTX/metadata (is libtilec built with LLVM?)",
                                _diagnostics(lib, res), st)
     finally:
         lib.tilec_result_free(res)
+    for _sev, file, line, col, msg in warned:
+        _warnings.warn("%s:%d:%d: %s" % (file, line, col, msg), TilecWarning, stacklevel=2)
     mod = Module(ptx.decode(), meta.decode(), (got_arch or b"").decode() or arch,
                  rep.decode() if rep else None)
     mod.cached = cached

@@ -111,6 +111,9 @@ class TilecOptions(ctypes.Structure):
         ("pass_options", ctypes.c_char_p),
         ("cache", ctypes.c_int),
         ("cache_dir", ctypes.c_char_p),
+        ("warnings_off", ctypes.c_uint),
+        ("warnings_as_errors", ctypes.c_int),
+        ("debug_info", ctypes.c_int),
         # Room for fields a newer libtilec may have: tilec_options_init
         # writes its whole struct; struct_size is then set to the fields above.
         ("_reserved", ctypes.c_char * 512),

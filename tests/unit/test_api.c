@@ -237,6 +237,67 @@ static void *worker(void *p)
     return NULL;
 }
 
+/* Warnings: records with their [-Wname] tag, turned off by bit, made
+ * errors by warnings_as_errors, unknown bits refused. */
+static tilec_status compile_warn(unsigned off, int werror, tilec_result **r)
+{
+    static const char src[] = "kernel k(X: global f32[N], Y: global f32[N], S: f32) grid(cdiv(N, 64)) {\n"
+                              "  let i = block.x * 64;\n"
+                              "  tile t = X[i : +64] * 2.0;\n"
+                              "  Y[i : +64] = X[i : +64];\n"
+                              "}\n";
+    tilec_options o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_TIR;
+    o.warnings_off = off;
+    o.warnings_as_errors = werror;
+    return tilec_compile_string("w.tile", src, sizeof src - 1, &o, r);
+}
+
+START_TEST(test_warnings)
+{
+    tilec_result *r = NULL;
+    ck_assert_int_eq(compile_warn(0, 0, &r), TILEC_OK);
+    ck_assert_uint_eq(tilec_result_num_diags(r), 2);
+    const tilec_diag *d = tilec_result_diag(r, 0);
+    ck_assert_int_eq(d->severity, TILEC_SEV_WARNING);
+    ck_assert_int_eq(d->line, 1);
+    ck_assert_int_eq(d->col, 46);
+    ck_assert_str_eq(d->message, "scalar param 'S' is never used [-Wunused-param]");
+    d = tilec_result_diag(r, 1);
+    ck_assert_int_eq(d->line, 3);
+    ck_assert_str_eq(d->message, "tile 't' is never read [-Wdead-tile]");
+    ck_assert_ptr_nonnull(tilec_result_text(r, TILEC_OUT_TIR));
+    tilec_result_free(r);
+
+    ck_assert_int_eq(compile_warn(TILEC_WARN_DEAD_TILE, 0, &r), TILEC_OK);
+    ck_assert_uint_eq(tilec_result_num_diags(r), 1);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "[-Wunused-param]"));
+    tilec_result_free(r);
+
+    ck_assert_int_eq(compile_warn(TILEC_WARN_ALL, 1, &r), TILEC_OK);
+    ck_assert_uint_eq(tilec_result_num_diags(r), 0);
+    tilec_result_free(r);
+
+    ck_assert_int_eq(compile_warn(TILEC_WARN_UNUSED_PARAM, 1, &r), TILEC_ERR_INPUT);
+    d = tilec_result_diag(r, 0);
+    ck_assert_int_eq(d->severity, TILEC_SEV_ERROR);
+    ck_assert_str_eq(d->message, "tile 't' is never read [-Werror,-Wdead-tile]");
+    ck_assert_ptr_null(tilec_result_text(r, TILEC_OUT_TIR));
+    tilec_result_free(r);
+
+    ck_assert_int_eq(compile_warn(8, 0, &r), TILEC_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "warnings_off 0x8"));
+    tilec_result_free(r);
+
+    ck_assert_uint_eq(tilec_num_warnings(), 3);
+    ck_assert_str_eq(tilec_warning_name(0), "unused-param");
+    ck_assert_str_eq(tilec_warning_name(2), "store-race");
+    ck_assert_ptr_nonnull(tilec_warning_help(1));
+    ck_assert_ptr_null(tilec_warning_name(3));
+}
+END_TEST
+
 START_TEST(test_threads)
 {
     Work a = { "128", "tile<128xf32>", 0 }, b = { "512", "tile<512xf32>", 0 };
@@ -263,6 +324,7 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_passes_and_version);
     tcase_add_test(tc, test_observability);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_warnings);
     tcase_add_test(tc, test_pass_options);
     tcase_add_test(tc, test_bad_pass_options);
     suite_add_tcase(s, tc);
