@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "frontend/frontend.h"
@@ -402,7 +403,10 @@ static void back_end(Job *j, Module *m)
         return;
     }
     CgOptions co = { j->target, j->popts.smem_per_block, j->o.opt_level, j->o.emit == TILEC_EMIT_LLVM,
-                     j->o.emit == TILEC_EMIT_PTX };
+                     j->o.emit == TILEC_EMIT_PTX, (int)j->o.debug_info, NULL };
+    char cwd[4096];
+    if (co.debug_info && j->name[0] != '/' && getcwd(cwd, sizeof cwd))
+        co.debug_dir = cwd;
     CgResult cr;
     memset(&cr, 0, sizeof cr);
     int nerr = cg_compile(m, &co, &cr, d, j->o.time_passes ? &j->timing : NULL);

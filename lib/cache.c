@@ -126,6 +126,11 @@ void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, 
     put_int(&sb, (long long)(o->warnings_off & TILEC_WARN_ALL));
     put_int(&sb, o->warnings_as_errors != 0);
     put_int(&sb, (long long)o->debug_info);
+    /* Line information names the source's folder: a relative name is
+     * completed with the working directory (driver/api.c). */
+    char cwd[4096];
+    if (o->debug_info && name && name[0] != '/' && getcwd(cwd, sizeof cwd))
+        put_cstr(&sb, cwd);
     put_int(&sb, (long long)o->ndefines);
     for (size_t i = 0; i < o->ndefines; i++) {
         put_cstr(&sb, o->defines[i].name);

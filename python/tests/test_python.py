@@ -234,6 +234,8 @@ def test_warnings():
     check("warnings_off='all'", not got, repr([str(w.message) for w in got]))
     e = raises(tilec.CompileError, tilec.compile, src, arch="sm_86", cache="off", werror=True)
     check("werror raises CompileError", e is not None and "[-Werror,-Wunused-param]" in str(e), repr(e))
+    m = tilec.compile(tilec.example_path("vector_add"), arch="sm_86", cache="off", lineinfo=True)
+    check("lineinfo=True gives .loc lines", "\t.loc\t1 7 " in m.ptx and "vector_add.tile\"" in m.ptx, m.ptx[-300:])
     check("unknown warning name raises ValueError",
           raises(ValueError, tilec.compile, src, arch="sm_86", warnings_off=["nope"]) is not None)
 

@@ -298,6 +298,31 @@ START_TEST(test_warnings)
 }
 END_TEST
 
+/* Line information: .loc/.file with debug_info, none without, a level
+ * past TILEC_DEBUG_FULL refused. */
+START_TEST(test_debug_info)
+{
+    tilec_options o;
+    tilec_options_init(&o);
+    o.arch = "sm_86";
+    o.debug_info = TILEC_DEBUG_LINES;
+    tilec_result *r = NULL;
+    ck_assert_int_eq(tilec_compile_string("/src/vadd.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
+    const char *ptx = tilec_result_text(r, TILEC_OUT_PTX);
+    ck_assert_ptr_nonnull(strstr(ptx, ".file\t1 \"/src/vadd.tile\""));
+    ck_assert_ptr_nonnull(strstr(ptx, ".loc\t1 5 "));   /* the store's line */
+    ck_assert_ptr_null(strstr(ptx, ".debug_info"));
+    tilec_result_free(r);
+    o.debug_info = TILEC_DEBUG_NONE;
+    ck_assert_int_eq(tilec_compile_string("/src/vadd.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
+    ck_assert_ptr_null(strstr(tilec_result_text(r, TILEC_OUT_PTX), ".loc"));
+    tilec_result_free(r);
+    o.debug_info = (tilec_debug_info)3;
+    ck_assert_int_eq(tilec_compile_string("v.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_USAGE);
+    tilec_result_free(r);
+}
+END_TEST
+
 START_TEST(test_threads)
 {
     Work a = { "128", "tile<128xf32>", 0 }, b = { "512", "tile<512xf32>", 0 };
@@ -325,6 +350,7 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_observability);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_warnings);
+    tcase_add_test(tc, test_debug_info);
     tcase_add_test(tc, test_pass_options);
     tcase_add_test(tc, test_bad_pass_options);
     suite_add_tcase(s, tc);
