@@ -92,7 +92,8 @@ typedef struct tilec_define {
 
 typedef struct tilec_options {
     size_t struct_size;       /* set by tilec_options_init: sizeof(tilec_options) */
-    const char *arch;         /* "sm_86", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f";
+    const char *arch;         /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a",
+                                 "sm_100f", "sm_120";
                                  NULL = "sm_90a". sm_90 and sm_100 pick the fast
                                  arch-specific target (reported as a remark). */
     int family_portable;      /* nonzero: sm_100 gives family-portable sm_100f, sm_90 plain sm_90 */

@@ -240,6 +240,15 @@ def test_warnings():
           raises(ValueError, tilec.compile, src, arch="sm_86", warnings_off=["nope"]) is not None)
 
 
+def test_arch_choice():
+    """The automatic target for each compute capability from 8.0 up."""
+    rows = {(8, 0): "sm_80", (8, 6): "sm_86", (8, 9): "sm_89", (9, 0): "sm_90a", (10, 0): "sm_100a",
+            (10, 3): "sm_100f", (11, 0): "sm_90", (12, 0): "sm_120", (12, 1): "sm_120"}
+    got = {cc: tilec.arch_for_capability(*cc) for cc in rows}
+    check("arch_for_capability", got == rows, repr(got))
+    check("below 8.0 raises ValueError", raises(ValueError, tilec.arch_for_capability, 7, 5) is not None)
+
+
 def test_package():
     check("__version__ is the library's", tilec.__version__ == tilec._lib.tilec().tilec_version().decode().split()[0],
           tilec.__version__)
@@ -356,6 +365,7 @@ def main():
     test_runtime_side()
     test_torch_packing()
     test_defines()
+    test_arch_choice()
     if have_cc:
         test_compile_errors()
         test_warnings()

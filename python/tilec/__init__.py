@@ -19,7 +19,7 @@ from . import _lib
 from ._lib import set_library_dir
 from ._version import __version__
 
-__all__ = ["compile", "load", "load_files", "device_arch", "synchronize", "example_path",
+__all__ = ["compile", "load", "load_files", "device_arch", "arch_for_capability", "synchronize", "example_path",
            "set_library_dir", "__version__", "set_cache", "clear_cache", "default_cache_dir",
            "Module", "Kernel", "Param", "CompileError", "LaunchError", "TilecError", "TilecWarning",
            "WARNINGS"]
@@ -84,9 +84,25 @@ def _get_driver():
     return _driver
 
 
+def arch_for_capability(major, minor):
+    """The tilec target for compute capability major.minor (no GPU needed):
+    the arch-specific target of exactly that capability (9.0 -> "sm_90a",
+    10.0 -> "sm_100a"), else the family-portable one of its major version
+    (10.x -> "sm_100f"), else the newest portable target not newer than it
+    (8.0 -> "sm_80", 8.6-8.8 -> "sm_86", 8.9 -> "sm_89", 11.x -> "sm_90",
+    12.x and later -> "sm_120"), whose PTX the driver compiles for later
+    GPUs. ValueError below 8.0. tilec.compile compiles "sm_90" from here as
+    the portable sm_90, not sm_90a."""
+    buf = ctypes.create_string_buffer(32)
+    if _lib.tilert().tilert_arch_for_capability(int(major), int(minor), buf, len(buf)):
+        raise ValueError((_lib.tilert().tilert_last_error() or b"").decode())
+    return buf.value.decode()
+
+
 def device_arch(device=0):
-    """The tilec target for CUDA device `device` ("sm_90a" on an H100/H200),
-    or None without a driver or device."""
+    """The tilec target for CUDA device `device` (arch_for_capability of its
+    compute capability: "sm_90a" on an H100/H200), or None without a driver
+    or device, or for a GPU older than 8.0."""
     try:
         drv = _get_driver()
     except (LaunchError, OSError):
@@ -568,7 +584,9 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     opts = _lib.TilecOptions()
     lib.tilec_options_init(ctypes.byref(opts))
     opts.struct_size = _lib.TilecOptions._reserved.offset  # the fields this package knows
-    arch = arch or _default_arch()
+    if not arch:
+        arch = _default_arch()
+        opts.family_portable = 1  # the automatic "sm_90" (an 11.x GPU) is the portable target
     opts.arch = arch.encode()
     opts.opt_level = opt_level
     opts.emit = _lib.TILEC_EMIT_PTX

@@ -220,6 +220,7 @@ def tilert():
         _proto(lib, "tilert_status_string", cp, [i])
         _proto(lib, "tilert_driver_open", i, [pp])
         _proto(lib, "tilert_device_arch", i, [vp, i, cp, sz])
+        _proto(lib, "tilert_arch_for_capability", i, [i, i, cp, sz])
         _proto(lib, "tilert_device_count", i, [vp, ip])
         _proto(lib, "tilert_synchronize", i, [vp])
         _proto(lib, "tilert_module_load", i, [vp, cp, cp, pp])

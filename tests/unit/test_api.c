@@ -124,7 +124,7 @@ START_TEST(test_arch)
     tilec_result_free(r);
     o.arch = "sm_75";
     ck_assert_int_eq(tilec_compile_string("a.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_USAGE);
-    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "sm_86, sm_90, sm_90a"));
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "sm_80, sm_86, sm_89, sm_90, sm_90a"));
     tilec_result_free(r);
 }
 END_TEST
