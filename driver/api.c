@@ -27,22 +27,8 @@
 #include "lib/cache.h"
 #include "lib/version.h"
 #include "report.h"
+#include "result.h"
 #include "target/target.h"
-
-enum { NOUT = TILEC_OUT_REPORT + 1 };
-
-struct tilec_result {
-    Arena *arena;
-    Diag diag;
-    tilec_status status;
-    const char *arch;
-    const char *text[NOUT];
-    tilec_diag *diags;
-    size_t ndiags;
-    const char *diag_text;
-    tilec_cache_mode from_cache;   /* TILEC_CACHE_OFF: compiled by this call */
-    void *cache_ref;               /* a hit's entry, which the texts point into */
-};
 
 /* One compilation: the result being filled plus the scratch buffers. */
 typedef struct Job {
@@ -219,7 +205,7 @@ static bool check_options(Job *j)
 
 /* ---- results ---- */
 
-static tilec_result *result_new(void)
+tilec_result *tc_result_new(void)
 {
     Arena *a = arena_new();
     tilec_result *r = arena_alloc(a, sizeof *r);
@@ -255,7 +241,7 @@ static tilec_status status_from_diag(const Diag *d, tilec_status input_kind)
 }
 
 /* Copy the Diag records into the public records and render them. */
-static void finish_diags(tilec_result *r)
+void tc_result_finish_diags(tilec_result *r)
 {
     Diag *d = &r->diag;
     r->ndiags = (size_t)d->n;
@@ -475,6 +461,8 @@ static void run_job(Job *j, const char *src, size_t len)
         return;
     if (!middle_end(j, m))
         return;
+    if (j->o.keep_ir)
+        j->r->module = m;   /* lives in the result's arena: tilec_interpret runs it */
     if (j->o.emit == TILEC_EMIT_TIR) {
         StrBuf sb = { 0 };
         print_ir(j, m, &sb);
@@ -548,7 +536,7 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     sb_free(&j.timing);
     sb_free(&j.remarks);
     sb_free(&j.cgreport);
-    finish_diags(r);
+    tc_result_finish_diags(r);
     if (cacheable && r->status == TILEC_OK)
         cache_store(r, &key, &j.o);
     return r->status;
@@ -557,10 +545,10 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
 /* A result that holds one usage / I/O error. */
 static tilec_status fail_early(tilec_result **out, tilec_status st, const char *file, const char *msg)
 {
-    tilec_result *r = result_new();
+    tilec_result *r = tc_result_new();
     diag_error(&r->diag, (Loc){ file ? arena_strdup(r->arena, file) : NULL, 0, 0 }, "%s", msg);
     r->status = st;
-    finish_diags(r);
+    tc_result_finish_diags(r);
     if (out)
         *out = r;
     else
@@ -575,7 +563,7 @@ tilec_status tilec_compile_string(const char *name, const char *src, size_t len,
         *out = NULL;
     if (!src)
         return fail_early(out, TILEC_ERR_USAGE, NULL, "source text is NULL");
-    tilec_result *r = result_new();
+    tilec_result *r = tc_result_new();
     tilec_status st = compile(r, name ? name : "<string>", src, len, opts);
     if (out)
         *out = r;

@@ -103,7 +103,7 @@ static void put_int(StrBuf *sb, long long v)
 bool tc_cache_usable(const tilec_options *o)
 {
     return o->cache != TILEC_CACHE_OFF && o->emit == TILEC_EMIT_PTX && o->nprint_after == 0 && !o->time_passes &&
-           !o->report;
+           !o->report && !o->keep_ir;
 }
 
 void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, const tilec_options *o,

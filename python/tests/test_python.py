@@ -249,6 +249,96 @@ def test_arch_choice():
     check("below 8.0 raises ValueError", raises(ValueError, tilec.arch_for_capability, 7, 5) is not None)
 
 
+def _mat(rows, cols, code, values):
+    """A rows x cols buffer of array type code holding values (row-major)."""
+    import array
+    return memoryview(array.array(code, values)).cast("B").cast(code, (rows, cols))
+
+
+def _bf16_bits(x):
+    import struct as st
+    u = st.unpack("<I", st.pack("<f", x))[0]
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF   # round to nearest even
+
+
+def _bf16_value(h):
+    import struct as st
+    return st.unpack("<f", st.pack("<I", h << 16))[0]
+
+
+def test_interpret():
+    """The interpreter mode on host buffers against plain-Python references:
+    vector_add over a partial last block, softmax in f32 and bf16 (16-bit
+    patterns), layernorm, transpose over tiles; the launch checks; a kernel
+    failing while running."""
+    import array
+    import math
+    n = 2500
+    x = array.array("f", [i * 0.5 for i in range(n)])
+    y = array.array("f", [1.0 - i for i in range(n)])
+    z = array.array("f", [-7.0] * n)
+    tilec.interpret(tilec.example_path("vector_add"), x, y, z)
+    check("interpret vector_add", list(z) == [a + b for a, b in zip(x, y)])
+
+    rows, cols = 3, 50
+    vals = [((i * 7 + j * 3) % 11) * 0.25 - 1.0 for i in range(rows) for j in range(cols)]
+    ref = []
+    for i in range(rows):
+        r = vals[i * cols:(i + 1) * cols]
+        e = [math.exp(v - max(r)) for v in r]
+        ref += [v / sum(e) for v in e]
+    m = tilec.compile(tilec.example_path("softmax"), interpret=True, T="f32", BLOCK=64)
+    check("interpret module", isinstance(m, tilec.InterpModule) and m.ptx is None and "kernel @softmax" in m.tir,
+          repr(m))
+    X, Y = _mat(rows, cols, "f", vals), _mat(rows, cols, "f", [0.0] * (rows * cols))
+    m(X, Y)
+    got = [v for row in Y.tolist() for v in row]
+    check("interpret softmax f32", max(abs(a - b) for a, b in zip(got, ref)) < 1e-6,
+          repr(max(abs(a - b) for a, b in zip(got, ref))))
+    mb = tilec.compile(tilec.example_path("softmax"), interpret=True, T="bf16", BLOCK=64)
+    Xb = _mat(rows, cols, "H", [_bf16_bits(v) for v in vals])
+    Yb = _mat(rows, cols, "H", [0] * (rows * cols))
+    mb(Xb, Yb)
+    got = [_bf16_value(h) for row in Yb.tolist() for h in row]
+    check("interpret softmax bf16 (16-bit patterns)", max(abs(a - b) for a, b in zip(got, ref)) < 4e-3,
+          repr(max(abs(a - b) for a, b in zip(got, ref))))
+
+    w = array.array("f", [0.5 + 0.01 * j for j in range(cols)])
+    b = array.array("f", [0.1 * (j % 3) for j in range(cols)])
+    Yl = _mat(rows, cols, "f", [0.0] * (rows * cols))
+    tilec.interpret(tilec.example_path("layernorm"), X, w, b, Yl, 1e-5, T="f32", BLOCK=64)
+    lref = []
+    for i in range(rows):
+        r = vals[i * cols:(i + 1) * cols]
+        mean = sum(r) / cols
+        var = sum((v - mean) ** 2 for v in r) / cols
+        lref += [(v - mean) / math.sqrt(var + 1e-5) * w[j] + b[j] for j, v in enumerate(r)]
+    got = [v for row in Yl.tolist() for v in row]
+    check("interpret layernorm", max(abs(a - b) for a, b in zip(got, lref)) < 1e-4,
+          repr(max(abs(a - b) for a, b in zip(got, lref))))
+
+    M, N = 40, 70   # 2 x 2 tiles of 32, partial at both edges
+    A = _mat(M, N, "f", [float(i * N + j) for i in range(M) for j in range(N)])
+    B = _mat(N, M, "f", [0.0] * (M * N))
+    tilec.interpret(tilec.example_path("transpose"), A, B, BM=32, BN=32)
+    check("interpret transpose", B.tolist() == [[float(i * N + j) for i in range(M)] for j in range(N)])
+
+    e = raises(tilec.LaunchError, m, X, _mat(rows, cols, "d", [0.0] * (rows * cols)))
+    check("interpret dtype check", e is not None and "param Y: tensor dtype is f64 but the kernel wants f32" in str(e),
+          repr(e))
+    e = raises(tilec.LaunchError, m, X, _mat(rows, cols - 1, "f", [0.0] * (rows * (cols - 1))))
+    check("interpret dims check", e is not None and "dim 'N' is 49 here but 50" in str(e), repr(e))
+    e = raises(tilec.LaunchError, m, X, 1.0)
+    check("interpret number for a tensor", e is not None and "param Y: expected a rank-2 f32 tensor" in str(e), repr(e))
+    src = "kernel d(X: global i32[N], Y: global i32[N], k: i32) grid(1) {\n  Y[0 : +4] = X[0 : +4] / k;\n}\n"
+    xi, yi = array.array("i", [1, 2, 3, 4]), array.array("i", [0] * 4)
+    tilec.interpret(src, xi, yi, 2)
+    check("interpret scalar arg", list(yi) == [0, 1, 1, 2], repr(list(yi)))
+    e = raises(tilec.LaunchError, tilec.interpret, src, xi, yi, 0)
+    check("interpret failure names the line", e is not None and "<string>:2:" in str(e) and "division by zero" in str(e),
+          repr(e))
+
+
 def test_package():
     check("__version__ is the library's", tilec.__version__ == tilec._lib.tilec().tilec_version().decode().split()[0],
           tilec.__version__)
@@ -369,6 +459,7 @@ def main():
     if have_cc:
         test_compile_errors()
         test_warnings()
+        test_interpret()
         test_package()
         test_cache()
     test_attention_variants(have_cc)

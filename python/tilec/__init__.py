@@ -22,7 +22,7 @@ from ._version import __version__
 __all__ = ["compile", "load", "load_files", "device_arch", "arch_for_capability", "synchronize", "example_path",
            "set_library_dir", "__version__", "set_cache", "clear_cache", "default_cache_dir",
            "Module", "Kernel", "Param", "CompileError", "LaunchError", "TilecError", "TilecWarning",
-           "WARNINGS"]
+           "WARNINGS", "interpret", "InterpModule"]
 
 # The compiler's warnings, in bit order (tilec_warning in include/tilec.h;
 # docs/language.md, "Warnings").
@@ -564,7 +564,7 @@ def _warning_bits(names):
 
 
 def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=None, cache=None, cache_dir=None,
-            warnings_off=None, werror=False, lineinfo=False, **consts):
+            warnings_off=None, werror=False, lineinfo=False, interpret=False, **consts):
     """Compile a .tile file (a path) or source text, with compile-time params
     given as keyword arguments (bools -> true/false, dtypes as "bf16" or a
     torch/numpy dtype). arch defaults to the current GPU's ("sm_90a" on
@@ -579,7 +579,10 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     for a path (os.PathLike, or a str ending in .tile / .tir) that does not
     exist. warnings_off: names from WARNINGS not to report ("all": none);
     werror: warnings are errors (CompileError); the others are issued as
-    TilecWarning. lineinfo: .file/.loc line information in the PTX."""
+    TilecWarning. lineinfo: .file/.loc line information in the PTX.
+    interpret=True: no PTX; returns an InterpModule whose kernels run in the
+    IR interpreter on host buffers (numpy arrays, CPU torch tensors, buffers;
+    docs/python.md, "Interpreter mode"); never cached."""
     lib = _lib.tilec()
     opts = _lib.TilecOptions()
     lib.tilec_options_init(ctypes.byref(opts))
@@ -594,6 +597,8 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     opts.warnings_off = _warning_bits(warnings_off)
     opts.warnings_as_errors = 1 if werror else 0
     opts.debug_info = 1 if lineinfo else 0
+    if interpret:
+        opts.emit, opts.keep_ir, cache = _lib.TILEC_EMIT_TIR, 1, "off"
     po = option_list(pass_options)
     opts.pass_options = po.encode() if po else None
     opts.cache = _cache_mode_of(_cache_mode if cache is None else cache)
@@ -614,6 +619,12 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
                                       ctypes.byref(res))
     if not res:
         raise CompileError("tilec: %s" % lib.tilec_status_string(st).decode(), status=st)
+    if interpret and not st:
+        warned = [d for d in _diagnostics(lib, res) if d[0] == "warning"]
+        for _sev, file, line, col, msg in warned:
+            _warnings.warn("%s:%d:%d: %s" % (file, line, col, msg), TilecWarning, stacklevel=2)
+        tir = (lib.tilec_result_text(res, _lib.TILEC_OUT_TIR) or b"").decode()
+        return _interp.InterpModule(res, (lib.tilec_result_arch(res) or b"").decode() or arch, tir)
     try:
         if st:
             text = (lib.tilec_result_diag_text(res) or b"").decode(errors="replace")
@@ -638,6 +649,16 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     return mod
 
 
+def interpret(path_or_source, *args, kernel=None, arch=None, **consts):
+    """Compile with interpret=True and run one kernel (kernel=NAME, or the
+    only one) on args in the IR interpreter: tensors are host buffers that
+    the kernel's stores write in place. Returns None."""
+    mod = compile(path_or_source, arch=arch, interpret=True, **consts)
+    (mod[kernel] if kernel else mod)(*args)
+
+
+from . import _interp  # noqa: E402  (the interpreter mode)
+from ._interp import InterpModule  # noqa: E402
 from ._attention import attention  # noqa: E402  (FlashAttention forward on torch tensors)
 
 __all__.append("attention")
