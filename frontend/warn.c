@@ -74,6 +74,7 @@ typedef struct Race {
     Diag *d;
     uint8_t *axes;      /* per value: bit A = depends on block.A */
     unsigned multi;     /* grid axes that may hold more than one block */
+    bool changed;       /* a value gained an axis in this pass */
 } Race;
 
 static uint8_t args_axes(const Race *r, const Op *op, int from, int to)
@@ -84,12 +85,11 @@ static uint8_t args_axes(const Race *r, const Op *op, int from, int to)
     return m;
 }
 
-static void set_axes(Race *r, ValId v, uint8_t m, bool *changed)
+static void set_axes(Race *r, ValId v, uint8_t m)
 {
     if ((r->axes[v] | m) != r->axes[v]) {
         r->axes[v] |= m;
-        if (changed)
-            *changed = true;
+        r->changed = true;
     }
 }
 
@@ -117,69 +117,45 @@ static void check_store(Race *r, const Op *op, uint8_t guard)
                   axes[0], axes[0]);
 }
 
-static void walk(Race *r, const Block *b, uint8_t guard, bool report);
-
-/* A region's block args take the axes of what flows into them; run the
- * body until they stop changing, then once more to report. */
-static void walk_for(Race *r, const Op *op, uint8_t guard, bool report)
-{
-    const Block *body = &op->regions[0];
-    uint8_t bounds = args_axes(r, op, 0, 3);
-    if (body->nargs > 0)
-        set_axes(r, body->args[0], bounds, NULL);
-    for (int i = 1; i < body->nargs && 2 + i < op->nargs; i++)
-        set_axes(r, body->args[i], r->axes[op->args[2 + i]], NULL);
-    for (int round = 0; round < 64; round++) {
-        walk(r, body, guard, false);
-        const Op *y = ir_block_yield(body);
-        bool changed = false;
-        for (int i = 1; y && i < body->nargs && i - 1 < y->nargs; i++)
-            set_axes(r, body->args[i], r->axes[y->args[i - 1]], &changed);
-        if (!changed)
-            break;
-    }
-    if (report)
-        walk(r, body, guard, true);
-    for (int i = 0; i < op->nres; i++)
-        set_axes(r, op->res[i], r->axes[body->args[i + 1]], NULL);
-}
-
-static void walk_if(Race *r, const Op *op, uint8_t guard, bool report)
-{
-    uint8_t cond = op->nargs ? r->axes[op->args[0]] : 0;
-    for (int g = 0; g < op->nregions && g < 2; g++) {
-        walk(r, &op->regions[g], (uint8_t)(guard | cond), report);
-        const Op *y = ir_block_yield(&op->regions[g]);
-        for (int i = 0; y && i < op->nres && i < y->nargs; i++)
-            set_axes(r, op->res[i], (uint8_t)(cond | r->axes[y->args[i]]), NULL);
-    }
-}
-
+/* One pass over b: each value takes the axes of its operands; a loop's
+ * block args those of the bounds, the inits and (from the pass before)
+ * what the body yields. Passes repeat until nothing changes (fe_warn_races),
+ * each one walk of the kernel, nested loops included. */
 static void walk(Race *r, const Block *b, uint8_t guard, bool report)
 {
     for (int i = 0; i < b->nops; i++) {
         const Op *op = b->ops[i];
-        switch (op->code) {
-        case OP_BLOCKID:
-            set_axes(r, op->res[0], (uint8_t)(1u << (op->iattr[0] & 3)), NULL);
-            break;
-        case OP_FOR:
-            walk_for(r, op, guard, report);
-            break;
-        case OP_IF:
-            walk_if(r, op, guard, report);
-            break;
-        case OP_STORE:
-            if (report)
+        if (op->code == OP_BLOCKID) {
+            set_axes(r, op->res[0], (uint8_t)(1u << (op->iattr[0] & 3)));
+        } else if (op->code == OP_FOR && op->nregions == 1) {
+            const Block *body = &op->regions[0];
+            const Op *y = ir_block_yield(body);
+            if (body->nargs > 0)
+                set_axes(r, body->args[0], args_axes(r, op, 0, 3));
+            for (int k = 1; k < body->nargs; k++) {
+                uint8_t m = 2 + k < op->nargs ? r->axes[op->args[2 + k]] : 0;
+                set_axes(r, body->args[k], (uint8_t)(m | (y && k - 1 < y->nargs ? r->axes[y->args[k - 1]] : 0)));
+            }
+            walk(r, body, guard, report);
+            for (int k = 0; k < op->nres && k + 1 < body->nargs; k++)
+                set_axes(r, op->res[k], (uint8_t)(r->axes[body->args[k + 1]] |
+                                                  (y && k < y->nargs ? r->axes[y->args[k]] : 0)));
+        } else if (op->code == OP_IF) {
+            uint8_t cond = op->nargs ? r->axes[op->args[0]] : 0;
+            for (int g = 0; g < op->nregions && g < 2; g++) {
+                walk(r, &op->regions[g], (uint8_t)(guard | cond), report);
+                const Op *y = ir_block_yield(&op->regions[g]);
+                for (int k = 0; y && k < op->nres && k < y->nargs; k++)
+                    set_axes(r, op->res[k], (uint8_t)(cond | r->axes[y->args[k]]));
+            }
+        } else {
+            if (op->code == OP_STORE && report)
                 check_store(r, op, guard);
-            break;
-        default: {
             uint8_t m = args_axes(r, op, 0, op->nargs);
             for (int k = 0; k < op->nres; k++)
-                set_axes(r, op->res[k], m, NULL);
+                set_axes(r, op->res[k], m);
             for (int g = 0; g < op->nregions; g++)
                 walk(r, &op->regions[g], guard, report);
-        }
         }
     }
 }
@@ -201,10 +177,19 @@ void fe_warn_races(Func *f, Diag *d)
 {
     if (d->warn_off & WARN_STORE_RACE)
         return;
-    Race r = { f, d, NULL, multi_axes(f) };
+    Race r = { f, d, NULL, multi_axes(f), false };
     if (!r.multi)
         return;
     r.axes = arena_alloc(f->mod->arena, f->nvals + 1);
     memset(r.axes, 0, f->nvals + 1);
-    walk(&r, &f->body, 0, true);
+    /* Each pass that changes something adds an axis bit to a value; kernels
+     * settle in two or three. A kernel that has not settled after 16 is
+     * left unchecked rather than reported on partial facts. */
+    int pass = 0;
+    do {
+        r.changed = false;
+        walk(&r, &f->body, 0, false);
+    } while (r.changed && ++pass < 16);
+    if (!r.changed)
+        walk(&r, &f->body, 0, true);
 }
