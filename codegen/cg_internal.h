@@ -120,7 +120,18 @@ typedef struct Cg {
      * conversion whose rows stay inside each group uses its group's barrier
      * (xfer_groups, lower_xfer.c) instead of the block's. */
     bool groups_apart, xfer_groups;
+    struct CgDebug *dbg;        /* line information (debug_loc.c); NULL: none */
 } Cg;
+
+/* ---- debug_loc.c: line information (-lineinfo, -g) ---- */
+typedef struct CgDebug CgDebug;
+/* level: tilec_debug_info (0 none, 1 directives, 2 line tables); dir
+ * completes a relative source name. */
+void cg_debug_begin(Cg *cg, const char *source, const char *dir, int level);
+void cg_debug_kernel(Cg *cg, const Func *f);   /* after cg->fn is made */
+void cg_debug_loc(Cg *cg, Loc loc);            /* before an op is lowered */
+void cg_debug_kernel_end(Cg *cg);
+void cg_debug_end(Cg *cg);                     /* before the module is verified */
 
 /* ---- helpers (codegen.c) ---- */
 LLVMTypeRef cg_type(Cg *cg, DType dt);            /* register type of a dtype */

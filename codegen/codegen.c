@@ -494,6 +494,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     cg->epoch = cg->depth = 0;
     cg->fn = LLVMAddFunction(cg->mod, f->name, kernel_type(cg, f));
     LLVMSetFunctionCallConv(cg->fn, 71 /* ptx_kernel */);
+    cg_debug_kernel(cg, f);
     char nt[16];
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
@@ -546,6 +547,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
                    cg->ti->name, cg->ti->lim.smem_static);
         e++;
     }
+    cg_debug_kernel_end(cg);
     return e + emit_meta(cg, f, meta);
 }
 
@@ -741,9 +743,11 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
     LLVMSetTarget(cg.mod, "nvptx64-nvidia-cuda");
     init_types(&cg);
     cg.b = LLVMCreateBuilderInContext(cg.ctx);
+    cg_debug_begin(&cg, m->source_name, o->debug_dir, o->debug_info);
     int e = 0;
     for (int i = 0; i < m->nfuncs; i++)
         e += gen_kernel(&cg, m->funcs[i], &res->meta);
+    cg_debug_end(&cg);
     time_row(timing, "codegen: lowering to llvm ir", t0);
     t0 = tc_now();
     if (threaded)

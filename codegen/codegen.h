@@ -39,6 +39,8 @@ typedef struct CgOptions {
     int opt_level;           /* 0..3 */
     bool want_llvm;          /* fill llvm_ir */
     bool want_ptx;           /* fill ptx */
+    int debug_info;          /* tilec_debug_info: 0 none, 1 .loc/.file only, 2 line tables */
+    const char *debug_dir;   /* the folder a relative source name is in (the .file path) */
 } CgOptions;
 
 typedef struct CgResult {

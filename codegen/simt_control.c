@@ -234,6 +234,7 @@ static int lower_if(Cg *cg, Op *op)
 
 static int lower_op(Cg *cg, Op *op)
 {
+    cg_debug_loc(cg, op->loc);
     switch ((OpCode)op->code) {
     case OP_CONST: return lower_const(cg, op);
     case OP_BLOCKID: case OP_NBLOCKS: return lower_sreg(cg, op);

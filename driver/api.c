@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "frontend/frontend.h"
@@ -26,22 +27,8 @@
 #include "lib/cache.h"
 #include "lib/version.h"
 #include "report.h"
+#include "result.h"
 #include "target/target.h"
-
-enum { NOUT = TILEC_OUT_REPORT + 1 };
-
-struct tilec_result {
-    Arena *arena;
-    Diag diag;
-    tilec_status status;
-    const char *arch;
-    const char *text[NOUT];
-    tilec_diag *diags;
-    size_t ndiags;
-    const char *diag_text;
-    tilec_cache_mode from_cache;   /* TILEC_CACHE_OFF: compiled by this call */
-    void *cache_ref;               /* a hit's entry, which the texts point into */
-};
 
 /* One compilation: the result being filled plus the scratch buffers. */
 typedef struct Job {
@@ -185,6 +172,15 @@ static bool check_options(Job *j)
         diag_error(d, (Loc){ 0 }, "unknown emit kind %d", (int)j->o.emit);
         return false;
     }
+    if (j->o.warnings_off & ~(unsigned)TILEC_WARN_ALL) {
+        diag_error(d, (Loc){ 0 }, "warnings_off 0x%x has bits that name no warning (valid: 0x%x)",
+                   j->o.warnings_off, (unsigned)TILEC_WARN_ALL);
+        return false;
+    }
+    if ((unsigned)j->o.debug_info > TILEC_DEBUG_FULL) {
+        diag_error(d, (Loc){ 0 }, "unknown debug_info level %d (valid: 0, 1, 2)", (int)j->o.debug_info);
+        return false;
+    }
     if (j->o.ndefines && !j->o.defines) {
         diag_error(d, (Loc){ 0 }, "defines is NULL but ndefines is %zu", j->o.ndefines);
         return false;
@@ -210,7 +206,7 @@ static bool check_options(Job *j)
 
 /* ---- results ---- */
 
-static tilec_result *result_new(void)
+tilec_result *tc_result_new(void)
 {
     Arena *a = arena_new();
     tilec_result *r = arena_alloc(a, sizeof *r);
@@ -246,7 +242,7 @@ static tilec_status status_from_diag(const Diag *d, tilec_status input_kind)
 }
 
 /* Copy the Diag records into the public records and render them. */
-static void finish_diags(tilec_result *r)
+void tc_result_finish_diags(tilec_result *r)
 {
     Diag *d = &r->diag;
     r->ndiags = (size_t)d->n;
@@ -471,7 +467,10 @@ static void back_end(Job *j, Module *m)
         return;
     }
     CgOptions co = { j->target, j->popts.smem_per_block, j->o.opt_level, j->o.emit == TILEC_EMIT_LLVM,
-                     j->o.emit == TILEC_EMIT_PTX };
+                     j->o.emit == TILEC_EMIT_PTX, (int)j->o.debug_info, NULL };
+    char cwd[4096];
+    if (co.debug_info && j->name[0] != '/' && getcwd(cwd, sizeof cwd))
+        co.debug_dir = cwd;
     CgResult cr;
     memset(&cr, 0, sizeof cr);
     int nerr = cg_compile(m, &co, &cr, d, j->o.time_passes ? &j->timing : NULL);
@@ -540,6 +539,8 @@ static void run_job(Job *j, const char *src, size_t len)
         return;
     if (!middle_end(j, m))
         return;
+    if (j->o.keep_ir)
+        j->r->module = m;   /* lives in the result's arena: tilec_interpret runs it */
     if (j->o.emit == TILEC_EMIT_TIR) {
         StrBuf sb = { 0 };
         print_ir(j, m, &sb);
@@ -590,6 +591,8 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     j.name = arena_strdup(r->arena, name);
     char *text = arena_strndup(r->arena, src, len);
     diag_add_source(&r->diag, j.name, text, len);
+    r->diag.warn_off = j.o.warnings_off;
+    r->diag.warn_error = j.o.warnings_as_errors != 0;
     r->status = TILEC_OK;
     TcCacheKey key;
     bool cacheable = false;
@@ -611,7 +614,7 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     sb_free(&j.timing);
     sb_free(&j.remarks);
     sb_free(&j.cgreport);
-    finish_diags(r);
+    tc_result_finish_diags(r);
     if (cacheable && r->status == TILEC_OK)
         cache_store(r, &key, &j.o);
     return r->status;
@@ -620,10 +623,10 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
 /* A result that holds one usage / I/O error. */
 static tilec_status fail_early(tilec_result **out, tilec_status st, const char *file, const char *msg)
 {
-    tilec_result *r = result_new();
+    tilec_result *r = tc_result_new();
     diag_error(&r->diag, (Loc){ file ? arena_strdup(r->arena, file) : NULL, 0, 0 }, "%s", msg);
     r->status = st;
-    finish_diags(r);
+    tc_result_finish_diags(r);
     if (out)
         *out = r;
     else
@@ -638,7 +641,7 @@ tilec_status tilec_compile_string(const char *name, const char *src, size_t len,
         *out = NULL;
     if (!src)
         return fail_early(out, TILEC_ERR_USAGE, NULL, "source text is NULL");
-    tilec_result *r = result_new();
+    tilec_result *r = tc_result_new();
     tilec_status st = compile(r, name ? name : "<string>", src, len, opts);
     if (out)
         *out = r;
@@ -737,6 +740,14 @@ const char *tilec_pass_summary(size_t i)
 {
     return i < (size_t)tc_npasses ? tc_pass_table[i].summary : NULL;
 }
+
+_Static_assert((int)TILEC_WARN_UNUSED_PARAM == (int)WARN_UNUSED_PARAM && (int)TILEC_WARN_DEAD_TILE == (int)WARN_DEAD_TILE &&
+                   (int)TILEC_WARN_STORE_RACE == (int)WARN_STORE_RACE && (int)TILEC_WARN_ALL == (int)WARN_ALL,
+               "tilec_warning and DiagWarn agree");
+
+size_t tilec_num_warnings(void) { return DIAG_NWARN; }
+const char *tilec_warning_name(size_t i) { return i < DIAG_NWARN ? diag_warn_names[i] : NULL; }
+const char *tilec_warning_help(size_t i) { return i < DIAG_NWARN ? diag_warn_help[i] : NULL; }
 
 static const PassOptionInfo *option_at(size_t i)
 {

@@ -28,6 +28,7 @@ static void lower_list(Lower *l, Stmt *const *body, int n)
     int mark = l->nsyms;
     for (int i = 0; i < n && !diag_too_many(l->d); i++)
         lower_stmt(l, body[i]);
+    fe_warn_unused(l, mark);
     fe_scope_truncate(l, mark);
 }
 
@@ -527,6 +528,10 @@ static void lower_kernel(Module *m, Arena *a, const AstKernel *k, const FeDefine
     lower_grid(&l, k);
     l.b = ir_builder_at_end(l.f, &l.f->body);
     lower_list(&l, k->body, k->nbody);
+    if (d->nerrors == 0) {
+        fe_warn_kernel(&l);
+        fe_warn_races(l.f, d);
+    }
 }
 
 static void check_defines(const AstModule *ast, const char *source_name, const FeDefine *defs,

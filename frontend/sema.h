@@ -37,6 +37,8 @@ typedef struct Sym {
     uint8_t kind;          /* SymKind */
     bool readonly;         /* loop variable */
     bool bad;              /* SYM_CONST without a valid value: uses stay silent */
+    bool used;             /* named in an expression (read, or stored to for a tensor):
+                              -Wunused-param and -Wdead-tile (lower.c) */
     Type ty;               /* SYM_VAR: the type the variable keeps */
     EVal val;              /* current value (SYM_VAR, SYM_TENSOR, SYM_SCALAR, SYM_DIM) */
     ConstBinding *cb;      /* SYM_CONST */
@@ -54,6 +56,7 @@ typedef struct Lower {
                                          scope with fe_scope_truncate */
     Sym **bucket; int nbucket;        /* name -> newest visible symbol (scope.c) */
     bool in_grid;                     /* lowering the grid: only dims and consts */
+    const Sym **unread; int nunread, capunread;  /* variables never read (warn.c) */
     const AstKernel *k;
 } Lower;
 
@@ -89,6 +92,11 @@ ValId fe_emit(Lower *l, Loc loc, OpCode code, const ValId *args, int n, Type ty)
 EVal fe_val(ValId v, Type ty);
 const char *fe_tystr(Lower *l, const Type *t);
 EVal fe_scratch_expr(Lower *l, const Expr *e);
+
+/* warn.c */
+void fe_warn_unused(Lower *l, int mark);       /* before a scope ends at mark: notes its unread variables */
+void fe_warn_kernel(Lower *l);                 /* after a kernel without errors: the unused warnings */
+void fe_warn_races(Func *f, Diag *d);          /* on a lowered kernel */
 
 /* sema_call.c */
 EVal fe_call(Lower *l, const Expr *e);

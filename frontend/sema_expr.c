@@ -406,6 +406,7 @@ static EVal lower_name(Lower *l, const Expr *e)
                    "compile-time params only", e->name);
         return (EVal){ 0 };
     }
+    s->used = true;
     if (s->bad)
         return (EVal){ 0 };
     if (s->kind != SYM_CONST) {

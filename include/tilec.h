@@ -55,16 +55,36 @@ typedef enum tilec_emit {
 /* The compile cache (docs/cache.md): a compilation whose inputs match an
  * earlier one returns that one's outputs and diagnostics without compiling.
  * The key hashes the source, its name, the defines, the arch, every option
- * that changes the output, the TILEC_* environment and the compiler's
+ * that changes the output (with line info, the working directory of a
+ * relative source name) and the compiler's
  * version (tilec_version(), with its git commit). Only PTX compilations
- * without print_after, time_passes or report are cached, and only
- * successful ones. */
+ * without print_after, time_passes, report or keep_ir are cached, and
+ * only successful ones. */
 typedef enum tilec_cache_mode {
     TILEC_CACHE_OFF = 0,      /* compile every time (the default) */
     TILEC_CACHE_MEMORY = 1,   /* keep results in this process's memory (shared by its threads) */
     TILEC_CACHE_DISK = 2      /* memory, and one file per entry under cache_dir, shared by
                                  processes: written to a temporary file and renamed into place */
 } tilec_cache_mode;
+
+/* Warnings (docs/language.md, "Warnings"), one bit each; every one is on
+ * unless its bit is in tilec_options.warnings_off. The i-th of
+ * tilec_warning_name() is bit 1 << i. */
+typedef enum tilec_warning {
+    TILEC_WARN_UNUSED_PARAM = 1,  /* -Wunused-param: a tensor or scalar param the body never names */
+    TILEC_WARN_DEAD_TILE = 2,     /* -Wdead-tile: a tile or let whose value is never read */
+    TILEC_WARN_STORE_RACE = 4,    /* -Wstore-race: a store whose window is the same for the blocks
+                                     along a grid axis of more than one block */
+    TILEC_WARN_ALL = 7
+} tilec_warning;
+
+/* Line information in the PTX (.file / .loc directives naming .tile lines,
+ * for Nsight Compute, cuda-gdb and compute-sanitizer). */
+typedef enum tilec_debug_info {
+    TILEC_DEBUG_NONE = 0,     /* the default */
+    TILEC_DEBUG_LINES = 1,    /* -lineinfo: line tables only; the code is unchanged */
+    TILEC_DEBUG_FULL = 2      /* -g: the same line tables (tilec emits no variable info) */
+} tilec_debug_info;
 
 typedef struct tilec_define {
     const char *name;         /* a compile-time param of the kernel */
@@ -73,7 +93,8 @@ typedef struct tilec_define {
 
 typedef struct tilec_options {
     size_t struct_size;       /* set by tilec_options_init: sizeof(tilec_options) */
-    const char *arch;         /* "sm_86", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f";
+    const char *arch;         /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a",
+                                 "sm_100f", "sm_120";
                                  NULL = "sm_90a". sm_90 and sm_100 pick the fast
                                  arch-specific target (reported as a remark). */
     int family_portable;      /* nonzero: sm_100 gives family-portable sm_100f, sm_90 plain sm_90 */
@@ -107,6 +128,12 @@ typedef struct tilec_options {
                                  them (docs/language.md, "What the compiler
                                  decides"); the kernel stays correct for every
                                  size. NULL = none known. */
+    unsigned warnings_off;    /* tilec_warning bits not reported (-Wno-NAME); default 0 */
+    int warnings_as_errors;   /* nonzero: warnings are errors (-Werror); default 0 */
+    tilec_debug_info debug_info; /* default TILEC_DEBUG_NONE */
+    int keep_ir;              /* nonzero: the result keeps the kernels' Tile IR after the passes,
+                                 for tilec_interpret; such a compilation neither reads nor
+                                 fills the cache. Any emit from TILEC_EMIT_TIR on. */
 } tilec_options;
 
 void tilec_options_init(tilec_options *opts);
@@ -183,6 +210,55 @@ const char *tilec_commit(void);      /* "420ef9f1a2b3" ("-dirty.HASH" appended w
 size_t tilec_num_passes(void);
 const char *tilec_pass_name(size_t i);
 const char *tilec_pass_summary(size_t i);
+
+/* ---- the interpreter mode (docs/python.md, "Interpreter mode") ----
+ * Runs a kernel of a result compiled with keep_ir on host memory, in the
+ * IR interpreter (the compiler's semantic reference; ir/interp*.c), block
+ * by block over the whole grid: no GPU, no driver. Slow (meant for small
+ * shapes and debugging). */
+typedef struct tilec_arg {
+    void *data;               /* tensor: its first element, in host memory, elements in the
+                                 dtype's storage (bf16/f16 as 16-bit patterns, fp8 as bytes,
+                                 bool as bytes); written in place by stores */
+    int rank;                 /* tensor: the number of dims (0 for a scalar param) */
+    const int64_t *shape;     /* tensor: rank extents */
+    const int64_t *strides;   /* tensor: rank strides in elements; NULL = contiguous row-major */
+    const char *dtype;        /* tensor: "f32", "bf16", ... checked against the param; NULL =
+                                 not checked */
+    double f;                 /* scalar param of a float dtype */
+    int64_t i;                /* scalar param of an int dtype or bool */
+} tilec_arg;
+
+/* Run kernel `kernel` (NULL: the result's only kernel) of `compiled` with
+ * args[0..nargs) in param order. The launch checks are the runtime's
+ * (the count, each tensor's rank, dtype, static extents, named dims that
+ * agree, positive strides with the innermost 1, no NULL data), then the
+ * grid is evaluated and every block runs. *out (when not NULL) receives a
+ * result holding the diagnostics (errors name the argument, or the op and
+ * source line where the kernel failed: a division by zero, an access out of
+ * a tensor's bounds). Returns TILEC_OK; TILEC_ERR_USAGE for a result
+ * without IR (not compiled with keep_ir, or failed), an unknown kernel or
+ * arguments the checks refuse; TILEC_ERR_INPUT when the kernel fails while
+ * running. Tensors are written as the kernel's stores go, so a failed run
+ * may leave them partly written. */
+tilec_status tilec_interpret(const tilec_result *compiled, const char *kernel, const tilec_arg *args,
+                             size_t nargs, tilec_result **out);
+
+/* The kernels of a result compiled with keep_ir (0 without IR), and each
+ * kernel's runtime params in order: name, dtype ("f32", "bf16", ...) and
+ * rank (0 for a scalar param). Strings owned by r; NULL / 0 / nonzero
+ * return for out-of-range indexes. */
+size_t tilec_result_num_kernels(const tilec_result *r);
+const char *tilec_result_kernel_name(const tilec_result *r, size_t kernel);
+size_t tilec_result_kernel_num_params(const tilec_result *r, size_t kernel);
+int tilec_result_kernel_param(const tilec_result *r, size_t kernel, size_t param, const char **name,
+                              const char **dtype, int *rank);
+
+/* The warnings, in bit order: name ("unused-param", as in -Wunused-param)
+ * and what it reports. NULL past the end. Static strings. */
+size_t tilec_num_warnings(void);
+const char *tilec_warning_name(size_t i);
+const char *tilec_warning_help(size_t i);
 
 /* The typed pass options (tilec_options.pass_options), in table order:
  * name ("target.smem-per-block"), value type ("bytes", "int") and what it

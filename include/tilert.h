@@ -82,10 +82,20 @@ void tilert_driver_close(tilert_driver *drv);
 tilert_status tilert_device_count(tilert_driver *drv, int *count);
 /* Compute capability of CUDA device `device` (an ordinal). */
 tilert_status tilert_device_capability(tilert_driver *drv, int device, int *major, int *minor);
-/* The tilec target for that device, written into buf (NUL-terminated):
- * sm_90 -> "sm_90a", sm_100 -> "sm_100a", sm_8x -> "sm_86" (PTX for sm_86
- * runs on all sm_86+ parts), others "sm_XY". */
+/* The tilec target for that device (tilert_arch_for_capability of its
+ * compute capability), written into buf (NUL-terminated). */
 tilert_status tilert_device_arch(tilert_driver *drv, int device, char *buf, size_t buflen);
+/* The tilec target for compute capability major.minor, written into buf;
+ * no driver needed. The rule: the arch-specific target of exactly that
+ * capability (9.0 -> sm_90a, 10.0 -> sm_100a); else the family-portable
+ * target of its major version (10.x -> sm_100f); else the newest portable
+ * target not newer than the device (8.0 -> sm_80, 8.6/8.7/8.8 -> sm_86,
+ * 8.9 -> sm_89, 9.x and 11.x -> sm_90, 12.x and later -> sm_120), whose PTX
+ * the driver compiles for any later GPU. TILERT_ERR_USAGE below 8.0.
+ * "sm_90" here is the plain target: compile it with
+ * tilec_options.family_portable = 1 (-family-portable), since -arch=sm_90
+ * alone picks sm_90a; the other names are exact either way. */
+tilert_status tilert_arch_for_capability(int major, int minor, char *buf, size_t buflen);
 /* Block until all work in the current context is done (cuCtxSynchronize);
  * reports errors from earlier asynchronous launches. */
 tilert_status tilert_synchronize(tilert_driver *drv);

@@ -103,14 +103,14 @@ static void put_int(StrBuf *sb, long long v)
 bool tc_cache_usable(const tilec_options *o)
 {
     return o->cache != TILEC_CACHE_OFF && o->emit == TILEC_EMIT_PTX && o->nprint_after == 0 && !o->time_passes &&
-           !o->report;
+           !o->report && !o->keep_ir;
 }
 
 void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, const tilec_options *o,
                   const char *version)
 {
     StrBuf sb = { 0 };
-    put_cstr(&sb, "tilec-cache-key 2");
+    put_cstr(&sb, "tilec-cache-key 3");
     put_cstr(&sb, version);
     put_cstr(&sb, name);
     put_field(&sb, src, len);
@@ -124,6 +124,14 @@ void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, 
     put_cstr(&sb, o->language);
     put_cstr(&sb, o->pass_options);
     put_cstr(&sb, o->dims);
+    put_int(&sb, (long long)(o->warnings_off & TILEC_WARN_ALL));
+    put_int(&sb, o->warnings_as_errors != 0);
+    put_int(&sb, (long long)o->debug_info);
+    /* Line information names the source's folder: a relative name is
+     * completed with the working directory (driver/api.c). */
+    char cwd[4096];
+    if (o->debug_info && name && name[0] != '/' && getcwd(cwd, sizeof cwd))
+        put_cstr(&sb, cwd);
     put_int(&sb, (long long)o->ndefines);
     for (size_t i = 0; i < o->ndefines; i++) {
         put_cstr(&sb, o->defines[i].name);

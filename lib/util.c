@@ -319,6 +319,33 @@ DIAG_FN(diag_note, SEV_NOTE)
 DIAG_FN(diag_remark, SEV_REMARK)
 #undef DIAG_FN
 
+const char *const diag_warn_names[DIAG_NWARN] = { "unused-param", "dead-tile", "store-race" };
+const char *const diag_warn_help[DIAG_NWARN] = {
+    "a runtime param (tensor or scalar) the kernel body never names",
+    "a tile or let whose value is never read (names starting with _ are exempt)",
+    "a store whose window is the same for blocks that differ along a grid axis of more than one block",
+};
+
+bool diag_warn(Diag *d, DiagWarn w, Loc loc, const char *fmt, ...)
+{
+    if (d->warn_off & (unsigned)w)
+        return false;
+    int i = 0;
+    while (i < DIAG_NWARN - 1 && !((unsigned)w & (1u << i)))
+        i++;
+    StrBuf sb = { 0 };
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    if (d->warn_error)
+        diag_error(d, loc, "%s [-Werror,-W%s]", sb.buf ? sb.buf : "", diag_warn_names[i]);
+    else
+        diag_warning(d, loc, "%s [-W%s]", sb.buf ? sb.buf : "", diag_warn_names[i]);
+    sb_free(&sb);
+    return true;
+}
+
 void diag_internal_at(Diag *d, Loc loc, const char *cfile, int cline, const char *fmt, ...)
 {
     StrBuf sb = { 0 };

@@ -95,7 +95,22 @@ typedef struct Diag {
     int ndropped;       /* warnings, notes and remarks past DIAG_MAX_RECORDS */
     struct { const char *file; const char *text; size_t len; } srcs[8];
     int nsrcs;
+    unsigned warn_off;  /* DiagWarn bits that are not reported (-Wno-NAME) */
+    bool warn_error;    /* warnings are reported as errors (-Werror) */
 } Diag;
+
+/* The warning groups, one bit each (tilec_warning in include/tilec.h has
+ * the same values): diag_warn_names[i] is bit 1 << i's name, as in
+ * -Wunused-param. */
+typedef enum DiagWarn {
+    WARN_UNUSED_PARAM = 1,   /* a runtime param the kernel never names */
+    WARN_DEAD_TILE = 2,      /* a tile or let whose value is never read */
+    WARN_STORE_RACE = 4,     /* a store that blocks differing along a grid axis all make */
+    WARN_ALL = 7
+} DiagWarn;
+enum { DIAG_NWARN = 3 };
+extern const char *const diag_warn_names[DIAG_NWARN];
+extern const char *const diag_warn_help[DIAG_NWARN];
 
 void diag_init(Diag *d, Arena *a);
 void diag_add_source(Diag *d, const char *file, const char *text, size_t len);
@@ -103,6 +118,10 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...) TC_PRINTF(3, 4);
 void diag_warning(Diag *d, Loc loc, const char *fmt, ...) TC_PRINTF(3, 4);
 void diag_note(Diag *d, Loc loc, const char *fmt, ...) TC_PRINTF(3, 4);
 void diag_remark(Diag *d, Loc loc, const char *fmt, ...) TC_PRINTF(3, 4);
+/* A warning of group w, tagged [-Wname] ([-Werror,-Wname] and an error
+ * under warn_error); nothing when w is in warn_off. Returns whether it was
+ * reported (a note that explains it should follow only then). */
+bool diag_warn(Diag *d, DiagWarn w, Loc loc, const char *fmt, ...) TC_PRINTF(4, 5);
 void diag_vreport(Diag *d, Severity sev, Loc loc, const char *fmt, va_list ap);
 /* An internal compiler error: says so, with the C source position. */
 #define diag_internal(d, loc, ...) diag_internal_at((d), (loc), __FILE__, __LINE__, __VA_ARGS__)

@@ -110,6 +110,40 @@ TILERT_API tilert_status tilert_device_capability(tilert_driver *drv, int device
     return r ? tilert_cuda_fail(drv, r, "cuDeviceGetAttribute", "compute capability") : TILERT_OK;
 }
 
+/* The targets tilec has (target/targets.c), by kind. Plain targets' PTX
+ * runs on every later GPU (the driver JIT-compiles it); an arch-specific
+ * target's only on its own capability; a family-portable one's on every
+ * GPU of its major version. */
+static const int plain_targets[] = { 80, 86, 89, 90, 120 };   /* ascending */
+static const struct { int cc; const char *name; } specific_targets[] = { { 90, "sm_90a" }, { 100, "sm_100a" } };
+static const struct { int major; const char *name; } family_targets[] = { { 10, "sm_100f" } };
+
+TILERT_API tilert_status tilert_arch_for_capability(int major, int minor, char *buf, size_t buflen)
+{
+    if (!buf || !buflen)
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_arch_for_capability: NULL buffer");
+    buf[0] = 0;
+    int cc = major * 10 + minor;
+    if (major < 0 || minor < 0 || minor > 9 || cc < plain_targets[0])
+        return tilert_fail(TILERT_ERR_USAGE, "compute capability %d.%d: tilec targets 8.0 and later", major, minor);
+    for (size_t i = 0; i < sizeof specific_targets / sizeof specific_targets[0]; i++)
+        if (specific_targets[i].cc == cc) {
+            snprintf(buf, buflen, "%s", specific_targets[i].name);
+            return TILERT_OK;
+        }
+    for (size_t i = 0; i < sizeof family_targets / sizeof family_targets[0]; i++)
+        if (family_targets[i].major == major) {
+            snprintf(buf, buflen, "%s", family_targets[i].name);
+            return TILERT_OK;
+        }
+    int best = plain_targets[0];
+    for (size_t i = 0; i < sizeof plain_targets / sizeof plain_targets[0]; i++)
+        if (plain_targets[i] <= cc)
+            best = plain_targets[i];
+    snprintf(buf, buflen, "sm_%d", best);
+    return TILERT_OK;
+}
+
 TILERT_API tilert_status tilert_device_arch(tilert_driver *drv, int device, char *buf,
                                             size_t buflen)
 {
@@ -119,15 +153,7 @@ TILERT_API tilert_status tilert_device_arch(tilert_driver *drv, int device, char
     tilert_status st = tilert_device_capability(drv, device, &major, &minor);
     if (st)
         return st;
-    if (major == 9 && minor == 0)
-        snprintf(buf, buflen, "sm_90a");
-    else if (major == 10 && minor == 0)
-        snprintf(buf, buflen, "sm_100a");
-    else if (major == 8 && minor >= 6)
-        snprintf(buf, buflen, "sm_86");
-    else
-        snprintf(buf, buflen, "sm_%d%d", major, minor);
-    return TILERT_OK;
+    return tilert_arch_for_capability(major, minor, buf, buflen);
 }
 
 TILERT_API tilert_status tilert_synchronize(tilert_driver *drv)

@@ -109,11 +109,13 @@ static tilert_status check_arch(tilert_module *m)
         char sfx;
         split_arch(m->kernels[i].arch, &num, &sfx);
         bool ok = sfx == 'a' ? cc == num : sfx == 'f' ? cc / 10 == num / 10 && cc >= num : cc >= num;
+        char want[16] = "";
+        if (!ok && tilert_arch_for_capability(major, minor, want, sizeof want))
+            snprintf(want, sizeof want, "none");
         if (!ok)
             return tilert_fail(TILERT_ERR_JIT, "kernel %s is compiled for %s, which cannot run "
-                               "on device %d (%s, sm_%d); recompile with -arch=sm_%d%s",
-                               m->kernels[i].name, m->kernels[i].arch, (int)dev, name, cc, cc,
-                               cc == 90 || cc == 100 ? "a" : "");
+                               "on device %d (%s, sm_%d); recompile with -arch=%s",
+                               m->kernels[i].name, m->kernels[i].arch, (int)dev, name, cc, want);
     }
     return TILERT_OK;
 }

@@ -9,14 +9,32 @@
 #define BLOCK_COMMON .smem_reserved = 1 * KB, .regs_per_thread = 255, .regs_per_block = 65536, \
                      .smem_static = 48 * KB, .threads_per_block = 1024, .simt_warps = 16
 
+/* Per SM: resident threads and blocks, shared memory (of which 1 KB per
+ * resident block is the driver's), from NVIDIA's compute-capability
+ * tables (CUDA C++ Programming Guide, "Technical Specifications per
+ * Compute Capability"; the same numbers as CCCL's cuda::arch::traits). */
+#define A100_LIMITS { .regs_per_sm = 65536, .threads_per_sm = 2048, .blocks_per_sm = 32, \
+                      .smem_per_sm = 164 * KB, .smem_per_block = 163 * KB, BLOCK_COMMON }
 #define AMPERE_LIMITS { .regs_per_sm = 65536, .threads_per_sm = 1536, .blocks_per_sm = 16, \
                         .smem_per_sm = 100 * KB, .smem_per_block = 99 * KB, BLOCK_COMMON }
+#define ADA_LIMITS { .regs_per_sm = 65536, .threads_per_sm = 1536, .blocks_per_sm = 24, \
+                     .smem_per_sm = 100 * KB, .smem_per_block = 99 * KB, BLOCK_COMMON }
+/* sm_120 blocks: 24, the most ptxas (CUDA 13.0) accepts in .minnctapersm
+ * there (25 and up are "out of range" and ignored); CCCL's traits say 32. */
+#define BLACKWELL_RTX_LIMITS { .regs_per_sm = 65536, .threads_per_sm = 1536, .blocks_per_sm = 24, \
+                               .smem_per_sm = 100 * KB, .smem_per_block = 99 * KB, BLOCK_COMMON }
 #define HOPPER_LIMITS { .regs_per_sm = 65536, .threads_per_sm = 2048, .blocks_per_sm = 32, \
                         .smem_per_sm = 228 * KB, .smem_per_block = 227 * KB, BLOCK_COMMON }
 
+/* Ordered by sm, then plain before arch-specific before family-portable
+ * (the usage message and listings follow this order). */
 static const TargetInfo targets[] = {
+    { .name = "sm_80", .llvm_cpu = "sm_80", .llvm_features = "+ptx80", .sm = 80, .family = TF_SM80,
+      .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = A100_LIMITS },
     { .name = "sm_86", .llvm_cpu = "sm_86", .llvm_features = "+ptx80", .sm = 86, .family = TF_SM80,
       .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = AMPERE_LIMITS },
+    { .name = "sm_89", .llvm_cpu = "sm_89", .llvm_features = "+ptx80", .sm = 89, .family = TF_SM80,
+      .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = ADA_LIMITS },
     { .name = "sm_90", .llvm_cpu = "sm_90", .llvm_features = "+ptx80", .sm = 90, .family = TF_SM80,
       .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16,
       .lim = HOPPER_LIMITS },
@@ -29,6 +47,10 @@ static const TargetInfo targets[] = {
     { .name = "sm_100f", .llvm_cpu = "sm_100f", .llvm_features = "+ptx88", .sm = 100, .family = TF_SM80,
       .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
       .setmaxnreg = true, .tmem = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
+    /* RTX 50, RTX PRO 6000: mma.sync (no wgmma, no tcgen05), TMA and clusters. */
+    { .name = "sm_120", .llvm_cpu = "sm_120", .llvm_features = "+ptx87", .sm = 120, .family = TF_SM80,
+      .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16,
+      .lim = BLACKWELL_RTX_LIMITS },
 };
 
 #define NTARGETS ((int)(sizeof targets / sizeof targets[0]))

@@ -2,8 +2,9 @@
  * (include/tilec.h) with nvcc/clang conventions.
  *
  * Exit status: 0 success, 1 errors in the input, 2 usage errors, 3 I/O
- * errors, 4 internal compiler errors. Diagnostics, --print-after dumps and
- * --time-passes go to stderr; the output goes to -o FILE or stdout.
+ * errors, 4 internal compiler errors. Diagnostics, --print-after dumps,
+ * --time-passes and --report go to stderr (the report to --report=FILE when
+ * given); the output goes to -o FILE or stdout.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,7 +55,8 @@ static void print_help(void)
            "Compile a tile-language kernel (.tile) or Tile IR text (.tir) to PTX.\n"
            "FILE '-' reads the standard input (tile language; -x tir for Tile IR).\n\n"
            "options:\n"
-           "  -arch=ARCH, -arch ARCH  target: sm_86, sm_90, sm_90a, sm_100, sm_100a, sm_100f\n"
+           "  -arch=ARCH, -arch ARCH  target: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_100a,\n"
+           "                          sm_100f, sm_120\n"
            "                          (default sm_90a; sm_90/sm_100 pick the arch-specific target)\n"
            "  -family-portable        sm_100 gives family-portable sm_100f, sm_90 plain sm_90\n"
            "  -o FILE                 write the output to FILE (default: stdout); with\n"
@@ -73,14 +75,20 @@ static void print_help(void)
            "  --dim NAME=VALUE        a size the kernel will be launched with for named dim\n"
            "                          NAME (repeatable): tile sizes and the launch schedule\n"
            "                          are chosen for it; the kernel stays correct for any size\n"
+           "  -lineinfo               line information in the PTX (.file/.loc naming .tile\n"
+           "                          lines, for Nsight Compute and compute-sanitizer)\n"
+           "  -g                      the same line information (no variable information)\n"
+           "  -WNAME, -Wno-NAME       turn warning NAME on or off (all are on; listed below)\n"
+           "  -Wall, -w               turn every warning on / off\n"
+           "  -Werror, -Wno-error     report warnings as errors (exit status 1) / as warnings\n"
            "  --print-after=NAME      print the IR after pass NAME to stderr (repeatable;\n"
            "                          'lower' prints it before the first pass)\n"
            "  --print-after-all       print the IR after every pass\n"
            "  --print-locs            Tile IR text carries loc(line:col)\n"
            "  --no-verify             do not run the IR verifier between passes\n"
            "  --time-passes           print a per-stage timing table to stderr\n"
-           "  --report                print what the compiler decided, and why (stdout)\n"
-           "  --report=FILE           write that report to FILE instead (e.g. /dev/stderr)\n"
+           "  --report                print what the compiler decided, and why (stderr)\n"
+           "  --report=FILE           write that report to FILE instead (e.g. /dev/stdout)\n"
            "  --cache                 reuse an earlier identical compilation from the cache\n"
            "                          folder, and store this one there (docs/cache.md)\n"
            "  --cache-dir=DIR         the cache folder (implies --cache; default\n"
@@ -91,6 +99,9 @@ static void print_help(void)
            "passes (in pipeline order):\n");
     for (size_t i = 0; i < tilec_num_passes(); i++)
         printf("  %-22s  %s\n", tilec_pass_name(i), tilec_pass_summary(i));
+    printf("\nwarnings (-WNAME / -Wno-NAME; docs/language.md, \"Warnings\"):\n");
+    for (size_t i = 0; i < tilec_num_warnings(); i++)
+        printf("  %-22s  %s\n", tilec_warning_name(i), tilec_warning_help(i));
     printf("\npass options (--pass-option NAME=VALUE; docs/internals.md, \"Pass options\"):\n");
     for (size_t i = 0; i < tilec_num_pass_options(); i++)
         printf("  %s=<%s>\n      %s\n", tilec_pass_option_name(i), tilec_pass_option_type(i),
@@ -229,6 +240,44 @@ static int parse_valued(Cli *c, int argc, char **argv, int *i)
     return -1;
 }
 
+/* -w, -Wall, -Werror, -Wno-error, -WNAME, -Wno-NAME. Returns -1 if `a` is
+ * not a warning flag. */
+static int parse_warning(Cli *c, const char *a)
+{
+    if (strcmp(a, "-w") == 0) {
+        c->o.warnings_off = TILEC_WARN_ALL;
+        return 0;
+    }
+    if (strncmp(a, "-W", 2) != 0)
+        return -1;
+    const char *n = a + 2;
+    bool off = strncmp(n, "no-", 3) == 0;
+    if (off)
+        n += 3;
+    if (strcmp(n, "error") == 0) {
+        c->o.warnings_as_errors = !off;
+        return 0;
+    }
+    if (strcmp(n, "all") == 0) {
+        c->o.warnings_off = off ? TILEC_WARN_ALL : 0;
+        return 0;
+    }
+    for (size_t i = 0; i < tilec_num_warnings(); i++)
+        if (strcmp(n, tilec_warning_name(i)) == 0) {
+            if (off)
+                c->o.warnings_off |= 1u << i;
+            else
+                c->o.warnings_off &= ~(1u << i);
+            return 0;
+        }
+    char names[256] = "";
+    for (size_t i = 0; i < tilec_num_warnings(); i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", tilec_warning_name(i));
+    fprintf(stderr, "tilec: error: unknown warning '%s' (warnings: %s; also all, error) (see tilec --help)\n", a,
+            names);
+    return EXIT_USAGE;
+}
+
 /* Flags without a value. Returns -1 if `a` is not one of them. */
 static int parse_flag(Cli *c, const char *a)
 {
@@ -244,6 +293,10 @@ static int parse_flag(Cli *c, const char *a)
         add_print_after(c, "*");
     else if (strcmp(a, "--time-passes") == 0)
         c->o.time_passes = 1;
+    else if (strcmp(a, "-lineinfo") == 0 || strcmp(a, "--lineinfo") == 0)
+        c->o.debug_info = TILEC_DEBUG_LINES;
+    else if (strcmp(a, "-g") == 0)
+        c->o.debug_info = TILEC_DEBUG_FULL;
     else if (strcmp(a, "--print-locs") == 0)
         c->o.print_locs = 1;
     else if (strcmp(a, "--report") == 0)
@@ -269,7 +322,9 @@ static int parse_args(Cli *c, int argc, char **argv)
             c->file = a;
             continue;
         }
-        int rc = parse_valued(c, argc, argv, &i);
+        int rc = parse_warning(c, a);
+        if (rc < 0)
+            rc = parse_valued(c, argc, argv, &i);
         if (rc < 0)
             rc = parse_flag(c, a);
         if (rc < 0)
@@ -498,7 +553,7 @@ static int run(Cli *c)
         int wrc = write_file(c->report_file, report);
         rc = rc ? rc : wrc;
     } else if (report)
-        fputs(report, stdout);
+        fputs(report, stderr);   /* never mixed into the output on stdout */
     tilec_result_free(r);
     return rc ? rc : exit_code(st);
 }

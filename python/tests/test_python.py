@@ -211,6 +211,134 @@ def test_compile_errors():
     check("missing PathLike raises FileNotFoundError", e is not None, repr(e))
 
 
+def test_warnings():
+    """Compiler warnings: TilecWarning through the warnings module, turned
+    off by name, errors with werror."""
+    import warnings
+    src = ("kernel k(X: global f32[N], Y: global f32[N]) grid(cdiv(N, 64)) {\n"
+           "  let i = block.x * 64;\n  tile t = X[i : +64];\n}\n")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        tilec.compile(src, arch="sm_86", cache="off")
+    msgs = [str(w.message) for w in got if issubclass(w.category, tilec.TilecWarning)]
+    check("warnings issued as TilecWarning", len(msgs) == 2 and "<string>:1:28: tensor param 'Y' is never used "
+          "[-Wunused-param]" in msgs and any("[-Wdead-tile]" in m for m in msgs), repr(msgs))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        tilec.compile(src, arch="sm_86", cache="off", warnings_off=["dead-tile"])
+    msgs = [str(w.message) for w in got if issubclass(w.category, tilec.TilecWarning)]
+    check("warnings_off by name", len(msgs) == 1 and "unused-param" in msgs[0], repr(msgs))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        tilec.compile(src, arch="sm_86", cache="off", warnings_off="all")
+    check("warnings_off='all'", not got, repr([str(w.message) for w in got]))
+    e = raises(tilec.CompileError, tilec.compile, src, arch="sm_86", cache="off", werror=True)
+    check("werror raises CompileError", e is not None and "[-Werror,-Wunused-param]" in str(e), repr(e))
+    m = tilec.compile(tilec.example_path("vector_add"), arch="sm_86", cache="off", lineinfo=True)
+    check("lineinfo=True gives .loc lines", "\t.loc\t1 7 " in m.ptx and "vector_add.tile\"" in m.ptx, m.ptx[-300:])
+    check("unknown warning name raises ValueError",
+          raises(ValueError, tilec.compile, src, arch="sm_86", warnings_off=["nope"]) is not None)
+
+
+def test_arch_choice():
+    """The automatic target for each compute capability from 8.0 up."""
+    rows = {(8, 0): "sm_80", (8, 6): "sm_86", (8, 9): "sm_89", (9, 0): "sm_90a", (10, 0): "sm_100a",
+            (10, 3): "sm_100f", (11, 0): "sm_90", (12, 0): "sm_120", (12, 1): "sm_120"}
+    got = {cc: tilec.arch_for_capability(*cc) for cc in rows}
+    check("arch_for_capability", got == rows, repr(got))
+    check("below 8.0 raises ValueError", raises(ValueError, tilec.arch_for_capability, 7, 5) is not None)
+
+
+def _mat(rows, cols, code, values):
+    """A rows x cols buffer of array type code holding values (row-major)."""
+    import array
+    return memoryview(array.array(code, values)).cast("B").cast(code, (rows, cols))
+
+
+def _bf16_bits(x):
+    import struct as st
+    u = st.unpack("<I", st.pack("<f", x))[0]
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF   # round to nearest even
+
+
+def _bf16_value(h):
+    import struct as st
+    return st.unpack("<f", st.pack("<I", h << 16))[0]
+
+
+def test_interpret():
+    """The interpreter mode on host buffers against plain-Python references:
+    vector_add over a partial last block, softmax in f32 and bf16 (16-bit
+    patterns), layernorm, transpose over tiles; the launch checks; a kernel
+    failing while running."""
+    import array
+    import math
+    n = 2500
+    x = array.array("f", [i * 0.5 for i in range(n)])
+    y = array.array("f", [1.0 - i for i in range(n)])
+    z = array.array("f", [-7.0] * n)
+    tilec.interpret(tilec.example_path("vector_add"), x, y, z)
+    check("interpret vector_add", list(z) == [a + b for a, b in zip(x, y)])
+
+    rows, cols = 3, 50
+    vals = [((i * 7 + j * 3) % 11) * 0.25 - 1.0 for i in range(rows) for j in range(cols)]
+    ref = []
+    for i in range(rows):
+        r = vals[i * cols:(i + 1) * cols]
+        e = [math.exp(v - max(r)) for v in r]
+        ref += [v / sum(e) for v in e]
+    m = tilec.compile(tilec.example_path("softmax"), interpret=True, T="f32", BLOCK=64)
+    check("interpret module", isinstance(m, tilec.InterpModule) and m.ptx is None and "kernel @softmax" in m.tir,
+          repr(m))
+    X, Y = _mat(rows, cols, "f", vals), _mat(rows, cols, "f", [0.0] * (rows * cols))
+    m(X, Y)
+    got = [v for row in Y.tolist() for v in row]
+    check("interpret softmax f32", max(abs(a - b) for a, b in zip(got, ref)) < 1e-6,
+          repr(max(abs(a - b) for a, b in zip(got, ref))))
+    mb = tilec.compile(tilec.example_path("softmax"), interpret=True, T="bf16", BLOCK=64)
+    Xb = _mat(rows, cols, "H", [_bf16_bits(v) for v in vals])
+    Yb = _mat(rows, cols, "H", [0] * (rows * cols))
+    mb(Xb, Yb)
+    got = [_bf16_value(h) for row in Yb.tolist() for h in row]
+    check("interpret softmax bf16 (16-bit patterns)", max(abs(a - b) for a, b in zip(got, ref)) < 4e-3,
+          repr(max(abs(a - b) for a, b in zip(got, ref))))
+
+    w = array.array("f", [0.5 + 0.01 * j for j in range(cols)])
+    b = array.array("f", [0.1 * (j % 3) for j in range(cols)])
+    Yl = _mat(rows, cols, "f", [0.0] * (rows * cols))
+    tilec.interpret(tilec.example_path("layernorm"), X, w, b, Yl, 1e-5, T="f32", BLOCK=64)
+    lref = []
+    for i in range(rows):
+        r = vals[i * cols:(i + 1) * cols]
+        mean = sum(r) / cols
+        var = sum((v - mean) ** 2 for v in r) / cols
+        lref += [(v - mean) / math.sqrt(var + 1e-5) * w[j] + b[j] for j, v in enumerate(r)]
+    got = [v for row in Yl.tolist() for v in row]
+    check("interpret layernorm", max(abs(a - b) for a, b in zip(got, lref)) < 1e-4,
+          repr(max(abs(a - b) for a, b in zip(got, lref))))
+
+    M, N = 40, 70   # 2 x 2 tiles of 32, partial at both edges
+    A = _mat(M, N, "f", [float(i * N + j) for i in range(M) for j in range(N)])
+    B = _mat(N, M, "f", [0.0] * (M * N))
+    tilec.interpret(tilec.example_path("transpose"), A, B, BM=32, BN=32)
+    check("interpret transpose", B.tolist() == [[float(i * N + j) for i in range(M)] for j in range(N)])
+
+    e = raises(tilec.LaunchError, m, X, _mat(rows, cols, "d", [0.0] * (rows * cols)))
+    check("interpret dtype check", e is not None and "param Y: tensor dtype is f64 but the kernel wants f32" in str(e),
+          repr(e))
+    e = raises(tilec.LaunchError, m, X, _mat(rows, cols - 1, "f", [0.0] * (rows * (cols - 1))))
+    check("interpret dims check", e is not None and "dim 'N' is 49 here but 50" in str(e), repr(e))
+    e = raises(tilec.LaunchError, m, X, 1.0)
+    check("interpret number for a tensor", e is not None and "param Y: expected a rank-2 f32 tensor" in str(e), repr(e))
+    src = "kernel d(X: global i32[N], Y: global i32[N], k: i32) grid(1) {\n  Y[0 : +4] = X[0 : +4] / k;\n}\n"
+    xi, yi = array.array("i", [1, 2, 3, 4]), array.array("i", [0] * 4)
+    tilec.interpret(src, xi, yi, 2)
+    check("interpret scalar arg", list(yi) == [0, 1, 1, 2], repr(list(yi)))
+    e = raises(tilec.LaunchError, tilec.interpret, src, xi, yi, 0)
+    check("interpret failure names the line", e is not None and "<string>:2:" in str(e) and "division by zero" in str(e),
+          repr(e))
+
+
 def test_package():
     check("__version__ is the library's", tilec.__version__ == tilec._lib.tilec().tilec_version().decode().split()[0],
           tilec.__version__)
@@ -222,7 +350,7 @@ def test_cache():
     """The compile cache from Python (docs/cache.md): memory by default, disk
     in a folder of our own, cleared by clear_cache()."""
     import tempfile
-    src = "kernel k<B: int = 4>(X: global f32[N]) grid(1) { }\n"
+    src = "kernel k<B: int = 4>(_X: global f32[N]) grid(1) { }\n"
     with tempfile.TemporaryDirectory() as d:
         a = tilec.compile(src, arch="sm_86", cache="disk", cache_dir=d, B=8)
         b = tilec.compile(src, arch="sm_86", cache="disk", cache_dir=d, B=8)
@@ -302,8 +430,11 @@ def main():
     test_runtime_side()
     test_torch_packing()
     test_defines()
+    test_arch_choice()
     if have_cc:
         test_compile_errors()
+        test_warnings()
+        test_interpret()
         test_package()
         test_cache()
     test_attention_variants(have_cc)

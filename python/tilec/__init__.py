@@ -13,14 +13,20 @@ import numbers
 import os
 import struct
 import sys
+import warnings as _warnings
 
 from . import _lib
 from ._lib import set_library_dir
 from ._version import __version__
 
-__all__ = ["compile", "load", "load_files", "device_arch", "synchronize", "example_path",
+__all__ = ["compile", "load", "load_files", "device_arch", "arch_for_capability", "synchronize", "example_path",
            "set_library_dir", "__version__", "set_cache", "clear_cache", "default_cache_dir",
-           "Module", "Kernel", "Param", "CompileError", "LaunchError", "TilecError"]
+           "Module", "Kernel", "Param", "CompileError", "LaunchError", "TilecError", "TilecWarning",
+           "WARNINGS", "interpret", "InterpModule"]
+
+# The compiler's warnings, in bit order (tilec_warning in include/tilec.h;
+# docs/language.md, "Warnings").
+WARNINGS = ("unused-param", "dead-tile", "store-race")
 
 
 class TilecError(Exception):
@@ -36,6 +42,11 @@ class CompileError(TilecError):
         super().__init__(text)
         self.diagnostics = list(diagnostics)
         self.status = status
+
+
+class TilecWarning(UserWarning):
+    """A warning of the compiler (file:line:col: warning: text [-WNAME]),
+    issued through Python's warnings module by tilec.compile."""
 
 
 class LaunchError(TilecError):
@@ -73,9 +84,25 @@ def _get_driver():
     return _driver
 
 
+def arch_for_capability(major, minor):
+    """The tilec target for compute capability major.minor (no GPU needed):
+    the arch-specific target of exactly that capability (9.0 -> "sm_90a",
+    10.0 -> "sm_100a"), else the family-portable one of its major version
+    (10.x -> "sm_100f"), else the newest portable target not newer than it
+    (8.0 -> "sm_80", 8.6-8.8 -> "sm_86", 8.9 -> "sm_89", 11.x -> "sm_90",
+    12.x and later -> "sm_120"), whose PTX the driver compiles for later
+    GPUs. ValueError below 8.0. tilec.compile compiles "sm_90" from here as
+    the portable sm_90, not sm_90a."""
+    buf = ctypes.create_string_buffer(32)
+    if _lib.tilert().tilert_arch_for_capability(int(major), int(minor), buf, len(buf)):
+        raise ValueError((_lib.tilert().tilert_last_error() or b"").decode())
+    return buf.value.decode()
+
+
 def device_arch(device=0):
-    """The tilec target for CUDA device `device` ("sm_90a" on an H100/H200),
-    or None without a driver or device."""
+    """The tilec target for CUDA device `device` (arch_for_capability of its
+    compute capability: "sm_90a" on an H100/H200), or None without a driver
+    or device, or for a GPU older than 8.0."""
     try:
         drv = _get_driver()
     except (LaunchError, OSError):
@@ -521,8 +548,23 @@ def option_list(options):
     return ",".join("%s=%d" % (k, int(v)) for k, v in sorted(options.items()))
 
 
+def _warning_bits(names):
+    """warnings_off as the library's bits: None/() none, "all" every one,
+    else an iterable of names from WARNINGS."""
+    if not names:
+        return 0
+    if isinstance(names, str):
+        names = WARNINGS if names == "all" else (names,)
+    bits = 0
+    for n in names:
+        if n not in WARNINGS:
+            raise ValueError("unknown warning %r (warnings: %s)" % (n, ", ".join(WARNINGS)))
+        bits |= 1 << WARNINGS.index(n)
+    return bits
+
+
 def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=None, cache=None, cache_dir=None,
-            dims=None, **consts):
+            dims=None, warnings_off=None, werror=False, lineinfo=False, interpret=False, **consts):
     """Compile a .tile file (a path) or source text, with compile-time params
     given as keyword arguments (bools -> true/false, dtypes as "bf16" or a
     torch/numpy dtype). arch defaults to the current GPU's ("sm_90a" on
@@ -538,16 +580,28 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     kernel; .cached says "memory" or "disk" for a cache hit, else None);
     raises CompileError with the rendered diagnostics, FileNotFoundError
     for a path (os.PathLike, or a str ending in .tile / .tir) that does not
-    exist."""
+    exist. warnings_off: names from WARNINGS not to report ("all": none);
+    werror: warnings are errors (CompileError); the others are issued as
+    TilecWarning. lineinfo: .file/.loc line information in the PTX.
+    interpret=True: no PTX; returns an InterpModule whose kernels run in the
+    IR interpreter on host buffers (numpy arrays, CPU torch tensors, buffers;
+    docs/python.md, "Interpreter mode"); never cached."""
     lib = _lib.tilec()
     opts = _lib.TilecOptions()
     lib.tilec_options_init(ctypes.byref(opts))
     opts.struct_size = _lib.TilecOptions._reserved.offset  # the fields this package knows
-    arch = arch or _default_arch()
+    if not arch:
+        arch = _default_arch()
+        opts.family_portable = 1  # the automatic "sm_90" (an 11.x GPU) is the portable target
     opts.arch = arch.encode()
     opts.opt_level = opt_level
     opts.emit = _lib.TILEC_EMIT_PTX
     opts.report = 1 if report else 0
+    opts.warnings_off = _warning_bits(warnings_off)
+    opts.warnings_as_errors = 1 if werror else 0
+    opts.debug_info = 1 if lineinfo else 0
+    if interpret:
+        opts.emit, opts.keep_ir, cache = _lib.TILEC_EMIT_TIR, 1, "off"
     po = option_list(pass_options)
     opts.pass_options = po.encode() if po else None
     dl = option_list(dims)
@@ -570,6 +624,12 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
                                       ctypes.byref(res))
     if not res:
         raise CompileError("tilec: %s" % lib.tilec_status_string(st).decode(), status=st)
+    if interpret and not st:
+        warned = [d for d in _diagnostics(lib, res) if d[0] == "warning"]
+        for _sev, file, line, col, msg in warned:
+            _warnings.warn("%s:%d:%d: %s" % (file, line, col, msg), TilecWarning, stacklevel=2)
+        tir = (lib.tilec_result_text(res, _lib.TILEC_OUT_TIR) or b"").decode()
+        return _interp.InterpModule(res, (lib.tilec_result_arch(res) or b"").decode() or arch, tir)
     try:
         if st:
             text = (lib.tilec_result_diag_text(res) or b"").decode(errors="replace")
@@ -580,17 +640,30 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
         rep = lib.tilec_result_text(res, _lib.TILEC_OUT_REPORT)
         got_arch = lib.tilec_result_arch(res)
         cached = {_lib.TILEC_CACHE_MEMORY: "memory", _lib.TILEC_CACHE_DISK: "disk"}.get(lib.tilec_result_cache(res))
+        warned = [d for d in _diagnostics(lib, res) if d[0] == "warning"]
         if not ptx or not meta:
             raise CompileError("tilec produced no PTX/metadata (is libtilec built with LLVM?)",
                                _diagnostics(lib, res), st)
     finally:
         lib.tilec_result_free(res)
+    for _sev, file, line, col, msg in warned:
+        _warnings.warn("%s:%d:%d: %s" % (file, line, col, msg), TilecWarning, stacklevel=2)
     mod = Module(ptx.decode(), meta.decode(), (got_arch or b"").decode() or arch,
                  rep.decode() if rep else None)
     mod.cached = cached
     return mod
 
 
+def interpret(path_or_source, *args, kernel=None, arch=None, **consts):
+    """Compile with interpret=True and run one kernel (kernel=NAME, or the
+    only one) on args in the IR interpreter: tensors are host buffers that
+    the kernel's stores write in place. Returns None."""
+    mod = compile(path_or_source, arch=arch, interpret=True, **consts)
+    (mod[kernel] if kernel else mod)(*args)
+
+
+from . import _interp  # noqa: E402  (the interpreter mode)
+from ._interp import InterpModule  # noqa: E402
 from ._attention import attention  # noqa: E402  (FlashAttention forward on torch tensors)
 
 __all__.append("attention")

@@ -82,9 +82,9 @@ def _open(name):
 
 # ---- libtilec -------------------------------------------------------------
 
-TILEC_EMIT_PTX = 4
+TILEC_EMIT_TIR, TILEC_EMIT_PTX = 2, 4
 TILEC_CACHE_OFF, TILEC_CACHE_MEMORY, TILEC_CACHE_DISK = 0, 1, 2
-TILEC_OUT_PTX, TILEC_OUT_META, TILEC_OUT_REPORT = 4, 5, 8
+TILEC_OUT_TIR, TILEC_OUT_PTX, TILEC_OUT_META, TILEC_OUT_REPORT = 2, 4, 5, 8
 
 
 class TilecDefine(ctypes.Structure):
@@ -112,10 +112,20 @@ class TilecOptions(ctypes.Structure):
         ("cache", ctypes.c_int),
         ("cache_dir", ctypes.c_char_p),
         ("dims", ctypes.c_char_p),
+        ("warnings_off", ctypes.c_uint),
+        ("warnings_as_errors", ctypes.c_int),
+        ("debug_info", ctypes.c_int),
+        ("keep_ir", ctypes.c_int),
         # Room for fields a newer libtilec may have: tilec_options_init
         # writes its whole struct; struct_size is then set to the fields above.
         ("_reserved", ctypes.c_char * 512),
     ]
+
+
+class TilecArg(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("rank", ctypes.c_int),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("dtype", ctypes.c_char_p), ("f", ctypes.c_double), ("i", ctypes.c_int64)]
 
 
 class TilecDiag(ctypes.Structure):
@@ -149,6 +159,12 @@ def tilec():
         _proto(lib, "tilec_result_cache", ctypes.c_int, [vp])
         _proto(lib, "tilec_cache_clear", ctypes.c_int, [cp])
         _proto(lib, "tilec_cache_default_dir", sz, [cp, sz])
+        _proto(lib, "tilec_interpret", ctypes.c_int, [vp, cp, ctypes.POINTER(TilecArg), sz, res_pp])
+        _proto(lib, "tilec_result_num_kernels", sz, [vp])
+        _proto(lib, "tilec_result_kernel_name", cp, [vp, sz])
+        _proto(lib, "tilec_result_kernel_num_params", sz, [vp, sz])
+        _proto(lib, "tilec_result_kernel_param", ctypes.c_int,
+               [vp, sz, sz, ctypes.POINTER(cp), ctypes.POINTER(cp), ctypes.POINTER(ctypes.c_int)])
         _tilec = lib
     return _tilec
 
@@ -218,6 +234,7 @@ def tilert():
         _proto(lib, "tilert_status_string", cp, [i])
         _proto(lib, "tilert_driver_open", i, [pp])
         _proto(lib, "tilert_device_arch", i, [vp, i, cp, sz])
+        _proto(lib, "tilert_arch_for_capability", i, [i, i, cp, sz])
         _proto(lib, "tilert_device_count", i, [vp, ip])
         _proto(lib, "tilert_synchronize", i, [vp])
         _proto(lib, "tilert_module_load", i, [vp, cp, cp, pp])

@@ -5,6 +5,7 @@
 #include <check.h>
 
 #include "check_main.h"
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +125,7 @@ START_TEST(test_arch)
     tilec_result_free(r);
     o.arch = "sm_75";
     ck_assert_int_eq(tilec_compile_string("a.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_USAGE);
-    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "sm_86, sm_90, sm_90a"));
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "sm_80, sm_86, sm_89, sm_90, sm_90a"));
     tilec_result_free(r);
 }
 END_TEST
@@ -291,6 +292,218 @@ static void *worker(void *p)
     return NULL;
 }
 
+/* Warnings: records with their [-Wname] tag, turned off by bit, made
+ * errors by warnings_as_errors, unknown bits refused. */
+static tilec_status compile_warn(unsigned off, int werror, tilec_result **r)
+{
+    static const char src[] = "kernel k(X: global f32[N], Y: global f32[N], S: f32) grid(cdiv(N, 64)) {\n"
+                              "  let i = block.x * 64;\n"
+                              "  tile t = X[i : +64] * 2.0;\n"
+                              "  Y[i : +64] = X[i : +64];\n"
+                              "}\n";
+    tilec_options o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_TIR;
+    o.warnings_off = off;
+    o.warnings_as_errors = werror;
+    return tilec_compile_string("w.tile", src, sizeof src - 1, &o, r);
+}
+
+START_TEST(test_warnings)
+{
+    tilec_result *r = NULL;
+    ck_assert_int_eq(compile_warn(0, 0, &r), TILEC_OK);
+    ck_assert_uint_eq(tilec_result_num_diags(r), 2);
+    const tilec_diag *d = tilec_result_diag(r, 0);
+    ck_assert_int_eq(d->severity, TILEC_SEV_WARNING);
+    ck_assert_int_eq(d->line, 1);
+    ck_assert_int_eq(d->col, 46);
+    ck_assert_str_eq(d->message, "scalar param 'S' is never used [-Wunused-param]");
+    d = tilec_result_diag(r, 1);
+    ck_assert_int_eq(d->line, 3);
+    ck_assert_str_eq(d->message, "tile 't' is never read [-Wdead-tile]");
+    ck_assert_ptr_nonnull(tilec_result_text(r, TILEC_OUT_TIR));
+    tilec_result_free(r);
+
+    ck_assert_int_eq(compile_warn(TILEC_WARN_DEAD_TILE, 0, &r), TILEC_OK);
+    ck_assert_uint_eq(tilec_result_num_diags(r), 1);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "[-Wunused-param]"));
+    tilec_result_free(r);
+
+    ck_assert_int_eq(compile_warn(TILEC_WARN_ALL, 1, &r), TILEC_OK);
+    ck_assert_uint_eq(tilec_result_num_diags(r), 0);
+    tilec_result_free(r);
+
+    ck_assert_int_eq(compile_warn(TILEC_WARN_UNUSED_PARAM, 1, &r), TILEC_ERR_INPUT);
+    d = tilec_result_diag(r, 0);
+    ck_assert_int_eq(d->severity, TILEC_SEV_ERROR);
+    ck_assert_str_eq(d->message, "tile 't' is never read [-Werror,-Wdead-tile]");
+    ck_assert_ptr_null(tilec_result_text(r, TILEC_OUT_TIR));
+    tilec_result_free(r);
+
+    ck_assert_int_eq(compile_warn(8, 0, &r), TILEC_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "warnings_off 0x8"));
+    tilec_result_free(r);
+
+    ck_assert_uint_eq(tilec_num_warnings(), 3);
+    ck_assert_str_eq(tilec_warning_name(0), "unused-param");
+    ck_assert_str_eq(tilec_warning_name(2), "store-race");
+    ck_assert_ptr_nonnull(tilec_warning_help(1));
+    ck_assert_ptr_null(tilec_warning_name(3));
+}
+END_TEST
+
+/* Line information: .loc/.file with debug_info, none without, a level
+ * past TILEC_DEBUG_FULL refused. */
+START_TEST(test_debug_info)
+{
+    tilec_options o;
+    tilec_options_init(&o);
+    o.arch = "sm_86";
+    o.debug_info = TILEC_DEBUG_LINES;
+    tilec_result *r = NULL;
+    ck_assert_int_eq(tilec_compile_string("/src/vadd.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
+    const char *ptx = tilec_result_text(r, TILEC_OUT_PTX);
+    ck_assert_ptr_nonnull(strstr(ptx, ".file\t1 \"/src/vadd.tile\""));
+    ck_assert_ptr_nonnull(strstr(ptx, ".loc\t1 5 "));   /* the store's line */
+    ck_assert_ptr_null(strstr(ptx, ".debug_info"));
+    tilec_result_free(r);
+    o.debug_info = TILEC_DEBUG_NONE;
+    ck_assert_int_eq(tilec_compile_string("/src/vadd.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
+    ck_assert_ptr_null(strstr(tilec_result_text(r, TILEC_OUT_PTX), ".loc"));
+    tilec_result_free(r);
+    o.debug_info = (tilec_debug_info)3;
+    ck_assert_int_eq(tilec_compile_string("v.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_USAGE);
+    tilec_result_free(r);
+}
+END_TEST
+
+/* The interpreter mode: vector_add and a row softmax on host buffers
+ * against plain C, then the launch checks and a failing kernel. */
+static tilec_result *compile_ir(const char *src)
+{
+    tilec_options o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_TIR;
+    o.keep_ir = 1;
+    o.arch = "sm_86";
+    tilec_result *r = NULL;
+    ck_assert_int_eq(tilec_compile_string("i.tile", src, strlen(src), &o, &r), TILEC_OK);
+    return r;
+}
+
+START_TEST(test_interpret)
+{
+    tilec_result *c = compile_ir(vadd_src), *r = NULL;
+    enum { N = 2500 };   /* 3 blocks of 1024, the last one partial */
+    static float x[N], y[N], z[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i * 0.5f, y[i] = 1.0f - (float)i, z[i] = -7.0f;
+    int64_t n = N;
+    tilec_arg a[3] = { { x, 1, &n, NULL, "f32", 0, 0 }, { y, 1, &n, NULL, "f32", 0, 0 },
+                       { z, 1, &n, NULL, NULL, 0, 0 } };
+    ck_assert_int_eq(tilec_interpret(c, NULL, a, 3, &r), TILEC_OK);
+    ck_assert_uint_eq(tilec_result_num_diags(r), 0);
+    tilec_result_free(r);
+    for (int i = 0; i < N; i++)
+        ck_assert_float_eq(z[i], x[i] + y[i]);
+    ck_assert_uint_eq(tilec_result_num_kernels(c), 1);
+    ck_assert_str_eq(tilec_result_kernel_name(c, 0), "vadd");
+    ck_assert_uint_eq(tilec_result_kernel_num_params(c, 0), 3);
+    const char *pn, *pd;
+    int rank;
+    ck_assert_int_eq(tilec_result_kernel_param(c, 0, 2, &pn, &pd, &rank), 0);
+    ck_assert_str_eq(pn, "Z");
+    ck_assert_str_eq(pd, "f32");
+    ck_assert_int_eq(rank, 1);
+    ck_assert_int_ne(tilec_result_kernel_param(c, 0, 3, &pn, &pd, &rank), 0);
+    ck_assert_ptr_null(tilec_result_kernel_name(c, 1));
+
+    /* the launch checks */
+    a[1].dtype = "bf16";
+    ck_assert_int_eq(tilec_interpret(c, "vadd", a, 3, &r), TILEC_ERR_USAGE);
+    ck_assert_str_eq(tilec_result_diag(r, 0)->message, "param Y: tensor dtype is bf16 but the kernel wants f32");
+    tilec_result_free(r);
+    a[1].dtype = NULL;
+    int64_t m = N - 1;
+    a[2].shape = &m;
+    ck_assert_int_eq(tilec_interpret(c, NULL, a, 3, &r), TILEC_ERR_INPUT);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag_text(r), "dim 'N' is 2499 here but 2500 in argument 0"));
+    tilec_result_free(r);
+    a[2].shape = &n;
+    int64_t st = 2;
+    a[0].strides = &st;
+    ck_assert_int_eq(tilec_interpret(c, NULL, a, 3, &r), TILEC_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag_text(r), "param X: innermost stride is 2"));
+    tilec_result_free(r);
+    a[0].strides = NULL;
+    ck_assert_int_eq(tilec_interpret(c, NULL, a, 2, &r), TILEC_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag_text(r), "kernel vadd takes 3 arguments, got 2"));
+    tilec_result_free(r);
+    ck_assert_int_eq(tilec_interpret(c, "nope", a, 3, &r), TILEC_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag_text(r), "no kernel 'nope' (kernels: vadd)"));
+    tilec_result_free(r);
+    tilec_result_free(c);
+
+    /* a result without IR */
+    c = compile_tir(vadd_src, NULL, 0);
+    ck_assert_int_eq(tilec_interpret(c, NULL, a, 3, NULL), TILEC_ERR_USAGE);
+    tilec_result_free(c);
+    ck_assert_int_eq(tilec_interpret(NULL, NULL, a, 3, NULL), TILEC_ERR_USAGE);
+}
+END_TEST
+
+START_TEST(test_interpret_softmax)
+{
+    static const char src[] =
+        "kernel sm<BLOCK: int = 64>(X: global f32[M, N], Y: global f32[M, N], s: f32) grid(M) {\n"
+        "  tile x = load(X[block.x, 0 : +BLOCK], other = -inf) * s;\n"
+        "  tile e = exp(x - reduce(x, 0, max));\n"
+        "  Y[block.x, 0 : +BLOCK] = e / reduce(e, 0, sum);\n"
+        "}\n"
+        "kernel div(X: global i32[N], Y: global i32[N], k: i32) grid(1) {\n"
+        "  Y[0 : +4] = X[0 : +4] / k;\n"
+        "}\n";
+    tilec_result *c = compile_ir(src), *r = NULL;
+    enum { M = 3, N = 50 };
+    static float x[M][N], y[M][N];
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            x[i][j] = (float)((i * 7 + j * 3) % 11) * 0.25f;
+    int64_t shape[2] = { M, N };
+    tilec_arg a[3] = { { x, 2, shape, NULL, "f32", 0, 0 }, { y, 2, shape, NULL, "f32", 0, 0 }, { 0 } };
+    a[2].f = 1.5;
+    ck_assert_int_eq(tilec_interpret(c, "sm", a, 3, &r), TILEC_OK);
+    tilec_result_free(r);
+    for (int i = 0; i < M; i++) {
+        double mx = -1e30, sum = 0;
+        for (int j = 0; j < N; j++)
+            mx = x[i][j] * 1.5 > mx ? x[i][j] * 1.5 : mx;
+        for (int j = 0; j < N; j++)
+            sum += exp(x[i][j] * 1.5 - mx);
+        for (int j = 0; j < N; j++)
+            ck_assert_double_eq_tol(y[i][j], exp(x[i][j] * 1.5 - mx) / sum, 1e-6);
+    }
+    /* a kernel that fails while running: the error names the source line */
+    int32_t xi[4] = { 1, 2, 3, 4 }, yi[4] = { 0 };
+    int64_t n4 = 4;
+    tilec_arg b[3] = { { xi, 1, &n4, NULL, "i32", 0, 0 }, { yi, 1, &n4, NULL, "i32", 0, 0 }, { 0 } };
+    b[2].i = 2;
+    ck_assert_int_eq(tilec_interpret(c, "div", b, 3, NULL), TILEC_OK);
+    ck_assert_int_eq(yi[3], 2);
+    b[2].i = 0;
+    ck_assert_int_eq(tilec_interpret(c, "div", b, 3, &r), TILEC_ERR_INPUT);
+    const tilec_diag *d = tilec_result_diag(r, 0);
+    ck_assert_int_eq(d->line, 7);
+    ck_assert_ptr_nonnull(strstr(d->message, "division by zero"));
+    tilec_result_free(r);
+    ck_assert_int_eq(tilec_interpret(c, NULL, b, 3, &r), TILEC_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag_text(r), "the module has 2 kernels (sm, div): name one"));
+    tilec_result_free(r);
+    tilec_result_free(c);
+}
+END_TEST
+
 START_TEST(test_threads)
 {
     Work a = { "128", "tile<128xf32>", 0 }, b = { "512", "tile<512xf32>", 0 };
@@ -317,6 +530,10 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_passes_and_version);
     tcase_add_test(tc, test_observability);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_warnings);
+    tcase_add_test(tc, test_debug_info);
+    tcase_add_test(tc, test_interpret);
+    tcase_add_test(tc, test_interpret_softmax);
     tcase_add_test(tc, test_pass_options);
     tcase_add_test(tc, test_auto_tiles);
     tcase_add_test(tc, test_bad_pass_options);

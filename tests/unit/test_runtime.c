@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "tilec.h"
 #include "tilert.h"
 
 /* A kernel with every kind of param: named and static dims, fp8, all scalars. */
@@ -631,6 +632,36 @@ START_TEST(args_wrapping_pointer)
 END_TEST
 
 /* The header's promise: *out is NULL on failure, whatever argument was NULL. */
+/* The automatic arch choice for every compute capability from 8.0 up,
+ * and each choice a target the compiler has. */
+START_TEST(arch_for_capability)
+{
+    static const struct { int major, minor; const char *want; } rows[] = {
+        { 8, 0, "sm_80" }, { 8, 6, "sm_86" }, { 8, 7, "sm_86" }, { 8, 9, "sm_89" }, { 9, 0, "sm_90a" },
+        { 10, 0, "sm_100a" }, { 10, 3, "sm_100f" }, { 11, 0, "sm_90" }, { 12, 0, "sm_120" }, { 12, 1, "sm_120" },
+        { 13, 0, "sm_120" },
+    };
+    char buf[16];
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ck_assert_int_eq(tilert_arch_for_capability(rows[i].major, rows[i].minor, buf, sizeof buf), TILERT_OK);
+        ck_assert_str_eq(buf, rows[i].want);
+        tilec_options o;
+        tilec_options_init(&o);
+        o.arch = buf;
+        o.family_portable = 1;   /* "sm_90" is the plain target (tilert.h) */
+        o.emit = TILEC_EMIT_TIR;
+        tilec_result *r = NULL;
+        static const char src[] = "kernel k(_X: global f32[N]) grid(1) { }\n";
+        ck_assert_int_eq(tilec_compile_string("k.tile", src, sizeof src - 1, &o, &r), TILEC_OK);
+        ck_assert_str_eq(tilec_result_arch(r), buf);
+        tilec_result_free(r);
+    }
+    ck_assert_int_eq(tilert_arch_for_capability(7, 5, buf, sizeof buf), TILERT_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "8.0 and later"));
+    ck_assert_int_eq(tilert_arch_for_capability(8, 0, NULL, 0), TILERT_ERR_USAGE);
+}
+END_TEST
+
 START_TEST(load_null_arguments)
 {
     tilert_module *m = (tilert_module *)1;
@@ -659,6 +690,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(tc, meta_any_whitespace);
     tcase_add_test(tc, args_wrapping_pointer);
     tcase_add_test(tc, load_null_arguments);
+    tcase_add_test(tc, arch_for_capability);
     suite_add_tcase(s, tc);
     tc = tcase_create("check");
     tcase_add_checked_fixture(tc, setup, teardown);
