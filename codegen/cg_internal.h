@@ -131,6 +131,10 @@ LLVMValueRef cg_call1(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef x)
  * folded constant is returned as it is): for index arithmetic on small
  * non-negative values, which then stays foldable into address offsets. */
 LLVMValueRef cg_nowrap(LLVMValueRef v);
+/* v with the `afn` flag set when it is a float instruction or call: the
+ * NVPTX backend then lowers llvm.tanh / llvm.sin / llvm.cos / fdiv to the
+ * MUFU approximations (tanh.approx, sin.approx, cos.approx, div.approx). */
+LLVMValueRef cg_approx(LLVMValueRef v);
 LLVMValueRef cg_i32(Cg *cg, int64_t v);
 LLVMValueRef cg_i64(Cg *cg, int64_t v);
 LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name);

@@ -15,9 +15,12 @@ LLVMValueRef cg_tg_lg2_approx(Cg *cg, LLVMValueRef x)
     return cg_call1(cg, "llvm.nvvm.lg2.approx.ftz.f", cg->t_f32, x);
 }
 
+/* tanh.approx.f32 (sm_75 and later): llvm.tanh with `afn`. The NVVM name
+ * llvm.nvvm.tanh.approx.f32 is no intrinsic in LLVM 22 and would be
+ * printed as a call to an undefined function. */
 LLVMValueRef cg_tg_tanh_approx(Cg *cg, LLVMValueRef x)
 {
-    return cg_call1(cg, "llvm.nvvm.tanh.approx.f32", cg->t_f32, x);
+    return cg_approx(cg_call1(cg, "llvm.tanh.f32", cg->t_f32, x));
 }
 
 LLVMValueRef cg_tg_rsqrt_approx(Cg *cg, LLVMValueRef x)
