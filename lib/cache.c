@@ -123,6 +123,7 @@ void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, 
     put_cstr(&sb, o->passes);
     put_cstr(&sb, o->language);
     put_cstr(&sb, o->pass_options);
+    put_cstr(&sb, o->ptxas);
     put_int(&sb, (long long)o->ndefines);
     for (size_t i = 0; i < o->ndefines; i++) {
         put_cstr(&sb, o->defines[i].name);
