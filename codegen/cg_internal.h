@@ -170,7 +170,10 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
 /* After optimisation: pure values of a SIMT kernel move to their first use. */
 void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
 
-/* ---- inside the SIMT lowering (lower_simt.c, simt_values.c, simt_control.c) ---- */
+/* ---- inside the SIMT lowering (lower_simt.c, simt_values.c, simt_control.c, simt_math.c) ---- */
+/* A float math op (EXP .. ROUND, not POW) on an f32 value; x^y on f32 values. */
+LLVMValueRef cg_math_f32(Cg *cg, OpCode code, LLVMValueRef x);
+LLVMValueRef cg_pow_f32(Cg *cg, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef elem(Cg *cg, Op *op, DType dt, DType rdt, LLVMValueRef *a);
 LLVMValueRef *new_regs(Cg *cg, const Layout *L);
 bool remat_ok(Cg *cg, Op *op);
