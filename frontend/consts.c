@@ -88,17 +88,7 @@ static bool fold_int(Lower *l, int op, int64_t a, int64_t b, Loc loc, int64_t *r
     return !ovf;
 }
 
-static bool fold_float(int op, double a, double b, double *r)
-{
-    switch (op) {
-    case T_PLUS: *r = a + b; return true;
-    case T_MINUS: *r = a - b; return true;
-    case T_STAR: *r = a * b; return true;
-    case T_SLASH: *r = a / b; return true;
-    case T_PERCENT: *r = fmod(a, b); return true;
-    default: return false;
-    }
-}
+static bool fold_float(int op, double a, double b, double *r) { return tc_float_binary(fe_binary_op(op), a, b, r); }
 
 /* Fold `a op b` for two constants of one dtype. Returns false when the op
  * does not fold (the caller emits it); *out is EV_ERR after an error. */

@@ -237,7 +237,7 @@ static EVal lower_dot(Lower *l, EVal a, EVal b, const Expr *e)
     return fe_val(fe_emit(l, e->loc, OP_DOT, args, 3, rt), rt);
 }
 
-static OpCode arith_op(int op)
+OpCode fe_binary_op(int op)
 {
     switch (op) {
     case T_PLUS: return OP_ADD;
@@ -305,7 +305,7 @@ EVal fe_binary(Lower *l, int op, EVal a, EVal b, const Expr *e)
         return (EVal){ 0 };
     }
     ValId args[2] = { fe_materialize(l, &a, e->loc), fe_materialize(l, &b, e->loc) };
-    OpCode code = arith_op(op);
+    OpCode code = fe_binary_op(op);
     Type t = a.ty;
     t.space = SP_ANY;
     if (code == OP_CMP)

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
-#include "passes/passes.h"
 
 enum { NV = 24 };
 
@@ -31,29 +30,13 @@ static Func *prog_build(Prog *p, const char *src, bool passes)
     diag_init(&p->d, p->a);
     p->m = fe_compile(p->a, "math.tile", src, strlen(src), NULL, 0, &p->d);
     if (p->m && passes) {
-        PassCtx ctx;
-        memset(&ctx, 0, sizeof ctx);
-        ctx.diag = &p->d;
-        ctx.target = tc_target("sm_90a");
-        ctx.opt_level = 2;
-        ctx.verify_each = true;
+        PassCtx ctx = kit_pass_ctx(&p->d, "sm_90a");
         passes_run(p->m, &ctx);
     }
     if (!p->m || p->d.nerrors)
         kit_print_diag(&p->d);
     ck_assert_msg(p->m && p->d.nerrors == 0, "%s", src);
     return p->m->funcs[0];
-}
-
-static InterpArg targ(void *data, int64_t n)
-{
-    InterpArg a;
-    memset(&a, 0, sizeof a);
-    a.data = data;
-    a.rank = 1;
-    a.shape[0] = n;
-    a.strides[0] = 1;
-    return a;
 }
 
 static void run(Prog *p, Func *f, InterpArg *args, int n)
@@ -105,7 +88,7 @@ START_TEST(unary_vs_libm)
         float xf[NV], yf[NV];
         for (int i = 0; i < NV; i++)
             xd[i] = xs[i], xf[i] = (float)xs[i];
-        InterpArg args[3] = { targ(wide ? (void *)xd : (void *)xf, NV), targ(wide ? (void *)yd : (void *)yf, NV) };
+        InterpArg args[3] = { kit_tensor1(wide ? (void *)xd : (void *)xf, NV), kit_tensor1(wide ? (void *)yd : (void *)yf, NV) };
         run(&p, f, args, 2);
         for (int i = 0; i < NV; i++) {
             double want = wide ? mc->ref(xs[i]) : (double)(float)mc->ref((double)xf[i]);
@@ -128,7 +111,7 @@ START_TEST(round_ties_to_even)
     float x[8], y[8];
     for (int i = 0; i < 8; i++)
         x[i] = (float)in[i];
-    InterpArg args[2] = { targ(x, 8), targ(y, 8) };
+    InterpArg args[2] = { kit_tensor1(x, 8), kit_tensor1(y, 8) };
     run(&p, f, args, 2);
     for (int i = 0; i < 8; i++)
         ck_assert_msg(same(y[i], want[i]), "round(%g) = %g, want %g", in[i], y[i], want[i]);
@@ -146,7 +129,7 @@ START_TEST(pow_vs_libm)
     Func *f = prog_build(&p, "kernel k(A: global f64[N], B: global f64[N], Y: global f64[N]) grid(1) {\n"
                              "  Y[0 : +12] = pow(A[0 : +12], B[0 : +12]);\n}\n", false);
     double y[12];
-    InterpArg args[3] = { targ((void *)a, 12), targ((void *)b, 12), targ(y, 12) };
+    InterpArg args[3] = { kit_tensor1((void *)a, 12), kit_tensor1((void *)b, 12), kit_tensor1(y, 12) };
     run(&p, f, args, 3);
     for (int i = 0; i < 12; i++)
         ck_assert_msg(same(y[i], pow(a[i], b[i])), "pow(%g, %g) = %g, libm %g", a[i], b[i], y[i], pow(a[i], b[i]));
@@ -198,7 +181,7 @@ START_TEST(bitwise_and_shifts)
     for (int passes = 0; passes < 2; passes++) {
         Prog p;
         Func *f = prog_build(&p, src, passes);
-        InterpArg args[3] = { targ(a, 4), targ(b, 4), targ(y, 4) };
+        InterpArg args[3] = { kit_tensor1(a, 4), kit_tensor1(b, 4), kit_tensor1(y, 4) };
         args[2].rank = 2;
         args[2].shape[0] = 6;
         args[2].shape[1] = 4;
@@ -237,7 +220,7 @@ START_TEST(folding_matches)
     for (int passes = 0; passes < 2; passes++) {
         Prog p;
         Func *f = prog_build(&p, src, passes);
-        InterpArg args[2] = { targ(y[passes], 8), targ(z[passes], 8) };
+        InterpArg args[2] = { kit_tensor1(y[passes], 8), kit_tensor1(z[passes], 8) };
         run(&p, f, args, 2);
         arena_free(p.a);
     }
