@@ -142,6 +142,10 @@ LLVMValueRef cg_call1(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef x)
  * folded constant is returned as it is): for index arithmetic on small
  * non-negative values, which then stays foldable into address offsets. */
 LLVMValueRef cg_nowrap(LLVMValueRef v);
+/* v with the `afn` flag set when it is a float instruction or call: the
+ * NVPTX backend then lowers llvm.tanh / llvm.sin / llvm.cos / fdiv to the
+ * MUFU approximations (tanh.approx, sin.approx, cos.approx, div.approx). */
+LLVMValueRef cg_approx(LLVMValueRef v);
 LLVMValueRef cg_i32(Cg *cg, int64_t v);
 LLVMValueRef cg_i64(Cg *cg, int64_t v);
 LLVMBasicBlockRef cg_new_block(Cg *cg, const char *name);
@@ -177,7 +181,10 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
 /* After optimisation: pure values of a SIMT kernel move to their first use. */
 void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
 
-/* ---- inside the SIMT lowering (lower_simt.c, simt_values.c, simt_control.c) ---- */
+/* ---- inside the SIMT lowering (lower_simt.c, simt_values.c, simt_control.c, simt_math.c) ---- */
+/* A float math op (EXP .. ROUND, not POW) on an f32 value; x^y on f32 values. */
+LLVMValueRef cg_math_f32(Cg *cg, OpCode code, LLVMValueRef x);
+LLVMValueRef cg_pow_f32(Cg *cg, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef elem(Cg *cg, Op *op, DType dt, DType rdt, LLVMValueRef *a);
 LLVMValueRef *new_regs(Cg *cg, const Layout *L);
 bool remat_ok(Cg *cg, Op *op);

@@ -136,6 +136,13 @@ LLVMValueRef cg_call1(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef x)
     return cg_call(cg, name, ret, &x, 1);
 }
 
+LLVMValueRef cg_approx(LLVMValueRef v)
+{
+    if (LLVMIsAInstruction(v))
+        LLVMSetFastMathFlags(v, LLVMGetFastMathFlags(v) | LLVMFastMathApproxFunc);
+    return v;
+}
+
 LLVMValueRef cg_nowrap(LLVMValueRef v)
 {
     if (LLVMIsAInstruction(v)) {

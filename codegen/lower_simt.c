@@ -95,23 +95,6 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to)
 
 /* ---- elementwise math on one element ---- */
 
-/* Transcendentals run in f32 on the MUFU hardware approximations. */
-static LLVMValueRef math_f32(Cg *cg, OpCode code, LLVMValueRef x)
-{
-    const Target *tg = cg->tg;
-    LLVMBuilderRef b = cg->b;
-    switch (code) {
-    case OP_EXP2: return tg->exp2_f32(cg, x);
-    case OP_EXP: return tg->exp2_f32(cg, LLVMBuildFMul(b, x, LLVMConstReal(cg->t_f32, 1.4426950408889634), ""));
-    case OP_LOG2: return tg->log2_f32(cg, x);
-    case OP_LOG: return LLVMBuildFMul(b, tg->log2_f32(cg, x), LLVMConstReal(cg->t_f32, 0.6931471805599453), "");
-    case OP_SQRT: return cg_call1(cg, "llvm.sqrt.f32", cg->t_f32, x);
-    case OP_RSQRT: return tg->rsqrt_f32(cg, x);
-    case OP_TANH: return tg->tanh_f32(cg, x);
-    default: return x;
-    }
-}
-
 static LLVMValueRef float_op(Cg *cg, OpCode code, DType dt, LLVMValueRef *a)
 {
     LLVMBuilderRef b = cg->b;
@@ -125,15 +108,34 @@ static LLVMValueRef float_op(Cg *cg, OpCode code, DType dt, LLVMValueRef *a)
     case OP_MAX: return call_ovl(cg, "llvm.maxnum", a, 2);
     case OP_NEG: return LLVMBuildFNeg(b, a[0], "");
     case OP_ABS: return call_ovl(cg, "llvm.fabs", a, 1);
-    case OP_SQRT:
+    case OP_SQRT: case OP_FLOOR: case OP_CEIL: case OP_ROUND:   /* exact in f64 */
         if (dt == DT_F64)
-            return call_ovl(cg, "llvm.sqrt", a, 1);
+            return call_ovl(cg, code == OP_SQRT ? "llvm.sqrt" : code == OP_FLOOR ? "llvm.floor"
+                                : code == OP_CEIL ? "llvm.ceil" : "llvm.roundeven", a, 1);
         break;
+    case OP_POW:
+        return cg_convert(cg, cg_pow_f32(cg, to_f32(cg, a[0], dt), to_f32(cg, a[1], dt)), DT_F32, dt);
     default:
         break;
     }
     LLVMValueRef x = to_f32(cg, a[0], dt);
-    return cg_convert(cg, math_f32(cg, code, x), DT_F32, dt);
+    return cg_convert(cg, cg_math_f32(cg, code, x), DT_F32, dt);
+}
+
+/* a[0] << a[1], a[0] >> a[1] with the count read as unsigned and clamped:
+ * at or above the width, 0 (`<<`, unsigned `>>`) or the sign (signed `>>`),
+ * never LLVM's poison. */
+static LLVMValueRef int_shift(Cg *cg, OpCode code, bool sg, LLVMValueRef *a)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMTypeRef t = LLVMTypeOf(a[0]);
+    LLVMValueRef top = LLVMConstInt(t, LLVMGetIntTypeWidth(t) - 1, 0);
+    LLVMValueRef over = LLVMBuildICmp(b, LLVMIntUGT, a[1], top, "");
+    LLVMValueRef n = LLVMBuildSelect(b, over, top, a[1], "");
+    if (code == OP_SHR && sg)
+        return LLVMBuildAShr(b, a[0], n, "");
+    LLVMValueRef r = code == OP_SHL ? LLVMBuildShl(b, a[0], n, "") : LLVMBuildLShr(b, a[0], n, "");
+    return LLVMBuildSelect(b, over, LLVMConstNull(t), r, "");
 }
 
 static LLVMValueRef int_op(Cg *cg, OpCode code, DType dt, LLVMValueRef *a)
@@ -151,6 +153,7 @@ static LLVMValueRef int_op(Cg *cg, OpCode code, DType dt, LLVMValueRef *a)
     case OP_AND: return LLVMBuildAnd(b, a[0], a[1], "");
     case OP_OR: return LLVMBuildOr(b, a[0], a[1], "");
     case OP_XOR: return LLVMBuildXor(b, a[0], a[1], "");
+    case OP_SHL: case OP_SHR: return int_shift(cg, code, sg, a);
     case OP_NEG: return LLVMBuildNeg(b, a[0], "");
     case OP_NOT: return LLVMBuildNot(b, a[0], "");
     case OP_ABS: {
@@ -192,13 +195,15 @@ LLVMValueRef elem(Cg *cg, Op *op, DType dt, DType rdt, LLVMValueRef *a)
 static bool elem_supported(Cg *cg, Op *op, DType dt)
 {
     OpCode c = (OpCode)op->code;
-    bool transc = c == OP_EXP || c == OP_EXP2 || c == OP_LOG || c == OP_LOG2 || c == OP_RSQRT || c == OP_TANH;
+    bool float_only = c == OP_EXP || c == OP_EXP2 || c == OP_LOG || c == OP_LOG2 || c == OP_RSQRT ||
+                      c == OP_TANH || c == OP_SQRT || c == OP_ERF || c == OP_SIGMOID || c == OP_SIN ||
+                      c == OP_COS || c == OP_FLOOR || c == OP_CEIL || c == OP_ROUND || c == OP_POW;
     if (dt == DT_F8E4M3 || dt == DT_F8E5M2) {
         diag_error(cg->d, op->loc, "'%s' on %s tiles is not supported by the code generator yet; "
                    "load f8 data and cast it on the tensor-core path", op_info[c].name, dtype_name(dt));
         return false;
     }
-    if (!is_f(dt) && (transc || c == OP_SQRT)) {
+    if (!is_f(dt) && float_only) {
         diag_error(cg->d, op->loc, "'%s' needs a float operand, got %s", op_info[c].name, dtype_name(dt));
         return false;
     }

@@ -241,7 +241,8 @@ static int lower_op(Cg *cg, Op *op)
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_REM: case OP_MIN: case OP_MAX:
     case OP_AND: case OP_OR: case OP_XOR: case OP_CMP: case OP_NEG: case OP_NOT: case OP_ABS:
     case OP_EXP: case OP_EXP2: case OP_LOG: case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_TANH:
-    case OP_SELECT: case OP_CAST:
+    case OP_ERF: case OP_SIGMOID: case OP_SIN: case OP_COS: case OP_FLOOR: case OP_CEIL: case OP_ROUND:
+    case OP_POW: case OP_SHL: case OP_SHR: case OP_SELECT: case OP_CAST:
         return lower_elem(cg, op);
     case OP_DIVISOR:   /* the front end folds it or keeps it to the grid, which is evaluated at launch */
         diag_internal(cg->d, op->loc, "divisor() outside the grid reached the code generator");

@@ -35,7 +35,8 @@ static size_t sched_slot(const Sched *s, LLVMValueRef v)
 static bool sched_pure_call(LLVMValueRef I)
 {
     static const char *const ok[] = { "llvm.nvvm.ex2", "llvm.nvvm.lg2", "llvm.nvvm.rsqrt", "llvm.nvvm.sqrt",
-                                      "llvm.nvvm.fmax", "llvm.nvvm.fmin", "llvm.nvvm.tanh", "llvm.maxnum",
+                                      "llvm.nvvm.fmax", "llvm.nvvm.fmin", "llvm.nvvm.tanh", "llvm.tanh", "llvm.sin", "llvm.cos",
+                                      "llvm.floor", "llvm.ceil", "llvm.roundeven", "llvm.copysign", "llvm.maxnum",
                                       "llvm.minnum", "llvm.fabs", "llvm.sqrt", "llvm.exp2", "llvm.fma",
                                       "llvm.smax", "llvm.smin", "llvm.umax", "llvm.umin", "llvm.abs" };
     LLVMValueRef callee = LLVMGetCalledValue(I);

@@ -20,6 +20,8 @@ typedef struct Target {
     LLVMValueRef (*log2_f32)(struct Cg *cg, LLVMValueRef x);
     LLVMValueRef (*tanh_f32)(struct Cg *cg, LLVMValueRef x);
     LLVMValueRef (*rsqrt_f32)(struct Cg *cg, LLVMValueRef x);
+    LLVMValueRef (*sin_f32)(struct Cg *cg, LLVMValueRef x);
+    LLVMValueRef (*cos_f32)(struct Cg *cg, LLVMValueRef x);
     /* Block-wide barrier (all threads of the CTA). */
     void (*barrier)(struct Cg *cg);
     /* Tensor cores (warp-level mma.sync m16n8k16, f32 accumulators): d = a b + c
@@ -44,6 +46,8 @@ LLVMValueRef cg_tg_ex2_approx(struct Cg *cg, LLVMValueRef x);
 LLVMValueRef cg_tg_lg2_approx(struct Cg *cg, LLVMValueRef x);
 LLVMValueRef cg_tg_tanh_approx(struct Cg *cg, LLVMValueRef x);
 LLVMValueRef cg_tg_rsqrt_approx(struct Cg *cg, LLVMValueRef x);
+LLVMValueRef cg_tg_sin_approx(struct Cg *cg, LLVMValueRef x);
+LLVMValueRef cg_tg_cos_approx(struct Cg *cg, LLVMValueRef x);
 void cg_tg_bar_sync(struct Cg *cg);
 /* mma.sync / ldmatrix / cp.async (sm_80 and later). */
 void cg_tg_mma_16816(struct Cg *cg, bool f16, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d);

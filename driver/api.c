@@ -40,6 +40,8 @@ typedef struct Job {
     PassDims dims;
     StrBuf dump, timing, remarks, cgreport;
     TcClock t_start;
+    bool ptxas_ran;         /* ptxas_run holds the check of tilec_options.ptxas */
+    PtxasRun ptxas_run;
 } Job;
 
 /* ---- options ---- */
@@ -194,6 +196,10 @@ static bool check_options(Job *j)
         const char *n = j->o.print_after ? j->o.print_after[i] : NULL;
         if (!n || !is_print_after_name(n))
             return bad_pass_name(j, "--print-after", n ? n : "(null)", n ? strlen(n) : 6);
+    }
+    if (j->o.ptxas && !tc_is_executable(j->o.ptxas)) {
+        diag_error(d, (Loc){ 0 }, "ptxas '%s' is not an executable file", j->o.ptxas);
+        return false;
     }
     StrBuf err = { 0 };
     if (pass_options_parse(j->o.pass_options, &j->popts, &err) || pass_dims_parse(j->o.dims, &j->dims, &err)) {
@@ -457,6 +463,23 @@ static bool middle_end(Job *j, Module *m)
     return passes_run(m, &ctx) == 0 && d->nerrors == 0;
 }
 
+/* Assemble the PTX with tilec_options.ptxas. PTX that ptxas rejects is a
+ * compiler bug (an internal error) and is not handed out. */
+static void check_ptx(Job *j)
+{
+    tilec_result *r = j->r;
+    if (!j->o.ptxas || !r->text[TILEC_OUT_PTX])
+        return;
+    j->ptxas_ran = true;
+    j->ptxas_run.rc = tc_ptxas_run(r->arena, j->o.ptxas, r->arch, r->text[TILEC_OUT_PTX], &j->ptxas_run.log);
+    if (j->ptxas_run.rc == 0)
+        return;
+    diag_error(&r->diag, (Loc){ j->name, 0, 0 }, "internal compiler error: ptxas rejected the PTX for %s: %s",
+               r->arch, j->ptxas_run.log);
+    r->text[TILEC_OUT_PTX] = NULL;
+    r->text[TILEC_OUT_META] = NULL;
+}
+
 static void back_end(Job *j, Module *m)
 {
     Diag *d = &j->r->diag;
@@ -483,6 +506,7 @@ static void back_end(Job *j, Module *m)
             set_text(j, TILEC_OUT_PTX, &cr.ptx);
         if (cr.meta.buf)
             set_text(j, TILEC_OUT_META, &cr.meta);
+        check_ptx(j);
     }
     if (cr.report.buf)
         sb_putn(&j->cgreport, cr.report.buf, cr.report.len);
@@ -523,7 +547,7 @@ static void finish_outputs(Job *j)
         /* Registers, spills and occupancy: runs ptxas, so only here. */
         StrBuf res = { 0 };
         tc_report_resources(j->r->arena, &res, j->r->arch, j->r->text[TILEC_OUT_META],
-                            j->r->text[TILEC_OUT_PTX]);
+                            j->r->text[TILEC_OUT_PTX], j->ptxas_ran ? &j->ptxas_run : NULL);
         sb_putc(&rep, '\n');
         report_section(&rep, "resources", &res);
         sb_free(&res);
@@ -696,6 +720,15 @@ const tilec_diag *tilec_result_diag(const tilec_result *r, size_t i)
 }
 
 const char *tilec_result_diag_text(const tilec_result *r) { return r ? r->diag_text : NULL; }
+
+size_t tilec_ptxas_find(char *buf, size_t size)
+{
+    Arena *a = arena_new();
+    const char *p = tc_ptxas_path(a);
+    int n = snprintf(buf, size, "%s", p ? p : "");
+    arena_free(a);
+    return n > 0 ? (size_t)n : 0;
+}
 
 const char *tilec_status_string(tilec_status s)
 {

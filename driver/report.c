@@ -148,7 +148,7 @@ const PtxasFunc *tc_ptxas_find(const PtxasInfo *pi, const char *name)
 
 /* ---- finding and running ptxas ---- */
 
-static bool is_executable(const char *path)
+bool tc_is_executable(const char *path)
 {
     struct stat st;
     return path && *path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
@@ -161,7 +161,7 @@ static const char *search_path(Arena *a, const char *prog)
         const char *c = strchr(p, ':');
         size_t n = c ? (size_t)(c - p) : strlen(p);
         char *cand = n ? arena_printf(a, "%.*s/%s", (int)n, p, prog) : NULL;
-        if (is_executable(cand))
+        if (tc_is_executable(cand))
             return cand;
         p = c ? c + 1 : NULL;
     }
@@ -172,11 +172,11 @@ const char *tc_ptxas_path(Arena *a)
 {
     const char *env = getenv("TILEC_PTXAS");
     if (env && *env)
-        return is_executable(env) ? arena_strdup(a, env) : NULL;
+        return tc_is_executable(env) ? arena_strdup(a, env) : NULL;
     const char *p = search_path(a, "ptxas");
     if (p)
         return p;
-    return is_executable("/usr/local/cuda/bin/ptxas") ? "/usr/local/cuda/bin/ptxas" : NULL;
+    return tc_is_executable("/usr/local/cuda/bin/ptxas") ? "/usr/local/cuda/bin/ptxas" : NULL;
 }
 
 /* A private temporary file; its name goes to `path` (PATH_MAX bytes). */
@@ -213,8 +213,10 @@ static int spawn_wait(const char *ptxas, const char *arch, const char *ptx_path,
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The line to show when ptxas failed: its first error, else its first line. */
-static const char *first_error(Arena *a, const char *log, int rc)
+/* The line to show when ptxas failed: its first error, else its first line,
+ * without the temporary file's name ("ptxas /tmp/tilec-ptxas-X, line 3;
+ * fatal : ..." -> "line 3; fatal : ..."). */
+static const char *first_error(Arena *a, const char *log, int rc, const char *ptx_path)
 {
     if (!*log)
         return arena_printf(a, "exit status %d, no output", rc);
@@ -225,6 +227,9 @@ static const char *first_error(Arena *a, const char *log, int rc)
     while (b > log && b[-1] != '\n')
         b--;
     const char *e = strchr(b, '\n');
+    size_t pn = strlen(ptx_path);
+    if (strncmp(b, "ptxas ", 6) == 0 && strncmp(b + 6, ptx_path, pn) == 0 && strncmp(b + 6 + pn, ", ", 2) == 0)
+        b += 6 + pn + 2;
     size_t n = e ? (size_t)(e - b) : strlen(b);
     return n ? arena_strndup(a, b, n) : "no output";
 }
@@ -255,7 +260,7 @@ int tc_ptxas_run(Arena *a, const char *ptxas, const char *arch, const char *ptx,
     if (rc == 0)
         return 0;
     *log = !ok ? "cannot write the PTX to a temporary file"
-         : rc < 0 ? arena_printf(a, "could not run %s", ptxas) : first_error(a, *log, rc);
+         : rc < 0 ? arena_printf(a, "could not run %s", ptxas) : first_error(a, *log, rc, ptx_path);
     return -1;
 }
 
@@ -408,17 +413,18 @@ static void put_kernel(StrBuf *out, const TargetInfo *al, const char *arch, cons
         sb_printf(out, "  ptxas time: %.1f ms\n", f->compile_ms);
 }
 
-/* Run ptxas on the PTX; *why says why there is no information. */
-static PtxasInfo ptxas_info(Arena *a, const char *arch, const char *ptx, const char **why)
+/* Run ptxas on the PTX (unless `done` holds that run already); *why says
+ * why there is no information. */
+static PtxasInfo ptxas_info(Arena *a, const char *arch, const char *ptx, const PtxasRun *done, const char **why)
 {
     PtxasInfo pi = { 0 };
-    const char *ptxas = ptx ? tc_ptxas_path(a) : NULL;
-    const char *log = "";
-    if (!ptx) {
+    const char *ptxas = ptx && !done ? tc_ptxas_path(a) : NULL;
+    const char *log = done ? done->log : "";
+    if (!ptx && !done) {
         *why = "no PTX was produced; ptxas runs on --emit=ptx";
-    } else if (!ptxas) {
+    } else if (!ptxas && !done) {
         *why = "ptxas not found; set TILEC_PTXAS";
-    } else if (tc_ptxas_run(a, ptxas, arch, ptx, &log) != 0) {
+    } else if (done ? done->rc != 0 : tc_ptxas_run(a, ptxas, arch, ptx, &log) != 0) {
         *why = arena_printf(a, "ptxas failed: %s", log);
     } else {
         pi = tc_ptxas_parse(a, log);
@@ -427,7 +433,8 @@ static PtxasInfo ptxas_info(Arena *a, const char *arch, const char *ptx, const c
     return pi;
 }
 
-void tc_report_resources(Arena *a, StrBuf *out, const char *arch, const char *meta, const char *ptx)
+void tc_report_resources(Arena *a, StrBuf *out, const char *arch, const char *meta, const char *ptx,
+                         const PtxasRun *done)
 {
     MetaKernel *ks;
     int n = meta_kernels(a, meta, &ks);
@@ -436,7 +443,7 @@ void tc_report_resources(Arena *a, StrBuf *out, const char *arch, const char *me
         return;
     }
     const char *why = "";
-    PtxasInfo pi = ptxas_info(a, arch, ptx, &why);
+    PtxasInfo pi = ptxas_info(a, arch, ptx, done, &why);
     const TargetInfo *al = tc_target(arch);
     for (int i = 0; i < n; i++)
         put_kernel(out, al, arch, &ks[i], tc_ptxas_find(&pi, ks[i].name), why);

@@ -38,6 +38,9 @@ const PtxasFunc *tc_ptxas_find(const PtxasInfo *pi, const char *name);
  * /usr/local/cuda/bin/ptxas; NULL if none is an executable file. */
 const char *tc_ptxas_path(Arena *a);
 
+/* path names an executable regular file. */
+bool tc_is_executable(const char *path);
+
 /* Run `ptxas -arch=ARCH -v` on `ptx` (through a private temporary file,
  * without a shell). Returns 0 and ptxas's output in *log; else -1 and a
  * one-line reason in *log (the first error line ptxas printed). */
@@ -64,8 +67,18 @@ typedef struct Occupancy {
  * static + dynamic shared memory. */
 Occupancy tc_occupancy(const TargetInfo *al, int threads, int regs, int smem);
 
+/* A ptxas run already made on the compilation's PTX (tilec_options.ptxas):
+ * tc_ptxas_run's result and log. */
+typedef struct PtxasRun {
+    int rc;
+    const char *log;
+} PtxasRun;
+
 /* Append the `== resources ==` body for the kernels in `meta` (kernel
- * metadata text) compiled for `arch`; `ptx` may be NULL (not produced). */
-void tc_report_resources(Arena *a, StrBuf *out, const char *arch, const char *meta, const char *ptx);
+ * metadata text) compiled for `arch`; `ptx` may be NULL (not produced).
+ * `done` is the run already made on that PTX, else NULL: then ptxas is
+ * looked up (tc_ptxas_path) and run here. */
+void tc_report_resources(Arena *a, StrBuf *out, const char *arch, const char *meta, const char *ptx,
+                         const PtxasRun *done);
 
 #endif

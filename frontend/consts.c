@@ -70,6 +70,17 @@ static bool fold_int(Lower *l, int op, int64_t a, int64_t b, Loc loc, int64_t *r
         if (!ovf)
             *r = op == T_SLASH ? a / b : a % b;
         break;
+    case T_AMP: *r = a & b; break;
+    case T_PIPE: *r = a | b; break;
+    case T_CARET: *r = a ^ b; break;
+    case T_SHL: case T_SHR:
+        if (b < 0 || b > 63) {
+            diag_error(l->d, loc, "shift count %lld is out of range (0..63) in a constant expression", (long long)b);
+            return false;
+        }
+        *r = op == T_SHR ? a >> b : (int64_t)((uint64_t)a << b);
+        ovf = op == T_SHL && *r >> b != a;
+        break;
     default: return false;
     }
     if (ovf)
@@ -77,17 +88,7 @@ static bool fold_int(Lower *l, int op, int64_t a, int64_t b, Loc loc, int64_t *r
     return !ovf;
 }
 
-static bool fold_float(int op, double a, double b, double *r)
-{
-    switch (op) {
-    case T_PLUS: *r = a + b; return true;
-    case T_MINUS: *r = a - b; return true;
-    case T_STAR: *r = a * b; return true;
-    case T_SLASH: *r = a / b; return true;
-    case T_PERCENT: *r = fmod(a, b); return true;
-    default: return false;
-    }
-}
+static bool fold_float(int op, double a, double b, double *r) { return tc_float_binary(fe_binary_op(op), a, b, r); }
 
 /* Fold `a op b` for two constants of one dtype. Returns false when the op
  * does not fold (the caller emits it); *out is EV_ERR after an error. */
@@ -100,8 +101,9 @@ bool fe_fold_binary(Lower *l, int op, EVal a, EVal b, Loc loc, EVal *out)
         *out = fe_const_int(fold_cmp(op, a.f, b.f, a.i, b.i, isf), DT_BOOL);
         return true;
     }
-    if (op == T_ANDAND || op == T_OROR) {
-        *out = fe_const_int(op == T_ANDAND ? (a.i && b.i) : (a.i || b.i), DT_BOOL);
+    if (dt == DT_BOOL) {   /* && || & | ^ */
+        bool x = a.i != 0, y = b.i != 0;
+        *out = fe_const_int(op == T_ANDAND || op == T_AMP ? x && y : op == T_CARET ? x != y : x || y, DT_BOOL);
         return true;
     }
     if (isf) {
@@ -112,8 +114,6 @@ bool fe_fold_binary(Lower *l, int op, EVal a, EVal b, Loc loc, EVal *out)
         return true;
     }
     int64_t r;
-    if (op != T_PLUS && op != T_MINUS && op != T_STAR && op != T_SLASH && op != T_PERCENT)
-        return false;
     if (fold_int(l, op, a.i, b.i, loc, &r))
         *out = fe_const_int(r, dt);
     return true;

@@ -26,6 +26,7 @@
     TOK(ASSIGN, "=") TOK(PLUSEQ, "+=") TOK(MINUSEQ, "-=") TOK(STAREQ, "*=") TOK(SLASHEQ, "/=") \
     TOK(EQ, "==") TOK(NE, "!=") TOK(LT, "<") TOK(LE, "<=") TOK(GT, ">") TOK(GE, ">=") \
     TOK(ANDAND, "&&") TOK(OROR, "||") TOK(BANG, "!") \
+    TOK(AMP, "&") TOK(PIPE, "|") TOK(CARET, "^") TOK(TILDE, "~") TOK(SHL, "<<") TOK(SHR, ">>") \
     KW(KERNEL, "kernel") KW(TILE, "tile") KW(LET, "let") KW(FOR, "for") KW(IN, "in") \
     KW(STEP, "step") KW(PIPELINE, "pipeline") KW(IF, "if") KW(ELSE, "else") \
     KW(GLOBAL, "global") KW(SHARED, "shared") KW(REG, "reg") KW(GRID, "grid") \
@@ -59,7 +60,7 @@ void fe_print_tokens(const TokenList *tl, StrBuf *out);
 typedef enum ExprKind {
     E_INT, E_FLOAT, E_BOOL, E_INF,     /* literals (E_INF: `inf`) */
     E_NAME,                            /* name */
-    E_UNARY,                           /* op: T_MINUS, T_BANG; a */
+    E_UNARY,                           /* op: T_MINUS, T_BANG, T_TILDE; a */
     E_BINARY,                          /* op: T_PLUS..T_OROR, T_AT; a, b */
     E_TERNARY,                         /* a ? b : c */
     E_CALL,                            /* name(args) : builtins, casts (`bf16(x)`) */

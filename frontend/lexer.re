@@ -247,11 +247,7 @@ static bool lx_next(Lexer *lx)
         "%" { lx_push(lx, T_PERCENT); return true; }
         "@" { lx_push(lx, T_AT); return true; }
         "^T" { lx_push(lx, T_CARET_T); return true; }
-        "^" {
-            Token *t = lx_push(lx, T_ERROR);
-            diag_error(lx->d, t->loc, "expected 'T' after '^' (transpose is written x^T)");
-            return true;
-        }
+        "^" { lx_push(lx, T_CARET); return true; }
         "=" { lx_push(lx, T_ASSIGN); return true; }
         "+=" { lx_push(lx, T_PLUSEQ); return true; }
         "-=" { lx_push(lx, T_MINUSEQ); return true; }
@@ -266,6 +262,11 @@ static bool lx_next(Lexer *lx)
         "&&" { lx_push(lx, T_ANDAND); return true; }
         "||" { lx_push(lx, T_OROR); return true; }
         "!" { lx_push(lx, T_BANG); return true; }
+        "&" { lx_push(lx, T_AMP); return true; }
+        "|" { lx_push(lx, T_PIPE); return true; }
+        "~" { lx_push(lx, T_TILDE); return true; }
+        "<<" { lx_push(lx, T_SHL); return true; }
+        ">>" { lx_push(lx, T_SHR); return true; }
 
         * { lx_stray(lx); return true; }
     */

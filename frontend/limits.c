@@ -7,11 +7,46 @@
  * elements; a grid whose rule the metadata can carry (named dims and
  * non-negative constants, at most TC_LIMIT_GRID_DEPTH deep, at most
  * TC_LIMIT_META_TOKENS tokens on the record), that divides by no constant
- * zero, and whose constant axes are within the launch limits. Errors are
- * located at the op (or the kernel) that breaks a limit.
+ * zero, and whose constant axes are within the launch limits; a kernel
+ * name that is a valid PTX entry name. Errors are located at the op (or
+ * the kernel) that breaks a limit.
  */
 #include "frontend.h"
 #include "../lib/tc_limits.h"
+
+#include <ctype.h>
+#include <string.h>
+
+/* ---- the kernel's name ---- */
+
+/* The PTX entry is named after the kernel. PTX identifiers are
+ * [A-Za-z][A-Za-z0-9_$]* or [_$%][A-Za-z0-9_$]+ (so `_` alone is none);
+ * WARP_SZ is PTX's predefined constant; names starting with `tilec_` are
+ * the compiler's own symbols (tilec_dsmem), which LLVM would rename the
+ * kernel around. NULL when `name` is fine, else why not. */
+static const char *name_problem(const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '$')
+            return "PTX identifiers hold only letters, digits, '_' and '$'";
+    if (n == 0 || isdigit((unsigned char)name[0]))
+        return "a PTX identifier starts with a letter, '_' or '$'";
+    if (!isalpha((unsigned char)name[0]) && n == 1)
+        return "a PTX identifier that starts with '_' or '$' needs a second character";
+    if (strcmp(name, "WARP_SZ") == 0)
+        return "WARP_SZ is a predefined PTX identifier";
+    if (strncmp(name, "tilec_", 6) == 0)
+        return "names starting with 'tilec_' are reserved for the compiler's symbols";
+    return NULL;
+}
+
+static void check_name(const Func *f, Diag *d)
+{
+    const char *why = name_problem(f->name);
+    if (why)
+        diag_error(d, f->loc, "kernel name '%s' cannot name a PTX entry: %s", f->name, why);
+}
 
 /* ---- the grid ---- */
 
@@ -151,6 +186,7 @@ int fe_check_limits(const Module *m, Diag *d)
     int errors = d->nerrors;
     for (int i = 0; i < m->nfuncs; i++) {
         const Func *f = m->funcs[i];
+        check_name(f, d);
         check_params(f, d);
         check_grid(f, d);
         TileCheck tc = { d, false };

@@ -366,11 +366,11 @@ static Expr *parse_postfix(Parser *p)
     return e;
 }
 
-/* unary := ('-' | '!') unary | postfix */
+/* unary := ('-' | '!' | '~') unary | postfix */
 static Expr *parse_unary(Parser *p)
 {
     const Token *t = peek(p);
-    if (t->kind != T_MINUS && t->kind != T_BANG)
+    if (t->kind != T_MINUS && t->kind != T_BANG && t->kind != T_TILDE)
         return parse_postfix(p);
     advance(p);
     Expr *e = new_expr(p, E_UNARY, t->loc);
@@ -391,8 +391,12 @@ static int bin_prec(TokKind k)
     case T_ANDAND: return 2;
     case T_EQ: case T_NE: return 3;
     case T_LT: case T_LE: case T_GT: case T_GE: return 4;
-    case T_PLUS: case T_MINUS: return 5;
-    case T_STAR: case T_SLASH: case T_PERCENT: case T_AT: return 6;
+    case T_PIPE: return 5;
+    case T_CARET: return 6;
+    case T_AMP: return 7;
+    case T_SHL: case T_SHR: return 8;
+    case T_PLUS: case T_MINUS: return 9;
+    case T_STAR: case T_SLASH: case T_PERCENT: case T_AT: return 10;
     default: return 0;
     }
 }

@@ -16,7 +16,8 @@
 static const char *const builtins[] = {
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "max", "min",
     "where", "rowmax", "rowsum", "rowmin", "colmax", "colsum", "colmin", "reduce",
-    "iota", "rows", "cols", "cdiv", "divisor", "load",
+    "iota", "rows", "cols", "cdiv", "divisor", "load", "erf", "sigmoid", "sin", "cos", "floor",
+    "ceil", "round", "pow",
 };
 
 static uint32_t name_hash(const char *s)

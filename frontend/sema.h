@@ -84,6 +84,9 @@ ValId fe_materialize(Lower *l, EVal *v, Loc loc);
 EVal fe_convert(Lower *l, EVal v, DType to, Loc loc);
 EVal fe_to_type(Lower *l, EVal v, const Type *to, Loc loc);
 EVal fe_binary(Lower *l, int op, EVal a, EVal b, const Expr *e);
+/* The op of a binary operator token (T_PLUS -> OP_ADD, T_AMP -> OP_AND, ...);
+ * OP_CMP for the comparisons. */
+OpCode fe_binary_op(int op);
 bool fe_unify(Lower *l, EVal *a, EVal *b, const Expr *ea, const Expr *eb, Loc loc);
 bool fe_shape_unify(Lower *l, EVal *a, EVal *b, Loc loc);   /* shapes only */
 EVal fe_window(Lower *l, const Expr *idx, const Expr *other);

@@ -1,5 +1,5 @@
 /* sema_call.c - builtin calls: casts by dtype name, elementwise math,
- * max/min/where, reductions, index tiles (iota, rows, cols), cdiv, divisor and load.
+ * pow, max/min/where, reductions, index tiles (iota, rows, cols), cdiv, divisor and load.
  *
  * Every builtin checks its argument count and kinds, then lowers to the ops
  * of ir/ops.h; casts and cdiv of constants fold.
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-typedef enum { B_MATH, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_IOTA, B_ROWS, B_COLS,
+typedef enum { B_MATH, B_POW, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_IOTA, B_ROWS, B_COLS,
                B_CDIV, B_DIVISOR, B_LOAD } BKind;
 
 typedef struct Builtin {
@@ -29,7 +29,9 @@ static const Builtin builtin_tab[] = {
     { "colsum", B_COLRED, 1, RED_SUM }, { "colmin", B_COLRED, 1, RED_MIN },
     { "reduce", B_REDUCE, 3, 0 }, { "iota", B_IOTA, 1, OP_IOTA }, { "rows", B_ROWS, 1, OP_IOTA },
     { "cols", B_COLS, 1, OP_IOTA }, { "cdiv", B_CDIV, 2, 0 }, { "divisor", B_DIVISOR, 2, OP_DIVISOR },
-    { "load", B_LOAD, 2, OP_LOAD },
+    { "load", B_LOAD, 2, OP_LOAD }, { "erf", B_MATH, 1, OP_ERF }, { "sigmoid", B_MATH, 1, OP_SIGMOID },
+    { "sin", B_MATH, 1, OP_SIN }, { "cos", B_MATH, 1, OP_COS }, { "floor", B_MATH, 1, OP_FLOOR },
+    { "ceil", B_MATH, 1, OP_CEIL }, { "round", B_MATH, 1, OP_ROUND }, { "pow", B_POW, 2, OP_POW },
 };
 
 static const Builtin *find_builtin(const char *name)
@@ -78,6 +80,30 @@ static EVal lower_math(Lower *l, const Expr *e, OpCode op)
     Type t = v.ty;
     t.space = SP_ANY;
     return fe_val(fe_emit(l, e->loc, op, &v.v, 1, t), t);
+}
+
+/* pow(a, b): float operands unified like a + b; an integer scalar is
+ * converted to f32 first, as for the one-argument math builtins. */
+static EVal lower_pow(Lower *l, const Expr *e)
+{
+    EVal v[2];
+    for (int i = 0; i < 2; i++) {
+        v[i] = fe_value(l, e->args[i]);
+        if (v[i].kind != EV_ERR && v[i].ty.kind == TY_SCALAR && dtype_is_int((DType)v[i].ty.dtype))
+            v[i] = fe_convert(l, v[i], DT_F32, e->loc);
+    }
+    for (int i = 0; i < 2; i++)
+        if (v[i].kind != EV_ERR && !dtype_is_float((DType)v[i].ty.dtype)) {
+            diag_error(l->d, e->args[i]->loc, "'pow' needs float operands, got %s; cast with f32(x)",
+                       fe_tystr(l, &v[i].ty));
+            return err();
+        }
+    if (!fe_unify(l, &v[0], &v[1], e->args[0], e->args[1], e->loc))
+        return err();
+    ValId args[2] = { fe_materialize(l, &v[0], e->loc), fe_materialize(l, &v[1], e->loc) };
+    Type t = v[0].ty;
+    t.space = SP_ANY;
+    return fe_val(fe_emit(l, e->loc, OP_POW, args, 2, t), t);
 }
 
 static EVal lower_minmax(Lower *l, const Expr *e, OpCode op)
@@ -304,6 +330,7 @@ static EVal lower_builtin(Lower *l, const Expr *e, const Builtin *b)
         return err();
     switch (b->kind) {
     case B_MATH: return lower_math(l, e, (OpCode)b->op);
+    case B_POW: return lower_pow(l, e);
     case B_MINMAX: return lower_minmax(l, e, (OpCode)b->op);
     case B_WHERE: return lower_where(l, e);
     case B_ROWRED: case B_COLRED: {

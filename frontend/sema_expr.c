@@ -237,7 +237,7 @@ static EVal lower_dot(Lower *l, EVal a, EVal b, const Expr *e)
     return fe_val(fe_emit(l, e->loc, OP_DOT, args, 3, rt), rt);
 }
 
-static OpCode arith_op(int op)
+OpCode fe_binary_op(int op)
 {
     switch (op) {
     case T_PLUS: return OP_ADD;
@@ -245,8 +245,11 @@ static OpCode arith_op(int op)
     case T_STAR: return OP_MUL;
     case T_SLASH: return OP_DIV;
     case T_PERCENT: return OP_REM;
-    case T_ANDAND: return OP_AND;
-    case T_OROR: return OP_OR;
+    case T_ANDAND: case T_AMP: return OP_AND;
+    case T_OROR: case T_PIPE: return OP_OR;
+    case T_CARET: return OP_XOR;
+    case T_SHL: return OP_SHL;
+    case T_SHR: return OP_SHR;
     default: return OP_CMP;
     }
 }
@@ -261,9 +264,17 @@ static bool check_operand_kinds(Lower *l, int op, const EVal *a, const EVal *b, 
 {
     bool logic = op == T_ANDAND || op == T_OROR;
     bool cmp = op >= T_EQ && op <= T_GE;
+    bool bits = op == T_AMP || op == T_PIPE || op == T_CARET, shift = op == T_SHL || op == T_SHR;
     for (int i = 0; i < 2; i++) {
         const EVal *v = i ? b : a;
         bool isbool = v->ty.dtype == DT_BOOL;
+        if ((bits || shift) && !dtype_is_int((DType)v->ty.dtype) && !(bits && isbool)) {
+            diag_error(l->d, loc, "'%s' needs integer%s operands, got %s", tok_names[op], bits ? " or bool" : "",
+                       fe_tystr(l, &v->ty));
+            return false;
+        }
+        if (bits || shift)
+            continue;
         if (logic && !isbool) {
             diag_error(l->d, loc, "'%s' needs bool operands, got %s", tok_names[op], fe_tystr(l, &v->ty));
             return false;
@@ -306,7 +317,7 @@ EVal fe_binary(Lower *l, int op, EVal a, EVal b, const Expr *e)
             }
         }
     }
-    OpCode code = arith_op(op);
+    OpCode code = fe_binary_op(op);
     Type t = a.ty;
     t.space = SP_ANY;
     if (code == OP_CMP)
@@ -323,14 +334,17 @@ static EVal lower_unary(Lower *l, const Expr *e)
     if (a.kind == EV_ERR)
         return a;
     bool isbool = a.ty.dtype == DT_BOOL;
-    if ((e->op == T_BANG) != isbool) {
+    if (e->op == T_TILDE ? !dtype_is_int((DType)a.ty.dtype) : (e->op == T_BANG) != isbool) {
         diag_error(l->d, e->loc, e->op == T_BANG ? "'!' needs a bool operand, got %s"
-                                                 : "'-' does not apply to %s", fe_tystr(l, &a.ty));
+                                 : e->op == T_TILDE ? "'~' needs an integer operand, got %s (for bool use !)"
+                                                    : "'-' does not apply to %s", fe_tystr(l, &a.ty));
         return (EVal){ 0 };
     }
     if (a.kind == EV_CONST) {
         if (isbool)
             return fe_const_int(!a.i, DT_BOOL);
+        if (e->op == T_TILDE)
+            return fe_const_int(~a.i, (DType)a.ty.dtype);
         if (!dtype_is_float((DType)a.ty.dtype) && a.i == INT64_MIN) {
             diag_error(l->d, e->loc, "integer overflow in a constant expression");
             return (EVal){ 0 };
@@ -340,7 +354,7 @@ static EVal lower_unary(Lower *l, const Expr *e)
     }
     Type t = a.ty;
     t.space = SP_ANY;
-    return fe_val(fe_emit(l, e->loc, isbool ? OP_NOT : OP_NEG, &a.v, 1, t), t);
+    return fe_val(fe_emit(l, e->loc, isbool || e->op == T_TILDE ? OP_NOT : OP_NEG, &a.v, 1, t), t);
 }
 
 /* Lower e into a block that is dropped: for constants and dead branches. */

@@ -134,6 +134,15 @@ typedef struct tilec_options {
     int keep_ir;              /* nonzero: the result keeps the kernels' Tile IR after the passes,
                                  for tilec_interpret; such a compilation neither reads nor
                                  fills the cache. Any emit from TILEC_EMIT_TIR on. */
+    const char *ptxas;        /* a ptxas program to check the PTX with, or NULL (the
+                                 default: no check). With it, a compilation that
+                                 produced PTX runs `PTXAS -arch=ARCH -v` on it; if
+                                 ptxas rejects the PTX, the compilation fails with
+                                 TILEC_ERR_INTERNAL, an error quoting ptxas's first
+                                 error line, and no PTX or metadata output. A path
+                                 that is not an executable file is a usage error.
+                                 --report reuses this run. tilec_ptxas_find() gives
+                                 the one the tilec command uses by default. */
 } tilec_options;
 
 void tilec_options_init(tilec_options *opts);
@@ -199,6 +208,12 @@ tilec_status tilec_cache_clear(const char *dir);
  * nor HOME (nor the password database) names a home. */
 size_t tilec_cache_default_dir(char *buf, size_t size);
 
+/* The ptxas the tilec command checks its PTX with unless told otherwise
+ * (tilec_options.ptxas): $TILEC_PTXAS when set (none if that is not an
+ * executable file), else `ptxas` on $PATH, else /usr/local/cuda/bin/ptxas.
+ * Reads the environment only when called. Written to buf as snprintf would
+ * (buf may be NULL when size is 0); returns its length, 0 when none is found. */
+size_t tilec_ptxas_find(char *buf, size_t size);
 const char *tilec_status_string(tilec_status s);
 const char *tilec_version(void);     /* "0.1.0 (git 420ef9f1a2b3, LLVM 22.1.8)"; the
                                         git part only when built from a git checkout */

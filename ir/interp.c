@@ -47,20 +47,7 @@
 
 /* ---- element helpers ---- */
 
-int64_t ip_wrap_int(DType dt, int64_t v)
-{
-    if (dt == DT_BOOL)
-        return v != 0;
-    int bits = dtype_bits(dt);
-    if (bits >= 64)
-        return v;
-    uint64_t mask = (UINT64_C(1) << bits) - 1, u = (uint64_t)v & mask;
-    if (dtype_is_signed(dt) && ((u >> (bits - 1)) & 1))
-        u |= ~mask;
-    int64_t r;
-    memcpy(&r, &u, sizeof r);
-    return r;
-}
+int64_t ip_wrap_int(DType dt, int64_t v) { return tc_wrap_int(dt, (uint64_t)v); }
 
 static double int_to_double(DType dt, int64_t v)
 {
@@ -229,44 +216,17 @@ static bool int_binary(OpCode c, DType dt, int64_t a, int64_t b, int64_t *r)
     case OP_DIVISOR: *r = tc_divisor(a, b); if (*r < 0) return false; break;
     case OP_AND: *r = a & b; break;
     case OP_OR: *r = a | b; break;
+    case OP_SHL: case OP_SHR: *r = tc_int_shift(c, dt, a, b); break;
     default: *r = a ^ b; break;
     }
     *r = ip_wrap_int(dt, *r);
     return true;
 }
 
-static double float_binary(OpCode c, double a, double b)
-{
-    switch (c) {
-    case OP_ADD: return a + b;
-    case OP_SUB: return a - b;
-    case OP_MUL: return a * b;
-    case OP_DIV: return a / b;
-    case OP_REM: return fmod(a, b);
-    case OP_MIN: return fmin(a, b);
-    default: return fmax(a, b);
-    }
-}
-
-static double float_unary(OpCode c, double x)
-{
-    switch (c) {
-    case OP_NEG: return -x;
-    case OP_ABS: return fabs(x);
-    case OP_EXP: return exp(x);
-    case OP_EXP2: return exp2(x);
-    case OP_LOG: return log(x);
-    case OP_LOG2: return log2(x);
-    case OP_SQRT: return sqrt(x);
-    case OP_RSQRT: return 1.0 / sqrt(x);
-    default: return tanh(x);
-    }
-}
-
 static bool is_float_math(OpCode c)
 {
-    return c == OP_EXP || c == OP_EXP2 || c == OP_LOG || c == OP_LOG2 || c == OP_SQRT ||
-           c == OP_RSQRT || c == OP_TANH;
+    double r;
+    return c != OP_NEG && c != OP_ABS && tc_float_unary(c, 0.0, &r);
 }
 
 static int64_t int_unary(OpCode c, DType dt, int64_t x)
@@ -295,21 +255,14 @@ static int elem_eval(Interp *I, const Op *op, DType dt, const Elem *x, Elem *r)
         r->i = int_unary(c, dt, x[0].i);
         return 0;
     }
-    if (op->nargs == 1 && c == OP_NOT) {
-        diag_internal(I->d, op->loc, "not on float type %s", dtype_name(dt));
-        return 1;
-    }
-    if (op->nargs == 1) {
-        r->f = tc_round_to(dt, float_unary(c, x[0].f));
+    if (!ip_intlike(dt) && (op->nargs == 1 ? tc_float_unary(c, x[0].f, &r->f)
+                                           : tc_float_binary(c, x[0].f, x[1].f, &r->f))) {
+        r->f = tc_round_to(dt, r->f);
         return 0;
-    }
-    if (!ip_intlike(dt) && (c == OP_AND || c == OP_OR || c == OP_XOR)) {
-        diag_internal(I->d, op->loc, "%s on float type %s", op_info[c].name, dtype_name(dt));
-        return 1;
     }
     if (!ip_intlike(dt)) {
-        r->f = tc_round_to(dt, float_binary(c, x[0].f, x[1].f));
-        return 0;
+        diag_internal(I->d, op->loc, "%s on float type %s", op_info[c].name, dtype_name(dt));
+        return 1;
     }
     if (!int_binary(c, dt, x[0].i, x[1].i, &r->i)) {
         if (c == OP_DIVISOR)
@@ -666,7 +619,8 @@ int ip_exec_op(Interp *I, const Op *op)
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_REM:
     case OP_MIN: case OP_MAX: case OP_DIVISOR: case OP_AND: case OP_OR: case OP_XOR: case OP_CMP:
     case OP_NEG: case OP_NOT: case OP_ABS: case OP_EXP: case OP_EXP2: case OP_LOG:
-    case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_TANH:
+    case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_TANH: case OP_SHL: case OP_SHR: case OP_POW:
+    case OP_ERF: case OP_SIGMOID: case OP_SIN: case OP_COS: case OP_FLOOR: case OP_CEIL: case OP_ROUND:
         return exec_elem(I, op);
     case OP_SELECT: return exec_select(I, op);
     case OP_CAST: return exec_cast(I, op);

@@ -291,5 +291,12 @@ uint16_t tc_f32_to_bf16(float x);
 float tc_bf16_to_f32(uint16_t h);
 uint16_t tc_f32_to_f16(float x);
 float tc_f16_to_f32(uint16_t h);
+/* One element of an elementwise op (ir/elem_math.c): the interpreter's and
+ * constant folding's common semantics. The float functions return false
+ * for an op they do not compute; results are not yet rounded to a dtype. */
+int64_t tc_wrap_int(DType dt, uint64_t u);  /* wrap to dt's width (bool: != 0) */
+bool tc_float_unary(OpCode c, double x, double *r);
+bool tc_float_binary(OpCode c, double a, double b, double *r);
+int64_t tc_int_shift(OpCode c, DType dt, int64_t a, int64_t b);   /* OP_SHL, OP_SHR */
 
 #endif

@@ -29,9 +29,12 @@ OP(DIVISOR,   "divisor",   2,  1, 0, OPF_PURE | OPF_ELEM)   /* ints: the largest
 OP(AND,       "and",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* bool or int */
 OP(OR,        "or",        2,  1, 0, OPF_PURE | OPF_ELEM)
 OP(XOR,       "xor",       2,  1, 0, OPF_PURE | OPF_ELEM)
+OP(SHL,       "shl",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* ints; a count >= the width gives 0 */
+OP(SHR,       "shr",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* ints: arithmetic if signed; a count >= the width gives 0 or -1 */
+OP(POW,       "pow",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* floats: a^b as C's pow */
 OP(CMP,       "cmp",       2,  1, 0, OPF_PURE | OPF_ELEM)   /* iattr[0] = CmpPred; result bool */
 OP(NEG,       "neg",       1,  1, 0, OPF_PURE | OPF_ELEM)
-OP(NOT,       "not",       1,  1, 0, OPF_PURE | OPF_ELEM)   /* bool */
+OP(NOT,       "not",       1,  1, 0, OPF_PURE | OPF_ELEM)   /* bool: logical; int: bitwise */
 OP(ABS,       "abs",       1,  1, 0, OPF_PURE | OPF_ELEM)
 OP(EXP,       "exp",       1,  1, 0, OPF_PURE | OPF_ELEM)
 OP(EXP2,      "exp2",      1,  1, 0, OPF_PURE | OPF_ELEM)
@@ -40,6 +43,13 @@ OP(LOG2,      "log2",      1,  1, 0, OPF_PURE | OPF_ELEM)
 OP(SQRT,      "sqrt",      1,  1, 0, OPF_PURE | OPF_ELEM)
 OP(RSQRT,     "rsqrt",     1,  1, 0, OPF_PURE | OPF_ELEM)
 OP(TANH,      "tanh",      1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(ERF,       "erf",       1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(SIGMOID,   "sigmoid",   1,  1, 0, OPF_PURE | OPF_ELEM)   /* 1 / (1 + exp(-x)) */
+OP(SIN,       "sin",       1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(COS,       "cos",       1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(FLOOR,     "floor",     1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(CEIL,      "ceil",      1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(ROUND,     "round",     1,  1, 0, OPF_PURE | OPF_ELEM)   /* to nearest, ties to even */
 OP(SELECT,    "select",    3,  1, 0, OPF_PURE | OPF_ELEM)   /* cond(bool), a, b */
 OP(CAST,      "cast",      1,  1, 0, OPF_PURE | OPF_ELEM)   /* to the result's dtype (RNE) */
 /* shape ops */

@@ -175,11 +175,13 @@ static void check_elem_dtype(Verifier *V, const Op *op, DType dt)
         if (dt != DT_BOOL && !dtype_is_int(dt))
             vfy_err(V, op, "needs bool or integer operands, got %s", dtype_name(dt));
         return;
-    case OP_DIVISOR:
+    case OP_DIVISOR: case OP_SHL: case OP_SHR:
         if (!dtype_is_int(dt))
             vfy_err(V, op, "needs integer operands, got %s", dtype_name(dt));
         return;
     case OP_EXP: case OP_EXP2: case OP_LOG: case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_TANH:
+    case OP_ERF: case OP_SIGMOID: case OP_SIN: case OP_COS: case OP_FLOOR: case OP_CEIL: case OP_ROUND:
+    case OP_POW:
         if (!dtype_is_float(dt))
             vfy_err(V, op, "needs float operands, got %s", dtype_name(dt));
         return;

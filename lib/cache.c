@@ -132,6 +132,7 @@ void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, 
     char cwd[4096];
     if (o->debug_info && name && name[0] != '/' && getcwd(cwd, sizeof cwd))
         put_cstr(&sb, cwd);
+    put_cstr(&sb, o->ptxas);
     put_int(&sb, (long long)o->ndefines);
     for (size_t i = 0; i < o->ndefines; i++) {
         put_cstr(&sb, o->defines[i].name);

@@ -143,21 +143,7 @@ static bool is_neg_zero(const Func *f, ValId v)
 
 /* ---- integer and float arithmetic ---- */
 
-static int64_t wrap_int(DType dt, uint64_t u)
-{
-    if (dt == DT_BOOL)
-        return u != 0;
-    int bits = dtype_bits(dt);
-    if (bits < 64) {
-        uint64_t m = (UINT64_C(1) << bits) - 1;
-        u &= m;
-        if (dtype_is_signed(dt) && (u >> (bits - 1)) & 1)
-            u |= ~m;
-    }
-    int64_t r;
-    memcpy(&r, &u, sizeof r);
-    return r;
-}
+static int64_t wrap_int(DType dt, uint64_t u) { return tc_wrap_int(dt, u); }
 
 static bool int_lt(DType dt, int64_t a, int64_t b)
 {
@@ -210,6 +196,7 @@ static bool fold_int2(const Op *op, DType dt, int64_t a, int64_t b, int64_t *r)
     case OP_AND: *r = a & b; return true;
     case OP_OR: *r = a | b; return true;
     case OP_XOR: *r = wrap_int(dt, ua ^ ub); return true;
+    case OP_SHL: case OP_SHR: *r = tc_int_shift((OpCode)op->code, dt, a, b); return true;
     case OP_CMP: *r = cmp_holds((int)op->iattr[0], int_lt(dt, a, b), a == b); return true;
     default: return false;
     }
@@ -217,39 +204,16 @@ static bool fold_int2(const Op *op, DType dt, int64_t a, int64_t b, int64_t *r)
 
 static bool fold_float2(const Op *op, double a, double b, double *r)
 {
-    switch (op->code) {
-    case OP_ADD: *r = a + b; return true;
-    case OP_SUB: *r = a - b; return true;
-    case OP_MUL: *r = a * b; return true;
-    case OP_DIV: *r = a / b; return true;
-    case OP_REM: *r = fmod(a, b); return true;
-    case OP_MIN: *r = fmin(a, b); return true;
-    case OP_MAX: *r = fmax(a, b); return true;
-    case OP_CMP:
-        if (isnan(a) || isnan(b))
-            *r = op->iattr[0] == CMP_NE;
-        else
-            *r = cmp_holds((int)op->iattr[0], a < b, a == b);
-        return true;
-    default: return false;
-    }
+    if (op->code != OP_CMP)
+        return tc_float_binary((OpCode)op->code, a, b, r);
+    if (isnan(a) || isnan(b))
+        *r = op->iattr[0] == CMP_NE;
+    else
+        *r = cmp_holds((int)op->iattr[0], a < b, a == b);
+    return true;
 }
 
-static bool fold_float1(int code, double a, double *r)
-{
-    switch (code) {
-    case OP_NEG: *r = -a; return true;
-    case OP_ABS: *r = fabs(a); return true;
-    case OP_EXP: *r = exp(a); return true;
-    case OP_EXP2: *r = exp2(a); return true;
-    case OP_LOG: *r = log(a); return true;
-    case OP_LOG2: *r = log2(a); return true;
-    case OP_SQRT: *r = sqrt(a); return true;
-    case OP_RSQRT: *r = 1.0 / sqrt(a); return true;
-    case OP_TANH: *r = tanh(a); return true;
-    default: return false;
-    }
-}
+static bool fold_float1(int code, double a, double *r) { return tc_float_unary((OpCode)code, a, r); }
 
 static bool fold_int1(int code, DType dt, int64_t a, int64_t *r)
 {

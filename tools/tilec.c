@@ -39,6 +39,8 @@ typedef struct Cli {
     int clear_cache;          /* --clear-cache */
     int emit_meta;            /* --emit=meta: the metadata is the output */
     const char *report_file;  /* --report=FILE */
+    int no_ptxas;             /* --no-ptxas */
+    char *ptxas_found;        /* the default ptxas (tilec_ptxas_find), heap */
 } Cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -94,6 +96,11 @@ static void print_help(void)
            "  --cache-dir=DIR         the cache folder (implies --cache; default\n"
            "                          $XDG_CACHE_HOME/tilec, else ~/.cache/tilec)\n"
            "  --clear-cache           delete the cache folder's entries (then compile FILE, if given)\n"
+           "  --ptxas=PATH            assemble the PTX with this ptxas; PTX it rejects is an\n"
+           "                          internal error (exit 4) and is not written. Default: the\n"
+           "                          first of $TILEC_PTXAS, ptxas on $PATH and\n"
+           "                          /usr/local/cuda/bin/ptxas that exists; none: no check\n"
+           "  --no-ptxas              do not run ptxas on the PTX\n"
            "  --help                  show this help\n"
            "  --version               show the version\n\n"
            "passes (in pipeline order):\n");
@@ -229,6 +236,12 @@ static int parse_valued(Cli *c, int argc, char **argv, int *i)
         c->o.cache_dir = a + 12;
         return 0;
     }
+    if (strncmp(a, "--ptxas=", 8) == 0) {
+        if (!a[8])
+            return usage_error("option '%s' needs a file name", a);
+        c->o.ptxas = a + 8;
+        return 0;
+    }
     if (strncmp(a, "--passes=", 9) == 0) {
         c->o.passes = a + 9;
         return 0;
@@ -307,6 +320,8 @@ static int parse_flag(Cli *c, const char *a)
         c->clear_cache = 1;
     else if (strcmp(a, "--no-verify") == 0)
         c->o.verify_each = 0;
+    else if (strcmp(a, "--no-ptxas") == 0)
+        c->no_ptxas = 1;
     else
         return -1;
     return 0;
@@ -536,6 +551,15 @@ static int run(Cli *c)
     c->o.language = c->lang;
     c->o.pass_options = c->popt;
     c->o.dims = c->dims;
+    if (c->no_ptxas) {
+        c->o.ptxas = NULL;
+    } else if (!c->o.ptxas && c->o.emit == TILEC_EMIT_PTX) {
+        size_t n = tilec_ptxas_find(NULL, 0);
+        if (n && (c->ptxas_found = malloc(n + 1)) != NULL) {
+            tilec_ptxas_find(c->ptxas_found, n + 1);
+            c->o.ptxas = c->ptxas_found;
+        }
+    }
     tilec_result *r = NULL;
     tilec_status st = compile(c, &r);
     if (!r)
@@ -625,5 +649,6 @@ int main(int argc, char **argv)
     free(c.pa);
     free(c.popt);
     free(c.dims);
+    free(c.ptxas_found);
     return rc;
 }

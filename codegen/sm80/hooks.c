@@ -15,9 +15,23 @@ LLVMValueRef cg_tg_lg2_approx(Cg *cg, LLVMValueRef x)
     return cg_call1(cg, "llvm.nvvm.lg2.approx.ftz.f", cg->t_f32, x);
 }
 
+/* tanh.approx.f32 (sm_75 and later): llvm.tanh with `afn`. The NVVM name
+ * llvm.nvvm.tanh.approx.f32 is no intrinsic in LLVM 22 and would be
+ * printed as a call to an undefined function. */
 LLVMValueRef cg_tg_tanh_approx(Cg *cg, LLVMValueRef x)
 {
-    return cg_call1(cg, "llvm.nvvm.tanh.approx.f32", cg->t_f32, x);
+    return cg_approx(cg_call1(cg, "llvm.tanh.f32", cg->t_f32, x));
+}
+
+/* sin.approx.f32, cos.approx.f32: llvm.sin / llvm.cos with `afn`. */
+LLVMValueRef cg_tg_sin_approx(Cg *cg, LLVMValueRef x)
+{
+    return cg_approx(cg_call1(cg, "llvm.sin.f32", cg->t_f32, x));
+}
+
+LLVMValueRef cg_tg_cos_approx(Cg *cg, LLVMValueRef x)
+{
+    return cg_approx(cg_call1(cg, "llvm.cos.f32", cg->t_f32, x));
 }
 
 LLVMValueRef cg_tg_rsqrt_approx(Cg *cg, LLVMValueRef x)
@@ -92,6 +106,7 @@ const Target cg_family_sm80 = {
     .family = TF_SM80,
     .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx,
     .tanh_f32 = cg_tg_tanh_approx, .rsqrt_f32 = cg_tg_rsqrt_approx,
+    .sin_f32 = cg_tg_sin_approx, .cos_f32 = cg_tg_cos_approx,
     .barrier = cg_tg_bar_sync,
     .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4, .cp_async16 = cg_tg_cp_async16,
     .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait,

@@ -504,6 +504,43 @@ START_TEST(test_interpret_softmax)
 }
 END_TEST
 
+/* tilec_options.ptxas: a rejection is an internal error without PTX or
+ * metadata; a path that cannot run is a usage error; tilec_ptxas_find
+ * follows $TILEC_PTXAS. */
+START_TEST(test_ptxas_check)
+{
+    tilec_options o;
+    tilec_options_init(&o);
+    ck_assert_ptr_null(o.ptxas);
+    o.ptxas = TILEC_SOURCE_DIR "/tests/lit/cli/Inputs/ptxas-reject.sh";
+    tilec_result *r = NULL;
+    ck_assert_int_eq(tilec_compile_string("k.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_INTERNAL);
+    ck_assert_ptr_null(tilec_result_text(r, TILEC_OUT_PTX));
+    ck_assert_ptr_null(tilec_result_text(r, TILEC_OUT_META));
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "ptxas rejected the PTX for sm_90a: line 13;"));
+    tilec_result_free(r);
+    o.ptxas = TILEC_SOURCE_DIR "/tests/lit/cli/Inputs/ptxas-accept.sh";
+    ck_assert_int_eq(tilec_compile_string("k.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
+    ck_assert_ptr_nonnull(tilec_result_text(r, TILEC_OUT_PTX));
+    tilec_result_free(r);
+    o.ptxas = "/nonexistent/ptxas";
+    ck_assert_int_eq(tilec_compile_string("k.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_USAGE);
+    tilec_result_free(r);
+
+    char *old = getenv("TILEC_PTXAS") ? strdup(getenv("TILEC_PTXAS")) : NULL;
+    char buf[8];
+    setenv("TILEC_PTXAS", "/bin/sh", 1);
+    ck_assert_uint_eq(tilec_ptxas_find(buf, sizeof buf), 7);
+    ck_assert_str_eq(buf, "/bin/sh");
+    ck_assert_uint_eq(tilec_ptxas_find(buf, 4), 7);
+    ck_assert_str_eq(buf, "/bi");
+    setenv("TILEC_PTXAS", "/nonexistent/ptxas", 1);
+    ck_assert_uint_eq(tilec_ptxas_find(NULL, 0), 0);
+    old ? setenv("TILEC_PTXAS", old, 1) : unsetenv("TILEC_PTXAS");
+    free(old);
+}
+END_TEST
+
 START_TEST(test_threads)
 {
     Work a = { "128", "tile<128xf32>", 0 }, b = { "512", "tile<512xf32>", 0 };
@@ -534,6 +571,7 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_debug_info);
     tcase_add_test(tc, test_interpret);
     tcase_add_test(tc, test_interpret_softmax);
+    tcase_add_test(tc, test_ptxas_check);
     tcase_add_test(tc, test_pass_options);
     tcase_add_test(tc, test_auto_tiles);
     tcase_add_test(tc, test_bad_pass_options);

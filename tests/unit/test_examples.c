@@ -72,12 +72,7 @@ static bool prog_load(Prog *p, const char *file, const char *kernel, const FeDef
         kit_print_diag(&p->d);
         return false;
     }
-    PassCtx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.diag = &p->d;
-    ctx.target = tc_target("sm_90a");
-    ctx.opt_level = 2;
-    ctx.verify_each = true;
+    PassCtx ctx = kit_pass_ctx(&p->d, "sm_90a");
     if (passes_run(p->m, &ctx) || ir_verify(p->m, "the pass pipeline", &p->d)) {
         kit_print_diag(&p->d);
         return false;

@@ -101,16 +101,7 @@ static void grid1(Kit *k, ValId (*g0)(Kit *))
     k->b = saved;
 }
 
-static InterpArg targ1(void *data, int64_t n)
-{
-    InterpArg a;
-    memset(&a, 0, sizeof a);
-    a.data = data;
-    a.rank = 1;
-    a.shape[0] = n;
-    a.strides[0] = 1;
-    return a;
-}
+static InterpArg targ1(void *data, int64_t n) { return kit_tensor1(data, n); }
 
 static InterpArg targ2(void *data, int64_t m, int64_t n)
 {

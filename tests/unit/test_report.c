@@ -290,7 +290,7 @@ START_TEST(report_without_ptx_or_ptxas)
 {
     Arena *a = arena_new();
     StrBuf sb = { 0 };
-    tc_report_resources(a, &sb, "sm_90a", meta2, NULL);
+    tc_report_resources(a, &sb, "sm_90a", meta2, NULL, NULL);
     ck_assert_ptr_nonnull(strstr(sb.buf, "kernel a (sm_90a)\n  threads: 128 per block (4 warps)\n"));
     ck_assert_ptr_nonnull(strstr(sb.buf, "kernel b (sm_90a)\n  threads: 32 per block (1 warp)\n"));
     ck_assert_ptr_nonnull(strstr(sb.buf, "registers: unknown (no PTX was produced"));
@@ -300,12 +300,12 @@ START_TEST(report_without_ptx_or_ptxas)
     sb_free(&sb);
     char *old = getenv("TILEC_PTXAS") ? strdup(getenv("TILEC_PTXAS")) : NULL;
     setenv("TILEC_PTXAS", "/nonexistent/ptxas", 1);
-    tc_report_resources(a, &sb, "sm_90a", meta2, ".entry a");
+    tc_report_resources(a, &sb, "sm_90a", meta2, ".entry a", NULL);
     ck_assert_ptr_nonnull(strstr(sb.buf, "registers: unknown (ptxas not found; set TILEC_PTXAS)"));
     sb_free(&sb);
     old ? setenv("TILEC_PTXAS", old, 1) : unsetenv("TILEC_PTXAS");
     free(old);
-    tc_report_resources(a, &sb, "sm_90a", NULL, NULL);
+    tc_report_resources(a, &sb, "sm_90a", NULL, NULL, NULL);
     ck_assert_ptr_nonnull(strstr(sb.buf, "no kernels compiled"));
     sb_free(&sb);
     arena_free(a);

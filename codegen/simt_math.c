@@ -1,0 +1,101 @@
+/* simt_math.c - the float math ops on one f32 element: which hardware
+ * approximation (the target's MUFU hooks: ex2, lg2, rsqrt, tanh, sin, cos)
+ * or which formula over them each op lowers to, and so its accuracy, which
+ * docs/language.md ("Accuracy of the math ops") states per op. f16, bf16
+ * and f64 operands are converted to f32 and back by the caller
+ * (lower_simt.c), except where that file computes in f64 exactly (sqrt,
+ * floor, ceil, round). The interpreter (ir/elem_math.c) is the reference.
+ */
+#include "cg_internal.h"
+
+static LLVMValueRef fconst(Cg *cg, double v) { return LLVMConstReal(cg->t_f32, v); }
+
+static LLVMValueRef fmul(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(cg->b, a, b, ""); }
+static LLVMValueRef fadd(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(cg->b, a, b, ""); }
+
+/* c[0] + x (c[1] + x (c[2] + ...)), n coefficients. */
+static LLVMValueRef horner(Cg *cg, LLVMValueRef x, const double *c, int n)
+{
+    LLVMValueRef r = fconst(cg, c[n - 1]);
+    for (int i = n - 2; i >= 0; i--)
+        r = fadd(cg, fmul(cg, r, x), fconst(cg, c[i]));
+    return r;
+}
+
+/* e^x as 2^(x log2 e) on the MUFU. */
+static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x)
+{
+    return cg->tg->exp2_f32(cg, fmul(cg, x, fconst(cg, 1.4426950408889634)));
+}
+
+/* 1 / x with the `afn` flag: rcp.approx.f32 (at most 1 ulp off). */
+static LLVMValueRef recip(Cg *cg, LLVMValueRef x) { return cg_approx(LLVMBuildFDiv(cg->b, fconst(cg, 1.0), x, "")); }
+
+/* erf: for |x| < 0.5 the odd Taylor series to x^13 (truncation below 2^-28
+ * relative there); else 1 - t P(t) e^(-x^2), t = 1 / (1 + 0.3275911 |x|)
+ * (Abramowitz & Stegun 7.1.26, absolute error below 1.5e-7), with x's sign. */
+static LLVMValueRef erf_f32(Cg *cg, LLVMValueRef x)
+{
+    static const double taylor[7] = { 1.1283791670955126, -0.37612638903183754, 0.11283791670955126,
+                                      -0.026866170645131252, 0.005223977625442188, -0.0008548327023450852,
+                                      0.00012055332981789664 };
+    static const double as[6] = { 0.0, 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429 };
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef x2 = fmul(cg, x, x);
+    LLVMValueRef small = fmul(cg, x, horner(cg, x2, taylor, 7));
+    LLVMValueRef ax = cg_call1(cg, "llvm.fabs.f32", cg->t_f32, x);
+    LLVMValueRef t = recip(cg, fadd(cg, fconst(cg, 1.0), fmul(cg, ax, fconst(cg, 0.3275911))));
+    LLVMValueRef tail = fmul(cg, horner(cg, t, as, 6), exp_f32(cg, LLVMBuildFNeg(b, x2, "")));
+    LLVMValueRef big = LLVMBuildFSub(b, fconst(cg, 1.0), tail, "");
+    LLVMValueRef sargs[2] = { big, x };
+    big = cg_call(cg, "llvm.copysign.f32", cg->t_f32, sargs, 2);
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, ax, fconst(cg, 0.5), ""), small, big, "");
+}
+
+/* 1 / (1 + e^-x): 0 below x = -87 (where 1 + e^-x passes 2^126). */
+static LLVMValueRef sigmoid_f32(Cg *cg, LLVMValueRef x)
+{
+    return recip(cg, fadd(cg, fconst(cg, 1.0), exp_f32(cg, LLVMBuildFNeg(cg->b, x, ""))));
+}
+
+LLVMValueRef cg_math_f32(Cg *cg, OpCode code, LLVMValueRef x)
+{
+    const Target *tg = cg->tg;
+    switch (code) {
+    case OP_EXP2: return tg->exp2_f32(cg, x);
+    case OP_EXP: return exp_f32(cg, x);
+    case OP_LOG2: return tg->log2_f32(cg, x);
+    case OP_LOG: return fmul(cg, tg->log2_f32(cg, x), fconst(cg, 0.6931471805599453));
+    case OP_SQRT: return cg_call1(cg, "llvm.sqrt.f32", cg->t_f32, x);
+    case OP_RSQRT: return tg->rsqrt_f32(cg, x);
+    case OP_TANH: return tg->tanh_f32(cg, x);
+    case OP_SIN: return tg->sin_f32(cg, x);
+    case OP_COS: return tg->cos_f32(cg, x);
+    case OP_ERF: return erf_f32(cg, x);
+    case OP_SIGMOID: return sigmoid_f32(cg, x);
+    case OP_FLOOR: return cg_call1(cg, "llvm.floor.f32", cg->t_f32, x);
+    case OP_CEIL: return cg_call1(cg, "llvm.ceil.f32", cg->t_f32, x);
+    case OP_ROUND: return cg_call1(cg, "llvm.roundeven.f32", cg->t_f32, x);
+    default: return x;
+    }
+}
+
+/* x^y = 2^(y log2|x|) on the MUFU, with C's special cases: |x| = 1 gives
+ * magnitude 1, a negative x needs an integer y (else NaN) and takes the
+ * sign when y is odd, y = 0 gives 1. */
+LLVMValueRef cg_pow_f32(Cg *cg, LLVMValueRef x, LLVMValueRef y)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef one = fconst(cg, 1.0);
+    LLVMValueRef ax = cg_call1(cg, "llvm.fabs.f32", cg->t_f32, x);
+    LLVMValueRef r = cg->tg->exp2_f32(cg, fmul(cg, y, cg->tg->log2_f32(cg, ax)));
+    r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, ax, one, ""), one, r, "");
+    LLVMValueRef half = fmul(cg, y, fconst(cg, 0.5));
+    LLVMValueRef yint = LLVMBuildFCmp(b, LLVMRealOEQ, cg_call1(cg, "llvm.floor.f32", cg->t_f32, y), y, "");
+    LLVMValueRef yodd = LLVMBuildAnd(b, yint, LLVMBuildFCmp(b, LLVMRealUNE,
+                                     cg_call1(cg, "llvm.floor.f32", cg->t_f32, half), half, ""), "");
+    LLVMValueRef neg = LLVMBuildSelect(b, yint, LLVMBuildSelect(b, yodd, LLVMBuildFNeg(b, r, ""), r, ""),
+                                       fconst(cg, __builtin_nan("")), "");
+    r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fconst(cg, 0.0), ""), neg, r, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, y, fconst(cg, 0.0), ""), one, r, "");
+}
