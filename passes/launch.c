@@ -133,7 +133,7 @@ static void take_ops(Func *f, int from, Block *dst)
 }
 
 /* Grid (X, Y, 1) -> (G, X, Y / G), G = divisor(Y, max(1, 256 / X)). */
-static void longest_first(Func *f, Op *gy)
+static void longest_first(Func *f, Op *gy, const IdOps *ids)
 {
     Builder g = ir_builder_before(f, gy);
     ValId gx_ = gy->args[0], gy_ = gy->args[1];
@@ -145,8 +145,6 @@ static void longest_first(Func *f, Op *gy)
     gy->args[1] = gx_;
     gy->args[2] = nz;
 
-    IdOps ids = { .n = 0 };
-    ir_walk(f, &f->body, id_visit, &ids);
     Block pre = { 0 };
     Builder b = ir_builder_at_end(f, &pre);
     b.loc = f->loc;
@@ -157,7 +155,7 @@ static void longest_first(Func *f, Op *gy)
     ValId bid[3] = { op2(&b, OP_SUB, op2(&b, OP_SUB, nby, one_b), by), op2(&b, OP_ADD, op2(&b, OP_MUL, bz, nbx), bx),
                      zero };
     ValId nb[3] = { nby, op2(&b, OP_MUL, nbx, nbz), one_b };
-    replace_ids(f, &ids, bid, nb);
+    replace_ids(f, ids, bid, nb);
     for (int i = pre.nops - 1; i >= 0; i--)
         ir_block_insert(f, &f->body, 0, pre.ops[i]);
 }
@@ -165,10 +163,8 @@ static void longest_first(Func *f, Op *gy)
 /* Grid (X, Y, 1) -> (min(SMs, X * Y), 1, 1), the body a loop over the
  * tiles t = block.x, block.x + num_blocks.x, ... < X * Y, with x = t % X
  * and y = t / X. */
-static void make_persistent(Func *f, Op *gy, int64_t sms)
+static void make_persistent(Func *f, Op *gy, int64_t sms, const IdOps *ids)
 {
-    IdOps ids = { .n = 0 };
-    ir_walk(f, &f->body, id_visit, &ids);
     Block rest = { 0 };
     take_ops(f, 0, &rest);
     /* X and Y computed again in the body, from the dims, as the grid does. */
@@ -192,7 +188,7 @@ static void make_persistent(Func *f, Op *gy, int64_t sms)
         ir_block_append(f, lb, rest.ops[i]);
     Builder end = ir_builder_at_end(f, lb);
     ir_build(&end, OP_YIELD, NULL, 0, NULL, 0);
-    replace_ids(f, &ids, bid, nb);
+    replace_ids(f, ids, bid, nb);
 
     Builder g = ir_builder_before(f, gy);
     ValId gtotal = op2(&g, OP_MUL, gy->args[0], gy->args[1]);
@@ -255,14 +251,14 @@ static void launch_kernel(Func *f, PassCtx *ctx)
     ir_walk(f, &f->body, id_visit, &ids);
     bool few_ids = ids.n < (int)TC_COUNTOF(ids.ops);
     if (ls.triangle && plain && few_ids) {
-        longest_first(f, gy);
+        longest_first(f, gy, &ids);
         pass_note(ctx, "@%s: the loop's trip count grows with block.x: grid (G, X, Y / G), G of Y at a time "
                   "(about 256 blocks), the longest loops first", f->name);
     } else if (ls.triangle) {
         pass_note(ctx, "@%s: the loop's trip count grows with block.x, but the grid is not (X, Y, 1): order kept",
                   f->name);
     } else if (pass_chain_persistent(&ci, ctx, n, nk) && plain && few_ids) {
-        make_persistent(f, gy, ctx->sms);
+        make_persistent(f, gy, ctx->sms, &ids);
         pass_note(ctx, "@%s: persistent: min(%lld, tiles) blocks loop over the tiles (256 rows, %lld x %lld)",
                   f->name, (long long)ctx->sms, (long long)n, (long long)nk);
     }

@@ -35,6 +35,19 @@ static const PassOptionInfo *find(const char *name, size_t n)
     return NULL;
 }
 
+/* The decimal integer of the n bytes at s, within [min, max]. */
+static bool parse_int(const char *s, size_t n, long long min, long long max, long long *v)
+{
+    char num[32], *stop = NULL;
+    if (n == 0 || n >= sizeof num)
+        return false;
+    memcpy(num, s, n);
+    num[n] = 0;
+    errno = 0;
+    *v = strtoll(num, &stop, 10);
+    return !*stop && !errno && *v >= min && *v <= max;
+}
+
 int pass_options_parse(const char *list, PassOptions *out, StrBuf *err)
 {
     memset(out, 0, sizeof *out);
@@ -50,17 +63,9 @@ int pass_options_parse(const char *list, PassOptions *out, StrBuf *err)
             sb_puts(err, ")");
             return 1;
         }
-        char num[32];
         size_t vn = len - (size_t)(eq + 1 - p);
-        char *stop = NULL;
         long long v = 0;
-        errno = 0;
-        if (vn > 0 && vn < sizeof num) {
-            memcpy(num, eq + 1, vn);
-            num[vn] = 0;
-            v = strtoll(num, &stop, 10);
-        }
-        if (vn == 0 || vn >= sizeof num || *stop || errno || v < o->min || v > o->max) {
+        if (!parse_int(eq + 1, vn, o->min, o->max, &v)) {
             sb_printf(err, "pass option %s takes an integer (%s) from %lld to %lld, not '%.*s'", o->name, o->type,
                       (long long)o->min, (long long)o->max, (int)vn, eq + 1);
             return 1;
@@ -83,17 +88,8 @@ int pass_dims_parse(const char *list, PassDims *out, StrBuf *err)
         for (size_t i = 0; i < nl && name_ok; i++)
             name_ok = p[i] == '_' || (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
                       (i > 0 && p[i] >= '0' && p[i] <= '9');
-        char num[32];
-        size_t vn = eq ? len - nl - 1 : 0;
-        char *stop = NULL;
         long long v = 0;
-        errno = 0;
-        if (eq && vn > 0 && vn < sizeof num) {
-            memcpy(num, eq + 1, vn);
-            num[vn] = 0;
-            v = strtoll(num, &stop, 10);
-        }
-        if (!eq || !name_ok || vn == 0 || vn >= sizeof num || *stop || errno || v < 1 || v > INT_MAX) {
+        if (!eq || !name_ok || !parse_int(eq + 1, len - nl - 1, 1, INT_MAX, &v)) {
             sb_printf(err, "bad dim size '%.*s': expected NAME=VALUE with a dim name and a size from 1 to %d",
                       (int)(len > 64 ? 64 : len), p, INT_MAX);
             return 1;

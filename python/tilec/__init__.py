@@ -340,7 +340,27 @@ class Kernel:
             raise _rt_error(st)
 
 
-class Module:
+class KernelSet:
+    """Kernels by name: mod["NAME"] and mod.NAME, for a module whose
+    .kernels each have a .name (Module, InterpModule)."""
+
+    def __getitem__(self, name):
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError("no kernel %r (the module has: %s)"
+                       % (name, ", ".join(k.name for k in self.kernels)))
+
+    def __getattr__(self, name):
+        if name.startswith("_") or "kernels" not in self.__dict__:
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError as e:
+            raise AttributeError(str(e)) from None
+
+
+class Module(KernelSet):
     """Compiled PTX + metadata: one or more kernels. Callable when it holds
     exactly one kernel. The PTX is loaded onto the GPU at the first launch."""
 
@@ -374,21 +394,6 @@ class Module:
                 raise _rt_error(st)
             self._handle = h
         return _lib.tilert().tilert_module_kernel_at(self._handle, i)
-
-    def __getitem__(self, name):
-        for k in self.kernels:
-            if k.name == name:
-                return k
-        raise KeyError("no kernel %r (the module has: %s)"
-                       % (name, ", ".join(k.name for k in self.kernels)))
-
-    def __getattr__(self, name):
-        if name.startswith("_") or "kernels" not in self.__dict__:
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError as e:
-            raise AttributeError(str(e)) from None
 
     def __call__(self, *args, stream=None):
         if len(self.kernels) != 1:

@@ -12,7 +12,7 @@ patterns of a bf16 / f16 param, an 8-bit one as fp8 or bool.
 import ctypes
 import numbers
 
-from . import _lib
+from . import _lib, KernelSet   # tilec/__init__.py imports this module last
 
 # numpy typestr kind + item size, and buffer-protocol formats, -> tilec dtype
 _TYPESTR = {"f2": "f16", "f4": "f32", "f8": "f64", "i1": "i8", "i2": "i16", "i4": "i32", "i8": "i64",
@@ -155,7 +155,7 @@ class InterpKernel:
             lib.tilec_result_free(out)
 
 
-class InterpModule:
+class InterpModule(KernelSet):
     """What tilec.compile(..., interpret=True) returns: the kernels' Tile IR
     (.tir, after the passes for .arch) and kernels that run in the
     interpreter. Callable when it holds one kernel; else mod.NAME(...) or
@@ -172,20 +172,6 @@ class InterpModule:
         lib = getattr(self, "_lib", None)
         if lib is not None:
             lib.tilec_result_free(self._res)
-
-    def __getitem__(self, name):
-        for k in self.kernels:
-            if k.name == name:
-                return k
-        raise KeyError("no kernel %r (the module has: %s)" % (name, ", ".join(k.name for k in self.kernels)))
-
-    def __getattr__(self, name):
-        if name.startswith("_") or "kernels" not in self.__dict__:
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError as e:
-            raise AttributeError(str(e)) from None
 
     def __call__(self, *args):
         if len(self.kernels) != 1:
