@@ -121,7 +121,33 @@ typedef struct Cg {
      * (xfer_groups, lower_xfer.c) instead of the block's. */
     bool groups_apart, xfer_groups;
     struct CgDebug *dbg;        /* line information (debug_loc.c); NULL: none */
+    /* Warp-specialized kernels (lower_ws.c): the kernel's plan (NULL: no
+     * roles), and the role being lowered: its named barrier and threads
+     * (role_threads 0: not in a role, barriers meet the whole block) and
+     * whether this thread leads it (i1: the role's thread 0). */
+    struct CgWs *ws;
+    int role_bar, role_threads;
+    LLVMValueRef role_leader;
 } Cg;
+
+/* ---- lower_ws.c: warp-specialized kernels (roles, barrier rings, TMA) ---- */
+/* Before the signature: finds the kernel's roles, rings and tensor maps
+ * (Cg.ws; NULL without roles). Returns errors. */
+int cg_ws_plan(Cg *cg, Func *f);
+int cg_ws_nwarps(const Cg *cg);           /* every role's warps (0: no roles) */
+int cg_ws_nparams(const Cg *cg);          /* hidden tensor-map params after the dims */
+LLVMTypeRef cg_ws_param_type(Cg *cg);
+void cg_ws_bind(Cg *cg, unsigned first);  /* the hidden params start at param index `first` */
+void cg_ws_meta(Cg *cg, StrBuf *out);     /* their `tmap` records */
+int cg_lower_ws(Cg *cg, Op *op);
+int cg_lower_ws_op(Cg *cg, Op *op);       /* NAMED_BAR, MBAR_*, TMA_LOAD */
+/* Offset in dynamic shared memory for a ring of `bytes` (lower_async.c). */
+int64_t cg_smem_place_ring(Cg *cg, Op *op, int64_t bytes);
+
+/* ---- sm90/wgmma.c: asynchronous products ---- */
+int cg_lower_dot_async(Cg *cg, Op *op);
+int cg_lower_dot_wait(Cg *cg, Op *op);
+const Layout *cg_wgmma_acc_layout(Cg *cg, int64_t m, int64_t n);
 
 /* ---- debug_loc.c: line information (-lineinfo, -g) ---- */
 typedef struct CgDebug CgDebug;

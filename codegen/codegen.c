@@ -80,6 +80,8 @@ const Target *cg_family(TargetFamily f)
     switch (f) {
     case TF_SM80:
         return &cg_family_sm80;
+    case TF_SM90:
+        return &cg_family_sm90;
     }
     return NULL;
 }
@@ -276,6 +278,8 @@ static LLVMTypeRef kernel_type(Cg *cg, Func *f)
     }
     for (int i = 0; i < f->ndims && n < 127; i++)
         pt[n++] = cg->t_i32;
+    for (int i = 0; i < cg_ws_nparams(cg) && n < 128; i++)
+        pt[n++] = cg_ws_param_type(cg);
     return LLVMFunctionType(cg->t_void, pt, (unsigned)n, 0);
 }
 
@@ -311,6 +315,7 @@ static void bind_params(Cg *cg, Func *f)
     }
     for (int i = 0; i < f->ndims; i++)
         cg->vals[f->dims[i]] = (TileVal){ .kind = TV_SCALAR, .s = LLVMGetParam(fn, k++) };
+    cg_ws_bind(cg, k);
     for (int i = 0; i < f->nparams; i++) {
         const Type *t = ir_type(f, f->params[i]);
         for (int d = 0; t->kind == TY_TENSOR && d < t->rank; d++)
@@ -456,6 +461,7 @@ static int emit_meta(Cg *cg, Func *f, StrBuf *out)
         }
         sb_puts(out, " align 16\n");
     }
+    cg_ws_meta(cg, out);
     int e = emit_grid(cg, f, out);
     sb_puts(out, "end\n");
     return e;
@@ -496,6 +502,12 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     bool mma = sc->kind != SCHED_SIMT;
     cg->mma_rows_only = sc->kind == SCHED_CHAIN;
     cg->nwarps = sc->warps;
+    if (cg_ws_plan(cg, f))
+        return 1;
+    if (cg->ws) {   /* the roles' warps; .minnctapersm 1 so that ptxas knows the registers at entry */
+        cg->nwarps = cg_ws_nwarps(cg);
+        cg->mma_rows_only = false;
+    }
     cg->smem = NULL;
     cg->smem_bytes = 0;
     cg->epoch = cg->depth = 0;
@@ -506,7 +518,7 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
-    cg->minct = sc->min_blocks;
+    cg->minct = cg->ws ? 1 : sc->min_blocks;
     if (cg->minct > 0) {
         char mc[16];
         snprintf(mc, sizeof mc, "%d", cg->minct);

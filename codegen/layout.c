@@ -357,6 +357,16 @@ Layout layout_mma_acc(int64_t m, int64_t n, int wm, int wn, int nwarps)
     return l;
 }
 
+Layout layout_wgmma_acc(int64_t m, int64_t n, int nwarps)
+{
+    Layout l = mma_base(m, n, nwarps);
+    l.rpt[0] = 2;
+    l.wpc[0] = nwarps;
+    l.rpt[1] = (int)(n / 8);
+    l.wpc[1] = 1;
+    return l;
+}
+
 Layout layout_mma_a(int64_t m, int64_t k, int wm, int nwarps)
 {
     Layout l = mma_base(m, k, nwarps);

@@ -93,6 +93,13 @@ int layout_vec(const Layout *l);
 void layout_mma_warps(int64_t m, int64_t n, int nwarps, int *wm, int *wn);
 /* Needs m % (16 wm) == 0 and n % (16 wn) == 0. */
 Layout layout_mma_acc(int64_t m, int64_t n, int wm, int wn, int nwarps);
+/* The accumulator [m, n] of wgmma m64nNk16 products over nwarps / 4 warp
+ * groups: warp w holds rows 16w .. 16w + 15 of every 16 * nwarps rows
+ * (warp group g the m64 blocks at 64g + 16 * nwarps * i), each row's
+ * fragments as mma.sync's c0..c3 per n8 tile: layout_mma_acc_reg(l, i, j,
+ * q) is register q of n8 tile j in the i-th row block. Needs
+ * m % (16 * nwarps) == 0 and n % 8 == 0. */
+Layout layout_wgmma_acc(int64_t m, int64_t n, int nwarps);
 /* A operand [m, k] of the warp grid's row blocks (replicated over wn). */
 Layout layout_mma_a(int64_t m, int64_t k, int wm, int nwarps);
 /* The three per-fragment register numbers of an accumulator layout:

@@ -85,6 +85,10 @@ typedef struct EndCtx { int64_t end, autoend; } EndCtx;
 static bool end_visit(Func *f, Op *op, void *ctx)
 {
     EndCtx *e = ctx;
+    if (op->code == OP_MBAR_ALLOC) {   /* rings: 8 bytes a slot, placed after the buffers */
+        e->autoend = align_up(e->autoend, 8) + 8 * ir_type(f, op->res[0])->shape[0];
+        return true;
+    }
     if (op->code != OP_SMEM_ALLOC)
         return true;
     const Type *t = ir_type(f, op->res[0]);
@@ -104,6 +108,14 @@ int64_t cg_smem_buffers_end(Cg *cg, Func *f)
     ir_walk(f, &f->body, end_visit, &e);
     cg->smem_auto = align_up(e.end, 1024);
     return e.autoend ? cg->smem_auto + e.autoend : e.end;
+}
+
+int64_t cg_smem_place_ring(Cg *cg, Op *op, int64_t bytes)
+{
+    (void)op;
+    int64_t off = align_up(cg->smem_auto, 8);
+    cg->smem_auto = off + bytes;
+    return off;
 }
 
 int cg_lower_smem_alloc(Cg *cg, Op *op)
@@ -611,7 +623,7 @@ static bool use_visit(Func *f, Op *op, void *ctx)
     for (int i = 0; i < op->nargs && u->ok; i++) {
         if (op->args[i] != u->v)
             continue;
-        if (op->code == OP_DOT && i < 2)
+        if ((op->code == OP_DOT || op->code == OP_DOT_ASYNC) && i < 2)
             continue;
         u->ok = op->code == OP_TRANS && dot_only(f, op->res[0]);
     }

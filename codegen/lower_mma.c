@@ -70,7 +70,7 @@ static Op *dot_source(Func *f, ValId v, int depth)
     Op *def = ir_val(f, v)->def;
     if (!def || depth > 8)
         return NULL;
-    if (def->code == OP_DOT)
+    if (def->code == OP_DOT || def->code == OP_DOT_WAIT)
         return def;
     if (def->code == OP_IF) {   /* a guarded mask (mask_split): either arm's value */
         for (int g = 0; g < 2; g++) {
@@ -100,6 +100,8 @@ const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i)
     if (!def || !type_same_shape(ir_type(cg->f, def->res[0]), ir_type(cg->f, y->args[i])))
         return NULL;
     const Type *t = ir_type(cg->f, def->res[0]);
+    if (def->code == OP_DOT_WAIT)   /* an asynchronous product's accumulator */
+        return cg_wgmma_acc_layout(cg, t->shape[0], t->shape[1]);
     if (t->rank != 2 || t->shape[0] % 16 || t->shape[1] % 16)
         return NULL;
     int wm, wn;

@@ -267,12 +267,15 @@ static int lower_op(Cg *cg, Op *op)
     case OP_FOR: return lower_for(cg, op);
     case OP_IF: return lower_if(cg, op);
     case OP_YIELD: return 0;   /* read by the parent FOR / IF */
-    case OP_WS: case OP_NAMED_BAR: case OP_MBAR_ALLOC: case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE: case OP_MBAR_WAIT:
-    case OP_TMA_LOAD: case OP_DOT_ASYNC: case OP_DOT_WAIT: case OP_CONVERT_LAYOUT:
-        /* the schedule's ops: interpreted and checked, not lowered yet */
-        diag_error(cg->d, op->loc, "'%s' (a schedule op) has no lowering for %s in this version; the interpreter "
-                   "runs it", op_info[op->code].name, cg->ti->name);
-        return 1;
+    case OP_WS: return cg_lower_ws(cg, op);
+    case OP_NAMED_BAR: case OP_MBAR_ALLOC: case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE: case OP_MBAR_WAIT:
+    case OP_TMA_LOAD:
+        return cg_lower_ws_op(cg, op);
+    case OP_DOT_ASYNC: return cg_lower_dot_async(cg, op);
+    case OP_DOT_WAIT: return cg_lower_dot_wait(cg, op);
+    case OP_CONVERT_LAYOUT:   /* the value is unchanged; its users pick the registers they need */
+        cg->vals[op->res[0]] = cg->vals[op->args[0]];
+        return 0;
     case OP_COUNT: break;
     }
     diag_internal(cg->d, op->loc, "op '%s' has no lowering", op->code < OP_COUNT ? op_info[op->code].name : "?");

@@ -36,6 +36,28 @@ typedef struct Target {
     void (*cp_async16)(struct Cg *cg, LLVMValueRef sptr, LLVMValueRef gptr, LLVMValueRef src_bytes);
     void (*async_commit)(struct Cg *cg);
     void (*async_wait)(struct Cg *cg, int pending);
+    /* ---- Hopper (the sm90 family; NULL in families without them) ---- */
+    /* mbarriers in shared memory (bar: ptr addrspace(3) of the 8-byte word). */
+    void (*mbar_init)(struct Cg *cg, LLVMValueRef bar, int count);
+    void (*mbar_init_fence)(struct Cg *cg);
+    void (*mbar_arrive)(struct Cg *cg, LLVMValueRef bar);
+    void (*mbar_expect_tx)(struct Cg *cg, LLVMValueRef bar, int64_t bytes);   /* arrive.expect_tx */
+    void (*mbar_wait)(struct Cg *cg, LLVMValueRef bar, LLVMValueRef parity);  /* until that phase completed */
+    /* TMA tile copy of one box into shared memory (coords i32, innermost
+     * first; tmap: the generic address of the tensor map). */
+    void (*tma_load)(struct Cg *cg, int rank, LLVMValueRef dst, LLVMValueRef tmap, LLVMValueRef *coords,
+                     LLVMValueRef bar);
+    void (*named_bar)(struct Cg *cg, int id, int threads, bool arrive);
+    void (*setmaxnreg)(struct Cg *cg, int regs, bool inc);
+    /* wgmma: fence, commit_group, wait_group, and m64nNk16 with both
+     * operands in shared memory (i64 descriptors), acc[N/2] f32 in and out. */
+    void (*wgmma_fence)(struct Cg *cg);
+    void (*wgmma_commit)(struct Cg *cg);
+    void (*wgmma_wait)(struct Cg *cg, int pending);
+    void (*wgmma_ss)(struct Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef desc_b, bool tnsp_a,
+                     bool tnsp_b, LLVMValueRef *acc);
+    /* An f32 register tied to the asm stream (orders it against the wgmma ops). */
+    LLVMValueRef (*fence_f32)(struct Cg *cg, LLVMValueRef x);
 } Target;
 
 /* The hooks of a family (NULL if this build has none for it). */
@@ -56,5 +78,6 @@ void cg_tg_cp_async16(struct Cg *cg, LLVMValueRef sptr, LLVMValueRef gptr, LLVMV
 void cg_tg_async_commit(struct Cg *cg);
 void cg_tg_async_wait(struct Cg *cg, int pending);
 extern const Target cg_family_sm80;   /* sm80/hooks.c */
+extern const Target cg_family_sm90;   /* sm90/hooks.c */
 
 #endif

@@ -21,6 +21,7 @@ enum {
 /* The lowering family a target's code generator uses (codegen/<family>/). */
 typedef enum TargetFamily {
     TF_SM80,                   /* SIMT + mma.sync + cp.async: codegen/sm80/ */
+    TF_SM90,                   /* sm80 + TMA, mbarriers, setmaxnreg, wgmma: codegen/sm90/ */
 } TargetFamily;
 
 /* Per-SM and per-block resources, as the CUDA occupancy calculator uses

@@ -39,7 +39,7 @@ static const TargetInfo targets[] = {
       .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16,
       .lim = HOPPER_LIMITS },
     { .name = "sm_90a", .llvm_cpu = "sm_90a", .llvm_features = "+ptx80", .sm = 90, .arch_specific = true,
-      .family = TF_SM80, .mma = TC_MMA_SYNC | TC_MMA_WGMMA, .cp_async = true, .tma = true, .clusters = true,
+      .family = TF_SM90, .mma = TC_MMA_SYNC | TC_MMA_WGMMA, .cp_async = true, .tma = true, .clusters = true,
       .setmaxnreg = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
     { .name = "sm_100a", .llvm_cpu = "sm_100a", .llvm_features = "+ptx86", .sm = 100, .arch_specific = true,
       .family = TF_SM80, .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,

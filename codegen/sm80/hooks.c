@@ -39,8 +39,15 @@ LLVMValueRef cg_tg_rsqrt_approx(Cg *cg, LLVMValueRef x)
     return cg_call1(cg, "llvm.nvvm.rsqrt.approx.ftz.f", cg->t_f32, x);
 }
 
+/* Inside a warp-specialized role (Cg.role_threads) the role's threads meet
+ * on its own named barrier; elsewhere the whole block on barrier 0. */
 void cg_tg_bar_sync(Cg *cg)
 {
+    if (cg->role_threads > 0) {
+        LLVMValueRef a[2] = { cg_i32(cg, cg->role_bar), cg_i32(cg, cg->role_threads) };
+        cg_call(cg, "llvm.nvvm.barrier.cta.sync.aligned.count", cg->t_void, a, 2);
+        return;
+    }
     LLVMValueRef zero = LLVMConstInt(cg->t_i32, 0, 0);
     cg_call(cg, "llvm.nvvm.barrier.cta.sync.aligned.all", cg->t_void, &zero, 1);
 }

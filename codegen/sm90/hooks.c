@@ -1,0 +1,177 @@
+/* sm90/hooks.c - the lowering hooks of the sm90 family (target.h): the
+ * sm80 family's SIMT, mma.sync and cp.async hooks, plus what Hopper adds:
+ * mbarriers with transaction counts, TMA tensor copies, named barriers,
+ * setmaxnreg and wgmma.mma_async. Each is one PTX instruction in inline
+ * assembly (LLVM 22 has no intrinsic for wgmma.mma_async; the others are
+ * kept beside it in one form, each with its exact PTX text). Shared
+ * addresses are 32-bit (.shared window), taken from ptr addrspace(3). */
+#include "../cg_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* An inline-asm call with side effects and a memory clobber (every one
+ * here orders shared-memory traffic). ret NULL: void. */
+static LLVMValueRef asm_call(Cg *cg, LLVMTypeRef ret, const char *code, const char *cons, LLVMValueRef *args,
+                             int n)
+{
+    LLVMTypeRef pt[8];
+    for (int i = 0; i < n; i++)
+        pt[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef fty = LLVMFunctionType(ret ? ret : cg->t_void, pt, (unsigned)n, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, strlen(code), (char *)cons, strlen(cons), 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(cg->b, fty, as, args, (unsigned)n, "");
+}
+
+/* The 32-bit .shared address of a ptr addrspace(3). */
+static LLVMValueRef saddr(Cg *cg, LLVMValueRef p)
+{
+    return LLVMBuildPtrToInt(cg->b, p, cg->t_i32, "");
+}
+
+static void mbar_init(Cg *cg, LLVMValueRef bar, int count)
+{
+    LLVMValueRef a[2] = { saddr(cg, bar), cg_i32(cg, count) };
+    asm_call(cg, NULL, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
+}
+
+/* The barriers' initialisation visible to the async proxy (TMA) and to
+ * every thread after the next block barrier. */
+static void mbar_init_fence(Cg *cg)
+{
+    asm_call(cg, NULL, "fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;", "~{memory}",
+             NULL, 0);
+}
+
+static void mbar_arrive(Cg *cg, LLVMValueRef bar)
+{
+    LLVMValueRef a = saddr(cg, bar);
+    asm_call(cg, NULL, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &a, 1);
+}
+
+static void mbar_expect_tx(Cg *cg, LLVMValueRef bar, int64_t bytes)
+{
+    LLVMValueRef a[2] = { saddr(cg, bar), cg_i32(cg, bytes) };
+    asm_call(cg, NULL, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", a, 2);
+}
+
+/* Blocks until the phase of parity `parity` (i32 0/1) has completed. */
+static void mbar_wait(Cg *cg, LLVMValueRef bar, LLVMValueRef parity)
+{
+    LLVMValueRef a[2] = { saddr(cg, bar), parity };
+    asm_call(cg, NULL,
+             "{\n\t.reg .pred p;\n\tTILEC_WAIT:\n\t"
+             "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n\t"
+             "@!p bra TILEC_WAIT;\n\t}",
+             "r,r,~{memory}", a, 2);
+}
+
+/* One TMA tile copy global -> shared of a box of a rank-`rank` tensor map
+ * (coords innermost first), completing its bytes on mbarrier `bar`. */
+static void tma_load(Cg *cg, int rank, LLVMValueRef dst, LLVMValueRef tmap, LLVMValueRef *coords, LLVMValueRef bar)
+{
+    StrBuf code = { 0 };
+    sb_printf(&code, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {",
+              rank);
+    for (int i = 0; i < rank; i++)
+        sb_printf(&code, "%s$%d", i ? ", " : "", 3 + i);
+    sb_puts(&code, "}], [$2];");
+    LLVMValueRef a[8] = { saddr(cg, dst), tmap, saddr(cg, bar) };
+    char cons[64] = "r,l,r";
+    for (int i = 0; i < rank; i++) {
+        a[3 + i] = coords[i];
+        strcat(cons, ",r");
+    }
+    strcat(cons, ",~{memory}");
+    asm_call(cg, NULL, code.buf, cons, a, 3 + rank);
+    sb_free(&code);
+}
+
+static void named_bar(Cg *cg, int id, int threads, bool arrive)
+{
+    LLVMValueRef a[2] = { cg_i32(cg, id), cg_i32(cg, threads) };
+    asm_call(cg, NULL, arrive ? "bar.arrive $0, $1;" : "bar.sync $0, $1;", "r,r,~{memory}", a, 2);
+}
+
+static void setmaxnreg(Cg *cg, int regs, bool inc)
+{
+    char code[64];
+    snprintf(code, sizeof code, "setmaxnreg.%s.sync.aligned.u32 %d;", inc ? "inc" : "dec", regs);
+    asm_call(cg, NULL, code, "~{memory}", NULL, 0);
+}
+
+static void wgmma_fence(Cg *cg) { asm_call(cg, NULL, "wgmma.fence.sync.aligned;", "~{memory}", NULL, 0); }
+static void wgmma_commit(Cg *cg) { asm_call(cg, NULL, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0); }
+
+static void wgmma_wait(Cg *cg, int pending)
+{
+    char code[64];
+    snprintf(code, sizeof code, "wgmma.wait_group.sync.aligned %d;", pending);
+    asm_call(cg, NULL, code, "~{memory}", NULL, 0);
+}
+
+/* Ties an f32 register to the asm stream (CUTLASS's warpgroup_fence_operand):
+ * no use of it moves above, and no def of it below, the wgmma ops around. */
+static LLVMValueRef fence_f32(Cg *cg, LLVMValueRef x)
+{
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_f32, &cg->t_f32, 1, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)"", 0, (char *)"=f,0,~{memory}", 14, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(cg->b, fty, as, &x, 1, "");
+}
+
+/* wgmma.mma_async m64nNk16, f32 accumulators acc[N/2] (in and out), A and
+ * B from shared memory through descriptors (i64). tnsp_b: B is MN-major. */
+static void wgmma_ss(Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef desc_b, bool tnsp_a, bool tnsp_b,
+                     LLVMValueRef *acc)
+{
+    int nr = n / 2;
+    StrBuf code = { 0 }, cons = { 0 };
+    sb_printf(&code, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+              n, f16 ? "f16" : "bf16", f16 ? "f16" : "bf16");
+    for (int i = 0; i < nr; i++) {
+        sb_printf(&code, "%s$%d", i ? ", " : "", i);
+        sb_printf(&cons, "%s=f", i ? "," : "");
+    }
+    sb_printf(&code, "}, $%d, $%d, p, 1, 1, %d, %d;\n\t}", nr, nr + 1, tnsp_a ? 1 : 0, tnsp_b ? 1 : 0);
+    sb_puts(&cons, ",l,l");
+    for (int i = 0; i < nr; i++)
+        sb_printf(&cons, ",%d", i);
+    sb_puts(&cons, ",~{memory}");
+    LLVMTypeRef *ft = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)nr);
+    LLVMTypeRef *pt = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)(nr + 2));
+    LLVMValueRef *args = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(nr + 2));
+    for (int i = 0; i < nr; i++)
+        ft[i] = cg->t_f32;
+    pt[0] = pt[1] = cg->t_i64;
+    args[0] = desc_a;
+    args[1] = desc_b;
+    for (int i = 0; i < nr; i++) {
+        pt[2 + i] = cg->t_f32;
+        args[2 + i] = acc[i];
+    }
+    LLVMTypeRef rt = LLVMStructTypeInContext(cg->ctx, ft, (unsigned)nr, 0);
+    LLVMTypeRef fty = LLVMFunctionType(rt, pt, (unsigned)(nr + 2), 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, code.buf, code.len, cons.buf, cons.len, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, (unsigned)(nr + 2), "");
+    for (int i = 0; i < nr; i++)
+        acc[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
+    sb_free(&code);
+    sb_free(&cons);
+}
+
+const Target cg_family_sm90 = {
+    .family = TF_SM90,
+    .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx,
+    .tanh_f32 = cg_tg_tanh_approx, .rsqrt_f32 = cg_tg_rsqrt_approx,
+    .sin_f32 = cg_tg_sin_approx, .cos_f32 = cg_tg_cos_approx,
+    .barrier = cg_tg_bar_sync,
+    .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4, .cp_async16 = cg_tg_cp_async16,
+    .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait,
+    .mbar_init = mbar_init, .mbar_init_fence = mbar_init_fence, .mbar_arrive = mbar_arrive,
+    .mbar_expect_tx = mbar_expect_tx, .mbar_wait = mbar_wait, .tma_load = tma_load,
+    .named_bar = named_bar, .setmaxnreg = setmaxnreg,
+    .wgmma_fence = wgmma_fence, .wgmma_commit = wgmma_commit, .wgmma_wait = wgmma_wait,
+    .wgmma_ss = wgmma_ss, .fence_f32 = fence_f32,
+};

@@ -1,0 +1,142 @@
+/* sm90/wgmma.c - asynchronous products (DOT_ASYNC / DOT_WAIT) on the
+ * warp-group tensor cores: wgmma.mma_async m64nNk16 with f32 accumulators
+ * and both operands read from shared memory through descriptors.
+ *
+ * Warps: the role's warp groups (Cg.nwarps / 4 = G) share the [M, N]
+ * accumulator by m64 row blocks: warp group g takes rows 64g + 64G i
+ * (i = 0 .. M / 64G - 1), the layout layout_wgmma_acc. Per k16 step and
+ * row block, one wgmma of the whole N (N <= 256, a multiple of 8).
+ *
+ * Descriptors (fastpaths: the GmmaDescriptor bits): start address >> 4 in
+ * [0, 14), LBO >> 4 in [16, 30), SBO >> 4 in [32, 46), the swizzle mode in
+ * [62, 64) (128B 1, 64B 2, 32B 3). Buffers are [rows x W] panels of a
+ * W-byte swizzle (passes/smem_model.h), 1024-byte aligned.
+ *  - K-major (A [M, K]; B given transposed, stored [N, K]): rows of the
+ *    panel are M (or N) rows; 8-row groups SBO = 8W apart; a k16 step adds
+ *    32 bytes (16-bit elements) inside the panel, the next panel after W.
+ *  - MN-major B (stored [K, N], transposed by the instruction): LBO = the
+ *    stride between W-wide column panels (K W bytes), SBO = 8W between
+ *    8-row groups of K; a k16 step adds 16 rows (16 W bytes).
+ * The accumulator registers pass through a fence before the first wgmma
+ * and after the wait (an empty asm that ties each one), so no other
+ * instruction touches them while the products fly: ptxas would otherwise
+ * serialize the wgmma ops (warning C7515).
+ */
+#include "../cg_internal.h"
+
+#include <string.h>
+
+static int swz_mode_bits(int swz)
+{
+    return swz == SWZ_128B ? 1 : swz == SWZ_64B ? 2 : swz == SWZ_32B ? 3 : 0;
+}
+
+static int swz_w(int swz)
+{
+    return swz == SWZ_128B ? 128 : swz == SWZ_64B ? 64 : swz == SWZ_32B ? 32 : 0;
+}
+
+static LLVMValueRef desc(Cg *cg, LLVMValueRef saddr, int64_t off, int64_t lbo, int64_t sbo, int swz)
+{
+    LLVMValueRef a = LLVMBuildAdd(cg->b, saddr, cg_i32(cg, off), "");
+    a = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, a, cg_i32(cg, 4), ""), cg_i32(cg, 0x3FFF), "");
+    uint64_t hi = ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) | ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) |
+                  ((uint64_t)swz_mode_bits(swz) << 62);
+    return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, a, cg->t_i64, ""), LLVMConstInt(cg->t_i64, hi, 0), "");
+}
+
+static bool desc_ok(const SmemView *sv)
+{
+    int w = swz_w(sv->swz);
+    return w && sv->eb == 2 && (sv->cols * sv->eb) % w == 0 && sv->rows % 8 == 0;
+}
+
+const Layout *cg_wgmma_acc_layout(Cg *cg, int64_t m, int64_t n)
+{
+    return cg_layout_dup(cg, layout_wgmma_acc(m, n, cg->nwarps));
+}
+
+int cg_lower_dot_async(Cg *cg, Op *op)
+{
+    Func *f = cg->f;
+    const Type *at = ir_type(f, op->args[0]), *bt = ir_type(f, op->args[1]), *ct = ir_type(f, op->args[2]);
+    const TileVal *av = &cg->vals[op->args[0]], *bv = &cg->vals[op->args[1]];
+    DType dt = (DType)at->dtype;
+    int64_t m = at->shape[0], k = at->shape[1], n = bt->shape[1];
+    int groups = cg->nwarps / 4;
+    if (!cg->tg->wgmma_ss) {
+        diag_error(cg->d, op->loc, "asynchronous products need wgmma, which %s does not have", cg->ti->name);
+        return 1;
+    }
+    if ((dt != DT_BF16 && dt != DT_F16) || bt->dtype != dt || ct->dtype != DT_F32) {
+        diag_error(cg->d, op->loc, "wgmma takes bf16 or f16 operands with f32 accumulation here");
+        return 1;
+    }
+    if (groups < 1 || cg->nwarps % 4 || m % (64 * groups) || n % 8 || n > 256 || k % 16) {
+        diag_error(cg->d, op->loc, "wgmma product [%lld x %lld] @ [%lld x %lld] over %d warp group%s: needs M a "
+                   "multiple of 64 per warp group, N a multiple of 8 up to 256, K a multiple of 16",
+                   (long long)m, (long long)k, (long long)k, (long long)n, groups, groups == 1 ? "" : "s");
+        return 1;
+    }
+    if (av->kind != TV_SMEM || bv->kind != TV_SMEM || av->sv->trans || !desc_ok(av->sv) || !desc_ok(bv->sv)) {
+        diag_error(cg->d, op->loc, "wgmma reads both operands from swizzled shared buffers (A stored [M, K]); "
+                   "these operands are not");
+        return 1;
+    }
+    const SmemView *sa = av->sv, *sb = bv->sv;
+    const Layout *L = cg_wgmma_acc_layout(cg, m, n);
+    int nr = layout_nregs(L);
+    LLVMValueRef *src = cg_materialize(cg, &cg->vals[op->args[2]], ct, L, op->loc);
+    LLVMValueRef *acc = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nr);
+    cg->tg->wgmma_fence(cg);
+    for (int r = 0; r < nr; r++)
+        acc[r] = cg->tg->fence_f32(cg, src[r]);
+    LLVMValueRef wg = LLVMBuildLShr(cg->b, cg->warp, cg_i32(cg, 2), "");
+    LLVMValueRef abase = LLVMBuildAdd(cg->b, LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, ""),
+                                      LLVMBuildMul(cg->b, wg, cg_i32(cg, 64 * swz_w(sa->swz)), ""), "");
+    LLVMValueRef bbase = LLVMBuildPtrToInt(cg->b, sb->base, cg->t_i32, "");
+    int wa = swz_w(sa->swz), wb = swz_w(sb->swz), eb = sa->eb;
+    bool b_mn = !sb->trans;   /* stored [K, N]: MN-major */
+    int64_t reps = m / (64 * groups);
+    LLVMValueRef *frag = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / 2));
+    for (int64_t kk = 0; kk < k / 16; kk++) {
+        int64_t kb = kk * 16 * eb;
+        for (int64_t i = 0; i < reps; i++) {
+            int64_t row0 = i * 64 * groups;
+            LLVMValueRef da = desc(cg, abase, (kb / wa) * sa->rows * wa + row0 * wa + kb % wa, 16, 8 * wa, sa->swz);
+            LLVMValueRef db = b_mn ? desc(cg, bbase, kk * 16 * wb, sb->rows * wb, 8 * wb, sb->swz)
+                                   : desc(cg, bbase, (kb / wb) * sb->rows * wb + kb % wb, 16, 8 * wb, sb->swz);
+            for (int j = 0; j < n / 8; j++)
+                for (int q = 0; q < 4; q++)
+                    frag[4 * j + q] = acc[layout_mma_acc_reg(L, (int)i, j, q)];
+            cg->tg->wgmma_ss(cg, dt == DT_F16, (int)n, da, db, false, b_mn, frag);
+            for (int j = 0; j < n / 8; j++)
+                for (int q = 0; q < 4; q++)
+                    acc[layout_mma_acc_reg(L, (int)i, j, q)] = frag[4 * j + q];
+        }
+    }
+    cg->tg->wgmma_commit(cg);
+    cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = acc };
+    if (cg->report)
+        sb_printf(cg->report, "  dot_async at %d:%d: wgmma m64n%lldk16 %s, %lldx%lldx%lld over %d warp group%s, "
+                  "%lld per k step, A K-major %dB swizzle, B %s %dB swizzle\n", op->loc.line, op->loc.col,
+                  (long long)n, dt == DT_F16 ? "f16" : "bf16", (long long)m, (long long)n, (long long)k, groups,
+                  groups == 1 ? "" : "s", (long long)reps, wa, b_mn ? "MN-major" : "K-major", wb);
+    return 0;
+}
+
+int cg_lower_dot_wait(Cg *cg, Op *op)
+{
+    const TileVal *t = &cg->vals[op->args[0]];
+    if (t->kind != TV_REGS || !cg->tg->wgmma_wait) {
+        diag_internal(cg->d, op->loc, "dot_wait of something that is not an asynchronous product");
+        return 1;
+    }
+    cg->tg->wgmma_wait(cg, (int)op->iattr[0]);
+    int nr = layout_nregs(t->L);
+    LLVMValueRef *r = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nr);
+    for (int i = 0; i < nr; i++)
+        r[i] = cg->tg->fence_f32(cg, t->r[i]);
+    cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = t->L, .r = r };
+    return 0;
+}
