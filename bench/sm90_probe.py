@@ -1,11 +1,14 @@
-"""sm90_probe.py - launch a warp-specialized sm_90a GEMM PTX (tensor maps as
-__grid_constant__ params) straight through the driver API, check it against
-torch and time it against cuBLAS in the same run.
+"""sm90_probe.py - launch tilec's warp-specialized sm_90a kernels (tensor
+maps as __grid_constant__ params after the dims) straight through the
+driver API, check them against torch and time them against the torch
+peers (cuBLAS; SDPA cuDNN and flash) in the same run, interleaved.
 
-usage: python3 sm90_probe.py KERNEL.ptx KERNEL.meta [M N K ...]
-The metadata gives threads, shared memory, and the `tmap` records (tensor
-param, swizzle, box) that say which maps follow the dims."""
-import ctypes, sys, torch
+usage: python3 sm90_probe.py gemm GEMM.ptx [M N K ...]
+       python3 sm90_probe.py attn ATTN.ptx [Z H N D causal ...]
+Each PTX has its .meta beside it: threads, shared memory, params, dims,
+the grid rule and the `tmap` records (tensor param, swizzle, box)."""
+import ctypes, math, sys, torch
+import torch.nn.functional as F
 
 cu = ctypes.CDLL("libcuda.so.1")
 
@@ -15,15 +18,63 @@ def ck(r, what):
         cu.cuGetErrorString(r, ctypes.byref(s))
         raise RuntimeError(f"{what}: CUDA error {r} {s.value}")
 
-def meta(path):
-    m = {"tmaps": []}
-    for ln in open(path):
-        t = ln.split()
-        if not t: continue
-        if t[0] in ("kernel", "threads", "smem"): m[t[0]] = t[1] if t[0] == "kernel" else int(t[1])
-        if t[0] == "tmap":
-            m["tmaps"].append((t[1], {"none": 0, "32": 1, "64": 2, "128": 3}[t[3]], [int(x) for x in t[5:]]))
-    return m
+class Kernel:
+    def __init__(self, ptx):
+        m = {"tmaps": [], "params": [], "dims": []}
+        for ln in open(ptx[:-4] + ".meta"):
+            t = ln.split()
+            if not t: continue
+            if t[0] == "kernel": m["kernel"] = t[1]
+            elif t[0] in ("threads", "smem"): m[t[0]] = int(t[1])
+            elif t[0] == "dim": m["dims"].append(t[1])
+            elif t[0] == "param": m["params"].append((t[1], t[2], int(t[4]) if t[2] == "tensor" else 0, t[3]))
+            elif t[0] == "tmap":
+                m["tmaps"].append((t[1], {"none": 0, "32": 1, "64": 2, "128": 3}[t[3]], [int(x) for x in t[5:]]))
+            elif t[0] == "grid": m["grid"] = [p.split() for p in " ".join(t[1:]).split(";")]
+        self.m = m
+        torch.zeros(1, device="cuda")
+        self.mod = ctypes.c_void_p(); self.fn = ctypes.c_void_p()
+        log = ctypes.create_string_buffer(8192)
+        opts = (ctypes.c_int * 2)(5, 6)
+        vals = (ctypes.c_void_p * 2)(ctypes.cast(log, ctypes.c_void_p), ctypes.c_void_p(8192))
+        r = cu.cuModuleLoadDataEx(ctypes.byref(self.mod), open(ptx, "rb").read() + b"\0", 2, opts, vals)
+        if r: print(log.value.decode())
+        ck(r, "cuModuleLoadDataEx")
+        ck(cu.cuModuleGetFunction(ctypes.byref(self.fn), self.mod, m["kernel"].encode()), "cuModuleGetFunction")
+        ck(cu.cuFuncSetAttribute(self.fn, 8, m["smem"]), "max dynamic smem")
+
+    def bind(self, **a):
+        m = self.m
+        keep, dims = [], {}
+        for name, kind, rank, dt in m["params"]:
+            x = a[name]
+            if kind == "tensor":
+                keep.append(ctypes.c_void_p(x.data_ptr()))
+                keep += [ctypes.c_int64(x.stride(d)) for d in range(rank - 1)]
+            else:
+                keep.append(ctypes.c_float(x) if dt == "f32" else ctypes.c_int32(x))
+        for d in m["dims"]:
+            keep.append(ctypes.c_int32(a["dims"][d]))
+        for name, swz, box in m["tmaps"]:
+            keep.append(encode(a[name], box, swz))
+        self.keep = keep
+        self.ptrs = (ctypes.c_void_p * len(keep))(*[ctypes.cast(ctypes.byref(k), ctypes.c_void_p) for k in keep])
+        self.g = [rpn(p, a["dims"]) for p in m["grid"]] + [1, 1]
+
+    def __call__(self):
+        ck(cu.cuLaunchKernel(self.fn, self.g[0], self.g[1], self.g[2], self.m["threads"], 1, 1, self.m["smem"],
+                             None, self.ptrs, None), "launch")
+
+def rpn(toks, dims):
+    st = []
+    for t in toks:
+        if t in ("+", "-", "*", "/", "%", "min", "max", "cdiv"):
+            b, a = st.pop(), st.pop()
+            st.append({"+": a + b, "-": a - b, "*": a * b, "/": int(a / b), "%": a % b, "min": min(a, b),
+                       "max": max(a, b), "cdiv": (a + b - 1) // b}[t])
+        else:
+            st.append(dims[t] if t in dims else int(t))
+    return st[0]
 
 DT = {torch.bfloat16: 9, torch.float16: 6, torch.float32: 7}
 
@@ -38,52 +89,54 @@ def encode(x, box, swz):
                                  bdim, est, 0, swz, 3, 0), "cuTensorMapEncodeTiled")
     return tm
 
-def main():
-    ptx, mpath = sys.argv[1], sys.argv[2]
-    shapes = [int(v) for v in sys.argv[3:]] or [4096, 4096, 4096]
-    md = meta(mpath)
-    torch.cuda.init(); torch.zeros(1, device="cuda")
-    mod = ctypes.c_void_p(); fn = ctypes.c_void_p()
-    src = open(ptx, "rb").read() + b"\0"
-    log = ctypes.create_string_buffer(8192)
-    opts = (ctypes.c_int * 2)(5, 6)  # CU_JIT_ERROR_LOG_BUFFER, _SIZE_BYTES
-    vals = (ctypes.c_void_p * 2)(ctypes.cast(log, ctypes.c_void_p), ctypes.c_void_p(8192))
-    r = cu.cuModuleLoadDataEx(ctypes.byref(mod), src, 2, opts, vals)
-    if r: print(log.value.decode()); ck(r, "cuModuleLoadDataEx")
-    ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, md["kernel"].encode()), "cuModuleGetFunction")
-    ck(cu.cuFuncSetAttribute(fn, 8, md["smem"]), "max dynamic smem")
+def timeit(fns, rounds=5, reps=10):
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    res = {}
+    for _ in range(rounds):
+        for name, f in fns:
+            for _ in range(2): f()
+            ev[0].record()
+            for _ in range(reps): f()
+            ev[1].record(); torch.cuda.synchronize()
+            res.setdefault(name, []).append(ev[0].elapsed_time(ev[1]) / reps)
+    return {k: sorted(v)[len(v) // 2] for k, v in res.items()}
+
+def gemm(ptx, shapes):
+    k = Kernel(ptx)
     for i in range(0, len(shapes), 3):
         M, N, K = shapes[i:i + 3]
-        A = torch.randn(M, K, device="cuda").bfloat16()
-        B = torch.randn(K, N, device="cuda").bfloat16()
+        A = torch.randn(M, K, device="cuda").bfloat16(); B = torch.randn(K, N, device="cuda").bfloat16()
         C = torch.full((M, N), float("nan"), device="cuda").bfloat16()
-        ts = {"A": A, "B": B, "C": C}
-        keep = []
-        args = []
-        for t in (A, B, C):
-            keep += [ctypes.c_void_p(t.data_ptr()), ctypes.c_int64(t.stride(0))]
-        keep += [ctypes.c_int32(M), ctypes.c_int32(K), ctypes.c_int32(N)]
-        for name, swz, box in md["tmaps"]:
-            keep.append(encode(ts[name], box, swz))
-        ptrs = (ctypes.c_void_p * len(keep))(*[ctypes.cast(ctypes.byref(k), ctypes.c_void_p) for k in keep])
-        grid = ((M + 255) // 256) * ((N + 127) // 128)
-        def launch():
-            ck(cu.cuLaunchKernel(fn, grid, 1, 1, md["threads"], 1, 1, md["smem"], None, ptrs, None), "launch")
-        launch(); torch.cuda.synchronize()
-        ref = (A.float() @ B.float())
-        err = (C.float() - ref).abs().max().item() / ref.abs().max().item()
-        bad = torch.isnan(C.float()).sum().item()
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-        res = {}
-        for rnd in range(3):
-            for name, f in (("tilec", launch), ("cublas", lambda: torch.matmul(A, B))):
-                for _ in range(3): f()
-                ev[0].record()
-                for _ in range(20): f()
-                ev[1].record(); torch.cuda.synchronize()
-                res.setdefault(name, []).append(ev[0].elapsed_time(ev[1]) / 20)
+        k.bind(A=A, B=B, C=C, dims={"M": M, "N": N, "K": K})
+        k(); torch.cuda.synchronize()
+        ref = A.float() @ B.float()
+        err = (C.float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-30)
+        t = timeit([("tilec", k), ("cublas", lambda: torch.matmul(A, B))])
         fl = 2 * M * N * K
-        t = min(res["tilec"]); c = min(res["cublas"])
-        print(f"M={M} N={N} K={K} maxrelerr={err:.2e} nan={bad} tilec {fl/t/1e9:.1f} TFLOP/s cublas {fl/c/1e9:.1f} ratio {c/t:.3f}")
+        print(f"gemm M={M} N={N} K={K} relerr={err:.2e} nan={torch.isnan(C.float()).sum().item()} "
+              f"tilec {fl/t['tilec']/1e9:.1f} cublas {fl/t['cublas']/1e9:.1f} TFLOP/s ratio {t['cublas']/t['tilec']:.3f}")
 
-main()
+def attn(ptx, shapes):
+    k = Kernel(ptx)
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    for i in range(0, len(shapes), 5):
+        Z, H, N, D, causal = shapes[i:i + 5]
+        q, kk, v = (torch.randn(Z, H, N, D, device="cuda").bfloat16() for _ in range(3))
+        O = torch.full((Z, H, N, D), float("nan"), device="cuda").bfloat16()
+        LSE = torch.full((Z, H, N), float("nan"), device="cuda")
+        scale = 1.0 / math.sqrt(D)
+        k.bind(Q=q, K=kk, V=v, O=O, LSE=LSE, scale=scale, dims={"Z": Z, "H": H, "N": N, "HK": H, "NK": N})
+        k(); torch.cuda.synchronize()
+        ref = F.scaled_dot_product_attention(q.float(), kk.float(), v.float(), is_causal=bool(causal))
+        err = (O.float() - ref).abs().max().item()
+        def sd(b):
+            def f():
+                with sdpa_kernel(b): F.scaled_dot_product_attention(q, kk, v, is_causal=bool(causal))
+            return f
+        t = timeit([("tilec", k), ("cudnn", sd(SDPBackend.CUDNN_ATTENTION)), ("flash", sd(SDPBackend.FLASH_ATTENTION))])
+        fl = 4 * Z * H * N * N * D / (2 if causal else 1)
+        print(f"attn Z={Z} H={H} N={N} D={D} causal={causal} maxerr={err:.2e} nan={torch.isnan(O.float()).sum().item()} "
+              f"tilec {fl/t['tilec']/1e9:.1f} cudnn {fl/t['cudnn']/1e9:.1f} flash {fl/t['flash']/1e9:.1f} TFLOP/s "
+              f"vs cudnn {t['cudnn']/t['tilec']:.3f} vs flash {t['flash']/t['tilec']:.3f}")
+
+{"gemm": gemm, "attn": attn}[sys.argv[1]](sys.argv[2], [int(v) for v in sys.argv[3:]])

@@ -140,6 +140,9 @@ LLVMTypeRef cg_ws_param_type(Cg *cg);
 void cg_ws_bind(Cg *cg, unsigned first);  /* the hidden params start at param index `first` */
 void cg_ws_meta(Cg *cg, StrBuf *out);     /* their `tmap` records */
 int cg_lower_ws(Cg *cg, Op *op);
+/* Tiles of an asynchronous product's shape (masks, splats, row vectors)
+ * default to its accumulator layout and its row slice. */
+void cg_ws_anchors(Cg *cg, Func *f);
 int cg_lower_ws_op(Cg *cg, Op *op);       /* NAMED_BAR, MBAR_*, TMA_LOAD */
 /* Offset in dynamic shared memory for a ring of `bytes` (lower_async.c). */
 int64_t cg_smem_place_ring(Cg *cg, Op *op, int64_t bytes);
@@ -186,6 +189,8 @@ void cg_thread_ids(Cg *cg, LLVMValueRef tid);
 const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous);
 Layout *cg_layout_dup(Cg *cg, Layout l);
 void cg_find_anchors(Cg *cg, Func *f);
+/* Sets (or replaces) the anchor layout of a tile shape (lower_chain.c). */
+void cg_set_anchor(Cg *cg, int rank, const int64_t *shape, const Layout *L);
 
 /* ---- lower_simt.c, simt_values.c, simt_control.c, simt_sched.c ---- */
 int cg_lower_block(Cg *cg, Block *blk);

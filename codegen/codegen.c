@@ -532,6 +532,8 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
         LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                                 LLVMCreateStringAttribute(cg->ctx, "tilec.sched", 11, "", 0));
     cg_find_anchors(cg, f);
+    if (cg->ws)
+        cg_ws_anchors(cg, f);
     if (cg->mma_rows_only)
         cg_chain_anchors(cg, f);
     cg->nturns = 0;

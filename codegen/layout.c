@@ -367,6 +367,16 @@ Layout layout_wgmma_acc(int64_t m, int64_t n, int nwarps)
     return l;
 }
 
+Layout layout_wgmma_a(int64_t m, int64_t k, int nwarps)
+{
+    Layout l = mma_base(m, k, nwarps);
+    l.rpt[0] = 2;
+    l.wpc[0] = nwarps;
+    l.rpt[1] = 2;
+    l.wpc[1] = 1;
+    return l;
+}
+
 Layout layout_mma_a(int64_t m, int64_t k, int wm, int nwarps)
 {
     Layout l = mma_base(m, k, nwarps);

@@ -100,6 +100,11 @@ Layout layout_mma_acc(int64_t m, int64_t n, int wm, int wn, int nwarps);
  * q) is register q of n8 tile j in the i-th row block. Needs
  * m % (16 * nwarps) == 0 and n % 8 == 0. */
 Layout layout_wgmma_acc(int64_t m, int64_t n, int nwarps);
+/* The A operand [m, k] of such products from registers: the same rows,
+ * per k16 step a0..a3 as mma.sync's (layout_mma_a_reg(l, i, kk, q)); an
+ * accumulator [m, k] of layout_wgmma_acc holds every element in the same
+ * thread, so it feeds the next product by renumbering registers. */
+Layout layout_wgmma_a(int64_t m, int64_t k, int nwarps);
 /* A operand [m, k] of the warp grid's row blocks (replicated over wn). */
 Layout layout_mma_a(int64_t m, int64_t k, int wm, int nwarps);
 /* The three per-fragment register numbers of an accumulator layout:

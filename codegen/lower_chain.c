@@ -36,7 +36,7 @@ void cg_chain_acc_warps(const Cg *cg, int64_t m, int *wm, int *wn)
 
 /* ---- default layouts ---- */
 
-static void set_anchor(Cg *cg, int rank, const int64_t *shape, const Layout *L)
+void cg_set_anchor(Cg *cg, int rank, const int64_t *shape, const Layout *L)
 {
     int i = 0;
     while (i < cg->nanchors && !(cg->anchors[i].rank == rank &&
@@ -63,8 +63,8 @@ static bool anchor_visit(Func *f, Op *op, void *ctx)
     int wm, wn;
     cg_chain_acc_warps(cg, t->shape[0], &wm, &wn);
     const Layout *L = cg_layout_dup(cg, layout_mma_acc(t->shape[0], t->shape[1], wm, wn, cg->nwarps));
-    set_anchor(cg, 2, t->shape, L);
-    set_anchor(cg, 1, t->shape, cg_layout_dup(cg, layout_slice(L, 1)));
+    cg_set_anchor(cg, 2, t->shape, L);
+    cg_set_anchor(cg, 1, t->shape, cg_layout_dup(cg, layout_slice(L, 1)));
     return true;
 }
 

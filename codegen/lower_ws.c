@@ -265,6 +265,34 @@ void cg_ws_meta(Cg *cg, StrBuf *out)
     }
 }
 
+/* ---- default layouts ---- */
+
+typedef struct AnchorCtx { Cg *cg; int nwarps; } AnchorCtx;
+
+static bool anchor_visit(Func *f, Op *op, void *ctx)
+{
+    AnchorCtx *a = ctx;
+    if (op->code != OP_DOT_ASYNC)
+        return true;
+    const Type *t = ir_type(f, op->args[2]);
+    if (t->rank != 2 || t->shape[0] % (16 * a->nwarps) || t->shape[1] % 8)
+        return true;
+    const Layout *L = cg_layout_dup(a->cg, layout_wgmma_acc(t->shape[0], t->shape[1], a->nwarps));
+    cg_set_anchor(a->cg, 2, t->shape, L);
+    cg_set_anchor(a->cg, 1, t->shape, cg_layout_dup(a->cg, layout_slice(L, 1)));
+    return true;
+}
+
+void cg_ws_anchors(Cg *cg, Func *f)
+{
+    Op *ws_op = NULL;
+    ir_walk(f, &f->body, find_ws, &ws_op);
+    for (int k = 0; ws_op && k < ws_op->nregions; k++) {
+        AnchorCtx a = { cg, (int)ws_op->list[3 * k + 1] * 4 };
+        ir_walk(f, &ws_op->regions[k], anchor_visit, &a);
+    }
+}
+
 /* ---- rings ---- */
 
 static int ring_count_mult(const Cg *cg, ValId ring)

@@ -56,8 +56,13 @@ typedef struct Target {
     void (*wgmma_wait)(struct Cg *cg, int pending);
     void (*wgmma_ss)(struct Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef desc_b, bool tnsp_a,
                      bool tnsp_b, LLVMValueRef *acc);
+    /* The same with A from registers: a[4] i32 (pairs of 16-bit values) of
+     * the m64 x k16 block, as mma.sync's a0..a3 per warp. */
+    void (*wgmma_rs)(struct Cg *cg, bool f16, int n, LLVMValueRef *a, LLVMValueRef desc_b, bool tnsp_b,
+                     LLVMValueRef *acc);
     /* An f32 register tied to the asm stream (orders it against the wgmma ops). */
     LLVMValueRef (*fence_f32)(struct Cg *cg, LLVMValueRef x);
+    LLVMValueRef (*fence_b32)(struct Cg *cg, LLVMValueRef x);   /* the same for an i32 */
 } Target;
 
 /* The hooks of a family (NULL if this build has none for it). */

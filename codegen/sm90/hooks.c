@@ -111,22 +111,26 @@ static void wgmma_wait(Cg *cg, int pending)
     asm_call(cg, NULL, code, "~{memory}", NULL, 0);
 }
 
-/* Ties an f32 register to the asm stream (CUTLASS's warpgroup_fence_operand):
- * no use of it moves above, and no def of it below, the wgmma ops around. */
-static LLVMValueRef fence_f32(Cg *cg, LLVMValueRef x)
+/* Ties a register to the asm stream (CUTLASS's warpgroup_fence_operand):
+ * its def stays above, and its uses below, the wgmma ops around. */
+static LLVMValueRef fence_reg(Cg *cg, LLVMTypeRef t, const char *cons, LLVMValueRef x)
 {
-    LLVMTypeRef fty = LLVMFunctionType(cg->t_f32, &cg->t_f32, 1, 0);
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)"", 0, (char *)"=f,0,~{memory}", 14, 1, 0,
+    LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)"", 0, (char *)cons, strlen(cons), 1, 0,
                                        LLVMInlineAsmDialectATT, 0);
     return LLVMBuildCall2(cg->b, fty, as, &x, 1, "");
 }
 
-/* wgmma.mma_async m64nNk16, f32 accumulators acc[N/2] (in and out), A and
- * B from shared memory through descriptors (i64). tnsp_b: B is MN-major. */
-static void wgmma_ss(Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef desc_b, bool tnsp_a, bool tnsp_b,
-                     LLVMValueRef *acc)
+static LLVMValueRef fence_f32(Cg *cg, LLVMValueRef x) { return fence_reg(cg, cg->t_f32, "=f,0,~{memory}", x); }
+static LLVMValueRef fence_b32(Cg *cg, LLVMValueRef x) { return fence_reg(cg, cg->t_i32, "=r,0,~{memory}", x); }
+
+/* wgmma.mma_async m64nNk16 with f32 accumulators acc[N/2] (in and out).
+ * A from shared memory (desc_a, tnsp_a) or, when a is not NULL, from
+ * registers a[4]; B from shared memory (desc_b; tnsp_b: MN-major). */
+static void wgmma(Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef *a, LLVMValueRef desc_b, bool tnsp_a,
+                  bool tnsp_b, LLVMValueRef *acc)
 {
-    int nr = n / 2;
+    int nr = n / 2, na = a ? 4 : 1, nin = na + 1 + nr;
     StrBuf code = { 0 }, cons = { 0 };
     sb_printf(&code, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
               n, f16 ? "f16" : "bf16", f16 ? "f16" : "bf16");
@@ -134,31 +138,49 @@ static void wgmma_ss(Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef 
         sb_printf(&code, "%s$%d", i ? ", " : "", i);
         sb_printf(&cons, "%s=f", i ? "," : "");
     }
-    sb_printf(&code, "}, $%d, $%d, p, 1, 1, %d, %d;\n\t}", nr, nr + 1, tnsp_a ? 1 : 0, tnsp_b ? 1 : 0);
-    sb_puts(&cons, ",l,l");
+    if (a)
+        sb_printf(&code, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n\t}", nr, nr + 1, nr + 2, nr + 3, nr + 4,
+                  tnsp_b ? 1 : 0);
+    else
+        sb_printf(&code, "}, $%d, $%d, p, 1, 1, %d, %d;\n\t}", nr, nr + 1, tnsp_a ? 1 : 0, tnsp_b ? 1 : 0);
+    sb_puts(&cons, a ? ",r,r,r,r,l" : ",l,l");
     for (int i = 0; i < nr; i++)
         sb_printf(&cons, ",%d", i);
     sb_puts(&cons, ",~{memory}");
     LLVMTypeRef *ft = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)nr);
-    LLVMTypeRef *pt = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)(nr + 2));
-    LLVMValueRef *args = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(nr + 2));
+    LLVMTypeRef *pt = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)nin);
+    LLVMValueRef *args = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nin);
     for (int i = 0; i < nr; i++)
         ft[i] = cg->t_f32;
-    pt[0] = pt[1] = cg->t_i64;
-    args[0] = desc_a;
-    args[1] = desc_b;
+    for (int i = 0; i < na; i++) {
+        args[i] = a ? a[i] : desc_a;
+        pt[i] = a ? cg->t_i32 : cg->t_i64;
+    }
+    args[na] = desc_b;
+    pt[na] = cg->t_i64;
     for (int i = 0; i < nr; i++) {
-        pt[2 + i] = cg->t_f32;
-        args[2 + i] = acc[i];
+        pt[na + 1 + i] = cg->t_f32;
+        args[na + 1 + i] = acc[i];
     }
     LLVMTypeRef rt = LLVMStructTypeInContext(cg->ctx, ft, (unsigned)nr, 0);
-    LLVMTypeRef fty = LLVMFunctionType(rt, pt, (unsigned)(nr + 2), 0);
+    LLVMTypeRef fty = LLVMFunctionType(rt, pt, (unsigned)nin, 0);
     LLVMValueRef as = LLVMGetInlineAsm(fty, code.buf, code.len, cons.buf, cons.len, 1, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, (unsigned)(nr + 2), "");
+    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, (unsigned)nin, "");
     for (int i = 0; i < nr; i++)
         acc[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
     sb_free(&code);
     sb_free(&cons);
+}
+
+static void wgmma_ss(Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef desc_b, bool tnsp_a, bool tnsp_b,
+                     LLVMValueRef *acc)
+{
+    wgmma(cg, f16, n, desc_a, NULL, desc_b, tnsp_a, tnsp_b, acc);
+}
+
+static void wgmma_rs(Cg *cg, bool f16, int n, LLVMValueRef *a, LLVMValueRef desc_b, bool tnsp_b, LLVMValueRef *acc)
+{
+    wgmma(cg, f16, n, NULL, a, desc_b, false, tnsp_b, acc);
 }
 
 const Target cg_family_sm90 = {
@@ -173,5 +195,5 @@ const Target cg_family_sm90 = {
     .mbar_expect_tx = mbar_expect_tx, .mbar_wait = mbar_wait, .tma_load = tma_load,
     .named_bar = named_bar, .setmaxnreg = setmaxnreg,
     .wgmma_fence = wgmma_fence, .wgmma_commit = wgmma_commit, .wgmma_wait = wgmma_wait,
-    .wgmma_ss = wgmma_ss, .fence_f32 = fence_f32,
+    .wgmma_ss = wgmma_ss, .wgmma_rs = wgmma_rs, .fence_f32 = fence_f32, .fence_b32 = fence_b32,
 };

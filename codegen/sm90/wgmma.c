@@ -51,6 +51,15 @@ static bool desc_ok(const SmemView *sv)
     return w && sv->eb == 2 && (sv->cols * sv->eb) % w == 0 && sv->rows % 8 == 0;
 }
 
+/* Two 16-bit values in one i32 (the first in the low half). */
+static LLVMValueRef pack2(Cg *cg, LLVMValueRef x, LLVMValueRef y)
+{
+    LLVMTypeRef et = LLVMTypeOf(x), vt = LLVMVectorType(et, 2);
+    LLVMValueRef v = LLVMBuildInsertElement(cg->b, LLVMGetUndef(vt), x, cg_i32(cg, 0), "");
+    v = LLVMBuildInsertElement(cg->b, v, y, cg_i32(cg, 1), "");
+    return LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
+}
+
 const Layout *cg_wgmma_acc_layout(Cg *cg, int64_t m, int64_t n)
 {
     return cg_layout_dup(cg, layout_wgmma_acc(m, n, cg->nwarps));
@@ -78,38 +87,59 @@ int cg_lower_dot_async(Cg *cg, Op *op)
                    (long long)m, (long long)k, (long long)k, (long long)n, groups, groups == 1 ? "" : "s");
         return 1;
     }
-    if (av->kind != TV_SMEM || bv->kind != TV_SMEM || av->sv->trans || !desc_ok(av->sv) || !desc_ok(bv->sv)) {
-        diag_error(cg->d, op->loc, "wgmma reads both operands from swizzled shared buffers (A stored [M, K]); "
-                   "these operands are not");
+    bool a_regs = av->kind != TV_SMEM;   /* RS: A from registers (p @ v) */
+    if (bv->kind != TV_SMEM || !desc_ok(bv->sv) || (!a_regs && (av->sv->trans || !desc_ok(av->sv)))) {
+        diag_error(cg->d, op->loc, "wgmma reads B (and A, unless A is in registers) from swizzled shared buffers "
+                   "(A stored [M, K]); these operands are not");
         return 1;
     }
-    const SmemView *sa = av->sv, *sb = bv->sv;
+    const SmemView *sa = a_regs ? NULL : av->sv, *sb = bv->sv;
     const Layout *L = cg_wgmma_acc_layout(cg, m, n);
     int nr = layout_nregs(L);
+    /* Every register the products read is tied to the asm stream before
+     * the fence: nothing writes them between the fence and the wgmma. */
     LLVMValueRef *src = cg_materialize(cg, &cg->vals[op->args[2]], ct, L, op->loc);
     LLVMValueRef *acc = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nr);
-    cg->tg->wgmma_fence(cg);
+    LLVMValueRef *apk = NULL;
+    const Layout *aL = NULL;
+    int64_t reps = m / (64 * groups);
+    if (a_regs) {
+        aL = cg_layout_dup(cg, layout_wgmma_a(m, k, cg->nwarps));
+        LLVMValueRef *ar = cg_materialize(cg, av, at, aL, op->loc);
+        apk = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(reps * (k / 16) * 4));
+        for (int64_t i = 0; i < reps; i++)
+            for (int64_t kk = 0; kk < k / 16; kk++)
+                for (int q = 0; q < 4; q++)
+                    apk[(i * (k / 16) + kk) * 4 + q] = cg->tg->fence_b32(
+                        cg, pack2(cg, ar[layout_mma_a_reg(aL, (int)i, (int)kk, 2 * q)],
+                                  ar[layout_mma_a_reg(aL, (int)i, (int)kk, 2 * q + 1)]));
+    }
     for (int r = 0; r < nr; r++)
         acc[r] = cg->tg->fence_f32(cg, src[r]);
+    cg->tg->wgmma_fence(cg);
     LLVMValueRef wg = LLVMBuildLShr(cg->b, cg->warp, cg_i32(cg, 2), "");
-    LLVMValueRef abase = LLVMBuildAdd(cg->b, LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, ""),
-                                      LLVMBuildMul(cg->b, wg, cg_i32(cg, 64 * swz_w(sa->swz)), ""), "");
+    int wa = a_regs ? 0 : swz_w(sa->swz), wb = swz_w(sb->swz), eb = dtype_bits(dt) / 8;
+    LLVMValueRef abase = a_regs ? NULL : LLVMBuildAdd(cg->b, LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, ""),
+                                                      LLVMBuildMul(cg->b, wg, cg_i32(cg, 64 * wa), ""), "");
     LLVMValueRef bbase = LLVMBuildPtrToInt(cg->b, sb->base, cg->t_i32, "");
-    int wa = swz_w(sa->swz), wb = swz_w(sb->swz), eb = sa->eb;
     bool b_mn = !sb->trans;   /* stored [K, N]: MN-major */
-    int64_t reps = m / (64 * groups);
     LLVMValueRef *frag = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / 2));
     for (int64_t kk = 0; kk < k / 16; kk++) {
         int64_t kb = kk * 16 * eb;
         for (int64_t i = 0; i < reps; i++) {
             int64_t row0 = i * 64 * groups;
-            LLVMValueRef da = desc(cg, abase, (kb / wa) * sa->rows * wa + row0 * wa + kb % wa, 16, 8 * wa, sa->swz);
+            LLVMValueRef da = a_regs ? NULL
+                                     : desc(cg, abase, (kb / wa) * sa->rows * wa + row0 * wa + kb % wa, 16, 8 * wa,
+                                            sa->swz);
             LLVMValueRef db = b_mn ? desc(cg, bbase, kk * 16 * wb, sb->rows * wb, 8 * wb, sb->swz)
                                    : desc(cg, bbase, (kb / wb) * sb->rows * wb + kb % wb, 16, 8 * wb, sb->swz);
             for (int j = 0; j < n / 8; j++)
                 for (int q = 0; q < 4; q++)
                     frag[4 * j + q] = acc[layout_mma_acc_reg(L, (int)i, j, q)];
-            cg->tg->wgmma_ss(cg, dt == DT_F16, (int)n, da, db, false, b_mn, frag);
+            if (a_regs)
+                cg->tg->wgmma_rs(cg, dt == DT_F16, (int)n, &apk[(i * (k / 16) + kk) * 4], db, b_mn, frag);
+            else
+                cg->tg->wgmma_ss(cg, dt == DT_F16, (int)n, da, db, false, b_mn, frag);
             for (int j = 0; j < n / 8; j++)
                 for (int q = 0; q < 4; q++)
                     acc[layout_mma_acc_reg(L, (int)i, j, q)] = frag[4 * j + q];
@@ -119,9 +149,12 @@ int cg_lower_dot_async(Cg *cg, Op *op)
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = acc };
     if (cg->report)
         sb_printf(cg->report, "  dot_async at %d:%d: wgmma m64n%lldk16 %s, %lldx%lldx%lld over %d warp group%s, "
-                  "%lld per k step, A K-major %dB swizzle, B %s %dB swizzle\n", op->loc.line, op->loc.col,
+                  "%lld per k step, A %s, B %s %dB swizzle\n", op->loc.line, op->loc.col,
                   (long long)n, dt == DT_F16 ? "f16" : "bf16", (long long)m, (long long)n, (long long)k, groups,
-                  groups == 1 ? "" : "s", (long long)reps, wa, b_mn ? "MN-major" : "K-major", wb);
+                  groups == 1 ? "" : "s", (long long)reps,
+                  a_regs ? "from registers" : wa == 128 ? "K-major 128B swizzle" : wa == 64 ? "K-major 64B swizzle"
+                                                                                : "K-major 32B swizzle",
+                  b_mn ? "MN-major" : "K-major", wb);
     return 0;
 }
 
