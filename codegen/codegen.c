@@ -462,6 +462,8 @@ static int emit_meta(Cg *cg, Func *f, StrBuf *out)
         sb_puts(out, " align 16\n");
     }
     cg_ws_meta(cg, out);
+    if (f->fallback)
+        sb_printf(out, "fallback %s\n", f->fallback);
     int e = emit_grid(cg, f, out);
     sb_puts(out, "end\n");
     return e;

@@ -556,6 +556,83 @@ static void finish_outputs(Job *j)
     }
 }
 
+/* ---- the portable variant of warp-specialized kernels ---- */
+
+static bool find_ws_op(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    *(bool *)ctx |= op->code == OP_WS;
+    return !*(bool *)ctx;
+}
+
+static bool has_ws(Func *f)
+{
+    bool found = false;
+    ir_walk(f, &f->body, find_ws_op, &found);
+    return found;
+}
+
+/* A warp-specialized kernel reads its tensors through TMA, which needs
+ * 16-byte aligned bases and strides; tilec accepts any view. So the module
+ * also carries each such kernel compiled without warp specialization,
+ * named tilec_portable_NAME (the prefix is reserved), and the kernel names
+ * it in its `fallback` metadata record: the runtime launches it, and says
+ * so, for a view TMA cannot take. The source is lowered again (the IR of
+ * the first run has been rewritten) with the passes in portable mode; its
+ * decisions are not reported twice. */
+static void add_portable(Job *j, Module *m, const char *src, size_t len)
+{
+    bool any = false;
+    for (int i = 0; i < m->nfuncs; i++)
+        any |= has_ws(m->funcs[i]);
+    if (!any || is_tir(j))
+        return;
+    StrBuf remarks = j->remarks, dump = j->dump, timing = j->timing;
+    int time_passes = j->o.time_passes;
+    memset(&j->remarks, 0, sizeof j->remarks);
+    memset(&j->dump, 0, sizeof j->dump);
+    j->o.time_passes = 0;
+    Module *p = front_end(j, src, len);
+    bool ok = false;
+    if (p) {
+        PassCtx ctx;
+        job_pass_ctx(j, &ctx);
+        ctx.remarks = NULL;
+        ctx.verify_each = j->o.verify_each != 0;
+        ctx.portable = true;
+        ok = passes_run(p, &ctx) == 0 && j->r->diag.nerrors == 0;
+    }
+    sb_free(&j->remarks);
+    sb_free(&j->dump);
+    j->remarks = remarks;
+    j->dump = dump;
+    j->timing = timing;
+    j->o.time_passes = time_passes;
+    if (!ok)
+        return;
+    int n = m->nfuncs;
+    for (int i = 0; i < n; i++) {
+        Func *f = m->funcs[i];
+        if (!has_ws(f))
+            continue;
+        for (int k = 0; k < p->nfuncs; k++) {
+            Func *g = p->funcs[k];
+            if (strcmp(g->name, f->name) != 0 || has_ws(g))
+                continue;
+            size_t nl = strlen(f->name) + sizeof "tilec_portable_";
+            char *name = arena_alloc(m->arena, nl);
+            snprintf(name, nl, "tilec_portable_%s", f->name);
+            g->name = name;
+            g->mod = m;
+            f->fallback = name;
+            Func **fs = arena_alloc(m->arena, sizeof(Func *) * (size_t)(m->nfuncs + 1));
+            memcpy(fs, m->funcs, sizeof(Func *) * (size_t)m->nfuncs);
+            fs[m->nfuncs++] = g;
+            m->funcs = fs;
+        }
+    }
+}
+
 static void run_job(Job *j, const char *src, size_t len)
 {
     Module *m = front_end(j, src, len);
@@ -571,8 +648,10 @@ static void run_job(Job *j, const char *src, size_t len)
         set_text(j, TILEC_OUT_TIR, &sb);
         sb_free(&sb);
     }
-    if (j->o.emit >= TILEC_EMIT_LLVM)
+    if (j->o.emit >= TILEC_EMIT_LLVM) {
+        add_portable(j, m, src, len);
         back_end(j, m);
+    }
 }
 
 /* ---- the compile cache (lib/cache.c) ---- */

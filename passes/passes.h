@@ -55,6 +55,8 @@ typedef struct PassCtx {
     int64_t sms;               /* option target.sms: the device's SMs; 0 = not known */
     const PassDims *dims;      /* sizes given for named dims (NULL: none) */
     int opt_level;
+    bool portable;             /* no warp specialization: the fallback variant of a module whose kernels
+                                  read through TMA (driver/api.c) */
     /* observability */
     const char *const *print_after; int nprint_after;  /* pass names; "*" = all */
     bool verify_each;          /* run the verifier after each pass (default on) */
