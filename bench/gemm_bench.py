@@ -35,7 +35,9 @@ import subprocess  # noqa: E402
 # NAME | ARCH | FILE | DEFINES | OPTIONS (tilec options, e.g. --pass-option NAME=VALUE)
 VARIANTS = """
 default_bf16_256x128x64_s2 | sm_86  | examples/gemm.tile | |
-sm90a_bf16_256x128x64_s2 | sm_90a | examples/gemm.tile | |
+default_sm90a_bf16       | sm_90a | examples/gemm.tile | |
+default_sm90a_f16_       | sm_90a | examples/gemm.tile | -DT=f16 |
+sm90a_bias_gelu_bf16     | sm_90a | tests/perf/gemm_epilogue.tile | |
 f16_256x128x64_s2        | sm_86  | examples/gemm.tile | -DT=f16 |
 bf16_128x128x64_s1       | sm_86  | examples/gemm.tile | -DBM=128 -DSTAGES=1 |
 bf16_128x128x64_s2       | sm_86  | examples/gemm.tile | -DBM=128 -DSTAGES=2 |
@@ -96,14 +98,36 @@ def dtname(variant):
     return "f16" if ("_" + variant).find("_f16_") >= 0 else "bf16"
 
 
+class BiasGelu:
+    """A GEMM with a bias + GELU epilogue (tests/perf/gemm_epilogue.tile)
+    called as mod(a, b, c): the bias (one fixed random f32 vector per N)
+    is its own; ref(a, b) is the float32 reference of the same math."""
+
+    def __init__(self, mod):
+        self.mod, self.bias = mod, {}
+
+    def b(self, n):
+        if n not in self.bias:
+            g = torch.Generator(device="cuda").manual_seed(n)
+            self.bias[n] = torch.randn(n, device="cuda", generator=g)
+        return self.bias[n]
+
+    def __call__(self, a, b, c):
+        self.mod(a, b, self.b(b.shape[1]), c)
+
+    def ref(self, a, b):
+        z = a.float() @ b.float() + self.b(b.shape[1])
+        return z / (1.0 + torch.exp(z * -1.702))
+
+
 def gemm(mod, a, b):
     c = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=a.dtype, device=a.device)
     mod(a, b, c)
     return c
 
 
-def rel_err(c, a, b):
-    ref = a.float() @ b.float()
+def rel_err(c, a, b, mod=None):
+    ref = mod.ref(a, b) if isinstance(mod, BiasGelu) else a.float() @ b.float()
     den = ref.norm().item()
     return (c.float() - ref).norm().item() / (den if den > 0 else 1.0)
 
@@ -113,7 +137,7 @@ def check(name, mod, dt, combos):
     for m, n, k in combos:
         a = torch.randn(m, k, device="cuda", dtype=dt)
         b = torch.randn(k, n, device="cuda", dtype=dt)
-        e = rel_err(gemm(mod, a, b), a, b)
+        e = rel_err(gemm(mod, a, b), a, b, mod)
         worst = max(worst, e)
         if not e <= 1e-2:  # NaN (an unwritten element) fails too
             bad.append((m, n, k, e))
@@ -248,6 +272,57 @@ def triton_peer():
     return "triton %dx%dx%d w%d s%d (mma.sync)" % cfg, lambda a, b, c: triton_mma.run(cfg, a, b, c)
 
 
+def kernel_of(mod):
+    """The tilec kernel object behind a loaded module (for last_variant)."""
+    m = mod.mod if isinstance(mod, BiasGelu) else mod
+    return getattr(m, "kernel", None) or next(iter(getattr(m, "kernels", {}).values()), None)
+
+
+def check_views(name, mod, dt):
+    """A warp-specialized GEMM reads A and B through tensor maps: a view
+    whose base or row stride is not a multiple of 16 bytes must run the
+    portable variant carried in the module, correctly, and say so; a view
+    with a padded, aligned row stride stays on the tensor maps."""
+    ok = True
+    m, n, k = 1000, 1024, 1000
+    b = torch.randn(k, n, device="cuda", dtype=dt)
+    kern = kernel_of(mod)
+    for label, a, want_fallback in (
+            ("base + 2 bytes, stride K+9", torch.randn(m, k + 9, device="cuda", dtype=dt)[:, 1:k + 1], True),
+            ("stride K+8 (aligned)", torch.randn(m, k + 8, device="cuda", dtype=dt)[:, :k], False)):
+        e = rel_err(gemm(mod, a, b), a, b, mod)
+        ran = kern.last_variant if kern is not None else None
+        fell = ran is not None and ran[0] != kern.name
+        good = e <= 1e-2 and ran is not None and fell == want_fallback
+        ok = ok and good
+        print("check %-32s view %-28s rel err %.2e  ran %s%s  %s" % (
+            name, label, e, ran[0] if ran else "?", " (%s)" % ran[1] if ran and ran[1] else "",
+            "OK" if good else "FAIL"), flush=True)
+    return ok
+
+
+LLM = [(m, n, k) for m in (4096, 16384) for (n, k) in ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096))]
+
+
+def llm_rows(mods, repeat, seed):
+    """The LLM projection shapes: cuBLAS and the sm_90a variants, bf16,
+    interleaved in `repeat` rounds of a fresh random order (means)."""
+    acc = {}
+    sel = {k: v for k, v in mods.items() if "sm90a" in k and dtname(k) == "bf16"}
+    rng = random.Random(seed * 7 + 1)
+    for (m, n, k) in LLM:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        jobs = [("torch.matmul (cuBLAS) bf16", lambda: torch.matmul(a, b))]
+        jobs += [(name, lambda mod=mod: mod(a, b, c)) for name, mod in sel.items()]
+        for _ in range(repeat):
+            rng.shuffle(jobs)
+            for name, fn in jobs:
+                acc.setdefault((name, "%dx%dx%d" % (m, n, k)), []).append(2.0 * m * n * k / bench(fn) / 1e9)
+    return [(name, size, sum(v) / len(v)) for (name, size), v in acc.items()]
+
+
 def timed_rows(mods, repeat, seed):
     """(name, size, TFLOP/s): cuBLAS, the Triton peer and every variant,
     timed in `repeat` rounds, each in a fresh random order (from seed), means."""
@@ -287,6 +362,7 @@ def main():
         random.SystemRandom().randrange(1 << 30)
     d = os.path.join(ROOT, ".devcarry", "gemm")
     mods = {os.path.basename(p)[:-4]: tilec.load_files(p) for p in sorted(glob.glob(os.path.join(d, "*.ptx")))}
+    mods = {k: BiasGelu(v) if "bias_gelu" in k else v for k, v in mods.items()}
     print("device:", torch.cuda.get_device_name(0), "|", time.strftime("%Y-%m-%d"), flush=True)
     regs = {}
     vt = os.path.join(d, "variants.txt")
@@ -305,14 +381,32 @@ def main():
         except Exception as e:  # noqa: BLE001 - report and go on to the next variant
             ok = False
             print("check %-32s ERROR %s" % (name, e), flush=True)
+    for name, mod in mods.items():
+        if name.startswith("default_sm90a"):
+            try:
+                ok = check_views(name, mod, DTYPES[dtname(name)]) and ok
+            except Exception as e:  # noqa: BLE001
+                ok = False
+                print("check %-32s views ERROR %s" % (name, e), flush=True)
     print("order seed: %d" % seed, flush=True)
     rows = timed_rows(mods, repeat, seed)
+    llm = llm_rows(mods, repeat, seed)
     raw_rows(d, rows)
     peak = mma_peak()
     print("\n%-36s %6s %10s %8s  %s" % ("kernel", "size", "TFLOP/s", "of peak", "regs/spill"))
     for name, size, tf in rows:
         print("%-36s %6d %10.1f %7.0f%%  %s" % (name, size, tf, 100 * tf / peak, regs.get(name, "")))
     print("%-36s %6s %10.1f" % ("mma.sync m16n8k16 bf16 ceiling", "-", peak))
+    cub = {size: tf for name, size, tf in llm if name.startswith("torch.matmul")}
+    print("\n%-36s %18s %10s %10s" % ("LLM projection shapes (bf16)", "M x N x K", "TFLOP/s", "x cuBLAS"))
+    for name, size, tf in sorted(llm, key=lambda r: (r[1], r[0])):
+        print("%-36s %18s %10.1f %10.3f" % (name, size, tf, tf / cub[size]))
+    by = {(name, size): tf for name, size, tf in rows}
+    for size in (4096, 8192):
+        c = by.get(("torch.matmul (cuBLAS) bf16", size))
+        for name in sorted(mods):
+            if "sm90a" in name and (name, size) in by and c:
+                print("%-36s %6d  %.3f x cuBLAS bf16" % (name, size, by[(name, size)] / c))
     return 0 if ok else 1
 
 
