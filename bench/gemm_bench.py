@@ -275,7 +275,10 @@ def triton_peer():
 def kernel_of(mod):
     """The tilec kernel object behind a loaded module (for last_variant)."""
     m = mod.mod if isinstance(mod, BiasGelu) else mod
-    return getattr(m, "kernel", None) or next(iter(getattr(m, "kernels", {}).values()), None)
+    ks = getattr(m, "kernels", [])
+    fallbacks = {k.fallback for k in ks}
+    entry = [k for k in ks if k.name not in fallbacks]
+    return entry[0] if entry else None
 
 
 def check_views(name, mod, dt):
