@@ -25,7 +25,7 @@
 static MmaKind choose(const TargetInfo *t, const Type *a, const Type *b, const char **why)
 {
     if (a->dtype != DT_BF16 && a->dtype != DT_F16) {
-        *why = "no tensor-core family takes these operands (f16 and bf16 only)";
+        *why = "the tensor-core families take f16 and bf16 operands";
         return MMA_NONE;
     }
     if (!t || !(t->mma & TC_MMA_WGMMA)) {
@@ -59,7 +59,7 @@ static bool visit(Func *f, Op *op, void *vctx)
         pass_note(ctx, "@%s: product at %s %s: wgmma m64n%lldk16 (%s)", f->name, at, shape, (long long)n, why);
     } else {
         pass_note(ctx, "@%s: product at %s %s: %s (%s)", f->name, at, shape,
-                  k == MMA_SYNC ? "mma_sync m16n8k16" : "no family", why);
+                  k == MMA_SYNC ? "mma_sync m16n8k16" : "no tensor-core instruction", why);
     }
     return true;
 }

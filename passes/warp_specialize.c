@@ -301,6 +301,8 @@ static const char *match_loop(WsLoop *W, Arena *a)
     const Op *y = ir_block_yield(body);
     if (W->dot->args[2] != body->args[1] || !y || y->args[0] != W->dot->res[0])
         return "its product does not accumulate into the carried value";
+    if (W->dot->iattr[0] == MMA_NONE)
+        return "its product has no tensor-core instruction (mma_select says why)";
     if (W->dot->iattr[0] != MMA_WGMMA)
         return arena_printf(a, "its product runs on %s (mma_select says why)", mma_names[W->dot->iattr[0]]);
     for (int i = 0; i < WS_OPERANDS; i++) {
