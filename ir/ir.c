@@ -59,6 +59,7 @@ const char *const swizzle_names[SWZ_COUNT] = { "none", "32B", "64B", "128B", "pa
 const char *const reduce_names[RED_COUNT] = { "sum", "max", "min", "prod" };
 const char *const role_names[ROLE_COUNT] = { "producer", "consumer", "mma", "epilogue" };
 const char *const named_bar_modes[NBAR_COUNT] = { "sync", "arrive" };
+const char *const mma_names[MMA_COUNT] = { "none", "mma_sync", "wgmma" };
 
 const char *space_name(Space s)
 {
@@ -396,6 +397,21 @@ bool ir_walk(Func *f, Block *b, OpVisitor fn, void *ctx)
                 return false;
     }
     return true;
+}
+
+const char *ir_wgmma_problem(const Type *a, const Type *b)
+{
+    if (a->kind != TY_TILE || b->kind != TY_TILE || a->rank != 2 || b->rank != 2)
+        return "the operands are not 2-D tiles";
+    if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
+        return "wgmma takes f16 or bf16 operands here";
+    if (a->shape[0] % WGMMA_M)
+        return "M is not a multiple of 64";
+    if (a->shape[1] % WGMMA_K)
+        return "K is not a multiple of 16";
+    if (b->shape[1] % 8)
+        return "N is not a multiple of 8";
+    return NULL;
 }
 
 const char *sched_kind_name(SchedKind k)

@@ -96,6 +96,15 @@ extern const char *const role_names[ROLE_COUNT];    /* "producer" "consumer" "mm
 enum { WS_MAXROLES = 8, WG_THREADS = 128, BLOCK_REGS = 65536, NAMED_BAR_IDS = 16 };
 typedef enum NamedBarMode { NBAR_SYNC, NBAR_ARRIVE, NBAR_COUNT } NamedBarMode;
 extern const char *const named_bar_modes[NBAR_COUNT]; /* "sync" "arrive" */
+/* DOT / DOT_ASYNC iattr[0]: the matrix instruction family the mma_select
+ * pass chose (MMA_NONE: not chosen; the code generator's default). */
+typedef enum MmaKind { MMA_NONE = 0, MMA_SYNC, MMA_WGMMA, MMA_COUNT } MmaKind;
+extern const char *const mma_names[MMA_COUNT];      /* "none" "mma_sync" "wgmma" */
+/* Why a[M,K] @ b[K,N] cannot run as wgmma m64nNk16 instructions, or NULL:
+ * f16 / bf16 operands, M a multiple of 64, K of 16, N of 8 (covered by
+ * instructions of at most WGMMA_MAX_N columns). Static text. */
+enum { WGMMA_M = 64, WGMMA_K = 16, WGMMA_MAX_N = 256 };
+const char *ir_wgmma_problem(const Type *a, const Type *b);
 
 /* ---- values, ops, blocks ---- */
 typedef uint32_t ValId;

@@ -59,7 +59,8 @@ OP(BROADCAST, "broadcast", 1,  1, 0, OPF_PURE)   /* size-1 dims stretched to the
 OP(IOTA,      "iota",      0,  1, 0, OPF_PURE)   /* i32 tile; iattr[0] = axis along which the index grows */
 OP(REDUCE,    "reduce",    1,  1, 0, OPF_PURE)   /* iattr[0] = axis, iattr[1] = ReduceKind; drops axis */
 OP(TRANS,     "trans",     1,  1, 0, OPF_PURE)   /* 2-D transpose */
-OP(DOT,       "dot",       3,  1, 0, OPF_PURE)   /* a[M,K] @ b[K,N] + acc[M,N]; acc/result f32 (or i32 for ints) */
+OP(DOT,       "dot",       3,  1, 0, OPF_PURE)   /* a[M,K] @ b[K,N] + acc[M,N]; acc/result f32 (or i32 for ints);
+                                                   iattr[0] = MmaKind (mma_select; 0 = not chosen) */
 /* memory: windows of global tensors
  *   LOAD  args: tensor, one i32 offset per tensor dim [, other]   result: tile (or scalar)
  *   STORE args: tensor, one i32 offset per tensor dim, value
@@ -105,7 +106,9 @@ OP(SMEM_STORE,   "smem_store",   3,  0, 0, 0)
  *                 roles meet only through shared buffers and barriers.
  *   NAMED_BAR     iattr[0] = id 0..15, iattr[1] = threads (a multiple of
  *                 32), iattr[2] = NamedBarMode (sync waits, arrive does not)
- *   MBAR_ALLOC    result: the ring. iattr[0] = arrivals expected per phase
+ *   MBAR_ALLOC    result: the ring. iattr[0] = arrivals expected per phase,
+ *                 iattr[1] = byte offset in the kernel's shared memory (-1
+ *                 until smem_alloc assigns it; 8 bytes per slot, 8-aligned)
  *   MBAR_EXPECT   args: ring, slot. iattr[0] = transaction bytes; arrives
  *                 once and raises the phase's byte count (arrive.expect_tx)
  *   MBAR_ARRIVE   args: ring, slot. One arrival
@@ -116,7 +119,8 @@ OP(SMEM_STORE,   "smem_store",   3,  0, 0, 0)
  *                 (the box) into buffer[slot] asynchronously; on landing it
  *                 completes the box's bytes on ring[ring slot]
  *   DOT_ASYNC     args: a, b, acc -> token. An asynchronous DOT; the
- *                 accumulator may not be used until its DOT_WAIT
+ *                 accumulator may not be used until its DOT_WAIT.
+ *                 iattr[0] = MmaKind, as DOT
  *   DOT_WAIT      args: token -> the accumulator a@b+acc. iattr[0] = pending:
  *                 waits until at most that many of the role's products fly
  *   CONVERT_LAYOUT an explicit register layout change; the value is unchanged */

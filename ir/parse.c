@@ -432,6 +432,8 @@ static bool parse_op(Parser *p, Block *b)
         at.iattr[1] = -1;
         at.iattr[2] = 16;
     }
+    if (code == OP_MBAR_ALLOC)     /* unset: no offset yet */
+        at.iattr[1] = -1;
     if (tok_punct(peek(p), '{') && peek2(p)->kind != T_NL && !tp_attrs(p, code, &at))
         return false;
     Builder bl = ir_builder_at_end(p->f, b);

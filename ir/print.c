@@ -232,8 +232,18 @@ static void put_attrs(Printer *p, const Op *op)
     case OP_ASYNC_WAIT: case OP_DOT_WAIT:
         sb_printf(out, " {pending = %lld}", (long long)op->iattr[0]);
         return;
-    case OP_MBAR_ALLOC:
-        sb_printf(out, " {count = %lld}", (long long)op->iattr[0]);
+    case OP_MBAR_ALLOC:   /* the offset once smem_alloc placed the ring */
+        sb_printf(out, " {count = %lld", (long long)op->iattr[0]);
+        if (op->iattr[1] >= 0)
+            sb_printf(out, ", offset = %lld", (long long)op->iattr[1]);
+        sb_putc(out, '}');
+        return;
+    case OP_DOT: case OP_DOT_ASYNC:   /* the instruction family, once mma_select chose it */
+        if (op->iattr[0]) {
+            sb_puts(out, " {mma = ");
+            put_name_or_int(out, op->iattr[0], mma_names, MMA_COUNT);
+            sb_putc(out, '}');
+        }
         return;
     case OP_MBAR_EXPECT:
         sb_printf(out, " {bytes = %lld}", (long long)op->iattr[0]);

@@ -338,10 +338,23 @@ bool vfy_dot_operands(Verifier *V, const Op *op)
     return true;
 }
 
+/* DOT / DOT_ASYNC iattr[0]: a known family, wgmma only on shapes it takes. */
+void vfy_mma_kind(Verifier *V, const Op *op)
+{
+    int64_t k = op->iattr[0];
+    const char *why;
+    if (k < 0 || k >= MMA_COUNT)
+        vfy_err(V, op, "unknown matrix instruction family %lld", (long long)k);
+    else if (k == MMA_WGMMA && (why = ir_wgmma_problem(T(V, op->args[0]), T(V, op->args[1]))))
+        vfy_err(V, op, "mma = wgmma, but %s", why);
+}
+
 static void check_dot(Verifier *V, const Op *op)
 {
-    if (vfy_dot_operands(V, op))
-        vfy_result_is(V, op, T(V, op->args[2]), "the accumulator type");
+    if (!vfy_dot_operands(V, op))
+        return;
+    vfy_result_is(V, op, T(V, op->args[2]), "the accumulator type");
+    vfy_mma_kind(V, op);
 }
 
 /* LOAD/STORE/ASYNC_COPY: [buffer, slot,] tensor (operand `base`), one i32
@@ -729,8 +742,29 @@ static void verify_params(Verifier *V)
         vfy_err(V, NULL, "the body and grid blocks take no arguments");
 }
 
-/* A decided schedule: warps a power of two up to 32; turns only for
- * chained products on 8k warps; the SIMT and product forms on their kinds. */
+static bool ws_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    if (op->code != OP_WS)
+        return true;
+    *(const Op **)ctx = op;
+    return false;
+}
+
+/* Warps of the kernel's WS roles (4 per warp group), 0 without a WS. */
+static int64_t ws_warps(const Func *f)
+{
+    const Op *ws = NULL;
+    ir_walk((Func *)f, (Block *)&f->body, ws_visit, &ws);
+    int64_t wgs = 0;
+    for (int i = 0; ws && i + 2 < ws->nlist; i += 3)
+        wgs += ws->list[i + 1];
+    return wgs * (WG_THREADS / 32);
+}
+
+/* A decided schedule: warps a power of two up to 32 (a kernel with WS
+ * roles: 4 per warp group of its roles); turns only for chained products
+ * on 8k warps; the SIMT and product forms on their kinds. */
 static void verify_schedule(Verifier *V)
 {
     const Schedule *s = &V->f->sched;
@@ -739,7 +773,11 @@ static void verify_schedule(Verifier *V)
             vfy_err(V, NULL, "schedule fields set without a schedule kind");
         return;
     }
-    if (s->kind > SCHED_CHAIN || s->warps < 1 || s->warps > 32 || (s->warps & (s->warps - 1)))
+    int64_t roles = ws_warps(V->f);
+    if (roles && (s->warps != roles || s->kind > SCHED_CHAIN))
+        vfy_err(V, NULL, "schedule: warps must be %lld, 4 per warp group of the ws roles (got %d)", (long long)roles,
+                s->warps);
+    else if (!roles && (s->kind > SCHED_CHAIN || s->warps < 1 || s->warps > 32 || (s->warps & (s->warps - 1))))
         vfy_err(V, NULL, "schedule: warps must be a power of two from 1 to 32 (got %d)", s->warps);
     if (s->min_blocks > 32)
         vfy_err(V, NULL, "schedule: min_blocks must be at most 32 (got %d)", s->min_blocks);

@@ -41,6 +41,8 @@ bool vfy_window_type(Verifier *V, const Op *op, const Type *tt, int base, int ne
 bool vfy_buffer_slot(Verifier *V, const Op *op, Type *slot);
 /* a[M,K] @ b[K,N] + acc[M,N] for DOT and DOT_ASYNC; false after reporting. */
 bool vfy_dot_operands(Verifier *V, const Op *op);
+/* DOT / DOT_ASYNC: iattr[0] a MmaKind, wgmma only on shapes it takes. */
+void vfy_mma_kind(Verifier *V, const Op *op);
 
 /* verify_sched.c: the type rule of a schedule op (WS, NAMED_BAR, MBAR_*,
  * TMA_LOAD, DOT_ASYNC, DOT_WAIT, CONVERT_LAYOUT); false if op is none. */

@@ -9,12 +9,12 @@
  *    with the scopes (verify.c, check_operands: each role is a region).
  *  - NAMED_BAR: id 0..15, threads a positive multiple of 32 up to 1024.
  *  - Barrier rings: MBAR_ALLOC gives tile<S x mbar, shared> with an arrival
- *    count 1..2^20-1; MBAR_EXPECT / ARRIVE / WAIT take a ring made by
+ *    count 1..2^20-1 and an offset -1 (not placed) or a multiple of 8; MBAR_EXPECT / ARRIVE / WAIT take a ring made by
  *    mbar_alloc and an i32 slot (WAIT an i32 phase too); expect bytes
  *    1..2^20-1 (the transaction count's range).
  *  - TMA_LOAD: an smem_alloc buffer and slot, a ring and slot, then a
  *    window of the tensor like ASYNC_COPY's, of the slot's shape and dtype.
- *  - DOT_ASYNC: DOT's operand rule, result a token; DOT_WAIT: a token in,
+ *  - DOT_ASYNC: DOT's operand rule and instruction family, result a token; DOT_WAIT: a token in,
  *    the accumulator's type out (when the token's DOT_ASYNC is in sight).
  *  - CONVERT_LAYOUT: a tile in, the same shape and dtype out.
  */
@@ -73,6 +73,8 @@ static void check_mbar_alloc(Verifier *V, const Op *op)
         vfy_err(V, op, "result must be a ring tile<S x mbar, shared>, got %s", vfy_tstr(V, r));
     if (op->iattr[0] < 1 || op->iattr[0] > TX_MAX)
         vfy_err(V, op, "arrival count %lld out of range 1..%d", (long long)op->iattr[0], TX_MAX);
+    if (op->iattr[1] < -1 || (op->iattr[1] >= 0 && op->iattr[1] % 8))
+        vfy_err(V, op, "offset %lld is neither -1 (not placed) nor a multiple of 8", (long long)op->iattr[1]);
 }
 
 /* Operands #i, #i+1: a ring made by mbar_alloc and an i32 slot. */
@@ -128,6 +130,7 @@ static void check_dot_async(Verifier *V, const Op *op)
         return;
     if (!is_token(T(V, op->res[0])))
         vfy_err(V, op, "result must be a token, got %s", vfy_tstr(V, T(V, op->res[0])));
+    vfy_mma_kind(V, op);
 }
 
 static void check_dot_wait(Verifier *V, const Op *op)

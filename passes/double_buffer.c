@@ -91,7 +91,7 @@ static bool find_fors(Func *f, Op *op, void *ctx)
 
 static void remark_load(PassCtx *ctx, Func *f, const Op *ld, const char *why)
 {
-    pass_note(ctx, "load of %s at %s stays a global load: %s", tensor_name(f, ld), loc_str(f->mod->arena, f, ld->loc),
+    pass_note(ctx, "load of %s at %s stays a global load: %s", tensor_name(f, ld), pass_loc_str(f->mod->arena, f, ld->loc),
               why);
 }
 
@@ -127,7 +127,7 @@ void describe_loop(PassCtx *ctx, const Loop *L, const char *why)
         type_print(f, t, &sb);
         sb_printf(&sb, " (%lld B/stage)", (long long)slot);
     }
-    pass_note(ctx, "loop at %s: %d stage%s (%s); %d load%s staged: %s; %lld B; %s", loc_str(f->mod->arena, f, L->op->loc),
+    pass_note(ctx, "loop at %s: %d stage%s (%s); %d load%s staged: %s; %lld B; %s", pass_loc_str(f->mod->arena, f, L->op->loc),
               L->stages, L->stages == 1 ? "" : "s", why, L->nloads, L->nloads == 1 ? "" : "s", sb.buf,
               (long long)total,
               L->stages == 1 ? "no prefetch (copy, wait, barrier at the top; barrier at the end)"
@@ -192,7 +192,7 @@ static void stage_outside(PassCtx *ctx, Func *f, const Found *fors, Arena *a)
             remark_load(ctx, f, ld, why);
             continue;
         }
-        const char *name = tensor_name(f, ld), *at = loc_str(f->mod->arena, f, ld->loc);
+        const char *name = tensor_name(f, ld), *at = pass_loc_str(f->mod->arena, f, ld->loc);
         int groups = stage_single(f, ld);
         if (groups)
             pass_note(ctx, "load of %s at %s: 1-slot shared buffer (outside loops: copy; wait, barrier, read after "
@@ -236,11 +236,11 @@ static bool remark_computed_shared(Func *f, Op *op, void *vctx)
         pass_note(ctx, "tile at %s is declared shared and computed: a store of it to global memory goes through "
                   "shared memory when it holds a product's fragments (out as 16-byte rows; the code generator's "
                   "store line says what it did); other uses read registers",
-                  loc_str(f->mod->arena, f, op->loc));
+                  pass_loc_str(f->mod->arena, f, op->loc));
     else
         pass_note(ctx, "tile at %s is declared shared but computed, not loaded, and not stored: it stays in "
                   "registers (loads of global windows and stores to global memory are what shared memory stages)",
-                  loc_str(f->mod->arena, f, op->loc));
+                  pass_loc_str(f->mod->arena, f, op->loc));
     return true;
 }
 

@@ -30,7 +30,6 @@ ValId cst(Builder *b, int64_t v);
 ValId bin(Builder *b, OpCode c, ValId x, ValId y);
 ValId cmp_lt(Builder *b, ValId x, ValId y);
 Op *build0(Builder *b, OpCode c, const ValId *args, int n);
-const char *loc_str(Arena *a, const Func *f, Loc l);
 const char *tensor_name(const Func *f, const Op *load);
 int64_t tile_bytes(const Type *t);
 bool wanted(Func *f, const Op *op);

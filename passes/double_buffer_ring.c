@@ -28,12 +28,6 @@ ValId cmp_lt(Builder *b, ValId x, ValId y)
 
 Op *build0(Builder *b, OpCode c, const ValId *args, int n) { return ir_build(b, c, args, n, NULL, 0); }
 
-const char *loc_str(Arena *a, const Func *f, Loc l)
-{
-    const char *file = l.file ? l.file : f->mod->source_name ? f->mod->source_name : "?";
-    return arena_printf(a, "%s:%d:%d", file, l.line, l.col);
-}
-
 const char *tensor_name(const Func *f, const Op *load)
 {
     const char *n = ir_val(f, load->args[0])->name;

@@ -166,9 +166,9 @@ bool try_rotate(PassCtx *ctx, Func *f, Op *fo, Op **inner)
         sb_printf(&names, "%s%s", j ? ", " : "", tensor_name(f, O.loads[j]));
     pass_note(ctx, "loop at %s: rotated: %s in one slot%s; the next trip's copies of %s and the first %d "
               "stage%s of the loop at %s are issued right after that loop's drain, under the rest of the trip",
-              loc_str(f->mod->arena, f, fo->loc), names.buf, O.nloads > 1 ? " each" : "", names.buf, I.stages - 1,
+              pass_loc_str(f->mod->arena, f, fo->loc), names.buf, O.nloads > 1 ? " each" : "", names.buf, I.stages - 1,
               I.stages == 2 ? "" : "s",
-              loc_str(f->mod->arena, f, io->loc));
+              pass_loc_str(f->mod->arena, f, io->loc));
     sb_free(&names);
     *inner = io;
     return true;

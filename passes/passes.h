@@ -90,8 +90,10 @@ int passes_run(Module *m, PassCtx *ctx);
 int pass_launch(Module *m, PassCtx *ctx);         /* launch.c */
 int pass_canonicalize(Module *m, PassCtx *ctx);   /* canonicalize.c */
 int pass_bounds(Module *m, PassCtx *ctx);         /* bounds.c */
+int pass_mma_select(Module *m, PassCtx *ctx);     /* mma_select.c */
 int pass_mask_split(Module *m, PassCtx *ctx);     /* mask_split.c */
 int pass_double_buffer(Module *m, PassCtx *ctx);  /* double_buffer.c */
+int pass_warp_specialize(Module *m, PassCtx *ctx); /* warp_specialize.c */
 int pass_swizzle(Module *m, PassCtx *ctx);        /* swizzle.c */
 int pass_smem_alloc(Module *m, PassCtx *ctx);     /* smem_alloc.c */
 int pass_schedule(Module *m, PassCtx *ctx);       /* schedule.c */
@@ -143,6 +145,9 @@ bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, i
  * as "PASS: line" and to ctx->notes (the --print-after comment block).
  * Either may be NULL. (pipeline.c) */
 void pass_note(PassCtx *ctx, const char *fmt, ...) TC_PRINTF(2, 3);
+/* "file:line:col" of l for a report line (the module's source when l has
+ * no file), from a. (pipeline.c) */
+const char *pass_loc_str(Arena *a, const Func *f, Loc l);
 
 /* ---- shared-memory planning (smem_plan.c), the analysis behind smem_alloc ---- */
 
@@ -154,12 +159,13 @@ int64_t pass_smem_limit(const TargetInfo *t, int64_t smem_per_block);
 const char *pass_target_name(const PassCtx *ctx);
 
 /* A buffer's footprint: stages x slot stride, the slot stride being the slot's
- * bytes (rows x (row bytes + pad)) rounded up to the buffer's alignment. */
+ * bytes (rows x (row bytes + pad)) rounded up to the buffer's alignment; a
+ * barrier ring (MBAR_ALLOC) takes 8 bytes a slot. */
 int64_t pass_smem_slot_stride(const Func *f, const Op *alloc);
 int64_t pass_smem_buffer_bytes(const Func *f, const Op *alloc);
 
 typedef struct SmemBuf {
-    Op *alloc;                 /* the SMEM_ALLOC */
+    Op *alloc;                 /* the SMEM_ALLOC or MBAR_ALLOC */
     int64_t start, end;        /* live interval in linear program order (inclusive) */
     int64_t bytes, align;
     int64_t offset;            /* the plan's choice */
@@ -171,9 +177,9 @@ typedef struct SmemPlan {
     int64_t total;             /* bytes of shared memory the plan needs */
 } SmemPlan;
 
-/* Liveness intervals of every SMEM_ALLOC of f (from the alloc to its last
- * use; a use inside a loop that does not hold the alloc extends the interval
- * over the whole loop), then offsets: first fit by decreasing size, each at
+/* Liveness intervals of every SMEM_ALLOC and MBAR_ALLOC of f (from the
+ * alloc to its last use; a use inside a loop that does not hold the alloc
+ * extends the interval over the whole loop), then offsets: first fit by decreasing size, each at
  * its alignment; two buffers share bytes only when their intervals are
  * disjoint and a top-level BARRIER lies between them. Memory from `a`. */
 void pass_smem_plan(Func *f, Arena *a, SmemPlan *out);

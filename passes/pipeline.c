@@ -21,10 +21,14 @@ const PassInfo tc_pass_table[] = {
       "fold constants and identities, fold constant if/for, CSE and DCE of pure ops" },
     { "bounds", pass_bounds,
       "prove loads/stores in bounds per dim and drop the masks that are not needed" },
+    { "mma_select", pass_mma_select,
+      "choose each matrix product's instruction family (wgmma or mma.sync) from the target and its shape" },
     { "mask_split", pass_mask_split,
       "split masked loops into full blocks (masks removed) and boundary blocks" },
     { "double_buffer", pass_double_buffer,
       "stage dot operands and shared loads through S-slot shared ring buffers filled by async copies" },
+    { "warp_specialize", pass_warp_specialize,
+      "turn a pipelined loop over a wgmma product into TMA producer and wgmma consumer roles on mbarrier rings" },
     { "swizzle", pass_swizzle,
       "pick each shared buffer's swizzle or padding from its writers and readers (bank-conflict model)" },
     { "smem_alloc", pass_smem_alloc,
@@ -93,6 +97,12 @@ void pass_note(PassCtx *ctx, const char *fmt, ...)
         }
     }
     sb_free(&line);
+}
+
+const char *pass_loc_str(Arena *a, const Func *f, Loc l)
+{
+    const char *file = l.file ? l.file : f->mod->source_name ? f->mod->source_name : "?";
+    return arena_printf(a, "%s:%d:%d", file, l.line, l.col);
 }
 
 static void dump_after(Module *m, PassCtx *ctx, const char *name, const StrBuf *notes)

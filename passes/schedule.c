@@ -19,6 +19,8 @@
  *   turns     CHAIN on 8k warps of 32 rows: two warp groups take turns at
  *             the tensor cores, decoupled (no block-wide barrier in the loop);
  *   copy_interior, pv_rows  the copy and product forms (below).
+ * A kernel with warp-specialized roles (ws) takes its warps from them: 4 per
+ * warp group, and min_blocks 1 (the registers setmaxnreg divides).
  * A kernel whose schedule clause was given (a .tir file) keeps it: this pass
  * fills in only what is undecided. The rules were measured on an H200
  * (docs/codegen.md, bench/RESULTS.md); where a rule needs the target's
@@ -180,10 +182,44 @@ static bool simt_wide(LoadSum s, int nwarps) { return nwarps >= 16 && !(s.elems 
 
 /* ---- the decision ---- */
 
+/* ---- warp-specialized kernels ---- */
+
+static bool ws_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    if (op->code == OP_WS)
+        *(const Op **)ctx = op;
+    return op->code != OP_WS;
+}
+
+/* A kernel with ws roles runs 4 warps per warp group of its roles, and asks
+ * for one block an SM (.minnctapersm 1): ptxas then knows the registers a
+ * thread has at entry, which setmaxnreg moves between the roles. True when
+ * f has roles (the decision in *s). */
+static bool ws_schedule(const Func *f, Schedule *s, StrBuf *why)
+{
+    const Op *ws = NULL;
+    ir_walk((Func *)f, (Block *)&f->body, ws_visit, &ws);
+    if (!ws)
+        return false;
+    int wgs = 0;
+    for (int i = 0; i + 2 < ws->nlist; i += 3)
+        wgs += (int)ws->list[i + 1];
+    memset(s, 0, sizeof *s);
+    s->kind = SCHED_MMA;
+    s->warps = (uint8_t)(wgs * (WG_THREADS / 32));
+    s->min_blocks = 1;
+    sb_printf(why, "warp-specialized: %d warps (%d warp groups of roles); registers set for 1 block an SM, which "
+              "setmaxnreg divides between the roles", s->warps, wgs);
+    return true;
+}
+
 void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBuf *why)
 {
     if (!t)
         t = tc_target("sm_86");
+    if (ws_schedule(f, s, why))
+        return;
     int max = t->lim.simt_warps;
     ChainInfo ci;
     pass_chain_info(f, &ci);

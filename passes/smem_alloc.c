@@ -2,9 +2,11 @@
  * (smem_plan.c) into the IR and enforces the arch's limit.
  *
  * Needs: verified IR; shared buffers as SMEM_ALLOC results with their final
- * swizzle, alignment and padding (after swizzle).
+ * swizzle, alignment and padding (after swizzle); barrier rings as
+ * MBAR_ALLOC results.
  * Guarantees: every SMEM_ALLOC's iattr[1] holds its byte offset (a multiple
- * of iattr[2]); Func.smem_bytes is the block's dynamic shared memory (0 when
+ * of iattr[2]: 1024 for a 128B swizzle), every MBAR_ALLOC's iattr[1] its
+ * ring's (a multiple of 8); Func.smem_bytes is the block's dynamic shared memory (0 when
  * there are no buffers); a kernel above the limit of the target (sm_86 99 KB,
  * sm_90a / sm_100a 227 KB, or the option target.smem-per-block) gets one error at the kernel that lists every
  * buffer and the limit. The plan goes to the report and --print-after.
@@ -13,17 +15,11 @@
 
 #include <string.h>
 
-static const char *loc_str(Arena *a, const Func *f, Loc l)
-{
-    const char *file = l.file ? l.file : f->mod->source_name ? f->mod->source_name : "?";
-    return arena_printf(a, "%s:%d:%d", file, l.line, l.col);
-}
-
 /* "A at gemm.tile:9:5: tile<4x256x128xbf16, shared>, 4 stages of 65536 B = 262144 B at offset 0" */
 static void describe(const Func *f, const SmemBuf *b, Arena *a, StrBuf *out)
 {
     const Type *t = ir_type(f, b->alloc->res[0]);
-    sb_printf(out, "%s at %s: ", b->name, loc_str(a, f, b->alloc->loc));
+    sb_printf(out, "%s at %s: ", b->name, pass_loc_str(a, f, b->alloc->loc));
     type_print(f, t, out);
     sb_printf(out, ", %lld stage%s of %lld B = %lld B at offset %lld", (long long)t->shape[0],
               t->shape[0] == 1 ? "" : "s", (long long)pass_smem_slot_stride(f, b->alloc), (long long)b->bytes,
@@ -46,7 +42,7 @@ static void report_limit(PassCtx *ctx, const Func *f, const SmemPlan *p, int64_t
                 if (o->alloc->loc.line == b->alloc->loc.line && o->alloc->loc.col == b->alloc->loc.col)
                     sb_puts(&sb, " (the same load in another copy of its loop: the same space, counted once)");
                 else
-                    sb_printf(&sb, " (reuses the space of %s at %s)", o->name, loc_str(a, f, o->alloc->loc));
+                    sb_printf(&sb, " (reuses the space of %s at %s)", o->name, pass_loc_str(a, f, o->alloc->loc));
                 break;
             }
         }

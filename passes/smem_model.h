@@ -166,7 +166,8 @@ typedef struct SmemDecision {
  * when that is below 16); 32B/64B/128B swizzles whose width <= row_bytes (rows a
  * multiple of 8). Descriptor users exclude padding (and wgmma/tcgen05
  * identity for rows wider than 16 B: no canonical no-swizzle layout is
- * row-major). Fewest weighted wavefronts wins; ties go to descriptor
+ * row-major) and take the widest admissible swizzle when there is one (one
+ * TMA box and descriptor run per panel). Fewest weighted wavefronts wins; ties go to descriptor
  * modes, then less shared memory, then identity, then the widest swizzle
  * (fewest column panels).
  * Returns 0, or 1 after reporting to d (if non-NULL) at loc when no use can

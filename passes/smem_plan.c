@@ -3,7 +3,8 @@
  *
  * Needs: verified IR whose shared buffers are SMEM_ALLOC results (made by
  * double_buffer, shaped by swizzle: iattr[0] mode, iattr[2] alignment,
- * iattr[3] row padding).
+ * iattr[3] row padding) and MBAR_ALLOC barrier rings (8 bytes a slot,
+ * 8-byte aligned).
  * Guarantees (of the plan; nothing in the IR changes here): every buffer
  * gets an offset that is a multiple of its alignment; two buffers whose
  * byte ranges overlap are never live at once, and between the last use of
@@ -40,6 +41,8 @@ int64_t pass_smem_slot_stride(const Func *f, const Op *alloc)
 {
     const Type *t = ir_type(f, alloc->res[0]);
     int64_t eb = dtype_bits((DType)t->dtype) / 8;
+    if (alloc->code == OP_MBAR_ALLOC)   /* a barrier ring: one 8-byte mbarrier a slot */
+        return eb;
     int64_t cols = t->shape[t->rank - 1], rows = 1;
     for (int i = 1; i < t->rank - 1; i++)
         rows *= t->shape[i];
@@ -89,7 +92,7 @@ static void new_buf(Lin *L, Op *op)
     b->alloc = op;
     b->start = b->end = L->pos;
     b->bytes = pass_smem_buffer_bytes(L->f, op);
-    b->align = op->iattr[2] > 0 ? op->iattr[2] : 16;
+    b->align = op->code == OP_MBAR_ALLOC ? pass_smem_slot_stride(L->f, op) : op->iattr[2] > 0 ? op->iattr[2] : 16;
     b->offset = -1;
     b->name = arena_printf(L->a, "buffer #%d", i);   /* renamed after its tensor below */
     L->buf_of[op->res[0]] = i;
@@ -132,7 +135,7 @@ static void walk(Lin *L, Block *blk, bool top)
         for (int k = 0; k < op->nargs; k++)
             if (op->args[k] < L->f->nvals && L->buf_of[op->args[k]] >= 0)
                 use_buf(L, L->buf_of[op->args[k]]);
-        if (op->code == OP_SMEM_ALLOC)
+        if (op->code == OP_SMEM_ALLOC || op->code == OP_MBAR_ALLOC)
             new_buf(L, op);
         /* The code generator reads a slot whose value only feeds matrix
          * products in place, when the product runs (lower_mma.c): the
@@ -238,22 +241,34 @@ static void pack(SmemPlan *p, const int64_t *fences, int nf, Arena *a)
 static bool name_visit(Func *f, Op *op, void *ctx)
 {
     SmemPlan *p = ctx;
-    if (op->code != OP_ASYNC_COPY)
+    if (op->code != OP_ASYNC_COPY && op->code != OP_TMA_LOAD)
         return true;
+    ValId tensor = op->args[op->code == OP_TMA_LOAD ? 4 : 2];
     for (int i = 0; i < p->nbufs; i++)
         if (p->bufs[i].alloc->res[0] == op->args[0] && !strncmp(p->bufs[i].name, "buffer #", 8)) {
-            const char *n = ir_val(f, op->args[2])->name;
+            const char *n = ir_val(f, tensor)->name;
             if (n)
                 p->bufs[i].name = n;
         }
     return true;
 }
 
+/* A barrier ring by its value's name (the pass that made it gave one). */
+static void name_rings(const Func *f, SmemPlan *p, Arena *a)
+{
+    for (int i = 0; i < p->nbufs; i++)
+        if (p->bufs[i].alloc->code == OP_MBAR_ALLOC) {
+            const char *n = ir_val(f, p->bufs[i].alloc->res[0])->name;
+            p->bufs[i].name = n ? arena_printf(a, "barriers %s", n) : arena_printf(a, "barriers #%d", i);
+        }
+}
+
 static bool not_dot_visit(Func *f, Op *op, void *ctx)
 {
     bool *bad = ctx;
     for (int k = 0; k < op->nargs; k++)
-        if (op->args[k] < f->nvals && !(op->code == OP_DOT && k < 2) && op->code != OP_TRANS)
+        if (op->args[k] < f->nvals && !((op->code == OP_DOT || op->code == OP_DOT_ASYNC) && k < 2) &&
+            op->code != OP_TRANS)
             bad[op->args[k]] = true;
     return true;
 }
@@ -298,4 +313,5 @@ void pass_smem_plan(Func *f, Arena *a, SmemPlan *out)
     out->nbufs = L.nbufs;
     pack(out, L.fences, L.nfences, a);
     ir_walk(f, &f->body, name_visit, out);
+    name_rings(f, out, a);
 }

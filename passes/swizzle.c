@@ -14,10 +14,13 @@
  * candidate table, before the --print-after=swizzle dump.
  *
  * The accesses: ASYNC_COPY writes 16-byte chunks along rows (cp.async);
- * SMEM_STORE writes 16-byte vectors; an SMEM_LOAD read is by what consumes
- * it: DOT operand A -> ldmatrix; DOT operand B ([K,N] row-major) ->
- * ldmatrix.trans; through TRANS into DOT B (the tile is [N,K]) -> ldmatrix,
- * into DOT A -> ldmatrix.trans; anything else -> 16-byte vector reads.
+ * TMA_LOAD writes through a tensor map (a descriptor mode); SMEM_STORE
+ * writes 16-byte vectors; an SMEM_LOAD read is by what consumes it: DOT
+ * operand A -> ldmatrix; DOT operand B ([K,N] row-major) -> ldmatrix.trans;
+ * through TRANS into DOT B (the tile is [N,K]) -> ldmatrix, into DOT A ->
+ * ldmatrix.trans; a DOT_ASYNC operand -> a wgmma descriptor; anything else
+ * -> 16-byte vector reads. A buffer with descriptor users (TMA, wgmma) gets
+ * the widest swizzle its rows allow, never padding (swizzle_select.c).
  */
 #include "passes.h"
 #include "smem_model.h"
@@ -52,7 +55,10 @@ static bool scan_reader(Func *f, Op *op, void *ctx)
     for (int i = 0; i < op->nargs; i++) {
         if (op->args[i] != r->v)
             continue;
-        if (op->code == OP_DOT && i < 2) {
+        if (op->code == OP_DOT_ASYNC && i < 2) {   /* wgmma reads it through a descriptor */
+            if (r->kind < 0)
+                r->kind = SA_MMA_DESC;
+        } else if (op->code == OP_DOT && i < 2) {
             bool a = i == 0;
             int k = (a != r->through_trans) ? SA_LDMATRIX : SA_LDMATRIX_TRANS;
             if (r->kind < 0)
@@ -81,6 +87,8 @@ static bool collect_uses(Func *f, Op *op, void *ctx)
         return true;
     if (op->code == OP_ASYNC_COPY)
         add_use(us, SA_CP_ASYNC16);
+    else if (op->code == OP_TMA_LOAD)
+        add_use(us, SA_TMA);
     else if (op->code == OP_SMEM_STORE)
         add_use(us, SA_ST_V4);
     else if (op->code == OP_SMEM_LOAD)
@@ -97,12 +105,6 @@ static SwizzleMode mode_of(const SmemLayout *l)
     return SWZ_NONE;
 }
 
-static const char *loc_str(Arena *a, const Func *f, Loc l)
-{
-    const char *file = l.file ? l.file : f->mod->source_name ? f->mod->source_name : "?";
-    return arena_printf(a, "%s:%d:%d", file, l.line, l.col);
-}
-
 static void decide(PassCtx *ctx, Func *f, Op *alloc, Arena *a)
 {
     const Type *t = ir_type(f, alloc->res[0]);
@@ -111,7 +113,7 @@ static void decide(PassCtx *ctx, Func *f, Op *alloc, Arena *a)
         rows *= t->shape[i];
     Uses us = { alloc->res[0], { { 0 } }, 0 };
     ir_walk(f, &f->body, collect_uses, &us);
-    const char *where = loc_str(a, f, alloc->loc);
+    const char *where = pass_loc_str(a, f, alloc->loc);
     if (us.n == 0) {
         pass_note(ctx, "buffer at %s: no accesses, stays row-major", where);
         return;

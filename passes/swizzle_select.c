@@ -6,8 +6,9 @@
  * Needs: the tile's dtype and 2-D shape, and its uses (access kind, whether
  * a TMA / wgmma / tcgen05 descriptor must describe it, weight).
  * Guarantees: the chosen layout is admissible for every use (every pattern
- * covers it; descriptor users get a descriptor mode); no admissible
- * candidate has fewer weighted wavefronts; among equals it prefers
+ * covers it; descriptor users get a descriptor mode: the widest swizzle the
+ * rows allow, when one does); no admissible candidate has fewer weighted
+ * wavefronts; among equals it prefers
  * descriptor modes, then the smaller footprint, then identity, then the
  * widest swizzle.
  * The decision records the wavefronts each use would take on the identity
@@ -69,6 +70,25 @@ static const char *excluded_why(const SmemLayout *l, const SmemUse *uses, int nu
             return "wgmma/tcgen05 no-swizzle mode is not row-major";
     }
     return NULL;
+}
+
+/* Descriptor users (TMA boxes, wgmma operands) take the widest admissible
+ * swizzle: a box and a run of descriptors per W-byte panel, so the fewest
+ * panels; the others are excluded. No swizzle fits rows of 16 bytes: then
+ * the model chooses among what is left. */
+static void keep_widest(SmemCandidate *c, int n, const SmemUse *uses, int nuses)
+{
+    bool desc = false;
+    for (int i = 0; i < nuses; i++)
+        desc = desc || use_needs_desc(&uses[i]);
+    int w = -1;
+    for (int i = 0; desc && i < n; i++)
+        if (!c[i].excluded && c[i].layout.xform == SMX_SWIZZLE &&
+            (w < 0 || c[i].layout.swz_bits > c[w].layout.swz_bits))
+            w = i;
+    for (int i = 0; w >= 0 && i < n; i++)
+        if (i != w && !c[i].excluded)
+            c[i].excluded = "descriptor users take the widest swizzle the rows allow";
 }
 
 /* Costs candidate c; ac[i] receives use i's cover cost (admissible only). */
@@ -224,11 +244,12 @@ int pass_smem_select(Arena *a, DType dt, int64_t rows, int64_t cols,
     SmemAccessCost *costs = arena_alloc(a, sizeof(SmemAccessCost) * MAX_CANDS
                                                * (size_t)(nuses > 0 ? nuses : 1));
     int best = -1;
-    for (int i = 0; i < out->ncands; i++) {
+    for (int i = 0; i < out->ncands; i++)
         eval_candidate(&out->cands[i], uses, nuses, costs + (size_t)i * nuses);
+    keep_widest(out->cands, out->ncands, uses, nuses);
+    for (int i = 0; i < out->ncands; i++)
         if (!out->cands[i].excluded && (best < 0 || better(&out->cands[i], &out->cands[best])))
             best = i;
-    }
     if (best < 0)
         return fail(a, out, d, loc, no_layout_msg(a, dt, rows, cols, out));
     out->layout = out->cands[best].layout;

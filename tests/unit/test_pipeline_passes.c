@@ -1,9 +1,11 @@
-/* test_pipeline_passes.c - the shared-memory passes (double_buffer, swizzle,
- * smem_alloc) keep results bit-identical: each kernel is compiled, run
- * through the passes before them, interpreted on random inputs (the
- * reference), then after EACH of the three passes verified and interpreted
- * again on the same inputs; outputs must match bit for bit. Trip counts
- * cover 0 (hi <= lo), 1, fewer than the stages, and non-multiples of them.
+/* test_pipeline_passes.c - the passes keep results bit-identical: each
+ * kernel is compiled, interpreted on random inputs (the reference), then
+ * after EACH pass of the pipeline verified and interpreted again on the
+ * same inputs; outputs must match bit for bit. Trip counts cover 0 (hi <=
+ * lo), 1, fewer than the stages, and non-multiples of them. On sm_90a the
+ * GEMM becomes warp-specialized roles (warp_specialize): it runs under
+ * several interleavings of its roles too, and the protocol pass proves its
+ * rings.
  * Also: the shared-memory limit diagnostic, and kernels without dots are
  * left untouched. */
 #include <check.h>
@@ -173,8 +175,9 @@ static void check_passes(Prog *p, Run *r, const char *arch, const char *what, bo
 {
     run_interp(p, r);
     unsigned char **ref = snapshot(r);
-    static const char *const steps[] = { "launch", "canonicalize", "bounds", "mask_split", "double_buffer", "swizzle",
-                                         "smem_alloc", "schedule" };
+    static const char *const steps[] = { "launch",        "canonicalize",    "bounds",  "mma_select",
+                                         "mask_split",    "double_buffer",   "warp_specialize",
+                                         "swizzle",       "smem_alloc",      "schedule", "protocol" };
     for (size_t i = 0; i < TC_COUNTOF(steps); i++) {
         ck_assert_msg(run_passes(p, steps[i], arch) == 0, "%s: pass %s failed", what, steps[i]);
         run_interp(p, r);
@@ -270,6 +273,114 @@ START_TEST(gemm_runtime_range)
                 ten_free(&t[i]);
             arena_free(p.a);
         }
+}
+END_TEST
+
+/* ---- gemm in warp-specialized roles (sm_90a) ---- */
+
+static bool ws_count_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    *(int *)ctx += op->code == OP_WS;
+    return true;
+}
+
+/* The WS op at the kernel's top level. */
+static const Op *find_ws(Func *f)
+{
+    for (int i = 0; i < f->body.nops; i++)
+        if (f->body.ops[i]->code == OP_WS)
+            return f->body.ops[i];
+    return NULL;
+}
+
+/* examples/gemm.tile at sm_90a with tiles BM/BN/BK and pipeline(S): its loop
+ * becomes roles (`consumers` warp groups at `regs` registers), bit-identical
+ * after every pass for each K, then under seeded interleavings of the
+ * roles (and with copies landing at once). */
+static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int regs, const int64_t *ks, int nk,
+                            int64_t m, int64_t n)
+{
+    size_t len;
+    char *src = read_example("gemm.tile", &len);
+    char st[8];
+    snprintf(st, sizeof st, "%d", stages);
+    FeDefine defs[4] = { { "BM", tiles[0] }, { "BN", tiles[1] }, { "BK", tiles[2] }, { "STAGES", st } };
+    for (int i = 0; i < nk; i++) {
+        Prog p;
+        prog_compile(&p, "gemm.tile", src, len, defs, 4);
+        int64_t sa[2] = { m, ks[i] }, sb[2] = { ks[i], n }, sc[2] = { m, n };
+        Ten t[3] = { ten_new(DT_BF16, 2, sa), ten_new(DT_BF16, 2, sb), ten_new(DT_BF16, 2, sc) };
+        uint64_t rng = 0x5eedu + (uint64_t)(ks[i] * 7 + stages);
+        ten_random(&t[0], &rng, -1, 1);
+        ten_random(&t[1], &rng, -1, 1);
+        static const int argmap[3] = { 0, 1, 2 };
+        Run r = { t, 3, 2, { { 0 } }, 3, argmap, NULL };
+        char what[128];
+        snprintf(what, sizeof what, "gemm sm_90a tiles %s/%s/%s S=%d M=%lld N=%lld K=%lld", tiles[0], tiles[1],
+                 tiles[2], stages, (long long)m, (long long)n, (long long)ks[i]);
+        check_passes(&p, &r, "sm_90a", what, true);
+        unsigned char **ref = snapshot(&r);   /* the reference's outputs: check_passes compared them */
+        int nws = 0;
+        ir_walk(p.f, &p.f->body, ws_count_visit, &nws);
+        ck_assert_msg(nws == 1, "%s: %d ws ops", what, nws);
+        const Op *ws = find_ws(p.f);
+        ck_assert_ptr_nonnull(ws);
+        ck_assert_int_eq(ws->nlist, 6);
+        ck_assert_int_eq(ws->list[3], ROLE_CONSUMER);
+        ck_assert_int_eq(ws->list[4], consumers);
+        ck_assert_int_eq(ws->list[5], regs);
+        ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
+        ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_BARRIER) && has_op(p.f, OP_TMA_LOAD));
+        for (uint64_t seed = 0; seed < 4; seed++) {   /* seeded interleavings, and copies landing at once */
+            for (int k = r.nin; k < r.ntens; k++)
+                ten_poison(&r.tens[k]);
+            for (int k = 0; k < r.nargs; k++)
+                r.args[k] = ten_arg(&r.tens[r.argmap[k]]);
+            InterpOpts o = { seed ? seed * 0x9e3779b9u : 0, seed == 0 };
+            int rc = interp_run_opts(p.f, r.args, r.nargs, &o, &p.d);
+            if (rc)
+                kit_print_diag(&p.d);
+            ck_assert_int_eq(rc, 0);
+            char run[160];
+            snprintf(run, sizeof run, "%s, seed %llu", what, (unsigned long long)seed);
+            compare(&r, ref, run);
+        }
+        free_snapshot(&r, ref);
+        for (int k = 0; k < 3; k++)
+            ten_free(&t[k]);
+        arena_free(p.a);
+    }
+    free(src);
+}
+
+/* The example's own tiles (256 x 128 x 64, pipeline(2)): 2 consumer warp
+ * groups at 232 registers; 0, 1, 2 (= S) and 10 trips. */
+START_TEST(gemm_roles_example)
+{
+    const char *tiles[3] = { "256", "128", "64" };
+    static const int64_t ks[] = { 0, 64, 100, 581 };
+    gemm_roles_case(tiles, 2, 2, 232, ks, (int)TC_COUNTOF(ks), 100, 130);
+}
+END_TEST
+
+/* 128 rows: two consumer warp groups of 64; 3 and 4 stages with 0, 1,
+ * fewer trips than stages, and 11 trips. */
+START_TEST(gemm_roles_stages)
+{
+    const char *tiles[3] = { "128", "64", "32" };
+    static const int64_t ks3[] = { 0, 32, 50, 330 }, ks4[] = { 70 };
+    gemm_roles_case(tiles, 3, 2, 232, ks3, (int)TC_COUNTOF(ks3), 150, 70);
+    gemm_roles_case(tiles, 4, 2, 232, ks4, (int)TC_COUNTOF(ks4), 150, 70);
+}
+END_TEST
+
+/* 64 rows: one consumer warp group at 256 registers; one stage. */
+START_TEST(gemm_roles_one_group)
+{
+    const char *tiles[3] = { "64", "64", "32" };
+    static const int64_t ks[] = { 0, 32, 200 };
+    gemm_roles_case(tiles, 1, 1, 256, ks, (int)TC_COUNTOF(ks), 100, 70);
 }
 END_TEST
 
@@ -424,8 +535,8 @@ START_TEST(smem_limit_fits_sm90)
     FeDefine defs[4] = { { "BM", "128" }, { "BN", "128" }, { "BK", "64" }, { "STAGES", "4" } };
     Prog p;
     prog_compile(&p, "gemm.tile", src, len, defs, 4);
-    ck_assert_int_eq(run_passes(&p, NULL, "sm_90a"), 0);
-    ck_assert_int_eq(p.f->smem_bytes, 4 * 2 * 128 * 64 * 2);
+    ck_assert_int_eq(run_passes(&p, NULL, "sm_90a"), 0);   /* warp-specialized: + 2 rings of 4 mbarriers */
+    ck_assert_int_eq(p.f->smem_bytes, 4 * 2 * 128 * 64 * 2 + 2 * 4 * 8);
     arena_free(p.a);
     Prog q;
     prog_compile(&q, "gemm.tile", src, len, defs, 4);
@@ -458,9 +569,10 @@ START_TEST(stages_from_budget)
         "  C[0 : +BM, 0 : +BM] = acc;\n"
         "}\n";
     static const struct { const char *bm, *arch; int64_t bytes; } cases[] = {
-        { "128", "sm_86", 3 * 32768 },    /* 32 KB per stage: 99 KB fits 3 */
-        { "128", "sm_90a", 4 * 32768 },   /* capped at 4 */
-        { "256", "sm_86", 1 * 65536 },    /* 64 KB per stage: 1 */
+        { "128", "sm_86", 3 * 32768 },            /* 32 KB per stage: 99 KB fits 3 */
+        { "128", "sm_90a", 4 * (32768 + 16) },    /* capped at 4; warp-specialized: two mbarriers a stage */
+        { "256", "sm_86", 1 * 65536 },            /* 64 KB per stage: 1 */
+        { "256", "sm_90a", 3 * 65536 },           /* no roles (256 accumulator registers a thread): 227 KB fits 3 */
     };
     for (size_t i = 0; i < TC_COUNTOF(cases); i++) {
         FeDefine defs[1] = { { "BM", cases[i].bm } };
@@ -504,6 +616,9 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_example_bf16);
     tcase_add_test(tc, gemm_f16_and_bf16);
     tcase_add_test(tc, gemm_runtime_range);
+    tcase_add_test(tc, gemm_roles_example);
+    tcase_add_test(tc, gemm_roles_stages);
+    tcase_add_test(tc, gemm_roles_one_group);
     tcase_add_test(tc, attention_plain);
     tcase_add_test(tc, attention_causal);
     tcase_add_test(tc, attention_persistent);

@@ -1,0 +1,72 @@
+/* mma_select.c - the mma_select pass: per matrix product (DOT), the
+ * instruction family it runs on, from the target's TargetInfo and the
+ * product's shapes and dtypes.
+ *
+ * Needs: verified IR with final shapes (after bounds; nothing later
+ * changes a product's operands' shapes or dtypes).
+ * Guarantees: every DOT with f16 or bf16 operands carries its family in
+ * iattr[0] (a MmaKind, printed `{mma = wgmma}`):
+ *   wgmma     the target has it (TargetInfo.mma & TC_MMA_WGMMA: sm_90a)
+ *             and the product fits m64nNk16 instructions
+ *             (ir_wgmma_problem: M a multiple of 64, K of 16, N of 8, at
+ *             most 256 columns an instruction);
+ *   mma_sync  otherwise: warp-level mma.sync m16n8k16, which every target
+ *             has (sm_100a's tcgen05 is not selected: its path is apart).
+ * Products of other dtypes keep MMA_NONE (no tensor-core family takes
+ * them; the code generator says so). A family already in the IR (a .tir
+ * file) is kept. Values are unchanged: the family is how a product runs,
+ * not what it computes. Each choice and its reason goes to the report.
+ * warp_specialize reads the choice: only a pipelined loop whose product
+ * is wgmma becomes producer and consumer roles.
+ */
+#include "passes.h"
+
+/* The family of one product (into op->iattr[0]) and why, into why. */
+static MmaKind choose(const TargetInfo *t, const Type *a, const Type *b, const char **why)
+{
+    if (a->dtype != DT_BF16 && a->dtype != DT_F16) {
+        *why = "the tensor-core families take f16 and bf16 operands";
+        return MMA_NONE;
+    }
+    if (!t || !(t->mma & TC_MMA_WGMMA)) {
+        *why = "the target has no wgmma";
+        return MMA_SYNC;
+    }
+    const char *no = ir_wgmma_problem(a, b);
+    *why = no ? no : "the target has wgmma and the shape fits m64nNk16";
+    return no ? MMA_SYNC : MMA_WGMMA;
+}
+
+static bool visit(Func *f, Op *op, void *vctx)
+{
+    PassCtx *ctx = vctx;
+    if (op->code != OP_DOT)
+        return true;
+    const Type *a = ir_type(f, op->args[0]), *b = ir_type(f, op->args[1]);
+    const char *at = pass_loc_str(f->mod->arena, f, op->loc);
+    const char *shape = arena_printf(f->mod->arena, "[%lld x %lld] @ [%lld x %lld] %s", (long long)a->shape[0],
+                                     (long long)a->shape[1], (long long)b->shape[0], (long long)b->shape[1],
+                                     dtype_name((DType)a->dtype));
+    if (op->iattr[0] != MMA_NONE) {
+        pass_note(ctx, "@%s: product at %s %s: %s given, kept", f->name, at, shape, mma_names[op->iattr[0]]);
+        return true;
+    }
+    const char *why;
+    MmaKind k = choose(ctx->target, a, b, &why);
+    op->iattr[0] = k;
+    if (k == MMA_WGMMA) {
+        int64_t n = b->shape[1] < WGMMA_MAX_N ? b->shape[1] : WGMMA_MAX_N;
+        pass_note(ctx, "@%s: product at %s %s: wgmma m64n%lldk16 (%s)", f->name, at, shape, (long long)n, why);
+    } else {
+        pass_note(ctx, "@%s: product at %s %s: %s (%s)", f->name, at, shape,
+                  k == MMA_SYNC ? "mma_sync m16n8k16" : "no tensor-core instruction", why);
+    }
+    return true;
+}
+
+int pass_mma_select(Module *m, PassCtx *ctx)
+{
+    for (int i = 0; i < m->nfuncs; i++)
+        ir_walk(m->funcs[i], &m->funcs[i]->body, visit, ctx);
+    return 0;
+}
