@@ -85,8 +85,12 @@ typedef struct EndCtx { int64_t end, autoend; } EndCtx;
 static bool end_visit(Func *f, Op *op, void *ctx)
 {
     EndCtx *e = ctx;
-    if (op->code == OP_MBAR_ALLOC) {   /* rings: 8 bytes a slot, placed after the buffers */
-        e->autoend = align_up(e->autoend, 8) + 8 * ir_type(f, op->res[0])->shape[0];
+    if (op->code == OP_MBAR_ALLOC) {   /* rings: 8 bytes a slot; unplaced ones after the buffers */
+        int64_t bytes = 8 * ir_type(f, op->res[0])->shape[0];
+        if (op->iattr[1] >= 0)
+            e->end = op->iattr[1] + bytes > e->end ? op->iattr[1] + bytes : e->end;
+        else
+            e->autoend = align_up(e->autoend, 8) + bytes;
         return true;
     }
     if (op->code != OP_SMEM_ALLOC)
@@ -112,7 +116,8 @@ int64_t cg_smem_buffers_end(Cg *cg, Func *f)
 
 int64_t cg_smem_place_ring(Cg *cg, Op *op, int64_t bytes)
 {
-    (void)op;
+    if (op->iattr[1] >= 0)   /* placed by smem_alloc */
+        return op->iattr[1];
     int64_t off = align_up(cg->smem_auto, 8);
     cg->smem_auto = off + bytes;
     return off;

@@ -53,6 +53,10 @@ static bool visit(Func *f, Op *op, void *vctx)
     }
     const char *why;
     MmaKind k = choose(ctx->target, a, b, &why);
+    if (k == MMA_WGMMA && ctx->portable) {   /* the module's fallback variant keeps to mma.sync */
+        k = MMA_SYNC;
+        why = "the portable variant of a warp-specialized kernel";
+    }
     op->iattr[0] = k;
     if (k == MMA_WGMMA) {
         int64_t n = b->shape[1] < WGMMA_MAX_N ? b->shape[1] : WGMMA_MAX_N;

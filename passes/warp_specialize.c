@@ -502,6 +502,8 @@ static void run_func(PassCtx *ctx, Func *f)
 
 int pass_warp_specialize(Module *m, PassCtx *ctx)
 {
+    if (ctx->portable)   /* the module's fallback variant: no roles, no TMA */
+        return 0;
     for (int i = 0; i < m->nfuncs; i++)
         run_func(ctx, m->funcs[i]);
     return 0;
