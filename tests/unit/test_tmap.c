@@ -283,6 +283,29 @@ START_TEST(meta_fallback_ok_and_limit)
 }
 END_TEST
 
+/* The GPU test's metadata (tests/gpu/tmap_ref.meta) parses here too. */
+START_TEST(gpu_test_meta)
+{
+    char path[4096], text[4096];
+    snprintf(path, sizeof path, "%s/tests/gpu/tmap_ref.meta", TILEC_SOURCE_DIR);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    tilert_module *m;
+    tilert_kernel *tma, *sw, *plain;
+    ck_assert_msg(tilert_module_from_meta(text, &m) == TILERT_OK, "%s", tilert_last_error());
+    ck_assert_int_eq(tilert_module_get_kernel(m, "copy_tma", &tma), TILERT_OK);
+    ck_assert_int_eq(tilert_module_get_kernel(m, "copy_tma_sw128", &sw), TILERT_OK);
+    ck_assert_int_eq(tilert_module_get_kernel(m, "copy_plain", &plain), TILERT_OK);
+    ck_assert(tilert_kernel_fallback(tma) == plain && tilert_kernel_fallback(sw) == plain);
+    tilert_tmap_info ti;
+    ck_assert_int_eq(tilert_kernel_tmap(sw, 0, &ti), TILERT_OK);
+    ck_assert(ti.param == 0 && ti.swizzle == 128 && ti.box[0] == 16 && ti.box[1] == 32);
+    tilert_module_free(m);
+}
+END_TEST
+
 /* ---- the launch plan ---- */
 
 START_TEST(plan_slots)
@@ -770,6 +793,7 @@ static Suite *tmap_suite(void)
     tcase_add_test(tc, meta_tmaps);
     tcase_add_loop_test(tc, meta_bad, 0, (int)(sizeof bad_meta / sizeof bad_meta[0]));
     tcase_add_test(tc, meta_fallback_ok_and_limit);
+    tcase_add_test(tc, gpu_test_meta);
     suite_add_tcase(s, tc);
     tc = tcase_create("check");
     tcase_add_checked_fixture(tc, setup, teardown);
