@@ -5,7 +5,10 @@
  * and then fills a plan whose slots follow the kernel ABI (ORDER ABI in
  * codegen/codegen.h): per param in order, a tensor's data pointer and its
  * rank-1 outer strides (i64, elements) or a scalar in its dtype; then every
- * named dim as i32.
+ * named dim as i32; then a 128-byte, 64-aligned slot per tensor map, whose
+ * cuTensorMapEncodeTiled arguments the plan carries (tmap.c). When the
+ * arguments break only the kernel's own rules (alignment, tensor maps) and
+ * its fallback takes them, the plan is the fallback's, with the reason.
  */
 #include <math.h>
 #include <stdarg.h>

@@ -203,8 +203,9 @@ static tilert_status before_tmaps(Parser *ps, const char *what)
 /* `dim NAME` */
 static tilert_status rec_dim(Parser *ps)
 {
-    if (before_tmaps(ps, "dim"))
-        return TILERT_ERR_META;
+    tilert_status st = before_tmaps(ps, "dim");
+    if (st)
+        return st;
     if (ps->ntok != 2 || !is_ident(&ps->tok[1]))
         return bad(ps, "expected 'dim NAME'");
     if (find_dim(ps, &ps->tok[1]) >= 0)
@@ -255,8 +256,9 @@ static tilert_status tensor_dims(Parser *ps, RtParam *pa)
 /* `param NAME tensor ...` / `param NAME scalar DTYPE` */
 static tilert_status rec_param(Parser *ps)
 {
-    if (before_tmaps(ps, "param"))
-        return TILERT_ERR_META;
+    tilert_status st = before_tmaps(ps, "param");
+    if (st)
+        return st;
     if (ps->ntok < 4 || !is_ident(&ps->tok[1]))
         return bad(ps, "expected 'param NAME tensor|scalar DTYPE ...'");
     if (find_param(ps, &ps->tok[1]) >= 0)
@@ -275,7 +277,6 @@ static tilert_status rec_param(Parser *ps)
     pa->dtype = tilert_dtype_parse(dt);
     if (pa->dtype < 0)
         return bad(ps, "param %s: unknown dtype '%.*s'", pa->name, (int)ps->tok[3].n, ps->tok[3].s);
-    tilert_status st;
     if (tok_is(&ps->tok[2], "tensor")) {
         pa->kind = TILERT_PARAM_TENSOR;
         st = tensor_dims(ps, pa);
@@ -346,12 +347,15 @@ static tilert_status rec_tmap(Parser *ps)
     memset(tm, 0, sizeof *tm);
     tm->param = i;
     tm->line = ps->line;
+    static const struct { const char *s; int bytes; } modes[] = {
+        {"none", 0}, {"32", 32}, {"64", 64}, {"128", 128},
+    };
     const Tok *mode = &ps->tok[3];
-    if (tok_is(mode, "none"))
-        tm->swizzle = 0;
-    else if (tok_is(mode, "32") || tok_is(mode, "64") || tok_is(mode, "128"))
-        tm->swizzle = atoi(mode->s);
-    else
+    tm->swizzle = -1;
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+        if (tok_is(mode, modes[m].s))
+            tm->swizzle = modes[m].bytes;
+    if (tm->swizzle < 0)
         return bad(ps, "tmap %s: swizzle must be none, 32, 64 or 128, not '%.*s'", pa->name,
                    (int)mode->n, mode->s);
     tilert_status st = tmap_box(ps, tm, pa);

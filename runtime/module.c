@@ -495,7 +495,7 @@ TILERT_API tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args,
     int pdev;
     if ((st = enter_ctx(m, pl.device, &ctx, &pdev)))
         return st;
-    _Alignas(64) unsigned char maps[TILERT_MAX_TMAPS][TILERT_TMAP_BYTES];
+    _Alignas(TILERT_TMAP_HOST_ALIGN) unsigned char maps[TILERT_MAX_TMAPS][TILERT_TMAP_BYTES];
     st = make_maps(k, ctx, args, nargs, &pl, maps);
     tilert_kernel *run = (tilert_kernel *)pl.kernel;    /* k or its fallback */
     if (!st && !empty_grid(&pl)) {

@@ -213,6 +213,10 @@ tilert_status tilert_cuda_fail(const tilert_driver *drv, CUresult r, const char 
 
 /* ---- tmap.c: tensor maps (docs/runtime.md "Tensor maps") ----------------- */
 
+/* The alignment of a map in host memory: the driver asks for 64 bytes,
+ * cuda.h (CUDA 13) declares CUtensorMap with 128. */
+#define TILERT_TMAP_HOST_ALIGN 128
+
 /* CUtensorMap* enum values (cuda.h). */
 enum {
     CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0, CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,

@@ -174,7 +174,7 @@ tilert_status tilert_tmap_get(const tilert_driver *drv, tilert_kernel *k, size_t
                               CUcontext ctx, const tilert_tmap_args *a, void *map,
                               char *why, size_t n)
 {
-    _Alignas(64) uint64_t m[TILERT_TMAP_BYTES / 8];
+    _Alignas(TILERT_TMAP_HOST_ALIGN) uint64_t m[TILERT_TMAP_BYTES / 8];
     RtTmapCache *c = &k->cache[j];
     RtTmapEntry *hit = NULL, *like = NULL;
     tilert_status st = TILERT_OK;
