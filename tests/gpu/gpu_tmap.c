@@ -52,32 +52,36 @@ static const char *variant(const tilert_kernel *k, char *why, size_t len)
     return ran ? tilert_kernel_name(ran) : "(none)";
 }
 
+/* A poisoned Y of x's shape (yshape its storage), and k launched on (x, Y). */
+static tilert_status launch(tilert_kernel *k, xview *x, gpu_buf *y, int64_t *yshape)
+{
+    yshape[0] = x->shape[0];
+    yshape[1] = x->shape[1];
+    *y = gpu_output(GPU_F32, (size_t)(yshape[0] * yshape[1]));
+    DLTensor yt = gpu_tensor(y, 2, yshape);
+    tilert_arg args[2] = {TENSOR(x->t), TENSOR(yt)};
+    return tilert_launch(k, args, 2, NULL);
+}
+
 /* Launch k on x into a fresh poisoned Y; Y must be x, and the kernel that
  * ran want_kernel, for a reason containing want_reason ("" = no fallback). */
 static void copy_and_check(tilert_kernel *k, xview *x, const char *want_kernel,
                            const char *want_reason)
 {
-    int64_t m = x->shape[0], n = x->shape[1];
+    int64_t m = x->shape[0], n = x->shape[1], yshape[2];
     char label[256], why[256];
     snprintf(label, sizeof label, "%s M=%lld N=%lld ld=%zu offset=%zu", tilert_kernel_name(k),
              (long long)m, (long long)n, x->ld, x->off);
     gpu_context("%s", label);
-    gpu_buf y = gpu_output(GPU_F32, (size_t)(m * n));
-    int64_t yshape[2] = {m, n};
-    DLTensor yt = gpu_tensor(&y, 2, yshape);
-    tilert_arg args[2] = {TENSOR(x->t), TENSOR(yt)};
-    GPU_RT(tilert_launch(k, args, 2, NULL));
+    gpu_buf y;
+    GPU_RT(launch(k, x, &y, yshape));
     GPU_CU(gpu_cu.CtxSynchronize());
     const char *ran = variant(k, why, sizeof why);
     bool variant_ok = strcmp(ran, want_kernel) == 0 &&
                       (want_reason[0] ? strstr(why, want_reason) != NULL : why[0] == '\0');
     if (!variant_ok)
         printf("  ran %s (reason '%s'); want %s (reason '%s')\n", ran, why, want_kernel, want_reason);
-    double *got = malloc(sizeof *got * (size_t)(m * n + 1));
-    if (!got) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
+    double *got = gpu_calloc((size_t)(m * n), sizeof *got);
     bool written = gpu_fetch(&y, got, label);
     size_t bad = 0;
     for (int64_t r = 0; r < m; r++)
@@ -96,14 +100,11 @@ static void copy_and_check(tilert_kernel *k, xview *x, const char *want_kernel,
 /* k must refuse x (no fallback): TILERT_ERR_ARGS containing want, Y untouched. */
 static void refuse(tilert_kernel *k, xview *x, const char *want)
 {
-    int64_t m = x->shape[0], n = x->shape[1];
-    gpu_context("%s refuses M=%lld N=%lld ld=%zu offset=%zu", tilert_kernel_name(k), (long long)m,
-                (long long)n, x->ld, x->off);
-    gpu_buf y = gpu_output(GPU_F32, (size_t)(m * n));
-    int64_t yshape[2] = {m, n};
-    DLTensor yt = gpu_tensor(&y, 2, yshape);
-    tilert_arg args[2] = {TENSOR(x->t), TENSOR(yt)};
-    tilert_status st = tilert_launch(k, args, 2, NULL);
+    gpu_context("%s refuses M=%lld N=%lld ld=%zu offset=%zu", tilert_kernel_name(k),
+                (long long)x->shape[0], (long long)x->shape[1], x->ld, x->off);
+    gpu_buf y;
+    int64_t yshape[2];
+    tilert_status st = launch(k, x, &y, yshape);
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", tilert_last_error());
     GPU_CU(gpu_cu.CtxSynchronize());
@@ -155,46 +156,39 @@ static void run_tma(tilert_kernel *k)
     gpu_free(&b.buf);
 }
 
-/* The metadata text without its `fallback` records. */
-static char *without_fallbacks(const char *path)
+static char *read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
         perror(path);
         exit(1);
     }
-    char *out = calloc(1, 1 << 16), line[1024];
-    size_t len = 0;
-    while (out && fgets(line, sizeof line, f))
-        if (strncmp(line, "fallback ", 9) != 0 && len + strlen(line) < (1 << 16)) {
-            memcpy(out + len, line, strlen(line));
-            len += strlen(line);
-        }
-    fclose(f);
-    if (!out) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    return out;
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = calloc(1, 1 << 20);
-    if (!f || !buf) {
-        perror(path);
-        exit(1);
-    }
-    size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    buf[n] = '\0';
+    char *buf = gpu_calloc(1 << 20, 1);
+    buf[fread(buf, 1, (1 << 20) - 1, f)] = '\0';
     fclose(f);
     return buf;
 }
 
+/* Remove the `fallback` records from metadata text, in place. */
+static void drop_fallbacks(char *text)
+{
+    char *w = text;
+    for (char *r = text; *r;) {
+        char *eol = strchr(r, '\n');
+        size_t n = eol ? (size_t)(eol - r + 1) : strlen(r);
+        if (strncmp(r, "fallback ", 9) != 0) {
+            memmove(w, r, n);
+            w += n;
+        }
+        r += n;
+    }
+    *w = '\0';
+}
+
 static void run_without_fallback(tilert_driver *drv, const char *ptx_path, const char *meta_path)
 {
-    char *ptx = read_text(ptx_path), *meta = without_fallbacks(meta_path);
+    char *ptx = read_text(ptx_path), *meta = read_text(meta_path);
+    drop_fallbacks(meta);
     tilert_module *m;
     tilert_kernel *k;
     GPU_RT(tilert_module_load(drv, ptx, meta, &m));

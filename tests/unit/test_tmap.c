@@ -14,6 +14,7 @@
 #include <string.h>
 #include "tilert.h"
 #include "runtime/rt.h"
+#include "rtkit.h"
 
 /* mm_tma reads A, B and C through tensor maps and falls back to mm; t3 has
  * a rank-3 map, a small align and no fallback; kz has a dim outside the grid. */
@@ -68,24 +69,6 @@ static const char *META =
     "grid M 8 cdiv\n"
     "end\n";
 
-#define FAKE_PTR ((void *)0x7f0000001000ull)   /* never dereferenced */
-
-typedef struct T {
-    DLTensor t;
-    int64_t shape[8], strides[8];
-} T;
-
-static void mk(T *x, uint8_t code, uint8_t bits, int ndim, const int64_t *shape)
-{
-    memset(x, 0, sizeof *x);
-    x->t.data = FAKE_PTR;
-    x->t.device.device_type = kDLCUDA;
-    x->t.ndim = ndim;
-    x->t.dtype = (DLDataType){code, bits, 1};
-    x->t.shape = x->shape;
-    memcpy(x->shape, shape, sizeof *shape * (size_t)ndim);
-}
-
 static void set_strides(T *x, const int64_t *strides)
 {
     x->t.strides = x->strides;
@@ -100,12 +83,7 @@ typedef struct MmArgs {
 /* Valid arguments for mm_tma with M=256, N=384, K=64. */
 static void mm_args(MmArgs *m)
 {
-    mk(&m->a, kDLBfloat, 16, 2, (int64_t[]){256, 64});
-    mk(&m->b, kDLBfloat, 16, 2, (int64_t[]){64, 384});
-    mk(&m->c, kDLFloat, 32, 2, (int64_t[]){256, 384});
-    m->args[0] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->a.t}};
-    m->args[1] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->b.t}};
-    m->args[2] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->c.t}};
+    mk_gemm(&m->a, &m->b, &m->c, m->args);
     m->args[3] = (tilert_arg){TILERT_ARG_FLOAT, {.f = 0.5}};
 }
 
@@ -125,17 +103,6 @@ static void teardown(void)
 {
     tilert_module_free(mod);
     mod = NULL;
-}
-
-/* TILERT_ERR_ARGS whose message (err buffer and last error) contains want. */
-static void expect_err(const tilert_kernel *k, const tilert_arg *args, size_t n, const char *want)
-{
-    char err[1024];
-    tilert_launch_plan plan;
-    tilert_status st = tilert_check_args(k, args, n, err, sizeof err, &plan);
-    ck_assert_msg(st == TILERT_ERR_ARGS, "status %d for '%s' (err: %s)", st, want, err);
-    ck_assert_msg(strstr(err, want) != NULL, "got '%s', want '%s'", err, want);
-    ck_assert_msg(strstr(tilert_last_error(), want) != NULL, "last error '%s'", tilert_last_error());
 }
 
 /* OK, and the plan runs fallback `fb` for a reason containing `why`. */
@@ -253,12 +220,7 @@ START_TEST(meta_bad)
 {
     char text[2048];
     snprintf(text, sizeof text, "%s%s", KHEAD, bad_meta[_i].body);
-    tilert_module *m = (tilert_module *)1;
-    tilert_status st = tilert_module_from_meta(text, &m);
-    ck_assert_msg(st == TILERT_ERR_META, "case %d: status %d", _i, st);
-    ck_assert_ptr_null(m);
-    ck_assert_msg(strstr(tilert_last_error(), bad_meta[_i].want) != NULL,
-                  "case %d: got '%s', want '%s'", _i, tilert_last_error(), bad_meta[_i].want);
+    expect_meta_err(text, bad_meta[_i].want, _i);
 }
 END_TEST
 
