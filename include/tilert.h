@@ -45,7 +45,10 @@ extern "C" {
 #define TILERT_MAX_RANK 8        /* dims of one tensor param */
 #define TILERT_MAX_PARAMS 64     /* runtime params of one kernel */
 #define TILERT_MAX_DIMS 64       /* named dims of one kernel */
-#define TILERT_MAX_SLOTS (TILERT_MAX_PARAMS * TILERT_MAX_RANK + TILERT_MAX_DIMS)
+#define TILERT_MAX_TMAPS 16      /* tensor maps (hidden params) of one kernel */
+#define TILERT_MAX_TMAP_RANK 5   /* dims of a tensor that a tensor map describes */
+#define TILERT_TMAP_BYTES 128    /* one tensor map (CUtensorMap), passed by value */
+#define TILERT_MAX_SLOTS (TILERT_MAX_PARAMS * TILERT_MAX_RANK + TILERT_MAX_DIMS + TILERT_MAX_TMAPS)
 
 typedef enum tilert_status {
     TILERT_OK = 0,
@@ -161,6 +164,25 @@ size_t tilert_kernel_num_params(const tilert_kernel *k);
 tilert_status tilert_kernel_param(const tilert_kernel *k, size_t i, tilert_param_info *out);
 size_t tilert_kernel_num_dims(const tilert_kernel *k);
 const char *tilert_kernel_dim(const tilert_kernel *k, size_t i);  /* NULL if out of range */
+/* A tensor map (a `tmap` record, docs/runtime.md): the kernel reads tensor
+ * param `param` through a Hopper TMA descriptor that the runtime encodes at
+ * launch and passes as a hidden 128-byte parameter after the dims. */
+typedef struct tilert_tmap_info {
+    size_t param;                          /* index of the tensor param it describes */
+    int swizzle;                           /* shared-memory swizzle span, bytes: 0 (none), 32, 64, 128 */
+    int rank;                              /* the param's rank, 1..TILERT_MAX_TMAP_RANK */
+    unsigned box[TILERT_MAX_TMAP_RANK];    /* box extents in the param's dim order (outermost first) */
+} tilert_tmap_info;
+
+/* Tensor maps of the kernel, in ABI order (0 for kernels without). */
+size_t tilert_kernel_num_tmaps(const tilert_kernel *k);
+/* Fills *out for tensor map i; TILERT_ERR_USAGE if i is out of range. */
+tilert_status tilert_kernel_tmap(const tilert_kernel *k, size_t i, tilert_tmap_info *out);
+/* The kernel that runs instead of k when a tensor cannot take k's tensor
+ * maps or alignment (a `fallback` record), NULL if k has none. Same module,
+ * same params and dims, no tensor maps. Owned by the module. */
+tilert_kernel *tilert_kernel_fallback(const tilert_kernel *k);
+
 /* The grid rule as written in the metadata ("cdiv N 1024 ; 1 ; 1"). Owned by the module. */
 const char *tilert_kernel_grid_rule(const tilert_kernel *k);
 /* Evaluate the grid rule for named-dim values dims[0..ndims) (ABI order).
@@ -188,10 +210,37 @@ typedef struct tilert_arg {
     } u;
 } tilert_arg;
 
+/* The arguments of one cuTensorMapEncodeTiled call (cuda.h), computed from
+ * a tensor without a driver. Arrays run innermost dim first, as the driver
+ * takes them; the enum fields hold cuda.h's values. */
+typedef struct tilert_tmap_args {
+    size_t param;                                       /* the tensor param */
+    unsigned rank;                                      /* 1..5; 0: no map (an empty tensor in an
+                                                           empty launch): the slot is 128 zero bytes */
+    int data_type;                                      /* CUtensorMapDataType */
+    uint64_t global_address;                            /* data + byte_offset, 16-byte aligned */
+    uint64_t global_dim[TILERT_MAX_TMAP_RANK];          /* extents, 1..2^32 */
+    uint64_t global_strides[TILERT_MAX_TMAP_RANK - 1];  /* bytes, of dims 1..rank-1: multiples of 16, < 2^40 */
+    uint32_t box_dim[TILERT_MAX_TMAP_RANK];             /* 1..256 */
+    uint32_t element_strides[TILERT_MAX_TMAP_RANK];     /* all 1 */
+    int interleave;                                     /* CU_TENSOR_MAP_INTERLEAVE_NONE */
+    int swizzle;                                        /* CUtensorMapSwizzle: NONE, 32B, 64B, 128B */
+    int l2_promotion;                                   /* CU_TENSOR_MAP_L2_PROMOTION_L2_256B */
+    int oob_fill;                                       /* CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros */
+} tilert_tmap_args;
+
 /* Everything a launch needs, computed from the arguments without a GPU.
  * slot[i] holds the value of kernel-ABI argument i (in its first
  * slot_size[i] bytes, host byte order); slot_offset[i] is its offset in the
- * packed parameter buffer (each argument aligned to its size). */
+ * packed parameter buffer (each argument aligned to its size). A tensor-map
+ * slot has slot_size TILERT_TMAP_BYTES and a 64-byte-aligned offset, and
+ * slot[i] holds the index j of its tmap[j]: the map itself is encoded from
+ * tmap[j] at launch, which needs the driver.
+ *
+ * `kernel` is the kernel the plan launches: the one checked, or its
+ * fallback when a tensor cannot take that kernel's tensor maps or alignment
+ * (fallback_reason then says which param broke which rule; "" otherwise).
+ * grid, block, smem, cluster and the slots are that kernel's. */
 typedef struct tilert_launch_plan {
     unsigned grid[3];
     unsigned block[3];
@@ -205,13 +254,20 @@ typedef struct tilert_launch_plan {
     uint8_t slot_size[TILERT_MAX_SLOTS];
     uint32_t slot_offset[TILERT_MAX_SLOTS];
     size_t param_bytes;                    /* size of the packed parameter buffer */
+    const tilert_kernel *kernel;           /* the kernel that runs: the one checked or its fallback */
+    char fallback_reason[256];             /* why the fallback runs, "" when the kernel itself does */
+    size_t ntmaps;
+    tilert_tmap_args tmap[TILERT_MAX_TMAPS];   /* per tensor map of `kernel`, ABI order */
 } tilert_launch_plan;
 
 /* Validate args[0..nargs) against k's metadata and, if they fit, fill *plan
  * (may be NULL). Touches no GPU and works on modules from
  * tilert_module_from_meta. On mismatch returns TILERT_ERR_ARGS and writes a
  * message naming the param into err[0..errlen) (err may be NULL) and into
- * tilert_last_error(). The rules are in docs/runtime.md. */
+ * tilert_last_error(). The rules are in docs/runtime.md. When a tensor
+ * breaks one of k's tensor-map or alignment rules and k has a fallback
+ * that accepts the arguments, the plan is the fallback's (plan->kernel,
+ * plan->fallback_reason) and the status TILERT_OK. */
 tilert_status tilert_check_args(const tilert_kernel *k, const tilert_arg *args, size_t nargs,
                                 char *err, size_t errlen, tilert_launch_plan *plan);
 
@@ -224,6 +280,19 @@ tilert_status tilert_check_args(const tilert_kernel *k, const tilert_arg *args, 
  * TILERT_OK. */
 tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, size_t nargs,
                             void *stream);
+/* A kernel with tensor maps: tilert_launch encodes each map with the
+ * driver's cuTensorMapEncodeTiled (reusing the maps of recent launches with
+ * the same tensors) and passes it by value. It launches k's fallback
+ * instead, never silently, when a tensor breaks a tensor-map rule, when the
+ * driver lacks cuTensorMapEncodeTiled or when it rejects the map; without a
+ * fallback those are TILERT_ERR_ARGS, TILERT_ERR_NO_DRIVER and
+ * TILERT_ERR_CUDA, each naming the param and the rule. */
+
+/* The kernel that the latest successful tilert_launch(k, ...) ran, from any
+ * thread: k itself or its fallback (also when the grid was empty and nothing
+ * ran); NULL before the first. The reason the fallback ran, or "", is
+ * copied into reason[0..len) (reason may be NULL). Owned by the module. */
+tilert_kernel *tilert_kernel_last_variant(const tilert_kernel *k, char *reason, size_t len);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,7 @@
  * (runtime/meta.c, runtime/grid.c) enforce the same numbers.
  *
  * Plain macros only: the runtime includes this file and depends on libc
- * alone. The public header include/tilert.h repeats three of them as
+ * alone. The public header include/tilert.h repeats five of them as
  * TILERT_MAX_*; runtime/meta.c asserts at compile time that they agree.
  * docs/language.md ("Limits") and docs/runtime.md list them for users.
  */
@@ -25,5 +25,8 @@
 #define TC_LIMIT_TILE_ELEMS (1 << 18)   /* elements of one tile (2^20 took 3.6 s to
                                            compile a vector_add, 2^18 0.5 s) */
 #define TC_LIMIT_PIPELINE 16            /* pipeline(N) depth */
+#define TC_LIMIT_TMAPS 16               /* tensor maps (hidden 128-byte params) of one kernel */
+#define TC_LIMIT_TMAP_RANK 5            /* dims of a tensor a tensor map describes (the hardware's) */
+#define TC_LIMIT_TMAP_BOX 256           /* one box extent of a tensor map: 1 .. 256 */
 
 #endif

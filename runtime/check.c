@@ -5,9 +5,13 @@
  * and then fills a plan whose slots follow the kernel ABI (ORDER ABI in
  * codegen/codegen.h): per param in order, a tensor's data pointer and its
  * rank-1 outer strides (i64, elements) or a scalar in its dtype; then every
- * named dim as i32.
+ * named dim as i32; then a 128-byte, 64-aligned slot per tensor map, whose
+ * cuTensorMapEncodeTiled arguments the plan carries (tmap.c). When the
+ * arguments break only the kernel's own rules (alignment, tensor maps) and
+ * its fallback takes them, the plan is the fallback's, with the reason.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "rt.h"
@@ -17,12 +21,16 @@ enum { DL_BOOL = 6, DL_F8_E4M3FN = 10, DL_F8_E5M2 = 12 };
 
 typedef struct Check {
     const tilert_kernel *k;
+    const tilert_arg *args;
     char *err;
     size_t errlen;
     tilert_launch_plan *plan;
     int dim_param[TILERT_MAX_DIMS];    /* the param that bound the dim, or -1 */
     int dim_axis[TILERT_MAX_DIMS];
     int device_param;                  /* the first tensor param, or -1 */
+    int64_t strides[TILERT_MAX_PARAMS][TILERT_MAX_RANK];   /* per tensor, elements */
+    int empty_map;                     /* a tensor map of an empty tensor, or -1 */
+    char reason[256];                  /* the first kernel rule broken, "" if none */
 } Check;
 
 static tilert_status argerr(Check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -36,20 +44,6 @@ static tilert_status argerr(Check *c, const char *fmt, ...)
     if (c->err && c->errlen)
         snprintf(c->err, c->errlen, "kernel %s: %s", c->k->name, msg);
     return tilert_fail(TILERT_ERR_ARGS, "kernel %s: %s", c->k->name, msg);
-}
-
-/* "bf16[M, K]" / "f32" */
-static void param_type(const tilert_kernel *k, const RtParam *p, char *buf, size_t n)
-{
-    size_t len = (size_t)snprintf(buf, n, "%s", tilert_dtype_name(p->dtype));
-    for (int d = 0; d < p->rank && len < n; d++) {
-        if (p->dimref[d] >= 0)
-            len += (size_t)snprintf(buf + len, n - len, "%s%s", d ? ", " : "[", k->dims[p->dimref[d]]);
-        else
-            len += (size_t)snprintf(buf + len, n - len, "%s%lld", d ? ", " : "[", (long long)p->extent[d]);
-    }
-    if (p->rank && len < n)
-        snprintf(buf + len, n - len, "]");
 }
 
 /* "float32", "bfloat16", "float8_e4m3fn", "code 9 bits 8" */
@@ -88,15 +82,41 @@ static bool dtype_ok(int dt, DLDataType t)
     }
 }
 
-static void push_slot(tilert_launch_plan *pl, const void *v, size_t size)
+/* A rule of this kernel (not of the params: an alignment or a tensor-map
+ * rule) that the fallback may not have. With a fallback, the first such
+ * failure is kept as the reason to take it and checking goes on; without,
+ * it is the error. */
+static tilert_status kernel_rule(Check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tilert_status kernel_rule(Check *c, const char *fmt, ...)
+{
+    char msg[sizeof c->reason];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!c->k->fallback)
+        return argerr(c, "%s", msg);
+    if (!c->reason[0])
+        memcpy(c->reason, msg, sizeof msg);
+    return TILERT_OK;
+}
+
+/* Argument i at the next offset aligned to `align`. */
+static void push_slot_at(tilert_launch_plan *pl, uint64_t v, size_t size, size_t align)
 {
     size_t i = pl->nslots++;
-    size_t off = (pl->param_bytes + size - 1) / size * size;
-    pl->slot[i] = 0;
-    memcpy(&pl->slot[i], v, size);
+    size_t off = (pl->param_bytes + align - 1) / align * align;
+    pl->slot[i] = v;
     pl->slot_size[i] = (uint8_t)size;
     pl->slot_offset[i] = (uint32_t)off;
     pl->param_bytes = off + size;
+}
+
+static void push_slot(tilert_launch_plan *pl, const void *v, size_t size)
+{
+    uint64_t x = 0;
+    memcpy(&x, v, size);
+    push_slot_at(pl, x, size, size);
 }
 
 /* The device of every tensor: CUDA memory, one device for all. */
@@ -156,7 +176,7 @@ static tilert_status check_shape(Check *c, int i, const DLTensor *t)
 static tilert_status check_layout(Check *c, int i, const DLTensor *t)
 {
     const RtParam *p = &c->k->params[i];
-    int64_t st[TILERT_MAX_RANK] = {0}, run = 1;
+    int64_t *st = c->strides[i], run = 1;
     bool empty = false;
     for (int d = p->rank - 1; d >= 0; d--) {
         st[d] = t->strides ? t->strides[d] : run;
@@ -176,10 +196,11 @@ static tilert_status check_layout(Check *c, int i, const DLTensor *t)
     if (!empty && addr < (uint64_t)(uintptr_t)t->data)
         return argerr(c, "param %s: data + byte_offset (%p + %llu) wraps around the address space", p->name,
                       t->data, (unsigned long long)t->byte_offset);
-    if (!empty && addr % (uint64_t)p->align)
-        return argerr(c, "param %s: data address 0x%llx (data + byte_offset %llu) is not "
-                      "aligned to %d bytes as the kernel assumes", p->name,
-                      (unsigned long long)addr, (unsigned long long)t->byte_offset, p->align);
+    if (!empty && addr % (uint64_t)p->align &&
+        kernel_rule(c, "param %s: data address 0x%llx (data + byte_offset %llu) is not "
+                    "aligned to %d bytes as the kernel assumes", p->name,
+                    (unsigned long long)addr, (unsigned long long)t->byte_offset, p->align))
+        return TILERT_ERR_ARGS;
     push_slot(c->plan, &addr, 8);
     for (int d = 0; d < p->rank - 1; d++)
         push_slot(c->plan, &st[d], 8);
@@ -191,7 +212,7 @@ static tilert_status check_tensor(Check *c, int i, const tilert_arg *a)
     const tilert_kernel *k = c->k;
     const RtParam *p = &k->params[i];
     char want[256], got[64];
-    param_type(k, p, want, sizeof want);
+    tilert_param_type(k, p, want, sizeof want);
     if (a->kind != TILERT_ARG_TENSOR || !a->u.tensor)
         return argerr(c, "param %s: expected a tensor %s, got %s", p->name, want,
                       a->kind == TILERT_ARG_TENSOR ? "NULL" : "a scalar");
@@ -261,13 +282,44 @@ static tilert_status check_scalar(Check *c, int i, const tilert_arg *a)
     return st;
 }
 
-/* Grid from the bound dims; cluster divisibility; block and smem. */
+/* The tensor maps' arguments (docs/runtime.md "Tensor maps"). A map of an
+ * empty tensor stays zero (rank 0): finish_plan allows it in an empty
+ * launch only. */
+static tilert_status check_tmaps(Check *c)
+{
+    const tilert_kernel *k = c->k;
+    tilert_launch_plan *pl = c->plan;
+    pl->ntmaps = k->ntmaps;
+    for (size_t j = 0; j < k->ntmaps; j++) {
+        const RtTmap *tm = &k->tmaps[j];
+        const DLTensor *t = c->args[tm->param].u.tensor;
+        char why[sizeof c->reason];
+        pl->tmap[j].param = (size_t)tm->param;
+        bool empty = false;
+        for (int d = 0; d < t->ndim; d++)
+            empty |= t->shape[d] == 0;
+        if (empty) {
+            if (c->empty_map < 0)
+                c->empty_map = (int)j;
+            continue;
+        }
+        if (!tilert_tmap_compute(k, tm, t, c->strides[tm->param], &pl->tmap[j], why, sizeof why) &&
+            kernel_rule(c, "%s", why))
+            return TILERT_ERR_ARGS;
+    }
+    return TILERT_OK;
+}
+
+/* Grid from the bound dims; cluster divisibility; block and smem; the
+ * tensor-map slots after the dims. */
 static tilert_status finish_plan(Check *c)
 {
     const tilert_kernel *k = c->k;
     tilert_launch_plan *pl = c->plan;
     for (size_t d = 0; d < k->ndims; d++)
         push_slot(pl, &(int32_t){(int32_t)pl->dims[d]}, 4);
+    for (size_t j = 0; j < k->ntmaps; j++)
+        push_slot_at(pl, j, TILERT_TMAP_BYTES, 64);
     tilert_status st = tilert_kernel_grid(k, pl->dims, k->ndims, pl->grid);
     if (st) {
         if (c->err && c->errlen)
@@ -283,6 +335,12 @@ static tilert_status finish_plan(Check *c)
     pl->block[0] = (unsigned)k->threads;
     pl->block[1] = pl->block[2] = 1;
     pl->smem = (unsigned)k->smem;
+    if (c->empty_map >= 0 && pl->grid[0] && pl->grid[1] && pl->grid[2]) {
+        const RtParam *p = &k->params[k->tmaps[c->empty_map].param];
+        return kernel_rule(c, "param %s: an empty tensor has no tensor map, and the grid "
+                           "(%u, %u, %u) is not empty", p->name, pl->grid[0], pl->grid[1],
+                           pl->grid[2]);
+    }
     return TILERT_OK;
 }
 
@@ -300,11 +358,58 @@ static tilert_status check_count(Check *c, size_t nargs)
                   k->nparams == 1 ? "" : "s", names, nargs);
 }
 
-TILERT_API tilert_status tilert_check_args(const tilert_kernel *k, const tilert_arg *args,
-                                           size_t nargs, char *err, size_t errlen,
-                                           tilert_launch_plan *plan)
+/* Every rule for k; a broken kernel rule is kept in c->reason when k has a fallback. */
+static tilert_status check_kernel(Check *c, const tilert_kernel *k, const tilert_arg *args,
+                                  size_t nargs)
 {
-    tilert_launch_plan local;
+    memset(c->plan, 0, sizeof *c->plan);
+    c->k = k;
+    c->args = args;
+    c->device_param = c->empty_map = -1;
+    c->reason[0] = '\0';
+    c->plan->ndims = k->ndims;
+    c->plan->device = -1;
+    c->plan->kernel = k;
+    for (size_t d = 0; d < k->ndims; d++)
+        c->dim_param[d] = -1;
+    tilert_status st = check_count(c, nargs);
+    for (size_t i = 0; i < k->nparams && !st; i++)
+        st = k->params[i].kind == TILERT_PARAM_TENSOR ? check_tensor(c, (int)i, &args[i])
+                                                      : check_scalar(c, (int)i, &args[i]);
+    if (!st)
+        st = check_tmaps(c);
+    if (!st)
+        st = finish_plan(c);
+    return st;
+}
+
+/* k broke one of its own rules (reason): the plan of its fallback, which
+ * must take the arguments by all of its own rules. */
+static tilert_status take_fallback(Check *c, const tilert_arg *args, size_t nargs,
+                                   const char *reason)
+{
+    const tilert_kernel *k = c->k;
+    char why[sizeof c->reason];
+    snprintf(why, sizeof why, "%s", reason);
+    if (!k->fallback)
+        return argerr(c, "%s", why);
+    tilert_status st = check_kernel(c, k->fallback, args, nargs);
+    if (!st && c->reason[0])
+        st = argerr(c, "%s", c->reason);
+    if (st) {
+        char fb[1024];
+        snprintf(fb, sizeof fb, "%s", tilert_last_error());
+        c->k = k;
+        return argerr(c, "%s; its fallback refuses the arguments too: %s", why, fb);
+    }
+    snprintf(c->plan->fallback_reason, sizeof c->plan->fallback_reason, "%s", why);
+    return TILERT_OK;
+}
+
+tilert_status tilert_check_plan(const tilert_kernel *k, const tilert_arg *args, size_t nargs,
+                                char *err, size_t errlen, tilert_launch_plan *plan,
+                                const char *forced)
+{
     if (err && errlen)
         err[0] = '\0';
     if (!k || (nargs && !args)) {
@@ -312,20 +417,19 @@ TILERT_API tilert_status tilert_check_args(const tilert_kernel *k, const tilert_
             snprintf(err, errlen, "tilert_check_args: NULL kernel or arguments");
         return tilert_fail(TILERT_ERR_USAGE, "tilert_check_args: NULL kernel or arguments");
     }
-    Check c = {.k = k, .err = err, .errlen = errlen, .plan = plan ? plan : &local,
-               .device_param = -1};
-    memset(c.plan, 0, sizeof *c.plan);
-    c.plan->ndims = k->ndims;
-    c.plan->device = -1;
-    for (size_t d = 0; d < k->ndims; d++)
-        c.dim_param[d] = -1;
-    tilert_status st = check_count(&c, nargs);
-    for (size_t i = 0; i < k->nparams && !st; i++)
-        st = k->params[i].kind == TILERT_PARAM_TENSOR ? check_tensor(&c, (int)i, &args[i])
-                                                      : check_scalar(&c, (int)i, &args[i]);
-    if (!st)
-        st = finish_plan(&c);
+    tilert_launch_plan local;
+    Check c = {.err = err, .errlen = errlen, .plan = plan ? plan : &local};
+    tilert_status st = check_kernel(&c, k, args, nargs);
+    if (!st && (forced || c.reason[0]))
+        st = take_fallback(&c, args, nargs, forced ? forced : c.reason);
     if (!st)
         tilert_clear_error();
     return st;
+}
+
+TILERT_API tilert_status tilert_check_args(const tilert_kernel *k, const tilert_arg *args,
+                                           size_t nargs, char *err, size_t errlen,
+                                           tilert_launch_plan *plan)
+{
+    return tilert_check_plan(k, args, nargs, err, errlen, plan, NULL);
 }

@@ -3,9 +3,11 @@
  *
  * Needs: NUL-terminated text. Guarantees on success: every kernel has arch,
  * threads (1..1024), smem >= 0, cluster >= 1, params whose named dims are all
- * declared by `dim` records, every dim bound by at least one tensor param, and
- * three well-formed grid programs that only name declared dims. Every error
- * names the metadata line.
+ * declared by `dim` records, every dim bound by at least one tensor param,
+ * three well-formed grid programs that only name declared dims, tensor maps
+ * whose boxes the hardware takes, and a fallback (if named) that is another
+ * kernel of the module with the same params and dims and no tensor maps.
+ * Every error names the metadata line.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -18,7 +20,8 @@
 #define MAX_TOKS TC_LIMIT_META_TOKENS
 
 _Static_assert(TILERT_MAX_PARAMS == TC_LIMIT_PARAMS && TILERT_MAX_DIMS == TC_LIMIT_DIMS &&
-                   TILERT_MAX_RANK == TC_LIMIT_RANK,
+                   TILERT_MAX_RANK == TC_LIMIT_RANK && TILERT_MAX_TMAPS == TC_LIMIT_TMAPS &&
+                   TILERT_MAX_TMAP_RANK == TC_LIMIT_TMAP_RANK,
                "include/tilert.h and lib/tc_limits.h disagree");
 
 typedef struct Tok { const char *s; size_t n; } Tok;
@@ -34,6 +37,7 @@ typedef struct Parser {
     RtParam params[TILERT_MAX_PARAMS];
     const char *dims[TILERT_MAX_DIMS];
     int dim_line[TILERT_MAX_DIMS];
+    RtTmap tmaps[TILERT_MAX_TMAPS];
     int grid_line, threads_line;
     bool have_arch, have_threads, have_smem, have_cluster;
 } Parser;
@@ -187,9 +191,21 @@ static int find_param(const Parser *ps, const Tok *t)
     return -1;
 }
 
+/* Params and dims come before the tensor maps, which follow them in the ABI. */
+static tilert_status before_tmaps(Parser *ps, const char *what)
+{
+    if (ps->k->ntmaps)
+        return bad(ps, "kernel %s: '%s' after a 'tmap' record (tmap records follow every param "
+                   "and dim)", ps->k->name, what);
+    return TILERT_OK;
+}
+
 /* `dim NAME` */
 static tilert_status rec_dim(Parser *ps)
 {
+    tilert_status st = before_tmaps(ps, "dim");
+    if (st)
+        return st;
     if (ps->ntok != 2 || !is_ident(&ps->tok[1]))
         return bad(ps, "expected 'dim NAME'");
     if (find_dim(ps, &ps->tok[1]) >= 0)
@@ -240,6 +256,9 @@ static tilert_status tensor_dims(Parser *ps, RtParam *pa)
 /* `param NAME tensor ...` / `param NAME scalar DTYPE` */
 static tilert_status rec_param(Parser *ps)
 {
+    tilert_status st = before_tmaps(ps, "param");
+    if (st)
+        return st;
     if (ps->ntok < 4 || !is_ident(&ps->tok[1]))
         return bad(ps, "expected 'param NAME tensor|scalar DTYPE ...'");
     if (find_param(ps, &ps->tok[1]) >= 0)
@@ -258,7 +277,6 @@ static tilert_status rec_param(Parser *ps)
     pa->dtype = tilert_dtype_parse(dt);
     if (pa->dtype < 0)
         return bad(ps, "param %s: unknown dtype '%.*s'", pa->name, (int)ps->tok[3].n, ps->tok[3].s);
-    tilert_status st;
     if (tok_is(&ps->tok[2], "tensor")) {
         pa->kind = TILERT_PARAM_TENSOR;
         st = tensor_dims(ps, pa);
@@ -274,6 +292,91 @@ static tilert_status rec_param(Parser *ps)
     if (!st)
         ps->k->nparams++;
     return st;
+}
+
+/* The box of `tmap P swizzle MODE box B0 .. Br-1` (tokens 5..): r entries in
+ * 1..256, the inner one a multiple of 16 bytes and within the swizzle span. */
+static tilert_status tmap_box(Parser *ps, RtTmap *tm, const RtParam *pa)
+{
+    if (ps->ntok - 5 != pa->rank)
+        return bad(ps, "tmap %s: box has %d entries but param %s has rank %d", pa->name,
+                   ps->ntok - 5, pa->name, pa->rank);
+    for (int i = 0; i < pa->rank; i++) {
+        int64_t v;
+        const Tok *t = &ps->tok[5 + i];
+        if (!tok_int(t, 1, TC_LIMIT_TMAP_BOX, &v))
+            return bad(ps, "tmap %s: box entry %d is '%.*s'; each must be an integer in 1..%d",
+                       pa->name, i, (int)t->n, t->s, TC_LIMIT_TMAP_BOX);
+        tm->box[i] = (int)v;
+    }
+    int64_t bytes = (int64_t)tm->box[pa->rank - 1] * tilert_dtype_bits(pa->dtype) / 8;
+    if (bytes % 16)
+        return bad(ps, "tmap %s: the inner box is %lld bytes (%d x %s); it must be a multiple "
+                   "of 16", pa->name, (long long)bytes, tm->box[pa->rank - 1],
+                   tilert_dtype_name(pa->dtype));
+    if (tm->swizzle && bytes > tm->swizzle)
+        return bad(ps, "tmap %s: the inner box is %lld bytes (%d x %s), over the %d-byte "
+                   "swizzle span", pa->name, (long long)bytes, tm->box[pa->rank - 1],
+                   tilert_dtype_name(pa->dtype), tm->swizzle);
+    return TILERT_OK;
+}
+
+/* `tmap PARAM swizzle none|32|64|128 box B0 .. Br-1` */
+static tilert_status rec_tmap(Parser *ps)
+{
+    tilert_kernel *k = ps->k;
+    if (ps->ntok < 5 || !tok_is(&ps->tok[2], "swizzle") || !tok_is(&ps->tok[4], "box"))
+        return bad(ps, "expected 'tmap PARAM swizzle none|32|64|128 box B0 ..'");
+    if (k->ntmaps == TILERT_MAX_TMAPS)
+        return bad(ps, "kernel %s: more than %d tmaps", k->name, TILERT_MAX_TMAPS);
+    int i = find_param(ps, &ps->tok[1]);
+    if (i < 0)
+        return bad(ps, "tmap: '%.*s' is not a param of kernel %s", (int)ps->tok[1].n,
+                   ps->tok[1].s, k->name);
+    const RtParam *pa = &ps->params[i];
+    if (pa->kind != TILERT_PARAM_TENSOR)
+        return bad(ps, "tmap %s: param %s is a scalar; a tensor map describes a tensor",
+                   pa->name, pa->name);
+    if (pa->rank > TILERT_MAX_TMAP_RANK)
+        return bad(ps, "tmap %s: param %s has rank %d; a tensor map has at most %d dims",
+                   pa->name, pa->name, pa->rank, TILERT_MAX_TMAP_RANK);
+    if (tilert_tmap_data_type(pa->dtype) < 0)
+        return bad(ps, "tmap %s: dtype %s has no tensor-map element type", pa->name,
+                   tilert_dtype_name(pa->dtype));
+    RtTmap *tm = &ps->tmaps[k->ntmaps];
+    memset(tm, 0, sizeof *tm);
+    tm->param = i;
+    tm->line = ps->line;
+    static const struct { const char *s; int bytes; } modes[] = {
+        {"none", 0}, {"32", 32}, {"64", 64}, {"128", 128},
+    };
+    const Tok *mode = &ps->tok[3];
+    tm->swizzle = -1;
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+        if (tok_is(mode, modes[m].s))
+            tm->swizzle = modes[m].bytes;
+    if (tm->swizzle < 0)
+        return bad(ps, "tmap %s: swizzle must be none, 32, 64 or 128, not '%.*s'", pa->name,
+                   (int)mode->n, mode->s);
+    tilert_status st = tmap_box(ps, tm, pa);
+    if (!st)
+        k->ntmaps++;
+    return st;
+}
+
+/* `fallback KERNEL` (resolved when the whole module is parsed: fallbacks()) */
+static tilert_status rec_fallback(Parser *ps)
+{
+    tilert_kernel *k = ps->k;
+    if (k->fallback_line)
+        return bad(ps, "kernel %s: second 'fallback' record", k->name);
+    if (ps->ntok != 2 || !is_ident(&ps->tok[1]))
+        return bad(ps, "expected 'fallback KERNEL'");
+    if (tok_is(&ps->tok[1], k->name))
+        return bad(ps, "kernel %s: a kernel cannot be its own fallback", k->name);
+    k->fallback_line = ps->line;
+    k->fallback_name = tok_dup(ps, &ps->tok[1]);
+    return k->fallback_name ? TILERT_OK : nomem();
 }
 
 static bool rpn_op(const Tok *t, RpnOp *op)
@@ -377,11 +480,68 @@ static tilert_status finish_kernel(Parser *ps)
     }
     k->params = tilert_pool_alloc(&ps->m->pool, sizeof *k->params * (k->nparams + 1));
     k->dims = tilert_pool_alloc(&ps->m->pool, sizeof *k->dims * (k->ndims + 1));
-    if (!k->params || !k->dims)
+    k->tmaps = tilert_pool_alloc(&ps->m->pool, sizeof *k->tmaps * (k->ntmaps + 1));
+    if (!k->params || !k->dims || !k->tmaps || tilert_tmap_cache_init(k))
         return nomem();
     memcpy(k->params, ps->params, sizeof *k->params * k->nparams);
     memcpy(k->dims, ps->dims, sizeof *k->dims * k->ndims);
+    memcpy(k->tmaps, ps->tmaps, sizeof *k->tmaps * k->ntmaps);
     ps->k = NULL;
+    return TILERT_OK;
+}
+
+/* Does fallback f take exactly k's arguments: the same dims in order, the
+ * same params (names, kinds, dtypes, ranks, dims; align may differ)? */
+static tilert_status fallback_matches(Parser *ps, const tilert_kernel *k, const tilert_kernel *f)
+{
+    if (f->ntmaps)
+        return bad(ps, "kernel %s: fallback %s has tensor maps itself; a fallback takes none",
+                   k->name, f->name);
+    if (f->ndims != k->ndims)
+        return bad(ps, "kernel %s: fallback %s has %zu dims, not %zu", k->name, f->name,
+                   f->ndims, k->ndims);
+    for (size_t d = 0; d < k->ndims; d++)
+        if (strcmp(f->dims[d], k->dims[d]) != 0)
+            return bad(ps, "kernel %s: fallback %s dim %zu is %s, not %s", k->name, f->name, d,
+                       f->dims[d], k->dims[d]);
+    if (f->nparams != k->nparams)
+        return bad(ps, "kernel %s: fallback %s has %zu params, not %zu", k->name, f->name,
+                   f->nparams, k->nparams);
+    for (size_t i = 0; i < k->nparams; i++) {
+        const RtParam *a = &k->params[i], *b = &f->params[i];
+        char ta[256], tb[256];
+        if (strcmp(a->name, b->name) != 0)
+            return bad(ps, "kernel %s: fallback %s param %zu is %s, not %s", k->name, f->name,
+                       i, b->name, a->name);
+        tilert_param_type(k, a, ta, sizeof ta);
+        tilert_param_type(f, b, tb, sizeof tb);
+        if (a->kind != b->kind || strcmp(ta, tb) != 0)
+            return bad(ps, "kernel %s: fallback %s param %s is %s %s, not %s %s", k->name,
+                       f->name, a->name, b->kind == TILERT_PARAM_TENSOR ? "tensor" : "scalar",
+                       tb, a->kind == TILERT_PARAM_TENSOR ? "tensor" : "scalar", ta);
+    }
+    return TILERT_OK;
+}
+
+/* Resolve every `fallback` record once all kernels are known. */
+static tilert_status fallbacks(Parser *ps)
+{
+    tilert_module *m = ps->m;
+    for (size_t i = 0; i < m->nkernels; i++) {
+        tilert_kernel *k = &m->kernels[i];
+        if (!k->fallback_line)
+            continue;
+        ps->line = k->fallback_line;
+        for (size_t j = 0; j < m->nkernels && !k->fallback; j++)
+            if (strcmp(m->kernels[j].name, k->fallback_name) == 0)
+                k->fallback = &m->kernels[j];
+        if (!k->fallback)
+            return bad(ps, "kernel %s: fallback %s is not a kernel of this module", k->name,
+                       k->fallback_name);
+        tilert_status st = fallback_matches(ps, k, k->fallback);
+        if (st)
+            return st;
+    }
     return TILERT_OK;
 }
 
@@ -417,6 +577,8 @@ static tilert_status kernel_record(Parser *ps)
     if (tok_is(t, "dim")) return rec_dim(ps);
     if (tok_is(t, "param")) return rec_param(ps);
     if (tok_is(t, "grid")) return rec_grid(ps);
+    if (tok_is(t, "tmap")) return rec_tmap(ps);
+    if (tok_is(t, "fallback")) return rec_fallback(ps);
     if (tok_is(t, "end")) return ps->ntok == 1 ? finish_kernel(ps) : bad(ps, "expected 'end'");
     if (tok_is(t, "kernel"))
         return bad(ps, "kernel %s (line %d) has no 'end' before the next kernel", ps->k->name,
@@ -471,7 +633,20 @@ tilert_status tilert_meta_parse(tilert_module *m, const char *text)
         return bad(&ps, "kernel %s (line %d) has no 'end'", ps.k->name, ps.k->line);
     if (m->nkernels == 0)
         return bad(&ps, "metadata describes no kernel");
-    return TILERT_OK;
+    return fallbacks(&ps);
+}
+
+void tilert_param_type(const tilert_kernel *k, const RtParam *p, char *buf, size_t n)
+{
+    size_t len = (size_t)snprintf(buf, n, "%s", tilert_dtype_name(p->dtype));
+    for (int d = 0; d < p->rank && len < n; d++) {
+        if (p->dimref[d] >= 0)
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", d ? ", " : "[", k->dims[p->dimref[d]]);
+        else
+            len += (size_t)snprintf(buf + len, n - len, "%s%lld", d ? ", " : "[", (long long)p->extent[d]);
+    }
+    if (p->rank && len < n)
+        snprintf(buf + len, n - len, "]");
 }
 
 /* ---- accessors ---- */
@@ -514,5 +689,25 @@ TILERT_API tilert_status tilert_kernel_param(const tilert_kernel *k, size_t i,
         out->dims[d] = p->dimref[d] >= 0 ? k->dims[p->dimref[d]] : NULL;
         out->extents[d] = p->extent[d];
     }
+    return TILERT_OK;
+}
+
+TILERT_API size_t tilert_kernel_num_tmaps(const tilert_kernel *k) { return k ? k->ntmaps : 0; }
+TILERT_API tilert_kernel *tilert_kernel_fallback(const tilert_kernel *k)
+{
+    return k ? k->fallback : NULL;
+}
+
+TILERT_API tilert_status tilert_kernel_tmap(const tilert_kernel *k, size_t i, tilert_tmap_info *out)
+{
+    if (!k || !out || i >= k->ntmaps)
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_kernel_tmap: no tensor map %zu", i);
+    const RtTmap *tm = &k->tmaps[i];
+    memset(out, 0, sizeof *out);
+    out->param = (size_t)tm->param;
+    out->swizzle = tm->swizzle;
+    out->rank = k->params[tm->param].rank;
+    for (int d = 0; d < out->rank; d++)
+        out->box[d] = (unsigned)tm->box[d];
     return TILERT_OK;
 }

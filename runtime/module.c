@@ -5,7 +5,9 @@
  * device 0's primary context) and again, on demand, into any other context a
  * launch runs in (at most TILERT_MAX_CTX). Functions are looked up and their
  * attributes (dynamic shared memory over 48 KiB, non-portable clusters) set
- * once per context, under the module's lock; launches themselves take no lock.
+ * once per context, under the module's lock; launches themselves take no lock
+ * beyond that lookup and, for kernels with tensor maps, the state lock around
+ * the map cache (tmap.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,7 @@ static tilert_status new_module(tilert_driver *drv, const char *meta, tilert_mod
     m->drv = drv;
     m->jit_log = "";
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->state_lock, NULL);
     tilert_status st = tilert_meta_parse(m, meta);
     if (st) {
         tilert_module_free(m);
@@ -273,6 +276,7 @@ TILERT_API void tilert_module_free(tilert_module *m)
             m->drv->DevicePrimaryCtxRelease(m->loaded[i].primary_dev);
     }
     pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->state_lock);
     tilert_pool_free(&m->pool);
     free(m->ptx);
     free(m);
@@ -391,13 +395,37 @@ static tilert_status check_pointers(tilert_kernel *k, const tilert_launch_plan *
     return TILERT_OK;
 }
 
+/* The maps of the plan's tensor maps into maps[]: cached or encoded. A map
+ * the driver cannot make sends the launch to k's fallback (the plan is
+ * redone for it) when k has one. */
+static tilert_status make_maps(tilert_kernel *k, CUcontext ctx, const tilert_arg *args,
+                               size_t nargs, tilert_launch_plan *pl,
+                               unsigned char (*maps)[TILERT_TMAP_BYTES])
+{
+    for (size_t j = 0; j < pl->ntmaps; j++) {
+        char why[256];
+        if (!pl->tmap[j].rank) {    /* an empty tensor in an empty launch */
+            memset(maps[j], 0, TILERT_TMAP_BYTES);
+            continue;
+        }
+        tilert_status st = tilert_tmap_get(k->mod->drv, k, j, ctx, &pl->tmap[j], maps[j], why,
+                                           sizeof why);
+        if (st && k->fallback)
+            return tilert_check_plan(k, args, nargs, NULL, 0, pl, why);
+        if (st)
+            return tilert_fail(st, "kernel %s: %s", k->name, why);
+    }
+    return TILERT_OK;
+}
+
 static tilert_status do_launch(tilert_kernel *k, CUfunction f, tilert_launch_plan *pl,
-                               void *stream)
+                               unsigned char (*maps)[TILERT_TMAP_BYTES], void *stream)
 {
     tilert_driver *drv = k->mod->drv;
     void *params[TILERT_MAX_SLOTS];
-    for (size_t i = 0; i < pl->nslots; i++)
-        params[i] = &pl->slot[i];
+    for (size_t i = 0; i < pl->nslots; i++)    /* a map goes by value: its 128 bytes */
+        params[i] = pl->slot_size[i] == TILERT_TMAP_BYTES ? (void *)maps[pl->slot[i]]
+                                                          : (void *)&pl->slot[i];
     CUresult r;
     if (pl->cluster[0] * pl->cluster[1] * pl->cluster[2] == 1) {
         r = drv->LaunchKernel(f, pl->grid[0], pl->grid[1], pl->grid[2], pl->block[0],
@@ -419,6 +447,35 @@ static tilert_status do_launch(tilert_kernel *k, CUfunction f, tilert_launch_pla
     return r ? tilert_cuda_fail(drv, r, "cuLaunchKernelEx", k->name) : TILERT_OK;
 }
 
+static bool empty_grid(const tilert_launch_plan *pl)
+{
+    return !pl->grid[0] || !pl->grid[1] || !pl->grid[2];
+}
+
+/* What tilert_kernel_last_variant reports for k. */
+static void record_variant(tilert_kernel *k, const tilert_launch_plan *pl)
+{
+    pthread_mutex_lock(&k->mod->state_lock);
+    k->last_ran = (tilert_kernel *)pl->kernel;
+    snprintf(k->last_reason, sizeof k->last_reason, "%s", pl->fallback_reason);
+    pthread_mutex_unlock(&k->mod->state_lock);
+}
+
+TILERT_API tilert_kernel *tilert_kernel_last_variant(const tilert_kernel *k, char *reason,
+                                                     size_t len)
+{
+    if (reason && len)
+        reason[0] = '\0';
+    if (!k)
+        return NULL;
+    pthread_mutex_lock(&k->mod->state_lock);
+    tilert_kernel *ran = k->last_ran;
+    if (reason && len)
+        snprintf(reason, len, "%s", k->last_reason);
+    pthread_mutex_unlock(&k->mod->state_lock);
+    return ran;
+}
+
 TILERT_API tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, size_t nargs,
                                        void *stream)
 {
@@ -430,25 +487,34 @@ TILERT_API tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args,
     if (!m->drv)
         return tilert_fail(TILERT_ERR_USAGE, "kernel %s: the module holds metadata only "
                            "(tilert_module_from_meta) and cannot launch", k->name);
-    if (!pl.grid[0] || !pl.grid[1] || !pl.grid[2])
-        return TILERT_OK;    /* an empty grid: nothing to do */
+    if (empty_grid(&pl)) {    /* nothing to do */
+        record_variant(k, &pl);
+        return TILERT_OK;
+    }
     CUcontext ctx;
     int pdev;
     if ((st = enter_ctx(m, pl.device, &ctx, &pdev)))
         return st;
-    RtLoaded *l;
-    CUfunction f = NULL;
-    pthread_mutex_lock(&m->lock);
-    st = get_loaded(m, ctx, pdev, &l);
-    if (!st)
-        st = prepare_func(k, l, &f);
-    pthread_mutex_unlock(&m->lock);
-    if (!st)
-        st = check_pointers(k, &pl);
-    if (!st)
-        st = do_launch(k, f, &pl, stream);
+    _Alignas(TILERT_TMAP_HOST_ALIGN) unsigned char maps[TILERT_MAX_TMAPS][TILERT_TMAP_BYTES];
+    st = make_maps(k, ctx, args, nargs, &pl, maps);
+    tilert_kernel *run = (tilert_kernel *)pl.kernel;    /* k or its fallback */
+    if (!st && !empty_grid(&pl)) {
+        RtLoaded *l;
+        CUfunction f = NULL;
+        pthread_mutex_lock(&m->lock);
+        st = get_loaded(m, ctx, pdev, &l);
+        if (!st)
+            st = prepare_func(run, l, &f);
+        pthread_mutex_unlock(&m->lock);
+        if (!st)
+            st = check_pointers(run, &pl);
+        if (!st)
+            st = do_launch(run, f, &pl, maps, stream);
+    }
     leave_ctx(m, pdev);
-    if (!st)
+    if (!st) {
+        record_variant(k, &pl);
         tilert_clear_error();
+    }
     return st;
 }

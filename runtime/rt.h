@@ -69,22 +69,51 @@ typedef struct RtParam {
     int line;
 } RtParam;
 
+/* A `tmap` record: a tensor map of param `param`. */
+typedef struct RtTmap {
+    int param;               /* index into the kernel's params: a tensor of rank <= 5 */
+    int swizzle;             /* span in bytes: 0 (none), 32, 64, 128 */
+    int box[TILERT_MAX_TMAP_RANK];   /* the param's dim order (outermost first) */
+    int line;
+} RtTmap;
+
+typedef struct RtTmapCache RtTmapCache;   /* tmap.c */
+
 struct tilert_kernel {
     tilert_module *mod;
     size_t index;            /* position in the module */
     const char *name, *arch;
     int threads, smem, cluster[3];
-    size_t nparams, ndims;
+    size_t nparams, ndims, ntmaps;
     RtParam *params;
     const char **dims;
+    RtTmap *tmaps;           /* ABI order: the hidden params after the dims */
+    tilert_kernel *fallback; /* NULL if none */
+    const char *fallback_name;
+    int fallback_line;       /* the `fallback` record, 0 if none */
     const char *grid_text;
     RpnTok *rpn[3];
     size_t nrpn[3];
     int line;                /* the `kernel` line */
+    /* launch state, guarded by the module's state_lock */
+    RtTmapCache *cache;      /* encoded maps of recent launches, one per tmap; NULL without tmaps */
+    tilert_kernel *last_ran; /* tilert_kernel_last_variant */
+    char last_reason[256];
 };
 
 /* Parse metadata text into m->kernels (allocated from m->pool). */
 tilert_status tilert_meta_parse(tilert_module *m, const char *text);
+/* "bf16[M, K]" / "f32": param p of k as messages spell it. */
+void tilert_param_type(const tilert_kernel *k, const RtParam *p, char *buf, size_t n);
+
+/* ---- check.c ------------------------------------------------------------ */
+
+/* tilert_check_args, and, with `forced` non-NULL, the plan of k's fallback
+ * for that reason (a map the driver could not make): TILERT_ERR_ARGS with
+ * the reason if k has no fallback. */
+tilert_status tilert_check_plan(const tilert_kernel *k, const tilert_arg *args, size_t nargs,
+                                char *err, size_t errlen, tilert_launch_plan *plan,
+                                const char *forced);
 
 /* ---- grid.c ------------------------------------------------------------- */
 
@@ -165,6 +194,9 @@ typedef struct CUlaunchConfig {
         unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **)) \
     X(LaunchKernelEx, "cuLaunchKernelEx", 0, (const CUlaunchConfig *, CUfunction, void **, void **)) \
     X(PointerGetAttribute, "cuPointerGetAttribute", 1, (void *, int, CUdeviceptr)) \
+    X(TensorMapEncodeTiled, "cuTensorMapEncodeTiled", 0, (void *, int, unsigned, void *, \
+        const uint64_t *, const uint64_t *, const unsigned *, const unsigned *, int, int, int, int)) \
+    X(TensorMapReplaceAddress, "cuTensorMapReplaceAddress", 0, (void *, void *)) \
     X(GetErrorName, "cuGetErrorName", 1, (CUresult, const char **)) \
     X(GetErrorString, "cuGetErrorString", 1, (CUresult, const char **))
 
@@ -178,6 +210,46 @@ struct tilert_driver {
 /* TILERT_ERR_CUDA with "cuXxx: CUDA_ERROR_NAME (description)" + context. */
 tilert_status tilert_cuda_fail(const tilert_driver *drv, CUresult r, const char *call,
                                const char *what);
+
+/* ---- tmap.c: tensor maps (docs/runtime.md "Tensor maps") ----------------- */
+
+/* The alignment of a map in host memory: the driver asks for 64 bytes,
+ * cuda.h (CUDA 13) declares CUtensorMap with 128. */
+#define TILERT_TMAP_HOST_ALIGN 128
+
+/* CUtensorMap* enum values (cuda.h). */
+enum {
+    CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0, CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+    CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2, CU_TENSOR_MAP_DATA_TYPE_INT32 = 3,
+    CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4, CU_TENSOR_MAP_DATA_TYPE_INT64 = 5,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6, CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+    CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+    CU_TENSOR_MAP_SWIZZLE_NONE = 0, CU_TENSOR_MAP_SWIZZLE_32B = 1, CU_TENSOR_MAP_SWIZZLE_64B = 2,
+    CU_TENSOR_MAP_SWIZZLE_128B = 3,
+    CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0
+};
+
+/* The CUtensorMapDataType of an RtDtype, -1 if it has none. */
+int tilert_tmap_data_type(int dtype);
+/* The cuTensorMapEncodeTiled arguments for map tm of kernel k over tensor t
+ * (already validated against its param, strides[] in elements with NULL
+ * resolved): true and *a filled, or false and the broken rule in why[]
+ * ("param A: ..."). An empty tensor is the caller's case. Pure. */
+bool tilert_tmap_compute(const tilert_kernel *k, const RtTmap *tm, const DLTensor *t,
+                         const int64_t *strides, tilert_tmap_args *a, char *why, size_t n);
+/* Allocate k's map cache (kernels with tmaps; at parse). */
+tilert_status tilert_tmap_cache_init(tilert_kernel *k);
+/* The 128-byte map of k's tensor map j for arguments a, into map (64-byte
+ * aligned), the current context being ctx: from k's cache, else encoded (or
+ * the address replaced in a cached map of the same shape) and cached. Takes
+ * the module's state_lock. TILERT_ERR_NO_DRIVER when the driver lacks
+ * cuTensorMapEncodeTiled, TILERT_ERR_CUDA when it rejects the arguments;
+ * then why[0..n) says so, starting "param NAME: ". */
+tilert_status tilert_tmap_get(const tilert_driver *drv, tilert_kernel *k, size_t j,
+                              CUcontext ctx, const tilert_tmap_args *a, void *map,
+                              char *why, size_t n);
 
 /* ---- module.c ------------------------------------------------------------ */
 
@@ -199,6 +271,7 @@ struct tilert_module {
     char *ptx;               /* NUL-terminated copy */
     const char *jit_log;
     pthread_mutex_t lock;    /* guards loaded[] */
+    pthread_mutex_t state_lock;   /* guards each kernel's launch state (map cache, last variant) */
     size_t nloaded;
     RtLoaded loaded[TILERT_MAX_CTX];
 };

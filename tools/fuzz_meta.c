@@ -3,8 +3,9 @@
  *
  * Input is metadata text (any bytes; a NUL ends it as it would a C string).
  * Beyond "no crash, no hang, no sanitizer report": a module that parses has
- * kernels whose every accessor answers, and whose grid rule evaluates (or
- * is refused) for a few dim values without undefined behaviour.
+ * kernels whose every accessor answers (tensor maps and fallback included),
+ * whose grid rule evaluates (or is refused) for a few dim values without
+ * undefined behaviour, and whose fallback takes as many params.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,12 @@ static void exercise(const tilert_kernel *k)
     }
     (void)tilert_kernel_grid_rule(k);
     (void)tilert_kernel_threads(k);
+    tilert_tmap_info ti;
+    for (size_t i = 0; i < tilert_kernel_num_tmaps(k); i++)
+        tilert_kernel_tmap(k, i, &ti);
+    const tilert_kernel *fb = tilert_kernel_fallback(k);
+    if (fb && tilert_kernel_num_params(fb) != tilert_kernel_num_params(k))
+        abort();    /* the parser guarantees a fallback takes the same params */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -95,6 +95,35 @@ def test_runtime_side():
     check("device_arch without a GPU is None or sm_*", arch is None or arch.startswith("sm_"))
 
 
+def test_tensor_maps():
+    tmap = os.path.join(ROOT, "tests", "gpu", "tmap_ref")
+    with open(tmap + ".ptx") as f:
+        ptx = f.read()
+    with open(tmap + ".meta") as f:
+        meta = f.read()
+    mod = tilec.load(ptx, meta)
+    check("tmap kernels", [k.name for k in mod.kernels] == ["copy_tma", "copy_tma_sw128", "copy_plain"])
+    check("fallback", mod.copy_tma.fallback == "copy_plain" and mod.copy_plain.fallback is None)
+    check("num_tmaps", mod.copy_tma.num_tmaps == 1 and mod.copy_plain.num_tmaps == 0)
+    check("no variant before a launch", mod.copy_tma.last_variant is None)
+    e = raises(TypeError, mod)
+    check("two entry kernels and a fallback: not callable",
+          e is not None and "2 kernels (copy_tma, copy_tma_sw128)" in str(e), str(e))
+    x, y = FakeTensor([100, 200]), FakeTensor([100, 200])
+    mod.copy_tma.check(x, y)
+    mod.copy_tma.check(FakeTensor([100, 200], addr=0x7F0000001004), y)   # misaligned: the fallback takes it
+    check("a misaligned view passes validation (fallback)", True)
+    e = raises(tilec.LaunchError, mod.copy_tma.check, FakeTensor([100, 200], addr=0x7F0000001002), y)
+    check("both refuse", e is not None and "its fallback refuses the arguments too" in str(e), str(e))
+    # one kernel and its fallback: the module calls the kernel
+    solo = tilec.load(ptx, meta.split("kernel copy_tma_sw128")[0] + "kernel copy_plain"
+                      + meta.split("kernel copy_plain")[1])
+    check("solo kernels", [k.name for k in solo.kernels] == ["copy_tma", "copy_plain"])
+    e = raises(tilec.LaunchError, solo, x)
+    check("a module of one kernel and its fallback is callable",
+          e is not None and "kernel copy_tma: takes 2 arguments (X, Y), got 1" in str(e), str(e))
+
+
 class _FakeTorch:
     """Stands in for torch in tilec._pack_torch (the direct DLTensor packing
     of torch CUDA tensors): dtypes, a strided layout and a Tensor class."""
@@ -428,6 +457,7 @@ def main():
     if not have_rt:
         return 77
     test_runtime_side()
+    test_tensor_maps()
     test_torch_packing()
     test_defines()
     test_arch_choice()

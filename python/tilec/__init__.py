@@ -271,6 +271,9 @@ class Kernel:
             info = _lib.TilertParamInfo()
             rt.tilert_kernel_param(handle, i, ctypes.byref(info))
             self.params.append(Param(info))
+        self.num_tmaps = rt.tilert_kernel_num_tmaps(handle)
+        fb = rt.tilert_kernel_fallback(handle)
+        self.fallback = rt.tilert_kernel_name(fb).decode() if fb else None
 
     def __repr__(self):
         return "<tilec.Kernel %s(%s) %s>" % (self.name, ", ".join(map(repr, self.params)),
@@ -331,6 +334,22 @@ class Kernel:
         else:
             self._launch(packed, len(args), handle)
         del keep
+
+    @property
+    def last_variant(self):
+        """What the latest launch of this kernel ran, from any thread: (name,
+        reason), this kernel's name with reason "" or its fallback's with the
+        reason a tensor could not take this kernel's tensor maps; None before
+        the first launch (tilert_kernel_last_variant)."""
+        h = self._module._handle
+        if h is None:
+            return None
+        rt = _lib.tilert()
+        why = ctypes.create_string_buffer(256)
+        ran = rt.tilert_kernel_last_variant(rt.tilert_module_kernel_at(h, self._index), why, len(why))
+        if not ran:
+            return None
+        return rt.tilert_kernel_name(ran).decode(), why.value.decode(errors="replace")
 
     def _launch(self, packed, n, stream):
         rt = _lib.tilert()
@@ -396,11 +415,12 @@ class Module(KernelSet):
         return _lib.tilert().tilert_module_kernel_at(self._handle, i)
 
     def __call__(self, *args, stream=None):
-        if len(self.kernels) != 1:
+        fallbacks = {k.fallback for k in self.kernels}
+        entry = [k for k in self.kernels if k.name not in fallbacks]   # a fallback runs on its own
+        if len(entry) != 1:
             raise TypeError("the module has %d kernels (%s): call one by name, e.g. mod.%s(...)"
-                            % (len(self.kernels), ", ".join(k.name for k in self.kernels),
-                               self.kernels[0].name))
-        return self.kernels[0](*args, stream=stream)
+                            % (len(entry), ", ".join(k.name for k in entry), entry[0].name))
+        return entry[0](*args, stream=stream)
 
     def __repr__(self):
         return "<tilec.Module %s>" % ", ".join(k.name for k in self.kernels)

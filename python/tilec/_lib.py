@@ -253,6 +253,9 @@ def tilert():
         _proto(lib, "tilert_check_args", i,
                [vp, ctypes.POINTER(TilertArg), sz, cp, sz, vp])
         _proto(lib, "tilert_launch", i, [vp, ctypes.POINTER(TilertArg), sz, vp])
+        _proto(lib, "tilert_kernel_num_tmaps", sz, [vp])
+        _proto(lib, "tilert_kernel_fallback", vp, [vp])
+        _proto(lib, "tilert_kernel_last_variant", vp, [vp, cp, sz])
         _tilert = lib
     return _tilert
 

@@ -193,12 +193,7 @@ static tilert_kernel *get_kernel(tilert_module *m, const char *name)
 
 static double *doubles(size_t n)
 {
-    double *p = calloc(n ? n : 1, sizeof *p);
-    if (!p) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    return p;
+    return gpu_calloc(n, sizeof(double));
 }
 
 /* The values of an input buffer, as the kernel sees them, in double. */

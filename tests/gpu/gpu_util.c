@@ -106,6 +106,16 @@ bool gpu_load_module(tilert_driver *drv, const char *ptx, const char *meta, tile
     return false;
 }
 
+void *gpu_calloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) {
+        fprintf(stderr, "out of host memory (%zu x %zu bytes)\n", n, size);
+        fatal_tail();
+    }
+    return p;
+}
+
 /* ---- Element types --------------------------------------------------------- */
 
 size_t gpu_dtype_size(gpu_dtype dt)
@@ -235,11 +245,7 @@ static gpu_buf make_buf(gpu_dtype dt, size_t n, size_t guard)
 {
     gpu_buf b = {dt, n, guard, NULL, 0};
     size_t bytes = (n + guard) * gpu_dtype_size(dt);
-    b.host = malloc(bytes ? bytes : 1);
-    if (!b.host) {
-        fprintf(stderr, "out of host memory (%zu bytes)\n", bytes);
-        exit(1);
-    }
+    b.host = gpu_calloc(bytes, 1);
     GPU_CU(gpu_cu.MemAlloc(&b.dev, bytes ? bytes : 16));   /* cuMemAlloc rejects 0 */
     return b;
 }

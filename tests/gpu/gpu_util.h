@@ -55,6 +55,10 @@ void gpu_cuda_init(void);
  * that fails. */
 bool gpu_load_module(tilert_driver *drv, const char *ptx, const char *meta, tilert_module **out);
 
+/* n zeroed objects of size bytes (at least one) in host memory; out of memory
+ * is fatal. The caller frees it. */
+void *gpu_calloc(size_t n, size_t size);
+
 /* ---- Element types --------------------------------------------------------- */
 
 typedef enum gpu_dtype { GPU_F32, GPU_F16, GPU_BF16 } gpu_dtype;

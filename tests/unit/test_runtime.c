@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "tilec.h"
 #include "tilert.h"
+#include "rtkit.h"
 
 /* A kernel with every kind of param: named and static dims, fp8, all scalars. */
 static const char *MM_META =
@@ -52,30 +53,6 @@ static const char *MM_META =
     "grid 1\n"
     "end\n";
 
-/* ---- DLTensor fixtures ---- */
-
-typedef struct T {
-    DLTensor t;
-    int64_t shape[8], strides[8];
-} T;
-
-#define FAKE_PTR ((void *)0x7f0000001000ull)   /* never dereferenced */
-
-static void mk(T *x, uint8_t code, uint8_t bits, int ndim, const int64_t *shape)
-{
-    memset(x, 0, sizeof *x);
-    x->t.data = FAKE_PTR;
-    x->t.device.device_type = kDLCUDA;
-    x->t.device.device_id = 0;
-    x->t.ndim = ndim;
-    x->t.dtype.code = code;
-    x->t.dtype.bits = bits;
-    x->t.dtype.lanes = 1;
-    x->t.shape = x->shape;
-    x->t.strides = NULL;
-    memcpy(x->shape, shape, sizeof *shape * (size_t)ndim);
-}
-
 typedef struct MmArgs {
     T a, b, c, w;
     tilert_arg args[9];
@@ -84,13 +61,8 @@ typedef struct MmArgs {
 /* Valid arguments for mm with M=256, N=384, K=64. */
 static void mm_args(MmArgs *m)
 {
-    mk(&m->a, kDLBfloat, 16, 2, (int64_t[]){256, 64});
-    mk(&m->b, kDLBfloat, 16, 2, (int64_t[]){64, 384});
-    mk(&m->c, kDLFloat, 32, 2, (int64_t[]){256, 384});
+    mk_gemm(&m->a, &m->b, &m->c, m->args);
     mk(&m->w, kDLUInt, 8, 1, (int64_t[]){64});
-    m->args[0] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->a.t}};
-    m->args[1] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->b.t}};
-    m->args[2] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->c.t}};
     m->args[3] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &m->w.t}};
     m->args[4] = (tilert_arg){TILERT_ARG_FLOAT, {.f = 0.5}};
     m->args[5] = (tilert_arg){TILERT_ARG_INT, {.i = -7}};
@@ -113,17 +85,6 @@ static void teardown(void)
 {
     tilert_module_free(mod);
     mod = NULL;
-}
-
-/* Expect TILERT_ERR_ARGS with `want` in both the err buffer and tilert_last_error(). */
-static void expect_err(const tilert_kernel *k, const tilert_arg *args, size_t n, const char *want)
-{
-    char err[1024];
-    tilert_launch_plan plan;
-    tilert_status st = tilert_check_args(k, args, n, err, sizeof err, &plan);
-    ck_assert_msg(st == TILERT_ERR_ARGS, "status %d for '%s' (err: %s)", st, want, err);
-    ck_assert_msg(strstr(err, want) != NULL, "got '%s', want '%s'", err, want);
-    ck_assert_msg(strstr(tilert_last_error(), want) != NULL, "last error '%s'", tilert_last_error());
 }
 
 /* ---- metadata ---- */
@@ -236,12 +197,7 @@ START_TEST(meta_bad)
         snprintf(text, sizeof text, "%s", body + 1);
     else
         snprintf(text, sizeof text, "%s%s", KHEAD, body);
-    tilert_module *m = (tilert_module *)1;
-    tilert_status st = tilert_module_from_meta(text, &m);
-    ck_assert_msg(st == TILERT_ERR_META, "status %d for case %d", st, _i);
-    ck_assert_ptr_null(m);
-    ck_assert_msg(strstr(tilert_last_error(), bad_meta[_i].want) != NULL,
-                  "case %d: got '%s', want '%s'", _i, tilert_last_error(), bad_meta[_i].want);
+    expect_meta_err(text, bad_meta[_i].want, _i);
 }
 END_TEST
 
