@@ -220,7 +220,8 @@ typedef struct tilert_tmap_args {
     int data_type;                                      /* CUtensorMapDataType */
     uint64_t global_address;                            /* data + byte_offset, 16-byte aligned */
     uint64_t global_dim[TILERT_MAX_TMAP_RANK];          /* extents, 1..2^32 */
-    uint64_t global_strides[TILERT_MAX_TMAP_RANK - 1];  /* bytes, of dims 1..rank-1: multiples of 16, < 2^40 */
+    uint64_t global_strides[TILERT_MAX_TMAP_RANK - 1];  /* bytes, [i] = the tensor's dim rank-2-i:
+                                                           multiples of 16, < 2^40 */
     uint32_t box_dim[TILERT_MAX_TMAP_RANK];             /* 1..256 */
     uint32_t element_strides[TILERT_MAX_TMAP_RANK];     /* all 1 */
     int interleave;                                     /* CU_TENSOR_MAP_INTERLEAVE_NONE */
