@@ -500,10 +500,39 @@ END_TEST
 
 /* ---- the limit and untouched kernels ---- */
 
+/* examples/gemm.tile as it was with a pipeline(STAGES) pin (the same lines:
+ * the messages below name them): the hint rules of the stage choice. */
+static const char gemm_pinned[] =
+    "// gemm.tile - C = A @ B with f32 accumulation (T: bf16 or f16): one BM x BN\n"
+    "// tile of C per block, K walked in BK steps through a multi-stage pipeline.\n"
+    "// Blocks take C's tiles in bands of GROUP tile rows, column by column, so\n"
+    "// that the blocks running together share A's rows and B's columns in L2;\n"
+    "// C leaves through shared memory as 16-byte rows.\n"
+    "kernel gemm<T: dtype = bf16, BM: int = 256, BN: int = 128, BK: int = 64, STAGES: int = 2, GROUP: int = 8>(\n"
+    "    A: global T[M, K], B: global T[K, N], C: global T[M, N])\n"
+    "  grid(cdiv(M, BM) * cdiv(N, BN))\n"
+    "{\n"
+    "  let band = GROUP * cdiv(N, BN);              // blocks per band\n"
+    "  let r0 = block.x / band * GROUP;             // the band's first tile row\n"
+    "  let rows = min(cdiv(M, BM) - r0, GROUP);     // the last band may be narrower\n"
+    "  let bm = r0 + block.x % band % rows;\n"
+    "  let bn = block.x % band / rows;\n"
+    "  tile acc: reg f32[BM, BN] = 0;\n"
+    "  for k in 0 .. cdiv(K, BK) pipeline(STAGES) {\n"
+    "    tile a: shared T[BM, BK] = A[bm * BM : +BM, k * BK : +BK];\n"
+    "    tile b: shared T[BK, BN] = B[k * BK : +BK, bn * BN : +BN];\n"
+    "    acc += a @ b;\n"
+    "  }\n"
+    "  tile c: shared T[BM, BN] = T(acc);\n"
+    "  C[bm * BM : +BM, bn * BN : +BN] = c;\n"
+    "}\n"
+;
+
+
 START_TEST(smem_limit_lists_buffers)
 {
-    size_t len;
-    char *src = read_example("gemm.tile", &len);
+    size_t len = sizeof gemm_pinned - 1;
+    const char *src = gemm_pinned;
     FeDefine defs[4] = { { "BM", "256" }, { "BN", "256" }, { "BK", "128" }, { "STAGES", "4" } };
     Prog p;
     prog_compile(&p, "gemm.tile", src, len, defs, 4);
@@ -524,14 +553,13 @@ START_TEST(smem_limit_lists_buffers)
     ck_assert_int_eq(p.d.recs[0].loc.line, 6);
     arena_free(p.a);
     /* the same kernel fits on sm_90a (227 KB)? 512 KB does not either */
-    free(src);
 }
 END_TEST
 
 START_TEST(smem_limit_fits_sm90)
 {
-    size_t len;
-    char *src = read_example("gemm.tile", &len);
+    size_t len = sizeof gemm_pinned - 1;
+    const char *src = gemm_pinned;
     FeDefine defs[4] = { { "BM", "128" }, { "BN", "128" }, { "BK", "64" }, { "STAGES", "4" } };
     Prog p;
     prog_compile(&p, "gemm.tile", src, len, defs, 4);
@@ -552,7 +580,6 @@ START_TEST(smem_limit_fits_sm90)
     ck_assert_ptr_nonnull(strstr(rem.buf, "pipeline(4) hint, 3 stages"));
     sb_free(&rem);
     arena_free(q.a);
-    free(src);
 }
 END_TEST
 
