@@ -60,9 +60,27 @@ python3 "$root/bench/bench.py" --out "$out" "$@" 2>&1 | tee "$out/bench.txt" || 
 
 if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   mark gemm
-  echo "== GEMM (tensor cores, mma.sync)"
+  echo "== GEMM (tensor cores: mma.sync on sm_86 PTX; TMA, wgmma and warp-specialized roles on sm_90a)"
   python3 "$root/bench/gemm_bench.py" --repeat 3 > "$out/gemm.txt" 2>&1 || status=1
   grep -vE "^check .* ok" "$out/gemm.txt" | tail -n 30
+  # The warp-specialized sm_90a GEMMs on ragged shapes under each
+  # compute-sanitizer tool (a finding fails the run), and their SASS: the
+  # Hopper instructions the PTX asked for.
+  mark gemm-sanitize
+  echo "== sm_90a GEMM under compute-sanitizer (memcheck, racecheck, synccheck)"
+  for tool in memcheck racecheck synccheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 10 \
+      python3 "$root/bench/gemm_sanitize.py" > "$out/gemm_$tool.txt" 2>&1 || status=1
+    echo "$tool: $(grep -cE ' ok$' "$out/gemm_$tool.txt") ok, $(grep -cE 'FAIL' "$out/gemm_$tool.txt") failed;" \
+         "$(grep -E 'ERROR SUMMARY' "$out/gemm_$tool.txt" | tail -n 1)"
+  done
+  for p in "$root"/.devcarry/gemm/default_sm90a*.ptx; do
+    [ -f "$p" ] || continue
+    ptxas -arch=sm_90a "$p" -o /tmp/sm90a.cubin && cuobjdump -sass /tmp/sm90a.cubin > "$out/$(basename "$p" .ptx).sass" &&
+      echo "$(basename "$p"): SASS HGMMA $(grep -c HGMMA "$out/$(basename "$p" .ptx).sass")," \
+           "UTMALDG $(grep -c UTMALDG "$out/$(basename "$p" .ptx).sass"), USETMAXREG $(grep -c USETMAXREG "$out/$(basename "$p" .ptx).sass")," \
+           "SYNCS $(grep -c SYNCS "$out/$(basename "$p" .ptx).sass")"
+  done
   mark mma-probes
   echo "== warp-MMA issue-rate probes (bench/mma_probe.py)"
   python3 "$root/bench/mma_probe.py" 2>&1 | tee "$out/mma_probe.txt" || status=1
