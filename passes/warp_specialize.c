@@ -426,8 +426,9 @@ static void report(PassCtx *ctx, const WsLoop *W, const char *at, const char *st
     const Type *acc = ir_type(f, W->dot->res[0]);
     int64_t regs = WG_THREADS * ((int64_t)W->prod_regs + (int64_t)W->consumers * W->cons_regs);
     pass_note(ctx, "@%s: loop at %s: warp-specialized: 1 producer warp group (TMA), %d consumer warp group%s (wgmma, "
-              "%lld of the %lld accumulator rows each)", f->name, at, W->consumers, W->consumers > 1 ? "s" : "",
-              (long long)(acc->shape[0] / W->consumers), (long long)acc->shape[0]);
+              "%lld of the %lld accumulator rows each: %s than %d rows)", f->name, at, W->consumers,
+              W->consumers > 1 ? "s" : "", (long long)(acc->shape[0] / W->consumers), (long long)acc->shape[0],
+              W->consumers > 1 ? "no fewer" : "fewer", WS_TWO_GROUPS_ROWS);
     pass_note(ctx, "@%s: loop at %s: registers %d / %d (%lld accumulator f32 a consumer thread%s; %lld of %d a block)",
               f->name, at, W->prod_regs, W->cons_regs, (long long)W->acc_regs,
               W->consumers == 1 ? ", one consumer warp group" : W->acc_regs >= 208 ? ", 208 or more" : ", below 208",
