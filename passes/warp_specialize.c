@@ -119,23 +119,28 @@ static bool mark_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
-/* The ASYNC_COPY into buf among the body's ops (at its top level or in a
- * guarded IF there); *guard = the IF, or NULL. */
+static bool copies_into(const Op *op, ValId buf) { return op->code == OP_ASYNC_COPY && op->args[0] == buf; }
+
+/* The one ASYNC_COPY into buf among the body's ops: at its top level, or in
+ * the then-branch of an IF there (*guard = the IF, else NULL). NULL when
+ * there is none, more than one, or one in an else-branch. */
 static Op *find_copy(Block *body, ValId buf, Op **guard)
 {
+    Op *found = NULL;
+    int n = 0;
     for (int i = 0; i < body->nops; i++) {
         Op *op = body->ops[i];
-        if (op->code == OP_ASYNC_COPY && op->args[0] == buf) {
-            *guard = NULL;
-            return op;
-        }
-        for (int k = 0; op->code == OP_IF && k < op->regions[0].nops; k++)
-            if (op->regions[0].ops[k]->code == OP_ASYNC_COPY && op->regions[0].ops[k]->args[0] == buf) {
-                *guard = op;
-                return op->regions[0].ops[k];
-            }
+        if (copies_into(op, buf))
+            found = op, *guard = NULL, n++;
+        for (int g = 0; op->code == OP_IF && g < op->nregions; g++)
+            for (int k = 0; k < op->regions[g].nops; k++)
+                if (copies_into(op->regions[g].ops[k], buf)) {
+                    if (g)
+                        return NULL;
+                    found = op->regions[g].ops[k], *guard = op, n++;
+                }
     }
-    return NULL;
+    return n == 1 ? found : NULL;
 }
 
 /* The iteration a copy fetches: iv when unguarded, else the guard's
@@ -246,8 +251,8 @@ static const char *find_operand(WsLoop *W, int i)
     Op *guard = NULL;
     o->copy = find_copy(body, o->buf, &guard);
     if (!o->copy)
-        return arena_printf(W->f->mod->arena, "its product's %s operand's buffer is not refilled in the loop",
-                            i ? "B" : "A");
+        return arena_printf(W->f->mod->arena, "its product's %s operand's buffer is not refilled by one copy in "
+                            "the loop", i ? "B" : "A");
     ValId ahead = fetched(W, guard);
     if (!ahead || (W->ahead && ahead != W->ahead))
         return "its copies are not the guarded prefetch double_buffer makes";
