@@ -41,6 +41,11 @@
  *  - any use of a DOT_ASYNC's accumulator before the DOT_WAIT retiring it;
  *  - roles meeting on one named barrier id with different thread counts,
  *    or more threads arriving than its count.
+ * A named barrier's release is also a barrier for the cp.async protocol
+ * (interp_mem.c: the threads it joins see each other's copies and reads):
+ * a role that keeps a cp.async ring syncs on a named barrier over its own
+ * threads. That protocol has one barrier count for the block, so it is
+ * exact while one role at a time uses cp.async.
  * A slot's read lasts from the SMEM_LOAD until the DOT_WAIT that retires a
  * DOT_ASYNC fed by the loaded value (wgmma reads shared memory in place).
  */
@@ -239,6 +244,7 @@ static int exec_named_bar(Interp *I, const Op *op)
     int64_t gen = nb->gen;
     if (nb->arrived == nb->threads) {
         nb->gen++;
+        I->epoch++;   /* a barrier for the cp.async protocol of the threads it joins */
         nb->arrived = 0;
         nb->done = nb->clock;
         memset(&nb->clock, 0, sizeof nb->clock);

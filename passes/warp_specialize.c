@@ -119,23 +119,28 @@ static bool mark_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
-/* The ASYNC_COPY into buf among the body's ops (at its top level or in a
- * guarded IF there); *guard = the IF, or NULL. */
+static bool copies_into(const Op *op, ValId buf) { return op->code == OP_ASYNC_COPY && op->args[0] == buf; }
+
+/* The one ASYNC_COPY into buf among the body's ops: at its top level, or in
+ * the then-branch of an IF there (*guard = the IF, else NULL). NULL when
+ * there is none, more than one, or one in an else-branch. */
 static Op *find_copy(Block *body, ValId buf, Op **guard)
 {
+    Op *found = NULL;
+    int n = 0;
     for (int i = 0; i < body->nops; i++) {
         Op *op = body->ops[i];
-        if (op->code == OP_ASYNC_COPY && op->args[0] == buf) {
-            *guard = NULL;
-            return op;
-        }
-        for (int k = 0; op->code == OP_IF && k < op->regions[0].nops; k++)
-            if (op->regions[0].ops[k]->code == OP_ASYNC_COPY && op->regions[0].ops[k]->args[0] == buf) {
-                *guard = op;
-                return op->regions[0].ops[k];
-            }
+        if (copies_into(op, buf))
+            found = op, *guard = NULL, n++;
+        for (int g = 0; op->code == OP_IF && g < op->nregions; g++)
+            for (int k = 0; k < op->regions[g].nops; k++)
+                if (copies_into(op->regions[g].ops[k], buf)) {
+                    if (g)
+                        return NULL;
+                    found = op->regions[g].ops[k], *guard = op, n++;
+                }
     }
-    return NULL;
+    return n == 1 ? found : NULL;
 }
 
 /* The iteration a copy fetches: iv when unguarded, else the guard's
@@ -246,8 +251,8 @@ static const char *find_operand(WsLoop *W, int i)
     Op *guard = NULL;
     o->copy = find_copy(body, o->buf, &guard);
     if (!o->copy)
-        return arena_printf(W->f->mod->arena, "its product's %s operand's buffer is not refilled in the loop",
-                            i ? "B" : "A");
+        return arena_printf(W->f->mod->arena, "its product's %s operand's buffer is not refilled by one copy in "
+                            "the loop", i ? "B" : "A");
     ValId ahead = fetched(W, guard);
     if (!ahead || (W->ahead && ahead != W->ahead))
         return "its copies are not the guarded prefetch double_buffer makes";
@@ -426,8 +431,9 @@ static void report(PassCtx *ctx, const WsLoop *W, const char *at, const char *st
     const Type *acc = ir_type(f, W->dot->res[0]);
     int64_t regs = WG_THREADS * ((int64_t)W->prod_regs + (int64_t)W->consumers * W->cons_regs);
     pass_note(ctx, "@%s: loop at %s: warp-specialized: 1 producer warp group (TMA), %d consumer warp group%s (wgmma, "
-              "%lld of the %lld accumulator rows each)", f->name, at, W->consumers, W->consumers > 1 ? "s" : "",
-              (long long)(acc->shape[0] / W->consumers), (long long)acc->shape[0]);
+              "%lld of the %lld accumulator rows each: %s than %d rows)", f->name, at, W->consumers,
+              W->consumers > 1 ? "s" : "", (long long)(acc->shape[0] / W->consumers), (long long)acc->shape[0],
+              W->consumers > 1 ? "no fewer" : "fewer", WS_TWO_GROUPS_ROWS);
     pass_note(ctx, "@%s: loop at %s: registers %d / %d (%lld accumulator f32 a consumer thread%s; %lld of %d a block)",
               f->name, at, W->prod_regs, W->cons_regs, (long long)W->acc_regs,
               W->consumers == 1 ? ", one consumer warp group" : W->acc_regs >= 208 ? ", 208 or more" : ", below 208",

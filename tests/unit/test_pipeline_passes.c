@@ -384,6 +384,81 @@ START_TEST(gemm_roles_one_group)
 }
 END_TEST
 
+/* Two products in sequence, the second over its own one-stage ring, then
+ * (with_d) a staged load: the first loop takes roles, the rest runs in
+ * the consumer role, its barriers named barriers over the consumers'
+ * threads; the second loop's drain barrier goes when no shared access
+ * follows it (no D). */
+static const char gemm_epilogue_src[] =
+    "kernel g2<BM: int = 128, BN: int = 64, BK: int = 32>(\n"
+    "    A: global bf16[M, K], B: global bf16[K, N], A2: global bf16[M, K2], B2: global bf16[K2, N],\n"
+    "    D: global f32[M, N], C: global f32[M, N])\n"
+    "  grid(cdiv(M, BM), cdiv(N, BN))\n"
+    "{\n"
+    "  tile acc: reg f32[BM, BN] = 0;\n"
+    "  for k in 0 .. cdiv(K, BK) pipeline(2) {\n"
+    "    tile a: shared bf16[BM, BK] = A[block.x * BM : +BM, k * BK : +BK];\n"
+    "    tile b: shared bf16[BK, BN] = B[k * BK : +BK, block.y * BN : +BN];\n"
+    "    acc += a @ b;\n"
+    "  }\n"
+    "  tile acc2: reg f32[BM, BN] = acc;\n"
+    "  for k in 0 .. cdiv(K2, BK) pipeline(1) {\n"
+    "    tile a: shared bf16[BM, BK] = A2[block.x * BM : +BM, k * BK : +BK];\n"
+    "    tile b: shared bf16[BK, BN] = B2[k * BK : +BK, block.y * BN : +BN];\n"
+    "    acc2 += a @ b;\n"
+    "  }\n"
+    "  tile d: shared f32[BM, BN] = WITH_D;\n"
+    "  C[block.x * BM : +BM, block.y * BN : +BN] = acc2 + d;\n"
+    "}\n";
+
+static bool named_bar_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    int *n = ctx;
+    n[0] += op->code == OP_NAMED_BAR && op->iattr[1] == 2 * WG_THREADS;
+    n[1] += op->code == OP_NAMED_BAR;
+    return true;
+}
+
+START_TEST(gemm_roles_epilogue)
+{
+    static const int64_t kk[][2] = { { 0, 70 }, { 32, 0 }, { 100, 40 } };   /* K, K2 */
+    for (int with_d = 0; with_d < 2; with_d++)
+        for (size_t i = 0; i < TC_COUNTOF(kk); i++) {
+            const char *src = gemm_epilogue_src, *at = strstr(src, "WITH_D");
+            const char *d = with_d ? "D[block.x * BM : +BM, block.y * BN : +BN]" : "0";
+            size_t n = strlen(src) + strlen(d);
+            char *full = malloc(n);
+            snprintf(full, n, "%.*s%s%s", (int)(at - src), src, d, at + strlen("WITH_D"));
+            Prog p;
+            prog_compile(&p, "g2.tile", full, strlen(full), NULL, 0);
+            int64_t m = 150, nn = 70, k = kk[i][0], k2 = kk[i][1];
+            int64_t sa[2] = { m, k }, sb[2] = { k, nn }, sa2[2] = { m, k2 }, sb2[2] = { k2, nn }, sc[2] = { m, nn };
+            Ten t[6] = { ten_new(DT_BF16, 2, sa), ten_new(DT_BF16, 2, sb), ten_new(DT_BF16, 2, sa2),
+                         ten_new(DT_BF16, 2, sb2), ten_new(DT_F32, 2, sc), ten_new(DT_F32, 2, sc) };
+            uint64_t rng = 77 + i;
+            for (int j = 0; j < 5; j++)
+                ten_random(&t[j], &rng, -1, 1);
+            static const int argmap[6] = { 0, 1, 2, 3, 4, 5 };
+            Run r = { t, 6, 5, { { 0 } }, 6, argmap, NULL };
+            char what[96];
+            snprintf(what, sizeof what, "two products%s, K=%lld K2=%lld", with_d ? " and D" : "", (long long)k,
+                     (long long)k2);
+            check_passes(&p, &r, "sm_90a", what, true);
+            int bars[2] = { 0, 0 };
+            ir_walk(p.f, &p.f->body, named_bar_visit, bars);
+            ck_assert_ptr_nonnull(find_ws(p.f));
+            ck_assert(!has_op(p.f, OP_BARRIER));
+            ck_assert_int_eq(bars[0], bars[1]);             /* every one over the 2 consumer warp groups */
+            ck_assert_int_eq(bars[1], with_d ? 4 : 2);      /* the loop's two, the drain's (kept for D), D's */
+            for (int j = 0; j < 6; j++)
+                ten_free(&t[j]);
+            arena_free(p.a);
+            free(full);
+        }
+}
+END_TEST
+
 /* ---- attention ---- */
 
 /* Top-level FOR ops of a block; *inner: the FOR in the first one's body. */
@@ -646,6 +721,7 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_roles_example);
     tcase_add_test(tc, gemm_roles_stages);
     tcase_add_test(tc, gemm_roles_one_group);
+    tcase_add_test(tc, gemm_roles_epilogue);
     tcase_add_test(tc, attention_plain);
     tcase_add_test(tc, attention_causal);
     tcase_add_test(tc, attention_persistent);

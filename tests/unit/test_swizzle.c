@@ -411,6 +411,18 @@ START_TEST(select_descriptors)
         if (s.dec.cands[i].layout.xform != SMX_SWIZZLE)
             ck_assert_ptr_nonnull(s.dec.cands[i].excluded);
     arena_free(s.a);
+    /* Descriptor users take the widest swizzle the rows allow: 64B for
+     * 64-byte rows, 32B excluded for it (one TMA box per panel); 224-byte
+     * rows (not a multiple of 128 or 64) get 32B. */
+    static const struct { int64_t cols; int bits; } widest[] = { { 32, 2 }, { 128, 3 }, { 112, 1 } };
+    for (size_t k = 0; k < TC_COUNTOF(widest); k++) {
+        sel_run(&s, DT_BF16, 64, widest[k].cols, tma, 2);
+        sel_expect(&s, SMX_SWIZZLE, widest[k].bits, 128 << widest[k].bits);
+        for (int i = 0; i < s.dec.ncands; i++)
+            if (s.dec.cands[i].layout.xform == SMX_SWIZZLE && s.dec.cands[i].layout.swz_bits < widest[k].bits)
+                ck_assert_str_eq(s.dec.cands[i].excluded, "descriptor users take the widest swizzle the rows allow");
+        arena_free(s.a);
+    }
     /* f32 column-wise reads alone: 4 B padding is best ... */
     SmemUse col[] = { { SA_COL4, false, 1 } };
     sel_run(&s, DT_F32, 64, 32, col, 1);
