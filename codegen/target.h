@@ -82,6 +82,13 @@ void cg_tg_ldmatrix_x4(struct Cg *cg, LLVMValueRef sptr, bool trans, LLVMValueRe
 void cg_tg_cp_async16(struct Cg *cg, LLVMValueRef sptr, LLVMValueRef gptr, LLVMValueRef src_bytes);
 void cg_tg_async_commit(struct Cg *cg);
 void cg_tg_async_wait(struct Cg *cg, int pending);
+/* The sm80 family's hooks as designated initializers: a later family that
+ * keeps them starts its Target with this. */
+#define CG_SM80_HOOKS                                                                                   \
+    .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx, .tanh_f32 = cg_tg_tanh_approx,         \
+    .rsqrt_f32 = cg_tg_rsqrt_approx, .sin_f32 = cg_tg_sin_approx, .cos_f32 = cg_tg_cos_approx,         \
+    .barrier = cg_tg_bar_sync, .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4,         \
+    .cp_async16 = cg_tg_cp_async16, .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait
 extern const Target cg_family_sm80;   /* sm80/hooks.c */
 extern const Target cg_family_sm90;   /* sm90/hooks.c */
 

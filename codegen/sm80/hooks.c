@@ -111,10 +111,5 @@ void cg_tg_async_wait(Cg *cg, int pending)
 
 const Target cg_family_sm80 = {
     .family = TF_SM80,
-    .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx,
-    .tanh_f32 = cg_tg_tanh_approx, .rsqrt_f32 = cg_tg_rsqrt_approx,
-    .sin_f32 = cg_tg_sin_approx, .cos_f32 = cg_tg_cos_approx,
-    .barrier = cg_tg_bar_sync,
-    .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4, .cp_async16 = cg_tg_cp_async16,
-    .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait,
+    CG_SM80_HOOKS,
 };

@@ -185,12 +185,7 @@ static void wgmma_rs(Cg *cg, bool f16, int n, LLVMValueRef *a, LLVMValueRef desc
 
 const Target cg_family_sm90 = {
     .family = TF_SM90,
-    .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx,
-    .tanh_f32 = cg_tg_tanh_approx, .rsqrt_f32 = cg_tg_rsqrt_approx,
-    .sin_f32 = cg_tg_sin_approx, .cos_f32 = cg_tg_cos_approx,
-    .barrier = cg_tg_bar_sync,
-    .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4, .cp_async16 = cg_tg_cp_async16,
-    .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait,
+    CG_SM80_HOOKS,
     .mbar_init = mbar_init, .mbar_init_fence = mbar_init_fence, .mbar_arrive = mbar_arrive,
     .mbar_expect_tx = mbar_expect_tx, .mbar_wait = mbar_wait, .tma_load = tma_load,
     .named_bar = named_bar, .setmaxnreg = setmaxnreg,

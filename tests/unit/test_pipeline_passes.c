@@ -197,6 +197,44 @@ static const int64_t sizes[][3] = {   /* M, N, K: 1, 17, 64, 100 mixed */
     { 17, 100, 1 }, { 100, 17, 64 }, { 64, 1, 100 }, { 1, 64, 17 },
 };
 
+/* examples/gemm.tile as it was with a pipeline(STAGES) pin (the same lines:
+ * the messages below name them): the stage counts the cases below pin. */
+static const char gemm_pinned[] =
+    "// gemm.tile - C = A @ B with f32 accumulation (T: bf16 or f16): one BM x BN\n"
+    "// tile of C per block, K walked in BK steps through a multi-stage pipeline.\n"
+    "// Blocks take C's tiles in bands of GROUP tile rows, column by column, so\n"
+    "// that the blocks running together share A's rows and B's columns in L2;\n"
+    "// C leaves through shared memory as 16-byte rows.\n"
+    "kernel gemm<T: dtype = bf16, BM: int = 256, BN: int = 128, BK: int = 64, STAGES: int = 2, GROUP: int = 8>(\n"
+    "    A: global T[M, K], B: global T[K, N], C: global T[M, N])\n"
+    "  grid(cdiv(M, BM) * cdiv(N, BN))\n"
+    "{\n"
+    "  let band = GROUP * cdiv(N, BN);              // blocks per band\n"
+    "  let r0 = block.x / band * GROUP;             // the band's first tile row\n"
+    "  let rows = min(cdiv(M, BM) - r0, GROUP);     // the last band may be narrower\n"
+    "  let bm = r0 + block.x % band % rows;\n"
+    "  let bn = block.x % band / rows;\n"
+    "  tile acc: reg f32[BM, BN] = 0;\n"
+    "  for k in 0 .. cdiv(K, BK) pipeline(STAGES) {\n"
+    "    tile a: shared T[BM, BK] = A[bm * BM : +BM, k * BK : +BK];\n"
+    "    tile b: shared T[BK, BN] = B[k * BK : +BK, bn * BN : +BN];\n"
+    "    acc += a @ b;\n"
+    "  }\n"
+    "  tile c: shared T[BM, BN] = T(acc);\n"
+    "  C[bm * BM : +BM, bn * BN : +BN] = c;\n"
+    "}\n"
+;
+
+/* A malloc'd copy of it (the cases free their sources). */
+static char *read_pinned_gemm(size_t *len)
+{
+    *len = sizeof gemm_pinned - 1;
+    char *s = malloc(*len + 1);
+    ck_assert_ptr_nonnull(s);
+    memcpy(s, gemm_pinned, *len + 1);
+    return s;
+}
+
 static void gemm_case(const char *file, const char *src, size_t len, DType dt, int stages, const int64_t *mnk,
                       const char *tiles[3])
 {
@@ -226,7 +264,7 @@ static void gemm_case(const char *file, const char *src, size_t len, DType dt, i
 START_TEST(gemm_example_bf16)
 {
     size_t len;
-    char *src = read_example("gemm.tile", &len);
+    char *src = read_pinned_gemm(&len);
     const char *tiles[3] = { "32", "32", "16" };
     for (int s = 1; s <= 4; s++)
         for (size_t i = 0; i < TC_COUNTOF(sizes); i++)
@@ -302,7 +340,7 @@ static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int
                             int64_t m, int64_t n)
 {
     size_t len;
-    char *src = read_example("gemm.tile", &len);
+    char *src = read_pinned_gemm(&len);
     char st[8];
     snprintf(st, sizeof st, "%d", stages);
     FeDefine defs[4] = { { "BM", tiles[0] }, { "BN", tiles[1] }, { "BK", tiles[2] }, { "STAGES", st } };
@@ -574,34 +612,6 @@ START_TEST(attention_persistent_causal) { attention_case_with("true", true); }
 END_TEST
 
 /* ---- the limit and untouched kernels ---- */
-
-/* examples/gemm.tile as it was with a pipeline(STAGES) pin (the same lines:
- * the messages below name them): the hint rules of the stage choice. */
-static const char gemm_pinned[] =
-    "// gemm.tile - C = A @ B with f32 accumulation (T: bf16 or f16): one BM x BN\n"
-    "// tile of C per block, K walked in BK steps through a multi-stage pipeline.\n"
-    "// Blocks take C's tiles in bands of GROUP tile rows, column by column, so\n"
-    "// that the blocks running together share A's rows and B's columns in L2;\n"
-    "// C leaves through shared memory as 16-byte rows.\n"
-    "kernel gemm<T: dtype = bf16, BM: int = 256, BN: int = 128, BK: int = 64, STAGES: int = 2, GROUP: int = 8>(\n"
-    "    A: global T[M, K], B: global T[K, N], C: global T[M, N])\n"
-    "  grid(cdiv(M, BM) * cdiv(N, BN))\n"
-    "{\n"
-    "  let band = GROUP * cdiv(N, BN);              // blocks per band\n"
-    "  let r0 = block.x / band * GROUP;             // the band's first tile row\n"
-    "  let rows = min(cdiv(M, BM) - r0, GROUP);     // the last band may be narrower\n"
-    "  let bm = r0 + block.x % band % rows;\n"
-    "  let bn = block.x % band / rows;\n"
-    "  tile acc: reg f32[BM, BN] = 0;\n"
-    "  for k in 0 .. cdiv(K, BK) pipeline(STAGES) {\n"
-    "    tile a: shared T[BM, BK] = A[bm * BM : +BM, k * BK : +BK];\n"
-    "    tile b: shared T[BK, BN] = B[k * BK : +BK, bn * BN : +BN];\n"
-    "    acc += a @ b;\n"
-    "  }\n"
-    "  tile c: shared T[BM, BN] = T(acc);\n"
-    "  C[bm * BM : +BM, bn * BN : +BN] = c;\n"
-    "}\n"
-;
 
 
 START_TEST(smem_limit_lists_buffers)
