@@ -189,6 +189,9 @@ void cg_thread_ids(Cg *cg, LLVMValueRef tid);
 const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous);
 Layout *cg_layout_dup(Cg *cg, Layout l);
 void cg_find_anchors(Cg *cg, Func *f);
+/* The anchors of the loads (and their reductions) in block b for cg->nwarps
+ * warps, replacing those of the same shapes (a role's own warps). */
+void cg_block_anchors(Cg *cg, Block *b);
 /* Sets (or replaces) the anchor layout of a tile shape (lower_chain.c). */
 void cg_set_anchor(Cg *cg, int rank, const int64_t *shape, const Layout *L);
 

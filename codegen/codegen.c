@@ -225,22 +225,33 @@ static void add_anchor(Cg *cg, int rank, const int64_t *shape, const Layout *L)
     cg->anchors[cg->nanchors++].L = L;
 }
 
+typedef struct AnchorWalk { Cg *cg; bool replace; } AnchorWalk;
+
+static void put_anchor(const AnchorWalk *w, int rank, const int64_t *shape, const Layout *L)
+{
+    if (w->replace)
+        cg_set_anchor(w->cg, rank, shape, L);
+    else
+        add_anchor(w->cg, rank, shape, L);
+}
+
 static bool anchor_visit(Func *f, Op *op, void *ctx)
 {
-    Cg *cg = ctx;
+    const AnchorWalk *w = ctx;
+    Cg *cg = w->cg;
     const Type *t = op->nres ? ir_type(f, op->res[0]) : NULL;
     if (!t || t->kind != TY_TILE)
         return true;
     if (op->code == OP_LOAD) {
         int bytes = dtype_bits((DType)t->dtype) / 8;
         bool contig = op->nlist > 0 && op->list[op->nlist - 1] > 0;
-        add_anchor(cg, t->rank, t->shape,
+        put_anchor(w, t->rank, t->shape,
                    cg_layout_dup(cg, layout_blocked(t->rank, t->shape, bytes ? bytes : 1, contig, cg->nwarps)));
     } else if (op->code == OP_REDUCE) {
         const Type *it = ir_type(f, op->args[0]);
         const Layout *in = anchor_of(cg, it->rank, it->shape);
         if (in)
-            add_anchor(cg, t->rank, t->shape, cg_layout_dup(cg, layout_slice(in, (int)op->iattr[0])));
+            put_anchor(w, t->rank, t->shape, cg_layout_dup(cg, layout_slice(in, (int)op->iattr[0])));
     }
     return true;
 }
@@ -248,7 +259,14 @@ static bool anchor_visit(Func *f, Op *op, void *ctx)
 void cg_find_anchors(Cg *cg, Func *f)
 {
     cg->nanchors = 0;
-    ir_walk(f, &f->body, anchor_visit, cg);
+    AnchorWalk w = { cg, false };
+    ir_walk(f, &f->body, anchor_visit, &w);
+}
+
+void cg_block_anchors(Cg *cg, Block *b)
+{
+    AnchorWalk w = { cg, true };
+    ir_walk(cg->f, b, anchor_visit, &w);
 }
 
 const Layout *cg_default_layout(Cg *cg, const Type *t, bool contiguous)

@@ -287,6 +287,12 @@ void cg_ws_anchors(Cg *cg, Func *f)
 {
     Op *ws_op = NULL;
     ir_walk(f, &f->body, find_ws, &ws_op);
+    int nwarps = cg->nwarps;
+    for (int k = 0; ws_op && k < ws_op->nregions; k++) {   /* loads in a role: the role's warps */
+        cg->nwarps = (int)ws_op->list[3 * k + 1] * 4;
+        cg_block_anchors(cg, &ws_op->regions[k]);
+    }
+    cg->nwarps = nwarps;
     for (int k = 0; ws_op && k < ws_op->nregions; k++) {
         AnchorCtx a = { cg, (int)ws_op->list[3 * k + 1] * 4 };
         ir_walk(f, &ws_op->regions[k], anchor_visit, &a);

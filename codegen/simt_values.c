@@ -396,10 +396,29 @@ static LLVMValueRef *broadcast_in(Cg *cg, const TileVal *v, const Layout *L, Loc
     if (s->kind != TV_REGS || st->kind != TY_TILE || st->rank != layout_rank(L))
         return NULL;
     Layout ls = layout_with_shape(L, st->shape);
-    for (int d = 0; d < L->prank; d++)
-        if (layout_nregs_dim(&ls, d) != layout_nregs_dim(L, d))
+    bool same = true;
+    for (int d = 0; d < L->prank; d++) {
+        if (layout_nregs_dim(&ls, d) == layout_nregs_dim(L, d))
+            continue;
+        if (L->slice & (1u << d) || ls.pshape[d] != 1)
             return NULL;
-    return cg_materialize(cg, s, st, cg_layout_dup(cg, ls), loc);
+        same = false;   /* a size-1 dim that L repeats in registers (a wgmma accumulator's row blocks) */
+    }
+    LLVMValueRef *src = cg_materialize(cg, s, st, cg_layout_dup(cg, ls), loc);
+    if (same)
+        return src;
+    /* Register r of L holds its column's value: the source register at the
+     * same indices, the size-1 dims' index taken modulo their registers. */
+    int n = layout_nregs(L);
+    LLVMValueRef *out = new_regs(cg, L);
+    for (int r = 0; r < n; r++) {
+        int idx[TILE_MAXRANK];
+        layout_reg_index(L, r, idx);
+        for (int d = 0; d < L->prank; d++)
+            idx[d] %= layout_nregs_dim(&ls, d);
+        out[r] = src[layout_reg_of(&ls, idx)];
+    }
+    return out;
 }
 
 LLVMValueRef *cg_materialize(Cg *cg, const TileVal *v, const Type *t, const Layout *L, Loc loc)
