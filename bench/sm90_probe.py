@@ -21,9 +21,10 @@ def ck(r, what):
 class Kernel:
     def __init__(self, ptx):
         m = {"tmaps": [], "params": [], "dims": []}
-        for ln in open(ptx[:-4] + ".meta"):
+        for ln in open(ptx[:-4] + ".meta"):   # the module's first kernel (its fallback follows)
             t = ln.split()
             if not t: continue
+            if t[0] == "end": break
             if t[0] == "kernel": m["kernel"] = t[1]
             elif t[0] in ("threads", "smem"): m[t[0]] = int(t[1])
             elif t[0] == "dim": m["dims"].append(t[1])
