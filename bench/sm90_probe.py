@@ -69,7 +69,10 @@ class Kernel:
 def rpn(toks, dims):
     st = []
     for t in toks:
-        if t in ("+", "-", "*", "/", "%", "min", "max", "cdiv"):
+        if t == "divisor":   # the largest divisor of a that is at most b
+            b, a = st.pop(), st.pop()
+            st.append(max(d for d in range(1, max(1, min(a, b)) + 1) if a % d == 0))
+        elif t in ("+", "-", "*", "/", "%", "min", "max", "cdiv"):
             b, a = st.pop(), st.pop()
             st.append({"+": a + b, "-": a - b, "*": a * b, "/": int(a / b), "%": a % b, "min": min(a, b),
                        "max": max(a, b), "cdiv": (a + b - 1) // b}[t])
