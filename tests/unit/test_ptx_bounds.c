@@ -443,6 +443,21 @@ START_TEST(other_examples)
             Case tr = { "transpose.tile", NULL, NULL, ARCHS[a], { tdef } };
             check_case(&tr, evs, (int)TC_COUNT(mn), pads, 3, NULL);
         }
+        /* gemm: cp.async with zero fill at the edges, the unaligned copy
+         * through registers (odd row strides), C through shared memory. */
+        static const int64_t mkn[][3] = { { 1, 1, 1 }, { 300, 70, 130 }, { 256, 64, 128 } };
+        DimVal g[3][4];
+        const DimVal *gvs[3];
+        for (size_t i = 0; i < TC_COUNT(mkn); i++) {
+            g[i][0] = (DimVal){ "M", mkn[i][0] };
+            g[i][1] = (DimVal){ "K", mkn[i][1] };
+            g[i][2] = (DimVal){ "N", mkn[i][2] };
+            g[i][3] = (DimVal){ NULL, 0 };
+            gvs[i] = g[i];
+        }
+        int gpads[] = { 0, 1 };
+        Case gm = { "gemm.tile", NULL, NULL, ARCHS[a], { NULL } };
+        ck_assert_int_gt(check_case(&gm, gvs, (int)TC_COUNT(mkn), gpads, 2, NULL), 0);
     }
 }
 END_TEST
