@@ -266,27 +266,29 @@ static size_t tail_pieces(char *code, size_t size, const char *q, int bits, int 
 static void load_group_pieces(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef k, int vec, LLVMValueRef *out)
 {
     int bits = dtype_bits(ac->dt), nw = vec * bits / 32;
+    const char *q = ac->readonly ? ".nc" : "";
     LLVMValueRef ps = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGE, k, cg_i32(cg, vec), ""), p,
                                       cg_guard_ptr(cg), "");
-    LLVMTypeRef wty = nw == 1 ? cg->t_i32 : LLVMVectorType(cg->t_i32, (unsigned)nw);
-    LLVMValueRef w = load_vec_value(cg, ac, wty, ps, vec * bits / 8, false, true);
-    /* Operands: the nw words out, then p, k, the nw words in (tied). */
-    LLVMValueRef args[2 + 4] = { p, k };
-    LLVMTypeRef at[2 + 4] = { LLVMTypeOf(p), cg->t_i32 };
-    for (int j = 0; j < nw; j++)
-        args[2 + j] = nw == 1 ? w : LLVMBuildExtractElement(cg->b, w, cg_i32(cg, j), ""), at[2 + j] = cg->t_i32;
-    char code[4096], cons[256], tied[64];
+    /* Operands: the nw words out, then p, k, ps. */
+    LLVMValueRef args[3] = { p, k, ps };
+    LLVMTypeRef at[3] = { LLVMTypeOf(p), cg->t_i32, LLVMTypeOf(p) };
+    char code[4096], cons[256];
     size_t n = (size_t)snprintf(code, sizeof code, "{\n.reg .pred %%pe;\n.reg .b32 %%q<%d>;\n%s", 5,
                                 bits == 8 ? ".reg .b32 %t;\n" : "");
+    if (nw == 1)
+        n += (size_t)snprintf(code + n, sizeof code - n, "ld.global%s.b32 $0, [$%d];\n", q, nw + 2);
+    else {
+        n += (size_t)snprintf(code + n, sizeof code - n, "ld.global%s.v%d.b32 {", q, nw);
+        for (int j = 0; j < nw; j++)
+            n += (size_t)snprintf(code + n, sizeof code - n, "%s$%d", j ? ", " : "", j);
+        n += (size_t)snprintf(code + n, sizeof code - n, "}, [$%d];\n", nw + 2);
+    }
     for (int lg = 1; (2 << lg) <= vec; lg++)   /* k / m for the pieces of m = 2^lg elements */
         n += (size_t)snprintf(code + n, sizeof code - n, "shr.u32 %%q%d, $%d, %d;\n", lg, nw + 1, lg);
-    n += tail_pieces(code + n, sizeof code - n, ac->readonly ? ".nc" : "", bits, nw, nw + 1, 0, vec);
+    n += tail_pieces(code + n, sizeof code - n, q, bits, nw, nw + 1, 0, vec);
     n += (size_t)snprintf(code + n, sizeof code - n, "}");
-    size_t tn = (size_t)snprintf(tied, sizeof tied, "l,r");
-    for (int j = 0; j < nw; j++)
-        tn += (size_t)snprintf(tied + tn, sizeof tied - tn, ",%d", j);
-    size_t c = exact_cons(cons, sizeof cons, nw, "=r", tied);
-    group_asm_call(cg, ac, code, n, cons, c, args, at, 2 + (unsigned)nw, vec, out);
+    size_t c = exact_cons(cons, sizeof cons, nw, "=r", "l,r,l");
+    group_asm_call(cg, ac, code, n, cons, c, args, at, 3, vec, out);
 }
 
 /* Masked vectors of a masked last dim: element-exact groups, with the
