@@ -250,15 +250,16 @@ static size_t tail_pieces(char *code, size_t size, const char *q, int bits, int 
 }
 
 /* One group of `vec` elements at p whose first k lie inside (k <= 0:
- * none), element-exact and branch free: the whole vector read from p when
- * k >= vec, else from the guard bytes (zero, cg_guard_ptr); then, when the
- * row ends inside the group, its elements [0, k) as aligned pieces
- * (tail_pieces) in one inline asm block tied to the vector's words, each
- * under its own predicate. The elements at and past k are zero. For the
+ * none), element-exact and branch free, in one inline asm block: the
+ * whole vector read (unpredicated) from p when k >= vec, else from the
+ * guard bytes (zero, cg_guard_ptr; the address selected outside); then,
+ * when the row ends inside the group, its elements [0, k) as aligned
+ * pieces (tail_pieces) read into the same words, each under its own
+ * predicate. The elements at and past k are zero. For the
  * masked vectors that take no exact group with a branch
  * (load_group_exact): under a register cap, where that branch cost ptxas
  * spills (and so did every other element-exact form tried here: this one
- * keeps the plain vector load of the branch-free form, and ptxas
+ * keeps the unpredicated vector load of the branch-free form, and ptxas
  * allocates it as before), 8- and 64-bit elements, a non-uniform
  * `other`. Nothing outside [p, p + k elements) is read: not the next
  * row's bytes, not past the tensor's end (issue 32: bf16 layernorm's W
