@@ -240,6 +240,9 @@ int lower_trans(Cg *cg, Op *op);
  * stride 1. Shared by global loads/stores and cp.async copies. */
 LLVMValueRef cg_tensor_elem_ptr(Cg *cg, const TensorArg *ta, LLVMTypeRef ety, int rank,
                                 LLVMValueRef *idx);
+/* 16 bytes of the module (ptr addrspace(1)) that a masked-out access reads
+ * instead of its own address (mem_access.c). */
+LLVMValueRef cg_guard_ptr(Cg *cg);
 int cg_lower_load(Cg *cg, Op *op);
 int cg_lower_store(Cg *cg, Op *op);
 /* Does the kernel never store to tensor t? */

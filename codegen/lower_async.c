@@ -284,7 +284,7 @@ static void copy_chunk_sync(Cg *cg, const Copy *c, LLVMValueRef *idx, LLVMValueR
             LLVMValueRef i = LLVMBuildAdd(cg->b, idx[c->cdim], cg_i32(cg, e), "");
             pe = LLVMBuildAnd(cg->b, pe, LLVMBuildICmp(cg->b, LLVMIntULT, i, c->ta->size[c->cdim], ""), "");
         }
-        LLVMValueRef p = LLVMBuildSelect(cg->b, pe, LLVMBuildGEP2(cg->b, c->ety, g, &o, 1, ""), c->ta->base, "");
+        LLVMValueRef p = LLVMBuildSelect(cg->b, pe, LLVMBuildGEP2(cg->b, c->ety, g, &o, 1, ""), cg_guard_ptr(cg), "");
         LLVMValueRef x = LLVMBuildLoad2(cg->b, c->ety, p, "");
         LLVMSetAlignment(x, (unsigned)c->sv->eb);
         x = LLVMBuildSelect(cg->b, pe, x, LLVMConstNull(c->ety), "");

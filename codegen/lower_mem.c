@@ -11,13 +11,15 @@
  * strides and the last offset; the runtime guarantees 16-byte aligned base
  * pointers), else one small runtime loop moves element e of every group
  * per iteration (groups packed in vectors). Masked dims (iattr[0] bit d)
- * are predicated: loads read a safe address and select `other` (or zero),
- * stores are skipped. A vector load is branch free: an aligned 16-byte
- * chunk whose first element is inside the tensor is read whole and the
- * elements past the end replaced; the groups of a store that straddle
- * the end go through the same element loop. Loads of tensors the kernel never writes carry
- * !invariant.load (ld.global.nc). With a zero `other`, the row tail of a
- * vector is cleared by word masks instead of per-element selects; stores
+ * are predicated: an element or a vector of a row out of the tensor
+ * reads the module's guard bytes (cg_guard_ptr) and takes `other` (or
+ * zero), stores are skipped. No access touches a byte outside the
+ * window's row: a vector across a masked row end is element-exact (one
+ * inline asm block per group: the whole vector when the group lies
+ * inside, else each element inside, load_group_exact / load_group_pieces);
+ * the groups of a store that straddle the end are element-exact too, or go
+ * through the element loop. Loads of tensors the kernel never writes carry
+ * !invariant.load (ld.global.nc). Stores
  * build each narrow group's vector once, before their branches. A rank-1
  * window at an offset known to be a multiple of the vector gets no
  * alignment test and no unaligned path. A row window with a masked last
@@ -54,13 +56,13 @@ static void load_raw(Cg *cg, const Access *ac, LLVMValueRef p, int n, bool vol, 
         out[i] = from_mem(cg, n > 1 ? LLVMBuildExtractElement(cg->b, v, cg_i32(cg, i), "") : v, ac->dt);
 }
 
-/* One element at p if pred, else `other` (the address is made safe first). */
+/* One element at p if pred, else `other` (read at the guard address). */
 static LLVMValueRef load_elem(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, LLVMValueRef other,
                               bool vol)
 {
     LLVMValueRef v;
     if (!is_true(pred))
-        p = LLVMBuildSelect(cg->b, pred, p, ac->ta->base, "");
+        p = LLVMBuildSelect(cg->b, pred, p, cg_guard_ptr(cg), "");
     load_raw(cg, ac, p, 1, vol, &v);
     return is_true(pred) ? v : LLVMBuildSelect(cg->b, pred, v, other, "");
 }
@@ -74,50 +76,6 @@ static void load_elems(Cg *cg, const Access *ac, const Layout *L, LLVMValueRef *
         LLVMValueRef p = elem_addr(cg, ac, idx);
         out[r] = load_elem(cg, ac, p, in_bounds(cg, ac, idx), other[r], false);
     }
-}
-
-/* 16-byte vectors, branch free, all in one basic block (so they are all in
- * flight together). Rows and offsets are vector-aligned here, so a vector is
- * one aligned 16-byte chunk: when its first element is inside the tensor the
- * chunk cannot cross into unmapped memory, and it is loaded whole; elements
- * past the end of a masked last dim are then replaced by `other`. */
-/* Word w of the splat `other` (uniform), as 32 bits. */
-static LLVMValueRef other_word(Cg *cg, const Access *ac, LLVMValueRef uother)
-{
-    int bits = dtype_bits(ac->dt);
-    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)bits);
-    LLVMValueRef x = LLVMBuildZExt(cg->b, LLVMBuildBitCast(cg->b, uother, it, ""), cg->t_i32, ""), w = x;
-    for (int sh = bits; sh < 32; sh += bits)
-        w = LLVMBuildOr(cg->b, w, LLVMBuildShl(cg->b, x, cg_i32(cg, sh), ""), "");
-    return w;
-}
-
-/* The tail of a masked row, on the packed 32-bit words of the vector: the
- * elements at or past k = size - index (0 when the row is out) take the
- * uniform `other` by and/or masks, so no per-element predicate outlives
- * the load (a select per element would be moved past the widening cast,
- * keeping 32 predicates live until the use). */
-static LLVMValueRef mask_words(Cg *cg, const Access *ac, LLVMValueRef v, int vec, LLVMValueRef k, LLVMValueRef ow)
-{
-    int bits = dtype_bits(ac->dt), epw = 32 / bits, nw = vec / epw;
-    LLVMTypeRef wt = LLVMVectorType(cg->t_i32, (unsigned)nw);
-    LLVMValueRef w = LLVMBuildBitCast(cg->b, v, wt, "");
-    for (int j = 0; j < nw; j++) {
-        /* k inside means every lower element is: element e selects the
-         * constant mask of elements 0..e (one compare + select each). */
-        LLVMValueRef m = cg_i32(cg, 0);
-        for (int e = 0; e < epw; e++) {
-            uint32_t upto = (e + 1) * bits >= 32 ? 0xffffffffu : (1u << ((e + 1) * bits)) - 1;
-            LLVMValueRef ok = LLVMBuildICmp(cg->b, LLVMIntSGT, k, cg_i32(cg, j * epw + e), "");
-            m = LLVMBuildSelect(cg->b, ok, cg_i32(cg, (int32_t)upto), m, "");
-        }
-        LLVMValueRef x = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, j), "");
-        x = LLVMBuildAnd(cg->b, x, m, "");
-        if (ow)
-            x = LLVMBuildOr(cg->b, x, LLVMBuildAnd(cg->b, ow, LLVMBuildNot(cg->b, m, ""), ""), "");
-        w = LLVMBuildInsertElement(cg->b, w, x, cg_i32(cg, j), "");
-    }
-    return LLVMBuildBitCast(cg->b, w, LLVMTypeOf(v), "");
 }
 
 /* Elements of the row left from idx's last-dim index: size - index, or 0
@@ -161,6 +119,46 @@ bool exact_group_ok(const Access *ac, int vec)
     int bits = dtype_bits(ac->dt);
     return ac->dt != DT_BOOL && (bits == 16 || bits == 32) &&
            vec * bits % 32 == 0 && vec * bits <= 128;
+}
+
+/* Calls a group's asm (nw 32-bit words out) and returns its vec elements
+ * (memory type). With `per_word` (elements of up to 32 bits), each word
+ * is taken apart on its own (a legal 32-bit vector of 16- or 8-bit
+ * elements, or the element itself): one vector of the whole group taken
+ * apart cost the backend's type legalisation and DAG combining ~0.35M
+ * instructions per group (layernorm [4096] W and B: 63.5M -> 60.6M to
+ * compile, the PTX the same). Without it, the words are one vector of the
+ * group's elements, taken apart: a diamond's join (whole_vector) then
+ * passes that vector to its phi (there the words cost more). */
+static void group_asm_call(Cg *cg, const Access *ac, const char *code, size_t n, const char *cons, size_t c,
+                           LLVMValueRef *args, LLVMTypeRef *at, unsigned na, int vec, bool per_word,
+                           LLVMValueRef *out)
+{
+    int bits = dtype_bits(ac->dt), nw = vec * bits / 32, epw = 32 / bits;
+    LLVMTypeRef el[4] = { cg->t_i32, cg->t_i32, cg->t_i32, cg->t_i32 };
+    LLVMTypeRef rt = nw == 1 ? cg->t_i32 : LLVMStructTypeInContext(cg->ctx, el, (unsigned)nw, 0);
+    LLVMTypeRef ft = LLVMFunctionType(rt, at, na, 0);
+    LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)code, n, (char *)cons, c, 0, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef r = LLVMBuildCall2(cg->b, ft, fn, args, na, "");
+    if (per_word && bits <= 32) {
+        LLVMTypeRef wt = epw == 1 ? ac->mty : LLVMVectorType(ac->mty, (unsigned)epw);
+        for (int j = 0; j < nw; j++) {
+            LLVMValueRef w = LLVMBuildBitCast(cg->b, nw == 1 ? r : LLVMBuildExtractValue(cg->b, r, (unsigned)j, ""),
+                                              wt, "");
+            for (int e = 0; e < epw; e++)
+                out[j * epw + e] = epw == 1 ? w : LLVMBuildExtractElement(cg->b, w, cg_i32(cg, e), "");
+        }
+        return;
+    }
+    LLVMValueRef w = r;
+    if (nw > 1) {
+        w = LLVMGetUndef(LLVMVectorType(cg->t_i32, (unsigned)nw));
+        for (int j = 0; j < nw; j++)
+            w = LLVMBuildInsertElement(cg->b, w, LLVMBuildExtractValue(cg->b, r, (unsigned)j, ""), cg_i32(cg, j), "");
+    }
+    w = LLVMBuildBitCast(cg->b, w, LLVMVectorType(ac->mty, (unsigned)vec), "");
+    for (int e = 0; e < vec; e++)
+        out[e] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, e), "");
 }
 
 /* One group of `vec` 16- or 32-bit elements at p whose first k lie inside
@@ -214,8 +212,6 @@ static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValue
     snprintf(tail, sizeof tail, "l,r%s%s", other ? (bits == 16 ? ",h" : ",r") : "", aligned ? ",r" : "");
     size_t c = exact_cons(cons, sizeof cons, nw, "=r", tail);
     LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)bits);
-    LLVMTypeRef el[4] = { cg->t_i32, cg->t_i32, cg->t_i32, cg->t_i32 };
-    LLVMTypeRef rt = nw == 1 ? cg->t_i32 : LLVMStructTypeInContext(cg->ctx, el, (unsigned)nw, 0);
     LLVMValueRef args[4];
     LLVMTypeRef at[4];
     unsigned na = 0;
@@ -225,29 +221,102 @@ static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValue
         args[na] = LLVMBuildBitCast(cg->b, uother, it, ""), at[na++] = it;
     if (aligned)
         args[na] = LLVMBuildZExt(cg->b, aligned, cg->t_i32, ""), at[na++] = cg->t_i32;
-    LLVMTypeRef ft = LLVMFunctionType(rt, at, na, 0);
-    LLVMValueRef fn = LLVMGetInlineAsm(ft, code, n, cons, c, 0, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef r = LLVMBuildCall2(cg->b, ft, fn, args, na, "");
-    /* The words as one vector of the group's elements, taken apart: a
-     * diamond's join (whole_vector) then passes that vector to its phi. */
-    LLVMValueRef w = r;
-    if (nw > 1) {
-        w = LLVMGetUndef(LLVMVectorType(cg->t_i32, (unsigned)nw));
-        for (int j = 0; j < nw; j++)
-            w = LLVMBuildInsertElement(cg->b, w, LLVMBuildExtractValue(cg->b, r, (unsigned)j, ""), cg_i32(cg, j), "");
-    }
-    w = LLVMBuildBitCast(cg->b, w, LLVMVectorType(ac->mty, (unsigned)vec), "");
-    for (int e = 0; e < vec; e++)
-        out[e] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, e), "");
+    group_asm_call(cg, ac, code, n, cons, c, args, at, na, vec, false, out);
 }
 
-/* Masked vectors with a uniform `other` (or zero): one load, word masks. */
-static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef uother, bool exact,
-                             LLVMValueRef aligned, LLVMValueRef *out)
+/* Element-exact groups without a branch: any element of 8 to 64 bits,
+ * whole 32-bit words, at most 16 bytes. */
+static bool pieces_ok(const Access *ac, int vec)
+{
+    int bits = dtype_bits(ac->dt);
+    return bits >= 8 && bits <= 64 && vec * bits % 32 == 0 && vec * bits <= 128;
+}
+
+/* The part of a group inside the row when it ends inside the group: the
+ * elements [0, k) for k inside [lo, hi), as aligned power-of-two pieces
+ * read into the group's words ($0.., address $ip, k $ik): the left half
+ * [lo, mid) of m elements when mid <= k < hi, that is when k / m (%q<log2
+ * m>, or k itself) is mid / m, then the same inside each half. A piece
+ * narrower than a word that starts one is loaded zero-extended (the rest
+ * of that word lies at or past k); one inside a word (8-bit elements) is
+ * inserted with bfi. */
+static size_t tail_pieces(char *code, size_t size, const char *q, int bits, int ip, int ik, int lo, int hi)
+{
+    if (hi - lo < 2)
+        return 0;
+    int mid = (lo + hi) / 2, m = mid - lo, pb = m * bits, w = lo * bits / 32, bit = lo * bits % 32,
+        at = lo * bits / 8, lg = 0;
+    while ((1 << lg) < m)
+        lg++;
+    size_t n = lg ? (size_t)snprintf(code, size, "setp.eq.s32 %%pe, %%q%d, %d;\n", lg, mid / m)
+                  : (size_t)snprintf(code, size, "setp.eq.s32 %%pe, $%d, %d;\n", ik, mid);
+#define EMIT(...) n += (size_t)snprintf(code + n, size - n, __VA_ARGS__)
+    if (pb < 32 && bit)
+        EMIT("@%%pe ld.global%s.u%d %%t, [$%d+%d];\n@%%pe bfi.b32 $%d, %%t, $%d, %d, %d;\n", q, pb, ip, at, w, w, bit,
+             pb);
+    else if (pb < 32)
+        EMIT("@%%pe ld.global%s.u%d $%d, [$%d+%d];\n", q, pb, w, ip, at);
+    else if (pb == 32)
+        EMIT("@%%pe ld.global%s.b32 $%d, [$%d+%d];\n", q, w, ip, at);
+    else
+        EMIT("@%%pe ld.global%s.v2.b32 {$%d, $%d}, [$%d+%d];\n", q, w, w + 1, ip, at);
+#undef EMIT
+    n += tail_pieces(code + n, size - n, q, bits, ip, ik, lo, mid);
+    return n + tail_pieces(code + n, size - n, q, bits, ip, ik, mid, hi);
+}
+
+/* One group of `vec` elements at p whose first k lie inside (k <= 0:
+ * none), element-exact and branch free, in one inline asm block: the
+ * whole vector read (unpredicated) from p when k >= vec, else from the
+ * guard bytes (zero, cg_guard_ptr; the address selected outside); then,
+ * when the row ends inside the group, its elements [0, k) as aligned
+ * pieces (tail_pieces) read into the same words, each under its own
+ * predicate. The elements at and past k are zero. For the
+ * masked vectors that take no exact group with a branch
+ * (load_group_exact): under a register cap, where that branch cost ptxas
+ * spills (and so did every other element-exact form tried here: this one
+ * keeps the unpredicated vector load of the branch-free form, and ptxas
+ * allocates it as before), 8- and 64-bit elements, a non-uniform
+ * `other`. Nothing outside [p, p + k elements) is read: not the next
+ * row's bytes, not past the tensor's end (issue 32: bf16 layernorm's W
+ * at N = 4097 read 16 bytes at byte 8192 of 8194). */
+static void load_group_pieces(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef k, int vec, LLVMValueRef *out)
+{
+    int bits = dtype_bits(ac->dt), nw = vec * bits / 32;
+    const char *q = ac->readonly ? ".nc" : "";
+    LLVMValueRef ps = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGE, k, cg_i32(cg, vec), ""), p,
+                                      cg_guard_ptr(cg), "");
+    /* Operands: the nw words out, then p, k, ps. */
+    LLVMValueRef args[3] = { p, k, ps };
+    LLVMTypeRef at[3] = { LLVMTypeOf(p), cg->t_i32, LLVMTypeOf(p) };
+    char code[4096], cons[256];
+    size_t n = (size_t)snprintf(code, sizeof code, "{\n.reg .pred %%pe;\n.reg .b32 %%q<%d>;\n%s", 5,
+                                bits == 8 ? ".reg .b32 %t;\n" : "");
+    if (nw == 1)
+        n += (size_t)snprintf(code + n, sizeof code - n, "ld.global%s.b32 $0, [$%d];\n", q, nw + 2);
+    else {
+        n += (size_t)snprintf(code + n, sizeof code - n, "ld.global%s.v%d.b32 {", q, nw);
+        for (int j = 0; j < nw; j++)
+            n += (size_t)snprintf(code + n, sizeof code - n, "%s$%d", j ? ", " : "", j);
+        n += (size_t)snprintf(code + n, sizeof code - n, "}, [$%d];\n", nw + 2);
+    }
+    for (int lg = 1; (2 << lg) <= vec; lg++)   /* k / m for the pieces of m = 2^lg elements */
+        n += (size_t)snprintf(code + n, sizeof code - n, "shr.u32 %%q%d, $%d, %d;\n", lg, nw + 1, lg);
+    n += tail_pieces(code + n, sizeof code - n, q, bits, nw, nw + 1, 0, vec);
+    n += (size_t)snprintf(code + n, sizeof code - n, "}");
+    size_t c = exact_cons(cons, sizeof cons, nw, "=r", "l,r,l");
+    group_asm_call(cg, ac, code, n, cons, c, args, at, 3, vec, true, out);
+}
+
+/* Masked vectors of a masked last dim: element-exact groups, with the
+ * branch (exact, load_group_exact: a uniform `other`, 16- and 32-bit
+ * elements) or without (load_group_pieces; then a nonzero `other` is
+ * selected per element, unless the lanes past the end are dead). */
+static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef uother,
+                             LLVMValueRef *other, bool exact, LLVMValueRef aligned, LLVMValueRef *out)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
-    LLVMValueRef ow = uother && !LLVMIsNull(uother) ? other_word(cg, ac, uother) : NULL;
-    LLVMTypeRef ty = LLVMVectorType(ac->mty, (unsigned)vec);
+    bool zero = (uother && LLVMIsNull(uother)) || ac->dead_tail;
     for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
         LLVMValueRef p = elem_addr(cg, ac, idx), k = row_room(cg, ac, idx, in_bounds_upto(cg, ac, idx, ac->rank - 1));
@@ -255,33 +324,29 @@ static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec,
             load_group_exact(cg, ac, p, k, vec, uother, aligned, &out[r]);
             continue;
         }
-        p = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, k, cg_i32(cg, 0), ""), p, ac->ta->base, "");
-        LLVMValueRef v = load_vec_value(cg, ac, ty, p, vec * dtype_bits(ac->dt) / 8, false, true);
-        if (!ac->dead_tail)
-            v = mask_words(cg, ac, v, vec, k, ow);
-        for (int e = 0; e < vec; e++)
-            out[r + e] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, e), "");
+        load_group_pieces(cg, ac, p, k, vec, &out[r]);
+        for (int e = 0; e < vec; e++) {
+            out[r + e] = from_mem(cg, out[r + e], ac->dt);
+            if (!zero)
+                out[r + e] = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, k, cg_i32(cg, e), ""),
+                                             out[r + e], other[r + e], "");
+        }
     }
 }
 
+/* Vectors whose last dim is not masked: a group of a row out of the
+ * tensor reads the guard address and takes `other`. */
 static void load_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *other, LLVMValueRef *out)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
     for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
         LLVMValueRef p = elem_addr(cg, ac, idx), pred = in_bounds_upto(cg, ac, idx, ac->rank - 1);
-        if (last_masked(ac))
-            pred = LLVMBuildAnd(cg->b, pred, last_ok(cg, ac, idx, 0), "");
         if (!is_true(pred))
-            p = LLVMBuildSelect(cg->b, pred, p, ac->ta->base, "");
+            p = LLVMBuildSelect(cg->b, pred, p, cg_guard_ptr(cg), "");
         load_raw(cg, ac, p, vec, false, &out[r]);
-        for (int e = 0; e < vec && !ac->dead_tail; e++) {
-            LLVMValueRef ok = pred;
-            if (last_masked(ac) && e > 0)
-                ok = LLVMBuildAnd(cg->b, pred, last_ok(cg, ac, idx, e), "");
-            if (!is_true(ok))
-                out[r + e] = LLVMBuildSelect(cg->b, ok, out[r + e], other[r + e], "");
-        }
+        for (int e = 0; e < vec && !is_true(pred); e++)
+            out[r + e] = LLVMBuildSelect(cg->b, pred, out[r + e], other[r + e], "");
     }
 }
 
@@ -312,7 +377,7 @@ static void load_loop(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMVa
         LLVMValueRef ok = group_elem_ok(cg, ac, &g, j), x;
         LLVMValueRef p = group_elem_ptr(cg, ac, &g, j);
         if (!is_true(ok))
-            p = LLVMBuildSelect(cg->b, ok, p, ac->ta->base, "");
+            p = LLVMBuildSelect(cg->b, ok, p, cg_guard_ptr(cg), "");
         int bytes = dtype_bits(ac->dt) >= 8 ? dtype_bits(ac->dt) / 8 : 1;
         x = load_vec_value(cg, ac, ac->mty, p, bytes, false, false);
         if (!is_true(ok))
@@ -334,41 +399,29 @@ typedef struct TileCtx {
     const Layout *L;
     int vec;
     LLVMValueRef *other;
-    LLVMValueRef uother;     /* uniform `other` for word masks, or NULL */
     LLVMValueRef uniform;    /* uniform `other` (zero if none), or NULL */
-    bool exact;              /* element-exact groups (a path behind a branch) */
-    bool took_exact;         /* some path loaded element-exact groups */
-    bool took_whole;         /* some masked path loaded whole aligned chunks */
+    bool exact;              /* exact groups with a branch (a path behind a branch, or no register cap) */
+    bool took_exact;         /* some path loaded exact groups with a branch */
+    bool took_pieces;          /* some path loaded exact groups without a branch */
 } TileCtx;
 
-/* Word masks when `other` is zero (one AND per word). With another value
- * (softmax's -inf) they cost and/andnot/or per word and measured 2% slower
- * on bf16 [16384] softmax than a select per element. */
-static LLVMValueRef word_mask_other(LLVMValueRef uother)
-{
-    return uother && LLVMIsNull(uother) ? uother : NULL;
-}
-
-static bool word_maskable(const Access *ac, int vec)
-{
-    int bits = dtype_bits(ac->dt);
-    return last_masked(ac) && ac->dt != DT_BOOL && bits >= 8 && bits <= 32 && vec * bits % 32 == 0;
-}
-
+/* Arm 0: aligned vectors (a masked last dim: element-exact groups, with
+ * a branch where t->exact allows); arm 1: the element loop. */
 static void tile_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
 {
     TileCtx *t = ctx;
-    if (arm == 0 && t->exact && t->uniform && last_masked(t->ac) && exact_group_ok(t->ac, t->vec)) {
-        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uniform, true, NULL, out);
-        t->took_exact = true;
-    } else if (arm == 0 && t->uother && word_maskable(t->ac, t->vec)) {
-        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uother, false, NULL, out);
-        t->took_whole = true;
-    } else if (arm == 0) {
-        load_vecs(cg, t->ac, t->L, t->vec, t->other, out);
-        t->took_whole |= last_masked(t->ac);
-    } else {
+    if (arm == 1) {
         load_loop(cg, t->ac, t->L, t->vec, t->other, t->uniform, out);
+    } else if (!last_masked(t->ac)) {
+        load_vecs(cg, t->ac, t->L, t->vec, t->other, out);
+    } else if (t->exact && t->uniform && exact_group_ok(t->ac, t->vec)) {
+        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uniform, t->other, true, NULL, out);
+        t->took_exact = true;
+    } else if (pieces_ok(t->ac, t->vec)) {
+        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uniform, t->other, false, NULL, out);
+        t->took_pieces = true;
+    } else {
+        load_elems(cg, t->ac, t->L, t->other, out);
     }
 }
 
@@ -379,7 +432,7 @@ static void tile_general(Cg *cg, TileCtx *t, LLVMValueRef *out)
         tile_arm(cg, t, 0, out);
     else if (t->uniform && last_masked(t->ac) && exact_group_ok(t->ac, t->vec)) {
         /* Element-exact groups take unaligned rows too: no element loop. */
-        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uniform, true, t->ok, out);
+        load_vecs_masked(cg, t->ac, t->L, t->vec, t->uniform, t->other, true, t->ok, out);
         t->took_exact = true;
     } else {
         t->exact = true;
@@ -402,11 +455,11 @@ static void tile_full_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
     load_vecs(cg, &inner, t->L, t->vec, t->other, out);
 }
 
-/* Element-exact groups on the branch-free path too? In kernels without a
- * register cap (.minnctapersm: vector_add) yes; under one (layernorm's W
- * and B, 2-8 groups per thread) the branch in each group cost ptxas
- * 104-196 B of spills, so those keep the whole aligned chunk
- * (docs/codegen.md, "Known"). */
+/* Exact groups with a branch on the branch-free path too? In kernels
+ * without a register cap (.minnctapersm: vector_add) yes; under one
+ * (layernorm's W and B, 2-8 groups per thread) the branch in each group
+ * cost ptxas 104-196 B of spills, so those take the predicated groups
+ * (load_group_pieces; docs/codegen.md, "Element-exact row tails"). */
 static bool exact_hot(Cg *cg) { return cg->minct == 0; }
 
 /* Three paths: when the window's last dim lies inside the row and rows are
@@ -426,19 +479,20 @@ static LLVMValueRef *load_tile(Cg *cg, const Access *ac, const Layout *L, LLVMVa
         load_elems(cg, ac, L, other, out);
         return out;
     }
-    TileCtx t = { ac, vec_ok(cg, ac, vec), L, vec, other, word_mask_other(uother), uother, exact_hot(cg), false, false };
+    TileCtx t = { ac, vec_ok(cg, ac, vec), L, vec, other, uother, exact_hot(cg), false, false };
     if (!last_masked(ac) || !cg_simt_kernel(cg) || is_true(t.ok)) {
         tile_general(cg, &t, out);
-        *tail = t.took_exact * 1 + t.took_whole * 2;
+        *tail = t.took_exact * 1 + t.took_pieces * 2;
         return out;
     }
     diamond(cg, LLVMBuildAnd(cg->b, t.ok, last_full(cg, ac), "ld.full"), n, vec, tile_full_arm, &t, out);
-    *tail = t.took_exact * 1 + t.took_whole * 2;
+    *tail = t.took_exact * 1 + t.took_pieces * 2;
     return out;
 }
 
-/* tail: 1 = the row tail moves element-exact (some path), 2 = a masked
- * path moves whole aligned chunks (dead: their lanes past the end unused). */
+/* tail: 1 = the row tail moves in exact groups with a branch (some path),
+ * 2 = in exact groups without (load_group_pieces; dead: their lanes past
+ * the end unused). */
 void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec, int tail, bool dead)
 {
     if (!cg->report)
@@ -448,8 +502,8 @@ void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec, i
     layout_print(L, cg->report);
     sb_printf(cg->report, ", %d-byte accesses%s%s\n", vec * dtype_bits((DType)ir_type(cg->f, op->args[0])->dtype) / 8,
               op->iattr[0] ? ", masked" : "",
-              (tail & 2) && dead ? " (lanes past the end unused: addresses guarded, values not)"
-              : (tail & 2)       ? " (whole 16-byte chunks at the row end)"
+              (tail & 2) && dead ? " (element-exact at the row end, in pieces; lanes past the end unused)"
+              : (tail & 2)       ? " (element-exact at the row end, in pieces)"
               : (tail & 1)       ? " (element-exact at the row end)"
                                  : "");
 }
@@ -464,9 +518,8 @@ void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec, i
  * stored tile is written exactly where lane i of the load was inside: the
  * masked lanes' values are never observed, and the load need not set them
  * (layernorm's W and B: y = xc * r * w + b, stored to Y[row, 0 : +BLOCK]).
- * Only the values go: a 16-byte group wholly outside still reads nothing
- * (its address guard stays), and a group across the end reads the same
- * 16 aligned bytes as before. */
+ * Only the values go: the group across the end still reads only its
+ * elements inside the row (load_group_pieces). */
 typedef struct DeadTail {
     const Op *load;
     uint8_t *taint;          /* per ValId: carries the load's lanes */

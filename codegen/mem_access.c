@@ -95,6 +95,25 @@ LLVMValueRef cg_tensor_elem_ptr(Cg *cg, const TensorArg *ta, LLVMTypeRef ety, in
     return LLVMBuildGEP2(cg->b, ety, ta->base, &o, 1, "");
 }
 
+/* The address a masked-out element or vector reads instead of its own,
+ * so that the access needs no branch: 16 zero bytes of the module's own
+ * (`tilec_guard`, 16-byte aligned), never a tensor's first bytes, which
+ * do not exist when the tensor is empty (the runtime passes NULL) or
+ * shorter than the vector. Externally visible, so that the optimiser
+ * cannot know its contents and fold a load of it (that would make the
+ * load of the real address unconditional). */
+LLVMValueRef cg_guard_ptr(Cg *cg)
+{
+    LLVMValueRef g = LLVMGetNamedGlobal(cg->mod, "tilec_guard");
+    if (!g) {
+        LLVMTypeRef ty = LLVMArrayType2(cg->t_i8, 16);
+        g = LLVMAddGlobalInAddressSpace(cg->mod, ty, "tilec_guard", 1);
+        LLVMSetInitializer(g, LLVMConstNull(ty));
+        LLVMSetAlignment(g, 16);
+    }
+    return g;
+}
+
 LLVMValueRef elem_addr(Cg *cg, const Access *ac, LLVMValueRef *idx)
 {
     return cg_tensor_elem_ptr(cg, ac->ta, ac->mty, ac->rank, idx);
