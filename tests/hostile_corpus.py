@@ -17,8 +17,8 @@ times that. Asserted for every input:
   - exit status is not 4 (internal error);
   - at most 1 MB of diagnostics;
   - exit 1: every `error:` line is located as file:line:col, except the
-    errors that have no position (a file without kernels, an unknown or bad
-    define: those name the file);
+    errors that have no position (a file without kernels, a define that
+    names no compile-time param: those name the file);
   - exit 0: the metadata is accepted by libtilert's parser (meta_check) and,
     where ptxas is installed, the PTX assembles: the tilec command checks
     every PTX it writes with ptxas when it finds one (an exit 4 otherwise),
@@ -209,8 +209,10 @@ def corpus():
 
 
 LOCATED = re.compile(r"^[^\n:]+:\d+:\d+: error: ")
-# Errors about the whole file or the command line have no position.
-UNPOSITIONED = ("no kernel in file", "define")
+# Errors about the whole file or the command line have no position: a file
+# with no kernel, a -D naming no compile-time param. Any other error line
+# must carry file:line:col.
+UNPOSITIONED = re.compile(r"^[^\n:]+: error: (no kernel in file$|unknown define ')")
 ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
 
 
@@ -257,7 +259,7 @@ def run_one(item, folder, idx):
         for line in err.decode("utf-8", "replace").splitlines():
             if " error: " not in line and not line.startswith("error:"):
                 continue
-            if LOCATED.match(line) or any(u in line for u in UNPOSITIONED):
+            if LOCATED.match(line) or UNPOSITIONED.match(line):
                 continue
             return name, "rejection not located: " + line[:200]
     if rc == 0 and os.path.exists(outp):
