@@ -161,6 +161,7 @@ void cg_debug_kernel(Cg *cg, const Func *f);   /* after cg->fn is made */
 void cg_debug_loc(Cg *cg, Loc loc);            /* before an op is lowered */
 void cg_debug_kernel_end(Cg *cg);
 void cg_debug_end(Cg *cg);                     /* before the module is verified */
+void cg_debug_drop(Cg *cg);                    /* unfinished: released unwinding (lib/alloc.h) */
 
 /* ---- helpers (codegen.c) ---- */
 LLVMTypeRef cg_type(Cg *cg, DType dt);            /* register type of a dtype */

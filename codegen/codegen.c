@@ -659,15 +659,33 @@ static const char *pipeline(int opt)
     return p[opt <= 0 ? 0 : opt == 1 ? 1 : 2];
 }
 
+/* LLVM's objects are released before any allocation of ours (a message
+ * is copied to the stack first: a diagnostic keeps at most DIAG_MAX_MSG
+ * bytes of it anyway), or held under a cleanup while we allocate: out of
+ * memory unwinds through here (lib/alloc.h). */
+static void dispose_message(void *s) { LLVMDisposeMessage(s); }
+static void dispose_buffer(void *b) { LLVMDisposeMemoryBuffer(b); }
+
+/* out += n bytes at s, then drop(o), which also runs if appending runs out of memory. */
+static void put_llvm(StrBuf *out, const char *s, size_t n, void (*drop)(void *), void *o)
+{
+    TcCleanup cl;
+    tc_cleanup_push(&cl, drop, o);
+    sb_putn(out, s, n);
+    tc_cleanup_pop(&cl);
+    drop(o);
+}
+
 static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
 {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt), tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (err) {
-        char *msg = LLVMGetErrorMessage(err);
-        diag_internal(d, loc, "LLVM pass pipeline failed: %s", msg);
+        char *msg = LLVMGetErrorMessage(err), m[DIAG_MAX_MSG];
+        snprintf(m, sizeof m, "%s", msg);
         LLVMDisposeErrorMessage(msg);
+        diag_internal(d, loc, "LLVM pass pipeline failed: %s", m);
         return 1;
     }
     return 0;
@@ -682,12 +700,13 @@ static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool simt, CgGat
     int bad = LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf);
     cg_gate_skip(gate, NULL);
     if (bad) {
-        diag_internal(d, loc, "NVPTX backend failed: %s", err ? err : "?");
+        char m[DIAG_MAX_MSG];
+        snprintf(m, sizeof m, "%s", err ? err : "?");
         LLVMDisposeMessage(err);
+        diag_internal(d, loc, "NVPTX backend failed: %s", m);
         return 1;
     }
-    sb_putn(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
-    LLVMDisposeMemoryBuffer(buf);
+    put_llvm(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), dispose_buffer, buf);
     return 0;
 }
 
@@ -707,8 +726,10 @@ static int verify_module(LLVMModuleRef mod, Diag *d, Loc loc)
 {
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
-        diag_internal(d, loc, "generated LLVM IR does not verify: %s", msg ? msg : "?");
+        char m[DIAG_MAX_MSG];
+        snprintf(m, sizeof m, "%s", msg ? msg : "?");
         LLVMDisposeMessage(msg);
+        diag_internal(d, loc, "generated LLVM IR does not verify: %s", m);
         return 1;
     }
     LLVMDisposeMessage(msg);
@@ -752,14 +773,47 @@ static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, Cg
     time_row(timing, "codegen: llvm optimisation", t0);
     if (o->want_llvm) {
         char *s = LLVMPrintModuleToString(cg->mod);
-        sb_puts(&res->llvm_ir, s);
-        LLVMDisposeMessage(s);
+        put_llvm(&res->llvm_ir, s, strlen(s), dispose_message, s);
     }
     t0 = tc_now();
     int e = o->want_ptx ? emit_ptx(cg->mod, tm, simt, cg->gate, &res->ptx, cg->d, loc) : 0;
     if (o->want_ptx)
         time_row(timing, "codegen: ptx emission (nvptx backend)", t0);
     return e;
+}
+
+/* What a compilation holds besides arena memory: released at its end, or
+ * by the unwinding of an out-of-memory (lib/alloc.h) on the failing
+ * thread, which first waits for the target machine's thread. */
+typedef struct CgHeld {
+    Cg *cg;
+    TmJob *job;
+    pthread_t th;
+    bool threaded;          /* th not joined yet */
+    LLVMTargetDataRef dl;
+} CgHeld;
+
+static void cg_release(void *p)
+{
+    CgHeld *h = p;
+    Cg *cg = h->cg;
+    if (h->threaded)
+        pthread_join(h->th, NULL);
+    h->threaded = false;
+    cg_debug_drop(cg);
+    if (cg->b)
+        LLVMDisposeBuilder(cg->b);
+    if (cg->mod)
+        LLVMDisposeModule(cg->mod);
+    if (h->dl)
+        LLVMDisposeTargetData(h->dl);
+    if (cg->ctx)
+        LLVMContextDispose(cg->ctx);
+    if (cg->gate)
+        cg_gate_free(cg->gate);
+    LLVMDisposeMessage(h->job->err);
+    if (h->job->tm)
+        LLVMDisposeTargetMachine(h->job->tm);
 }
 
 int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *timing)
@@ -771,13 +825,15 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
         return 1;
     }
     TmJob job = { .ti = o->target, .opt = o->opt_level };
-    pthread_t th;
-    bool threaded = pthread_create(&th, NULL, tm_job, &job) == 0;
-    if (!threaded)
-        tm_job(&job);
-    double t0 = tc_now();
     Cg cg = { .a = m->arena, .d = d, .tg = tg, .ti = o->target, .smem_per_block = o->smem_per_block,
               .report = &res->report };
+    CgHeld held = { .cg = &cg, .job = &job };
+    held.threaded = pthread_create(&held.th, NULL, tm_job, &job) == 0;
+    if (!held.threaded)
+        tm_job(&job);
+    TcCleanup cl;
+    tc_cleanup_push(&cl, cg_release, &held);
+    double t0 = tc_now();
     cg.ctx = LLVMContextCreate();
     cg.gate = cg_gate_new(cg.ctx);
     cg.mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", cg.ctx);
@@ -791,8 +847,9 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
     cg_debug_end(&cg);
     time_row(timing, "codegen: lowering to llvm ir", t0);
     t0 = tc_now();
-    if (threaded)
-        pthread_join(th, NULL);
+    if (held.threaded)
+        pthread_join(held.th, NULL);
+    held.threaded = false;
     char row[96];
     snprintf(row, sizeof row, "codegen: target machine (%.3f ms on a second thread, beside the lowering)", job.ms);
     time_row(timing, row, t0);
@@ -800,19 +857,12 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
         diag_error(d, loc, "LLVM has no NVPTX target: %s", job.err ? job.err : "?");
         e++;
     }
-    LLVMDisposeMessage(job.err);
-    LLVMTargetDataRef dl = job.tm ? LLVMCreateTargetDataLayout(job.tm) : NULL;
-    if (dl)
-        LLVMSetModuleDataLayout(cg.mod, dl);
+    held.dl = job.tm ? LLVMCreateTargetDataLayout(job.tm) : NULL;
+    if (held.dl)
+        LLVMSetModuleDataLayout(cg.mod, held.dl);
     if (!e)
         e += finish_module(&cg, job.tm, o, res, timing, loc);
-    LLVMDisposeBuilder(cg.b);
-    LLVMDisposeModule(cg.mod);
-    if (dl)
-        LLVMDisposeTargetData(dl);
-    LLVMContextDispose(cg.ctx);
-    cg_gate_free(cg.gate);
-    if (job.tm)
-        LLVMDisposeTargetMachine(job.tm);
+    tc_cleanup_pop(&cl);
+    cg_release(&held);
     return e;
 }

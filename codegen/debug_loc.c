@@ -82,6 +82,13 @@ void cg_debug_kernel_end(Cg *cg)
     g->sp = NULL;
 }
 
+void cg_debug_drop(Cg *cg)
+{
+    if (cg->dbg)
+        LLVMDisposeDIBuilder(cg->dbg->dib);
+    cg->dbg = NULL;
+}
+
 void cg_debug_end(Cg *cg)
 {
     CgDebug *g = cg->dbg;

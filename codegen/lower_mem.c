@@ -567,12 +567,12 @@ bool dead_tail(Cg *cg, const Op *op)
 {
     if (op->code != OP_LOAD || !tail_window(cg->f, op))
         return false;
-    DeadTail dt = { op, calloc(cg->f->nvals, 1), true };
+    DeadTail dt = { op, tc_zalloc(cg->f->nvals), true };
     if (!dt.taint)
         return false;
     dt.taint[op->res[0]] = 1;
     ir_walk(cg->f, &cg->f->body, dead_tail_visit, &dt);
-    free(dt.taint);
+    tc_free(dt.taint);
     return dt.ok;
 }
 

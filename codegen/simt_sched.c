@@ -134,10 +134,15 @@ static void sched_block(Cg *cg, LLVMBasicBlockRef bb, LLVMBuilderRef b)
     }
 }
 
+static void dispose_builder(void *b) { LLVMDisposeBuilder(b); }
+
 void cg_schedule_simt(Cg *cg, LLVMValueRef fn)
 {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
+    TcCleanup cl;   /* the builder is released also when memory runs out (lib/alloc.h) */
+    tc_cleanup_push(&cl, dispose_builder, b);
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
         sched_block(cg, bb, b);
+    tc_cleanup_pop(&cl);
     LLVMDisposeBuilder(b);
 }

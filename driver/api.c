@@ -5,7 +5,9 @@
  * A tilec_result owns one Arena; every string it returns (outputs, diagnostic
  * files and messages, rendered text) lives in that arena and dies with
  * tilec_result_free, except that a cache hit's texts point into the cache
- * entry, which the result holds a reference on (lib/cache.c). Apart from
+ * entry, which the result holds a reference on (lib/cache.c). Each call
+ * that allocates runs as a job (lib/alloc.h, tc_result_job): out of memory
+ * anywhere in it returns TILEC_ERR_NOMEM and leaves nothing allocated. Apart from
  * the cache's in-memory table the library keeps no global mutable state:
  * the only static data is read-only tables and the version string, built
  * once under pthread_once.
@@ -724,52 +726,80 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
 }
 
 /* A result that holds one usage / I/O error. */
-static tilec_status fail_early(tilec_result **out, tilec_status st, const char *file, const char *msg)
+static tilec_result *fail_early(tilec_status st, const char *file, const char *msg)
 {
     tilec_result *r = tc_result_new();
     diag_error(&r->diag, (Loc){ file ? arena_strdup(r->arena, file) : NULL, 0, 0 }, "%s", msg);
     r->status = st;
     tc_result_finish_diags(r);
+    return r;
+}
+
+/* One compile call as a job (lib/alloc.h): out of memory anywhere in it
+ * frees everything it made, the result included. */
+typedef struct Call {
+    ResultCall rc;
+    const char *name, *src, *path;
+    size_t len;
+    const tilec_options *opts;
+} Call;
+
+static void compile_string_job(void *p)
+{
+    Call *c = p;
+    if (!c->src) {
+        c->rc.r = fail_early(c->rc.st = TILEC_ERR_USAGE, NULL, "source text is NULL");
+        return;
+    }
+    c->rc.r = tc_result_new();
+    c->rc.st = compile(c->rc.r, c->name ? c->name : "<string>", c->src, c->len, c->opts);
+}
+
+static void compile_file_job(void *p)
+{
+    Call *c = p;
+    if (!c->path) {
+        c->rc.r = fail_early(c->rc.st = TILEC_ERR_USAGE, NULL, "file path is NULL");
+        return;
+    }
+    char *text = tc_read_file(c->path, &c->len);
+    if (!text) {
+        char ebuf[128] = "unknown error", msg[1200];
+        strerror_r(errno, ebuf, sizeof ebuf);
+        snprintf(msg, sizeof msg, "cannot open '%s': %s", c->path, ebuf);
+        c->rc.r = fail_early(c->rc.st = TILEC_ERR_IO, NULL, msg);
+        return;
+    }
+    c->name = c->path;
+    c->src = text;
+    compile_string_job(c);
+    tc_free(text);
+}
+
+tilec_status tc_result_job(void (*job)(void *), ResultCall *c, tilec_result **out)
+{
     if (out)
-        *out = r;
+        *out = NULL;
+    if (!tc_job_run(job, c))
+        return TILEC_ERR_NOMEM;
+    if (out)
+        *out = c->r;
     else
-        tilec_result_free(r);
-    return st;
+        tilec_result_free(c->r);
+    return c->st;
 }
 
 tilec_status tilec_compile_string(const char *name, const char *src, size_t len,
                                   const tilec_options *opts, tilec_result **out)
 {
-    if (out)
-        *out = NULL;
-    if (!src)
-        return fail_early(out, TILEC_ERR_USAGE, NULL, "source text is NULL");
-    tilec_result *r = tc_result_new();
-    tilec_status st = compile(r, name ? name : "<string>", src, len, opts);
-    if (out)
-        *out = r;
-    else
-        tilec_result_free(r);
-    return st;
+    Call c = { .name = name, .src = src, .len = len, .opts = opts };
+    return tc_result_job(compile_string_job, &c.rc, out);
 }
 
 tilec_status tilec_compile_file(const char *path, const tilec_options *opts, tilec_result **out)
 {
-    if (out)
-        *out = NULL;
-    if (!path)
-        return fail_early(out, TILEC_ERR_USAGE, NULL, "file path is NULL");
-    size_t len = 0;
-    char *text = tc_read_file(path, &len);
-    if (!text) {
-        char ebuf[128] = "unknown error", msg[1200];
-        strerror_r(errno, ebuf, sizeof ebuf);
-        snprintf(msg, sizeof msg, "cannot open '%s': %s", path, ebuf);
-        return fail_early(out, TILEC_ERR_IO, NULL, msg);
-    }
-    tilec_status st = tilec_compile_string(path, text, len, opts, out);
-    free(text);
-    return st;
+    Call c = { .path = path, .opts = opts };
+    return tc_result_job(compile_file_job, &c.rc, out);
 }
 
 void tilec_result_free(tilec_result *r)
@@ -800,13 +830,22 @@ const tilec_diag *tilec_result_diag(const tilec_result *r, size_t i)
 
 const char *tilec_result_diag_text(const tilec_result *r) { return r ? r->diag_text : NULL; }
 
+typedef struct FindCall { char *buf; size_t size, n; } FindCall;
+
+static void ptxas_find_job(void *p)
+{
+    FindCall *c = p;
+    Arena *a = arena_new();
+    const char *path = tc_ptxas_path(a);
+    int n = snprintf(c->buf, c->size, "%s", path ? path : "");
+    arena_free(a);
+    c->n = n > 0 ? (size_t)n : 0;
+}
+
 size_t tilec_ptxas_find(char *buf, size_t size)
 {
-    Arena *a = arena_new();
-    const char *p = tc_ptxas_path(a);
-    int n = snprintf(buf, size, "%s", p ? p : "");
-    arena_free(a);
-    return n > 0 ? (size_t)n : 0;
+    FindCall c = { buf, size, 0 };
+    return tc_job_run(ptxas_find_job, &c) ? c.n : 0;
 }
 
 const char *tilec_status_string(tilec_status s)

@@ -131,19 +131,27 @@ static tilec_status run(tilec_result *r, const tilec_result *c, const char *kern
     return fail(r, TILEC_OK);
 }
 
+typedef struct InterpCall {
+    ResultCall rc;
+    const tilec_result *compiled;
+    const char *kernel;
+    const tilec_arg *args;
+    size_t nargs;
+} InterpCall;
+
+static void interpret_job(void *p)
+{
+    InterpCall *c = p;
+    c->rc.r = tc_result_new();
+    c->rc.st = run(c->rc.r, c->compiled, c->kernel, c->args, c->nargs);
+    tc_result_finish_diags(c->rc.r);
+}
+
 tilec_status tilec_interpret(const tilec_result *compiled, const char *kernel, const tilec_arg *args, size_t nargs,
                              tilec_result **out)
 {
-    if (out)
-        *out = NULL;
-    tilec_result *r = tc_result_new();
-    tilec_status st = run(r, compiled, kernel, args, nargs);
-    tc_result_finish_diags(r);
-    if (out)
-        *out = r;
-    else
-        tilec_result_free(r);
-    return st;
+    InterpCall c = { { NULL, TILEC_OK }, compiled, kernel, args, nargs };
+    return tc_result_job(interpret_job, &c.rc, out);
 }
 
 /* ---- kernels and params of a result with IR ---- */

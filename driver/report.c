@@ -234,33 +234,51 @@ static const char *first_error(Arena *a, const char *log, int rc, const char *pt
     return n ? arena_strndup(a, b, n) : "no output";
 }
 
+/* The two temporary files of a ptxas run: closed and removed at its end,
+ * or by the unwinding of an out-of-memory (lib/alloc.h). */
+typedef struct PtxasFiles {
+    char ptx_path[PATH_MAX], log_path[PATH_MAX];
+    int pfd, lfd;
+} PtxasFiles;
+
+static void ptxas_files_drop(void *p)
+{
+    PtxasFiles *t = p;
+    if (t->pfd >= 0) {
+        close(t->pfd);
+        unlink(t->ptx_path);
+    }
+    if (t->lfd >= 0) {
+        close(t->lfd);
+        unlink(t->log_path);
+    }
+    t->pfd = t->lfd = -1;
+}
+
 int tc_ptxas_run(Arena *a, const char *ptxas, const char *arch, const char *ptx, const char **log)
 {
-    char ptx_path[PATH_MAX], log_path[PATH_MAX];
-    int pfd = temp_file(ptx_path);
-    if (pfd < 0) {
+    PtxasFiles t;
+    t.lfd = -1;
+    t.pfd = temp_file(t.ptx_path);
+    if (t.pfd < 0) {
         *log = arena_printf(a, "cannot create a temporary file: %s", strerror(errno));
         return -1;
     }
-    int lfd = temp_file(log_path);
-    bool ok = lfd >= 0 && tc_write_all(pfd, ptx, strlen(ptx));
-    close(pfd);
-    int rc = ok ? spawn_wait(ptxas, arch, ptx_path, lfd) : -1;
-    unlink(ptx_path);
-    if (lfd >= 0) {
-        close(lfd);
-        size_t n = 0;
-        char *text = tc_read_file(log_path, &n);
-        unlink(log_path);
-        *log = text ? arena_strndup(a, text, n) : "";
-        free(text);
-    } else {
-        *log = "";
-    }
+    TcCleanup cl;
+    tc_cleanup_push(&cl, ptxas_files_drop, &t);
+    t.lfd = temp_file(t.log_path);
+    bool ok = t.lfd >= 0 && tc_write_all(t.pfd, ptx, strlen(ptx));
+    int rc = ok ? spawn_wait(ptxas, arch, t.ptx_path, t.lfd) : -1;
+    size_t n = 0;
+    char *text = t.lfd >= 0 ? tc_read_file(t.log_path, &n) : NULL;
+    *log = text ? arena_strndup(a, text, n) : "";
+    tc_free(text);
+    tc_cleanup_pop(&cl);
+    ptxas_files_drop(&t);
     if (rc == 0)
         return 0;
     *log = !ok ? "cannot write the PTX to a temporary file"
-         : rc < 0 ? arena_printf(a, "could not run %s", ptxas) : first_error(a, *log, rc, ptx_path);
+         : rc < 0 ? arena_printf(a, "could not run %s", ptxas) : first_error(a, *log, rc, t.ptx_path);
     return -1;
 }
 

@@ -22,6 +22,17 @@ struct tilec_result {
     Module *module;                /* the IR after the passes, with tilec_options.keep_ir; else NULL */
 };
 
+/* One API call that makes a result, run as a job (lib/alloc.h): a call's
+ * struct starts with a ResultCall, which the job fills. tc_result_job runs
+ * job(c) and hands c->r to *out (or frees it when out is NULL); when memory
+ * ran out everything the job made is gone, *out is NULL and the status is
+ * TILEC_ERR_NOMEM. */
+typedef struct ResultCall {
+    tilec_result *r;
+    tilec_status st;
+} ResultCall;
+tilec_status tc_result_job(void (*job)(void *), ResultCall *c, tilec_result **out);
+
 /* An empty result (its own arena and diagnostics). */
 tilec_result *tc_result_new(void);
 /* Copy the Diag records into the public records and render them. */

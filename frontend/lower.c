@@ -452,7 +452,7 @@ static Sym *declare_param(Lower *l, const AstParam *p, SymKind kind)
     diag_error(l->d, p->loc, "param '%s' has the name of a named dim; named dims are bound from "
                "the tensors' shapes, rename the param", p->name);
     diag_note(l->d, prev->loc, "'%s' is used as a named dim here", p->name);
-    Sym *s = arena_alloc(l->a, sizeof *s);
+    Sym *s = arena_alloc(l->syms_arena, sizeof *s);
     s->name = p->name;
     s->loc = p->loc;
     s->kind = (uint8_t)kind;
@@ -516,7 +516,7 @@ static void lower_grid(Lower *l, const AstKernel *k)
 static void lower_kernel(Module *m, Arena *a, const AstKernel *k, const FeDefine *defs, int ndefs,
                          Diag *d)
 {
-    Lower l = { .a = a, .d = d, .k = k };
+    Lower l = { .a = a, .syms_arena = arena_new(), .d = d, .k = k };
     l.f = ir_func_new(m, k->name, k->loc);
     fe_specialise(&l, k, defs, ndefs);
     for (int i = 0; i < k->nparams; i++) {
@@ -532,6 +532,7 @@ static void lower_kernel(Module *m, Arena *a, const AstKernel *k, const FeDefine
         fe_warn_kernel(&l);
         fe_warn_races(l.f, d);
     }
+    arena_free(l.syms_arena);
 }
 
 static void check_defines(const AstModule *ast, const char *source_name, const FeDefine *defs,

@@ -39,7 +39,7 @@ static void bucket_grow(Lower *l)
     if (l->nsyms * 2 < l->nbucket)
         return;
     l->nbucket = l->nbucket ? l->nbucket * 2 : 64;
-    l->bucket = arena_alloc(l->a, sizeof *l->bucket * (size_t)l->nbucket);
+    l->bucket = arena_alloc(l->syms_arena, sizeof *l->bucket * (size_t)l->nbucket);
     for (int i = 0; i < l->nsyms; i++)
         bucket_link(l, l->syms[i]);
 }
@@ -48,7 +48,7 @@ void fe_scope_push(Lower *l, Sym *s)
 {
     if (l->nsyms == l->capsyms) {
         int cap = l->capsyms ? l->capsyms * 2 : 32;
-        l->syms = arena_grow(l->a, l->syms, sizeof *l->syms, (size_t)l->nsyms, (size_t)cap);
+        l->syms = arena_grow_move(l->syms_arena, l->syms, sizeof *l->syms, (size_t)l->capsyms, (size_t)cap);
         l->capsyms = cap;
     }
     s->hash = name_hash(s->name);
@@ -86,7 +86,7 @@ Sym *fe_declare(Lower *l, const char *name, Loc loc, SymKind kind)
         diag_error(l->d, loc, "redefinition of '%s'", name);
         diag_note(l->d, prev->loc, "previous definition of '%s' is here", name);
     }
-    Sym *s = arena_alloc(l->a, sizeof *s);
+    Sym *s = arena_alloc(l->syms_arena, sizeof *s);
     s->name = name;
     s->loc = loc;
     s->kind = (uint8_t)kind;

@@ -49,6 +49,10 @@ typedef struct Sym {
 
 typedef struct Lower {
     Arena *a;
+    Arena *syms_arena;                /* the symbols and the scope tables: freed when the
+                                         kernel is lowered, so that the IR made meanwhile
+                                         lies dense in `a` (a long kernel's passes walk it
+                                         many times) */
     Diag *d;
     Func *f;
     Builder b;

@@ -28,7 +28,7 @@ static void add_unread(Lower *l, const Sym *s)
 {
     if (l->nunread == l->capunread) {
         int cap = l->capunread ? l->capunread * 2 : 16;
-        l->unread = arena_grow(l->a, l->unread, sizeof *l->unread, (size_t)l->nunread, (size_t)cap);
+        l->unread = arena_grow_move(l->syms_arena, l->unread, sizeof *l->unread, (size_t)l->capunread, (size_t)cap);
         l->capunread = cap;
     }
     l->unread[l->nunread++] = s;

@@ -37,7 +37,7 @@ typedef enum tilec_status {
     TILEC_ERR_INPUT = 1,      /* the source has errors: see the diagnostics */
     TILEC_ERR_USAGE = 2,      /* bad options (unknown arch, bad define, NULL argument) */
     TILEC_ERR_IO = 3,         /* a file could not be read */
-    TILEC_ERR_NOMEM = 4,
+    TILEC_ERR_NOMEM = 4,      /* out of memory: nothing the call allocated is left; *out is NULL */
     TILEC_ERR_INTERNAL = 5,   /* a compiler bug: the diagnostics say where */
     TILEC_ERR_UNSUPPORTED = 6 /* valid input that this version cannot compile for the target */
 } tilec_status;

@@ -97,7 +97,7 @@ static void define(Verifier *V, const Op *op, ValId v, const char *what, int i)
     V->role[v] = V->cur_role;
     if (V->nstack == V->capstack) {
         uint32_t cap = V->capstack ? V->capstack * 2 : 64;
-        V->stack = arena_grow(V->d->arena, V->stack, sizeof(ValId), V->nstack, cap);
+        V->stack = arena_grow_move(V->scratch, V->stack, sizeof(ValId), V->capstack, cap);
         V->capstack = cap;
     }
     V->stack[V->nstack++] = v;
@@ -793,7 +793,7 @@ static void verify_schedule(Verifier *V)
 
 static void verify_func(Verifier *V, const Func *f)
 {
-    Arena *a = V->d->arena;
+    Arena *a = V->scratch;
     V->f = f;
     V->state = arena_alloc(a, f->nvals + 1);
     V->ndefs = arena_alloc(a, sizeof(uint32_t) * (f->nvals + 1));
@@ -817,8 +817,10 @@ int ir_verify(const Module *m, const char *after, Diag *d)
     Verifier V;
     memset(&V, 0, sizeof V);
     V.d = d;
+    V.scratch = arena_new();
     V.after = after;
     for (int i = 0; i < m->nfuncs; i++)
         verify_func(&V, m->funcs[i]);
+    arena_free(V.scratch);
     return V.nerr;
 }

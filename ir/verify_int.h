@@ -11,6 +11,9 @@ enum { VS_UNSEEN = 0, VS_LIVE = 1, VS_DEAD = 2 };
 typedef struct Verifier {
     const Func *f;
     Diag *d;
+    Arena *scratch;       /* the per-value tables, freed when ir_verify returns (verification
+                             runs between every two passes: nothing of it stays in the IR's
+                             or the diagnostics' arena) */
     const char *after;
     int nerr;
     uint8_t *state;       /* per value: VS_* */

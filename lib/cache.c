@@ -31,6 +31,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -289,9 +290,18 @@ static size_t mem_first, mem_count, mem_bytes;   /* a ring, oldest at mem_first 
 
 static Blob *blob_new(unsigned char *data, size_t len, bool mapped)
 {
-    Blob *b = tc_xmalloc(sizeof *b);
+    Blob *b = tc_malloc(sizeof *b);
     *b = (Blob){ data, len, mapped, 1 };
     return b;
+}
+
+/* A blob goes into the table, shared by every thread: it leaves the job
+ * that allocated it (alloc.h), which must not free it on the way out. */
+static void blob_untrack(Blob *b)
+{
+    if (!b->mapped)
+        tc_untrack(b->data);
+    tc_untrack(b);
 }
 
 /* Drop a reference; mem_lock held. */
@@ -302,8 +312,8 @@ static void blob_unref_locked(Blob *b)
     if (b->mapped)
         munmap(b->data, b->len);
     else
-        free(b->data);
-    free(b);
+        tc_free(b->data);
+    tc_free(b);
 }
 
 void tc_cache_release(void *ref)
@@ -313,6 +323,18 @@ void tc_cache_release(void *ref)
     pthread_mutex_lock(&mem_lock);
     blob_unref_locked(ref);
     pthread_mutex_unlock(&mem_lock);
+}
+
+/* Point e into blob b's payload, holding a reference on b that an unwind
+ * drops (deserialize allocates; no lock is held across it). */
+static bool blob_entry(Blob *b, const TcCacheKey *k, const char *version, bool sum, Arena *a, TcCacheEntry *e)
+{
+    TcCleanup cl;
+    tc_cleanup_push(&cl, tc_cache_release, b);
+    Reader r;
+    bool ok = check_header(b->data, b->len, k, version, sum, &r) && deserialize(&r, a, e);
+    tc_cleanup_pop(&cl);
+    return ok;
 }
 
 static void mem_drop_oldest(void)
@@ -326,23 +348,28 @@ static void mem_drop_oldest(void)
 }
 
 /* A hit takes a reference on the blob for the caller (*ref). The blob was
- * checked in full when it entered the table. */
+ * checked in full when it entered the table; it is read outside the lock
+ * (its bytes never change). */
 static bool mem_fetch(const TcCacheKey *k, const char *version, Arena *a, TcCacheEntry *e, void **ref)
 {
-    bool hit = false;
+    Blob *b = NULL;
     pthread_mutex_lock(&mem_lock);
-    for (size_t i = 0; i < mem_count && !hit; i++) {
+    for (size_t i = 0; i < mem_count && !b; i++) {
         MemEntry *m = &mem[(mem_first + i) % MEM_ENTRIES];
-        Reader r;
-        if (m->h[0] == k->h[0] && m->h[1] == k->h[1] &&
-            check_header(m->blob->data, m->blob->len, k, version, false, &r) && deserialize(&r, a, e)) {
-            hit = true;
-            m->blob->refs++;
-            *ref = m->blob;
+        if (m->h[0] == k->h[0] && m->h[1] == k->h[1]) {
+            b = m->blob;
+            b->refs++;
         }
     }
     pthread_mutex_unlock(&mem_lock);
-    return hit;
+    if (!b)
+        return false;
+    if (!blob_entry(b, k, version, false, a, e)) {
+        tc_cache_release(b);
+        return false;
+    }
+    *ref = b;
+    return true;
 }
 
 /* The table takes a reference of its own on b. */
@@ -401,11 +428,11 @@ size_t tc_cache_default_dir(char *buf, size_t size)
 static char *resolve_dir(const char *dir)
 {
     if (dir && dir[0])
-        return strdup(dir);
+        return tc_strdup(dir);
     size_t n = tc_cache_default_dir(NULL, 0);
     if (!n)
         return NULL;
-    char *d = tc_xmalloc(n + 1);
+    char *d = tc_malloc(n + 1);
     tc_cache_default_dir(d, n + 1);
     return d;
 }
@@ -413,7 +440,7 @@ static char *resolve_dir(const char *dir)
 static char *entry_path(const char *dir, const TcCacheKey *k)
 {
     size_t n = strlen(dir) + sizeof k->hex + sizeof ENTRY_EXT + 2;
-    char *p = tc_xmalloc(n);
+    char *p = tc_malloc(n);
     snprintf(p, n, "%s/%s%s", dir, k->hex, ENTRY_EXT);
     return p;
 }
@@ -421,35 +448,41 @@ static char *entry_path(const char *dir, const TcCacheKey *k)
 /* mkdir -p */
 static bool make_dirs(const char *dir)
 {
-    char *p = strdup(dir);
-    if (!p)
-        return false;
+    char *p = tc_strdup(dir);
     for (char *s = p + 1; *s; s++)
         if (*s == '/') {
             *s = 0;
             if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                free(p);
+                tc_free(p);
                 return false;
             }
             *s = '/';
         }
     bool ok = mkdir(p, 0777) == 0 || errno == EEXIST;
-    free(p);
+    tc_free(p);
     return ok;
 }
 
-/* The file mapped read-only (the page cache's pages, no copy); NULL if absent. */
+/* The file mapped read-only (the page cache's pages, no copy); NULL if
+ * absent. The blob is allocated first: nothing is mapped or open while
+ * allocating. */
 static Blob *map_file(const char *path)
 {
+    Blob *b = blob_new(NULL, 0, true);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
     struct stat st;
     void *p = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < ((uint64_t)1 << 32))
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < ((uint64_t)1 << 32))
         p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE_IF_ANY, fd, 0);
-    close(fd);
-    return p == MAP_FAILED ? NULL : blob_new(p, (size_t)st.st_size, true);
+    if (fd >= 0)
+        close(fd);
+    if (p == MAP_FAILED) {
+        tc_free(b);
+        return NULL;
+    }
+    b->data = p;
+    b->len = (size_t)st.st_size;
+    return b;
 }
 
 static void disk_put(const char *dir, const TcCacheKey *k, const StrBuf *file)
@@ -457,18 +490,18 @@ static void disk_put(const char *dir, const TcCacheKey *k, const StrBuf *file)
     if (!make_dirs(dir))
         return;
     size_t n = strlen(dir) + 16;
-    char *tmp = tc_xmalloc(n);
+    char *tmp = tc_malloc(n);
+    char *path = entry_path(dir, k);   /* before the file exists: no allocation while it does */
     snprintf(tmp, n, "%s/.tmp-XXXXXX", dir);
     int fd = mkstemp(tmp);
     if (fd >= 0) {
         bool ok = tc_write_all(fd, file->buf, file->len);
         ok = close(fd) == 0 && ok;
-        char *path = entry_path(dir, k);
         if (!ok || rename(tmp, path) != 0)
             unlink(tmp);
-        free(path);
     }
-    free(tmp);
+    tc_free(path);
+    tc_free(tmp);
 }
 
 /* ---- the interface ---- */
@@ -484,13 +517,13 @@ tilec_cache_mode tc_cache_fetch(const TcCacheKey *k, tilec_cache_mode mode, cons
     char *d = resolve_dir(dir);
     char *path = d ? entry_path(d, k) : NULL;
     Blob *b = path ? map_file(path) : NULL;
-    free(path);
-    free(d);
-    Reader r;
-    if (!b || !check_header(b->data, b->len, k, version, true, &r) || !deserialize(&r, a, e)) {
+    tc_free(path);
+    tc_free(d);
+    if (!b || !blob_entry(b, k, version, true, a, e)) {
         tc_cache_release(b);
         return TILEC_CACHE_OFF;
     }
+    blob_untrack(b);
     mem_put(k, b);
     *ref = b;
     return TILEC_CACHE_DISK;
@@ -505,10 +538,11 @@ void tc_cache_put(const TcCacheKey *k, tilec_cache_mode mode, const char *dir, c
         char *d = resolve_dir(dir);
         if (d)
             disk_put(d, k, &file);
-        free(d);
+        tc_free(d);
     }
     size_t len = file.len;
     Blob *b = blob_new((unsigned char *)sb_take(&file), len, false);
+    blob_untrack(b);
     mem_put(k, b);
     tc_cache_release(b);
 }
@@ -519,32 +553,29 @@ static bool is_cache_file(const char *name)
     return strncmp(name, ".tmp-", 5) == 0 || (n == 32 + x && strcmp(name + 32, ENTRY_EXT) == 0);
 }
 
+/* Entries are removed by name relative to the open folder; nothing is
+ * allocated (no job needed: lib/alloc.h). */
 tilec_status tilec_cache_clear(const char *dir)
 {
     mem_clear();
-    char *d = resolve_dir(dir);
-    if (!d)
-        return TILEC_OK;
-    DIR *dp = opendir(d);
+    char buf[PATH_MAX];
+    if (!dir || !dir[0]) {
+        size_t n = tc_cache_default_dir(buf, sizeof buf);
+        if (!n)
+            return TILEC_OK;
+        if (n >= sizeof buf)
+            return TILEC_ERR_IO;
+        dir = buf;
+    }
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return errno == ENOENT ? TILEC_OK : TILEC_ERR_IO;
     tilec_status st = TILEC_OK;
-    if (!dp) {
-        st = errno == ENOENT ? TILEC_OK : TILEC_ERR_IO;
-        free(d);
-        return st;
-    }
     struct dirent *de;
-    while ((de = readdir(dp)) != NULL) {
-        if (!is_cache_file(de->d_name))
-            continue;
-        size_t n = strlen(d) + strlen(de->d_name) + 2;
-        char *p = tc_xmalloc(n);
-        snprintf(p, n, "%s/%s", d, de->d_name);
-        if (unlink(p) != 0 && errno != ENOENT)
+    while ((de = readdir(dp)) != NULL)
+        if (is_cache_file(de->d_name) && unlinkat(dirfd(dp), de->d_name, 0) != 0 && errno != ENOENT)
             st = TILEC_ERR_IO;
-        free(p);
-    }
     closedir(dp);
-    free(d);
     return st;
 }
 

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- fatal errors and checked allocation ---- */
+/* ---- fatal errors ---- */
 
 void tc_fatal(const char *file, int line, const char *fmt, ...)
 {
@@ -22,22 +22,6 @@ void tc_fatal(const char *file, int line, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     abort();
-}
-
-void *tc_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        TC_FATAL("out of memory (%zu bytes)", n);
-    return p;
-}
-
-void *tc_xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q)
-        TC_FATAL("out of memory (%zu bytes)", n);
-    return q;
 }
 
 /* ---- arena: a list of chunks, bump allocation ---- */
@@ -56,23 +40,22 @@ enum { ARENA_CHUNK = 64 * 1024 };
 
 Arena *arena_new(void)
 {
-    Arena *a = tc_xmalloc(sizeof *a);
+    Arena *a = tc_malloc(sizeof *a);
     a->head = NULL;
     return a;
 }
 
 void *arena_alloc(Arena *a, size_t n)
 {
-    n = (n + 15) & ~(size_t)15;
+    n = tc_size_add(n, 15 + sizeof(Chunk)) - sizeof(Chunk);
+    n &= ~(size_t)15;
     Chunk *c = a->head;
     if (!c || c->size - c->used < n) {
         size_t sz = n > ARENA_CHUNK / 2 ? n : ARENA_CHUNK;
         /* Chunks start zeroed and a bump allocator never reuses their
          * bytes, so allocations need no memset of their own (calloc skips
          * zeroing fresh pages from the kernel). */
-        c = calloc(1, sizeof(Chunk) + sz);
-        if (!c)
-            TC_FATAL("out of memory (%zu bytes)", sz);
+        c = tc_zalloc(sizeof(Chunk) + sz);
         c->size = sz;
         c->used = 0;
         /* A large block gets its own chunk behind the head so the head's
@@ -103,9 +86,7 @@ static void *grow_own_chunk(Arena *a, void *old, size_t oldsz, size_t newsz)
     if (!c)
         return NULL;
     size_t sz = (newsz + 15) & ~(size_t)15;
-    Chunk *n = realloc(c, sizeof(Chunk) + sz);
-    if (!n)
-        TC_FATAL("out of memory (%zu bytes)", sz);
+    Chunk *n = tc_realloc(c, sizeof(Chunk) + sz);
     *link = n;
     memset(n->data + oldsz, 0, sz - oldsz);
     n->size = n->used = sz;
@@ -114,7 +95,7 @@ static void *grow_own_chunk(Arena *a, void *old, size_t oldsz, size_t newsz)
 
 void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
 {
-    void *p = arena_alloc(a, elem * newn);
+    void *p = arena_alloc(a, tc_size_mul(elem, newn));
     if (old && oldn)
         memcpy(p, old, elem * (oldn < newn ? oldn : newn));
     return p;
@@ -123,7 +104,7 @@ void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
 void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn)
 {
     if (old && newn > oldn && elem * oldn > ARENA_CHUNK / 2) {
-        void *p = grow_own_chunk(a, old, elem * oldn, elem * newn);
+        void *p = grow_own_chunk(a, old, elem * oldn, tc_size_mul(elem, newn));
         if (p)
             return p;
     }
@@ -132,7 +113,7 @@ void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn
 
 char *arena_strndup(Arena *a, const char *s, size_t n)
 {
-    char *p = arena_alloc(a, n + 1);
+    char *p = arena_alloc(a, tc_size_add(n, 1));
     memcpy(p, s, n);
     p[n] = 0;
     return p;
@@ -162,21 +143,22 @@ void arena_free(Arena *a)
         return;
     for (Chunk *c = a->head, *next; c; c = next) {
         next = c->next;
-        free(c);
+        tc_free(c);
     }
-    free(a);
+    tc_free(a);
 }
 
 /* ---- string buffers ---- */
 
 static void sb_reserve(StrBuf *sb, size_t extra)
 {
-    if (sb->len + extra + 1 <= sb->cap)
+    size_t need = tc_size_add(sb->len, tc_size_add(extra, 1));
+    if (need <= sb->cap)
         return;
     size_t cap = sb->cap ? sb->cap : 256;
-    while (cap < sb->len + extra + 1)
-        cap *= 2;
-    sb->buf = tc_xrealloc(sb->buf, cap);
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    sb->buf = tc_realloc(sb->buf, cap);
     sb->cap = cap;
 }
 
@@ -229,7 +211,7 @@ char *sb_take(StrBuf *sb)
 {
     char *p = sb->buf;
     if (!p) {
-        p = tc_xmalloc(1);
+        p = tc_malloc(1);
         p[0] = 0;
     }
     sb->buf = NULL;
@@ -239,7 +221,7 @@ char *sb_take(StrBuf *sb)
 
 void sb_free(StrBuf *sb)
 {
-    free(sb->buf);
+    tc_free(sb->buf);
     sb->buf = NULL;
     sb->len = sb->cap = 0;
 }
@@ -479,17 +461,22 @@ void tc_time_row(StrBuf *out, const char *what, TcClock t0)
     sb_printf(out, "%12.3f%12.3f  %s\n", (t.wall - t0.wall) * 1e3, (t.cpu - t0.cpu) * 1e3, what);
 }
 
+static void close_file(void *f) { fclose(f); }
+
 char *tc_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
+    TcCleanup cl;
+    tc_cleanup_push(&cl, close_file, f);
     StrBuf sb = { 0 };
     char buf[65536];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
         sb_putn(&sb, buf, n);
     int err = ferror(f);
+    tc_cleanup_pop(&cl);
     fclose(f);
     if (err) {
         sb_free(&sb);

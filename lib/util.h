@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "alloc.h"
+
 #define TC_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
 
 #if defined(__GNUC__)
@@ -22,7 +24,7 @@
 #define TC_NORETURN
 #endif
 
-/* ---- arena ---- */
+/* ---- arena (its chunks come from tc_zalloc: alloc.h) ---- */
 typedef struct Arena Arena;
 Arena *arena_new(void);
 void *arena_alloc(Arena *a, size_t n);          /* zeroed, 16-byte aligned */
@@ -38,12 +40,11 @@ void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn);
  * size once (the lexer's tokens, the parser's lists). */
 void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn);
 
-/* Fatal out-of-memory / internal error: prints and aborts. Library code
- * reports internal errors through diag_internal() where it can instead. */
+/* Fatal internal error: prints and aborts. Library code reports internal
+ * errors through diag_internal() where it can instead; out of memory is
+ * tc_oom() (alloc.h). */
 TC_NORETURN void tc_fatal(const char *file, int line, const char *fmt, ...) TC_PRINTF(3, 4);
 #define TC_FATAL(...) tc_fatal(__FILE__, __LINE__, __VA_ARGS__)
-void *tc_xmalloc(size_t n);
-void *tc_xrealloc(void *p, size_t n);
 
 /* ---- string buffer (heap, owned by the StrBuf) ---- */
 typedef struct StrBuf {
@@ -58,7 +59,7 @@ void sb_vprintf(StrBuf *sb, const char *fmt, va_list ap);
 /* The shortest decimal that reads back (strtod) as exactly v, with ".0"
  * added when it would otherwise read as an integer. Finite v only. */
 void sb_put_double(StrBuf *sb, double v);
-char *sb_take(StrBuf *sb);   /* caller owns the result (free()); sb is reset */
+char *sb_take(StrBuf *sb);   /* caller owns the result (tc_free()); sb is reset */
 void sb_free(StrBuf *sb);
 
 /* ---- source locations ---- */
@@ -141,8 +142,8 @@ TcClock tc_clock(void);
 /* One --time-passes row: wall and CPU milliseconds since t0, then `what`. */
 void tc_time_row(StrBuf *out, const char *what, TcClock t0);
 #define TC_TIME_HEADER "===-- tilec pass timing --===\n   wall (ms)    cpu (ms)  stage\n"
-/* Read a whole file into malloc'd memory with a NUL sentinel. NULL on error
- * (errno set). Caller frees. */
+/* Read a whole file into memory with a NUL sentinel. NULL on error
+ * (errno set). Caller frees (tc_free). */
 char *tc_read_file(const char *path, size_t *len);
 /* Write all n bytes of s to fd, retrying short writes and EINTR; false on
  * any other error (errno set). */

@@ -170,12 +170,12 @@ static bool first_visit(Func *f, Op *op, void *ctx)
 
 void pass_chain_info(const Func *f, ChainInfo *ci)
 {
-    ChainScan cs = { { f, calloc(f->nvals ? f->nvals : 1, 1) }, false, 0, 0, 0 };
+    ChainScan cs = { { f, tc_zalloc(f->nvals ? f->nvals : 1) }, false, 0, 0, 0 };
     memset(ci, 0, sizeof *ci);
     ci->rows_dim = ci->keys_dim = -1;
     if (cs.ds.st) {
         ir_walk((Func *)f, (Block *)&f->body, chain_visit, &cs);
-        free(cs.ds.st);
+        tc_free(cs.ds.st);
     }
     ci->chained = cs.chained;
     ci->rows = cs.mgcd;

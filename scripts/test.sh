@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: normal build + ctest; ASan/UBSan build + ctest;
 # the front-end fuzzer for a bounded time on the checked-in corpus, then
-# the .tir and metadata fuzzers. FUZZ_SECONDS (default 120) bounds the
-# front-end run; FUZZ_SECONDS_EACH (default 60) each of the other two.
+# the .tir, metadata and whole-compile fuzzers (tests/fuzz/RUNS.md).
+# FUZZ_SECONDS (default 120) bounds the front-end run; FUZZ_SECONDS_EACH
+# (default 60) each of the other three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/lib/llvm-22/bin:$PATH"
@@ -25,15 +26,17 @@ echo "== tests under ASan + UBSan"
 
 echo "== fuzz the front end for ${FUZZ_SECONDS}s"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTILEC_FUZZ=ON -DTILEC_SANITIZE=ON
-cmake --build build-fuzz -j"$J" --target fuzz_frontend fuzz_tir fuzz_meta
+cmake --build build-fuzz -j"$J" --target fuzz_frontend fuzz_tir fuzz_meta fuzz_compile
 mkdir -p build-fuzz/corpus
 ./build-fuzz/bin/fuzz_frontend -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=4096 \
    -dict=tests/fuzz/tile.dict build-fuzz/corpus tests/fuzz/corpus 2>&1 | tail -n 5
 echo "fuzz: no crash, hang or sanitizer report in ${FUZZ_SECONDS}s"
-for t in tir meta; do
-  echo "== fuzz the $t reader for ${FUZZ_SECONDS_EACH}s"
+for t in tir meta compile; do
+  echo "== fuzz $t for ${FUZZ_SECONDS_EACH}s"
   mkdir -p "build-fuzz/corpus-$t"
-  ./build-fuzz/bin/fuzz_$t -max_total_time="$FUZZ_SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 \
+  extra=(-timeout=10)
+  [ "$t" = compile ] && extra=(-timeout=30 -dict=tests/fuzz/tile.dict)   # a compile under ASan: seconds
+  ./build-fuzz/bin/fuzz_$t -max_total_time="$FUZZ_SECONDS_EACH" -rss_limit_mb=4096 "${extra[@]}" \
      "build-fuzz/corpus-$t" "tests/fuzz/$t" 2>&1 | tail -n 3
   echo "fuzz_$t: no crash, hang or sanitizer report in ${FUZZ_SECONDS_EACH}s"
 done

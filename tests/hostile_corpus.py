@@ -8,16 +8,22 @@ extents, grid rules (negative, too wide, too long, division by zero),
 division by a constant zero and -(INT64_MIN), long lines and error floods,
 byte-level mutations and truncations of the examples, and token soup.
 
-Each input runs through `tilec FILE -o OUT.ptx [-D...]` with a 10 s limit.
-Asserted for every input:
-  - no signal (crash) and no timeout;
+Each input runs through `tilec FILE -o OUT.ptx [-D...]` with a 10 s limit
+on its CPU time (RLIMIT_CPU: the time the compiler spends, whatever else
+the machine runs beside it; on a machine of its own that is its wall time)
+and, for a run that waits without computing, a wall-clock limit of six
+times that. Asserted for every input:
+  - no signal (crash) and no run over either limit;
   - exit status is not 4 (internal error);
   - at most 1 MB of diagnostics;
   - exit 1: every `error:` line is located as file:line:col, except the
-    errors that have no position (a file without kernels, an unknown or bad
-    define: those name the file);
+    errors that have no position (a file without kernels, a define that
+    names no compile-time param: those name the file);
   - exit 0: the metadata is accepted by libtilert's parser (meta_check) and,
-    where ptxas is installed, a sample of the PTX assembles.
+    where ptxas is installed, the PTX assembles: the tilec command checks
+    every PTX it writes with ptxas when it finds one (an exit 4 otherwise),
+    and this script assembles a sample again on its own.
+It prints the exit statuses seen and the slowest input (CPU and wall time).
 
 usage: hostile_corpus.py TILEC META_CHECK EXAMPLES_DIR [--count N] [--jobs J]
 """
@@ -26,10 +32,14 @@ import concurrent.futures
 import os
 import random
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("tilec")
@@ -37,8 +47,8 @@ ap.add_argument("meta_check")
 ap.add_argument("examples")
 ap.add_argument("--count", type=int, default=520)
 ap.add_argument("--jobs", type=int, default=2)
-ap.add_argument("--timeout", type=float, default=10.0,
-                help="seconds per input (a sanitizer build runs slower: CMake passes more)")
+ap.add_argument("--timeout", type=int, default=10,
+                help="CPU seconds per input (a sanitizer build runs slower: CMake passes more)")
 ap.add_argument("--keep", help="write the corpus to this folder and keep it")
 args = ap.parse_args()
 rng = random.Random(29)
@@ -199,9 +209,31 @@ def corpus():
 
 
 LOCATED = re.compile(r"^[^\n:]+:\d+:\d+: error: ")
-# Errors about the whole file or the command line have no position.
-UNPOSITIONED = ("no kernel in file", "define")
+# Errors about the whole file or the command line have no position: a file
+# with no kernel, a -D naming no compile-time param. Any other error line
+# must carry file:line:col.
+UNPOSITIONED = re.compile(r"^[^\n:]+: error: (no kernel in file$|unknown define ')")
 ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+
+
+def limit_cpu():
+    resource.setrlimit(resource.RLIMIT_CPU, (args.timeout, args.timeout + 1))
+
+
+def run_limited(cmd):
+    """(exit status or -signal, stderr bytes, CPU seconds, wall seconds, hung)"""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                             preexec_fn=limit_cpu)
+        hung = []
+        timer = threading.Timer(6 * args.timeout, lambda: (hung.append(1), p.kill()))
+        timer.start()
+        _, status, ru = os.wait4(p.pid, 0)
+        timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)   # reaped here, not by Popen
+        err.seek(0)
+        return p.returncode, err.read(), ru.ru_utime + ru.ru_stime, time.monotonic() - t0, bool(hung)
 
 
 def run_one(item, folder, idx):
@@ -211,25 +243,26 @@ def run_one(item, folder, idx):
         f.write(src.encode("utf-8", "surrogateescape") if isinstance(src, str) else src)
     outp = os.path.join(folder, "out%04d.ptx" % idx)
     cmd = [args.tilec, path, "-o", outp] + defs
-    try:
-        p = subprocess.run(cmd, capture_output=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return name, "over %g s" % args.timeout
-    err = p.stderr
-    if p.returncode < 0:
-        return name, "killed by signal %d" % -p.returncode
-    if p.returncode == 4:
+    rc, err, cpu, wall, hung = run_limited(cmd)
+    took[name] = (cpu, wall, rc)
+    if hung:
+        return name, "no exit in %d s of wall time" % (6 * args.timeout)
+    if rc in (-signal.SIGXCPU, -signal.SIGKILL) and cpu >= args.timeout:
+        return name, "over %d s of CPU time" % args.timeout
+    if rc < 0:
+        return name, "killed by signal %d" % -rc
+    if rc == 4:
         return name, "internal error: " + err[:300].decode("utf-8", "replace")
     if len(err) > 1 << 20:
         return name, "%d bytes of diagnostics" % len(err)
-    if p.returncode == 1:
+    if rc == 1:
         for line in err.decode("utf-8", "replace").splitlines():
             if " error: " not in line and not line.startswith("error:"):
                 continue
-            if LOCATED.match(line) or any(u in line for u in UNPOSITIONED):
+            if LOCATED.match(line) or UNPOSITIONED.match(line):
                 continue
             return name, "rejection not located: " + line[:200]
-    if p.returncode == 0 and os.path.exists(outp):
+    if rc == 0 and os.path.exists(outp):
         meta = outp[:-4] + ".meta"
         m = subprocess.run([args.meta_check, meta], capture_output=True)
         if m.returncode != 0:
@@ -246,11 +279,14 @@ def run_one(item, folder, idx):
     return name, None
 
 
+took = {}   # name -> (CPU seconds, wall seconds, exit status)
+
+
 def main():
     items = corpus()
     folder = args.keep or tempfile.mkdtemp(prefix="tilec_hostile_")
     os.makedirs(folder, exist_ok=True)
-    failures, codes = [], {}
+    failures = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
         futs = [ex.submit(run_one, it, folder, i) for i, it in enumerate(items)]
         for f in futs:
@@ -261,6 +297,14 @@ def main():
         shutil.rmtree(folder, ignore_errors=True)
     for name, why in failures:
         print("FAIL %s: %s" % (name, why))
+    codes = {}
+    for _, _, rc in took.values():
+        codes[rc] = codes.get(rc, 0) + 1
+    print("exit statuses: " + ", ".join("%d: %d" % (rc, n) for rc, n in sorted(codes.items())))
+    if took:
+        slow = max(took, key=lambda k: took[k][0])
+        late = max(took, key=lambda k: took[k][1])
+        print("slowest: %s, %.2f s of CPU; longest wall time: %s, %.2f s" % (slow, took[slow][0], late, took[late][1]))
     print("%d hostile inputs, %d failures%s" % (len(items), len(failures),
           "" if ptxas else " (no ptxas: PTX not assembled)"))
     return 1 if failures else 0

@@ -26,6 +26,19 @@
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_IO = 3, EXIT_INTERNAL = 4 };
 
+/* The command's own allocations: out of memory ends it with exit status 4
+ * (as TILEC_ERR_NOMEM from the library does), never with a crash. Nothing
+ * is allocated while a temporary output file exists. */
+static void *cli_realloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fputs("tilec: error: out of memory\n", stderr);
+        exit(EXIT_INTERNAL);
+    }
+    return q;
+}
+
 typedef struct Cli {
     tilec_options o;
     const char *file;
@@ -124,17 +137,17 @@ static int add_define(Cli *c, const char *text)
     if (!eq || eq == text || !eq[1])
         return usage_error("bad define '%s': expected -DNAME=VALUE", text);
     size_t n = (size_t)(eq - text);
-    char *name = malloc(n + 1);
+    char *name = cli_realloc(NULL, n + 1);
     memcpy(name, text, n);
     name[n] = 0;
-    c->defs = realloc(c->defs, sizeof *c->defs * (c->ndefs + 1));
+    c->defs = cli_realloc(c->defs, sizeof *c->defs * (c->ndefs + 1));
     c->defs[c->ndefs++] = (tilec_define){ name, eq + 1 };
     return 0;
 }
 
 static void add_print_after(Cli *c, const char *name)
 {
-    c->pa = realloc(c->pa, sizeof *c->pa * (c->npa + 1));
+    c->pa = cli_realloc(c->pa, sizeof *c->pa * (c->npa + 1));
     c->pa[c->npa++] = name;
 }
 
@@ -177,11 +190,7 @@ static bool is_opt(const char *a, const char *opt)
 static int add_entry(char **list, const char *v)
 {
     size_t n = *list ? strlen(*list) : 0, m = strlen(v);
-    char *p = realloc(*list, n + m + 2);
-    if (!p) {
-        fprintf(stderr, "tilec: error: out of memory\n");
-        return EXIT_USAGE;
-    }
+    char *p = cli_realloc(*list, n + m + 2);
     if (n)
         p[n++] = ',';
     memcpy(p + n, v, m + 1);
@@ -353,14 +362,12 @@ static int parse_args(Cli *c, int argc, char **argv)
 static char *read_stdin(size_t *len)
 {
     size_t cap = 65536, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && (got = fread(buf + n, 1, cap - n, stdin)) > 0) {
+    char *buf = cli_realloc(NULL, cap + 1);
+    while ((got = fread(buf + n, 1, cap - n, stdin)) > 0) {
         n += got;
         if (n == cap)
-            buf = realloc(buf, (cap *= 2) + 1);
+            buf = cli_realloc(buf, (cap *= 2) + 1);
     }
-    if (!buf)
-        return NULL;
     buf[n] = 0;
     *len = n;
     return buf;
@@ -388,20 +395,22 @@ static int write_file(const char *path, const char *text)
  * the PTX. A reader never sees a half-written file, and concurrent writers
  * of the same -o leave a pair from one run, never one file of each. */
 
-/* A temporary file beside `path` holding `text`; its name in *tmp (caller
- * frees and, on failure, nothing is left behind). */
-static int write_temp(const char *path, const char *text, char **tmp)
+/* The name of a temporary file beside `path` (caller frees). */
+static char *temp_name(const char *path)
 {
-    size_t n = strlen(path);
-    *tmp = malloc(n + 16);
-    if (!*tmp)
-        return EXIT_IO;
-    snprintf(*tmp, n + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(*tmp);
+    size_t n = strlen(path) + 16;
+    char *tmp = cli_realloc(NULL, n);
+    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
+    return tmp;
+}
+
+/* A temporary file beside `path` holding `text`, named from the pattern
+ * `tmp` (temp_name's; mkstemp fills it in). On failure nothing is left. */
+static int write_temp(const char *path, const char *text, char *tmp)
+{
+    int fd = mkstemp(tmp);
     if (fd < 0) {
         fprintf(stderr, "tilec: error: cannot write '%s': %s\n", path, strerror(errno));
-        free(*tmp);
-        *tmp = NULL;
         return EXIT_IO;
     }
     fchmod(fd, 0644);
@@ -410,9 +419,7 @@ static int write_temp(const char *path, const char *text, char **tmp)
     ok = (f ? fclose(f) == 0 : (close(fd), false)) && ok;
     if (!ok) {
         fprintf(stderr, "tilec: error: cannot write '%s': %s\n", path, strerror(errno));
-        unlink(*tmp);
-        free(*tmp);
-        *tmp = NULL;
+        unlink(tmp);
         return EXIT_IO;
     }
     return 0;
@@ -422,9 +429,10 @@ static int write_temp(const char *path, const char *text, char **tmp)
 static int lock_folder(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
-    free(dir);
+    char dir[4096] = ".";
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)((size_t)(slash - path) + (slash == path)), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd >= 0)
         flock(fd, LOCK_EX);
     return fd;
@@ -443,8 +451,11 @@ static int write_together(const char *const *paths, const char *const *texts, in
                 rc = write_file(paths[k], texts[k]);
             return rc;
         }
+    for (int i = 0; i < n; i++)
+        tmp[i] = temp_name(paths[i]);   /* before any file exists */
+    bool made[2] = { false, false };
     for (int i = 0; i < n && !rc; i++)
-        rc = write_temp(paths[i], texts[i], &tmp[i]);
+        made[i] = !(rc = write_temp(paths[i], texts[i], tmp[i]));
     if (!rc) {
         int lock = lock_folder(paths[0]);
         for (int i = 0; i < n && !rc; i++)
@@ -456,7 +467,7 @@ static int write_together(const char *const *paths, const char *const *texts, in
             close(lock);    /* releases the flock */
     }
     for (int i = 0; i < n; i++) {
-        if (tmp[i] && rc)
+        if (made[i] && rc)
             unlink(tmp[i]);
         free(tmp[i]);
     }
@@ -469,7 +480,7 @@ static char *meta_path(const char *out)
     const char *slash = strrchr(out, '/');
     const char *dot = strrchr(out, '.');
     size_t n = (dot && (!slash || dot > slash)) ? (size_t)(dot - out) : strlen(out);
-    char *p = malloc(n + 6);
+    char *p = cli_realloc(NULL, n + 6);
     memcpy(p, out, n);
     memcpy(p + n, ".meta", 6);
     return p;
