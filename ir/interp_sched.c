@@ -42,7 +42,8 @@
  *  - roles meeting on one named barrier id with different thread counts,
  *    or more threads arriving than its count.
  * A slot's read lasts from the SMEM_LOAD until the DOT_WAIT that retires a
- * DOT_ASYNC fed by the loaded value (wgmma reads shared memory in place).
+ * DOT_ASYNC fed by the loaded value or its TRANS (wgmma reads shared memory
+ * in place).
  */
 #include "sched_int.h"
 

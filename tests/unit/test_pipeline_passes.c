@@ -3,9 +3,9 @@
  * after EACH pass of the pipeline verified and interpreted again on the
  * same inputs; outputs must match bit for bit. Trip counts cover 0 (hi <=
  * lo), 1, fewer than the stages, and non-multiples of them. On sm_90a the
- * GEMM becomes warp-specialized roles (warp_specialize): it runs under
- * several interleavings of its roles too, and the protocol pass proves its
- * rings.
+ * GEMM and the attention example become warp-specialized roles
+ * (warp_specialize): they run under several interleavings of their roles
+ * too, and the protocol pass proves their rings.
  * Also: the shared-memory limit diagnostic, and kernels without dots are
  * left untouched. */
 #include <check.h>
@@ -486,6 +486,92 @@ static void attention_case_with(const char *causal, bool big)
     g_sms = g_smem = 0;
 }
 
+/* ---- attention in warp-specialized roles (sm_90a) ---- */
+
+/* The example at sm_90a with D / BM / BN pinned small: its key loop
+ * becomes roles (Q by TMA once on its own ring, K and V on rings of the
+ * pipeline(2) stages, `consumers` warp groups), bit-identical to the IR as
+ * lowered after every pass for each key length (0 keys: no trip, the
+ * consumers wait for Q alone; 1 trip, fewer than the stages; 2 = S; many,
+ * with a ragged tail), then under seeded interleavings of the roles.
+ * H = 4 query heads over HK = 2 key heads (GQA); N = 70 (a ragged query
+ * tail). */
+static void attention_roles_case(const char *causal, const char *bm, int consumers, const int64_t *nks, int nnk,
+                                 bool dims)
+{
+    size_t len;
+    char *src = read_example("attention.tile", &len);
+    FeDefine defs[4] = { { "D", "16" }, { "BM", bm }, { "BN", "16" }, { "CAUSAL", causal } };
+    for (int i = 0; i < nnk; i++) {
+        int64_t d = 16, Z = 1, H = 4, HK = 2, N = 70, NK = nks[i];
+        char dl[64];   /* told the sizes, the launch pass stages O through shared memory (a short key loop) */
+        snprintf(dl, sizeof dl, "N=%lld,NK=%lld", (long long)N, (long long)(NK ? NK : 1));
+        StrBuf err = { 0 };
+        memset(&g_dims, 0, sizeof g_dims);
+        ck_assert_int_eq(dims ? pass_dims_parse(dl, &g_dims, &err) : 0, 0);
+        Prog p;
+        prog_compile(&p, "attention.tile", src, len, defs, 4);
+        int64_t sq[4] = { Z, H, N, d }, sk[4] = { Z, HK, NK, d }, sl[3] = { Z, H, N };
+        Ten t[5] = { ten_new(DT_BF16, 4, sq), ten_new(DT_BF16, 4, sk), ten_new(DT_BF16, 4, sk),
+                     ten_new(DT_BF16, 4, sq), ten_new(DT_F32, 3, sl) };
+        uint64_t rng = 11 + (uint64_t)NK;
+        for (int k = 0; k < 3; k++)
+            ten_random(&t[k], &rng, -1, 1);
+        InterpArg scale = scalar_arg(0.25, 0);
+        static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
+        Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
+        char what[128];
+        snprintf(what, sizeof what, "attention sm_90a causal=%s BM=%s NK=%lld", causal, bm, (long long)NK);
+        check_passes(&p, &r, "sm_90a", what, true);
+        unsigned char **ref = snapshot(&r);
+        const Op *ws = find_ws(p.f);
+        ck_assert_msg(ws != NULL, "%s: no roles", what);
+        ck_assert_int_eq(ws->nlist, 6);
+        ck_assert_int_eq(ws->list[2], consumers == 2 ? 24 : 56);
+        ck_assert_int_eq(ws->list[4], consumers);
+        ck_assert_int_eq(ws->list[5], consumers == 2 ? 240 : 256);
+        ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
+        ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_ASYNC_WAIT) && !has_op(p.f, OP_DOT));
+        ck_assert(has_op(p.f, OP_TMA_LOAD) && has_op(p.f, OP_DOT_ASYNC));
+        ck_assert_int_eq(has_staged_store(p.f), dims);
+        for (uint64_t seed = 0; seed < 4; seed++) {   /* seeded interleavings, and copies landing at once */
+            for (int k = r.nin; k < r.ntens; k++)
+                ten_poison(&r.tens[k]);
+            for (int k = 0; k < r.nargs; k++)
+                r.args[k] = argmap[k] >= 0 ? ten_arg(&r.tens[argmap[k]]) : scale;
+            InterpOpts o = { seed ? seed * 0x9e3779b9u : 0, seed == 0 };
+            int rc = interp_run_opts(p.f, r.args, r.nargs, &o, &p.d);
+            if (rc)
+                kit_print_diag(&p.d);
+            ck_assert_int_eq(rc, 0);
+            char run[160];
+            snprintf(run, sizeof run, "%s, seed %llu", what, (unsigned long long)seed);
+            compare(&r, ref, run);
+        }
+        free_snapshot(&r, ref);
+        for (int k = 0; k < 5; k++)
+            ten_free(&t[k]);
+        arena_free(p.a);
+    }
+    memset(&g_dims, 0, sizeof g_dims);
+    free(src);
+}
+
+static const int64_t attn_nks[] = { 0, 9, 32, 100 };   /* 0, 1, 2 (= S) and 7 trips of 16 keys */
+
+START_TEST(attention_roles) { attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true); }
+END_TEST
+
+START_TEST(attention_roles_causal)
+{
+    attention_roles_case("true", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), false);
+}
+END_TEST
+
+/* 64 rows: one consumer warp group at 56 / 256 registers. */
+START_TEST(attention_roles_one_group) { attention_roles_case("true", "64", 1, attn_nks + 2, 2, true); }
+END_TEST
+
 START_TEST(attention_plain) { attention_case_with("false", false); }
 END_TEST
 
@@ -655,6 +741,12 @@ static Suite *suite(void)
     tcase_add_test(tc, stages_from_budget);
     tcase_add_test(tc, no_dot_untouched);
     suite_add_tcase(s, tc);
+    TCase *roles = tcase_create("attention_roles");   /* CK_RUN_CASE=attention_roles runs these alone */
+    tcase_set_timeout(roles, 300);
+    tcase_add_test(roles, attention_roles);
+    tcase_add_test(roles, attention_roles_causal);
+    tcase_add_test(roles, attention_roles_one_group);
+    suite_add_tcase(s, roles);
     return s;
 }
 

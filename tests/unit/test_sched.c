@@ -8,7 +8,10 @@
  * round-robin schedule and several seeded random interleavings. Then each
  * seeded protocol bug (a one-line change of the ring's text) must be
  * reported, under every schedule, with its message at the op that breaks
- * the protocol. */
+ * the protocol. chain_ring.tir / chain_plain.tir do the same for chained
+ * products (attention's form without the softmax): Q on a one-shot ring
+ * filled and waited once outside the loops, K and V on their own rings;
+ * its seeded bugs are the one-shot ring's. */
 #include <check.h>
 
 #include "check_main.h"
@@ -308,6 +311,153 @@ START_TEST(ring_many_seeds)
 }
 END_TEST
 
+/* ---- chained products on a one-shot ring (chain_ring.tir) ---- */
+
+/* Runs the chain kernel on Q[M,16] (A's elements), K[NK,16] (B's) and
+ * V[NK,16] (A's again) into O (pre-filled with a sentinel). */
+static int run_chain(Run *r, int nk, InterpOpts o, float *out)
+{
+    for (int i = 0; i < M * 16; i++)
+        out[i] = -12345.0f;
+    InterpArg args[4];
+    memset(args, 0, sizeof args);
+    args[0] = (InterpArg){ .data = A, .rank = 2, .shape = { M, 16 }, .strides = { 16, 1 } };
+    args[1] = (InterpArg){ .data = B, .rank = 2, .shape = { nk, 16 }, .strides = { 16, 1 } };
+    args[2] = (InterpArg){ .data = A, .rank = 2, .shape = { nk, 16 }, .strides = { 16, 1 } };
+    args[3] = (InterpArg){ .data = out, .rank = 2, .shape = { M, 16 }, .strides = { 16, 1 } };
+    return interp_run_opts(r->f, args, 4, &o, &r->d);
+}
+
+/* The one-shot ring of Q and the K and V rings give the plain chain's
+ * results bit for bit for 0 trips (Q is filled and waited for alone), 1,
+ * 2 (= the stages), 3 and 10, under every schedule. */
+START_TEST(chain_matches_plain)
+{
+    init_inputs();
+    char *plain = read_text("chain_plain.tir"), *ring = read_text("chain_ring.tir");
+    static const int trips[] = { 0, 1, 2, 3, 10 };
+    for (size_t t = 0; t < sizeof trips / sizeof *trips; t++) {
+        float want[M * 16], got[M * 16];
+        Run p;
+        run_parse(&p, plain);
+        ck_assert_int_eq(run_chain(&p, 8 * trips[t], scheds[0], want), 0);
+        ck_assert(want[0] != -12345.0f);
+        for (int s = 0; s < NSCHED; s++) {
+            Run q;
+            run_parse(&q, ring);
+            int rc = run_chain(&q, 8 * trips[t], scheds[s], got);
+            if (rc)
+                kit_print_diag(&q.d);
+            ck_assert_msg(rc == 0, "chain ring failed for %d trips, schedule %d", trips[t], s);
+            ck_assert_msg(memcmp(want, got, sizeof want) == 0, "chain ring differs for %d trips, schedule %d",
+                          trips[t], s);
+            arena_free(q.a);
+        }
+        arena_free(p.a);
+    }
+    free(plain);
+    free(ring);
+}
+END_TEST
+
+/* Protocol bugs of the one-shot ring (and of a read through a transpose).
+ * msg NULL: the interpreter runs it correctly (the static checker cannot
+ * prove it, and says so). */
+static const Bug chain_bugs[] = {
+    { "one-shot: missing wait", "    mbar_wait %fq, %c0, %c0\n", "",
+      "smem_load reads slot 0 before its full phase completed", "role 1 (consumer)", "%q = smem_load", NULL,
+      "protocol: 'smem_load': reads a one-shot buffer with no mbar_wait on its ring" },
+    { "one-shot: parity 1", "mbar_wait %fq, %c0, %c0", "mbar_wait %fq, %c0, %c1",
+      "smem_load reads slot 0 before its full phase completed", NULL, "%q = smem_load",
+      /* the copy landed first: parity 1 waits for a second phase that never comes */
+      "deadlock: every role is blocked",
+      "protocol: 'mbar_wait': waits on a one-shot ring with a parity other than 0" },
+    { "one-shot: wait after the read",
+      "    mbar_wait %fq, %c0, %c0\n    %q = smem_load %bq, %c0 : tile<16x16xf16, reg>\n",
+      "    %q = smem_load %bq, %c0 : tile<16x16xf16, reg>\n    mbar_wait %fq, %c0, %c0\n",
+      "smem_load reads slot 0 before its full phase completed", NULL, "%q = smem_load", NULL,
+      "protocol: 'smem_load': reads a one-shot buffer with no mbar_wait on its ring" },
+    { "one-shot: expect bytes", "{bytes = 512}", "{bytes = 256}",
+      "copies completing on phase 0 of barrier slot 0 carry more bytes than the 256 its mbar_expect declared", NULL,
+      "mbar_expect %fq", "smem_load reads slot 0 before its full phase completed",
+      "protocol: 'mbar_expect': mbar_expect declares 256 bytes for the one phase of the one-shot ring, but the "
+      "tma_loads completing on it carry 512" },
+    { "one-shot: arrival count", "%fq = mbar_alloc {count = 1}", "%fq = mbar_alloc {count = 2}",
+      "deadlock: every role is blocked", "role 1 (consumer) at mbar_wait", NULL, NULL,
+      "protocol: 'mbar_alloc': the one phase of this one-shot ring expects 2 arrival(s), but its fill makes 1" },
+    { "one-shot: two slots", "%fq = mbar_alloc {count = 1} : tile<1xmbar, shared>",
+      "%fq = mbar_alloc {count = 1} : tile<2xmbar, shared>", NULL, NULL, NULL, NULL,
+      "protocol: 'mbar_expect': cannot prove the protocol: ring operations outside the role's trip loop take a "
+      "one-shot ring and buffer (one slot, slot 0)" },
+    /* k is read in place through its transpose until the dot_wait: a
+     * release between the product and its wait lets the refill overwrite
+     * it. */
+    { "early release through a transpose",
+      "      %sc = dot_wait %stok {pending = 0} : tile<16x8xf32>\n      mbar_arrive %ek, %t\n",
+      "      mbar_arrive %ek, %t\n      %sc = dot_wait %stok {pending = 0} : tile<16x8xf32>\n",
+      "tma_load refills slot", "role 1 (consumer)", "tma_load %bk", NULL,
+      "protocol: 'mbar_arrive': releases slot it mod S before the read at" },
+};
+
+/* Each chain bug: reported by every schedule (as msg or alt) and at the
+ * op the marker names by one at least; by the static checker with its
+ * message. */
+START_TEST(chain_seeded_bug)
+{
+    init_inputs();
+    const Bug *b = &chain_bugs[_i];
+    char *ring = read_text("chain_ring.tir"), *text = variant(ring, b->find, b->repl);
+    int hits = 0;
+    for (int s = 0; s < NSCHED && b->msg; s++) {
+        float got[M * 16];
+        Run q;
+        run_parse(&q, text);
+        int rc = run_chain(&q, 8 * 10, scheds[s], got);
+        char *msg = rendered(&q.d);
+        ck_assert_msg(rc != 0, "%s: not reported (schedule %d)", b->name, s);
+        bool main = strstr(msg, b->msg) && (!b->msg2 || strstr(msg, b->msg2));
+        ck_assert_msg(main || (b->alt && strstr(msg, b->alt)), "%s (schedule %d): wrong message:\n%s", b->name,
+                      s, msg);
+        if (main && b->at) {
+            char where[64];
+            snprintf(where, sizeof where, "gemm_ring.tir:%d:", line_of(text, b->at));
+            ck_assert_msg(strncmp(msg, where, strlen(where)) == 0, "%s (schedule %d): not at %s:\n%s", b->name,
+                          s, where, msg);
+        }
+        hits += main;
+        free(msg);
+        arena_free(q.a);
+    }
+    ck_assert_msg(hits > 0 || !b->msg, "%s: no schedule reports '%s'", b->name, b->msg);
+    Run q;
+    run_parse(&q, text);
+    int n = ir_protocol_check(q.f->mod, &q.d);
+    char *msg = rendered(&q.d);
+    ck_assert_msg(n > 0, "%s: accepted by the static checker", b->name);
+    ck_assert_msg(strstr(msg, b->static_msg) != NULL, "%s: wrong static message:\n%s", b->name, msg);
+    free(msg);
+    arena_free(q.a);
+    free(text);
+    free(ring);
+}
+END_TEST
+
+/* The static checker proves the one-shot ring of Q beside the K and V
+ * rings. */
+START_TEST(chain_static_check)
+{
+    char *ring = read_text("chain_ring.tir");
+    Run q;
+    run_parse(&q, ring);
+    int n = ir_protocol_check(q.f->mod, &q.d);
+    if (n)
+        kit_print_diag(&q.d);
+    ck_assert_int_eq(n, 0);
+    arena_free(q.a);
+    free(ring);
+}
+END_TEST
+
 /* A ws built with the Builder API: a role added after another role's
  * region holds ops (the regions move; the ops' parent links follow),
  * verified, printed, parsed back to the same text. */
@@ -414,6 +564,9 @@ static Suite *suite(void)
     tcase_add_test(tc, ws_builder);
     tcase_add_test(tc, products_outside_ws);
     tcase_add_loop_test(tc, seeded_bug, 0, (int)(sizeof bugs / sizeof *bugs));
+    tcase_add_test(tc, chain_matches_plain);
+    tcase_add_test(tc, chain_static_check);
+    tcase_add_loop_test(tc, chain_seeded_bug, 0, (int)(sizeof chain_bugs / sizeof *chain_bugs));
     suite_add_tcase(s, tc);
     return s;
 }
