@@ -9,7 +9,10 @@
  * buffer's slot count. Trip `it` then touches slot it mod S once, in phase
  * it div S, so what one trip does is what every phase of every slot gets,
  * whatever the trip count T (0, 1, fewer than S, any other): the checks
- * below hold for all T at once.
+ * below hold for all T at once. The one exception is a one-shot ring: a
+ * ring and a buffer of one slot whose ops sit at a role's top level
+ * (outside its trip loop, so they run once whatever T) at slot 0, with
+ * waits of parity 0 (attention's Q, filled once before the loops).
  *
  * Guarantees (each violation is an error at the op that breaks it):
  *  - every phase of a ring receives exactly its arrivals (the ring's count:
@@ -25,7 +28,14 @@
  *    parity ((it div S) & 1) ^ 1: trip it waits for the phase completed by
  *    the releases of trip it - S, and passes at once for it < S;
  *  - the roles that meet on a named barrier id agree on its thread count,
- *    and bring that many threads (128 per warp group).
+ *    and bring that many threads (128 per warp group);
+ *  - a one-shot ring gets exactly its arrivals and bytes from its one fill,
+ *    its buffer is filled by that fill alone and neither is used in a
+ *    trip, every wait on it has parity 0 (its only phase; parity 1 passes
+ *    at once), and every read of its buffer comes after such a wait in the
+ *    reading role (at its top level, or in its trip loop after it).
+ * A read lasts through a TRANS of it too (a product's B = k^T reads the
+ * slot in place).
  * A ring access it cannot put in this form is reported as unproven.
  */
 #include "ir.h"

@@ -1,8 +1,11 @@
 /* warp_specialize.c - the warp_specialize pass: a pipelined loop over one
- * wgmma product becomes two roles of a `ws` that meet only on mbarrier
- * rings. A producer warp group fills the ring's slots with TMA copies; the
- * consumer warp groups wait for each slot, run the product asynchronously
- * and release the slot, then run the kernel's epilogue.
+ * wgmma product, or over two chained ones (attention:
+ * warp_specialize_chain.c, whose header has that form), becomes two roles
+ * of a `ws` that meet only on mbarrier rings. A producer warp group fills
+ * the ring's slots with TMA copies; the consumer warp groups wait for each
+ * slot, run the product asynchronously and release the slot, then run the
+ * kernel's epilogue. Below: the rules for one product, and those both
+ * forms share (the target, the windows, the stages).
  *
  * Needs: verified IR after mma_select and double_buffer. It fires only on
  * a target with wgmma, TMA and setmaxnreg (TargetInfo.mma & TC_MMA_WGMMA,
@@ -49,7 +52,7 @@
  *    block's shared memory (the target's, or target.smem-per-block) less
  *    the other buffers and the epilogue's staging (a tile declared shared
  *    and stored leaves through shared memory); a stage is its slots and
- *    its two mbarriers.
+ *    its two mbarriers (four for chained products: a ring pair each).
  *
  * Guarantees: results are unchanged for any trip count (0, 1, fewer than
  * S, many): the interpreter gives bit-identical output. The loop becomes
@@ -75,8 +78,10 @@
  * count; swizzle gives the buffers descriptor modes, smem_alloc places the
  * rings, schedule gives the block 4 warps per warp group.
  *
- * This file is the driver (which loops, the decisions, the report); the
- * rewrite is warp_specialize_roles.c (shared: warp_specialize_int.h).
+ * This file is the driver (which loops, which form, the decisions, the
+ * report for one product); the rewrite of one product and the builders
+ * both forms use are warp_specialize_roles.c; chained products are
+ * warp_specialize_chain.c (shared: warp_specialize_int.h).
  */
 #include "warp_specialize_int.h"
 #include "smem_model.h"
@@ -316,6 +321,21 @@ const char *ws_find_drain(WsLoop *W)
     return NULL;
 }
 
+const char *ws_rings_problem(const WsLoop *W, Arena *a)
+{
+    for (int i = 0; i < WS_OPERANDS; i++) {
+        for (int k = 1; k < W->opnd[i].copy->nargs - 2; k++)
+            if (!ws_offset_ok(W, W->opnd[i].copy->args[2 + k], 0))
+                return "its copies' offsets depend on more than the iteration they fetch";
+        if (ws_buffer_elsewhere(W, W->opnd[i].buf))
+            return "its ring buffers are used outside the loop and its prologue";
+        const char *why = ws_tma_problem(W, &W->opnd[i], a);
+        if (why)
+            return why;
+    }
+    return NULL;
+}
+
 /* The loop's one product, its operands and drain; why not, or NULL. */
 static const char *match_loop(WsLoop *W, Arena *a)
 {
@@ -340,16 +360,9 @@ static const char *match_loop(WsLoop *W, Arena *a)
         return arena_printf(a, "its body does more than feed the product ('%s' at %s)", op_info[stray->code].name,
                             pass_loc_str(a, f, stray->loc));
     ws_mark_loop(W, a);
-    for (int i = 0; i < WS_OPERANDS; i++) {
-        for (int k = 1; k < W->opnd[i].copy->nargs - 2; k++)
-            if (!ws_offset_ok(W, W->opnd[i].copy->args[2 + k], 0))
-                return "its copies' offsets depend on more than the iteration they fetch";
-        if (ws_buffer_elsewhere(W, W->opnd[i].buf))
-            return "its ring buffers are used outside the loop and its prologue";
-        const char *why = ws_tma_problem(W, &W->opnd[i], a);
-        if (why)
-            return why;
-    }
+    const char *why = ws_rings_problem(W, a);
+    if (why)
+        return why;
     if (wait_after_prologue(W))
         return "a wait between its prologue and the loop counts the prologue's copy groups";
     return ws_find_drain(W);

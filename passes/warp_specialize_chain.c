@@ -283,16 +283,9 @@ const char *ws_chain_match(WsLoop *W, Arena *a)
                             pass_loc_str(a, f, cs.other->loc));
     if (cs.once != 1)
         return "the buffer of its first product's A operand is filled more than once";
-    for (int i = 0; i < WS_OPERANDS; i++) {
-        for (int k = 1; k < W->opnd[i].copy->nargs - 2; k++)
-            if (!ws_offset_ok(W, W->opnd[i].copy->args[2 + k], 0))
-                return "its copies' offsets depend on more than the iteration they fetch";
-        if (ws_buffer_elsewhere(W, W->opnd[i].buf))
-            return "its ring buffers are used outside the loop and its prologue";
-        why = ws_tma_problem(W, &W->opnd[i], a);
-        if (why)
-            return why;
-    }
+    why = ws_rings_problem(W, a);
+    if (why)
+        return why;
     if (bare_prologue_copy(W))
         return "a copy into its ring buffers before the loop is not a guarded prologue stage";
     why = ws_tma_problem(W, &W->once, a);

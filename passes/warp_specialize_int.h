@@ -72,6 +72,10 @@ const char *ws_tma_problem(const WsLoop *W, const WsOperand *o, Arena *a);
 const Op *ws_stray_op(const WsLoop *W);
 /* Is buf used outside the loop other than by copies before it (the prologue)? */
 bool ws_buffer_elsewhere(const WsLoop *W, ValId buf);
+/* Why a ring operand's copy cannot become the producer's TMA (offsets of
+ * more than the fetched iteration, its buffer used elsewhere, a window TMA
+ * cannot take); NULL: none. Needs W->in_loop. */
+const char *ws_rings_problem(const WsLoop *W, Arena *a);
 /* Marks W->in_loop: the values the loop defines. */
 void ws_mark_loop(WsLoop *W, Arena *a);
 /* The tensor a copy reads, by its source name. */

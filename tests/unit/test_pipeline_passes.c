@@ -55,6 +55,35 @@ static const char gemm_range_src[] =
     "  C[block.y * BM : +BM, block.x * BN : +BN] = acc;\n"
     "}\n";
 
+/* examples/gemm.tile as it was with a pipeline(STAGES) pin (the same lines:
+ * the messages below name them): the hint rules of the stage choice, and
+ * the GEMM cases over each number of stages. */
+static const char gemm_pinned[] =
+    "// gemm.tile - C = A @ B with f32 accumulation (T: bf16 or f16): one BM x BN\n"
+    "// tile of C per block, K walked in BK steps through a multi-stage pipeline.\n"
+    "// Blocks take C's tiles in bands of GROUP tile rows, column by column, so\n"
+    "// that the blocks running together share A's rows and B's columns in L2;\n"
+    "// C leaves through shared memory as 16-byte rows.\n"
+    "kernel gemm<T: dtype = bf16, BM: int = 256, BN: int = 128, BK: int = 64, STAGES: int = 2, GROUP: int = 8>(\n"
+    "    A: global T[M, K], B: global T[K, N], C: global T[M, N])\n"
+    "  grid(cdiv(M, BM) * cdiv(N, BN))\n"
+    "{\n"
+    "  let band = GROUP * cdiv(N, BN);              // blocks per band\n"
+    "  let r0 = block.x / band * GROUP;             // the band's first tile row\n"
+    "  let rows = min(cdiv(M, BM) - r0, GROUP);     // the last band may be narrower\n"
+    "  let bm = r0 + block.x % band % rows;\n"
+    "  let bn = block.x % band / rows;\n"
+    "  tile acc: reg f32[BM, BN] = 0;\n"
+    "  for k in 0 .. cdiv(K, BK) pipeline(STAGES) {\n"
+    "    tile a: shared T[BM, BK] = A[bm * BM : +BM, k * BK : +BK];\n"
+    "    tile b: shared T[BK, BN] = B[k * BK : +BK, bn * BN : +BN];\n"
+    "    acc += a @ b;\n"
+    "  }\n"
+    "  tile c: shared T[BM, BN] = T(acc);\n"
+    "  C[bm * BM : +BM, bn * BN : +BN] = c;\n"
+    "}\n"
+;
+
 static char *read_example(const char *name, size_t *len)
 {
     char path[512];
@@ -225,13 +254,10 @@ static void gemm_case(const char *file, const char *src, size_t len, DType dt, i
 
 START_TEST(gemm_example_bf16)
 {
-    size_t len;
-    char *src = read_example("gemm.tile", &len);
     const char *tiles[3] = { "32", "32", "16" };
     for (int s = 1; s <= 4; s++)
         for (size_t i = 0; i < TC_COUNTOF(sizes); i++)
-            gemm_case("gemm.tile", src, len, DT_BF16, s, sizes[i], tiles);
-    free(src);
+            gemm_case("gemm.tile", gemm_pinned, sizeof gemm_pinned - 1, DT_BF16, s, sizes[i], tiles);
 }
 END_TEST
 
@@ -294,15 +320,36 @@ static const Op *find_ws(Func *f)
     return NULL;
 }
 
-/* examples/gemm.tile at sm_90a with tiles BM/BN/BK and pipeline(S): its loop
- * becomes roles (`consumers` warp groups at `regs` registers), bit-identical
- * after every pass for each K, then under seeded interleavings of the
- * roles (and with copies landing at once). */
+/* The kernel's roles under seeded interleavings, and with copies landing
+ * at once: each run gives the outputs of ref. */
+static void check_interleavings(Prog *p, Run *r, unsigned char **ref, const char *what)
+{
+    for (uint64_t seed = 0; seed < 4; seed++) {
+        for (int k = r->nin; k < r->ntens; k++)
+            ten_poison(&r->tens[k]);
+        for (int k = 0; k < r->nargs; k++)
+            r->args[k] = r->argmap[k] >= 0 ? ten_arg(&r->tens[r->argmap[k]]) : r->scalars[-1 - r->argmap[k]];
+        InterpOpts o = { seed ? seed * 0x9e3779b9u : 0, seed == 0 };
+        int rc = interp_run_opts(p->f, r->args, r->nargs, &o, &p->d);
+        if (rc)
+            kit_print_diag(&p->d);
+        ck_assert_int_eq(rc, 0);
+        char run[160];
+        snprintf(run, sizeof run, "%s, seed %llu", what, (unsigned long long)seed);
+        compare(r, ref, run);
+    }
+}
+
+/* The GEMM example with its pipeline pin (gemm_pinned) at sm_90a with tiles
+ * BM/BN/BK and pipeline(S): its loop becomes roles (`consumers` warp
+ * groups at `regs` registers), bit-identical after every pass for each K,
+ * then under seeded interleavings of the roles (and with copies landing at
+ * once). */
 static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int regs, const int64_t *ks, int nk,
                             int64_t m, int64_t n)
 {
-    size_t len;
-    char *src = read_example("gemm.tile", &len);
+    size_t len = sizeof gemm_pinned - 1;
+    const char *src = gemm_pinned;
     char st[8];
     snprintf(st, sizeof st, "%d", stages);
     FeDefine defs[4] = { { "BM", tiles[0] }, { "BN", tiles[1] }, { "BK", tiles[2] }, { "STAGES", st } };
@@ -332,26 +379,12 @@ static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int
         ck_assert_int_eq(ws->list[5], regs);
         ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
         ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_BARRIER) && has_op(p.f, OP_TMA_LOAD));
-        for (uint64_t seed = 0; seed < 4; seed++) {   /* seeded interleavings, and copies landing at once */
-            for (int k = r.nin; k < r.ntens; k++)
-                ten_poison(&r.tens[k]);
-            for (int k = 0; k < r.nargs; k++)
-                r.args[k] = ten_arg(&r.tens[r.argmap[k]]);
-            InterpOpts o = { seed ? seed * 0x9e3779b9u : 0, seed == 0 };
-            int rc = interp_run_opts(p.f, r.args, r.nargs, &o, &p.d);
-            if (rc)
-                kit_print_diag(&p.d);
-            ck_assert_int_eq(rc, 0);
-            char run[160];
-            snprintf(run, sizeof run, "%s, seed %llu", what, (unsigned long long)seed);
-            compare(&r, ref, run);
-        }
+        check_interleavings(&p, &r, ref, what);
         free_snapshot(&r, ref);
         for (int k = 0; k < 3; k++)
             ten_free(&t[k]);
         arena_free(p.a);
     }
-    free(src);
 }
 
 /* The example's own tiles (256 x 128 x 64, pipeline(2)): 2 consumer warp
@@ -385,6 +418,21 @@ START_TEST(gemm_roles_one_group)
 END_TEST
 
 /* ---- attention ---- */
+
+/* The example's Q, K, V (random in [-1, 1] from seed), O and LSE for
+ * sizes { Z, H, N, HK, NK, D }. */
+static void attention_tensors(Ten t[5], const int64_t *sz, uint64_t seed)
+{
+    int64_t sq[4] = { sz[0], sz[1], sz[2], sz[5] }, sk[4] = { sz[0], sz[3], sz[4], sz[5] };
+    int64_t sl[3] = { sz[0], sz[1], sz[2] };
+    t[0] = ten_new(DT_BF16, 4, sq);
+    t[1] = ten_new(DT_BF16, 4, sk);
+    t[2] = ten_new(DT_BF16, 4, sk);
+    t[3] = ten_new(DT_BF16, 4, sq);
+    t[4] = ten_new(DT_F32, 3, sl);
+    for (int k = 0; k < 3; k++)
+        ten_random(&t[k], &seed, -1, 1);
+}
 
 /* Top-level FOR ops of a block; *inner: the FOR in the first one's body. */
 static int count_fors(const Block *b, const Op **first)
@@ -448,12 +496,8 @@ static void attention_case_with(const char *causal, bool big)
     prog_compile(&p, "attention.tile", src, len, defs, 4);
     bool persistent = big && causal[0] == 'f';
     int64_t d = big ? 128 : 16, Z = 1, H = big ? 4 : 2, HK = big ? 2 : 1, N = big ? 300 : 37;
-    int64_t sq[4] = { Z, H, N, d }, sk[4] = { Z, HK, N, d }, sl[3] = { Z, H, N };
-    Ten t[5] = { ten_new(DT_BF16, 4, sq), ten_new(DT_BF16, 4, sk), ten_new(DT_BF16, 4, sk),
-                 ten_new(DT_BF16, 4, sq), ten_new(DT_F32, 3, sl) };
-    uint64_t rng = 7;
-    for (int i = 0; i < 3; i++)
-        ten_random(&t[i], &rng, -1, 1);
+    Ten t[5];
+    attention_tensors(t, (int64_t[]){ Z, H, N, HK, N, d }, 7);
     InterpArg scale = scalar_arg(0.25, 0);
     static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
     Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
@@ -511,12 +555,8 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
         ck_assert_int_eq(dims ? pass_dims_parse(dl, &g_dims, &err) : 0, 0);
         Prog p;
         prog_compile(&p, "attention.tile", src, len, defs, 4);
-        int64_t sq[4] = { Z, H, N, d }, sk[4] = { Z, HK, NK, d }, sl[3] = { Z, H, N };
-        Ten t[5] = { ten_new(DT_BF16, 4, sq), ten_new(DT_BF16, 4, sk), ten_new(DT_BF16, 4, sk),
-                     ten_new(DT_BF16, 4, sq), ten_new(DT_F32, 3, sl) };
-        uint64_t rng = 11 + (uint64_t)NK;
-        for (int k = 0; k < 3; k++)
-            ten_random(&t[k], &rng, -1, 1);
+        Ten t[5];
+        attention_tensors(t, (int64_t[]){ Z, H, N, HK, NK, d }, 11 + (uint64_t)NK);
         InterpArg scale = scalar_arg(0.25, 0);
         static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
         Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
@@ -534,20 +574,7 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
         ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_ASYNC_WAIT) && !has_op(p.f, OP_DOT));
         ck_assert(has_op(p.f, OP_TMA_LOAD) && has_op(p.f, OP_DOT_ASYNC));
         ck_assert_int_eq(has_staged_store(p.f), dims);
-        for (uint64_t seed = 0; seed < 4; seed++) {   /* seeded interleavings, and copies landing at once */
-            for (int k = r.nin; k < r.ntens; k++)
-                ten_poison(&r.tens[k]);
-            for (int k = 0; k < r.nargs; k++)
-                r.args[k] = argmap[k] >= 0 ? ten_arg(&r.tens[argmap[k]]) : scale;
-            InterpOpts o = { seed ? seed * 0x9e3779b9u : 0, seed == 0 };
-            int rc = interp_run_opts(p.f, r.args, r.nargs, &o, &p.d);
-            if (rc)
-                kit_print_diag(&p.d);
-            ck_assert_int_eq(rc, 0);
-            char run[160];
-            snprintf(run, sizeof run, "%s, seed %llu", what, (unsigned long long)seed);
-            compare(&r, ref, run);
-        }
+        check_interleavings(&p, &r, ref, what);
         free_snapshot(&r, ref);
         for (int k = 0; k < 5; k++)
             ten_free(&t[k]);
@@ -586,33 +613,6 @@ END_TEST
 
 /* ---- the limit and untouched kernels ---- */
 
-/* examples/gemm.tile as it was with a pipeline(STAGES) pin (the same lines:
- * the messages below name them): the hint rules of the stage choice. */
-static const char gemm_pinned[] =
-    "// gemm.tile - C = A @ B with f32 accumulation (T: bf16 or f16): one BM x BN\n"
-    "// tile of C per block, K walked in BK steps through a multi-stage pipeline.\n"
-    "// Blocks take C's tiles in bands of GROUP tile rows, column by column, so\n"
-    "// that the blocks running together share A's rows and B's columns in L2;\n"
-    "// C leaves through shared memory as 16-byte rows.\n"
-    "kernel gemm<T: dtype = bf16, BM: int = 256, BN: int = 128, BK: int = 64, STAGES: int = 2, GROUP: int = 8>(\n"
-    "    A: global T[M, K], B: global T[K, N], C: global T[M, N])\n"
-    "  grid(cdiv(M, BM) * cdiv(N, BN))\n"
-    "{\n"
-    "  let band = GROUP * cdiv(N, BN);              // blocks per band\n"
-    "  let r0 = block.x / band * GROUP;             // the band's first tile row\n"
-    "  let rows = min(cdiv(M, BM) - r0, GROUP);     // the last band may be narrower\n"
-    "  let bm = r0 + block.x % band % rows;\n"
-    "  let bn = block.x % band / rows;\n"
-    "  tile acc: reg f32[BM, BN] = 0;\n"
-    "  for k in 0 .. cdiv(K, BK) pipeline(STAGES) {\n"
-    "    tile a: shared T[BM, BK] = A[bm * BM : +BM, k * BK : +BK];\n"
-    "    tile b: shared T[BK, BN] = B[k * BK : +BK, bn * BN : +BN];\n"
-    "    acc += a @ b;\n"
-    "  }\n"
-    "  tile c: shared T[BM, BN] = T(acc);\n"
-    "  C[bm * BM : +BM, bn * BN : +BN] = c;\n"
-    "}\n"
-;
 
 
 START_TEST(smem_limit_lists_buffers)

@@ -117,27 +117,31 @@ static char *rendered(const Diag *d)
     return sb.buf ? sb.buf : calloc(1, 1);
 }
 
-START_TEST(ring_matches_plain)
+typedef int (*RunFn)(Run *r, int k, InterpOpts o, float *out);
+
+/* The ring program gives the plain one's nout outputs bit for bit for 0,
+ * 1, 2, 3 and 10 trips of 8, under every schedule. */
+static void check_matches_plain(const char *plain_name, const char *ring_name, RunFn run, int nout)
 {
     init_inputs();
-    char *plain = read_text("gemm_plain.tir"), *ring = read_text("gemm_ring.tir");
+    char *plain = read_text(plain_name), *ring = read_text(ring_name);
     static const int trips[] = { 0, 1, 2, 3, 10 };
     for (size_t t = 0; t < sizeof trips / sizeof *trips; t++) {
         int k = 8 * trips[t];
         float want[M * N], got[M * N];
         Run p;
         run_parse(&p, plain);
-        ck_assert_int_eq(run_gemm(&p, k, scheds[0], want), 0);
+        ck_assert_int_eq(run(&p, k, scheds[0], want), 0);
         ck_assert(want[0] != -12345.0f);
         for (int s = 0; s < NSCHED; s++) {
             Run q;
             run_parse(&q, ring);
-            int rc = run_gemm(&q, k, scheds[s], got);
+            int rc = run(&q, k, scheds[s], got);
             if (rc)
                 kit_print_diag(&q.d);
-            ck_assert_msg(rc == 0, "ring GEMM failed for %d trips, schedule %d", trips[t], s);
-            ck_assert_msg(memcmp(want, got, sizeof want) == 0, "ring GEMM differs for %d trips, schedule %d",
-                          trips[t], s);
+            ck_assert_msg(rc == 0, "%s failed for %d trips, schedule %d", ring_name, trips[t], s);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)nout) == 0, "%s differs for %d trips, schedule %d",
+                          ring_name, trips[t], s);
             arena_free(q.a);
         }
         arena_free(p.a);
@@ -145,6 +149,8 @@ START_TEST(ring_matches_plain)
     free(plain);
     free(ring);
 }
+
+START_TEST(ring_matches_plain) { check_matches_plain("gemm_plain.tir", "gemm_ring.tir", run_gemm, M * N); }
 END_TEST
 
 /* A protocol bug: a one-line change, the message, and the line it is at. */
@@ -218,20 +224,17 @@ static const Bug bugs[] = {
       "'add' uses the accumulator of the dot_async at", "before its dot_wait", "%bad = add", NULL, NULL },
 };
 
-/* Every schedule reports the bug (as `msg`, or as `alt` where the
+/* Every schedule reports the bug in text (as `msg`, or as `alt` where the
  * interleaving reaches another of its symptoms first), and at least one
- * reports it as `msg`, at the op the marker names. */
-START_TEST(seeded_bug)
+ * reports it as `msg`, at the op the marker names; run on k. */
+static void check_bug_runs(const Bug *b, const char *text, RunFn run, int k)
 {
-    init_inputs();
-    const Bug *b = &bugs[_i];
-    char *ring = read_text("gemm_ring.tir"), *text = variant(ring, b->find, b->repl);
     int hits = 0;
     for (int s = 0; s < NSCHED; s++) {
         float got[M * N];
         Run q;
         run_parse(&q, text);
-        int rc = run_gemm(&q, 8 * 10, scheds[s], got);
+        int rc = run(&q, k, scheds[s], got);
         char *msg = rendered(&q.d);
         ck_assert_msg(rc != 0, "%s: not reported (schedule %d)", b->name, s);
         bool main = strstr(msg, b->msg) && (!b->msg2 || strstr(msg, b->msg2));
@@ -248,6 +251,44 @@ START_TEST(seeded_bug)
         arena_free(q.a);
     }
     ck_assert_msg(hits > 0, "%s: no schedule reports '%s'", b->name, b->msg);
+}
+
+/* The static checker rejects the bug in text with its message, or (no
+ * static message: no ring protocol bug) accepts it. */
+static void check_bug_static(const Bug *b, const char *text)
+{
+    Run q;
+    run_parse(&q, text);
+    int n = ir_protocol_check(q.f->mod, &q.d);
+    char *msg = rendered(&q.d);
+    if (b->static_msg) {
+        ck_assert_msg(n > 0, "%s: accepted by the static checker", b->name);
+        ck_assert_msg(strstr(msg, b->static_msg) != NULL, "%s: wrong static message:\n%s", b->name, msg);
+    } else {
+        ck_assert_msg(n == 0, "%s: rejected by the static checker:\n%s", b->name, msg);
+    }
+    free(msg);
+    arena_free(q.a);
+}
+
+/* The static checker proves the rings of text. */
+static void check_proved(const char *text)
+{
+    Run q;
+    run_parse(&q, text);
+    int n = ir_protocol_check(q.f->mod, &q.d);
+    if (n)
+        kit_print_diag(&q.d);
+    ck_assert_int_eq(n, 0);
+    arena_free(q.a);
+}
+
+START_TEST(seeded_bug)
+{
+    init_inputs();
+    const Bug *b = &bugs[_i];
+    char *ring = read_text("gemm_ring.tir"), *text = variant(ring, b->find, b->repl);
+    check_bug_runs(b, text, run_gemm, 8 * 10);
     free(text);
     free(ring);
 }
@@ -258,28 +299,11 @@ END_TEST
 START_TEST(static_check)
 {
     char *ring = read_text("gemm_ring.tir");
-    Run q;
-    run_parse(&q, ring);
-    int n = ir_protocol_check(q.f->mod, &q.d);
-    if (n)
-        kit_print_diag(&q.d);
-    ck_assert_int_eq(n, 0);
-    arena_free(q.a);
+    check_proved(ring);
     for (size_t i = 0; i < sizeof bugs / sizeof *bugs; i++) {
-        const Bug *b = &bugs[i];
-        char *text = variant(ring, b->find, b->repl);
-        run_parse(&q, text);
-        n = ir_protocol_check(q.f->mod, &q.d);
-        char *msg = rendered(&q.d);
-        if (b->static_msg) {
-            ck_assert_msg(n > 0, "%s: accepted by the static checker", b->name);
-            ck_assert_msg(strstr(msg, b->static_msg) != NULL, "%s: wrong static message:\n%s", b->name, msg);
-        } else {
-            ck_assert_msg(n == 0, "%s: rejected by the static checker:\n%s", b->name, msg);
-        }
-        free(msg);
+        char *text = variant(ring, bugs[i].find, bugs[i].repl);
+        check_bug_static(&bugs[i], text);
         free(text);
-        arena_free(q.a);
     }
     free(ring);
 }
@@ -331,33 +355,7 @@ static int run_chain(Run *r, int nk, InterpOpts o, float *out)
 /* The one-shot ring of Q and the K and V rings give the plain chain's
  * results bit for bit for 0 trips (Q is filled and waited for alone), 1,
  * 2 (= the stages), 3 and 10, under every schedule. */
-START_TEST(chain_matches_plain)
-{
-    init_inputs();
-    char *plain = read_text("chain_plain.tir"), *ring = read_text("chain_ring.tir");
-    static const int trips[] = { 0, 1, 2, 3, 10 };
-    for (size_t t = 0; t < sizeof trips / sizeof *trips; t++) {
-        float want[M * 16], got[M * 16];
-        Run p;
-        run_parse(&p, plain);
-        ck_assert_int_eq(run_chain(&p, 8 * trips[t], scheds[0], want), 0);
-        ck_assert(want[0] != -12345.0f);
-        for (int s = 0; s < NSCHED; s++) {
-            Run q;
-            run_parse(&q, ring);
-            int rc = run_chain(&q, 8 * trips[t], scheds[s], got);
-            if (rc)
-                kit_print_diag(&q.d);
-            ck_assert_msg(rc == 0, "chain ring failed for %d trips, schedule %d", trips[t], s);
-            ck_assert_msg(memcmp(want, got, sizeof want) == 0, "chain ring differs for %d trips, schedule %d",
-                          trips[t], s);
-            arena_free(q.a);
-        }
-        arena_free(p.a);
-    }
-    free(plain);
-    free(ring);
-}
+START_TEST(chain_matches_plain) { check_matches_plain("chain_plain.tir", "chain_ring.tir", run_chain, M * 16); }
 END_TEST
 
 /* Protocol bugs of the one-shot ring (and of a read through a transpose).
@@ -399,44 +397,16 @@ static const Bug chain_bugs[] = {
       "protocol: 'mbar_arrive': releases slot it mod S before the read at" },
 };
 
-/* Each chain bug: reported by every schedule (as msg or alt) and at the
- * op the marker names by one at least; by the static checker with its
- * message. */
+/* Each chain bug: reported by the interpreter (check_bug_runs) and by the
+ * static checker with its message. */
 START_TEST(chain_seeded_bug)
 {
     init_inputs();
     const Bug *b = &chain_bugs[_i];
     char *ring = read_text("chain_ring.tir"), *text = variant(ring, b->find, b->repl);
-    int hits = 0;
-    for (int s = 0; s < NSCHED && b->msg; s++) {
-        float got[M * 16];
-        Run q;
-        run_parse(&q, text);
-        int rc = run_chain(&q, 8 * 10, scheds[s], got);
-        char *msg = rendered(&q.d);
-        ck_assert_msg(rc != 0, "%s: not reported (schedule %d)", b->name, s);
-        bool main = strstr(msg, b->msg) && (!b->msg2 || strstr(msg, b->msg2));
-        ck_assert_msg(main || (b->alt && strstr(msg, b->alt)), "%s (schedule %d): wrong message:\n%s", b->name,
-                      s, msg);
-        if (main && b->at) {
-            char where[64];
-            snprintf(where, sizeof where, "gemm_ring.tir:%d:", line_of(text, b->at));
-            ck_assert_msg(strncmp(msg, where, strlen(where)) == 0, "%s (schedule %d): not at %s:\n%s", b->name,
-                          s, where, msg);
-        }
-        hits += main;
-        free(msg);
-        arena_free(q.a);
-    }
-    ck_assert_msg(hits > 0 || !b->msg, "%s: no schedule reports '%s'", b->name, b->msg);
-    Run q;
-    run_parse(&q, text);
-    int n = ir_protocol_check(q.f->mod, &q.d);
-    char *msg = rendered(&q.d);
-    ck_assert_msg(n > 0, "%s: accepted by the static checker", b->name);
-    ck_assert_msg(strstr(msg, b->static_msg) != NULL, "%s: wrong static message:\n%s", b->name, msg);
-    free(msg);
-    arena_free(q.a);
+    if (b->msg)
+        check_bug_runs(b, text, run_chain, 8 * 10);
+    check_bug_static(b, text);
     free(text);
     free(ring);
 }
@@ -447,13 +417,7 @@ END_TEST
 START_TEST(chain_static_check)
 {
     char *ring = read_text("chain_ring.tir");
-    Run q;
-    run_parse(&q, ring);
-    int n = ir_protocol_check(q.f->mod, &q.d);
-    if (n)
-        kit_print_diag(&q.d);
-    ck_assert_int_eq(n, 0);
-    arena_free(q.a);
+    check_proved(ring);
     free(ring);
 }
 END_TEST
