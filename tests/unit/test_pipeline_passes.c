@@ -532,22 +532,23 @@ static void attention_case_with(const char *causal, bool big)
 
 /* ---- attention in warp-specialized roles (sm_90a) ---- */
 
-/* The example at sm_90a with D / BM / BN pinned small: its key loop
- * becomes roles (Q by TMA once on its own ring, K and V on rings of the
- * pipeline(2) stages, `consumers` warp groups), bit-identical to the IR as
- * lowered after every pass for each key length (0 keys: no trip, the
- * consumers wait for Q alone; 1 trip, fewer than the stages; 2 = S; many,
- * with a ragged tail), then under seeded interleavings of the roles.
+/* The example at sm_90a with D / BM / BN pinned (mostly small): its key
+ * loop becomes roles (Q by TMA once on its own ring, K and V on rings of
+ * the pipeline(2) stages, `consumers` warp groups), bit-identical to the
+ * IR as lowered after every pass for each key length (0 keys: no trip,
+ * the consumers wait for Q alone; 1 trip, fewer than the stages; 2 = S;
+ * many, with a ragged tail), then under seeded interleavings of the roles.
  * H = 4 query heads over HK = 2 key heads (GQA); N = 70 (a ragged query
- * tail). */
+ * tail); with `dims` the launch pass is told the sizes and stages O
+ * through shared memory (the epilogue's named barrier in the consumers). */
 static void attention_roles_case(const char *causal, const char *bm, int consumers, const int64_t *nks, int nnk,
-                                 bool dims)
+                                 bool dims, const char *dn, const char *bn)
 {
     size_t len;
     char *src = read_example("attention.tile", &len);
-    FeDefine defs[4] = { { "D", "16" }, { "BM", bm }, { "BN", "16" }, { "CAUSAL", causal } };
+    FeDefine defs[4] = { { "D", dn }, { "BM", bm }, { "BN", bn }, { "CAUSAL", causal } };
     for (int i = 0; i < nnk; i++) {
-        int64_t d = 16, Z = 1, H = 4, HK = 2, N = 70, NK = nks[i];
+        int64_t d = atoi(dn), Z = 1, H = 4, HK = 2, N = 70, NK = nks[i];
         char dl[64];   /* told the sizes, the launch pass stages O through shared memory (a short key loop) */
         snprintf(dl, sizeof dl, "N=%lld,NK=%lld", (long long)N, (long long)(NK ? NK : 1));
         StrBuf err = { 0 };
@@ -586,17 +587,29 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
 
 static const int64_t attn_nks[] = { 0, 9, 32, 100 };   /* 0, 1, 2 (= S) and 7 trips of 16 keys */
 
-START_TEST(attention_roles) { attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true); }
+START_TEST(attention_roles)
+{
+    attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16");
+}
 END_TEST
 
 START_TEST(attention_roles_causal)
 {
-    attention_roles_case("true", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), false);
+    attention_roles_case("true", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), false, "16", "16");
 }
 END_TEST
 
 /* 64 rows: one consumer warp group at 56 / 256 registers. */
-START_TEST(attention_roles_one_group) { attention_roles_case("true", "64", 1, attn_nks + 2, 2, true); }
+START_TEST(attention_roles_one_group) { attention_roles_case("true", "64", 1, attn_nks + 2, 2, true, "16", "16"); }
+END_TEST
+
+/* The tile the compiler takes for D = 64 (128 x 128, 128B swizzles): no
+ * keys, and one full block and a ragged one. */
+START_TEST(attention_roles_d64)
+{
+    static const int64_t nks[] = { 0, 200 };
+    attention_roles_case("false", "128", 2, nks, 2, false, "64", "128");
+}
 END_TEST
 
 START_TEST(attention_plain) { attention_case_with("false", false); }
@@ -746,6 +759,7 @@ static Suite *suite(void)
     tcase_add_test(roles, attention_roles);
     tcase_add_test(roles, attention_roles_causal);
     tcase_add_test(roles, attention_roles_one_group);
+    tcase_add_test(roles, attention_roles_d64);
     suite_add_tcase(s, roles);
     return s;
 }
