@@ -44,6 +44,7 @@ typedef struct Job {
     TcClock t_start;
     bool ptxas_ran;         /* ptxas_run holds the check of tilec_options.ptxas */
     PtxasRun ptxas_run;
+    bool portable;          /* compiling the portable variant (add_portable): PassCtx.portable */
 } Job;
 
 /* ---- options ---- */
@@ -321,6 +322,7 @@ static void job_pass_ctx(Job *j, PassCtx *ctx)
     ctx->dims = &j->dims;
     ctx->opt_level = j->o.opt_level;
     ctx->remarks = &j->remarks;
+    ctx->portable = j->portable;
 }
 
 /* ---- tile sizes chosen by the compiler (`BM: int = auto`) ---- */
@@ -580,8 +582,9 @@ static bool has_ws(Func *f)
  * named tilec_portable_NAME (the prefix is reserved), and the kernel names
  * it in its `fallback` metadata record: the runtime launches it, and says
  * so, for a view TMA cannot take. The source is lowered again (the IR of
- * the first run has been rewritten) with the passes in portable mode; its
- * decisions are not reported twice. */
+ * the first run has been rewritten) in portable mode: `= auto` tiles take
+ * the portable rules (PassCtx.portable reaches pass_choose_tiles too) and
+ * the passes make no roles; its decisions are not reported twice. */
 static void add_portable(Job *j, Module *m, const char *src, size_t len)
 {
     bool any = false;
@@ -594,6 +597,7 @@ static void add_portable(Job *j, Module *m, const char *src, size_t len)
     memset(&j->remarks, 0, sizeof j->remarks);
     memset(&j->dump, 0, sizeof j->dump);
     j->o.time_passes = 0;
+    j->portable = true;   /* the tile choice (front_end) and the passes alike */
     Module *p = front_end(j, src, len);
     bool ok = false;
     if (p) {
@@ -601,9 +605,9 @@ static void add_portable(Job *j, Module *m, const char *src, size_t len)
         job_pass_ctx(j, &ctx);
         ctx.remarks = NULL;
         ctx.verify_each = j->o.verify_each != 0;
-        ctx.portable = true;
         ok = passes_run(p, &ctx) == 0 && j->r->diag.nerrors == 0;
     }
+    j->portable = false;
     sb_free(&j->remarks);
     sb_free(&j->dump);
     j->remarks = remarks;

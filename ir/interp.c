@@ -445,6 +445,10 @@ static int exec_trans(Interp *I, const Op *op)
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++)
             o[j * m + i] = x[i * n + j];
+    /* The transpose of a slot's read is the same read (a product's B = k^T
+     * reads the slot in place until its dot_wait). */
+    I->slots[op->res[0]].src_buf = I->slots[op->args[0]].src_buf;
+    I->slots[op->res[0]].src_slot = I->slots[op->args[0]].src_slot;
     return 0;
 }
 

@@ -47,7 +47,8 @@
  * threads. That protocol has one barrier count for the block, so it is
  * exact while one role at a time uses cp.async.
  * A slot's read lasts from the SMEM_LOAD until the DOT_WAIT that retires a
- * DOT_ASYNC fed by the loaded value (wgmma reads shared memory in place).
+ * DOT_ASYNC fed by the loaded value or its TRANS (wgmma reads shared memory
+ * in place).
  */
 #include "sched_int.h"
 

@@ -9,7 +9,10 @@
  * buffer's slot count. Trip `it` then touches slot it mod S once, in phase
  * it div S, so what one trip does is what every phase of every slot gets,
  * whatever the trip count T (0, 1, fewer than S, any other): the checks
- * below hold for all T at once.
+ * below hold for all T at once. The one exception is a one-shot ring: a
+ * ring and a buffer of one slot whose ops sit at a role's top level
+ * (outside its trip loop, so they run once whatever T) at slot 0, with
+ * waits of parity 0 (attention's Q, filled once before the loops).
  *
  * Guarantees (each violation is an error at the op that breaks it):
  *  - every phase of a ring receives exactly its arrivals (the ring's count:
@@ -25,7 +28,14 @@
  *    parity ((it div S) & 1) ^ 1: trip it waits for the phase completed by
  *    the releases of trip it - S, and passes at once for it < S;
  *  - the roles that meet on a named barrier id agree on its thread count,
- *    and bring that many threads (128 per warp group).
+ *    and bring that many threads (128 per warp group);
+ *  - a one-shot ring gets exactly its arrivals and bytes from its one fill,
+ *    its buffer is filled by that fill alone and neither is used in a
+ *    trip, every wait on it has parity 0 (its only phase; parity 1 passes
+ *    at once), and every read of its buffer comes after such a wait in the
+ *    reading role (at its top level, or in its trip loop after it).
+ * A read lasts through a TRANS of it too (a product's B = k^T reads the
+ * slot in place).
  * A ring access it cannot put in this form is reported as unproven.
  */
 #include "ir.h"
@@ -39,12 +49,15 @@ typedef struct Ev {
     const Op *op;
     int flip;              /* MBAR_WAIT: 1 for the opposite parity */
     const Op *end;         /* SMEM_LOAD: the op its read lasts to */
+    int at;                /* one-shot events: the index in the role's region of the op that holds it */
 } Ev;
 
 typedef struct RoleScan {
     const Op *loop;        /* the role's ring loop, or NULL */
     Ev ev[MAX_EV];
     int nev;
+    Ev once[MAX_EV];       /* ring ops at the role's top level, and its reads of 1-slot buffers at slot 0 */
+    int nonce;
     int64_t threads;
 } RoleScan;
 
@@ -147,14 +160,20 @@ static bool has_ring_op(Func *f, Op *op, void *ctx)
     return !*(bool *)ctx;
 }
 
-/* The DOT_WAIT {pending = 0} retiring the DOT_ASYNC that reads v, or the
- * read itself when no product reads it; NULL when it cannot be placed. */
+/* The DOT_WAIT {pending = 0} retiring the DOT_ASYNC that reads v (or its
+ * transpose: wgmma reads k^T in place), or the read itself when no product
+ * reads it; NULL when it cannot be placed. */
 static const Op *read_end(Checker *C, const Block *b, int i, ValId v)
 {
     const Op *end = b->ops[i];
+    ValId t = 0;
     for (int k = i + 1; k < b->nops; k++) {
         const Op *op = b->ops[k];
-        if (op->code != OP_DOT_ASYNC || (op->args[0] != v && op->args[1] != v))
+        if (op->code == OP_TRANS && op->args[0] == v && !t)
+            t = op->res[0];
+        bool reads = op->code == OP_DOT_ASYNC &&
+                     (op->args[0] == v || op->args[1] == v || (t && (op->args[0] == t || op->args[1] == t)));
+        if (!reads)
             continue;
         const Op *w = NULL;
         for (int j = k + 1; j < b->nops && !w; j++)
@@ -168,6 +187,20 @@ static const Op *read_end(Checker *C, const Block *b, int i, ValId v)
         end = w;
     }
     return end;
+}
+
+/* Operand i is the constant 0 (a one-shot ring's slot and phase). */
+static bool is_zero(Checker *C, const Op *op, int i)
+{
+    int64_t k;
+    return is_const(C, op->args[i], &k) && k == 0;
+}
+
+/* A read of a 1-slot buffer at slot 0 (a one-shot buffer's, checked with
+ * the one-shot rings) rather than a ring slot of the trip. */
+static bool once_read(Checker *C, const Op *op)
+{
+    return op->code == OP_SMEM_LOAD && ir_type(C->f, op->args[0])->shape[0] == 1 && is_zero(C, op, 1);
 }
 
 static void scan_trip(Checker *C, RoleScan *R, const Op *loop)
@@ -184,8 +217,13 @@ static void scan_trip(Checker *C, RoleScan *R, const Op *loop)
                 perr(C, op, "cannot prove the protocol: ring operations nested in the trip's control flow");
             continue;
         }
-        Ev e = { op, 0, NULL };
+        Ev e = { op, 0, NULL, 0 };
         int64_t S;
+        if (once_read(C, op)) {   /* in the trip loop: after the role's top-level ops before it */
+            if (R->nonce < MAX_EV)
+                R->once[R->nonce++] = (Ev){ op, 0, NULL, ir_block_index_of(loop->parent, loop) };
+            continue;
+        }
         switch (op->code) {
         case OP_MBAR_WAIT:
             if (!slot_ok(C, op, 1, iv, op->args[0]))
@@ -221,6 +259,32 @@ static void scan_trip(Checker *C, RoleScan *R, const Op *loop)
     }
 }
 
+/* A ring op at the role's top level: one of a one-shot ring's (a ring and
+ * a buffer of 1 slot, slot 0; waits with parity 0), run once per block. */
+static void scan_once(Checker *C, RoleScan *R, const Op *op, int at)
+{
+    ValId ring = op->code == OP_TMA_LOAD ? op->args[2] : op->args[0];
+    int slot = op->code == OP_TMA_LOAD ? 3 : 1;
+    bool one = ir_type(C->f, ring)->shape[0] == 1 && is_zero(C, op, slot);
+    if (op->code == OP_TMA_LOAD)
+        one = one && ir_type(C->f, op->args[0])->shape[0] == 1 && is_zero(C, op, 1);
+    if (!one) {
+        perr(C, op, "cannot prove the protocol: ring operations outside the role's trip loop take a one-shot ring "
+             "and buffer (one slot, slot 0)");
+        return;
+    }
+    if (op->code == OP_MBAR_WAIT && !is_zero(C, op, 2)) {
+        perr(C, op, "waits on a one-shot ring with a parity other than 0: it passes at once, before the ring's "
+             "only phase (0) completes");
+        return;
+    }
+    if (R->nonce == MAX_EV) {
+        perr(C, op, "cannot prove the protocol: more than %d one-shot operations in one role", MAX_EV);
+        return;
+    }
+    R->once[R->nonce++] = (Ev){ op, 0, NULL, at };
+}
+
 static void scan_role(Checker *C, int r, const Block *b)
 {
     RoleScan *R = &C->role[r];
@@ -229,7 +293,13 @@ static void scan_role(Checker *C, int r, const Block *b)
         bool any = false;
         for (int g = 0; g < op->nregions; g++)
             ir_walk((Func *)C->f, &op->regions[g], has_ring_op, &any);
-        if (ring_op(op->code) || (any && op->code != OP_FOR)) {
+        if (ring_op(op->code)) {
+            scan_once(C, R, op, i);
+            continue;
+        }
+        if (once_read(C, op) && R->nonce < MAX_EV)
+            R->once[R->nonce++] = (Ev){ op, 0, NULL, i };
+        if (any && op->code != OP_FOR) {
             perr(C, op, "cannot prove the protocol: ring operations outside the role's trip loop");
             continue;
         }
@@ -373,6 +443,123 @@ static void check_buffer(Checker *C, int nroles, int p, int i)
     }
 }
 
+/* ---- one-shot rings ---- */
+
+/* Does an event of any role's trip use the ring or fill the buffer? */
+static const Op *in_trips(const Checker *C, int nroles, ValId ring, ValId buf)
+{
+    for (int q = 0; q < nroles; q++)
+        for (int j = 0; j < C->role[q].nev; j++) {
+            const Op *o = C->role[q].ev[j].op;
+            if ((ring && ring_of(o) == ring) || (buf && o->code == OP_TMA_LOAD && o->args[0] == buf))
+                return o;
+        }
+    return NULL;
+}
+
+/* The one-shot copy (at a role's top level) into buf, or completing on
+ * ring; NULL when there is none. */
+static const Op *once_fill(const Checker *C, int nroles, ValId buf, ValId ring)
+{
+    for (int p = 0; p < nroles; p++)
+        for (int k = 0; k < C->role[p].nonce; k++) {
+            const Op *o = C->role[p].once[k].op;
+            if (o->code == OP_TMA_LOAD && ((buf && o->args[0] == buf) || (ring && o->args[2] == ring)))
+                return o;
+        }
+    return NULL;
+}
+
+/* A one-shot ring (its TMA_LOAD tma at a role's top level): filled once
+ * with exactly its arrivals and bytes, never used in a trip, and every
+ * read of its buffer after a wait on it in the reading role. */
+static void check_once_ring(Checker *C, int nroles, const Op *tma)
+{
+    ValId ring = tma->args[2], buf = tma->args[0];
+    int64_t arrivals = 0, declared = 0, carried = 0, buf_fills = 0;
+    const Op *expect = NULL, *trip = in_trips(C, nroles, ring, buf);
+    if (trip) {
+        perr(C, trip, "a one-shot ring or buffer (the tma_load at %s) is also used in the trip loop: it has one "
+             "phase only", at(C, tma));
+        return;
+    }
+    for (int q = 0; q < nroles; q++)
+        for (int j = 0; j < C->role[q].nonce; j++) {
+            const Op *o = C->role[q].once[j].op;
+            if (o->code == OP_TMA_LOAD && o->args[0] == buf)
+                buf_fills++;
+            if (ring_of(o) != ring)
+                continue;
+            arrivals += o->code == OP_MBAR_ARRIVE || o->code == OP_MBAR_EXPECT;
+            if (o->code == OP_MBAR_EXPECT) {
+                declared += o->iattr[0];
+                expect = expect ? expect : o;
+            }
+            if (o->code == OP_TMA_LOAD) {
+                const Type *bt = ir_type(C->f, o->args[0]);
+                carried += type_numel(bt) * dtype_bits((DType)bt->dtype) / 8;
+            }
+        }
+    const Op *alloc = def(C, ring);
+    if (alloc && arrivals != alloc->iattr[0])
+        perr(C, alloc, "the one phase of this one-shot ring expects %lld arrival(s), but its fill makes %lld "
+             "(mbar_arrive and mbar_expect over all roles)", (long long)alloc->iattr[0], (long long)arrivals);
+    if (declared != carried)
+        perr(C, expect ? expect : tma, "mbar_expect declares %lld bytes for the one phase of the one-shot ring, but "
+             "the tma_loads completing on it carry %lld", (long long)declared, (long long)carried);
+    if (buf_fills > 1)
+        perr(C, tma, "fills a one-shot buffer that another tma_load fills too: it is read after one phase only");
+    for (int q = 0; q < nroles; q++) {
+        const RoleScan *R = &C->role[q];
+        for (int j = 0; j < R->nonce; j++) {
+            const Op *rd = R->once[j].op;
+            if (rd->code != OP_SMEM_LOAD || rd->args[0] != buf)
+                continue;
+            bool waited = false;
+            for (int k = 0; k < R->nonce && !waited; k++)
+                waited = R->once[k].op->code == OP_MBAR_WAIT && R->once[k].op->args[0] == ring &&
+                         R->once[k].at < R->once[j].at;
+            if (!waited)
+                perr(C, rd, "reads a one-shot buffer with no mbar_wait on its ring (the tma_load at %s completes on "
+                     "it) before it in the role", at(C, tma));
+        }
+    }
+}
+
+/* Reads outside the trips of buffers no one-shot copy fills: ring slots
+ * (filled in a trip) the checker cannot place. */
+static void check_once_reads(Checker *C, int nroles)
+{
+    for (int q = 0; q < nroles; q++)
+        for (int j = 0; j < C->role[q].nonce; j++) {
+            const Op *rd = C->role[q].once[j].op;
+            if (rd->code != OP_SMEM_LOAD)
+                continue;
+            bool once = once_fill(C, nroles, rd->args[0], 0) != NULL;
+            if (!once && in_trips(C, nroles, 0, rd->args[0]))
+                perr(C, rd, "cannot prove the protocol: reads a ring buffer outside the role's trip loop");
+        }
+}
+
+static void check_once(Checker *C, int nroles)
+{
+    for (int p = 0; p < nroles; p++)   /* each one-shot buffer, at its first copy */
+        for (int i = 0; i < C->role[p].nonce; i++) {
+            const Op *o = C->role[p].once[i].op;
+            if (o->code == OP_TMA_LOAD && once_fill(C, nroles, o->args[0], 0) == o)
+                check_once_ring(C, nroles, o);
+        }
+    /* A one-shot wait, expect or arrive on a ring no one-shot copy fills. */
+    for (int q = 0; q < nroles; q++)
+        for (int j = 0; j < C->role[q].nonce; j++) {
+            const Op *o = C->role[q].once[j].op;
+            if (o->code != OP_SMEM_LOAD && o->code != OP_TMA_LOAD && !once_fill(C, nroles, 0, o->args[0]))
+                perr(C, o, "cannot prove the protocol: a one-shot ring operation on a ring that no one-shot "
+                     "tma_load fills");
+        }
+    check_once_reads(C, nroles);
+}
+
 static bool named_bar_visit(Func *f, Op *op, void *ctx)
 {
     (void)f;
@@ -424,6 +611,7 @@ static void check_ws(Checker *C, const Op *ws)
         loop0 = loop0 ? loop0 : l;
     }
     check_rings(C, n);
+    check_once(C, n);
     for (int r = 0; r < n; r++)
         for (int i = 0; i < C->role[r].nev; i++)
             if (C->role[r].ev[i].op->code == OP_TMA_LOAD)

@@ -551,12 +551,22 @@ static void cse_block(Canon *c, Block *b, Avail *av)
 
 /* ---- DCE ---- */
 
+/* Does b write memory or synchronize (a store, a copy, a barrier, the
+ * schedule's ring ops and asynchronous products), at any depth? A loop or
+ * branch holding one is not dead for lack of results (a producer role's
+ * loop yields nothing). */
 static bool has_effects(const Block *b)
 {
     for (int i = 0; i < b->nops; i++) {
         const Op *op = b->ops[i];
-        if (op->code == OP_STORE)
+        switch (op->code) {
+        case OP_STORE: case OP_SMEM_STORE: case OP_ASYNC_COPY: case OP_ASYNC_COMMIT: case OP_ASYNC_WAIT:
+        case OP_BARRIER: case OP_NAMED_BAR: case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE: case OP_MBAR_WAIT:
+        case OP_TMA_LOAD: case OP_DOT_ASYNC: case OP_DOT_WAIT: case OP_WS:
             return true;
+        default:
+            break;
+        }
         for (int r = 0; r < op->nregions; r++)
             if (has_effects(&op->regions[r]))
                 return true;

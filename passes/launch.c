@@ -13,7 +13,9 @@
  *                  with the longest loops first; the short ones fill the
  *                  end of the launch;
  *   persistent     a kernel with chained products on 256-row tiles (two
- *                  warp groups taking turns), without a row mask, for 1k+
+ *                  warp groups taking turns) that takes no warp-specialized
+ *                  roles (pass_chain_roles: those run one tile a block, their
+ *                  rings not carried across tiles), without a row mask, for 1k+
  *                  query and key rows (tilec_options.dims) on a device whose
  *                  SM count is known (target.sms): min(SMs, X * Y) blocks
  *                  looping over the tiles t = block.x, block.x + SMs, ...
@@ -23,7 +25,9 @@
  *                  leaves through shared memory (the dead key/value
  *                  buffers) as 16-byte rows where the key loop is short:
  *                  256-row tiles, else at most 4096 keys without a row
- *                  mask, at most 16 key blocks with one (32 at D >= 128).
+ *                  mask, at most 16 key blocks with one (32 at D >= 128);
+ *                  not in a kernel that takes roles when the staging beside
+ *                  Q and two stages of K and V would not fit (D = 256).
  * The numbers behind the rules were measured on an H200 (bench/RESULTS.md).
  */
 #include "passes.h"
@@ -243,6 +247,10 @@ static void launch_kernel(Func *f, PassCtx *ctx)
     ChainInfo ci;
     pass_chain_info(f, &ci);
     int64_t n = pass_dim_size(ctx->dims, f, ci.rows_dim), nk = pass_dim_size(ctx->dims, f, ci.keys_dim);
+    /* Chained products that take warp-specialized roles (the rule
+     * warp_specialize applies) run one tile a block: the roles are built
+     * around the key loop at the kernel's top level. */
+    bool roles = ci.chained && pass_chain_roles(ctx, ci.rows, ci.first_n, ci.nchain, NULL, NULL, NULL);
     LaunchScan ls = { false };
     ir_walk(f, &f->body, loop_visit, &ls);
     Op *gy = NULL;
@@ -257,6 +265,9 @@ static void launch_kernel(Func *f, PassCtx *ctx)
     } else if (ls.triangle) {
         pass_note(ctx, "@%s: the loop's trip count grows with block.x, but the grid is not (X, Y, 1): order kept",
                   f->name);
+    } else if (roles) {
+        pass_note(ctx, "@%s: one tile a block: the key loop takes warp-specialized roles on %s (a persistent grid "
+                  "would carry the roles' rings across tiles; not made)", f->name, pass_target_name(ctx));
     } else if (pass_chain_persistent(&ci, ctx, n, nk) && plain && few_ids) {
         make_persistent(f, gy, ctx->sms, &ids);
         pass_note(ctx, "@%s: persistent: min(%lld, tiles) blocks loop over the tiles (256 rows, %lld x %lld)",
@@ -273,6 +284,14 @@ static void launch_kernel(Func *f, PassCtx *ctx)
         stage = (nk + ci.first_n - 1) / ci.first_n <= (ci.first_k >= 128 ? 32 : 16);
     else
         stage = nk <= 4096;
+    int64_t need = pass_chain_smem(ci.rows, ci.first_n, ci.first_k, true), limit = pass_smem_limit(ctx->target,
+                                                                                                  ctx->smem_per_block);
+    if (stage && roles && need > limit) {   /* the roles' two stages of K and V come first */
+        stage = false;
+        pass_note(ctx, "@%s: the output tile is stored from registers: through shared memory beside Q and two stages "
+                  "of K and V it would take %lld B of the %lld B a block has", f->name, (long long)need,
+                  (long long)limit);
+    }
     Op *st = stage ? output_store(f) : NULL;
     if (st) {
         ir_type(f, st->args[st->nargs - 1])->space = SP_SHARED;

@@ -141,6 +141,29 @@ int64_t pass_chain_smem(int64_t rows, int64_t cols, int64_t d, bool scratch);
  * (one block per SM looping over the tiles) for n query and nk key rows. */
 bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, int64_t nk);
 
+/* ---- warp-specialized roles (warp_specialize.c, warp_specialize_chain.c) ---- */
+
+/* Does ctx's target take warp-specialized roles (wgmma, TMA and
+ * setmaxnreg: sm_90a), in this variant (not the portable one)? */
+bool pass_target_roles(const PassCtx *ctx);
+
+/* How chained products (attention's s = q @ k^T, o += p @ v) split over
+ * consumer warp groups, and what that leaves each consumer thread. */
+typedef struct ChainRoles {
+    int consumers;             /* consumer warp groups: 2 from 128 rows (64 each), else 1 */
+    int prod_regs, cons_regs;  /* setmaxnreg budgets */
+    int64_t s_regs, o_regs, p_regs;  /* f32 registers of S and O, and of P in bf16 pairs, a consumer thread */
+} ChainRoles;
+/* Whether chained products over `rows` accumulator rows, `cols` key
+ * columns and a `d`-wide output take roles on ctx's target: the target
+ * has them (pass_target_roles), the rows split into warp groups of a
+ * multiple of 64, and S, O and P leave the softmax enough of a consumer's
+ * registers. Fills *r (may be NULL); why (may be NULL) gets the reason it
+ * does not, from a. The one rule the tile choice, the launch pass and
+ * warp_specialize read. */
+bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d, ChainRoles *r, Arena *a,
+                      const char **why);
+
 /* One decision line (no trailing newline needed): appended to ctx->remarks
  * as "PASS: line" and to ctx->notes (the --print-after comment block).
  * Either may be NULL. (pipeline.c) */

@@ -28,7 +28,7 @@ const PassInfo tc_pass_table[] = {
     { "double_buffer", pass_double_buffer,
       "stage dot operands and shared loads through S-slot shared ring buffers filled by async copies" },
     { "warp_specialize", pass_warp_specialize,
-      "turn a pipelined loop over a wgmma product into TMA producer and wgmma consumer roles on mbarrier rings" },
+      "turn a pipelined loop over a wgmma product (or two chained: attention) into TMA producer and wgmma consumer roles on mbarrier rings" },
     { "swizzle", pass_swizzle,
       "pick each shared buffer's swizzle or padding from its writers and readers (bank-conflict model)" },
     { "smem_alloc", pass_smem_alloc,

@@ -8,7 +8,10 @@
  * read the TargetInfo, the device facts of the pass options
  * (target.smem-per-block, target.sms) and the dim sizes the caller gave
  * (tilec_options.dims); the measurements behind them are in
- * bench/RESULTS.md.
+ * bench/RESULTS.md. On a target that takes warp-specialized roles
+ * (sm_90a; not the module's portable variant, PassCtx.portable) chained
+ * products get the tiles of the roles' form (choose_roles); the portable
+ * variant and every other target keep the mma.sync rules.
  *
  * Needs: the probe lowering of the kernel (verified IR, before any pass).
  */
@@ -42,10 +45,54 @@ bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, i
            nk >= 1024 && pass_chain_smem(256, ci->first_n, 128, true) <= pass_smem_limit(ctx->target, ctx->smem_per_block);
 }
 
+/* Attention-like kernels on a target that takes warp-specialized roles:
+ * 128 rows (two consumer warp groups of 64) and the widest key block of
+ * 128 or 64 whose S, O and P leave the consumers room for the softmax
+ * (pass_chain_roles, the rule warp_specialize applies) and whose Q and two
+ * stages of K and V fit the block's shared memory. False when none does
+ * (the portable rules below choose). */
+static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t *bm, int64_t *bn, StrBuf *why)
+{
+    int64_t d = ci->first_k, dout = ci->nchain ? ci->nchain : d;
+    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+    Arena *a = arena_new();
+    const char *wide = NULL;
+    bool ok = false;
+    for (int64_t cols = 128; cols >= 64 && !ok; cols /= 2) {
+        ChainRoles r;
+        const char *no = NULL;
+        if (!pass_chain_roles(ctx, 128, cols, dout, &r, a, &no)) {
+            wide = wide ? wide : arena_printf(a, "%lld key columns: %s", (long long)cols, no);
+            continue;
+        }
+        if (pass_chain_smem(128, cols, d, false) > limit) {
+            wide = wide ? wide : arena_printf(a, "%lld key columns: Q and two stages of K and V take %lld B of the "
+                                              "%lld B a block has", (long long)cols,
+                                              (long long)pass_chain_smem(128, cols, d, false), (long long)limit);
+            continue;
+        }
+        ok = true;
+        *bm = 128;
+        *bn = cols;
+        sb_printf(why, "head dim %lld, warp-specialized roles on %s: %lld x %lld (%d consumer warp groups of 64 rows; "
+                  "S, O and P take %lld of the %d registers a consumer thread has)", (long long)d,
+                  pass_target_name(ctx), (long long)*bm, (long long)*bn, r.consumers,
+                  (long long)(r.s_regs + r.o_regs + r.p_regs), r.cons_regs);
+        if (wide)
+            sb_printf(why, "; not %s", wide);
+    }
+    if (!ok)
+        sb_printf(why, "head dim %lld: no warp-specialized roles (%s); ", (long long)d, wide ? wide : "?");
+    arena_free(a);
+    return ok;
+}
+
 /* Attention-like kernels (a product fed by a product). */
 static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f, int64_t *bm, int64_t *bn,
                          StrBuf *why)
 {
+    if (pass_target_roles(ctx) && choose_roles(ci, ctx, bm, bn, why))
+        return;
     int64_t d = ci->first_k;
     int64_t n = pass_dim_size(ctx->dims, f, ci->rows_dim), nk = pass_dim_size(ctx->dims, f, ci->keys_dim);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);

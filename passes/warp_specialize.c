@@ -1,8 +1,11 @@
 /* warp_specialize.c - the warp_specialize pass: a pipelined loop over one
- * wgmma product becomes two roles of a `ws` that meet only on mbarrier
- * rings. A producer warp group fills the ring's slots with TMA copies; the
- * consumer warp groups wait for each slot, run the product asynchronously
- * and release the slot, then run the kernel's epilogue.
+ * wgmma product, or over two chained ones (attention:
+ * warp_specialize_chain.c, whose header has that form), becomes two roles
+ * of a `ws` that meet only on mbarrier rings. A producer warp group fills
+ * the ring's slots with TMA copies; the consumer warp groups wait for each
+ * slot, run the product asynchronously and release the slot, then run the
+ * kernel's epilogue. Below: the rules for one product, and those both
+ * forms share (the target, the windows, the stages).
  *
  * Needs: verified IR after mma_select and double_buffer. It fires only on
  * a target with wgmma, TMA and setmaxnreg (TargetInfo.mma & TC_MMA_WGMMA,
@@ -49,7 +52,7 @@
  *    block's shared memory (the target's, or target.smem-per-block) less
  *    the other buffers and the epilogue's staging (a tile declared shared
  *    and stored leaves through shared memory); a stage is its slots and
- *    its two mbarriers.
+ *    its two mbarriers (four for chained products: a ring pair each).
  *
  * Guarantees: results are unchanged for any trip count (0, 1, fewer than
  * S, many): the interpreter gives bit-identical output. The loop becomes
@@ -75,8 +78,10 @@
  * count; swizzle gives the buffers descriptor modes, smem_alloc places the
  * rings, schedule gives the block 4 warps per warp group.
  *
- * This file is the driver (which loops, the decisions, the report); the
- * rewrite is warp_specialize_roles.c (shared: warp_specialize_int.h).
+ * This file is the driver (which loops, which form, the decisions, the
+ * report for one product); the rewrite of one product and the builders
+ * both forms use are warp_specialize_roles.c; chained products are
+ * warp_specialize_chain.c (shared: warp_specialize_int.h).
  */
 #include "warp_specialize_int.h"
 #include "smem_model.h"
@@ -98,8 +103,13 @@ static const char *lacks(Arena *a, const TargetInfo *t)
     return s;
 }
 
-/* The tensor a copy reads, by its source name. */
-static const char *copied(const Func *f, const Op *copy)
+bool pass_target_roles(const PassCtx *ctx)
+{
+    const TargetInfo *t = ctx->target;
+    return !ctx->portable && t && (t->mma & TC_MMA_WGMMA) && t->tma && t->setmaxnreg;
+}
+
+const char *ws_copied(const Func *f, const Op *copy)
 {
     const char *n = ir_val(f, copy->args[2])->name;
     return n ? n : "?";
@@ -165,31 +175,34 @@ static bool is_operand_copy(const WsLoop *W, const Op *op)
     return op->code == OP_ASYNC_COPY && (op->args[0] == W->opnd[0].buf || op->args[0] == W->opnd[1].buf);
 }
 
-/* Every op of the body is the product, its reads, or ring bookkeeping. */
-static const Op *stray_op(const WsLoop *W)
+/* The first op of b (the body, or an arm of an IF in it, `depth` IFs
+ * down) that is not a product, an operand's read, pure work (no product)
+ * or the ring's bookkeeping (its copies in the body or one IF down, waits,
+ * commits, barriers); NULL when there is none. */
+static const Op *stray_in(const WsLoop *W, const Block *b, int depth)
 {
-    const Block *b = &W->loop->regions[0];
     for (int i = 0; i < b->nops; i++) {
         const Op *op = b->ops[i];
-        bool pure = (op_info[op->code].flags & OPF_PURE) && !op->nregions;
-        bool ok = pure || op == W->dot || is_operand_read(W, op) || is_operand_copy(W, op) ||
-                  op->code == OP_ASYNC_WAIT || op->code == OP_ASYNC_COMMIT || op->code == OP_BARRIER ||
-                  op->code == OP_YIELD;
-        for (int g = 0; op->code == OP_IF && g < 2; g++) {
-            ok = true;
-            for (int k = 0; k < op->regions[g].nops && ok; k++) {
-                const Op *o = op->regions[g].ops[k];
-                ok = is_operand_copy(W, o) || o->code == OP_YIELD ||
-                     ((op_info[o->code].flags & OPF_PURE) && !o->nregions);
+        if (op->code == OP_IF) {
+            for (int g = 0; g < 2; g++) {
+                const Op *s = stray_in(W, &op->regions[g], depth + 1);
+                if (s)
+                    return s;
             }
-            if (!ok)
-                return op->regions[g].ops[0];
+            continue;
         }
+        bool pure = (op_info[op->code].flags & OPF_PURE) && !op->nregions && op->code != OP_DOT;
+        bool top = depth == 0;
+        bool ok = pure || op->code == OP_YIELD || (depth <= 1 && is_operand_copy(W, op)) ||
+                  (top && (op == W->dots[0] || op == W->dots[1] || is_operand_read(W, op) ||
+                           op->code == OP_ASYNC_WAIT || op->code == OP_ASYNC_COMMIT || op->code == OP_BARRIER));
         if (!ok)
             return op;
     }
     return NULL;
 }
+
+const Op *ws_stray_op(const WsLoop *W) { return stray_in(W, &W->loop->regions[0], 0); }
 
 typedef struct BufUse { ValId buf; bool copies_ok, stray; } BufUse;
 
@@ -204,8 +217,7 @@ static bool buf_use_visit(Func *f, Op *op, void *ctx)
     return !u->stray;
 }
 
-/* Is buf used outside the loop other than by copies before it (the prologue)? */
-static bool buffer_elsewhere(const WsLoop *W, ValId buf)
+bool ws_buffer_elsewhere(const WsLoop *W, ValId buf)
 {
     Block *top = &W->f->body;
     int at = ir_block_index_of(top, W->loop);
@@ -237,22 +249,30 @@ static bool wait_after_prologue(const WsLoop *W)
     return false;
 }
 
-/* Operand i of the product: an SMEM_LOAD of a ring buffer refilled in the body. */
-static const char *find_operand(WsLoop *W, int i)
+const char *ws_find_operand(WsLoop *W, int i, Op *dot, int arg)
 {
     Block *body = &W->loop->regions[0];
-    const Op *rd = ir_val(W->f, W->dot->args[i])->def;
+    const Op *rd = ir_val(W->f, dot->args[arg])->def;
+    Op *tr = NULL;
+    if (W->chain && rd && rd->code == OP_TRANS && rd->parent == body) {
+        tr = (Op *)rd;
+        rd = ir_val(W->f, rd->args[0])->def;
+    }
+    const char *which = W->chain ? (W->dots[0] == dot ? "first product's" : "second product's") : "product's";
     if (!rd || rd->code != OP_SMEM_LOAD || rd->parent != body)
-        return arena_printf(W->f->mod->arena, "its product's %s operand is not read from a ring buffer of the loop",
-                            i ? "B" : "A");
+        return arena_printf(W->f->mod->arena, "its %s %s operand is not read from a ring buffer of the loop", which,
+                            arg ? "B" : "A");
     WsOperand *o = &W->opnd[i];
     o->buf = rd->args[0];
     o->read = (Op *)rd;
+    o->trans = tr;
+    o->dot = dot;
     Op *guard = NULL;
     o->copy = find_copy(body, o->buf, &guard);
+    o->guard = guard;
     if (!o->copy)
-        return arena_printf(W->f->mod->arena, "its product's %s operand's buffer is not refilled by one copy in "
-                            "the loop", i ? "B" : "A");
+        return arena_printf(W->f->mod->arena, "its %s %s operand's buffer is not refilled by one copy in the loop", which,
+                            arg ? "B" : "A");
     ValId ahead = fetched(W, guard);
     if (!ahead || (W->ahead && ahead != W->ahead))
         return "its copies are not the guarded prefetch double_buffer makes";
@@ -262,12 +282,11 @@ static const char *find_operand(WsLoop *W, int i)
     return NULL;
 }
 
-/* Why the window of operand i cannot be a TMA box (NULL: it can). */
-static const char *tma_problem(const WsLoop *W, int i, Arena *a)
+const char *ws_tma_problem(const WsLoop *W, const WsOperand *o, Arena *a)
 {
-    const Op *c = W->opnd[i].copy;
-    const Type *tt = ir_type(W->f, c->args[2]), *st = ir_type(W->f, W->opnd[i].read->res[0]);
-    const char *name = copied(W->f, c);
+    const Op *c = o->copy;
+    const Type *tt = ir_type(W->f, c->args[2]), *st = ir_type(W->f, o->read->res[0]);
+    const char *name = ws_copied(W->f, c);
     int eb = dtype_bits((DType)st->dtype) / 8;
     if (tt->rank > WS_MAX_RANK)
         return arena_printf(a, "%s has %d dims (a TMA tensor map takes at most %d)", name, tt->rank, WS_MAX_RANK);
@@ -287,63 +306,104 @@ static const char *tma_problem(const WsLoop *W, int i, Arena *a)
     return NULL;
 }
 
-/* The loop's product, operands and drain; why not, or NULL. */
+void ws_mark_loop(WsLoop *W, Arena *a)
+{
+    W->in_loop = arena_alloc(a, sizeof(bool) * (W->f->nvals + 1));
+    memset(W->in_loop, 0, sizeof(bool) * (W->f->nvals + 1));
+    mark_visit(W->f, W->loop, W->in_loop);
+    ir_walk(W->f, &W->loop->regions[0], mark_visit, W->in_loop);
+}
+
+const char *ws_find_drain(WsLoop *W)
+{
+    Block *top = &W->f->body;
+    int at = ir_block_index_of(top, W->loop);
+    Op *w = at + 1 < top->nops ? top->ops[at + 1] : NULL;
+    Op *b = at + 2 < top->nops ? top->ops[at + 2] : NULL;
+    if (!w || w->code != OP_ASYNC_WAIT || w->iattr[0] != 0 || !b || b->code != OP_BARRIER)
+        return "no cp.async drain follows it";
+    W->drain[0] = w, W->drain[1] = b;
+    return NULL;
+}
+
+const char *ws_rings_problem(const WsLoop *W, Arena *a)
+{
+    for (int i = 0; i < WS_OPERANDS; i++) {
+        for (int k = 1; k < W->opnd[i].copy->nargs - 2; k++)
+            if (!ws_offset_ok(W, W->opnd[i].copy->args[2 + k], 0))
+                return "its copies' offsets depend on more than the iteration they fetch";
+        if (ws_buffer_elsewhere(W, W->opnd[i].buf))
+            return "its ring buffers are used outside the loop and its prologue";
+        const char *why = ws_tma_problem(W, &W->opnd[i], a);
+        if (why)
+            return why;
+    }
+    return NULL;
+}
+
+/* The loop's one product, its operands and drain; why not, or NULL. */
 static const char *match_loop(WsLoop *W, Arena *a)
 {
     Func *f = W->f;
     Op *fo = W->loop;
     Block *body = &fo->regions[0];
-    if (fo->parent != &f->body)
-        return "it is not at the kernel's top level (roles do not nest)";
     if (fo->nres != 1)
-        return arena_printf(a, "it carries %d values (roles take a loop that carries only the accumulator)", fo->nres);
-    int ndots = 0;
-    for (int i = 0; i < body->nops; i++)
-        if (body->ops[i]->code == OP_DOT)
-            W->dot = body->ops[i], ndots++;
-    if (ndots != 1)
-        return arena_printf(a, "its body holds %d products (roles take one)", ndots);
+        return arena_printf(a, "it carries %d values (roles take a loop over one product that carries only the "
+                            "accumulator)", fo->nres);
     const Op *y = ir_block_yield(body);
     if (W->dot->args[2] != body->args[1] || !y || y->args[0] != W->dot->res[0])
         return "its product does not accumulate into the carried value";
-    if (W->dot->iattr[0] == MMA_NONE)
-        return "its product has no tensor-core instruction (mma_select says why)";
-    if (W->dot->iattr[0] != MMA_WGMMA)
-        return arena_printf(a, "its product runs on %s (mma_select says why)", mma_names[W->dot->iattr[0]]);
     for (int i = 0; i < WS_OPERANDS; i++) {
-        const char *why = find_operand(W, i);
+        const char *why = ws_find_operand(W, i, W->dot, i);
         if (why)
             return why;
     }
     if (W->opnd[0].buf == W->opnd[1].buf)
         return "both operands read one buffer";
-    const Op *stray = stray_op(W);
+    const Op *stray = ws_stray_op(W);
     if (stray)
         return arena_printf(a, "its body does more than feed the product ('%s' at %s)", op_info[stray->code].name,
                             pass_loc_str(a, f, stray->loc));
-    W->in_loop = arena_alloc(a, sizeof(bool) * (f->nvals + 1));
-    memset(W->in_loop, 0, sizeof(bool) * (f->nvals + 1));
-    mark_visit(f, fo, W->in_loop);
-    ir_walk(f, body, mark_visit, W->in_loop);
-    for (int i = 0; i < WS_OPERANDS; i++) {
-        for (int k = 1; k < W->opnd[i].copy->nargs - 2; k++)
-            if (!ws_offset_ok(W, W->opnd[i].copy->args[2 + k], 0))
-                return "its copies' offsets depend on more than the iteration they fetch";
-        if (buffer_elsewhere(W, W->opnd[i].buf))
-            return "its ring buffers are used outside the loop and its prologue";
-        const char *why = tma_problem(W, i, a);
+    ws_mark_loop(W, a);
+    const char *why = ws_rings_problem(W, a);
+    if (why)
+        return why;
+    if (wait_after_prologue(W))
+        return "a wait between its prologue and the loop counts the prologue's copy groups";
+    return ws_find_drain(W);
+}
+
+/* Why a product cannot run in the roles (NULL: it can). */
+static const char *product_problem(const Op *dot, Arena *a, const char *which)
+{
+    if (dot->iattr[0] == MMA_NONE)
+        return arena_printf(a, "its %s has no tensor-core instruction (mma_select says why)", which);
+    if (dot->iattr[0] != MMA_WGMMA)
+        return arena_printf(a, "its %s runs on %s (mma_select says why)", which, mma_names[dot->iattr[0]]);
+    return NULL;
+}
+
+/* Which form the loop has (one product, or two chained), and whether it
+ * qualifies; why not, or NULL. */
+static const char *match(WsLoop *W, Arena *a)
+{
+    Block *body = &W->loop->regions[0];
+    if (W->loop->parent != &W->f->body)
+        return "it is not at the kernel's top level (roles do not nest)";
+    int ndots = 0;
+    for (int i = 0; i < body->nops; i++)
+        if (body->ops[i]->code == OP_DOT && ndots++ < 2)
+            W->dots[ndots - 1] = body->ops[i];
+    if (ndots < 1 || ndots > 2)
+        return arena_printf(a, "its body holds %d products (roles take one, or two chained)", ndots);
+    W->dot = W->dots[0];
+    for (int i = 0; i < ndots; i++) {
+        const char *why = product_problem(W->dots[i], a, ndots == 1 ? "product" : i ? "second product" :
+                                          "first product");
         if (why)
             return why;
     }
-    if (wait_after_prologue(W))
-        return "a wait between its prologue and the loop counts the prologue's copy groups";
-    int at = ir_block_index_of(&f->body, fo);
-    Op *w = at + 1 < f->body.nops ? f->body.ops[at + 1] : NULL;
-    Op *b = at + 2 < f->body.nops ? f->body.ops[at + 2] : NULL;
-    if (!w || w->code != OP_ASYNC_WAIT || w->iattr[0] != 0 || !b || b->code != OP_BARRIER)
-        return "no cp.async drain follows it";
-    W->drain[0] = w, W->drain[1] = b;
-    return NULL;
+    return ndots == 1 ? match_loop(W, a) : ws_chain_match(W, a);
 }
 
 /* ---- decisions ---- */
@@ -404,10 +464,11 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
         for (int g = 0; g < f->body.ops[i]->nregions; g++)
             ir_walk(f, &f->body.ops[i]->regions[g], staging_visit, &staging);
     }
-    Other other = { W, 0 };
+    Other other = { W, W->chain ? WS_MBAR_BYTES : 0 };   /* chains: the once-loaded operand's barrier */
     ir_walk(f, &f->body, other_visit, &other);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
-    int64_t budget = limit - staging - other.bytes, stage = W->stage_bytes + 2 * WS_MBAR_BYTES;
+    int rings = W->chain ? 2 : 1;   /* a full and an empty ring each: one for both operands, or one per operand */
+    int64_t budget = limit - staging - other.bytes, stage = W->stage_bytes + 2 * rings * WS_MBAR_BYTES;
     int64_t fit = budget > 0 ? budget / stage : 0;
     int hint = (int)W->loop->iattr[0];
     int s = hint > 0 ? hint : WS_MAX_STAGES;
@@ -431,9 +492,8 @@ static void report(PassCtx *ctx, const WsLoop *W, const char *at, const char *st
     const Type *acc = ir_type(f, W->dot->res[0]);
     int64_t regs = WG_THREADS * ((int64_t)W->prod_regs + (int64_t)W->consumers * W->cons_regs);
     pass_note(ctx, "@%s: loop at %s: warp-specialized: 1 producer warp group (TMA), %d consumer warp group%s (wgmma, "
-              "%lld of the %lld accumulator rows each: %s than %d rows)", f->name, at, W->consumers,
-              W->consumers > 1 ? "s" : "", (long long)(acc->shape[0] / W->consumers), (long long)acc->shape[0],
-              W->consumers > 1 ? "no fewer" : "fewer", WS_TWO_GROUPS_ROWS);
+              "%lld of the %lld accumulator rows each)", f->name, at, W->consumers, W->consumers > 1 ? "s" : "",
+              (long long)(acc->shape[0] / W->consumers), (long long)acc->shape[0]);
     pass_note(ctx, "@%s: loop at %s: registers %d / %d (%lld accumulator f32 a consumer thread%s; %lld of %d a block)",
               f->name, at, W->prod_regs, W->cons_regs, (long long)W->acc_regs,
               W->consumers == 1 ? ", one consumer warp group" : W->acc_regs >= 208 ? ", 208 or more" : ", below 208",
@@ -441,7 +501,7 @@ static void report(PassCtx *ctx, const WsLoop *W, const char *at, const char *st
     pass_note(ctx, "@%s: loop at %s: %d stage%s (%s); %s %lld B + %s %lld B a stage in TMA boxes; rings full and empty "
               "of %d mbarriers (count 1: the producer's expect, one release by the consumers); the cp.async prologue, "
               "prefetch and drain removed", f->name, at, W->stages, W->stages == 1 ? "" : "s", stages_why,
-              copied(f, W->opnd[0].copy), (long long)W->opnd[0].slot_bytes, copied(f, W->opnd[1].copy),
+              ws_copied(f, W->opnd[0].copy), (long long)W->opnd[0].slot_bytes, ws_copied(f, W->opnd[1].copy),
               (long long)W->opnd[1].slot_bytes, W->stages);
 }
 
@@ -488,9 +548,9 @@ static void run_func(PassCtx *ctx, Func *f)
         else if (done)
             why = "the kernel has warp-specialized roles already";
         if (!why)
-            why = match_loop(&W, a);
+            why = match(&W, a);
         if (!why)
-            why = decide_roles(&W, a);
+            why = W.chain ? ws_chain_roles(ctx, &W, a) : decide_roles(&W, a);
         if (why) {
             pass_note(ctx, "@%s: loop at %s keeps its cp.async ring: %s", f->name, at, why);
             continue;
@@ -498,9 +558,14 @@ static void run_func(PassCtx *ctx, Func *f)
         W.stage_bytes = W.opnd[0].slot_bytes + W.opnd[1].slot_bytes;
         StrBuf sw = { 0 };
         decide_stages(ctx, &W, &sw);
-        report(ctx, &W, at, sw.buf);
+        if (W.chain) {
+            ws_chain_report(ctx, &W, at, sw.buf);
+            ws_chain_rewrite(&W);
+        } else {
+            report(ctx, &W, at, sw.buf);
+            ws_rewrite(&W);
+        }
         sb_free(&sw);
-        ws_rewrite(&W);
         done = true;
     }
     arena_free(a);

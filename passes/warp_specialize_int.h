@@ -1,12 +1,15 @@
 /* warp_specialize_int.h - what the files of the warp_specialize pass share:
  * warp_specialize.c (the driver: which loops qualify, the decisions and
- * the report) and warp_specialize_roles.c (the rewrite into roles). The
- * pass rebuilds the ring double_buffer made, so it uses that pass's
+ * the report for one product), warp_specialize_chain.c (the same for
+ * chained products, and their rewrite) and warp_specialize_roles.c (the
+ * rewrite of one product into roles, and the builders both rewrites use).
+ * The pass rebuilds the ring double_buffer made, so it uses that pass's
  * builders and helpers too (double_buffer_int.h).
  */
 #ifndef TILEC_WARP_SPECIALIZE_INT_H
 #define TILEC_WARP_SPECIALIZE_INT_H
 
+#include "clone.h"
 #include "double_buffer_int.h"
 
 enum {
@@ -18,14 +21,21 @@ enum {
     WS_REG_HEADROOM = 16,      /* consumer registers beyond the accumulator (addresses, descriptors, the loop) */
     WS_NAMED_BAR = 1,          /* the id of a barrier the consumer role keeps (0 is the block's) */
     WS_MBAR_BYTES = 8,
+    WS_CHAIN_HEADROOM = 64,    /* consumer registers beyond S, O and P (the softmax's temporaries and row
+                                  statistics, addresses, descriptors) */
 };
 
 /* One staged operand of the product: a ring buffer double_buffer made. */
 typedef struct WsOperand {
     ValId buf;                 /* the SMEM_ALLOC result */
     Op *copy;                  /* the ASYNC_COPY refilling it in the loop's body */
+    Op *guard;                 /* the IF around it (the prefetch's `< hi`), or NULL */
     Op *read;                  /* the SMEM_LOAD the product reads */
     int64_t slot_bytes;
+    /* chained products: */
+    Op *trans;                 /* a TRANS between the read and the product (k^T), or NULL */
+    Op *dot;                   /* the product it feeds */
+    ValId full, empty;         /* its own rings (the rewrite's) */
 } WsOperand;
 
 /* A loop that qualifies, and what the pass decided for it. */
@@ -42,7 +52,44 @@ typedef struct WsLoop {
     int64_t acc_regs;          /* accumulator f32 registers per consumer thread */
     int stages;
     int64_t stage_bytes;       /* the operands' slots */
+    /* chained products (warp_specialize_chain.c): opnd[0] feeds the first
+     * product (K), opnd[1] the second (V) */
+    bool chain;
+    Op *dots[2];               /* s = q @ k^T, o = p @ v + o */
+    WsOperand once;            /* the operand read from a 1-slot buffer filled once before the loop (Q) */
+    ChainRoles roles;
 } WsLoop;
+
+/* warp_specialize.c */
+/* Operand `arg` (0 = A, 1 = B) of product dot as ring operand i: an
+ * SMEM_LOAD (through a TRANS for chains) of a buffer refilled in the body
+ * by the guarded prefetch; why not, or NULL. */
+const char *ws_find_operand(WsLoop *W, int i, Op *dot, int arg);
+/* Why the window of ring operand i cannot be a TMA box (NULL: it can). */
+const char *ws_tma_problem(const WsLoop *W, const WsOperand *o, Arena *a);
+/* The first op of the body that is not a product, an operand's read,
+ * pure work or the ring's bookkeeping; NULL when there is none. */
+const Op *ws_stray_op(const WsLoop *W);
+/* Is buf used outside the loop other than by copies before it (the prologue)? */
+bool ws_buffer_elsewhere(const WsLoop *W, ValId buf);
+/* Why a ring operand's copy cannot become the producer's TMA (offsets of
+ * more than the fetched iteration, its buffer used elsewhere, a window TMA
+ * cannot take); NULL: none. Needs W->in_loop. */
+const char *ws_rings_problem(const WsLoop *W, Arena *a);
+/* Marks W->in_loop: the values the loop defines. */
+void ws_mark_loop(WsLoop *W, Arena *a);
+/* The tensor a copy reads, by its source name. */
+const char *ws_copied(const Func *f, const Op *copy);
+/* The drain (async_wait {0}, barrier) right after the loop; why not, or NULL. */
+const char *ws_find_drain(WsLoop *W);
+
+/* warp_specialize_chain.c */
+/* A loop of two chained products; why not, or NULL (W->chain set). */
+const char *ws_chain_match(WsLoop *W, Arena *a);
+/* Consumer warp groups and registers (pass_chain_roles); why not, or NULL. */
+const char *ws_chain_roles(const PassCtx *ctx, WsLoop *W, Arena *a);
+void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *stages_why);
+void ws_chain_rewrite(WsLoop *W);
 
 /* warp_specialize_roles.c */
 /* Does v depend only on the fetched iteration and values from outside the loop? */
@@ -51,5 +98,30 @@ bool ws_offset_ok(const WsLoop *W, ValId v, int depth);
 bool ws_prologue_stage(const WsLoop *W, const Op *op);
 /* The loop into roles (warp_specialize.c's header has the form). */
 void ws_rewrite(WsLoop *W);
+
+/* The builders both rewrites use (warp_specialize_roles.c). */
+typedef struct WsTrip { ValId slot, phase; } WsTrip;
+/* Trips of the loop: (hi - lo + step - 1) / step (<= 0: none). */
+ValId ws_trip_count(Builder *b, const Op *fo, ValId c1);
+/* A ring of `stages` mbarriers of count 1. */
+ValId ws_new_ring(Builder *b, int stages, const char *name);
+/* for c0, trips, c1 carrying inits[0..n) in block dst; returns the FOR. */
+Op *ws_role_loop(Func *f, Block *dst, Loc loc, const ValId bounds[3], const ValId *inits, int n);
+/* slot = it mod S, phase = (it div S) & 1: what the protocol checker reads. */
+WsTrip ws_trip_of(Builder *b, ValId it, ValId cs, ValId c1);
+/* The original loop's induction value in trip it: lo + it * step. */
+ValId ws_iv_of(Builder *b, const Op *fo, ValId it);
+/* mbar_wait ring, slot, phase / mbar_expect, mbar_arrive ring, slot. */
+Op *ws_ring_op(Builder *b, OpCode c, ValId ring, ValId slot, ValId phase);
+/* A tma_load of copy's window into buf[slot], completing on full[slot];
+ * the offsets through the map (the fetched iteration's, cloned into b). */
+void ws_emit_tma(const WsLoop *W, Builder *b, ValMap *m, const Op *copy, ValId buf, ValId slot, ValId full);
+/* Move the ops after the drain into the consumer role (barriers become
+ * the consumers' named barrier, or go). */
+void ws_move_epilogue(WsLoop *W, Block *role);
+/* Remove the loop's prologue, the loop and its drain (chains: also the
+ * once-loaded operand's copy and the cp.async waits and commits before
+ * the loop), then the pure ops only they used. */
+void ws_remove_ring(WsLoop *W);
 
 #endif

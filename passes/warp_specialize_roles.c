@@ -2,7 +2,6 @@
  * driver (warp_specialize.c, whose header has the form) accepted becomes a
  * ws of a TMA producer and wgmma consumers on a full and an empty ring.
  */
-#include "clone.h"
 #include "warp_specialize_int.h"
 
 #include <string.h>
@@ -46,16 +45,15 @@ static bool const_is(const Func *f, ValId v, int64_t k)
     return d && d->code == OP_CONST && ir_type(f, v)->kind == TY_SCALAR && d->iattr[0] == k;
 }
 
-/* Trips of `for lo, hi, step`: (hi - lo + step - 1) / step (<= 0: none). */
-static ValId trip_count(Builder *b, const Op *fo, ValId c1)
+ValId ws_trip_count(Builder *b, const Op *fo, ValId c1)
 {
     if (const_is(b->f, fo->args[0], 0) && const_is(b->f, fo->args[2], 1))
         return fo->args[1];
-    ValId span = bin(b, OP_SUB, fo->args[1], fo->args[0]);
+    ValId span = const_is(b->f, fo->args[0], 0) ? fo->args[1] : bin(b, OP_SUB, fo->args[1], fo->args[0]);
     return bin(b, OP_DIV, bin(b, OP_SUB, bin(b, OP_ADD, span, fo->args[2]), c1), fo->args[2]);
 }
 
-static ValId new_ring(Builder *b, int stages, const char *name)
+ValId ws_new_ring(Builder *b, int stages, const char *name)
 {
     int64_t s = stages;
     Type t = type_tile(DT_MBAR, 1, &s, SP_SHARED);
@@ -66,33 +64,42 @@ static ValId new_ring(Builder *b, int stages, const char *name)
     return op->res[0];
 }
 
-/* for c0, trips, c1 [, init] in block dst; returns the FOR. */
-static Op *role_loop(Func *f, Block *dst, Loc loc, const ValId bounds[3], ValId init)
+Op *ws_role_loop(Func *f, Block *dst, Loc loc, const ValId bounds[3], const ValId *inits, int n)
 {
-    ValId args[4] = { bounds[0], bounds[1], bounds[2], init };
+    ValId *args = arena_alloc(f->mod->arena, sizeof(ValId) * (size_t)(3 + n));
+    Type *ts = arena_alloc(f->mod->arena, sizeof(Type) * (size_t)(n + 1));
+    memcpy(args, bounds, sizeof(ValId) * 3);
+    for (int i = 0; i < n; i++) {
+        args[3 + i] = inits[i];
+        ts[i] = *ir_type(f, inits[i]);
+    }
     Builder b = ir_builder_at_end(f, dst);
     b.loc = loc;
-    Type t = init ? *ir_type(f, init) : type_scalar(DT_I32);
-    Op *fo = ir_build(&b, OP_FOR, args, init ? 4 : 3, &t, init ? 1 : 0);
+    Op *fo = ir_build(&b, OP_FOR, args, 3 + n, ts, n);
     ir_block_add_arg(f, &fo->regions[0], type_scalar(DT_I32), NULL);
-    if (init)
-        ir_block_add_arg(f, &fo->regions[0], t, NULL);
+    for (int i = 0; i < n; i++)
+        ir_block_add_arg(f, &fo->regions[0], ts[i], NULL);
     return fo;
 }
 
-typedef struct Trip { ValId slot, phase; } Trip;
-
-/* slot = it mod S, phase = (it div S) & 1: what the protocol checker reads. */
-static Trip trip_of(Builder *b, ValId it, ValId cs, ValId c1)
+WsTrip ws_trip_of(Builder *b, ValId it, ValId cs, ValId c1)
 {
-    Trip t = { bin(b, OP_REM, it, cs), 0 };
+    WsTrip t = { bin(b, OP_REM, it, cs), 0 };
     t.phase = bin(b, OP_AND, bin(b, OP_DIV, it, cs), c1);
     return t;
 }
 
-static Op *op3(Builder *b, OpCode c, ValId x, ValId y, ValId z)
+ValId ws_iv_of(Builder *b, const Op *fo, ValId it)
 {
-    ValId a[3] = { x, y, z };
+    if (const_is(b->f, fo->args[0], 0) && const_is(b->f, fo->args[2], 1))
+        return it;
+    ValId scaled = const_is(b->f, fo->args[2], 1) ? it : bin(b, OP_MUL, it, fo->args[2]);
+    return const_is(b->f, fo->args[0], 0) ? scaled : bin(b, OP_ADD, fo->args[0], scaled);
+}
+
+Op *ws_ring_op(Builder *b, OpCode c, ValId ring, ValId slot, ValId phase)
+{
+    ValId a[3] = { ring, slot, phase };
     return build0(b, c, a, c == OP_MBAR_WAIT ? 3 : 2);
 }
 
@@ -109,12 +116,11 @@ static ValId clone_offset(const WsLoop *W, ValMap *m, Block *dst, ValId v)
     return pass_valmap_get(m, v);
 }
 
-static void emit_tma(const WsLoop *W, Builder *b, ValMap *m, int i, ValId slot, ValId full)
+void ws_emit_tma(const WsLoop *W, Builder *b, ValMap *m, const Op *c, ValId buf, ValId slot, ValId full)
 {
-    const Op *c = W->opnd[i].copy;
     int n = c->nargs + 2;
     ValId *args = arena_alloc(W->f->mod->arena, sizeof(ValId) * (size_t)n);
-    args[0] = W->opnd[i].buf, args[1] = slot, args[2] = full, args[3] = slot, args[4] = c->args[2];
+    args[0] = buf, args[1] = slot, args[2] = full, args[3] = slot, args[4] = c->args[2];
     for (int k = 3; k < c->nargs; k++)
         args[2 + k] = clone_offset(W, m, b->blk, c->args[k]);
     Loc saved = b->loc;
@@ -129,20 +135,18 @@ static void fill_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId c
 {
     Func *f = W->f;
     Op *fo = W->loop;
-    Op *pf = role_loop(f, role, fo->loc, bounds, 0);
+    Op *pf = ws_role_loop(f, role, fo->loc, bounds, NULL, 0);
     Builder b = ir_builder_at_end(f, &pf->regions[0]);
     b.loc = fo->loc;
     ValId it = pf->regions[0].args[0], c1 = bounds[2];
-    Trip t = trip_of(&b, it, cs, c1);
-    op3(&b, OP_MBAR_WAIT, empty, t.slot, bin(&b, OP_XOR, t.phase, c1));
-    op3(&b, OP_MBAR_EXPECT, full, t.slot, 0)->iattr[0] = W->stage_bytes;
-    ValId iv = it;   /* the original loop's induction value of trip it */
-    if (!const_is(f, fo->args[0], 0) || !const_is(f, fo->args[2], 1))
-        iv = bin(&b, OP_ADD, fo->args[0], bin(&b, OP_MUL, it, fo->args[2]));
+    WsTrip t = ws_trip_of(&b, it, cs, c1);
+    ws_ring_op(&b, OP_MBAR_WAIT, empty, t.slot, bin(&b, OP_XOR, t.phase, c1));
+    ws_ring_op(&b, OP_MBAR_EXPECT, full, t.slot, 0)->iattr[0] = W->stage_bytes;
+    ValId iv = ws_iv_of(&b, fo, it);   /* the original loop's induction value of trip it */
     ValMap m = pass_valmap_new(f, f->mod->arena);
     pass_valmap_set(&m, W->ahead, iv);
     for (int i = 0; i < WS_OPERANDS; i++)
-        emit_tma(W, &b, &m, i, t.slot, full);
+        ws_emit_tma(W, &b, &m, W->opnd[i].copy, W->opnd[i].buf, t.slot, full);
     build0(&b, OP_YIELD, NULL, 0);
 }
 
@@ -151,12 +155,12 @@ static Op *fill_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs
 {
     Func *f = W->f;
     Op *fo = W->loop, *dot = W->dot;
-    Op *cf = role_loop(f, role, fo->loc, bounds, fo->args[3]);
+    Op *cf = ws_role_loop(f, role, fo->loc, bounds, &fo->args[3], 1);
     Block *body = &cf->regions[0];
     Builder b = ir_builder_at_end(f, body);
     b.loc = fo->loc;
-    Trip t = trip_of(&b, body->args[0], cs, bounds[2]);
-    op3(&b, OP_MBAR_WAIT, full, t.slot, t.phase);
+    WsTrip t = ws_trip_of(&b, body->args[0], cs, bounds[2]);
+    ws_ring_op(&b, OP_MBAR_WAIT, full, t.slot, t.phase);
     ValId ops[3] = { 0, 0, body->args[1] };
     for (int i = 0; i < WS_OPERANDS; i++) {
         ValId a[2] = { W->opnd[i].buf, t.slot };
@@ -170,7 +174,7 @@ static Op *fill_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs
     Op *dw = ir_build(&b, OP_DOT_WAIT, da->res, 1, &acc, 1);
     dw->iattr[0] = 0;
     b.loc = fo->loc;
-    op3(&b, OP_MBAR_ARRIVE, empty, t.slot, 0);
+    ws_ring_op(&b, OP_MBAR_ARRIVE, empty, t.slot, 0);
     build0(&b, OP_YIELD, dw->res, 1);
     return cf;
 }
@@ -218,10 +222,10 @@ static void named_bars(Func *f, Op *op, int *consumers)
         ir_walk(f, &op->regions[g], to_named_bar, consumers);
 }
 
-/* Move the ops after the drain into the consumer role: a barrier there
- * syncs the consumers only (a named barrier over their threads), and one
- * with no shared access after it in the role is dropped. */
-static void move_epilogue(WsLoop *W, Block *role)
+/* A barrier among the moved ops syncs the consumers only (a named barrier
+ * over their threads), and one with no shared access after it in the role
+ * is dropped. */
+void ws_move_epilogue(WsLoop *W, Block *role)
 {
     Func *f = W->f;
     Block *top = &f->body;
@@ -240,9 +244,15 @@ static void move_epilogue(WsLoop *W, Block *role)
     }
 }
 
-/* Remove the loop's prologue (guarded copies and their commits), the loop
- * and its drain, then the pure ops only they used. */
-static void remove_ring(WsLoop *W)
+/* Chains: the once-loaded operand's copy, and every cp.async commit and
+ * wait before the loop (the match saw no other copies), each wait with
+ * the barrier that publishes its copies. */
+static bool chain_bookkeeping(const WsLoop *W, const Op *op)
+{
+    return W->chain && (op == W->once.copy || op->code == OP_ASYNC_COMMIT || op->code == OP_ASYNC_WAIT);
+}
+
+void ws_remove_ring(WsLoop *W)
 {
     Func *f = W->f;
     Block *top = &f->body;
@@ -251,7 +261,14 @@ static void remove_ring(WsLoop *W)
     int at = ir_block_index_of(top, W->loop);
     ir_block_remove(top, at);
     for (int i = at - 1; i >= 0; i--) {
-        if (!ws_prologue_stage(W, top->ops[i]))
+        Op *op = top->ops[i];
+        if (chain_bookkeeping(W, op)) {
+            if (op->code == OP_ASYNC_WAIT && i + 1 < top->nops && top->ops[i + 1]->code == OP_BARRIER)
+                ir_block_remove(top, i + 1);
+            ir_block_remove(top, i);
+            continue;
+        }
+        if (!ws_prologue_stage(W, op))
             continue;
         if (i + 1 < top->nops && top->ops[i + 1]->code == OP_ASYNC_COMMIT)
             ir_block_remove(top, i + 1);
@@ -265,16 +282,16 @@ void ws_rewrite(WsLoop *W)
     Func *f = W->f;
     Builder b = ir_builder_before(f, W->loop);
     ValId c0 = cst(&b, 0), c1 = cst(&b, 1), cs = cst(&b, W->stages);
-    ValId bounds[3] = { c0, trip_count(&b, W->loop, c1), c1 };
-    ValId full = new_ring(&b, W->stages, "full"), empty = new_ring(&b, W->stages, "empty");
+    ValId bounds[3] = { c0, ws_trip_count(&b, W->loop, c1), c1 };
+    ValId full = ws_new_ring(&b, W->stages, "full"), empty = ws_new_ring(&b, W->stages, "empty");
     Op *ws = build0(&b, OP_WS, NULL, 0);
     ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_CONSUMER, W->consumers, W->cons_regs);
     fill_producer(W, &ws->regions[0], bounds, cs, full, empty);
     Op *cf = fill_consumer(W, &ws->regions[1], bounds, cs, full, empty);
-    move_epilogue(W, &ws->regions[1]);
+    ws_move_epilogue(W, &ws->regions[1]);
     ir_replace_all_uses(f, W->loop->res[0], cf->res[0]);
-    remove_ring(W);
+    ws_remove_ring(W);
     for (int i = 0; i < WS_OPERANDS; i++)   /* the ring's slots: S stages */
         ir_type(f, W->opnd[i].buf)->shape[0] = W->stages;
 }

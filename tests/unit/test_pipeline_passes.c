@@ -3,9 +3,9 @@
  * after EACH pass of the pipeline verified and interpreted again on the
  * same inputs; outputs must match bit for bit. Trip counts cover 0 (hi <=
  * lo), 1, fewer than the stages, and non-multiples of them. On sm_90a the
- * GEMM becomes warp-specialized roles (warp_specialize): it runs under
- * several interleavings of its roles too, and the protocol pass proves its
- * rings.
+ * GEMM and the attention example become warp-specialized roles
+ * (warp_specialize): they run under several interleavings of their roles
+ * too, and the protocol pass proves their rings.
  * Also: the shared-memory limit diagnostic, and kernels without dots are
  * left untouched. */
 #include <check.h>
@@ -54,6 +54,35 @@ static const char gemm_range_src[] =
     "  }\n"
     "  C[block.y * BM : +BM, block.x * BN : +BN] = acc;\n"
     "}\n";
+
+/* examples/gemm.tile as it was with a pipeline(STAGES) pin (the same lines:
+ * the messages below name them): the hint rules of the stage choice, and
+ * the GEMM cases over each number of stages. */
+static const char gemm_pinned[] =
+    "// gemm.tile - C = A @ B with f32 accumulation (T: bf16 or f16): one BM x BN\n"
+    "// tile of C per block, K walked in BK steps through a multi-stage pipeline.\n"
+    "// Blocks take C's tiles in bands of GROUP tile rows, column by column, so\n"
+    "// that the blocks running together share A's rows and B's columns in L2;\n"
+    "// C leaves through shared memory as 16-byte rows.\n"
+    "kernel gemm<T: dtype = bf16, BM: int = 256, BN: int = 128, BK: int = 64, STAGES: int = 2, GROUP: int = 8>(\n"
+    "    A: global T[M, K], B: global T[K, N], C: global T[M, N])\n"
+    "  grid(cdiv(M, BM) * cdiv(N, BN))\n"
+    "{\n"
+    "  let band = GROUP * cdiv(N, BN);              // blocks per band\n"
+    "  let r0 = block.x / band * GROUP;             // the band's first tile row\n"
+    "  let rows = min(cdiv(M, BM) - r0, GROUP);     // the last band may be narrower\n"
+    "  let bm = r0 + block.x % band % rows;\n"
+    "  let bn = block.x % band / rows;\n"
+    "  tile acc: reg f32[BM, BN] = 0;\n"
+    "  for k in 0 .. cdiv(K, BK) pipeline(STAGES) {\n"
+    "    tile a: shared T[BM, BK] = A[bm * BM : +BM, k * BK : +BK];\n"
+    "    tile b: shared T[BK, BN] = B[k * BK : +BK, bn * BN : +BN];\n"
+    "    acc += a @ b;\n"
+    "  }\n"
+    "  tile c: shared T[BM, BN] = T(acc);\n"
+    "  C[bm * BM : +BM, bn * BN : +BN] = c;\n"
+    "}\n"
+;
 
 static char *read_example(const char *name, size_t *len)
 {
@@ -197,44 +226,6 @@ static const int64_t sizes[][3] = {   /* M, N, K: 1, 17, 64, 100 mixed */
     { 17, 100, 1 }, { 100, 17, 64 }, { 64, 1, 100 }, { 1, 64, 17 },
 };
 
-/* examples/gemm.tile as it was with a pipeline(STAGES) pin (the same lines:
- * the messages below name them): the stage counts the cases below pin. */
-static const char gemm_pinned[] =
-    "// gemm.tile - C = A @ B with f32 accumulation (T: bf16 or f16): one BM x BN\n"
-    "// tile of C per block, K walked in BK steps through a multi-stage pipeline.\n"
-    "// Blocks take C's tiles in bands of GROUP tile rows, column by column, so\n"
-    "// that the blocks running together share A's rows and B's columns in L2;\n"
-    "// C leaves through shared memory as 16-byte rows.\n"
-    "kernel gemm<T: dtype = bf16, BM: int = 256, BN: int = 128, BK: int = 64, STAGES: int = 2, GROUP: int = 8>(\n"
-    "    A: global T[M, K], B: global T[K, N], C: global T[M, N])\n"
-    "  grid(cdiv(M, BM) * cdiv(N, BN))\n"
-    "{\n"
-    "  let band = GROUP * cdiv(N, BN);              // blocks per band\n"
-    "  let r0 = block.x / band * GROUP;             // the band's first tile row\n"
-    "  let rows = min(cdiv(M, BM) - r0, GROUP);     // the last band may be narrower\n"
-    "  let bm = r0 + block.x % band % rows;\n"
-    "  let bn = block.x % band / rows;\n"
-    "  tile acc: reg f32[BM, BN] = 0;\n"
-    "  for k in 0 .. cdiv(K, BK) pipeline(STAGES) {\n"
-    "    tile a: shared T[BM, BK] = A[bm * BM : +BM, k * BK : +BK];\n"
-    "    tile b: shared T[BK, BN] = B[k * BK : +BK, bn * BN : +BN];\n"
-    "    acc += a @ b;\n"
-    "  }\n"
-    "  tile c: shared T[BM, BN] = T(acc);\n"
-    "  C[bm * BM : +BM, bn * BN : +BN] = c;\n"
-    "}\n"
-;
-
-/* A malloc'd copy of it (the cases free their sources). */
-static char *read_pinned_gemm(size_t *len)
-{
-    *len = sizeof gemm_pinned - 1;
-    char *s = malloc(*len + 1);
-    ck_assert_ptr_nonnull(s);
-    memcpy(s, gemm_pinned, *len + 1);
-    return s;
-}
-
 static void gemm_case(const char *file, const char *src, size_t len, DType dt, int stages, const int64_t *mnk,
                       const char *tiles[3])
 {
@@ -263,13 +254,10 @@ static void gemm_case(const char *file, const char *src, size_t len, DType dt, i
 
 START_TEST(gemm_example_bf16)
 {
-    size_t len;
-    char *src = read_pinned_gemm(&len);
     const char *tiles[3] = { "32", "32", "16" };
     for (int s = 1; s <= 4; s++)
         for (size_t i = 0; i < TC_COUNTOF(sizes); i++)
-            gemm_case("gemm.tile", src, len, DT_BF16, s, sizes[i], tiles);
-    free(src);
+            gemm_case("gemm.tile", gemm_pinned, sizeof gemm_pinned - 1, DT_BF16, s, sizes[i], tiles);
 }
 END_TEST
 
@@ -332,15 +320,36 @@ static const Op *find_ws(Func *f)
     return NULL;
 }
 
-/* examples/gemm.tile at sm_90a with tiles BM/BN/BK and pipeline(S): its loop
- * becomes roles (`consumers` warp groups at `regs` registers), bit-identical
- * after every pass for each K, then under seeded interleavings of the
- * roles (and with copies landing at once). */
+/* The kernel's roles under seeded interleavings, and with copies landing
+ * at once: each run gives the outputs of ref. */
+static void check_interleavings(Prog *p, Run *r, unsigned char **ref, const char *what)
+{
+    for (uint64_t seed = 0; seed < 4; seed++) {
+        for (int k = r->nin; k < r->ntens; k++)
+            ten_poison(&r->tens[k]);
+        for (int k = 0; k < r->nargs; k++)
+            r->args[k] = r->argmap[k] >= 0 ? ten_arg(&r->tens[r->argmap[k]]) : r->scalars[-1 - r->argmap[k]];
+        InterpOpts o = { seed ? seed * 0x9e3779b9u : 0, seed == 0 };
+        int rc = interp_run_opts(p->f, r->args, r->nargs, &o, &p->d);
+        if (rc)
+            kit_print_diag(&p->d);
+        ck_assert_int_eq(rc, 0);
+        char run[160];
+        snprintf(run, sizeof run, "%s, seed %llu", what, (unsigned long long)seed);
+        compare(r, ref, run);
+    }
+}
+
+/* The GEMM example with its pipeline pin (gemm_pinned) at sm_90a with tiles
+ * BM/BN/BK and pipeline(S): its loop becomes roles (`consumers` warp
+ * groups at `regs` registers), bit-identical after every pass for each K,
+ * then under seeded interleavings of the roles (and with copies landing at
+ * once). */
 static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int regs, const int64_t *ks, int nk,
                             int64_t m, int64_t n)
 {
-    size_t len;
-    char *src = read_pinned_gemm(&len);
+    size_t len = sizeof gemm_pinned - 1;
+    const char *src = gemm_pinned;
     char st[8];
     snprintf(st, sizeof st, "%d", stages);
     FeDefine defs[4] = { { "BM", tiles[0] }, { "BN", tiles[1] }, { "BK", tiles[2] }, { "STAGES", st } };
@@ -370,26 +379,12 @@ static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int
         ck_assert_int_eq(ws->list[5], regs);
         ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
         ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_BARRIER) && has_op(p.f, OP_TMA_LOAD));
-        for (uint64_t seed = 0; seed < 4; seed++) {   /* seeded interleavings, and copies landing at once */
-            for (int k = r.nin; k < r.ntens; k++)
-                ten_poison(&r.tens[k]);
-            for (int k = 0; k < r.nargs; k++)
-                r.args[k] = ten_arg(&r.tens[r.argmap[k]]);
-            InterpOpts o = { seed ? seed * 0x9e3779b9u : 0, seed == 0 };
-            int rc = interp_run_opts(p.f, r.args, r.nargs, &o, &p.d);
-            if (rc)
-                kit_print_diag(&p.d);
-            ck_assert_int_eq(rc, 0);
-            char run[160];
-            snprintf(run, sizeof run, "%s, seed %llu", what, (unsigned long long)seed);
-            compare(&r, ref, run);
-        }
+        check_interleavings(&p, &r, ref, what);
         free_snapshot(&r, ref);
         for (int k = 0; k < 3; k++)
             ten_free(&t[k]);
         arena_free(p.a);
     }
-    free(src);
 }
 
 /* The example's own tiles (256 x 128 x 64, pipeline(2)): 2 consumer warp
@@ -422,82 +417,22 @@ START_TEST(gemm_roles_one_group)
 }
 END_TEST
 
-/* Two products in sequence, the second over its own one-stage ring, then
- * (with_d) a staged load: the first loop takes roles, the rest runs in
- * the consumer role, its barriers named barriers over the consumers'
- * threads; the second loop's drain barrier goes when no shared access
- * follows it (no D). */
-static const char gemm_epilogue_src[] =
-    "kernel g2<BM: int = 128, BN: int = 64, BK: int = 32>(\n"
-    "    A: global bf16[M, K], B: global bf16[K, N], A2: global bf16[M, K2], B2: global bf16[K2, N],\n"
-    "    D: global f32[M, N], C: global f32[M, N])\n"
-    "  grid(cdiv(M, BM), cdiv(N, BN))\n"
-    "{\n"
-    "  tile acc: reg f32[BM, BN] = 0;\n"
-    "  for k in 0 .. cdiv(K, BK) pipeline(2) {\n"
-    "    tile a: shared bf16[BM, BK] = A[block.x * BM : +BM, k * BK : +BK];\n"
-    "    tile b: shared bf16[BK, BN] = B[k * BK : +BK, block.y * BN : +BN];\n"
-    "    acc += a @ b;\n"
-    "  }\n"
-    "  tile acc2: reg f32[BM, BN] = acc;\n"
-    "  for k in 0 .. cdiv(K2, BK) pipeline(1) {\n"
-    "    tile a: shared bf16[BM, BK] = A2[block.x * BM : +BM, k * BK : +BK];\n"
-    "    tile b: shared bf16[BK, BN] = B2[k * BK : +BK, block.y * BN : +BN];\n"
-    "    acc2 += a @ b;\n"
-    "  }\n"
-    "  tile d: shared f32[BM, BN] = WITH_D;\n"
-    "  C[block.x * BM : +BM, block.y * BN : +BN] = acc2 + d;\n"
-    "}\n";
-
-static bool named_bar_visit(Func *f, Op *op, void *ctx)
-{
-    (void)f;
-    int *n = ctx;
-    n[0] += op->code == OP_NAMED_BAR && op->iattr[1] == 2 * WG_THREADS;
-    n[1] += op->code == OP_NAMED_BAR;
-    return true;
-}
-
-START_TEST(gemm_roles_epilogue)
-{
-    static const int64_t kk[][2] = { { 0, 70 }, { 32, 0 }, { 100, 40 } };   /* K, K2 */
-    for (int with_d = 0; with_d < 2; with_d++)
-        for (size_t i = 0; i < TC_COUNTOF(kk); i++) {
-            const char *src = gemm_epilogue_src, *at = strstr(src, "WITH_D");
-            const char *d = with_d ? "D[block.x * BM : +BM, block.y * BN : +BN]" : "0";
-            size_t n = strlen(src) + strlen(d);
-            char *full = malloc(n);
-            snprintf(full, n, "%.*s%s%s", (int)(at - src), src, d, at + strlen("WITH_D"));
-            Prog p;
-            prog_compile(&p, "g2.tile", full, strlen(full), NULL, 0);
-            int64_t m = 150, nn = 70, k = kk[i][0], k2 = kk[i][1];
-            int64_t sa[2] = { m, k }, sb[2] = { k, nn }, sa2[2] = { m, k2 }, sb2[2] = { k2, nn }, sc[2] = { m, nn };
-            Ten t[6] = { ten_new(DT_BF16, 2, sa), ten_new(DT_BF16, 2, sb), ten_new(DT_BF16, 2, sa2),
-                         ten_new(DT_BF16, 2, sb2), ten_new(DT_F32, 2, sc), ten_new(DT_F32, 2, sc) };
-            uint64_t rng = 77 + i;
-            for (int j = 0; j < 5; j++)
-                ten_random(&t[j], &rng, -1, 1);
-            static const int argmap[6] = { 0, 1, 2, 3, 4, 5 };
-            Run r = { t, 6, 5, { { 0 } }, 6, argmap, NULL };
-            char what[96];
-            snprintf(what, sizeof what, "two products%s, K=%lld K2=%lld", with_d ? " and D" : "", (long long)k,
-                     (long long)k2);
-            check_passes(&p, &r, "sm_90a", what, true);
-            int bars[2] = { 0, 0 };
-            ir_walk(p.f, &p.f->body, named_bar_visit, bars);
-            ck_assert_ptr_nonnull(find_ws(p.f));
-            ck_assert(!has_op(p.f, OP_BARRIER));
-            ck_assert_int_eq(bars[0], bars[1]);             /* every one over the 2 consumer warp groups */
-            ck_assert_int_eq(bars[1], with_d ? 4 : 2);      /* the loop's two, the drain's (kept for D), D's */
-            for (int j = 0; j < 6; j++)
-                ten_free(&t[j]);
-            arena_free(p.a);
-            free(full);
-        }
-}
-END_TEST
-
 /* ---- attention ---- */
+
+/* The example's Q, K, V (random in [-1, 1] from seed), O and LSE for
+ * sizes { Z, H, N, HK, NK, D }. */
+static void attention_tensors(Ten t[5], const int64_t *sz, uint64_t seed)
+{
+    int64_t sq[4] = { sz[0], sz[1], sz[2], sz[5] }, sk[4] = { sz[0], sz[3], sz[4], sz[5] };
+    int64_t sl[3] = { sz[0], sz[1], sz[2] };
+    t[0] = ten_new(DT_BF16, 4, sq);
+    t[1] = ten_new(DT_BF16, 4, sk);
+    t[2] = ten_new(DT_BF16, 4, sk);
+    t[3] = ten_new(DT_BF16, 4, sq);
+    t[4] = ten_new(DT_F32, 3, sl);
+    for (int k = 0; k < 3; k++)
+        ten_random(&t[k], &seed, -1, 1);
+}
 
 /* Top-level FOR ops of a block; *inner: the FOR in the first one's body. */
 static int count_fors(const Block *b, const Op **first)
@@ -561,12 +496,8 @@ static void attention_case_with(const char *causal, bool big)
     prog_compile(&p, "attention.tile", src, len, defs, 4);
     bool persistent = big && causal[0] == 'f';
     int64_t d = big ? 128 : 16, Z = 1, H = big ? 4 : 2, HK = big ? 2 : 1, N = big ? 300 : 37;
-    int64_t sq[4] = { Z, H, N, d }, sk[4] = { Z, HK, N, d }, sl[3] = { Z, H, N };
-    Ten t[5] = { ten_new(DT_BF16, 4, sq), ten_new(DT_BF16, 4, sk), ten_new(DT_BF16, 4, sk),
-                 ten_new(DT_BF16, 4, sq), ten_new(DT_F32, 3, sl) };
-    uint64_t rng = 7;
-    for (int i = 0; i < 3; i++)
-        ten_random(&t[i], &rng, -1, 1);
+    Ten t[5];
+    attention_tensors(t, (int64_t[]){ Z, H, N, HK, N, d }, 7);
     InterpArg scale = scalar_arg(0.25, 0);
     static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
     Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
@@ -599,6 +530,88 @@ static void attention_case_with(const char *causal, bool big)
     g_sms = g_smem = 0;
 }
 
+/* ---- attention in warp-specialized roles (sm_90a) ---- */
+
+/* The example at sm_90a with D / BM / BN pinned (mostly small): its key
+ * loop becomes roles (Q by TMA once on its own ring, K and V on rings of
+ * the pipeline(2) stages, `consumers` warp groups), bit-identical to the
+ * IR as lowered after every pass for each key length (0 keys: no trip,
+ * the consumers wait for Q alone; 1 trip, fewer than the stages; 2 = S;
+ * many, with a ragged tail), then under seeded interleavings of the roles.
+ * H = 4 query heads over HK = 2 key heads (GQA); N = 70 (a ragged query
+ * tail); with `dims` the launch pass is told the sizes and stages O
+ * through shared memory (the epilogue's named barrier in the consumers). */
+static void attention_roles_case(const char *causal, const char *bm, int consumers, const int64_t *nks, int nnk,
+                                 bool dims, const char *dn, const char *bn)
+{
+    size_t len;
+    char *src = read_example("attention.tile", &len);
+    FeDefine defs[4] = { { "D", dn }, { "BM", bm }, { "BN", bn }, { "CAUSAL", causal } };
+    for (int i = 0; i < nnk; i++) {
+        int64_t d = atoi(dn), Z = 1, H = 4, HK = 2, N = 70, NK = nks[i];
+        char dl[64];   /* told the sizes, the launch pass stages O through shared memory (a short key loop) */
+        snprintf(dl, sizeof dl, "N=%lld,NK=%lld", (long long)N, (long long)(NK ? NK : 1));
+        StrBuf err = { 0 };
+        memset(&g_dims, 0, sizeof g_dims);
+        ck_assert_int_eq(dims ? pass_dims_parse(dl, &g_dims, &err) : 0, 0);
+        Prog p;
+        prog_compile(&p, "attention.tile", src, len, defs, 4);
+        Ten t[5];
+        attention_tensors(t, (int64_t[]){ Z, H, N, HK, NK, d }, 11 + (uint64_t)NK);
+        InterpArg scale = scalar_arg(0.25, 0);
+        static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
+        Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
+        char what[128];
+        snprintf(what, sizeof what, "attention sm_90a causal=%s BM=%s NK=%lld", causal, bm, (long long)NK);
+        check_passes(&p, &r, "sm_90a", what, true);
+        unsigned char **ref = snapshot(&r);
+        const Op *ws = find_ws(p.f);
+        ck_assert_msg(ws != NULL, "%s: no roles", what);
+        ck_assert_int_eq(ws->nlist, 6);
+        ck_assert_int_eq(ws->list[2], consumers == 2 ? 24 : 56);
+        ck_assert_int_eq(ws->list[4], consumers);
+        ck_assert_int_eq(ws->list[5], consumers == 2 ? 240 : 256);
+        ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
+        ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_ASYNC_WAIT) && !has_op(p.f, OP_DOT));
+        ck_assert(has_op(p.f, OP_TMA_LOAD) && has_op(p.f, OP_DOT_ASYNC));
+        ck_assert_int_eq(has_staged_store(p.f), dims);
+        check_interleavings(&p, &r, ref, what);
+        free_snapshot(&r, ref);
+        for (int k = 0; k < 5; k++)
+            ten_free(&t[k]);
+        arena_free(p.a);
+    }
+    memset(&g_dims, 0, sizeof g_dims);
+    free(src);
+}
+
+static const int64_t attn_nks[] = { 0, 9, 32, 100 };   /* 0, 1, 2 (= S) and 7 trips of 16 keys */
+
+START_TEST(attention_roles)
+{
+    attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16");
+}
+END_TEST
+
+START_TEST(attention_roles_causal)
+{
+    attention_roles_case("true", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), false, "16", "16");
+}
+END_TEST
+
+/* 64 rows: one consumer warp group at 56 / 256 registers. */
+START_TEST(attention_roles_one_group) { attention_roles_case("true", "64", 1, attn_nks + 2, 2, true, "16", "16"); }
+END_TEST
+
+/* The tile the compiler takes for D = 64 (128 x 128, 128B swizzles): no
+ * keys, and one full block and a ragged one. */
+START_TEST(attention_roles_d64)
+{
+    static const int64_t nks[] = { 0, 200 };
+    attention_roles_case("false", "128", 2, nks, 2, false, "64", "128");
+}
+END_TEST
+
 START_TEST(attention_plain) { attention_case_with("false", false); }
 END_TEST
 
@@ -612,6 +625,7 @@ START_TEST(attention_persistent_causal) { attention_case_with("true", true); }
 END_TEST
 
 /* ---- the limit and untouched kernels ---- */
+
 
 
 START_TEST(smem_limit_lists_buffers)
@@ -731,7 +745,6 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_roles_example);
     tcase_add_test(tc, gemm_roles_stages);
     tcase_add_test(tc, gemm_roles_one_group);
-    tcase_add_test(tc, gemm_roles_epilogue);
     tcase_add_test(tc, attention_plain);
     tcase_add_test(tc, attention_causal);
     tcase_add_test(tc, attention_persistent);
@@ -741,6 +754,13 @@ static Suite *suite(void)
     tcase_add_test(tc, stages_from_budget);
     tcase_add_test(tc, no_dot_untouched);
     suite_add_tcase(s, tc);
+    TCase *roles = tcase_create("attention_roles");   /* CK_RUN_CASE=attention_roles runs these alone */
+    tcase_set_timeout(roles, 300);
+    tcase_add_test(roles, attention_roles);
+    tcase_add_test(roles, attention_roles_causal);
+    tcase_add_test(roles, attention_roles_one_group);
+    tcase_add_test(roles, attention_roles_d64);
+    suite_add_tcase(s, roles);
     return s;
 }
 

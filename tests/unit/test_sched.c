@@ -8,7 +8,10 @@
  * round-robin schedule and several seeded random interleavings. Then each
  * seeded protocol bug (a one-line change of the ring's text) must be
  * reported, under every schedule, with its message at the op that breaks
- * the protocol. */
+ * the protocol. chain_ring.tir / chain_plain.tir do the same for chained
+ * products (attention's form without the softmax): Q on a one-shot ring
+ * filled and waited once outside the loops, K and V on their own rings;
+ * its seeded bugs are the one-shot ring's. */
 #include <check.h>
 
 #include "check_main.h"
@@ -114,27 +117,31 @@ static char *rendered(const Diag *d)
     return sb.buf ? sb.buf : calloc(1, 1);
 }
 
-START_TEST(ring_matches_plain)
+typedef int (*RunFn)(Run *r, int k, InterpOpts o, float *out);
+
+/* The ring program gives the plain one's nout outputs bit for bit for 0,
+ * 1, 2, 3 and 10 trips of 8, under every schedule. */
+static void check_matches_plain(const char *plain_name, const char *ring_name, RunFn run, int nout)
 {
     init_inputs();
-    char *plain = read_text("gemm_plain.tir"), *ring = read_text("gemm_ring.tir");
+    char *plain = read_text(plain_name), *ring = read_text(ring_name);
     static const int trips[] = { 0, 1, 2, 3, 10 };
     for (size_t t = 0; t < sizeof trips / sizeof *trips; t++) {
         int k = 8 * trips[t];
         float want[M * N], got[M * N];
         Run p;
         run_parse(&p, plain);
-        ck_assert_int_eq(run_gemm(&p, k, scheds[0], want), 0);
+        ck_assert_int_eq(run(&p, k, scheds[0], want), 0);
         ck_assert(want[0] != -12345.0f);
         for (int s = 0; s < NSCHED; s++) {
             Run q;
             run_parse(&q, ring);
-            int rc = run_gemm(&q, k, scheds[s], got);
+            int rc = run(&q, k, scheds[s], got);
             if (rc)
                 kit_print_diag(&q.d);
-            ck_assert_msg(rc == 0, "ring GEMM failed for %d trips, schedule %d", trips[t], s);
-            ck_assert_msg(memcmp(want, got, sizeof want) == 0, "ring GEMM differs for %d trips, schedule %d",
-                          trips[t], s);
+            ck_assert_msg(rc == 0, "%s failed for %d trips, schedule %d", ring_name, trips[t], s);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)nout) == 0, "%s differs for %d trips, schedule %d",
+                          ring_name, trips[t], s);
             arena_free(q.a);
         }
         arena_free(p.a);
@@ -142,6 +149,8 @@ START_TEST(ring_matches_plain)
     free(plain);
     free(ring);
 }
+
+START_TEST(ring_matches_plain) { check_matches_plain("gemm_plain.tir", "gemm_ring.tir", run_gemm, M * N); }
 END_TEST
 
 /* A protocol bug: a one-line change, the message, and the line it is at. */
@@ -215,20 +224,17 @@ static const Bug bugs[] = {
       "'add' uses the accumulator of the dot_async at", "before its dot_wait", "%bad = add", NULL, NULL },
 };
 
-/* Every schedule reports the bug (as `msg`, or as `alt` where the
+/* Every schedule reports the bug in text (as `msg`, or as `alt` where the
  * interleaving reaches another of its symptoms first), and at least one
- * reports it as `msg`, at the op the marker names. */
-START_TEST(seeded_bug)
+ * reports it as `msg`, at the op the marker names; run on k. */
+static void check_bug_runs(const Bug *b, const char *text, RunFn run, int k)
 {
-    init_inputs();
-    const Bug *b = &bugs[_i];
-    char *ring = read_text("gemm_ring.tir"), *text = variant(ring, b->find, b->repl);
     int hits = 0;
     for (int s = 0; s < NSCHED; s++) {
         float got[M * N];
         Run q;
         run_parse(&q, text);
-        int rc = run_gemm(&q, 8 * 10, scheds[s], got);
+        int rc = run(&q, k, scheds[s], got);
         char *msg = rendered(&q.d);
         ck_assert_msg(rc != 0, "%s: not reported (schedule %d)", b->name, s);
         bool main = strstr(msg, b->msg) && (!b->msg2 || strstr(msg, b->msg2));
@@ -245,6 +251,44 @@ START_TEST(seeded_bug)
         arena_free(q.a);
     }
     ck_assert_msg(hits > 0, "%s: no schedule reports '%s'", b->name, b->msg);
+}
+
+/* The static checker rejects the bug in text with its message, or (no
+ * static message: no ring protocol bug) accepts it. */
+static void check_bug_static(const Bug *b, const char *text)
+{
+    Run q;
+    run_parse(&q, text);
+    int n = ir_protocol_check(q.f->mod, &q.d);
+    char *msg = rendered(&q.d);
+    if (b->static_msg) {
+        ck_assert_msg(n > 0, "%s: accepted by the static checker", b->name);
+        ck_assert_msg(strstr(msg, b->static_msg) != NULL, "%s: wrong static message:\n%s", b->name, msg);
+    } else {
+        ck_assert_msg(n == 0, "%s: rejected by the static checker:\n%s", b->name, msg);
+    }
+    free(msg);
+    arena_free(q.a);
+}
+
+/* The static checker proves the rings of text. */
+static void check_proved(const char *text)
+{
+    Run q;
+    run_parse(&q, text);
+    int n = ir_protocol_check(q.f->mod, &q.d);
+    if (n)
+        kit_print_diag(&q.d);
+    ck_assert_int_eq(n, 0);
+    arena_free(q.a);
+}
+
+START_TEST(seeded_bug)
+{
+    init_inputs();
+    const Bug *b = &bugs[_i];
+    char *ring = read_text("gemm_ring.tir"), *text = variant(ring, b->find, b->repl);
+    check_bug_runs(b, text, run_gemm, 8 * 10);
     free(text);
     free(ring);
 }
@@ -255,28 +299,11 @@ END_TEST
 START_TEST(static_check)
 {
     char *ring = read_text("gemm_ring.tir");
-    Run q;
-    run_parse(&q, ring);
-    int n = ir_protocol_check(q.f->mod, &q.d);
-    if (n)
-        kit_print_diag(&q.d);
-    ck_assert_int_eq(n, 0);
-    arena_free(q.a);
+    check_proved(ring);
     for (size_t i = 0; i < sizeof bugs / sizeof *bugs; i++) {
-        const Bug *b = &bugs[i];
-        char *text = variant(ring, b->find, b->repl);
-        run_parse(&q, text);
-        n = ir_protocol_check(q.f->mod, &q.d);
-        char *msg = rendered(&q.d);
-        if (b->static_msg) {
-            ck_assert_msg(n > 0, "%s: accepted by the static checker", b->name);
-            ck_assert_msg(strstr(msg, b->static_msg) != NULL, "%s: wrong static message:\n%s", b->name, msg);
-        } else {
-            ck_assert_msg(n == 0, "%s: rejected by the static checker:\n%s", b->name, msg);
-        }
-        free(msg);
+        char *text = variant(ring, bugs[i].find, bugs[i].repl);
+        check_bug_static(&bugs[i], text);
         free(text);
-        arena_free(q.a);
     }
     free(ring);
 }
@@ -304,6 +331,93 @@ START_TEST(ring_many_seeds)
     }
     arena_free(p.a);
     free(plain);
+    free(ring);
+}
+END_TEST
+
+/* ---- chained products on a one-shot ring (chain_ring.tir) ---- */
+
+/* Runs the chain kernel on Q[M,16] (A's elements), K[NK,16] (B's) and
+ * V[NK,16] (A's again) into O (pre-filled with a sentinel). */
+static int run_chain(Run *r, int nk, InterpOpts o, float *out)
+{
+    for (int i = 0; i < M * 16; i++)
+        out[i] = -12345.0f;
+    InterpArg args[4];
+    memset(args, 0, sizeof args);
+    args[0] = (InterpArg){ .data = A, .rank = 2, .shape = { M, 16 }, .strides = { 16, 1 } };
+    args[1] = (InterpArg){ .data = B, .rank = 2, .shape = { nk, 16 }, .strides = { 16, 1 } };
+    args[2] = (InterpArg){ .data = A, .rank = 2, .shape = { nk, 16 }, .strides = { 16, 1 } };
+    args[3] = (InterpArg){ .data = out, .rank = 2, .shape = { M, 16 }, .strides = { 16, 1 } };
+    return interp_run_opts(r->f, args, 4, &o, &r->d);
+}
+
+/* The one-shot ring of Q and the K and V rings give the plain chain's
+ * results bit for bit for 0 trips (Q is filled and waited for alone), 1,
+ * 2 (= the stages), 3 and 10, under every schedule. */
+START_TEST(chain_matches_plain) { check_matches_plain("chain_plain.tir", "chain_ring.tir", run_chain, M * 16); }
+END_TEST
+
+/* Protocol bugs of the one-shot ring (and of a read through a transpose).
+ * msg NULL: the interpreter runs it correctly (the static checker cannot
+ * prove it, and says so). */
+static const Bug chain_bugs[] = {
+    { "one-shot: missing wait", "    mbar_wait %fq, %c0, %c0\n", "",
+      "smem_load reads slot 0 before its full phase completed", "role 1 (consumer)", "%q = smem_load", NULL,
+      "protocol: 'smem_load': reads a one-shot buffer with no mbar_wait on its ring" },
+    { "one-shot: parity 1", "mbar_wait %fq, %c0, %c0", "mbar_wait %fq, %c0, %c1",
+      "smem_load reads slot 0 before its full phase completed", NULL, "%q = smem_load",
+      /* the copy landed first: parity 1 waits for a second phase that never comes */
+      "deadlock: every role is blocked",
+      "protocol: 'mbar_wait': waits on a one-shot ring with a parity other than 0" },
+    { "one-shot: wait after the read",
+      "    mbar_wait %fq, %c0, %c0\n    %q = smem_load %bq, %c0 : tile<16x16xf16, reg>\n",
+      "    %q = smem_load %bq, %c0 : tile<16x16xf16, reg>\n    mbar_wait %fq, %c0, %c0\n",
+      "smem_load reads slot 0 before its full phase completed", NULL, "%q = smem_load", NULL,
+      "protocol: 'smem_load': reads a one-shot buffer with no mbar_wait on its ring" },
+    { "one-shot: expect bytes", "{bytes = 512}", "{bytes = 256}",
+      "copies completing on phase 0 of barrier slot 0 carry more bytes than the 256 its mbar_expect declared", NULL,
+      "mbar_expect %fq", "smem_load reads slot 0 before its full phase completed",
+      "protocol: 'mbar_expect': mbar_expect declares 256 bytes for the one phase of the one-shot ring, but the "
+      "tma_loads completing on it carry 512" },
+    { "one-shot: arrival count", "%fq = mbar_alloc {count = 1}", "%fq = mbar_alloc {count = 2}",
+      "deadlock: every role is blocked", "role 1 (consumer) at mbar_wait", NULL, NULL,
+      "protocol: 'mbar_alloc': the one phase of this one-shot ring expects 2 arrival(s), but its fill makes 1" },
+    { "one-shot: two slots", "%fq = mbar_alloc {count = 1} : tile<1xmbar, shared>",
+      "%fq = mbar_alloc {count = 1} : tile<2xmbar, shared>", NULL, NULL, NULL, NULL,
+      "protocol: 'mbar_expect': cannot prove the protocol: ring operations outside the role's trip loop take a "
+      "one-shot ring and buffer (one slot, slot 0)" },
+    /* k is read in place through its transpose until the dot_wait: a
+     * release between the product and its wait lets the refill overwrite
+     * it. */
+    { "early release through a transpose",
+      "      %sc = dot_wait %stok {pending = 0} : tile<16x8xf32>\n      mbar_arrive %ek, %t\n",
+      "      mbar_arrive %ek, %t\n      %sc = dot_wait %stok {pending = 0} : tile<16x8xf32>\n",
+      "tma_load refills slot", "role 1 (consumer)", "tma_load %bk", NULL,
+      "protocol: 'mbar_arrive': releases slot it mod S before the read at" },
+};
+
+/* Each chain bug: reported by the interpreter (check_bug_runs) and by the
+ * static checker with its message. */
+START_TEST(chain_seeded_bug)
+{
+    init_inputs();
+    const Bug *b = &chain_bugs[_i];
+    char *ring = read_text("chain_ring.tir"), *text = variant(ring, b->find, b->repl);
+    if (b->msg)
+        check_bug_runs(b, text, run_chain, 8 * 10);
+    check_bug_static(b, text);
+    free(text);
+    free(ring);
+}
+END_TEST
+
+/* The static checker proves the one-shot ring of Q beside the K and V
+ * rings. */
+START_TEST(chain_static_check)
+{
+    char *ring = read_text("chain_ring.tir");
+    check_proved(ring);
     free(ring);
 }
 END_TEST
@@ -414,6 +528,9 @@ static Suite *suite(void)
     tcase_add_test(tc, ws_builder);
     tcase_add_test(tc, products_outside_ws);
     tcase_add_loop_test(tc, seeded_bug, 0, (int)(sizeof bugs / sizeof *bugs));
+    tcase_add_test(tc, chain_matches_plain);
+    tcase_add_test(tc, chain_static_check);
+    tcase_add_loop_test(tc, chain_seeded_bug, 0, (int)(sizeof chain_bugs / sizeof *chain_bugs));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,469 @@
+/* warp_specialize_chain.c - the warp_specialize pass on a loop of two
+ * chained products (attention: s = q @ k^T, the online softmax on s,
+ * o = p @ v + o with p from s): which loops qualify, the decisions, the
+ * report and the rewrite. The driver (warp_specialize.c) picks this form
+ * when the loop's body holds two products; its header has the rules that
+ * both forms share (the target, TMA-able windows, the stages).
+ *
+ * A loop qualifies when, as double_buffer left it,
+ *  - both products are wgmma (mma_select) and the second's A operand is
+ *    computed from the first's result (P in registers: wgmma RS);
+ *  - the first product's A operand is read from a 1-slot buffer that one
+ *    copy fills before the loop (the once-loaded operand, q), read once
+ *    before the loop and used only inside it;
+ *  - each product's B operand is an SMEM_LOAD (for the first, through a
+ *    TRANS: k^T) of a ring buffer refilled in the body by the guarded
+ *    prefetch, used only by that product, with offsets of the fetched
+ *    iteration and TMA-able windows (as for one product);
+ *  - the rest of the body is pure work (the softmax, masks behind IFs) and
+ *    the ring's bookkeeping; the kernel has no other cp.async copies, so
+ *    every cp.async wait and commit before the loop belongs to these;
+ *  - pass_chain_roles holds: the rows split into consumer warp groups of a
+ *    multiple of 64 and S, O and P leave the consumers WS_CHAIN_HEADROOM
+ *    registers for the softmax.
+ * Any other loop of two products keeps double_buffer's cp.async ring and
+ * the report says why.
+ *
+ * Decisions (each reported with its reason):
+ *  - consumer warp groups C: 2 from 128 rows (64 each), else 1;
+ *  - registers: C = 2: 24 / 240, FlashAttention 3's split for two consumer
+ *    warp groups with TMA for K and V; C = 1: 56 / 256, its split for one;
+ *  - stages S for the K and V rings: the driver's rule (the pipeline hint,
+ *    fewer only when it cannot fit; without one as many as fit up to 4),
+ *    each stage being both slots and four mbarriers.
+ *
+ * The form (slot s = it mod S, phase = (it div S) & 1, it = 0 .. T-1, iv =
+ * lo + it * step the original induction value; ops before the loop stay
+ * outside the ws):
+ *   %fq = mbar_alloc {count = 1} : tile<1 x mbar>   (the one-shot ring of q)
+ *   %fk, %ek, %fv, %ev = mbar_alloc {count = 1} : tile<S x mbar>
+ *   ws {roles = [(producer, 1, P), (consumer, C, R)]} {
+ *     mbar_expect %fq, 0 {bytes}; tma_load %bq, 0, %fq, 0, %Q, ...
+ *     for 0, T, 1: per ring (K, then V): mbar_wait %e, s, phase ^ 1;
+ *                  mbar_expect %f, s {bytes}; tma_load %b, s, %f, s, ...
+ *   } {
+ *     mbar_wait %fq, 0, 0; %q = smem_load %bq, 0
+ *     %r... = for 0, T, 1 (carried...):
+ *       the body's ops in order, the ring's bookkeeping gone; at each
+ *       product: mbar_wait its ring's %f, s, phase; the read (and TRANS);
+ *       dot_async; dot_wait {pending = 0}; mbar_arrive its %e, s
+ *     the epilogue (as for one product)
+ *   }
+ * Q's ring is filled whatever the trip count, and waited once, so T = 0
+ * (no keys, or a causal block with none) leaves no wait on a ring that is
+ * never filled. The interpreter gives bit-identical results; the protocol
+ * pass proves the rings, the one-shot ring included.
+ */
+#include "warp_specialize_int.h"
+
+#include <string.h>
+
+/* ---- the rule the tile choice, launch and the pass share ---- */
+
+bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d, ChainRoles *out, Arena *a,
+                      const char **why)
+{
+    ChainRoles r;
+    memset(&r, 0, sizeof r);
+    const char *no = NULL;
+    r.consumers = rows >= WS_TWO_GROUPS_ROWS ? 2 : 1;
+    int64_t per = rows / r.consumers;
+    r.prod_regs = r.consumers == 2 ? 24 : 56;
+    r.cons_regs = r.consumers == 2 ? 240 : 256;
+    r.s_regs = per * cols / WG_THREADS;
+    r.o_regs = per * d / WG_THREADS;
+    r.p_regs = per * cols / (2 * WG_THREADS);
+    int64_t regs = r.s_regs + r.o_regs + r.p_regs;
+    if (!pass_target_roles(ctx))
+        no = "the target takes no warp-specialized roles";
+    else if (rows <= 0 || per % WGMMA_M)
+        no = a ? arena_printf(a, "its %lld accumulator rows do not split into %d warp groups of a multiple of 64",
+                              (long long)rows, r.consumers) : "";
+    else if (regs + WS_CHAIN_HEADROOM > r.cons_regs)
+        no = a ? arena_printf(a, "S, O and P take %lld registers a consumer thread (%lld + %lld + %lld), leaving "
+                              "fewer than %d of the %d a consumer has for the softmax", (long long)regs,
+                              (long long)r.s_regs, (long long)r.o_regs, (long long)r.p_regs, WS_CHAIN_HEADROOM,
+                              r.cons_regs) : "";
+    if (out)
+        *out = r;
+    if (why)
+        *why = no;
+    return !no;
+}
+
+/* ---- which loops ---- */
+
+static const Op *def_of(const WsLoop *W, ValId v) { return ir_val(W->f, v)->def; }
+
+/* Does v, computed in the loop, come from `from` (through the body's ops
+ * and the arms of its IFs)? */
+static bool comes_from(const WsLoop *W, ValId v, ValId from, uint8_t *seen, int depth)
+{
+    if (v == from)
+        return true;
+    if (!v || depth > 256 || seen[v] || !W->in_loop[v])
+        return false;
+    seen[v] = 1;
+    const Op *d = def_of(W, v);
+    if (!d)
+        return false;
+    if (d->code == OP_IF) {
+        for (int g = 0; g < 2; g++) {
+            ValId y = ir_if_yield(d, g, v);
+            if (y && comes_from(W, y, from, seen, depth + 1))
+                return true;
+        }
+        return false;
+    }
+    for (int i = 0; i < d->nargs; i++)
+        if (comes_from(W, d->args[i], from, seen, depth + 1))
+            return true;
+    return false;
+}
+
+typedef struct CopyScan { const WsLoop *W; bool in_body; const Op *other; int once; } CopyScan;
+
+/* A copy that is none of the loop's (its two in the body; before it, into
+ * the ring buffers or the once-loaded one), and the copies into the
+ * once-loaded buffer. */
+static bool copy_visit(Func *f, Op *op, void *ctx)
+{
+    CopyScan *cs = ctx;
+    const WsLoop *W = cs->W;
+    (void)f;
+    if (op->code != OP_ASYNC_COPY || cs->other)
+        return true;
+    ValId buf = op->args[0];
+    if (cs->in_body)
+        cs->other = op == W->opnd[0].copy || op == W->opnd[1].copy ? NULL : op;
+    else if (buf == W->once.buf)
+        cs->once++;
+    else if (buf != W->opnd[0].buf && buf != W->opnd[1].buf)
+        cs->other = op;
+    return true;
+}
+
+/* Every copy of the kernel is the loop's (copy_visit). */
+static void scan_copies(const WsLoop *W, CopyScan *cs)
+{
+    Block *top = &W->f->body;
+    for (int i = 0; i < top->nops; i++) {
+        Op *op = top->ops[i];
+        if (op == W->loop)
+            continue;
+        copy_visit(W->f, op, cs);
+        for (int g = 0; g < op->nregions; g++)
+            ir_walk(W->f, &op->regions[g], copy_visit, cs);
+    }
+    cs->in_body = true;
+    ir_walk(W->f, &W->loop->regions[0], copy_visit, cs);
+}
+
+typedef struct UseScan { ValId v; int n; } UseScan;
+
+static bool use_visit(Func *f, Op *op, void *ctx)
+{
+    UseScan *u = ctx;
+    (void)f;
+    for (int i = 0; i < op->nargs; i++)
+        u->n += op->args[i] == u->v;
+    return true;
+}
+
+/* Uses of v in the kernel. */
+static int uses_of(const WsLoop *W, ValId v)
+{
+    UseScan u = { v, 0 };
+    ir_walk(W->f, &W->f->body, use_visit, &u);
+    return u.n;
+}
+
+/* Uses of v in op and the ops nested in it. */
+static int uses_in(const WsLoop *W, Op *op, ValId v)
+{
+    UseScan u = { v, 0 };
+    use_visit(W->f, op, &u);
+    for (int g = 0; g < op->nregions; g++)
+        ir_walk(W->f, &op->regions[g], use_visit, &u);
+    return u.n;
+}
+
+/* The first product's A operand: read before the loop from a 1-slot
+ * buffer that one copy fills before that; why not, or NULL. */
+static const char *find_once(WsLoop *W, Arena *a)
+{
+    Func *f = W->f;
+    Block *top = &f->body;
+    const Op *rd = def_of(W, W->dots[0]->args[0]);
+    if (!rd || rd->code != OP_SMEM_LOAD || rd->parent != top)
+        return "its first product's A operand is not a tile read from shared memory before the loop";
+    WsOperand *o = &W->once;
+    o->buf = rd->args[0];
+    o->read = (Op *)rd;
+    const Op *alloc = def_of(W, o->buf);
+    if (!alloc || alloc->code != OP_SMEM_ALLOC || alloc->parent != top || ir_type(f, o->buf)->shape[0] != 1)
+        return "its first product's A operand is not read from a 1-slot buffer";
+    int at = ir_block_index_of(top, W->loop), rd_at = ir_block_index_of(top, rd);
+    for (int i = 0; i < rd_at && !o->copy; i++)
+        if (top->ops[i]->code == OP_ASYNC_COPY && top->ops[i]->args[0] == o->buf)
+            o->copy = top->ops[i];
+    if (!o->copy)
+        return "the buffer of its first product's A operand is not filled before it is read";
+    /* The buffer: its copy and its read; the read: used in the loop alone. */
+    if (uses_of(W, o->buf) != 2)
+        return "the buffer of its first product's A operand has other uses than one copy and one read";
+    for (int i = rd_at + 1; i < top->nops; i++)
+        if (i != at && uses_in(W, top->ops[i], rd->res[0]))
+            return arena_printf(a, "its first product's A operand is used outside the loop ('%s' at %s)",
+                                op_info[top->ops[i]->code].name, pass_loc_str(a, f, top->ops[i]->loc));
+    o->slot_bytes = tile_bytes(ir_type(f, rd->res[0]));
+    return NULL;
+}
+
+/* Is each ring read (and its TRANS) used only by its product? */
+static bool reads_private(const WsLoop *W)
+{
+    for (int i = 0; i < WS_OPERANDS; i++) {
+        const WsOperand *o = &W->opnd[i];
+        if (uses_of(W, o->read->res[0]) != 1 || (o->trans && uses_of(W, o->trans->res[0]) != 1))
+            return false;
+        ValId fed = o->trans ? o->trans->res[0] : o->read->res[0];
+        if (o->dot->args[0] == fed || o->dot->args[2] == fed)
+            return false;
+    }
+    return true;
+}
+
+/* Ring copies before the loop outside a guarded prologue stage. */
+static bool bare_prologue_copy(const WsLoop *W)
+{
+    Block *top = &W->f->body;
+    for (int i = 0; i < top->nops && top->ops[i] != W->loop; i++) {
+        const Op *op = top->ops[i];
+        if (op->code == OP_ASYNC_COPY && (op->args[0] == W->opnd[0].buf || op->args[0] == W->opnd[1].buf))
+            return true;
+    }
+    return false;
+}
+
+const char *ws_chain_match(WsLoop *W, Arena *a)
+{
+    Func *f = W->f;
+    Op *d0 = W->dots[0], *d1 = W->dots[1];
+    W->chain = true;
+    ws_mark_loop(W, a);
+    uint8_t *seen = arena_alloc(a, (size_t)f->nvals + 1);
+    memset(seen, 0, (size_t)f->nvals + 1);
+    if (!comes_from(W, d1->args[0], d0->res[0], seen, 0))
+        return "its two products are not chained (the second's A operand does not come from the first's result)";
+    const Op *pa = def_of(W, d1->args[0]);
+    if (!pa || pa->code == OP_SMEM_LOAD)
+        return "its second product's A operand is not computed in registers";
+    for (int i = 0; i < WS_OPERANDS; i++) {
+        const char *why = ws_find_operand(W, i, W->dots[i], 1);
+        if (why)
+            return why;
+    }
+    if (W->opnd[0].buf == W->opnd[1].buf)
+        return "both products read one buffer";
+    const char *why = find_once(W, a);
+    if (why)
+        return why;
+    if (!reads_private(W))
+        return "a ring buffer's read feeds more than the B operand of its product";
+    const Op *stray = ws_stray_op(W);
+    if (stray)
+        return arena_printf(a, "its body does more than the products, their reads and elementwise work ('%s' at %s)",
+                            op_info[stray->code].name, pass_loc_str(a, f, stray->loc));
+    CopyScan cs = { W, false, NULL, 0 };
+    scan_copies(W, &cs);
+    if (cs.other)
+        return arena_printf(a, "the kernel copies into shared memory elsewhere too ('%s' at %s): the cp.async waits "
+                            "before the loop count its groups", op_info[cs.other->code].name,
+                            pass_loc_str(a, f, cs.other->loc));
+    if (cs.once != 1)
+        return "the buffer of its first product's A operand is filled more than once";
+    why = ws_rings_problem(W, a);
+    if (why)
+        return why;
+    if (bare_prologue_copy(W))
+        return "a copy into its ring buffers before the loop is not a guarded prologue stage";
+    why = ws_tma_problem(W, &W->once, a);
+    if (why)
+        return why;
+    return ws_find_drain(W);
+}
+
+const char *ws_chain_roles(const PassCtx *ctx, WsLoop *W, Arena *a)
+{
+    const Type *s = ir_type(W->f, W->dots[0]->res[0]), *o = ir_type(W->f, W->dots[1]->res[0]);
+    const char *why = NULL;
+    if (!pass_chain_roles(ctx, s->shape[0], s->shape[1], o->shape[1], &W->roles, a, &why))
+        return why;
+    W->consumers = W->roles.consumers;
+    W->prod_regs = W->roles.prod_regs;
+    W->cons_regs = W->roles.cons_regs;
+    return NULL;
+}
+
+/* ---- the report ---- */
+
+void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *stages_why)
+{
+    Func *f = W->f;
+    const Type *s = ir_type(f, W->dots[0]->res[0]);
+    const ChainRoles *r = &W->roles;
+    const char *q = ws_copied(f, W->once.copy), *k = ws_copied(f, W->opnd[0].copy), *v = ws_copied(f, W->opnd[1].copy);
+    int64_t regs = WG_THREADS * ((int64_t)W->prod_regs + (int64_t)W->consumers * W->cons_regs);
+    int64_t used = r->s_regs + r->o_regs + r->p_regs;
+    pass_note(ctx, "@%s: loop at %s: warp-specialized, chained products: 1 producer warp group (TMA: %s once, %s and %s "
+              "each trip), %d consumer warp group%s (%lld of the %lld rows each; the first product SS wgmma, the "
+              "second RS wgmma with its A operand in registers)", f->name, at, q, k, v, W->consumers,
+              W->consumers > 1 ? "s" : "", (long long)(s->shape[0] / W->consumers), (long long)s->shape[0]);
+    pass_note(ctx, "@%s: loop at %s: registers %d / %d (FlashAttention 3's split for %s; S %lld + O %lld + P %lld = "
+              "%lld a consumer thread, %lld left for the softmax; %lld of %d a block)", f->name, at, W->prod_regs,
+              W->cons_regs, W->consumers == 2 ? "two consumer warp groups with TMA for K and V" :
+              "one consumer warp group", (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
+              (long long)used, (long long)(W->cons_regs - used), (long long)regs, BLOCK_REGS);
+    pass_note(ctx, "@%s: loop at %s: %d stage%s (%s); %s %lld B and %s %lld B a stage, each on its own full and "
+              "empty ring of %d mbarriers (count 1: the producer's expect, one release by the consumers after the "
+              "product that reads it); %s %lld B in one slot on a one-shot ring, filled once before the loop and "
+              "waited once with parity 0; the cp.async prologue, prefetch, waits and drain removed", f->name, at,
+              W->stages, W->stages == 1 ? "" : "s", stages_why, k, (long long)W->opnd[0].slot_bytes, v,
+              (long long)W->opnd[1].slot_bytes, W->stages, q, (long long)W->once.slot_bytes);
+}
+
+/* ---- the rewrite ---- */
+
+static void chain_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId qfull)
+{
+    Func *f = W->f;
+    Op *fo = W->loop;
+    ValId c0 = bounds[0], c1 = bounds[2];
+    Builder b = ir_builder_at_end(f, role);
+    b.loc = W->once.copy->loc;
+    ValMap m = pass_valmap_new(f, f->mod->arena);
+    ws_ring_op(&b, OP_MBAR_EXPECT, qfull, c0, 0)->iattr[0] = W->once.slot_bytes;
+    ws_emit_tma(W, &b, &m, W->once.copy, W->once.buf, c0, qfull);
+    Op *pf = ws_role_loop(f, role, fo->loc, bounds, NULL, 0);
+    b = ir_builder_at_end(f, &pf->regions[0]);
+    b.loc = fo->loc;
+    WsTrip t = ws_trip_of(&b, pf->regions[0].args[0], cs, c1);
+    ValId flip = bin(&b, OP_XOR, t.phase, c1);
+    pass_valmap_set(&m, W->ahead, ws_iv_of(&b, fo, pf->regions[0].args[0]));
+    for (int i = 0; i < WS_OPERANDS; i++) {
+        const WsOperand *o = &W->opnd[i];
+        ws_ring_op(&b, OP_MBAR_WAIT, o->empty, t.slot, flip);
+        ws_ring_op(&b, OP_MBAR_EXPECT, o->full, t.slot, 0)->iattr[0] = o->slot_bytes;
+        ws_emit_tma(W, &b, &m, o->copy, o->buf, t.slot, o->full);
+    }
+    build0(&b, OP_YIELD, NULL, 0);
+}
+
+/* The ring's bookkeeping in the body: cp.async waits, commits and
+ * barriers, the copies and the IFs guarding them. */
+static bool bookkeeping(const WsLoop *W, const Op *op)
+{
+    if (op->code == OP_ASYNC_WAIT || op->code == OP_ASYNC_COMMIT || op->code == OP_BARRIER)
+        return true;
+    for (int i = 0; i < WS_OPERANDS; i++)
+        if (op == W->opnd[i].copy || op == W->opnd[i].guard)
+            return true;
+    return false;
+}
+
+static const WsOperand *ring_read(const WsLoop *W, const Op *op)
+{
+    for (int i = 0; i < WS_OPERANDS; i++)
+        if (op == W->opnd[i].read || op == W->opnd[i].trans)
+            return &W->opnd[i];
+    return NULL;
+}
+
+/* The product of ring operand o in the consumer's trip: wait until its
+ * slot is full, read it, run the product asynchronously, wait for it,
+ * release the slot. */
+static void consume(WsLoop *W, Block *body, const WsOperand *o, WsTrip t)
+{
+    Func *f = W->f;
+    Op *dot = o->dot;
+    Builder b = ir_builder_at_end(f, body);
+    b.loc = o->read->loc;
+    ws_ring_op(&b, OP_MBAR_WAIT, o->full, t.slot, t.phase);
+    o->read->args[1] = t.slot;
+    ir_block_append(f, body, o->read);
+    if (o->trans)
+        ir_block_append(f, body, o->trans);
+    b.loc = dot->loc;
+    Type tok = type_scalar(DT_TOKEN), acc = *ir_type(f, dot->res[0]);
+    Op *da = ir_build(&b, OP_DOT_ASYNC, dot->args, 3, &tok, 1);
+    da->iattr[0] = MMA_WGMMA;
+    Op *dw = ir_build(&b, OP_DOT_WAIT, da->res, 1, &acc, 1);
+    dw->iattr[0] = 0;
+    ir_replace_all_uses(f, dot->res[0], dw->res[0]);
+    b.loc = W->loop->loc;
+    ws_ring_op(&b, OP_MBAR_ARRIVE, o->empty, t.slot, 0);
+}
+
+static Op *chain_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId qfull)
+{
+    Func *f = W->f;
+    Op *fo = W->loop;
+    Block *old = &fo->regions[0], *top = &f->body;
+    Builder rb = ir_builder_at_end(f, role);
+    rb.loc = W->once.read->loc;
+    ws_ring_op(&rb, OP_MBAR_WAIT, qfull, bounds[0], bounds[0]);
+    ir_block_remove(top, ir_block_index_of(top, W->once.read));
+    ir_block_append(f, role, W->once.read);
+    Op *cf = ws_role_loop(f, role, fo->loc, bounds, &fo->args[3], fo->nres);
+    Block *body = &cf->regions[0];
+    Builder b = ir_builder_at_end(f, body);
+    b.loc = fo->loc;
+    WsTrip t = ws_trip_of(&b, body->args[0], cs, bounds[2]);
+    ir_replace_all_uses(f, old->args[0], ws_iv_of(&b, fo, body->args[0]));
+    for (int i = 1; i < old->nargs; i++)
+        ir_replace_all_uses(f, old->args[i], body->args[i]);
+    while (old->nops) {
+        Op *op = old->ops[0];
+        ir_block_remove(old, 0);
+        if (bookkeeping(W, op) || ring_read(W, op))
+            continue;
+        const WsOperand *o = NULL;
+        for (int i = 0; i < WS_OPERANDS; i++)
+            if (op == W->opnd[i].dot)
+                o = &W->opnd[i];
+        if (o)
+            consume(W, body, o, t);
+        else
+            ir_block_append(f, body, op);
+    }
+    drop_dead(f, body);
+    return cf;
+}
+
+void ws_chain_rewrite(WsLoop *W)
+{
+    Func *f = W->f;
+    Builder b = ir_builder_before(f, W->loop);
+    ValId c0 = cst(&b, 0), c1 = cst(&b, 1), cs = cst(&b, W->stages);
+    ValId bounds[3] = { c0, ws_trip_count(&b, W->loop, c1), c1 };
+    Loc loc = b.loc;
+    b.loc = W->once.copy->loc;
+    ValId qfull = ws_new_ring(&b, 1, "once");
+    b.loc = loc;
+    for (int i = 0; i < WS_OPERANDS; i++) {
+        W->opnd[i].full = ws_new_ring(&b, W->stages, "full");
+        W->opnd[i].empty = ws_new_ring(&b, W->stages, "empty");
+    }
+    Op *ws = build0(&b, OP_WS, NULL, 0);
+    ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
+    ir_ws_add_role(f, ws, ROLE_CONSUMER, W->consumers, W->cons_regs);
+    chain_producer(W, &ws->regions[0], bounds, cs, qfull);
+    Op *cf = chain_consumer(W, &ws->regions[1], bounds, cs, qfull);
+    ws_move_epilogue(W, &ws->regions[1]);
+    for (int i = 0; i < cf->nres; i++)
+        ir_replace_all_uses(f, W->loop->res[i], cf->res[i]);
+    ws_remove_ring(W);
+    for (int i = 0; i < WS_OPERANDS; i++)   /* the rings' slots: S stages */
+        ir_type(f, W->opnd[i].buf)->shape[0] = W->stages;
+}
