@@ -100,6 +100,26 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   tail -n 32 "$out/attn.txt"
 fi
 
+if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
+  mark attention-sm90a
+  echo "== attention for sm_90a (warp-specialized roles: TMA, wgmma), bench/sm90_probe.py"
+  for v in "128 false 0" "128 true 1" "64 false 0" "64 true 1"; do
+    set -- $v
+    python3 "$root/bench/sm90_probe.py" attn "$root/.devcarry/wsa/attn_d$1_$2.ptx" 1 16 1000 $1 $3 4 16 4096 $1 $3 \
+      1 16 16384 $1 $3 2>&1 | tee -a "$out/attn_sm90a.txt" | grep -E "^attn|Error" || status=1
+  done
+  grep -qE "nan=[1-9]" "$out/attn_sm90a.txt" && status=1
+  for tool in memcheck racecheck synccheck; do
+    for v in "128 false 0 300" "64 true 1 257"; do
+      set -- $v
+      compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 10 python3 "$root/bench/sm90_probe.py" attn \
+        "$root/.devcarry/wsa/attn_d$1_$2.ptx" 1 2 $4 $1 $3 > "$out/attn_sm90a_$tool.txt" 2>&1 || status=1
+      echo "attention sm_90a D=$1 causal=$2 N=$4 $tool: $(grep -E '^attn' "$out/attn_sm90a_$tool.txt" | cut -c1-60)" \
+           "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/attn_sm90a_$tool.txt" | tail -n 1)"
+    done
+  done
+fi
+
 if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/plain" ]; then
   mark plain
   echo "== kernels written plainly (tests/perf) against the examples"

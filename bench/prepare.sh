@@ -92,5 +92,11 @@ build="$(cd "$(dirname "$tilec")/.." && pwd)"
 rm -rf "$out/gputest"
 "$root/tests/gpu/make_ptx.sh" "$build" "$out/gputest" sm_90a sm_86
 python3 "$root/bench/gemm_bench.py" --prepare "$tilec"
+# The attention example for sm_90a (warp-specialized roles), launched by
+# bench/sm90_probe.py on the GPU machine.
+rm -rf "$out/wsa"; mkdir -p "$out/wsa"
+for d in 64 128; do for c in false true; do
+  "$tilec" "$ex/attention.tile" -arch=sm_90a -DD=$d -DCAUSAL=$c -o "$out/wsa/attn_d${d}_$c.ptx"
+done; done
 python3 "$root/bench/perf_plain.py" --prepare "$tilec"
 "$root/bench/attn_prepare.sh" "$tilec"

@@ -115,6 +115,8 @@ def gemm(ptx, shapes):
         k(); torch.cuda.synchronize()
         ref = A.float() @ B.float()
         err = (C.float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-30)
+        if not err <= 1e-2:
+            BAD.append((M, N, K))
         t = timeit([("tilec", k), ("cublas", lambda: torch.matmul(A, B))])
         fl = 2 * M * N * K
         print(f"gemm M={M} N={N} K={K} relerr={err:.2e} nan={torch.isnan(C.float()).sum().item()} "
@@ -133,14 +135,22 @@ def attn(ptx, shapes):
         k(); torch.cuda.synchronize()
         ref = F.scaled_dot_product_attention(q.float(), kk.float(), v.float(), is_causal=bool(causal))
         err = (O.float() - ref).abs().max().item()
+        rel = err / max(ref.abs().max().item(), 1e-30)
+        nan = torch.isnan(O.float()).sum().item() + torch.isnan(LSE).sum().item() * (N > 0)
+        if not rel <= 1e-2 or nan:
+            BAD.append((Z, H, N, D, causal))
         def sd(b):
             def f():
                 with sdpa_kernel(b): F.scaled_dot_product_attention(q, kk, v, is_causal=bool(causal))
             return f
         t = timeit([("tilec", k), ("cudnn", sd(SDPBackend.CUDNN_ATTENTION)), ("flash", sd(SDPBackend.FLASH_ATTENTION))])
         fl = 4 * Z * H * N * N * D / (2 if causal else 1)
-        print(f"attn Z={Z} H={H} N={N} D={D} causal={causal} maxerr={err:.2e} nan={torch.isnan(O.float()).sum().item()} "
+        print(f"attn Z={Z} H={H} N={N} D={D} causal={causal} maxerr={err:.2e} rel={rel:.1e} nan={nan} "
               f"tilec {fl/t['tilec']/1e9:.1f} cudnn {fl/t['cudnn']/1e9:.1f} flash {fl/t['flash']/1e9:.1f} TFLOP/s "
               f"vs cudnn {t['cudnn']/t['tilec']:.3f} vs flash {t['flash']/t['tilec']:.3f}")
 
+BAD = []
 {"gemm": gemm, "attn": attn}[sys.argv[1]](sys.argv[2], [int(v) for v in sys.argv[3:]])
+if BAD:
+    print("FAIL:", BAD)
+sys.exit(1 if BAD else 0)
