@@ -113,7 +113,7 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
     for v in "128 false 0 300" "64 true 1 257"; do
       set -- $v
       compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 10 python3 "$root/bench/sm90_probe.py" attn \
-        "$root/.devcarry/wsa/attn_d$1_$2.ptx" 1 2 $4 $1 $3 > "$out/attn_sm90a_$tool.txt" 2>&1 || status=1
+        "$root/.devcarry/wsa/attn_d$1_$2.ptx" 1 2 $4 $1 $3 --check > "$out/attn_sm90a_$tool.txt" 2>&1 || status=1
       echo "attention sm_90a D=$1 causal=$2 N=$4 $tool: $(grep -E '^attn' "$out/attn_sm90a_$tool.txt" | cut -c1-60)" \
            "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/attn_sm90a_$tool.txt" | tail -n 1)"
     done
