@@ -122,6 +122,20 @@ static bool count_defs(Func *f, Op *op, void *ctx)
     return true;
 }
 
+/* The definitions of v in the whole function: counted on the first
+ * operand that is not live (only an error's wording needs them, so a
+ * clean verification does not walk the function for them). */
+static uint32_t defs_of(Verifier *V, ValId v)
+{
+    if (!V->ndefs) {
+        const Func *f = V->f;
+        V->ndefs = arena_alloc(V->scratch, sizeof(uint32_t) * (f->nvals + 1));
+        ir_walk((Func *)f, (Block *)&f->grid, count_defs, V->ndefs);
+        ir_walk((Func *)f, (Block *)&f->body, count_defs, V->ndefs);
+    }
+    return V->ndefs[v];
+}
+
 /* Operands: valid ids, visible here; tensors only as operand 0 of LOAD/STORE.
  * Returns false when a type check of the op would read a bad value. */
 static bool check_operands(Verifier *V, const Op *op)
@@ -139,7 +153,7 @@ static bool check_operands(Verifier *V, const Op *op)
                     "(roles meet only through shared buffers and barriers)", i);
         } else if (V->state[v] != VS_LIVE) {
             vfy_err(V, op, "operand #%d %s", i,
-                    V->ndefs[v] == 0 && V->state[v] == VS_UNSEEN ? "is never defined"
+                    V->state[v] == VS_UNSEEN && defs_of(V, v) == 0 ? "is never defined"
                     : V->state[v] == VS_UNSEEN ? "is used before its definition"
                                                : "is used outside the region (or grid) that defines it");
         }
@@ -796,13 +810,11 @@ static void verify_func(Verifier *V, const Func *f)
     Arena *a = V->scratch;
     V->f = f;
     V->state = arena_alloc(a, f->nvals + 1);
-    V->ndefs = arena_alloc(a, sizeof(uint32_t) * (f->nvals + 1));
+    V->ndefs = NULL;   /* defs_of counts them when an error needs them */
     V->role = arena_alloc(a, sizeof(uint32_t) * (f->nvals + 1));
     V->cur_role = V->nroles = 0;
     V->ws_depth = 0;
     V->nstack = 0;
-    ir_walk((Func *)f, (Block *)&f->grid, count_defs, V->ndefs);
-    ir_walk((Func *)f, (Block *)&f->body, count_defs, V->ndefs);
     verify_params(V);
     verify_schedule(V);
     uint32_t mark = V->nstack;

@@ -17,7 +17,7 @@ typedef struct Verifier {
     const char *after;
     int nerr;
     uint8_t *state;       /* per value: VS_* */
-    uint32_t *ndefs;      /* per value: definitions found by the pre-pass */
+    uint32_t *ndefs;      /* per value: its definitions, counted when first needed (NULL before) */
     ValId *stack;         /* values defined, in order, for scope exits */
     uint32_t nstack, capstack;
     int ws_depth;         /* WS ops enclosing the op being checked */
