@@ -211,6 +211,7 @@ LLVMValueRef cg_tensor_elem_ptr(Cg *cg, const TensorArg *ta, LLVMTypeRef ety, in
 LLVMValueRef cg_guard_ptr(Cg *cg);
 int cg_lower_load(Cg *cg, Op *op);
 int cg_lower_store(Cg *cg, Op *op);
+int cg_lower_atomic_add(Cg *cg, Op *op);   /* lower_atomic.c */
 /* Does the kernel never store to tensor t? */
 bool cg_tensor_readonly(Cg *cg, ValId t);
 

@@ -11,12 +11,12 @@ static bool store_visit(Func *f, Op *op, void *ctx)
 {
     (void)f;
     StoreFind *s = ctx;
-    if (op->code == OP_STORE && op->args[0] == s->t)
+    if ((op->code == OP_STORE || op->code == OP_ATOMIC_ADD) && op->args[0] == s->t)
         s->found = true;
     return !s->found;
 }
 
-/* A tensor the kernel never stores to is read-only for the whole launch
+/* A tensor the kernel never stores to (nor adds to atomically) is read-only for the whole launch
  * (params are noalias): its loads may use the non-coherent path (ld.global.nc). */
 bool cg_tensor_readonly(Cg *cg, ValId t)
 {

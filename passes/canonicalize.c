@@ -555,7 +555,7 @@ static bool has_effects(const Block *b)
 {
     for (int i = 0; i < b->nops; i++) {
         const Op *op = b->ops[i];
-        if (op->code == OP_STORE)
+        if (op->code == OP_STORE || op->code == OP_ATOMIC_ADD)
             return true;
         for (int r = 0; r < op->nregions; r++)
             if (has_effects(&op->regions[r]))
