@@ -249,6 +249,10 @@ typedef struct GroupLoop {
 } GroupLoop;
 
 int access_init(Cg *cg, Op *op, Access *ac, int ntile);
+int access_init_write(Cg *cg, Op *op, Access *ac, const Type **vt, const TileVal **v);
+LLVMValueRef scalar_write(Cg *cg, const Access *ac, LLVMValueRef *pred);
+void words_asm_call(Cg *cg, const char *code, size_t n, const char *cons, size_t c, LLVMValueRef *words, int nw,
+                    LLVMValueRef p, LLVMValueRef k, LLVMValueRef flag);
 bool last_contiguous(const Access *ac);
 int access_vec(const Access *ac, const Layout *L);
 void reg_index(Cg *cg, const Access *ac, const Layout *L, int r, LLVMValueRef *idx);

@@ -51,22 +51,8 @@ static void red_group(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef k, 
     }
     EMIT("}");
 #undef EMIT
-    size_t c = 0;
-    for (int e = 0; e < n; e++)
-        c += (size_t)snprintf(cons + c, sizeof cons - c, "r,");
-    c += (size_t)snprintf(cons + c, sizeof cons - c, "l,r%s,~{memory}", vector ? ",r" : "");
-    LLVMValueRef args[8];
-    LLVMTypeRef at[8];
-    unsigned na = 0;
-    for (int e = 0; e < n; e++)
-        args[na] = w[e], at[na++] = cg->t_i32;
-    args[na] = p, at[na++] = LLVMTypeOf(p);
-    args[na] = k, at[na++] = cg->t_i32;
-    if (vector)
-        args[na] = LLVMBuildZExt(cg->b, vector, cg->t_i32, ""), at[na++] = cg->t_i32;
-    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), at, na, 0);
-    LLVMValueRef fn = LLVMGetInlineAsm(ft, code, m, cons, c, 1, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(cg->b, ft, fn, args, na, "");
+    size_t c = exact_cons(cons, sizeof cons, n, "r", vector ? "l,r,r,~{memory}" : "l,r,~{memory}");
+    words_asm_call(cg, code, m, cons, c, w, n, p, k, vector);
 }
 
 /* A value as the 32-bit word red.global.add takes. */
@@ -105,25 +91,18 @@ static void red_tile(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMVal
 
 int cg_lower_atomic_add(Cg *cg, Op *op)
 {
-    ValId vv = op->args[op->nargs - 1];
-    const Type *vt = ir_type(cg->f, vv);
-    const TileVal *v = &cg->vals[vv];
+    const Type *vt;
+    const TileVal *v;
     Access ac;
-    if (access_init(cg, op, &ac, vt->kind == TY_TILE ? vt->rank : 0))
+    if (access_init_write(cg, op, &ac, &vt, &v))
         return 1;
     if (ac.dt != DT_F32 && ac.dt != DT_I32 && ac.dt != DT_U32) {
         diag_internal(cg->d, op->loc, "atomic_add on a %s tensor", dtype_name(ac.dt));
         return 1;
     }
-    if (vt->kind != TY_TILE) {
-        /* A scalar: thread 0 adds it. */
-        LLVMValueRef idx[TENSOR_MAXRANK];
-        for (int d = 0; d < ac.rank; d++)
-            idx[d] = ac.off[d];
-        LLVMValueRef in = LLVMBuildAnd(cg->b, in_bounds(cg, &ac, idx),
-                                       LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""), "");
-        LLVMValueRef w = word(cg, v->s);
-        red_group(cg, &ac, elem_addr(cg, &ac, idx), LLVMBuildZExt(cg->b, in, cg->t_i32, ""), NULL, 1, &w);
+    if (vt->kind != TY_TILE) {   /* a scalar: thread 0 adds it */
+        LLVMValueRef in, p = scalar_write(cg, &ac, &in), w = word(cg, v->s);
+        red_group(cg, &ac, p, LLVMBuildZExt(cg->b, in, cg->t_i32, ""), NULL, 1, &w);
         return 0;
     }
     const Layout *L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, vt, last_contiguous(&ac));

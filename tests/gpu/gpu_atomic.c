@@ -18,18 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_util.h"
+#include "../unit/splitk_src.h"
 
-static const char source[] =
-    "kernel splitk<BM: int = 64, BN: int = 64, BK: int = 64>(A: global bf16[M, K], B: global bf16[K, N],\n"
-    "    C: global f32[M, N])\n"
-    "  grid(cdiv(N, BN), cdiv(M, BM), cdiv(K, BK))\n"
-    "{\n"
-    "  let m0 = block.y * BM;\n"
-    "  let n0 = block.x * BN;\n"
-    "  let k0 = block.z * BK;\n"
-    "  atomic_add(C[m0 : +BM, n0 : +BN], A[m0 : +BM, k0 : +BK] @ B[k0 : +BK, n0 : +BN]);\n"
-    "}\n"
-    "\n"
+static const char colsum_src[] =
     "kernel colsum<BM: int = 64, BN: int = 128>(X: global f32[M, N], S: global f32[N], count: global i32[1])\n"
     "  grid(cdiv(N, BN), cdiv(M, BM))\n"
     "{\n"
@@ -46,17 +37,12 @@ static void compile(const char *arch, char *ptx, char *meta, size_t len)
     snprintf(ptx, len, "%s/atomic_%s.ptx", TILEC_WORK_DIR, arch);
     snprintf(meta, len, "%s/atomic_%s.meta", TILEC_WORK_DIR, arch);
     FILE *f = fopen(src, "w");
-    if (!f || fputs(source, f) < 0 || fclose(f) != 0) {
+    if (!f || fputs(splitk_src, f) < 0 || fputs("\n", f) < 0 || fputs(colsum_src, f) < 0 || fclose(f) != 0) {
         fprintf(stderr, "cannot write %s\n", src);
         exit(1);
     }
     snprintf(cmd, sizeof cmd, "'%s' '%s' -arch=%s -o '%s'", TILEC_EXE, src, arch, ptx);
-    printf("+ %s\n", cmd);
-    fflush(stdout);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "tilec failed\n");
-        exit(1);
-    }
+    gpu_run_tilec(cmd);
 #else
     (void)arch; (void)ptx; (void)meta; (void)len;
     fprintf(stderr, "built without TILEC_EXE\n");

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "tilec.h"
+#include "splitk_src.h"
 
 static const char *const vadd_src =
     "kernel vadd<BLOCK: int = 1024>(X: global f32[N], Y: global f32[N], Z: global f32[N])\n"
@@ -559,16 +560,6 @@ static const char colsum_src[] =
     "  atomic_add(C[0], 1);\n"
     "}\n";
 
-static const char splitk_src[] =
-    "kernel splitk<BM: int = 16, BN: int = 16, BK: int = 16>(A: global bf16[M, K], B: global bf16[K, N],\n"
-    "    C: global f32[M, N])\n"
-    "  grid(cdiv(N, BN), cdiv(M, BM), cdiv(K, BK))\n"
-    "{\n"
-    "  let m0 = block.y * BM;\n"
-    "  let n0 = block.x * BN;\n"
-    "  let k0 = block.z * BK;\n"
-    "  atomic_add(C[m0 : +BM, n0 : +BN], A[m0 : +BM, k0 : +BK] @ B[k0 : +BK, n0 : +BN]);\n"
-    "}\n";
 
 static uint16_t to_bf16(float f)
 {
@@ -634,9 +625,12 @@ START_TEST(test_interpret_atomic_add)
         ck_assert_int_eq(si[j], (int32_t)want);
     }
     tilec_result_free(c);
-    /* split-K */
+    /* split-K, 16 x 16 x 16 tiles */
     enum { SM = 20, SN = 18, SK = 40 };
-    c = compile_ir(splitk_src);
+    tilec_define tiles[3] = { { "BM", "16" }, { "BN", "16" }, { "BK", "16" } };
+    o.defines = tiles;
+    o.ndefines = 3;
+    ck_assert_int_eq(tilec_compile_string("i.tile", splitk_src, strlen(splitk_src), &o, &c), TILEC_OK);
     static uint16_t ab[SM * SK], bb[SK * SN];
     static float cc[SM * SN];
     for (int i = 0; i < SM * SK; i++)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ptx_model.h"
+#include "splitk_src.h"
 #include "tilec.h"
 
 #define TC_COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -328,6 +329,19 @@ static int64_t mem_elem(const Mem *mem, int i, int64_t r, int64_t c, bool *known
     return bits == 64 ? (int64_t)v : (int64_t)(v << (64 - bits)) >> (64 - bits);
 }
 
+/* c compiled, its metadata and PTX parsed (the test fails where one cannot
+ * be); returns the PTX. The caller frees it and *meta, and pm_prog_free(p). */
+static char *load_case(const Case *c, Meta *m, PmProg *p, char **meta)
+{
+    const char *label = c->file ? c->file : c->kernel ? c->kernel : "source";
+    char *ptx = compile_case(c, meta);
+    ck_assert_msg(ptx != NULL, "%s %s did not compile", label, c->arch);
+    ck_assert(meta_parse(*meta, c->kernel, m));
+    bool parsed = pm_parse(p, ptx, c->kernel);
+    ck_assert_msg(parsed, "%s: %s", label, p->err);
+    return ptx;
+}
+
 /* Compiles c and runs it for every dims set in dvs (a NULL-name-terminated
  * list per set) and every pad; fails the test on a violation. */
 static long check_case(const Case *c, const DimVal *const *dvs, int ndvs, const int *pads, int npads,
@@ -335,13 +349,9 @@ static long check_case(const Case *c, const DimVal *const *dvs, int ndvs, const 
 {
     const char *label = c->file ? c->file : c->kernel ? c->kernel : "source";
     char *meta = NULL;
-    char *ptx = compile_case(c, &meta);
-    ck_assert_msg(ptx != NULL, "%s %s did not compile", label, c->arch);
     Meta m;
-    ck_assert(meta_parse(meta, c->kernel, &m));
     PmProg p;
-    bool parsed = pm_parse(&p, ptx, c->kernel);
-    ck_assert_msg(parsed, "%s: %s", label, p.err);
+    char *ptx = load_case(c, &m, &p, &meta);
     long accesses = 0;
     for (int i = 0; i < ndvs; i++)
         for (int k = 0; k < npads; k++) {
@@ -361,6 +371,29 @@ static long check_case(const Case *c, const DimVal *const *dvs, int ndvs, const 
     free(ptx);
     free(meta);
     return accesses;
+}
+
+/* The dims sets M, N of mn[i], each NULL-terminated. */
+static void mn_dims(const int64_t (*mn)[2], int n, DimVal (*e)[3], const DimVal **evs)
+{
+    for (int i = 0; i < n; i++) {
+        e[i][0] = (DimVal){ "M", mn[i][0] };
+        e[i][1] = (DimVal){ "N", mn[i][1] };
+        e[i][2] = (DimVal){ NULL, 0 };
+        evs[i] = e[i];
+    }
+}
+
+/* The dims sets of products: M, K, N of mkn[i], each NULL-terminated. */
+static void mkn_dims(const int64_t (*mkn)[3], int n, DimVal (*g)[4], const DimVal **gvs)
+{
+    for (int i = 0; i < n; i++) {
+        g[i][0] = (DimVal){ "M", mkn[i][0] };
+        g[i][1] = (DimVal){ "K", mkn[i][1] };
+        g[i][2] = (DimVal){ "N", mkn[i][2] };
+        g[i][3] = (DimVal){ NULL, 0 };
+        gvs[i] = g[i];
+    }
 }
 
 static const char *const ARCHS[] = { "sm_86", "sm_90a" };
@@ -433,12 +466,7 @@ START_TEST(other_examples)
         static const int64_t mn[][2] = { { 1, 1 }, { 37, 129 }, { 65, 1001 }, { 130, 257 } };
         DimVal e[4][3];
         const DimVal *evs[4];
-        for (size_t i = 0; i < TC_COUNT(mn); i++) {
-            e[i][0] = (DimVal){ "M", mn[i][0] };
-            e[i][1] = (DimVal){ "N", mn[i][1] };
-            e[i][2] = (DimVal){ NULL, 0 };
-            evs[i] = e[i];
-        }
+        mn_dims(mn, (int)TC_COUNT(mn), e, evs);
         Case rs = { "reduction.tile", NULL, "row_sum", ARCHS[a], { "BM=16", "BN=32" } };
         check_case(&rs, evs, (int)TC_COUNT(mn), pads, 3, NULL);
         for (size_t t = 0; t < TC_COUNT(FLOATS); t++) {
@@ -452,16 +480,10 @@ START_TEST(other_examples)
         static const int64_t mkn[][3] = { { 1, 1, 1 }, { 300, 70, 130 }, { 256, 64, 128 } };
         DimVal g[3][4];
         const DimVal *gvs[3];
-        for (size_t i = 0; i < TC_COUNT(mkn); i++) {
-            g[i][0] = (DimVal){ "M", mkn[i][0] };
-            g[i][1] = (DimVal){ "K", mkn[i][1] };
-            g[i][2] = (DimVal){ "N", mkn[i][2] };
-            g[i][3] = (DimVal){ NULL, 0 };
-            gvs[i] = g[i];
-        }
+        mkn_dims(mkn, 3, g, gvs);
         int gpads[] = { 0, 1 };
         Case gm = { "gemm.tile", NULL, NULL, ARCHS[a], { NULL } };
-        ck_assert_int_gt(check_case(&gm, gvs, (int)TC_COUNT(mkn), gpads, 2, NULL), 0);
+        ck_assert_int_gt(check_case(&gm, gvs, 3, gpads, 2, NULL), 0);
     }
 }
 END_TEST
@@ -501,12 +523,7 @@ START_TEST(masked_windows_every_width)
     static const int64_t mn[][2] = { { 1, 0 }, { 1, 1 }, { 5, 7 }, { 9, 63 }, { 9, 65 }, { 3, 130 }, { 6, 200 } };
     DimVal e[8][3];
     const DimVal *evs[8];
-    for (size_t i = 0; i < TC_COUNT(mn); i++) {
-        e[i][0] = (DimVal){ "M", mn[i][0] };
-        e[i][1] = (DimVal){ "N", mn[i][1] };
-        e[i][2] = (DimVal){ NULL, 0 };
-        evs[i] = e[i];
-    }
+    mn_dims(mn, (int)TC_COUNT(mn), e, evs);
     int pads[] = { 0, 1, 16 };
     for (size_t a = 0; a < TC_COUNT(ARCHS); a++)
         for (size_t t = 0; t < TC_COUNT(types); t++) {
@@ -573,12 +590,10 @@ START_TEST(values_of_masked_loads)
                 char tdef[32];
                 snprintf(tdef, sizeof tdef, "T=%s", types[t]);
                 Case c = { NULL, k ? oth_src : add3_src, k ? "oth" : "add3", ARCHS[a], { tdef, "BLOCK=256" } };
-                char *meta = NULL, *ptx = compile_case(&c, &meta);
-                ck_assert_ptr_nonnull(ptx);
+                char *meta = NULL;
                 Meta m;
-                ck_assert(meta_parse(meta, NULL, &m));
                 PmProg p;
-                ck_assert_msg(pm_parse(&p, ptx, NULL), "%s", p.err);
+                char *ptx = load_case(&c, &m, &p, &meta);
                 for (size_t i = 0; i < TC_COUNT(ns); i++)
                     for (size_t q = 0; q < TC_COUNT(pads); q++) {
                         const DimVal dv[] = { { "M", 3 }, { "N", ns[i] }, { NULL, 0 } };
@@ -643,15 +658,13 @@ START_TEST(atomic_add_values)
             char tdef[32];
             snprintf(tdef, sizeof tdef, "T=%s", types[t]);
             Case c = { NULL, acc_src, "acc3", archs[a], { tdef } };
-            char *meta = NULL, *ptx = compile_case(&c, &meta);
-            ck_assert_ptr_nonnull(ptx);
+            char *meta = NULL;
+            Meta m;
+            PmProg p;
+            char *ptx = load_case(&c, &m, &p, &meta);
             ck_assert_ptr_nonnull(strstr(ptx, "red.global.add"));
             if (!strcmp(archs[a], "sm_100a") && t == 1)
                 ck_assert_ptr_nonnull(strstr(ptx, "red.global.add.v4.f32"));
-            Meta m;
-            ck_assert(meta_parse(meta, NULL, &m));
-            PmProg p;
-            ck_assert_msg(pm_parse(&p, ptx, NULL), "%s", p.err);
             bool flt = t == 1;
             for (size_t i = 0; i < TC_COUNT(mn); i++)
                 for (int pad = 0; pad <= 1; pad++) {
@@ -708,18 +721,9 @@ START_TEST(atomic_add_values)
 }
 END_TEST
 
-/* A split-K product adding its accumulator fragments (pairs of f32:
- * red.global.add.v2.f32 on sm_100a) to C: every address inside C's rows. */
-static const char splitk_src[] =
-    "kernel splitk<BM: int = 64, BN: int = 64, BK: int = 32>(A: global bf16[M, K], B: global bf16[K, N],\n"
-    "    C: global f32[M, N])\n"
-    "  grid(cdiv(N, BN), cdiv(M, BM), cdiv(K, BK))\n"
-    "{\n"
-    "  let m0 = block.y * BM;\n"
-    "  let n0 = block.x * BN;\n"
-    "  let k0 = block.z * BK;\n"
-    "  atomic_add(C[m0 : +BM, n0 : +BN], A[m0 : +BM, k0 : +BK] @ B[k0 : +BK, n0 : +BN]);\n"
-    "}\n";
+/* A split-K product (splitk_src.h) adding its accumulator fragments (pairs
+ * of f32: red.global.add.v2.f32 on sm_100a) to C: every address inside C's
+ * rows. */
 
 START_TEST(atomic_add_products)
 {
@@ -727,17 +731,11 @@ START_TEST(atomic_add_products)
     static const int64_t mkn[][3] = { { 1, 8, 1 }, { 70, 40, 130 }, { 64, 64, 64 } };
     DimVal g[3][4];
     const DimVal *gvs[3];
-    for (size_t i = 0; i < TC_COUNT(mkn); i++) {
-        g[i][0] = (DimVal){ "M", mkn[i][0] };
-        g[i][1] = (DimVal){ "K", mkn[i][1] };
-        g[i][2] = (DimVal){ "N", mkn[i][2] };
-        g[i][3] = (DimVal){ NULL, 0 };
-        gvs[i] = g[i];
-    }
+    mkn_dims(mkn, 3, g, gvs);
     int pads[] = { 0, 8 };
     for (size_t a = 0; a < TC_COUNT(archs); a++) {
         Case c = { NULL, splitk_src, "splitk", archs[a], { NULL } };
-        ck_assert_int_gt(check_case(&c, gvs, (int)TC_COUNT(mkn), pads, 2, NULL), 0);
+        ck_assert_int_gt(check_case(&c, gvs, 3, pads, 2, NULL), 0);
     }
 }
 END_TEST
@@ -753,13 +751,10 @@ START_TEST(model_catches_overread)
         "  Y[block.x] = X[block.x, N - 1] + X[block.x, 0];\n"
         "}\n";
     Case c = { NULL, src, NULL, "sm_90a", { NULL } };
-    char *meta = NULL, *ptx = compile_case(&c, &meta);
-    ck_assert_ptr_nonnull(ptx);
-    /* Shift X's last-dim index by one: the same PTX reading X[row, N]. */
+    char *meta = NULL;
     Meta m;
-    ck_assert(meta_parse(meta, NULL, &m));
     PmProg p;
-    ck_assert_msg(pm_parse(&p, ptx, NULL), "%s", p.err);
+    char *ptx = load_case(&c, &m, &p, &meta);
     static const DimVal ok[] = { { "M", 2 }, { "N", 5 }, { NULL, 0 } };
     PmReport r = run_case(&p, &m, ok, 0, NULL);
     ck_assert_msg(!r.error && r.violations == 0 && r.accesses > 0, "%s", r.first);
