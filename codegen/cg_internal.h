@@ -246,6 +246,7 @@ LLVMValueRef cg_tensor_elem_ptr(Cg *cg, const TensorArg *ta, LLVMTypeRef ety, in
 LLVMValueRef cg_guard_ptr(Cg *cg);
 int cg_lower_load(Cg *cg, Op *op);
 int cg_lower_store(Cg *cg, Op *op);
+int cg_lower_atomic_add(Cg *cg, Op *op);   /* lower_atomic.c */
 /* Does the kernel never store to tensor t? */
 bool cg_tensor_readonly(Cg *cg, ValId t);
 
@@ -283,6 +284,10 @@ typedef struct GroupLoop {
 } GroupLoop;
 
 int access_init(Cg *cg, Op *op, Access *ac, int ntile);
+int access_init_write(Cg *cg, Op *op, Access *ac, const Type **vt, const TileVal **v);
+LLVMValueRef scalar_write(Cg *cg, const Access *ac, LLVMValueRef *pred);
+void words_asm_call(Cg *cg, const char *code, size_t n, const char *cons, size_t c, LLVMValueRef *words, int nw,
+                    LLVMValueRef p, LLVMValueRef k, LLVMValueRef flag);
 bool last_contiguous(const Access *ac);
 int access_vec(const Access *ac, const Layout *L);
 void reg_index(Cg *cg, const Access *ac, const Layout *L, int r, LLVMValueRef *idx);

@@ -184,19 +184,11 @@ static void store_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
 #undef EMIT
     char cons[256];
     size_t c = exact_cons(cons, sizeof cons, nw, "r", aligned ? "l,r,r,~{memory}" : "l,r,~{memory}");
-    LLVMValueRef args[8];
-    LLVMTypeRef at[8];
-    unsigned na = 0;
+    LLVMValueRef words[4];
     LLVMValueRef w = LLVMBuildBitCast(cg->b, v, nw == 1 ? cg->t_i32 : LLVMVectorType(cg->t_i32, (unsigned)nw), "");
     for (int j = 0; j < nw; j++)
-        args[na] = nw == 1 ? w : LLVMBuildExtractElement(cg->b, w, cg_i32(cg, j), ""), at[na++] = cg->t_i32;
-    args[na] = p, at[na++] = LLVMTypeOf(p);
-    args[na] = k, at[na++] = cg->t_i32;
-    if (aligned)
-        args[na] = LLVMBuildZExt(cg->b, aligned, cg->t_i32, ""), at[na++] = cg->t_i32;
-    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), at, na, 0);
-    LLVMValueRef fn = LLVMGetInlineAsm(ft, code, n, cons, c, 1, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(cg->b, ft, fn, args, na, "");
+        words[j] = nw == 1 ? w : LLVMBuildExtractElement(cg->b, w, cg_i32(cg, j), "");
+    words_asm_call(cg, code, n, cons, c, words, nw, p, k, aligned);
 }
 
 /* Group j's address when no earlier group shares its row but its rows and
@@ -294,20 +286,14 @@ static void store_general(Cg *cg, const Access *ac, const Layout *L, int vec, co
 
 int cg_lower_store(Cg *cg, Op *op)
 {
-    ValId vv = op->args[op->nargs - 1];
-    const Type *vt = ir_type(cg->f, vv);
-    const TileVal *v = &cg->vals[vv];
+    const Type *vt;
+    const TileVal *v;
     Access ac;
-    if (access_init(cg, op, &ac, vt->kind == TY_TILE ? vt->rank : 0))
+    if (access_init_write(cg, op, &ac, &vt, &v))
         return 1;
-    if (vt->kind != TY_TILE) {
-        LLVMValueRef idx[TENSOR_MAXRANK], s = v->s;
-        for (int d = 0; d < ac.rank; d++)
-            idx[d] = ac.off[d];
-        /* One thread writes a scalar. */
-        LLVMValueRef pred = LLVMBuildAnd(cg->b, in_bounds(cg, &ac, idx),
-                                         LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""), "");
-        store_group(cg, &ac, elem_addr(cg, &ac, idx), pred, 1, to_mem(cg, s, ac.dt));
+    if (vt->kind != TY_TILE) {   /* one thread writes a scalar */
+        LLVMValueRef pred, p = scalar_write(cg, &ac, &pred);
+        store_group(cg, &ac, p, pred, 1, to_mem(cg, v->s, ac.dt));
         return 0;
     }
     const Layout *L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, vt, last_contiguous(&ac));

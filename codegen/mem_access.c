@@ -11,12 +11,12 @@ static bool store_visit(Func *f, Op *op, void *ctx)
 {
     (void)f;
     StoreFind *s = ctx;
-    if (op->code == OP_STORE && op->args[0] == s->t)
+    if ((op->code == OP_STORE || op->code == OP_ATOMIC_ADD) && op->args[0] == s->t)
         s->found = true;
     return !s->found;
 }
 
-/* A tensor the kernel never stores to is read-only for the whole launch
+/* A tensor the kernel never stores to (nor adds to atomically) is read-only for the whole launch
  * (params are noalias): its loads may use the non-coherent path (ld.global.nc). */
 bool cg_tensor_readonly(Cg *cg, ValId t)
 {
@@ -52,6 +52,48 @@ int access_init(Cg *cg, Op *op, Access *ac, int ntile)
         return 1;
     }
     return 0;
+}
+
+/* A STORE-like op (STORE, ATOMIC_ADD): its value operand (the last) and
+ * type, and the window access of a tile of that type. */
+int access_init_write(Cg *cg, Op *op, Access *ac, const Type **vt, const TileVal **v)
+{
+    ValId vv = op->args[op->nargs - 1];
+    *vt = ir_type(cg->f, vv);
+    *v = &cg->vals[vv];
+    return access_init(cg, op, ac, (*vt)->kind == TY_TILE ? (*vt)->rank : 0);
+}
+
+/* A scalar written to the window's one element: its address, and in *pred
+ * whether this thread writes it (thread 0, the element inside). */
+LLVMValueRef scalar_write(Cg *cg, const Access *ac, LLVMValueRef *pred)
+{
+    LLVMValueRef idx[TENSOR_MAXRANK];
+    for (int d = 0; d < ac->rank; d++)
+        idx[d] = ac->off[d];
+    *pred = LLVMBuildAnd(cg->b, in_bounds(cg, ac, idx), LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""),
+                         "");
+    return elem_addr(cg, ac, idx);
+}
+
+/* A side-effecting inline asm (code, constraints cons: the nw words as
+ * "r", then "l" p, "r" k and, with `flag`, "r" for it) called with those
+ * operands: the element-exact stores and the atomic adds. */
+void words_asm_call(Cg *cg, const char *code, size_t n, const char *cons, size_t c, LLVMValueRef *words, int nw,
+                    LLVMValueRef p, LLVMValueRef k, LLVMValueRef flag)
+{
+    LLVMValueRef args[8];
+    LLVMTypeRef at[8];
+    unsigned na = 0;
+    for (int j = 0; j < nw; j++)
+        args[na] = words[j], at[na++] = cg->t_i32;
+    args[na] = p, at[na++] = LLVMTypeOf(p);
+    args[na] = k, at[na++] = cg->t_i32;
+    if (flag)
+        args[na] = LLVMBuildZExt(cg->b, flag, cg->t_i32, ""), at[na++] = cg->t_i32;
+    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), at, na, 0);
+    LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)code, n, (char *)cons, c, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(cg->b, ft, fn, args, na, "");
 }
 
 bool last_contiguous(const Access *ac)

@@ -259,6 +259,7 @@ static int lower_op(Cg *cg, Op *op)
     case OP_STORE:
         cg_mma_prepare_store(cg, op);
         return cg_lower_store(cg, op);
+    case OP_ATOMIC_ADD: return cg_lower_atomic_add(cg, op);
     case OP_SMEM_ALLOC: return cg_lower_smem_alloc(cg, op);
     case OP_ASYNC_COPY: return cg_lower_async_copy(cg, op);
     case OP_ASYNC_COMMIT: case OP_ASYNC_WAIT: case OP_BARRIER: return cg_lower_async_sync(cg, op);

@@ -200,6 +200,10 @@ static bool check_options(Job *j)
         if (!n || !is_print_after_name(n))
             return bad_pass_name(j, "--print-after", n ? n : "(null)", n ? strlen(n) : 6);
     }
+    if (j->o.cache == TILEC_CACHE_DISK && (!j->o.cache_dir || !j->o.cache_dir[0])) {
+        diag_error(d, (Loc){ 0 }, "TILEC_CACHE_DISK needs a folder (tilec_options.cache_dir)");
+        return false;
+    }
     if (j->o.ptxas && !tc_is_executable(j->o.ptxas)) {
         diag_error(d, (Loc){ 0 }, "ptxas '%s' is not an executable file", j->o.ptxas);
         return false;
@@ -467,12 +471,13 @@ static bool middle_end(Job *j, Module *m)
     return passes_run(m, &ctx) == 0 && d->nerrors == 0;
 }
 
-/* Assemble the PTX with tilec_options.ptxas. PTX that ptxas rejects is a
- * compiler bug (an internal error) and is not handed out. */
+/* Assemble the PTX with tilec_options.ptxas (unless ptxas_no_check). PTX
+ * that ptxas rejects is a compiler bug (an internal error) and is not
+ * handed out. */
 static void check_ptx(Job *j)
 {
     tilec_result *r = j->r;
-    if (!j->o.ptxas || !r->text[TILEC_OUT_PTX])
+    if (!j->o.ptxas || j->o.ptxas_no_check || !r->text[TILEC_OUT_PTX])
         return;
     j->ptxas_ran = true;
     j->ptxas_run.rc = tc_ptxas_run(r->arena, j->o.ptxas, r->arch, r->text[TILEC_OUT_PTX], &j->ptxas_run.log);
@@ -551,7 +556,7 @@ static void finish_outputs(Job *j)
         /* Registers, spills and occupancy: runs ptxas, so only here. */
         StrBuf res = { 0 };
         tc_report_resources(j->r->arena, &res, j->r->arch, j->r->text[TILEC_OUT_META],
-                            j->r->text[TILEC_OUT_PTX], j->ptxas_ran ? &j->ptxas_run : NULL);
+                            j->r->text[TILEC_OUT_PTX], j->o.ptxas, j->ptxas_ran ? &j->ptxas_run : NULL);
         sb_putc(&rep, '\n');
         report_section(&rep, "resources", &res);
         sb_free(&res);
@@ -833,24 +838,6 @@ const tilec_diag *tilec_result_diag(const tilec_result *r, size_t i)
 }
 
 const char *tilec_result_diag_text(const tilec_result *r) { return r ? r->diag_text : NULL; }
-
-typedef struct FindCall { char *buf; size_t size, n; } FindCall;
-
-static void ptxas_find_job(void *p)
-{
-    FindCall *c = p;
-    Arena *a = arena_new();
-    const char *path = tc_ptxas_path(a);
-    int n = snprintf(c->buf, c->size, "%s", path ? path : "");
-    arena_free(a);
-    c->n = n > 0 ? (size_t)n : 0;
-}
-
-size_t tilec_ptxas_find(char *buf, size_t size)
-{
-    FindCall c = { buf, size, 0 };
-    return tc_job_run(ptxas_find_job, &c) ? c.n : 0;
-}
 
 const char *tilec_status_string(tilec_status s)
 {

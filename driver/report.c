@@ -2,18 +2,21 @@
  * threads, registers and spills (from `ptxas -v` where a ptxas is found),
  * shared memory per block, and the theoretical occupancy on the target.
  *
- * ptxas runs only when a report is asked for and PTX was produced: the PTX
- * goes to a private temporary file (mkstemp), ptxas is started with
- * posix_spawn and an argument vector (no shell, so no file name is ever
- * interpreted), its stdout and stderr go to a second temporary file, and
- * both files are removed before returning.
+ * ptxas (tilec_options.ptxas: the library looks nothing up) runs only when
+ * a report is asked for or the PTX is checked, and PTX was produced: the PTX
+ * goes to an anonymous memory file (memfd_create, named to ptxas as
+ * /proc/self/fd/N; a private mkstemp file under /tmp where there is no
+ * memfd or no /proc), ptxas is started with posix_spawn and an argument
+ * vector (no shell, so no file name is ever interpreted) and the process's
+ * environment, and its stdout and stderr go to a second such file. No
+ * setting is read from the environment.
  *
  * Occupancy follows the CUDA occupancy calculator: registers are allocated
  * per warp in units of 256 within each of the SM's 4 sub-partitions; shared
  * memory per block is static + dynamic + the driver's per-block reservation,
  * in 128-byte units; the per-arch limits are the target's TargetInfo.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "report.h"
 
 #include <errno.h>
@@ -23,10 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* ptxas inherits the process's environment, as any program it starts;
+ * nothing here reads it. */
 extern char **environ;
 
 /* ---- parsing `ptxas -v` ---- */
@@ -154,43 +160,48 @@ bool tc_is_executable(const char *path)
     return path && *path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-static const char *search_path(Arena *a, const char *prog)
+/* A private file for the PTX or ptxas's output, at or above fd 3 and
+ * close-on-exec (so that a ptxas another thread starts meanwhile does not
+ * inherit it): an anonymous memory file, or (no memfd_create, or no /proc
+ * to name it through) a mkstemp file under /tmp, whose name goes to
+ * `path` (else path is ""). */
+static int private_file(char *path)
 {
-    const char *p = getenv("PATH");
-    while (p && *p) {
-        const char *c = strchr(p, ':');
-        size_t n = c ? (size_t)(c - p) : strlen(p);
-        char *cand = n ? arena_printf(a, "%.*s/%s", (int)n, p, prog) : NULL;
-        if (tc_is_executable(cand))
-            return cand;
-        p = c ? c + 1 : NULL;
+    path[0] = 0;
+    int fd = -1;
+#ifdef MFD_CLOEXEC
+    struct stat st;
+    if (stat("/proc/self/fd", &st) == 0)
+        fd = memfd_create("tilec-ptxas", MFD_CLOEXEC);
+#endif
+    if (fd < 0) {
+        snprintf(path, PATH_MAX, "/tmp/tilec-ptxas-XXXXXX");
+        fd = mkostemp(path, O_CLOEXEC);
+        if (fd < 0)
+            return -1;
     }
-    return NULL;
+    if (fd < 3) {   /* a host that closed its stdin, stdout or stderr */
+        int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = hi;
+    }
+    return fd;
 }
 
-const char *tc_ptxas_path(Arena *a)
+static void private_file_close(int fd, const char *path)
 {
-    const char *env = getenv("TILEC_PTXAS");
-    if (env && *env)
-        return tc_is_executable(env) ? arena_strdup(a, env) : NULL;
-    const char *p = search_path(a, "ptxas");
-    if (p)
-        return p;
-    return tc_is_executable("/usr/local/cuda/bin/ptxas") ? "/usr/local/cuda/bin/ptxas" : NULL;
+    if (fd >= 0)
+        close(fd);
+    if (path[0])
+        unlink(path);
 }
 
-/* A private temporary file; its name goes to `path` (PATH_MAX bytes). */
-static int temp_file(char *path)
-{
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir || strlen(dir) > PATH_MAX - 32)
-        dir = "/tmp";
-    snprintf(path, PATH_MAX, "%s/tilec-ptxas-XXXXXX", dir);
-    return mkstemp(path);
-}
+/* Start ptxas on ptx_path (the file at ptx_fd: its own name, or
+ * /proc/self/fd/PTX_CHILD_FD in the child) with stdout and stderr into
+ * log_fd; its exit status, or -1. */
+enum { PTX_CHILD_FD = 3 };
 
-/* Start ptxas with stdout and stderr into log_fd; its exit status, or -1. */
-static int spawn_wait(const char *ptxas, const char *arch, const char *ptx_path, int log_fd)
+static int spawn_wait(const char *ptxas, const char *arch, const char *ptx_path, int ptx_fd, int log_fd)
 {
     char archopt[64];
     snprintf(archopt, sizeof archopt, "-arch=%s", arch);
@@ -201,6 +212,15 @@ static int spawn_wait(const char *ptxas, const char *arch, const char *ptx_path,
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, log_fd, 1);
     posix_spawn_file_actions_adddup2(&fa, log_fd, 2);
+    /* After the log's: log_fd may be PTX_CHILD_FD itself. dup2 clears
+     * close-on-exec on the copy; when ptx_fd already is PTX_CHILD_FD the
+     * copy is made through a second number. */
+    if (ptx_fd == PTX_CHILD_FD) {
+        posix_spawn_file_actions_adddup2(&fa, ptx_fd, PTX_CHILD_FD + 1);
+        posix_spawn_file_actions_adddup2(&fa, PTX_CHILD_FD + 1, PTX_CHILD_FD);
+    } else {
+        posix_spawn_file_actions_adddup2(&fa, ptx_fd, PTX_CHILD_FD);
+    }
     pid_t pid;
     int rc = posix_spawn(&pid, ptxas, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -211,6 +231,21 @@ static int spawn_wait(const char *ptxas, const char *arch, const char *ptx_path,
         if (errno != EINTR)
             return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The whole of the file at fd, from its start. */
+static const char *read_back(Arena *a, int fd)
+{
+    StrBuf sb = { 0 };
+    char buf[4096];
+    ssize_t n;
+    if (lseek(fd, 0, SEEK_SET) == 0)
+        while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+            if (n > 0)
+                sb_putn(&sb, buf, (size_t)n);
+    const char *text = sb.buf ? arena_strndup(a, sb.buf, sb.len) : "";
+    sb_free(&sb);
+    return text;
 }
 
 /* The line to show when ptxas failed: its first error, else its first line,
@@ -234,51 +269,50 @@ static const char *first_error(Arena *a, const char *log, int rc, const char *pt
     return n ? arena_strndup(a, b, n) : "no output";
 }
 
-/* The two temporary files of a ptxas run: closed and removed at its end,
+/* The two private files of a ptxas run (private_file: memory files, or
+ * files under /tmp whose names are kept): closed and removed at its end,
  * or by the unwinding of an out-of-memory (lib/alloc.h). */
 typedef struct PtxasFiles {
-    char ptx_path[PATH_MAX], log_path[PATH_MAX];
+    char ptx_file[PATH_MAX], log_file[PATH_MAX];
     int pfd, lfd;
 } PtxasFiles;
 
 static void ptxas_files_drop(void *p)
 {
     PtxasFiles *t = p;
-    if (t->pfd >= 0) {
-        close(t->pfd);
-        unlink(t->ptx_path);
-    }
-    if (t->lfd >= 0) {
-        close(t->lfd);
-        unlink(t->log_path);
-    }
+    private_file_close(t->pfd, t->ptx_file);
+    private_file_close(t->lfd, t->log_file);
     t->pfd = t->lfd = -1;
+    t->ptx_file[0] = t->log_file[0] = 0;
 }
 
 int tc_ptxas_run(Arena *a, const char *ptxas, const char *arch, const char *ptx, const char **log)
 {
     PtxasFiles t;
     t.lfd = -1;
-    t.pfd = temp_file(t.ptx_path);
+    t.log_file[0] = 0;
+    t.pfd = private_file(t.ptx_file);
     if (t.pfd < 0) {
         *log = arena_printf(a, "cannot create a temporary file: %s", strerror(errno));
         return -1;
     }
     TcCleanup cl;
     tc_cleanup_push(&cl, ptxas_files_drop, &t);
-    t.lfd = temp_file(t.log_path);
+    t.lfd = private_file(t.log_file);
+    char ptx_path[PATH_MAX];
+    if (t.ptx_file[0])
+        snprintf(ptx_path, sizeof ptx_path, "%s", t.ptx_file);
+    else
+        snprintf(ptx_path, sizeof ptx_path, "/proc/self/fd/%d", PTX_CHILD_FD);
     bool ok = t.lfd >= 0 && tc_write_all(t.pfd, ptx, strlen(ptx));
-    int rc = ok ? spawn_wait(ptxas, arch, t.ptx_path, t.lfd) : -1;
-    size_t n = 0;
-    char *text = t.lfd >= 0 ? tc_read_file(t.log_path, &n) : NULL;
-    *log = text ? arena_strndup(a, text, n) : "";
-    tc_free(text);
+    int rc = ok ? spawn_wait(ptxas, arch, ptx_path, t.pfd, t.lfd) : -1;
+    *log = t.lfd >= 0 ? read_back(a, t.lfd) : "";
     tc_cleanup_pop(&cl);
     ptxas_files_drop(&t);
     if (rc == 0)
         return 0;
     *log = !ok ? "cannot write the PTX to a temporary file"
-         : rc < 0 ? arena_printf(a, "could not run %s", ptxas) : first_error(a, *log, rc, t.ptx_path);
+         : rc < 0 ? arena_printf(a, "could not run %s", ptxas) : first_error(a, *log, rc, ptx_path);
     return -1;
 }
 
@@ -431,17 +465,17 @@ static void put_kernel(StrBuf *out, const TargetInfo *al, const char *arch, cons
         sb_printf(out, "  ptxas time: %.1f ms\n", f->compile_ms);
 }
 
-/* Run ptxas on the PTX (unless `done` holds that run already); *why says
+/* Run `ptxas` on the PTX (unless `done` holds that run already); *why says
  * why there is no information. */
-static PtxasInfo ptxas_info(Arena *a, const char *arch, const char *ptx, const PtxasRun *done, const char **why)
+static PtxasInfo ptxas_info(Arena *a, const char *arch, const char *ptx, const char *ptxas, const PtxasRun *done,
+                            const char **why)
 {
     PtxasInfo pi = { 0 };
-    const char *ptxas = ptx && !done ? tc_ptxas_path(a) : NULL;
     const char *log = done ? done->log : "";
     if (!ptx && !done) {
         *why = "no PTX was produced; ptxas runs on --emit=ptx";
     } else if (!ptxas && !done) {
-        *why = "ptxas not found; set TILEC_PTXAS";
+        *why = "ptxas not found; set TILEC_PTXAS or --ptxas=PATH (tilec_options.ptxas in the C API)";
     } else if (done ? done->rc != 0 : tc_ptxas_run(a, ptxas, arch, ptx, &log) != 0) {
         *why = arena_printf(a, "ptxas failed: %s", log);
     } else {
@@ -452,7 +486,7 @@ static PtxasInfo ptxas_info(Arena *a, const char *arch, const char *ptx, const P
 }
 
 void tc_report_resources(Arena *a, StrBuf *out, const char *arch, const char *meta, const char *ptx,
-                         const PtxasRun *done)
+                         const char *ptxas, const PtxasRun *done)
 {
     MetaKernel *ks;
     int n = meta_kernels(a, meta, &ks);
@@ -461,7 +495,7 @@ void tc_report_resources(Arena *a, StrBuf *out, const char *arch, const char *me
         return;
     }
     const char *why = "";
-    PtxasInfo pi = ptxas_info(a, arch, ptx, done, &why);
+    PtxasInfo pi = ptxas_info(a, arch, ptx, ptxas, done, &why);
     const TargetInfo *al = tc_target(arch);
     for (int i = 0; i < n; i++)
         put_kernel(out, al, arch, &ks[i], tc_ptxas_find(&pi, ks[i].name), why);

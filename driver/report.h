@@ -34,16 +34,13 @@ typedef struct PtxasInfo {
 PtxasInfo tc_ptxas_parse(Arena *a, const char *text);
 const PtxasFunc *tc_ptxas_find(const PtxasInfo *pi, const char *name);
 
-/* The ptxas to run: $TILEC_PTXAS, else `ptxas` on $PATH, else
- * /usr/local/cuda/bin/ptxas; NULL if none is an executable file. */
-const char *tc_ptxas_path(Arena *a);
-
 /* path names an executable regular file. */
 bool tc_is_executable(const char *path);
 
-/* Run `ptxas -arch=ARCH -v` on `ptx` (through a private temporary file,
- * without a shell). Returns 0 and ptxas's output in *log; else -1 and a
- * one-line reason in *log (the first error line ptxas printed). */
+/* Run `ptxas -arch=ARCH -v` on `ptx` (through a private memory or
+ * temporary file, without a shell). Returns 0 and ptxas's output in *log;
+ * else -1 and a one-line reason in *log (the first error line ptxas
+ * printed). */
 int tc_ptxas_run(Arena *a, const char *ptxas, const char *arch, const char *ptx, const char **log);
 
 
@@ -76,9 +73,9 @@ typedef struct PtxasRun {
 
 /* Append the `== resources ==` body for the kernels in `meta` (kernel
  * metadata text) compiled for `arch`; `ptx` may be NULL (not produced).
- * `done` is the run already made on that PTX, else NULL: then ptxas is
- * looked up (tc_ptxas_path) and run here. */
+ * `done` is the run already made on that PTX, else NULL: then `ptxas`
+ * (NULL: none; registers are then unknown) is run here. */
 void tc_report_resources(Arena *a, StrBuf *out, const char *arch, const char *meta, const char *ptx,
-                         const PtxasRun *done);
+                         const char *ptxas, const PtxasRun *done);
 
 #endif

@@ -161,6 +161,10 @@ static void print_stmt(const Stmt *s, int indent, StrBuf *out)
         sb_puts(out, "(block");
         print_body(s->body, s->nbody, indent + 1, out);
         break;
+    case S_CALL:
+        sb_puts(out, "(call ");
+        print_expr(s->value, out);
+        break;
     }
     sb_putc(out, ')');
 }

@@ -100,6 +100,7 @@ typedef enum StmtKind {
     S_FOR,      /* for var in lo .. hi [step s] [pipeline(S)] { body } */
     S_IF,       /* if cond { then } [else { else } | else if ...] */
     S_BLOCK,    /* { ... } */
+    S_CALL,     /* call ;  value is the E_CALL: atomic_add(window, value) */
 } StmtKind;
 
 typedef struct Stmt {

@@ -398,6 +398,7 @@ static void lower_stmt(Lower *l, const Stmt *s)
     case S_ASSIGN: lower_assign(l, s); break;
     case S_FOR: lower_for(l, s); break;
     case S_IF: lower_if(l, s); break;
+    case S_CALL: fe_call_stmt(l, s->value); break;
     default: lower_list(l, s->body, s->nbody); break;
     }
 }

@@ -579,7 +579,8 @@ static bool is_assign_op(TokKind k)
     return k == T_ASSIGN || k == T_PLUSEQ || k == T_MINUSEQ || k == T_STAREQ || k == T_SLASHEQ;
 }
 
-/* assign_stmt := (NAME | NAME index) ('=' | '+=' | '-=' | '*=' | '/=') expr ';' */
+/* assign_stmt := (NAME | NAME index) ('=' | '+=' | '-=' | '*=' | '/=') expr ';'
+ * call_stmt   := NAME '(' args ')' ';'       (atomic_add: sema checks the name) */
 static Stmt *parse_assign(Parser *p)
 {
     Stmt *s = new_stmt(p, S_ASSIGN, peek(p)->loc);
@@ -587,8 +588,16 @@ static Stmt *parse_assign(Parser *p)
     if (p->panic)
         return s;
     const Token *op = peek(p);
+    if (s->target->kind == E_CALL && op->kind == T_SEMI) {
+        s->kind = S_CALL;
+        s->value = s->target;
+        s->target = NULL;
+        expect_semi(p);
+        return s;
+    }
     if (!is_assign_op((TokKind)op->kind)) {
-        error_expected(p, "'=', '+=', '-=', '*=' or '/=' (a statement is a declaration, an assignment or a store)");
+        error_expected(p, "'=', '+=', '-=', '*=' or '/=' (a statement is a declaration, an assignment, a store "
+                          "or atomic_add(...))");
         return s;
     }
     if (s->target->kind != E_NAME && !(s->target->kind == E_INDEX && s->target->a->kind == E_NAME))
@@ -600,7 +609,7 @@ static Stmt *parse_assign(Parser *p)
     return s;
 }
 
-/* stmt := tile_stmt | let_stmt | for_stmt | if_stmt | block | assign_stmt */
+/* stmt := tile_stmt | let_stmt | for_stmt | if_stmt | block | assign_stmt | call_stmt */
 static Stmt *parse_stmt(Parser *p)
 {
     const Token *t = peek(p);

@@ -95,6 +95,8 @@ bool fe_unify(Lower *l, EVal *a, EVal *b, const Expr *ea, const Expr *eb, Loc lo
 bool fe_shape_unify(Lower *l, EVal *a, EVal *b, Loc loc);   /* shapes only */
 EVal fe_window(Lower *l, const Expr *idx, const Expr *other);
 void fe_store(Lower *l, const Expr *target, EVal val, Loc loc);
+/* A call as a statement: `atomic_add(X[...], value)`; anything else is an error. */
+void fe_call_stmt(Lower *l, const Expr *call);
 ValId fe_emit(Lower *l, Loc loc, OpCode code, const ValId *args, int n, Type ty);
 EVal fe_val(ValId v, Type ty);
 const char *fe_tystr(Lower *l, const Type *t);

@@ -360,6 +360,10 @@ EVal fe_call(Lower *l, const Expr *e)
         }
         return lower_builtin(l, e, b);
     }
+    if (strcmp(e->name, "atomic_add") == 0) {
+        diag_error(l->d, e->loc, "atomic_add(...) is a statement: it adds to a tensor and has no value");
+        return err();
+    }
     Sym *s = fe_scope_lookup(l, e->name);
     if (s && s->kind == SYM_CONST && strcmp(s->cls, "dtype") == 0)
         return lower_cast(l, e, s->cb->dval);

@@ -1,5 +1,5 @@
 /* sema_window.c - windows of tensor params: `X[i, a : +n, :]` as a LOAD
- * (read) or STORE (assignment target).
+ * (read), STORE (assignment target) or ATOMIC_ADD (`atomic_add(X[...], v)`).
  *
  * A window has one index per tensor dim: a scalar (the dim is dropped),
  * `a : +n` (n a positive constant) or `:` (a static dim, whole). The op's
@@ -184,19 +184,70 @@ static bool store_matches(Lower *l, const Win *w, EVal *v, Loc loc)
     return true;
 }
 
-/* `target = val` where target is a window of a tensor param. */
-void fe_store(Lower *l, const Expr *target, EVal val, Loc loc)
+/* The tensor param whose window `target` is, or NULL (reported: `what`
+ * names the access, "store into", "add to"). */
+static Sym *written_tensor(Lower *l, const Expr *target, const char *what)
 {
     EVal base = fe_expr(l, target->a);
     if (base.kind == EV_ERR)
-        return;
+        return NULL;
     if (base.kind != EV_TENSOR) {
         const char *n = target->a->kind == E_NAME ? target->a->name : "this expression";
-        diag_error(l->d, target->a->loc, "cannot store into '%s': only tensor params can be stored to", n);
+        diag_error(l->d, target->a->loc, "cannot %s '%s': only tensor params can be written", what, n);
+        return NULL;
+    }
+    return base.sym;
+}
+
+/* `target = val` where target is a window of a tensor param. */
+void fe_store(Lower *l, const Expr *target, EVal val, Loc loc)
+{
+    Sym *t = written_tensor(l, target, "store into");
+    Win w;
+    if (!t || !window(l, target, t, &w) || val.kind == EV_ERR || !store_matches(l, &w, &val, loc))
+        return;
+    emit_mem(l, OP_STORE, &w, &val.v, 1, target->loc);
+}
+
+/* `atomic_add(X[window], value)`: the value (a tile of the window's shape,
+ * or a scalar for every element) added to the window's elements of an f32,
+ * i32 or u32 tensor param, atomically per element, as a store's window:
+ * elements out of bounds are skipped. */
+static void fe_atomic_add(Lower *l, const Expr *call)
+{
+    if (call->nargs != 2 || call->args[0]->kind == E_KWARG || call->args[1]->kind == E_KWARG) {
+        diag_error(l->d, call->loc, "atomic_add takes 2 arguments, a tensor window and the value to add: "
+                   "atomic_add(X[...], value)");
+        return;
+    }
+    const Expr *target = call->args[0];
+    if (target->kind != E_INDEX) {
+        diag_error(l->d, target->loc, "the first argument of atomic_add is a window of a tensor param: X[...]");
+        return;
+    }
+    Sym *t = written_tensor(l, target, "add to");
+    if (!t)
+        return;
+    DType dt = (DType)t->val.ty.dtype;
+    if (dt != DT_F32 && dt != DT_I32 && dt != DT_U32) {
+        diag_error(l->d, target->loc, "atomic_add needs an f32, i32 or u32 tensor, but '%s' holds %s", t->name,
+                   dtype_name(dt));
+        diag_note(l->d, t->loc, "'%s' is declared here", t->name);
         return;
     }
     Win w;
-    if (!window(l, target, base.sym, &w) || val.kind == EV_ERR || !store_matches(l, &w, &val, loc))
+    EVal val = fe_value(l, call->args[1]);
+    if (!window(l, target, t, &w) || val.kind == EV_ERR || !store_matches(l, &w, &val, call->args[1]->loc))
         return;
-    emit_mem(l, OP_STORE, &w, &val.v, 1, target->loc);
+    emit_mem(l, OP_ATOMIC_ADD, &w, &val.v, 1, call->loc);
+}
+
+void fe_call_stmt(Lower *l, const Expr *call)
+{
+    if (strcmp(call->name, "atomic_add") == 0) {
+        fe_atomic_add(l, call);
+        return;
+    }
+    diag_error(l->d, call->loc, "a call as a statement must be atomic_add(...); '%s(...)' has a value that "
+               "would be unused", call->name);
 }

@@ -113,8 +113,10 @@ static void check_store(Race *r, const Op *op, uint8_t guard)
     if (diag_warn(r->d, WARN_STORE_RACE, op->loc,
                   "every block along grid axis %s stores to the same window of '%s': its offsets do not "
                   "depend on block.%c", axes, name ? name : "?", axes[0]))
-        diag_note(r->d, op->loc, "index the window with block.%c, or store from one block (if block.%c == 0)",
-                  axes[0], axes[0]);
+        diag_note(r->d, op->loc, "index the window with block.%c, or store from one block (if block.%c == 0)%s",
+                  axes[0], axes[0],
+                  t->dtype == DT_F32 || t->dtype == DT_I32 || t->dtype == DT_U32
+                      ? "; to sum the blocks' values, add them with atomic_add(...)" : "");
 }
 
 /* One pass over b: each value takes the axes of its operands; a loop's

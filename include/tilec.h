@@ -16,7 +16,9 @@
  *    tensor-core kernels") are skipped through a pass gate on each
  *    compilation's own LLVMContext, so other users of the same shared
  *    libLLVM in the process are not affected. Nothing in the library reads
- *    the environment: every setting comes through tilec_options.
+ *    the environment: every setting comes through tilec_options (the
+ *    ptxas it runs, tilec_options.ptxas, inherits the process's
+ *    environment as any program started does).
  */
 #ifndef TILEC_H
 #define TILEC_H
@@ -119,9 +121,10 @@ typedef struct tilec_options {
                                  An unknown name or a value of the wrong type or
                                  out of range is a usage error. */
     tilec_cache_mode cache;   /* default TILEC_CACHE_OFF */
-    const char *cache_dir;    /* the folder of TILEC_CACHE_DISK, created when missing; NULL =
-                                 tilec_cache_default_dir() ($XDG_CACHE_HOME/tilec, else
-                                 $HOME/.cache/tilec) */
+    const char *cache_dir;    /* the folder of TILEC_CACHE_DISK, created when missing; required
+                                 with it (a usage error without: the library has no default;
+                                 the tilec command and the Python package give
+                                 $XDG_CACHE_HOME/tilec, else $HOME/.cache/tilec) */
     const char *dims;         /* sizes the kernel will be launched with, for named dims:
                                  "N=4096,NK=4096" (`--dim N=4096`). The compiler
                                  chooses tile sizes and the launch schedule for
@@ -141,8 +144,14 @@ typedef struct tilec_options {
                                  TILEC_ERR_INTERNAL, an error quoting ptxas's first
                                  error line, and no PTX or metadata output. A path
                                  that is not an executable file is a usage error.
-                                 --report reuses this run. tilec_ptxas_find() gives
-                                 the one the tilec command uses by default. */
+                                 --report reuses this run, and without the check (NULL,
+                                 or ptxas_no_check) the report runs this ptxas itself
+                                 or says that registers are unknown. The library looks
+                                 for no ptxas: the tilec command's default is the first
+                                 of $TILEC_PTXAS, ptxas on $PATH and
+                                 /usr/local/cuda/bin/ptxas that exists. */
+    int ptxas_no_check;       /* nonzero: ptxas serves the report only; the PTX is not checked
+                                 (`tilec --no-ptxas --report`); default 0 */
 } tilec_options;
 
 void tilec_options_init(tilec_options *opts);
@@ -198,22 +207,12 @@ const char *tilec_result_diag_text(const tilec_result *r);
 tilec_cache_mode tilec_result_cache(const tilec_result *r);
 
 /* Empty this process's memory cache and delete the cache entries (and
- * leftover temporary files) in the folder `dir` (NULL = the default one);
- * other files there are left alone. TILEC_OK also when the folder does not
- * exist; TILEC_ERR_IO when it cannot be read or an entry not removed. */
+ * leftover temporary files) in the folder `dir` (NULL: the memory cache
+ * only); other files there are left alone. TILEC_OK also when the folder
+ * does not exist; TILEC_ERR_IO when it cannot be read or an entry not
+ * removed. */
 tilec_status tilec_cache_clear(const char *dir);
 
-/* The default cache folder, written to buf as snprintf would (buf may be
- * NULL when size is 0); returns its length, 0 when neither XDG_CACHE_HOME
- * nor HOME (nor the password database) names a home. */
-size_t tilec_cache_default_dir(char *buf, size_t size);
-
-/* The ptxas the tilec command checks its PTX with unless told otherwise
- * (tilec_options.ptxas): $TILEC_PTXAS when set (none if that is not an
- * executable file), else `ptxas` on $PATH, else /usr/local/cuda/bin/ptxas.
- * Reads the environment only when called. Written to buf as snprintf would
- * (buf may be NULL when size is 0); returns its length, 0 when none is found. */
-size_t tilec_ptxas_find(char *buf, size_t size);
 const char *tilec_status_string(tilec_status s);
 const char *tilec_version(void);     /* "0.1.0 (git 420ef9f1a2b3, LLVM 22.1.8)"; the
                                         git part only when built from a git checkout */

@@ -1,5 +1,5 @@
 /* interp_mem.c - the interpreter's memory ops: windows of global tensors
- * (LOAD, STORE) and shared buffers with asynchronous copies (SMEM_ALLOC,
+ * (LOAD, STORE, ATOMIC_ADD) and shared buffers with asynchronous copies (SMEM_ALLOC,
  * ASYNC_COPY / COMMIT / WAIT, BARRIER, SMEM_LOAD / STORE), with the
  * one-thread protocol checks that interp.c's header describes.
  */
@@ -96,15 +96,19 @@ static int exec_load(Interp *I, const Op *op)
     return bad;
 }
 
+/* STORE, and ATOMIC_ADD: each element of the window plus the value's (in
+ * the tensor's dtype: an f32 sum rounded to f32, an integer one wrapped by
+ * the store). Blocks run one after another, so every addition lands; in
+ * launch order, one of the orders a GPU may take. */
 static int exec_store(Interp *I, const Op *op)
 {
     Window w;
-    bool bad = false;
+    bool bad = false, add = op->code == OP_ATOMIC_ADD;
     if (ip_window_init(I, op, &w, 0, 1))
         return 1;
     ValId val = op->args[op->nargs - 1];
     if (ip_vnumel(I, val) != w.n) {
-        diag_internal(I->d, op->loc, "store: window has %lld elements, value %lld",
+        diag_internal(I->d, op->loc, "%s: window has %lld elements, value %lld", op_info[op->code].name,
                       (long long)w.n, (long long)ip_vnumel(I, val));
         return 1;
     }
@@ -112,8 +116,17 @@ static int exec_store(Interp *I, const Op *op)
     const Elem *x = ip_in(I, val);
     for (int64_t k = 0; k < w.n; k++) {
         void *p = ip_window_elem(I, op, &w, k, &bad);
-        if (p)
-            ip_store_elem(w.dt, p, ip_conv(vd, w.dt, x[k]));
+        if (!p)
+            continue;
+        Elem e = ip_conv(vd, w.dt, x[k]);
+        if (add) {
+            Elem old = ip_load_elem(w.dt, p);
+            if (dtype_is_float(w.dt))
+                e.f += old.f;
+            else
+                e.i = (int64_t)((uint64_t)e.i + (uint64_t)old.i);
+        }
+        ip_store_elem(w.dt, p, e);
     }
     return bad;
 }
@@ -272,7 +285,7 @@ int ip_exec_mem(Interp *I, const Op *op)
 {
     switch ((OpCode)op->code) {
     case OP_LOAD: return exec_load(I, op);
-    case OP_STORE: return exec_store(I, op);
+    case OP_STORE: case OP_ATOMIC_ADD: return exec_store(I, op);
     case OP_SMEM_ALLOC: return exec_smem_alloc(I, op);
     case OP_ASYNC_COPY: return exec_async_copy(I, op);
     case OP_ASYNC_COMMIT: I->committed++; return 0;

@@ -67,9 +67,16 @@ OP(DOT,       "dot",       3,  1, 0, OPF_PURE)   /* a[M,K] @ b[K,N] + acc[M,N]; 
  *   list[0..rank-1] = window extent per tensor dim (0 = a scalar index: the dim is dropped)
  *   iattr[0] = mask bits: bit d set = dim d may run past the tensor's bounds (needs a mask);
  *              set conservatively by the front end, cleared by the bounds pass
- *   iattr[1] = 1 if an `other` operand is present (LOAD) */
+ *   iattr[1] = 1 if an `other` operand is present (LOAD)
+ *   ATOMIC_ADD args, list and iattr[0] as STORE; the tensor (and the value)
+ *   f32, i32 or u32: adds each element of the value to its element of the
+ *   window, atomically per element (relaxed, device scope: what many blocks
+ *   add to one element all lands; for f32 in an unspecified order, each
+ *   addition rounded to f32; integers wrap). Elements out of the tensor's
+ *   bounds are skipped, as a store's. */
 OP(LOAD,      "load",     -1,  1, 0, 0)
 OP(STORE,     "store",    -1,  0, 0, 0)
+OP(ATOMIC_ADD, "atomic_add", -1, 0, 0, 0)
 /* shared memory and asynchronous copies (made by the double_buffer pass; the
  * front end never emits them). A shared buffer is a value of tile type in
  * space `shared` whose leading dim is the number of stages (slots):

@@ -61,7 +61,8 @@ static bool attr_allowed(OpCode code, const char *key)
     if (!strcmp(key, "pred")) return code == OP_CMP;
     if (!strcmp(key, "kind")) return code == OP_REDUCE;
     if (!strcmp(key, "extents") || !strcmp(key, "mask"))
-        return code == OP_LOAD || code == OP_STORE || code == OP_ASYNC_COPY || code == OP_TMA_LOAD;
+        return code == OP_LOAD || code == OP_STORE || code == OP_ATOMIC_ADD || code == OP_ASYNC_COPY ||
+               code == OP_TMA_LOAD;
     if (!strcmp(key, "offset")) return code == OP_SMEM_ALLOC || code == OP_MBAR_ALLOC;
     if (!strcmp(key, "swizzle") || !strcmp(key, "align") || !strcmp(key, "pad"))
         return code == OP_SMEM_ALLOC;

@@ -222,7 +222,7 @@ static void put_attrs(Printer *p, const Op *op)
         put_name_or_int(out, op->iattr[1], reduce_names, RED_COUNT);
         sb_putc(out, '}');
         return;
-    case OP_LOAD: case OP_STORE: case OP_ASYNC_COPY: case OP_TMA_LOAD:
+    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_ASYNC_COPY: case OP_TMA_LOAD:
         sb_putc(out, ' ');
         put_mem_attrs(p, op);
         return;

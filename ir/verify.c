@@ -157,7 +157,7 @@ static bool check_operands(Verifier *V, const Op *op)
                     : V->state[v] == VS_UNSEEN ? "is used before its definition"
                                                : "is used outside the region (or grid) that defines it");
         }
-        bool mem = ((op->code == OP_LOAD || op->code == OP_STORE) && i == 0) ||
+        bool mem = ((op->code == OP_LOAD || op->code == OP_STORE || op->code == OP_ATOMIC_ADD) && i == 0) ||
                    (op->code == OP_ASYNC_COPY && i == 2) || (op->code == OP_TMA_LOAD && i == 4);
         if (mem && T(V, v)->kind != TY_TENSOR) {
             vfy_err(V, op, "operand #%d must be a tensor, got %s", i, vfy_tstr(V, T(V, v)));
@@ -445,6 +445,9 @@ static void check_store(Verifier *V, const Op *op)
     const Type *v = T(V, op->args[op->nargs - 1]);
     if (!same_st(v, &win))
         vfy_err(V, op, "stored value %s does not match the window type %s", vfy_tstr(V, v), vfy_tstr(V, &win));
+    if (op->code == OP_ATOMIC_ADD && tt->kind == TY_TENSOR && tt->dtype != DT_F32 && tt->dtype != DT_I32 &&
+        tt->dtype != DT_U32)
+        vfy_err(V, op, "needs an f32, i32 or u32 tensor, got %s", vfy_tstr(V, tt));
 }
 
 /* ---- shared buffers ---- */
@@ -620,7 +623,7 @@ static void check_rule(Verifier *V, const Op *op)
     case OP_TRANS: check_trans(V, op); return;
     case OP_DOT: check_dot(V, op); return;
     case OP_LOAD: check_load(V, op); return;
-    case OP_STORE: check_store(V, op); return;
+    case OP_STORE: case OP_ATOMIC_ADD: check_store(V, op); return;
     case OP_SMEM_ALLOC: check_smem_alloc(V, op); return;
     case OP_ASYNC_COPY: check_async_copy(V, op); return;
     case OP_SMEM_LOAD: check_smem_load(V, op); return;

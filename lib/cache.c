@@ -33,7 +33,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +132,7 @@ void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, 
     char cwd[4096];
     if (o->debug_info && name && name[0] != '/' && getcwd(cwd, sizeof cwd))
         put_cstr(&sb, cwd);
-    put_cstr(&sb, o->ptxas);
+    put_cstr(&sb, o->ptxas_no_check ? NULL : o->ptxas);   /* checked or not (a report is not cached) */
     put_int(&sb, (long long)o->ndefines);
     for (size_t i = 0; i < o->ndefines; i++) {
         put_cstr(&sb, o->defines[i].name);
@@ -406,35 +405,10 @@ static void mem_clear(void)
 
 /* ---- disk ---- */
 
-size_t tc_cache_default_dir(char *buf, size_t size)
-{
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    int n;
-    if (xdg && xdg[0] == '/')   /* the XDG spec: a relative path is to be ignored */
-        n = snprintf(buf, size, "%s/tilec", xdg);
-    else if (home && home[0])
-        n = snprintf(buf, size, "%s/.cache/tilec", home);
-    else {
-        struct passwd *pw = getpwuid(getuid());
-        if (!pw || !pw->pw_dir || !pw->pw_dir[0])
-            return 0;
-        n = snprintf(buf, size, "%s/.cache/tilec", pw->pw_dir);
-    }
-    return n > 0 ? (size_t)n : 0;
-}
-
-/* dir, or the default; NULL when there is none. Caller frees. */
+/* dir (NULL or "": none, only the memory table). Caller frees. */
 static char *resolve_dir(const char *dir)
 {
-    if (dir && dir[0])
-        return tc_strdup(dir);
-    size_t n = tc_cache_default_dir(NULL, 0);
-    if (!n)
-        return NULL;
-    char *d = tc_malloc(n + 1);
-    tc_cache_default_dir(d, n + 1);
-    return d;
+    return dir && dir[0] ? tc_strdup(dir) : NULL;
 }
 
 static char *entry_path(const char *dir, const TcCacheKey *k)
@@ -558,15 +532,8 @@ static bool is_cache_file(const char *name)
 tilec_status tilec_cache_clear(const char *dir)
 {
     mem_clear();
-    char buf[PATH_MAX];
-    if (!dir || !dir[0]) {
-        size_t n = tc_cache_default_dir(buf, sizeof buf);
-        if (!n)
-            return TILEC_OK;
-        if (n >= sizeof buf)
-            return TILEC_ERR_IO;
-        dir = buf;
-    }
+    if (!dir || !dir[0])   /* no folder named: the in-memory cache only */
+        return TILEC_OK;
     DIR *dp = opendir(dir);
     if (!dp)
         return errno == ENOENT ? TILEC_OK : TILEC_ERR_IO;
@@ -579,4 +546,3 @@ tilec_status tilec_cache_clear(const char *dir)
     return st;
 }
 
-size_t tilec_cache_default_dir(char *buf, size_t size) { return tc_cache_default_dir(buf, size); }

@@ -34,7 +34,7 @@ void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, 
                   const char *version);
 
 /* Look `k` up: this process's memory first, then (mode DISK) the folder
- * `dir` (NULL = the default). On a hit *e points into the entry (its
+ * `dir` (the folder the caller gave; the library has no default). On a hit *e points into the entry (its
  * diagnostic records are copied into `a`), *ref holds a reference that
  * keeps it alive until tc_cache_release(*ref), and the result is
  * TILEC_CACHE_MEMORY or TILEC_CACHE_DISK; a miss (or an unreadable, torn
@@ -49,9 +49,5 @@ void tc_cache_release(void *ref);   /* NULL is a no-op */
  * whole entry or none. Failures to write are silent (a cache is optional). */
 void tc_cache_put(const TcCacheKey *k, tilec_cache_mode mode, const char *dir, const char *version,
                   const TcCacheEntry *e);
-
-/* The default folder into buf (NUL-terminated when it fits); returns its
- * length, 0 when neither $XDG_CACHE_HOME nor $HOME names one. */
-size_t tc_cache_default_dir(char *buf, size_t size);
 
 #endif

@@ -305,7 +305,7 @@ static bool collect_mem(Func *f, Op *op, void *ctx)
 {
     Collect *c = ctx;
     (void)f;
-    if (op->code != OP_LOAD && op->code != OP_STORE)
+    if (op->code != OP_LOAD && op->code != OP_STORE && op->code != OP_ATOMIC_ADD)
         return true;
     if (c->n == c->cap) {
         c->v = arena_grow(c->a, c->v, sizeof *c->v, (size_t)c->n, (size_t)(c->cap * 2 + 8));
@@ -335,7 +335,7 @@ static int bounds_analyze(Func *f, Arena *a, Decision **out)
 static void remark(StrBuf *out, const Func *f, const Decision *dc, int idx)
 {
     const Op *op = dc->op;
-    const char *what = op->code == OP_LOAD ? "load" : "store";
+    const char *what = op->code == OP_LOAD ? "load" : op->code == OP_STORE ? "store" : "atomic_add";
     if (!dc->why.len)
         return;
     if (op->loc.line > 0)

@@ -43,13 +43,13 @@ static const TargetInfo targets[] = {
       .setmaxnreg = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
     { .name = "sm_100a", .llvm_cpu = "sm_100a", .llvm_features = "+ptx86", .sm = 100, .arch_specific = true,
       .family = TF_SM80, .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
-      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
+      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS },
     { .name = "sm_100f", .llvm_cpu = "sm_100f", .llvm_features = "+ptx88", .sm = 100, .family = TF_SM80,
       .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
-      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
+      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS },
     /* RTX 50, RTX PRO 6000: mma.sync (no wgmma, no tcgen05), TMA and clusters. */
     { .name = "sm_120", .llvm_cpu = "sm_120", .llvm_features = "+ptx87", .sm = 120, .family = TF_SM80,
-      .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16,
+      .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16, .red_vec = true,
       .lim = BLACKWELL_RTX_LIMITS },
 };
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #endif
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -53,8 +54,74 @@ typedef struct Cli {
     int emit_meta;            /* --emit=meta: the metadata is the output */
     const char *report_file;  /* --report=FILE */
     int no_ptxas;             /* --no-ptxas */
-    char *ptxas_found;        /* the default ptxas (tilec_ptxas_find), heap */
+    char *ptxas_found;        /* the default ptxas (host_ptxas), heap */
+    char *cache_dir_found;    /* the default cache folder (host_cache_dir), heap */
 } Cli;
+
+/* ---- the host's settings: the environment is read here, not in libtilec ---- */
+
+static bool is_executable(const char *path)
+{
+    struct stat st;
+    return path && *path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    return d ? memcpy(d, s, n) : NULL;
+}
+
+/* The ptxas the command checks its PTX with unless told otherwise
+ * (--ptxas=PATH, --no-ptxas): $TILEC_PTXAS when set (none if that is not
+ * an executable file), else `ptxas` on $PATH, else
+ * /usr/local/cuda/bin/ptxas; NULL when none exists. Heap. */
+static char *host_ptxas(void)
+{
+    const char *env = getenv("TILEC_PTXAS");
+    if (env && *env)
+        return is_executable(env) ? dup_str(env) : NULL;
+    for (const char *p = getenv("PATH"); p && *p;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char *cand = malloc(n + sizeof "/ptxas");
+        if (n && cand) {
+            snprintf(cand, n + sizeof "/ptxas", "%.*s/ptxas", (int)n, p);
+            if (is_executable(cand))
+                return cand;
+        }
+        free(cand);
+        p = e ? e + 1 : NULL;
+    }
+    return is_executable("/usr/local/cuda/bin/ptxas") ? dup_str("/usr/local/cuda/bin/ptxas") : NULL;
+}
+
+/* The cache folder of --cache without --cache-dir (docs/cache.md):
+ * $XDG_CACHE_HOME/tilec when XDG_CACHE_HOME is an absolute path (the XDG
+ * spec ignores a relative one), else $HOME/.cache/tilec, else the password
+ * database's home; NULL when none names a home. Heap. */
+static char *host_cache_dir(void)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *base = NULL, *sub = NULL;
+    if (xdg && xdg[0] == '/')
+        base = xdg, sub = "/tilec";
+    else if (home && home[0])
+        base = home, sub = "/.cache/tilec";
+    else {
+        struct passwd *pw = getpwuid(getuid());
+        if (pw && pw->pw_dir && pw->pw_dir[0])
+            base = pw->pw_dir, sub = "/.cache/tilec";
+    }
+    if (!base)
+        return NULL;
+    size_t n = strlen(base) + strlen(sub) + 1;
+    char *d = malloc(n);
+    if (d)
+        snprintf(d, n, "%s%s", base, sub);
+    return d;
+}
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -562,14 +629,14 @@ static int run(Cli *c)
     c->o.language = c->lang;
     c->o.pass_options = c->popt;
     c->o.dims = c->dims;
-    if (c->no_ptxas) {
+    /* The default ptxas checks the PTX; with --no-ptxas it still gives
+     * --report its registers (unchecked). */
+    if (c->no_ptxas)
         c->o.ptxas = NULL;
-    } else if (!c->o.ptxas && c->o.emit == TILEC_EMIT_PTX) {
-        size_t n = tilec_ptxas_find(NULL, 0);
-        if (n && (c->ptxas_found = malloc(n + 1)) != NULL) {
-            tilec_ptxas_find(c->ptxas_found, n + 1);
-            c->o.ptxas = c->ptxas_found;
-        }
+    if (!c->o.ptxas && c->o.emit == TILEC_EMIT_PTX && (!c->no_ptxas || c->o.report)) {
+        c->ptxas_found = host_ptxas();
+        c->o.ptxas = c->ptxas_found;
+        c->o.ptxas_no_check = c->no_ptxas;
     }
     tilec_result *r = NULL;
     tilec_status st = compile(c, &r);
@@ -599,8 +666,20 @@ static int clear_cache(const Cli *c)
     tilec_status st = tilec_cache_clear(c->o.cache_dir);
     if (st != TILEC_OK)
         fprintf(stderr, "tilec: error: cannot clear the cache folder '%s': %s\n",
-                c->o.cache_dir ? c->o.cache_dir : "(default)", strerror(errno));
+                c->o.cache_dir ? c->o.cache_dir : "(none)", strerror(errno));
     return st != TILEC_OK;
+}
+
+/* --cache and --clear-cache without --cache-dir: the default folder; with
+ * none (no home), the memory cache only. */
+static void set_cache_dir(Cli *c)
+{
+    if (c->o.cache_dir || (c->o.cache != TILEC_CACHE_DISK && !c->clear_cache))
+        return;
+    c->cache_dir_found = host_cache_dir();
+    c->o.cache_dir = c->cache_dir_found;
+    if (!c->o.cache_dir && c->o.cache == TILEC_CACHE_DISK)
+        c->o.cache = TILEC_CACHE_MEMORY;
 }
 
 /* The command's heap (not the library's business: a host process keeps its
@@ -644,6 +723,8 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     tilec_options_init(&c.o);
     int rc = parse_args(&c, argc, argv);
+    if (!rc)
+        set_cache_dir(&c);
     if (!rc && c.help)
         print_help();
     else if (!rc && c.version)
@@ -661,5 +742,6 @@ int main(int argc, char **argv)
     free(c.popt);
     free(c.dims);
     free(c.ptxas_found);
+    free(c.cache_dir_found);
     return rc;
 }

@@ -397,6 +397,24 @@ def test_cache():
         e = tilec.compile(src, arch="sm_86", cache="memory", B=16)
         check("another define misses", e.cached is None, repr(e.cached))
         check("a bad cache mode raises ValueError", raises(ValueError, tilec.compile, src, cache="sometimes") is not None)
+    # The default folder is the package's (libtilec reads no environment).
+    with tempfile.TemporaryDirectory() as d:
+        saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", "HOME")}
+        try:
+            os.environ["XDG_CACHE_HOME"] = d
+            check("default_cache_dir follows XDG_CACHE_HOME", tilec.default_cache_dir() == os.path.join(d, "tilec"))
+            f = tilec.compile(src, arch="sm_86", cache="disk", B=32)
+            check("a disk cache without a folder uses the default one", f.cached is None and
+                  [x for x in os.listdir(os.path.join(d, "tilec")) if x.endswith(".tce")], repr(f.cached))
+            os.environ["XDG_CACHE_HOME"] = "relative"
+            os.environ["HOME"] = d
+            check("else HOME/.cache/tilec", tilec.default_cache_dir() == os.path.join(d, ".cache", "tilec"))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 def test_attention_variants(have_cc):

@@ -506,23 +506,46 @@ def set_cache(mode="disk", dir=None):
 
 
 def default_cache_dir():
-    """$XDG_CACHE_HOME/tilec, else ~/.cache/tilec (as libtilec resolves it), or None."""
-    lib = _lib.tilec()
-    n = lib.tilec_cache_default_dir(None, 0)
-    if not n:
-        return None
-    buf = ctypes.create_string_buffer(n + 1)
-    lib.tilec_cache_default_dir(buf, n + 1)
-    return os.fsdecode(buf.value)
+    """$XDG_CACHE_HOME/tilec (when XDG_CACHE_HOME is an absolute path), else
+    ~/.cache/tilec, as the tilec command resolves it, or None without a
+    home. libtilec has no default folder (it reads no environment): the
+    package gives this one to a disk cache."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg.startswith("/"):
+        return os.path.join(xdg, "tilec")
+    home = os.environ.get("HOME") or ""
+    if not home:
+        try:
+            import pwd
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError):
+            home = ""
+    return os.path.join(home, ".cache", "tilec") if home else None
+
+
+def _ptxas():
+    """The ptxas the tilec command finds (docs/language.md): $TILEC_PTXAS when
+    set (None if that is not an executable file), else ptxas on $PATH, else
+    /usr/local/cuda/bin/ptxas; None when none exists. The package passes it
+    to libtilec (which looks for none) for compile(report=True)'s registers."""
+    def runnable(p):
+        return bool(p) and os.path.isfile(p) and os.access(p, os.X_OK)
+    env = os.environ.get("TILEC_PTXAS")
+    if env:
+        return env if runnable(env) else None
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if d and runnable(os.path.join(d, "ptxas")):
+            return os.path.join(d, "ptxas")
+    return "/usr/local/cuda/bin/ptxas" if runnable("/usr/local/cuda/bin/ptxas") else None
 
 
 def clear_cache(dir=None):
     """Empty this process's memory cache and delete the entries in `dir`
     (default: set_cache's folder, else default_cache_dir())."""
-    d = dir if dir is not None else _cache_dir
+    d = dir if dir is not None else _cache_dir if _cache_dir is not None else default_cache_dir()
     st = _lib.tilec().tilec_cache_clear(os.fsencode(d) if d is not None else None)
     if st:
-        raise OSError("cannot clear the tilec cache in %s" % (d or default_cache_dir()))
+        raise OSError("cannot clear the tilec cache in %s" % d)
 
 
 def example_path(name):
@@ -633,7 +656,15 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     opts.dims = dl.encode() if dl else None
     opts.cache = _cache_mode_of(_cache_mode if cache is None else cache)
     cdir = cache_dir if cache_dir is not None else _cache_dir
+    if cdir is None and opts.cache == _lib.TILEC_CACHE_DISK:
+        cdir = default_cache_dir()
+        if cdir is None:  # no home: this process's memory only
+            opts.cache = _lib.TILEC_CACHE_MEMORY
     opts.cache_dir = os.fsencode(cdir) if cdir is not None else None
+    if report:  # the registers of the report: ptxas run for it alone, no check
+        px = _ptxas()
+        opts.ptxas = os.fsencode(px) if px else None
+        opts.ptxas_no_check = 1
     defs = (_lib.TilecDefine * max(len(consts), 1))()
     for i, (name, v) in enumerate(consts.items()):
         defs[i].name, defs[i].value = name.encode(), _define_value(name, v).encode()

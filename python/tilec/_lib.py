@@ -116,6 +116,8 @@ class TilecOptions(ctypes.Structure):
         ("warnings_as_errors", ctypes.c_int),
         ("debug_info", ctypes.c_int),
         ("keep_ir", ctypes.c_int),
+        ("ptxas", ctypes.c_char_p),
+        ("ptxas_no_check", ctypes.c_int),
         # Room for fields a newer libtilec may have: tilec_options_init
         # writes its whole struct; struct_size is then set to the fields above.
         ("_reserved", ctypes.c_char * 512),
@@ -158,7 +160,6 @@ def tilec():
         _proto(lib, "tilec_version", cp, [])
         _proto(lib, "tilec_result_cache", ctypes.c_int, [vp])
         _proto(lib, "tilec_cache_clear", ctypes.c_int, [cp])
-        _proto(lib, "tilec_cache_default_dir", sz, [cp, sz])
         _proto(lib, "tilec_interpret", ctypes.c_int, [vp, cp, ctypes.POINTER(TilecArg), sz, res_pp])
         _proto(lib, "tilec_result_num_kernels", sz, [vp])
         _proto(lib, "tilec_result_kernel_name", cp, [vp, sz])

@@ -97,6 +97,16 @@ void gpu_cuda_init(void)
     GPU_CU(gpu_cu.CtxSetCurrent(ctx));
 }
 
+void gpu_run_tilec(const char *cmd)
+{
+    printf("+ %s\n", cmd);
+    fflush(stdout);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "tilec failed\n");
+        exit(1);
+    }
+}
+
 bool gpu_load_module(tilert_driver *drv, const char *ptx, const char *meta, tilert_module **out)
 {
     tilert_status st = tilert_module_load_files(drv, ptx, meta, out);

@@ -51,6 +51,9 @@ tilert_driver *gpu_open(void);
  * primary context current on this thread. */
 void gpu_cuda_init(void);
 
+/* Run a tilec command line, printed first; exit 1 when it fails. */
+void gpu_run_tilec(const char *cmd);
+
 /* Load a module from files; false (with the runtime's message printed) if
  * that fails. */
 bool gpu_load_module(tilert_driver *drv, const char *ptx, const char *meta, tilert_module **out);

@@ -168,12 +168,7 @@ static void compile(char *ptx, char *meta, size_t len)
     snprintf(ptx, len, "%s/vector_add.ptx", TILEC_WORK_DIR);
     snprintf(meta, len, "%s/vector_add.meta", TILEC_WORK_DIR);
     snprintf(cmd, sizeof cmd, "'%s' '%s' -arch=sm_86 -o '%s'", TILEC_EXE, TILEC_VECTOR_ADD, ptx);
-    printf("+ %s\n", cmd);
-    fflush(stdout);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "tilec failed\n");
-        exit(1);
-    }
+    gpu_run_tilec(cmd);
 #else
     (void)ptx; (void)meta; (void)len;
     fprintf(stderr, "built without TILEC_EXE: pass X.ptx X.meta\n");

@@ -59,7 +59,8 @@ enum {
     PC_OR, PC_XOR, PC_NOT, PC_CNOT, PC_SHL, PC_SHR, PC_BFE, PC_BFI, PC_PRMT, PC_POPC, PC_CLZ, PC_SELP, PC_SETP,
     PC_CVT, PC_CVTA, PC_LD, PC_ST, PC_RED, PC_ATOM, PC_PREFETCH, PC_CPASYNC, PC_NOP, PC_BRA, PC_RET, PC_OPAQUE
 };
-enum { PF_GLOBAL = 1, PF_PARAM = 2, PF_OTHERSPACE = 4, PF_WIDE = 8, PF_HI = 16, PF_FLOAT = 32, PF_CVTA_GLOBAL = 64 };
+enum { PF_GLOBAL = 1, PF_PARAM = 2, PF_OTHERSPACE = 4, PF_WIDE = 8, PF_HI = 16, PF_FLOAT = 32, PF_CVTA_GLOBAL = 64,
+       PF_ADD = 128 };
 enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_LS, CMP_HI, CMP_HS };
 enum { BOP_NONE, BOP_AND, BOP_OR, BOP_XOR };
 
@@ -735,6 +736,7 @@ static void pm_decode(PmInst *in)
                          ? PF_OTHERSPACE : 0;
         in->flags |= !strcmp(part[i], "wide") ? PF_WIDE : 0;
         in->flags |= !strcmp(part[i], "hi") ? PF_HI : 0;
+        in->flags |= !strcmp(part[i], "add") ? PF_ADD : 0;
         if (in->code == PC_CPASYNC || (!strcmp(part[0], "cp") && !strcmp(part[i], "async")))
             in->code = PC_CPASYNC;
         if (!strcmp(part[0], "cp") && (!strcmp(part[i], "commit_group") || !strcmp(part[i], "wait_group") ||
@@ -1035,6 +1037,39 @@ static bool pm_boolop(int b, bool x, bool y)
     return b == BOP_AND ? x && y : b == BOP_OR ? x || y : x != y;
 }
 
+/* red.global.add of 32-bit elements (f32 rounded to f32, integers
+ * wrapping): each known element of memory plus the operand's; unknown
+ * when either is. */
+static void pm_red_add(PmThread *t, const PmInst *in, const PmOpnd *o, uint8_t *m, uint8_t *kn)
+{
+    int slot[PM_MAXVEC];
+    PmVal imm[PM_MAXVEC];
+    int n = pm_regs(o, slot, imm);
+    for (int i = 0; i < n && i < in->vec; i++) {
+        PmVal v = slot[i] >= 0 ? t->r[slot[i]] : imm[i];
+        uint32_t old = 0;
+        bool known = (v.k & 0xffffffffu) == 0xffffffffu;
+        for (int b = 0; b < 4; b++) {
+            old |= (uint32_t)m[4 * i + b] << (8 * b);
+            known &= kn[4 * i + b] != 0;
+        }
+        uint32_t x = (uint32_t)v.v, sum;
+        if (in->cls == 'f') {
+            float fa, fb;
+            memcpy(&fa, &old, 4);
+            memcpy(&fb, &x, 4);
+            fa += fb;
+            memcpy(&sum, &fa, 4);
+        } else {
+            sum = old + x;
+        }
+        for (int b = 0; b < 4; b++) {
+            m[4 * i + b] = (uint8_t)(sum >> (8 * b));
+            kn[4 * i + b] = known;
+        }
+    }
+}
+
 /* A memory op: ld/st/red/atom of the param, global and other spaces,
  * prefetch, cp.async. Returns false when the thread must stop. */
 static bool pm_memory(PmThread *t, const PmInst *in)
@@ -1062,7 +1097,9 @@ static bool pm_memory(PmThread *t, const PmInst *in)
                 pm_transfer(t, in, true, &o[0], m, kn);
             else if (m && in->code == PC_ST)
                 pm_transfer(t, in, false, &o[1], m, kn);
-            else if (m)   /* red / atom: the value changes in a way not modelled */
+            else if (m && in->code == PC_RED && (in->flags & PF_ADD) && bits == 32)
+                pm_red_add(t, in, &o[1], m, kn);
+            else if (m)   /* other red / atom: the value changes in a way not modelled */
                 memset(kn, 0, (size_t)bytes);
         } else if (in->flags & PF_OTHERSPACE) {
             if (dst)

@@ -9,8 +9,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 
 #include "tilec.h"
+#include "splitk_src.h"
 
 static const char *const vadd_src =
     "kernel vadd<BLOCK: int = 1024>(X: global f32[N], Y: global f32[N], Z: global f32[N])\n"
@@ -505,13 +507,16 @@ START_TEST(test_interpret_softmax)
 END_TEST
 
 /* tilec_options.ptxas: a rejection is an internal error without PTX or
- * metadata; a path that cannot run is a usage error; tilec_ptxas_find
- * follows $TILEC_PTXAS. */
+ * metadata; a path that cannot run is a usage error; with ptxas_no_check
+ * the PTX is not checked and the report runs that ptxas itself. The
+ * library looks for no ptxas of its own: the tilec command does
+ * ($TILEC_PTXAS, $PATH: lit/cli/ptxas-check.tile). */
 START_TEST(test_ptxas_check)
 {
     tilec_options o;
     tilec_options_init(&o);
     ck_assert_ptr_null(o.ptxas);
+    ck_assert_int_eq(o.ptxas_no_check, 0);
     o.ptxas = TILEC_SOURCE_DIR "/tests/lit/cli/Inputs/ptxas-reject.sh";
     tilec_result *r = NULL;
     ck_assert_int_eq(tilec_compile_string("k.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_INTERNAL);
@@ -519,6 +524,18 @@ START_TEST(test_ptxas_check)
     ck_assert_ptr_null(tilec_result_text(r, TILEC_OUT_META));
     ck_assert_ptr_nonnull(strstr(tilec_result_diag(r, 0)->message, "ptxas rejected the PTX for sm_90a: line 13;"));
     tilec_result_free(r);
+    o.ptxas_no_check = 1;
+    o.report = 1;
+    ck_assert_int_eq(tilec_compile_string("k.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
+    ck_assert_ptr_nonnull(tilec_result_text(r, TILEC_OUT_PTX));
+    ck_assert_ptr_nonnull(strstr(tilec_result_text(r, TILEC_OUT_REPORT), "registers: unknown (ptxas failed: line 13;"));
+    tilec_result_free(r);
+    o.ptxas = NULL;
+    ck_assert_int_eq(tilec_compile_string("k.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
+    ck_assert_ptr_nonnull(strstr(tilec_result_text(r, TILEC_OUT_REPORT), "registers: unknown (ptxas not found;"));
+    tilec_result_free(r);
+    o.report = 0;
+    o.ptxas_no_check = 0;
     o.ptxas = TILEC_SOURCE_DIR "/tests/lit/cli/Inputs/ptxas-accept.sh";
     ck_assert_int_eq(tilec_compile_string("k.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_OK);
     ck_assert_ptr_nonnull(tilec_result_text(r, TILEC_OUT_PTX));
@@ -526,18 +543,116 @@ START_TEST(test_ptxas_check)
     o.ptxas = "/nonexistent/ptxas";
     ck_assert_int_eq(tilec_compile_string("k.tile", vadd_src, strlen(vadd_src), &o, &r), TILEC_ERR_USAGE);
     tilec_result_free(r);
+}
+END_TEST
 
-    char *old = getenv("TILEC_PTXAS") ? strdup(getenv("TILEC_PTXAS")) : NULL;
-    char buf[8];
-    setenv("TILEC_PTXAS", "/bin/sh", 1);
-    ck_assert_uint_eq(tilec_ptxas_find(buf, sizeof buf), 7);
-    ck_assert_str_eq(buf, "/bin/sh");
-    ck_assert_uint_eq(tilec_ptxas_find(buf, 4), 7);
-    ck_assert_str_eq(buf, "/bi");
-    setenv("TILEC_PTXAS", "/nonexistent/ptxas", 1);
-    ck_assert_uint_eq(tilec_ptxas_find(NULL, 0), 0);
-    old ? setenv("TILEC_PTXAS", old, 1) : unsetenv("TILEC_PTXAS");
-    free(old);
+/* atomic_add in the interpreter: every block's additions land (blocks run
+ * one after another): a one-pass column sum in f32 and i32, a counter
+ * added to by a scalar, and a split-K product (each block adds its K
+ * slice's A @ B to C). */
+static const char colsum_src[] =
+    "kernel colsum<BM: int = 4, BN: int = 8, T: dtype = f32>(X: global T[M, N], S: global T[N],\n"
+    "    C: global i32[1])\n"
+    "  grid(cdiv(N, BN), cdiv(M, BM))\n"
+    "{\n"
+    "  let n0 = block.x * BN;\n"
+    "  atomic_add(S[n0 : +BN], colsum(X[block.y * BM : +BM, n0 : +BN]));\n"
+    "  atomic_add(C[0], 1);\n"
+    "}\n";
+
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+static float from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+START_TEST(test_interpret_atomic_add)
+{
+    enum { M = 10, N = 13 };
+    int64_t xs[2] = { M, N }, ns = N, one = 1;
+    int32_t cnt = 5;
+    /* f32 */
+    tilec_result *c = compile_ir(colsum_src), *r = NULL;
+    static float x[M * N], s[N];
+    for (int i = 0; i < M * N; i++)
+        x[i] = (float)(i % 7) - 2.5f;
+    for (int j = 0; j < N; j++)
+        s[j] = 100.0f + (float)j;
+    tilec_arg a[3] = { { x, 2, xs, NULL, "f32", 0, 0 }, { s, 1, &ns, NULL, "f32", 0, 0 },
+                       { &cnt, 1, &one, NULL, "i32", 0, 0 } };
+    ck_assert_int_eq(tilec_interpret(c, NULL, a, 3, &r), TILEC_OK);
+    tilec_result_free(r);
+    for (int j = 0; j < N; j++) {
+        double want = 100.0 + j;
+        for (int i = 0; i < M; i++)
+            want += x[i * N + j];
+        ck_assert_double_eq_tol(s[j], want, 1e-4);
+    }
+    ck_assert_int_eq(cnt, 5 + 2 * 3);   /* cdiv(13, 8) x cdiv(10, 4) blocks */
+    tilec_result_free(c);
+    /* i32: exact, wrapping */
+    tilec_options o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_TIR;
+    o.keep_ir = 1;
+    tilec_define d = { "T", "i32" };
+    o.defines = &d;
+    o.ndefines = 1;
+    ck_assert_int_eq(tilec_compile_string("i.tile", colsum_src, strlen(colsum_src), &o, &c), TILEC_OK);
+    static int32_t xi[M * N], si[N];
+    for (int i = 0; i < M * N; i++)
+        xi[i] = i * 37 - 200;
+    for (int j = 0; j < N; j++)
+        si[j] = INT32_MAX - j;   /* wraps */
+    a[0].data = xi, a[0].dtype = "i32";
+    a[1].data = si, a[1].dtype = "i32";
+    ck_assert_int_eq(tilec_interpret(c, NULL, a, 3, &r), TILEC_OK);
+    tilec_result_free(r);
+    for (int j = 0; j < N; j++) {
+        uint32_t want = (uint32_t)(INT32_MAX - j);
+        for (int i = 0; i < M; i++)
+            want += (uint32_t)xi[i * N + j];
+        ck_assert_int_eq(si[j], (int32_t)want);
+    }
+    tilec_result_free(c);
+    /* split-K, 16 x 16 x 16 tiles */
+    enum { SM = 20, SN = 18, SK = 40 };
+    tilec_define tiles[3] = { { "BM", "16" }, { "BN", "16" }, { "BK", "16" } };
+    o.defines = tiles;
+    o.ndefines = 3;
+    ck_assert_int_eq(tilec_compile_string("i.tile", splitk_src, strlen(splitk_src), &o, &c), TILEC_OK);
+    static uint16_t ab[SM * SK], bb[SK * SN];
+    static float cc[SM * SN];
+    for (int i = 0; i < SM * SK; i++)
+        ab[i] = to_bf16((float)((i * 7) % 11) / 8.0f - 0.5f);
+    for (int i = 0; i < SK * SN; i++)
+        bb[i] = to_bf16((float)((i * 5) % 13) / 8.0f - 0.75f);
+    for (int i = 0; i < SM * SN; i++)
+        cc[i] = 1.0f;
+    int64_t as[2] = { SM, SK }, bs[2] = { SK, SN }, cs[2] = { SM, SN };
+    tilec_arg g[3] = { { ab, 2, as, NULL, "bf16", 0, 0 }, { bb, 2, bs, NULL, "bf16", 0, 0 },
+                       { cc, 2, cs, NULL, "f32", 0, 0 } };
+    ck_assert_int_eq(tilec_interpret(c, NULL, g, 3, &r), TILEC_OK);
+    ck_assert_uint_eq(tilec_result_num_diags(r), 0);
+    tilec_result_free(r);
+    for (int i = 0; i < SM; i++)
+        for (int j = 0; j < SN; j++) {
+            double want = 1.0;
+            for (int k = 0; k < SK; k++)
+                want += (double)from_bf16(ab[i * SK + k]) * from_bf16(bb[k * SN + j]);
+            ck_assert_double_eq_tol(cc[i * SN + j], want, 1e-3);
+        }
+    tilec_result_free(c);
 }
 END_TEST
 
@@ -567,6 +682,7 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_passes_and_version);
     tcase_add_test(tc, test_observability);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_interpret_atomic_add);
     tcase_add_test(tc, test_warnings);
     tcase_add_test(tc, test_debug_info);
     tcase_add_test(tc, test_interpret);

@@ -210,31 +210,23 @@ START_TEST(test_damaged_entry)
 }
 END_TEST
 
-START_TEST(test_default_dir)
+/* The library has no default folder (it reads no environment): a disk
+ * cache needs tilec_options.cache_dir, and clearing without a folder
+ * empties the memory table only. The default folder is the tilec
+ * command's and the Python package's (lit/cli/cache-default-dir.tile). */
+START_TEST(test_disk_needs_dir)
 {
-    char buf[256];
-    const char *home = getenv("HOME"), *xdg = getenv("XDG_CACHE_HOME");
-    char *saved_home = home ? strdup(home) : NULL, *saved_xdg = xdg ? strdup(xdg) : NULL;
-    setenv("XDG_CACHE_HOME", "/x/cache", 1);
-    ck_assert_uint_eq(tilec_cache_default_dir(buf, sizeof buf), strlen("/x/cache/tilec"));
-    ck_assert_str_eq(buf, "/x/cache/tilec");
-    setenv("XDG_CACHE_HOME", "relative", 1);   /* ignored, as the XDG spec says */
-    setenv("HOME", "/h", 1);
-    tilec_cache_default_dir(buf, sizeof buf);
-    ck_assert_str_eq(buf, "/h/.cache/tilec");
-    unsetenv("XDG_CACHE_HOME");
-    ck_assert_uint_eq(tilec_cache_default_dir(NULL, 0), strlen("/h/.cache/tilec"));
-    char small[4];
-    ck_assert_uint_eq(tilec_cache_default_dir(small, sizeof small), strlen("/h/.cache/tilec"));
-    ck_assert_str_eq(small, "/h/");
-    if (saved_home)
-        setenv("HOME", saved_home, 1);
-    else
-        unsetenv("HOME");
-    if (saved_xdg)
-        setenv("XDG_CACHE_HOME", saved_xdg, 1);
-    free(saved_home);
-    free(saved_xdg);
+    tilec_options o;
+    tilec_options_init(&o);
+    o.cache = TILEC_CACHE_DISK;
+    tilec_result *r = NULL;
+    ck_assert_int_eq(tilec_compile_string("k.tile", src, strlen(src), &o, &r), TILEC_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(tilec_result_diag_text(r), "TILEC_CACHE_DISK needs a folder"));
+    tilec_result_free(r);
+    o.cache_dir = "";
+    ck_assert_int_eq(tilec_compile_string("k.tile", src, strlen(src), &o, &r), TILEC_ERR_USAGE);
+    tilec_result_free(r);
+    ck_assert_int_eq(tilec_cache_clear(NULL), TILEC_OK);
 }
 END_TEST
 
@@ -247,7 +239,7 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, test_misses);
     tcase_add_test(tc, test_key);
     tcase_add_test(tc, test_damaged_entry);
-    tcase_add_test(tc, test_default_dir);
+    tcase_add_test(tc, test_disk_needs_dir);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -235,9 +235,8 @@ START_TEST(test_options)
     sweep("vector_add --print-after=* --time-passes", call_string, &s, TILEC_OK);
     tilec_options_init(&s.o);
     s.o.report = 1;
-    char ptxas[4096];
-    if (tilec_ptxas_find(ptxas, sizeof ptxas))
-        s.o.ptxas = ptxas;   /* the report's resources and the PTX check run it */
+    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
+        s.o.ptxas = "/usr/local/cuda/bin/ptxas";   /* the report's resources and the PTX check run it */
     sweep("vector_add --report", call_string, &s, TILEC_OK);
     tilec_options_init(&s.o);
     s.o.debug_info = TILEC_DEBUG_FULL;

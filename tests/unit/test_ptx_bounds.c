@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ptx_model.h"
+#include "splitk_src.h"
 #include "tilec.h"
 
 #define TC_COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -198,7 +199,7 @@ static char *compile_case(const Case *c, char **meta)
 /* Tensor contents for a run with values (run_case's `mem`): per tensor
  * param in order, its span's bytes and known flags. */
 typedef struct Mem {
-    uint8_t *mem[PM_MAXTENS], *known[PM_MAXTENS];
+    uint8_t *mem[PM_MAXTENS], *known[PM_MAXTENS], *init[PM_MAXTENS];   /* init: the contents before the run */
     PmTensor t[PM_MAXTENS];
     int n;
 } Mem;
@@ -247,6 +248,8 @@ static PmReport run_case_mem(const PmProg *p, const Meta *m, const DimVal *dv, i
                 T->mem[b] = (uint8_t)rand();
                 T->known[b] = !out;
             }
+            mem->init[L.ntens] = malloc(bytes);
+            memcpy(mem->init[L.ntens], T->mem, bytes);
             mem->t[L.ntens] = *T;
             mem->n = L.ntens + 1;
         }
@@ -288,8 +291,9 @@ static PmReport run_case_mem(const PmProg *p, const Meta *m, const DimVal *dv, i
     if (mem) {   /* every block: all of Y must be written */
         nb = 0;
         for (int x = 0; x < L.grid[0]; x++)
-            for (int y = 0; y < L.grid[1] && nb < 125; y++)
-                blocks[nb][0] = x, blocks[nb][1] = y, blocks[nb][2] = 0, nb++;
+            for (int y = 0; y < L.grid[1]; y++)
+                for (int z = 0; z < L.grid[2] && nb < 125; z++)
+                    blocks[nb][0] = x, blocks[nb][1] = y, blocks[nb][2] = z, nb++;
     }
     pm_run(p, &L, (const int(*)[3])blocks, nb, &rep);
     return rep;
@@ -305,6 +309,7 @@ static void mem_free(Mem *mem)
     for (int i = 0; i < mem->n; i++) {
         free(mem->mem[i]);
         free(mem->known[i]);
+        free(mem->init[i]);
     }
 }
 
@@ -324,6 +329,19 @@ static int64_t mem_elem(const Mem *mem, int i, int64_t r, int64_t c, bool *known
     return bits == 64 ? (int64_t)v : (int64_t)(v << (64 - bits)) >> (64 - bits);
 }
 
+/* c compiled, its metadata and PTX parsed (the test fails where one cannot
+ * be); returns the PTX. The caller frees it and *meta, and pm_prog_free(p). */
+static char *load_case(const Case *c, Meta *m, PmProg *p, char **meta)
+{
+    const char *label = c->file ? c->file : c->kernel ? c->kernel : "source";
+    char *ptx = compile_case(c, meta);
+    ck_assert_msg(ptx != NULL, "%s %s did not compile", label, c->arch);
+    ck_assert(meta_parse(*meta, c->kernel, m));
+    bool parsed = pm_parse(p, ptx, c->kernel);
+    ck_assert_msg(parsed, "%s: %s", label, p->err);
+    return ptx;
+}
+
 /* Compiles c and runs it for every dims set in dvs (a NULL-name-terminated
  * list per set) and every pad; fails the test on a violation. */
 static long check_case(const Case *c, const DimVal *const *dvs, int ndvs, const int *pads, int npads,
@@ -331,13 +349,9 @@ static long check_case(const Case *c, const DimVal *const *dvs, int ndvs, const 
 {
     const char *label = c->file ? c->file : c->kernel ? c->kernel : "source";
     char *meta = NULL;
-    char *ptx = compile_case(c, &meta);
-    ck_assert_msg(ptx != NULL, "%s %s did not compile", label, c->arch);
     Meta m;
-    ck_assert(meta_parse(meta, c->kernel, &m));
     PmProg p;
-    bool parsed = pm_parse(&p, ptx, c->kernel);
-    ck_assert_msg(parsed, "%s: %s", label, p.err);
+    char *ptx = load_case(c, &m, &p, &meta);
     long accesses = 0;
     for (int i = 0; i < ndvs; i++)
         for (int k = 0; k < npads; k++) {
@@ -357,6 +371,29 @@ static long check_case(const Case *c, const DimVal *const *dvs, int ndvs, const 
     free(ptx);
     free(meta);
     return accesses;
+}
+
+/* The dims sets M, N of mn[i], each NULL-terminated. */
+static void mn_dims(const int64_t (*mn)[2], int n, DimVal (*e)[3], const DimVal **evs)
+{
+    for (int i = 0; i < n; i++) {
+        e[i][0] = (DimVal){ "M", mn[i][0] };
+        e[i][1] = (DimVal){ "N", mn[i][1] };
+        e[i][2] = (DimVal){ NULL, 0 };
+        evs[i] = e[i];
+    }
+}
+
+/* The dims sets of products: M, K, N of mkn[i], each NULL-terminated. */
+static void mkn_dims(const int64_t (*mkn)[3], int n, DimVal (*g)[4], const DimVal **gvs)
+{
+    for (int i = 0; i < n; i++) {
+        g[i][0] = (DimVal){ "M", mkn[i][0] };
+        g[i][1] = (DimVal){ "K", mkn[i][1] };
+        g[i][2] = (DimVal){ "N", mkn[i][2] };
+        g[i][3] = (DimVal){ NULL, 0 };
+        gvs[i] = g[i];
+    }
 }
 
 static const char *const ARCHS[] = { "sm_86", "sm_90a" };
@@ -429,12 +466,7 @@ START_TEST(other_examples)
         static const int64_t mn[][2] = { { 1, 1 }, { 37, 129 }, { 65, 1001 }, { 130, 257 } };
         DimVal e[4][3];
         const DimVal *evs[4];
-        for (size_t i = 0; i < TC_COUNT(mn); i++) {
-            e[i][0] = (DimVal){ "M", mn[i][0] };
-            e[i][1] = (DimVal){ "N", mn[i][1] };
-            e[i][2] = (DimVal){ NULL, 0 };
-            evs[i] = e[i];
-        }
+        mn_dims(mn, (int)TC_COUNT(mn), e, evs);
         Case rs = { "reduction.tile", NULL, "row_sum", ARCHS[a], { "BM=16", "BN=32" } };
         check_case(&rs, evs, (int)TC_COUNT(mn), pads, 3, NULL);
         for (size_t t = 0; t < TC_COUNT(FLOATS); t++) {
@@ -448,20 +480,14 @@ START_TEST(other_examples)
         static const int64_t mkn[][3] = { { 1, 1, 1 }, { 300, 70, 130 }, { 256, 64, 128 } };
         DimVal g[3][4];
         const DimVal *gvs[3];
-        for (size_t i = 0; i < TC_COUNT(mkn); i++) {
-            g[i][0] = (DimVal){ "M", mkn[i][0] };
-            g[i][1] = (DimVal){ "K", mkn[i][1] };
-            g[i][2] = (DimVal){ "N", mkn[i][2] };
-            g[i][3] = (DimVal){ NULL, 0 };
-            gvs[i] = g[i];
-        }
+        mkn_dims(mkn, 3, g, gvs);
         int gpads[] = { 0, 1 };
         /* sm_90a's gemm reads through TMA into wgmma, which this model does
          * not execute: its bounds are the tensor maps' (the hardware's zero
          * fill), checked by compute-sanitizer on the GPU (bench/device.sh). */
         Case gm = { "gemm.tile", NULL, NULL, ARCHS[a], { NULL } };
         if (strcmp(ARCHS[a], "sm_86") == 0)
-            ck_assert_int_gt(check_case(&gm, gvs, (int)TC_COUNT(mkn), gpads, 2, NULL), 0);
+            ck_assert_int_gt(check_case(&gm, gvs, 3, gpads, 2, NULL), 0);
     }
 }
 END_TEST
@@ -501,12 +527,7 @@ START_TEST(masked_windows_every_width)
     static const int64_t mn[][2] = { { 1, 0 }, { 1, 1 }, { 5, 7 }, { 9, 63 }, { 9, 65 }, { 3, 130 }, { 6, 200 } };
     DimVal e[8][3];
     const DimVal *evs[8];
-    for (size_t i = 0; i < TC_COUNT(mn); i++) {
-        e[i][0] = (DimVal){ "M", mn[i][0] };
-        e[i][1] = (DimVal){ "N", mn[i][1] };
-        e[i][2] = (DimVal){ NULL, 0 };
-        evs[i] = e[i];
-    }
+    mn_dims(mn, (int)TC_COUNT(mn), e, evs);
     int pads[] = { 0, 1, 16 };
     for (size_t a = 0; a < TC_COUNT(ARCHS); a++)
         for (size_t t = 0; t < TC_COUNT(types); t++) {
@@ -573,12 +594,10 @@ START_TEST(values_of_masked_loads)
                 char tdef[32];
                 snprintf(tdef, sizeof tdef, "T=%s", types[t]);
                 Case c = { NULL, k ? oth_src : add3_src, k ? "oth" : "add3", ARCHS[a], { tdef, "BLOCK=256" } };
-                char *meta = NULL, *ptx = compile_case(&c, &meta);
-                ck_assert_ptr_nonnull(ptx);
+                char *meta = NULL;
                 Meta m;
-                ck_assert(meta_parse(meta, NULL, &m));
                 PmProg p;
-                ck_assert_msg(pm_parse(&p, ptx, NULL), "%s", p.err);
+                char *ptx = load_case(&c, &m, &p, &meta);
                 for (size_t i = 0; i < TC_COUNT(ns); i++)
                     for (size_t q = 0; q < TC_COUNT(pads); q++) {
                         const DimVal dv[] = { { "M", 3 }, { "N", ns[i] }, { NULL, 0 } };
@@ -617,6 +636,114 @@ START_TEST(values_of_masked_loads)
 }
 END_TEST
 
+/* atomic_add: every block of a 3-d grid adds its slice X[z] to A (ragged
+ * edges: masked windows), and counters added to by a scalar; i32 and f32,
+ * the vector form (red.global.add.v4.f32) on sm_100a. The model adds in
+ * its block order (z last), as the reference does. */
+static const char acc_src[] =
+    "kernel acc3<BM: int = 4, BN: int = 32, T: dtype = i32>(X: global T[K, M, N], A: global T[M, N],\n"
+    "    C: global i32[2])\n"
+    "  grid(cdiv(N, BN), cdiv(M, BM), K)\n"
+    "{\n"
+    "  let n0 = block.x * BN;\n"
+    "  let m0 = block.y * BM;\n"
+    "  atomic_add(A[m0 : +BM, n0 : +BN], X[block.z, m0 : +BM, n0 : +BN]);\n"
+    "  atomic_add(C[0], 1);\n"
+    "  atomic_add(C[1], block.z);\n"
+    "}\n";
+
+START_TEST(atomic_add_values)
+{
+    static const char *const archs[] = { "sm_86", "sm_90a", "sm_100a" };
+    static const char *const types[] = { "i32", "f32" };
+    static const int64_t mn[][2] = { { 5, 37 }, { 4, 32 }, { 1, 1 }, { 8, 67 } };
+    for (size_t a = 0; a < TC_COUNT(archs); a++)
+        for (size_t t = 0; t < TC_COUNT(types); t++) {
+            char tdef[32];
+            snprintf(tdef, sizeof tdef, "T=%s", types[t]);
+            Case c = { NULL, acc_src, "acc3", archs[a], { tdef } };
+            char *meta = NULL;
+            Meta m;
+            PmProg p;
+            char *ptx = load_case(&c, &m, &p, &meta);
+            ck_assert_ptr_nonnull(strstr(ptx, "red.global.add"));
+            if (!strcmp(archs[a], "sm_100a") && t == 1)
+                ck_assert_ptr_nonnull(strstr(ptx, "red.global.add.v4.f32"));
+            bool flt = t == 1;
+            for (size_t i = 0; i < TC_COUNT(mn); i++)
+                for (int pad = 0; pad <= 1; pad++) {
+                    int64_t M = mn[i][0], N = mn[i][1], K = 3;
+                    const DimVal dv[] = { { "M", M }, { "N", N }, { "K", K }, { NULL, 0 } };
+                    Mem mem;
+                    memset(&mem, 0, sizeof mem);
+                    srand((unsigned)(i * 31 + (unsigned)pad));
+                    PmReport r = run_case_mem(&p, &m, dv, pad, NULL, &mem);
+                    ck_assert_msg(!r.error && !r.violations, "acc3 %s %s M=%lld N=%lld pad %d: %s", archs[a],
+                                  types[t], (long long)M, (long long)N, pad, r.first);
+                    const PmTensor *X = &mem.t[0], *A = &mem.t[1];
+                    for (int64_t row = 0; row < M; row++)
+                        for (int64_t col = 0; col < N; col++) {
+                            int64_t ao = (row * A->stride[0] + col) * 4;
+                            uint32_t want, got;
+                            memcpy(&want, mem.init[1] + ao, 4);
+                            memcpy(&got, mem.mem[1] + ao, 4);
+                            for (int64_t k = 0; k < K; k++) {
+                                uint32_t x;
+                                memcpy(&x, mem.mem[0] + (k * X->stride[0] + row * X->stride[1] + col) * 4, 4);
+                                if (flt) {
+                                    float fw, fx;
+                                    memcpy(&fw, &want, 4);
+                                    memcpy(&fx, &x, 4);
+                                    fw += fx;
+                                    memcpy(&want, &fw, 4);
+                                } else {
+                                    want += x;
+                                }
+                            }
+                            ck_assert_msg(mem.known[1][ao] && got == want,
+                                          "acc3 %s %s M=%lld N=%lld pad %d: A[%lld, %lld] = 0x%08x, want 0x%08x",
+                                          archs[a], types[t], (long long)M, (long long)N, pad, (long long)row,
+                                          (long long)col, got, want);
+                        }
+                    int64_t nblocks = ((N + 31) / 32) * ((M + 3) / 4) * K, zsum = 0;
+                    for (int64_t bx = 0; bx < (N + 31) / 32; bx++)
+                        for (int64_t by = 0; by < (M + 3) / 4; by++)
+                            zsum += K * (K - 1) / 2;
+                    uint32_t c0, c1, i0, i1;
+                    memcpy(&c0, mem.mem[2], 4);
+                    memcpy(&c1, mem.mem[2] + 4, 4);
+                    memcpy(&i0, mem.init[2], 4);
+                    memcpy(&i1, mem.init[2] + 4, 4);
+                    ck_assert_uint_eq(c0, i0 + (uint32_t)nblocks);
+                    ck_assert_uint_eq(c1, i1 + (uint32_t)zsum);
+                    mem_free(&mem);
+                }
+            pm_prog_free(&p);
+            free(ptx);
+            free(meta);
+        }
+}
+END_TEST
+
+/* A split-K product (splitk_src.h) adding its accumulator fragments (pairs
+ * of f32: red.global.add.v2.f32 on sm_100a) to C: every address inside C's
+ * rows. */
+
+START_TEST(atomic_add_products)
+{
+    static const char *const archs[] = { "sm_86", "sm_100a" };
+    static const int64_t mkn[][3] = { { 1, 8, 1 }, { 70, 40, 130 }, { 64, 64, 64 } };
+    DimVal g[3][4];
+    const DimVal *gvs[3];
+    mkn_dims(mkn, 3, g, gvs);
+    int pads[] = { 0, 8 };
+    for (size_t a = 0; a < TC_COUNT(archs); a++) {
+        Case c = { NULL, splitk_src, "splitk", archs[a], { NULL } };
+        ck_assert_int_gt(check_case(&c, gvs, 3, pads, 2, NULL), 0);
+    }
+}
+END_TEST
+
 /* The model itself: a kernel that reads one element past the row end
  * (X[row, N]) is caught, so a clean run above means something. */
 START_TEST(model_catches_overread)
@@ -628,13 +755,10 @@ START_TEST(model_catches_overread)
         "  Y[block.x] = X[block.x, N - 1] + X[block.x, 0];\n"
         "}\n";
     Case c = { NULL, src, NULL, "sm_90a", { NULL } };
-    char *meta = NULL, *ptx = compile_case(&c, &meta);
-    ck_assert_ptr_nonnull(ptx);
-    /* Shift X's last-dim index by one: the same PTX reading X[row, N]. */
+    char *meta = NULL;
     Meta m;
-    ck_assert(meta_parse(meta, NULL, &m));
     PmProg p;
-    ck_assert_msg(pm_parse(&p, ptx, NULL), "%s", p.err);
+    char *ptx = load_case(&c, &m, &p, &meta);
     static const DimVal ok[] = { { "M", 2 }, { "N", 5 }, { NULL, 0 } };
     PmReport r = run_case(&p, &m, ok, 0, NULL);
     ck_assert_msg(!r.error && r.violations == 0 && r.accesses > 0, "%s", r.first);
@@ -660,6 +784,8 @@ static Suite *suite(void)
     tcase_add_test(tc, other_examples);
     tcase_add_test(tc, masked_windows_every_width);
     tcase_add_test(tc, values_of_masked_loads);
+    tcase_add_test(tc, atomic_add_values);
+    tcase_add_test(tc, atomic_add_products);
     suite_add_tcase(s, tc);
     return s;
 }
