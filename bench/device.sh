@@ -43,6 +43,10 @@ echo "== C host tests (libtilert from C, PTX compiled by tilec on the build mach
 if [ -d "$root/.devcarry/gputest" ]; then
   "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/c_tests.txt" 2>&1 || status=1
   grep -E "FAIL|error|passed, " "$out/c_tests.txt" | tail -n 12
+  if [ -x "$rt/tests/gpu/gpu_atomic" ]; then   # atomic_add: split-K and column sums
+    "$rt/tests/gpu/gpu_atomic" "$root/.devcarry/gputest" > "$out/c_atomic.txt" 2>&1 || status=1
+    grep -E "FAIL|error|passed, " "$out/c_atomic.txt" | tail -n 6
+  fi
 fi
 
 # MEMCHECK=1: the C host tests again under compute-sanitizer's memcheck
@@ -51,6 +55,10 @@ if [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
   echo "== C host tests under compute-sanitizer memcheck"
   compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
     "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/memcheck.txt" 2>&1 || status=1
+  if [ -x "$rt/tests/gpu/gpu_atomic" ]; then
+    compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
+      "$rt/tests/gpu/gpu_atomic" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
+  fi
   grep -E "ERROR SUMMARY|Invalid|passed, " "$out/memcheck.txt" | sort | uniq -c | sort -rn | head -n 20
 fi
 

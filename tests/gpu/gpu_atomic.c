@@ -8,7 +8,10 @@
  * Tolerance: 1e-5 relative Frobenius error (the order of the f32 additions
  * differs from the reference's); the counter is exact.
  *
- *   gpu_atomic      compile with TILEC_EXE into TILEC_WORK_DIR, then test
+ *   gpu_atomic                 compile with TILEC_EXE into TILEC_WORK_DIR, then test
+ *   gpu_atomic DIR             test precompiled DIR/ARCH/atomic.ptx + .meta
+ *                              (tests/gpu/make_ptx.sh writes them)
+ *   gpu_atomic --print-source  the kernels' source, for make_ptx.sh
  *
  * Exit 0 if every check passed, 77 without a CUDA driver or device, 1
  * otherwise.
@@ -28,6 +31,22 @@ static const char colsum_src[] =
     "  atomic_add(S[n0 : +BN], colsum(X[block.y * BM : +BM, n0 : +BN]));\n"
     "  atomic_add(count[0], 1);\n"
     "}\n";
+
+/* The module for `arch`: DIR/ARCH/atomic.ptx when dir is given (false if
+ * absent), else compiled now. */
+static bool module_files(const char *dir, const char *arch, char *ptx, char *meta, size_t len)
+{
+    if (!dir)
+        return false;
+    snprintf(ptx, len, "%s/%s/atomic.ptx", dir, arch);
+    snprintf(meta, len, "%s/%s/atomic.meta", dir, arch);
+    FILE *f = fopen(ptx, "r");
+    if (f)
+        fclose(f);
+    else
+        printf("== %s: no %s, not tested\n", arch, ptx);
+    return f != NULL;
+}
 
 static void compile(const char *arch, char *ptx, char *meta, size_t len)
 {
@@ -134,8 +153,13 @@ static void run_colsum(tilert_kernel *k, const char *arch, int64_t m, int64_t n)
     free(got);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--print-source") == 0) {
+        printf("%s\n%s", splitk_src, colsum_src);
+        return 0;
+    }
+    const char *dir = argc == 2 ? argv[1] : NULL;
     tilert_driver *drv = gpu_open();   /* exits 77 without a driver or device */
     char device_arch[16];
     GPU_RT(tilert_device_arch(drv, 0, device_arch, sizeof device_arch));
@@ -145,7 +169,10 @@ int main(void)
     bool ctx = false;
     for (int ai = 0; ai < narchs; ai++) {
         char ptx[4096], meta[4096];
-        compile(archs[ai], ptx, meta, sizeof ptx);
+        if (dir && !module_files(dir, archs[ai], ptx, meta, sizeof ptx))
+            continue;
+        if (!dir)
+            compile(archs[ai], ptx, meta, sizeof ptx);
         tilert_module *mod;
         GPU_RT(tilert_module_load_files(drv, ptx, meta, &mod));
         if (!ctx) {

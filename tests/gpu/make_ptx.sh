@@ -5,6 +5,7 @@
 #
 #   tests/gpu/make_ptx.sh BUILD_DIR OUTDIR [ARCH ...]    (default: sm_86 sm_90a)
 #   gpu_kernels OUTDIR          (or TILEC_PTX_DIR=OUTDIR gpu_kernels)
+#   gpu_atomic OUTDIR           (its kernels: OUTDIR/ARCH/atomic.ptx)
 #
 # BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
 # tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
@@ -27,5 +28,10 @@ for arch in "$@"; do
         # shellcheck disable=SC2086
         "$tilec" "$src/examples/$tile.tile" -arch="$arch" $defs -o "$out/$arch/$name.ptx"
     done
+    # gpu_atomic's kernels (atomic_add), from its own source.
+    if [ -x "$build/tests/gpu/gpu_atomic" ]; then
+        "$build/tests/gpu/gpu_atomic" --print-source > "$out/$arch/atomic.tile"
+        "$tilec" "$out/$arch/atomic.tile" -arch="$arch" -o "$out/$arch/atomic.ptx"
+    fi
     echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"
 done
