@@ -130,6 +130,12 @@ typedef struct Cg {
     LLVMValueRef role_leader;
 } Cg;
 
+/* Bytes of a swizzle panel (32, 64, 128) of a SwizzleMode; 0: no XOR swizzle. */
+static inline int cg_swz_width(int swz)
+{
+    return swz == SWZ_32B ? 32 : swz == SWZ_64B ? 64 : swz == SWZ_128B ? 128 : 0;
+}
+
 /* ---- lower_ws.c: warp-specialized kernels (roles, barrier rings, TMA) ---- */
 /* Before the signature: finds the kernel's roles, rings and tensor maps
  * (Cg.ws; NULL without roles). Returns errors. */

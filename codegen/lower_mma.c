@@ -214,11 +214,6 @@ static void lane_terms(Cg *cg, Mma *mm)
  * computed per fragment. */
 
 
-static int64_t swz_width(int swz)
-{
-    return swz == SWZ_32B ? 32 : swz == SWZ_64B ? 64 : swz == SWZ_128B ? 128 : 0;
-}
-
 /* wbase: warp part of the thread column (per warp index 0..nw-1: w * wstep). */
 static void frag_addr_init(Cg *cg, const Mma *mm, FragAddr *fa, const SmemView *sv, bool p2, bool trans,
                            LLVMValueRef wrow, LLVMValueRef wcol, int nw, int64_t wstep, int64_t cmax)
@@ -230,7 +225,7 @@ static void frag_addr_init(Cg *cg, const Mma *mm, FragAddr *fa, const SmemView *
     fa->rt = LLVMBuildAdd(cg->b, wrow, p2 ? LLVMBuildAdd(cg->b, mm->l7, mm->hi8, "") : mm->l15, "");
     fa->ct = LLVMBuildAdd(cg->b, wcol, p2 ? mm->mid8 : mm->hi8, "");
     fa->T = cg_smem_offset(cg, sv, fa->rt, LLVMBuildMul(cg->b, fa->ct, cg_i32(cg, sv->eb), ""));
-    fa->w = swz_width(sv->swz);
+    fa->w = cg_swz_width(sv->swz);
     if (!fa->w) {
         fa->fast = true;
         return;

@@ -53,11 +53,6 @@ typedef struct CgWs {
     int nring;
 } CgWs;
 
-static int swz_width(int swz)
-{
-    return swz == SWZ_32B ? 32 : swz == SWZ_64B ? 64 : swz == SWZ_128B ? 128 : 0;
-}
-
 /* ---- the plan: roles' warps, rings' multiplicities, tensor maps ---- */
 
 typedef struct PlanCtx {
@@ -105,7 +100,7 @@ static int tma_box(Cg *cg, const Op *op, CgTmap *tm)
     tm->tensor = op->args[4];
     tm->rank = tt->rank;
     tm->swz = (int)alloc->iattr[0];
-    int w = swz_width(tm->swz);
+    int w = cg_swz_width(tm->swz);
     if (tm->swz == SWZ_PAD) {
         diag_error(cg->d, op->loc, "TMA copy into a padded buffer: TMA writes only the swizzled or plain layouts");
         return 1;
@@ -182,21 +177,12 @@ static bool plan_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
-static bool find_ws(Func *f, Op *op, void *ctx)
-{
-    (void)f;
-    if (op->code == OP_WS && !*(Op **)ctx)
-        *(Op **)ctx = op;
-    return true;
-}
-
 int cg_ws_plan(Cg *cg, Func *f)
 {
-    Op *ws_op = NULL;
+    Op *ws_op = ir_find_op(f, OP_WS);
     cg->ws = NULL;
     cg->role_bar = cg->role_threads = 0;
     cg->role_leader = NULL;
-    ir_walk(f, &f->body, find_ws, &ws_op);
     if (!ws_op)
         return 0;
     if (!cg->tg->mbar_init || !cg->tg->wgmma_ss) {
@@ -285,8 +271,7 @@ static bool anchor_visit(Func *f, Op *op, void *ctx)
 
 void cg_ws_anchors(Cg *cg, Func *f)
 {
-    Op *ws_op = NULL;
-    ir_walk(f, &f->body, find_ws, &ws_op);
+    Op *ws_op = ir_find_op(f, OP_WS);
     int nwarps = cg->nwarps;
     for (int k = 0; ws_op && k < ws_op->nregions; k++) {   /* loads in a role: the role's warps */
         cg->nwarps = (int)ws_op->list[3 * k + 1] * 4;

@@ -567,19 +567,7 @@ static void finish_outputs(Job *j)
 
 /* ---- the portable variant of warp-specialized kernels ---- */
 
-static bool find_ws_op(Func *f, Op *op, void *ctx)
-{
-    (void)f;
-    *(bool *)ctx |= op->code == OP_WS;
-    return !*(bool *)ctx;
-}
-
-static bool has_ws(Func *f)
-{
-    bool found = false;
-    ir_walk(f, &f->body, find_ws_op, &found);
-    return found;
-}
+static bool has_ws(Func *f) { return ir_find_op(f, OP_WS) != NULL; }
 
 /* A warp-specialized kernel reads its tensors through TMA, which needs
  * 16-byte aligned bases and strides; tilec accepts any view. So the module

@@ -424,3 +424,21 @@ const char *sched_kind_name(SchedKind k)
     }
     return "none";
 }
+
+typedef struct FindOp { OpCode code; Op *found; } FindOp;
+
+static bool find_op_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    FindOp *c = ctx;
+    if (op->code == c->code)
+        c->found = op;
+    return !c->found;
+}
+
+Op *ir_find_op(Func *f, OpCode code)
+{
+    FindOp c = { code, NULL };
+    ir_walk(f, &f->body, find_op_visit, &c);
+    return c.found;
+}

@@ -12,22 +12,11 @@
  */
 #include "passes.h"
 
-static bool find_ws(Func *f, Op *op, void *ctx)
-{
-    (void)f;
-    bool *found = ctx;
-    *found = *found || op->code == OP_WS;
-    return !*found;
-}
-
 int pass_protocol(Module *m, PassCtx *ctx)
 {
     int nws = 0;
-    for (int i = 0; i < m->nfuncs; i++) {
-        bool found = false;
-        ir_walk(m->funcs[i], &m->funcs[i]->body, find_ws, &found);
-        nws += found;
-    }
+    for (int i = 0; i < m->nfuncs; i++)
+        nws += ir_find_op(m->funcs[i], OP_WS) != NULL;
     if (!nws)
         return 0;
     int nerr = ir_protocol_check(m, ctx->diag);

@@ -31,11 +31,6 @@ static int swz_mode_bits(int swz)
     return swz == SWZ_128B ? 1 : swz == SWZ_64B ? 2 : swz == SWZ_32B ? 3 : 0;
 }
 
-static int swz_w(int swz)
-{
-    return swz == SWZ_128B ? 128 : swz == SWZ_64B ? 64 : swz == SWZ_32B ? 32 : 0;
-}
-
 static LLVMValueRef desc(Cg *cg, LLVMValueRef saddr, int64_t off, int64_t lbo, int64_t sbo, int swz)
 {
     LLVMValueRef a = LLVMBuildAdd(cg->b, saddr, cg_i32(cg, off), "");
@@ -47,7 +42,7 @@ static LLVMValueRef desc(Cg *cg, LLVMValueRef saddr, int64_t off, int64_t lbo, i
 
 static bool desc_ok(const SmemView *sv)
 {
-    int w = swz_w(sv->swz);
+    int w = cg_swz_width(sv->swz);
     return w && sv->eb == 2 && (sv->cols * sv->eb) % w == 0 && sv->rows % 8 == 0;
 }
 
@@ -118,7 +113,7 @@ int cg_lower_dot_async(Cg *cg, Op *op)
         acc[r] = cg->tg->fence_f32(cg, src[r]);
     cg->tg->wgmma_fence(cg);
     LLVMValueRef wg = LLVMBuildLShr(cg->b, cg->warp, cg_i32(cg, 2), "");
-    int wa = a_regs ? 0 : swz_w(sa->swz), wb = swz_w(sb->swz), eb = dtype_bits(dt) / 8;
+    int wa = a_regs ? 0 : cg_swz_width(sa->swz), wb = cg_swz_width(sb->swz), eb = dtype_bits(dt) / 8;
     LLVMValueRef abase = a_regs ? NULL : LLVMBuildAdd(cg->b, LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, ""),
                                                       LLVMBuildMul(cg->b, wg, cg_i32(cg, 64 * wa), ""), "");
     LLVMValueRef bbase = LLVMBuildPtrToInt(cg->b, sb->base, cg->t_i32, "");
