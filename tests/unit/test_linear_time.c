@@ -1,6 +1,12 @@
 /* test_linear_time.c - compile time linear in the number of statements:
- * 100,000 lets compile in at most 15x the time of 10,000 (a ratio of CPU
- * times, so the machine's speed does not matter). Registered RUN_SERIAL
+ * 200,000 lets compile in at most 7.5x the time of 40,000 (five times the
+ * statements, 1.5x the cost per statement; a ratio of CPU times, so the
+ * machine's speed does not matter). Both sizes work on far more memory than
+ * any cache holds (about 2 KB per statement), so the ratio measures the
+ * compiler's algorithms and not the step from cache to memory: between
+ * 10,000 and 100,000 lets that step alone raised the cost per statement by
+ * 1.2x to 1.7x depending on the machine. A quadratic part that is an eighth
+ * of the time at 40,000 lets takes the ratio over the bound. Registered RUN_SERIAL
  * (tests/CMakeLists.txt): other tests running beside it share the caches
  * and skew the large case more than the small one.
  */
@@ -46,10 +52,10 @@ START_TEST(test_lets_linear)
 {
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    char *small = let_chain(10000), *big = let_chain(100000);
+    char *small = let_chain(40000), *big = let_chain(200000);
     compile_cpu(big);                   /* fault in the memory once */
     double t_small = 0, t_big = 1e9;     /* "over the bound" until measured */
-    for (int attempt = 0; attempt < 3 && !(t_big <= 15 * t_small); attempt++) {
+    for (int attempt = 0; attempt < 3 && !(t_big <= 7.5 * t_small); attempt++) {
         t_small = t_big = 1e9;
         for (int i = 0; i < 5; i++) {
             double t = compile_cpu(small);
@@ -59,9 +65,9 @@ START_TEST(test_lets_linear)
             double t = compile_cpu(big);
             t_big = t < t_big ? t : t_big;
         }
-        fprintf(stderr, "lets: 10,000 in %.3f s, 100,000 in %.3f s (x%.1f)\n", t_small, t_big, t_big / t_small);
+        fprintf(stderr, "lets: 40,000 in %.3f s, 200,000 in %.3f s (x%.2f)\n", t_small, t_big, t_big / t_small);
     }
-    ck_assert_msg(t_big <= 15 * t_small, "100,000 lets took %.3f s, 10,000 took %.3f s", t_big, t_small);
+    ck_assert_msg(t_big <= 7.5 * t_small, "200,000 lets took %.3f s, 40,000 took %.3f s", t_big, t_small);
     free(small);
     free(big);
 }
