@@ -128,6 +128,10 @@ typedef struct Cg {
     struct CgWs *ws;
     int role_bar, role_threads;
     LLVMValueRef role_leader;
+    /* Tensor memory (sm100/tcgen05.c): the shared word holding its address
+     * and the columns allocated (0: none). */
+    LLVMValueRef tmem_word;
+    int tmem_cols;
 } Cg;
 
 /* Bytes of a swizzle panel (32, 64, 128) of a SwizzleMode; 0: no XOR swizzle. */
@@ -152,6 +156,20 @@ void cg_ws_anchors(Cg *cg, Func *f);
 int cg_lower_ws_op(Cg *cg, Op *op);       /* NAMED_BAR, MBAR_*, TMA_LOAD */
 /* Offset in dynamic shared memory for a ring of `bytes` (lower_async.c). */
 int64_t cg_smem_place_ring(Cg *cg, Op *op, int64_t bytes);
+
+/* An inline-asm call with side effects and a memory clobber (sm90/hooks.c);
+ * ret NULL: void; at most 8 args. */
+LLVMValueRef cg_asm_call(Cg *cg, LLVMTypeRef ret, const char *code, const char *cons, LLVMValueRef *args, int n);
+
+/* ---- sm100/tcgen05.c: tensor memory and tcgen05 products ---- */
+/* TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD. */
+int cg_lower_tc_op(Cg *cg, Op *op);
+/* After the roles: the allocating warp frees tensor memory once every
+ * role is done with it (nothing without a TMEM_ALLOC). */
+void cg_tmem_release(Cg *cg);
+/* The layout of a TMEM_LOAD result [m, n] over nwarps warps (a row a
+ * thread: warp w, lane l hold row 32 w + l, all n columns in registers). */
+Layout layout_tmem_rows(int64_t m, int64_t n, int nwarps);
 
 /* ---- sm90/wgmma.c: asynchronous products ---- */
 int cg_lower_dot_async(Cg *cg, Op *op);

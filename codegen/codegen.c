@@ -82,6 +82,8 @@ const Target *cg_family(TargetFamily f)
         return &cg_family_sm80;
     case TF_SM90:
         return &cg_family_sm90;
+    case TF_SM100:
+        return &cg_family_sm100;
     }
     return NULL;
 }

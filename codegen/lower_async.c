@@ -85,8 +85,9 @@ typedef struct EndCtx { int64_t end, autoend; } EndCtx;
 static bool end_visit(Func *f, Op *op, void *ctx)
 {
     EndCtx *e = ctx;
-    if (op->code == OP_MBAR_ALLOC) {   /* rings: 8 bytes a slot; unplaced ones after the buffers */
-        int64_t bytes = 8 * ir_type(f, op->res[0])->shape[0];
+    if (op->code == OP_MBAR_ALLOC || op->code == OP_TMEM_ALLOC) {   /* rings: 8 bytes a slot; the tensor memory
+                                                                         address: 8; unplaced ones after the buffers */
+        int64_t bytes = op->code == OP_TMEM_ALLOC ? 8 : 8 * ir_type(f, op->res[0])->shape[0];
         if (op->iattr[1] >= 0)
             e->end = op->iattr[1] + bytes > e->end ? op->iattr[1] + bytes : e->end;
         else
@@ -628,7 +629,7 @@ static bool use_visit(Func *f, Op *op, void *ctx)
     for (int i = 0; i < op->nargs && u->ok; i++) {
         if (op->args[i] != u->v)
             continue;
-        if ((op->code == OP_DOT || op->code == OP_DOT_ASYNC) && i < 2)
+        if ((op->code == OP_DOT || op->code == OP_DOT_ASYNC || op->code == OP_TC_MMA) && i < 2)
             continue;
         u->ok = op->code == OP_TRANS && dot_only(f, op->res[0]);
     }

@@ -148,7 +148,7 @@ static bool plan_visit(Func *f, Op *op, void *ctx)
     case OP_MBAR_ARRIVE:
         p->nerr += ring_mult(p, op, op->args[0], p->role_warps);
         break;
-    case OP_MBAR_EXPECT:
+    case OP_MBAR_EXPECT: case OP_TC_COMMIT:   /* one thread arrives */
         p->nerr += ring_mult(p, op, op->args[0], 1);
         break;
     case OP_NAMED_BAR:
@@ -185,7 +185,7 @@ int cg_ws_plan(Cg *cg, Func *f)
     cg->role_leader = NULL;
     if (!ws_op)
         return 0;
-    if (!cg->tg->mbar_init || !cg->tg->wgmma_ss) {
+    if (!cg->tg->mbar_init || (!cg->tg->wgmma_ss && !cg->tg->tc_mma)) {
         diag_error(cg->d, ws_op->loc, "warp-specialized roles need TMA, mbarriers and setmaxnreg, which %s "
                    "does not have", cg->ti->name);
         return 1;
@@ -258,6 +258,15 @@ typedef struct AnchorCtx { Cg *cg; int nwarps; } AnchorCtx;
 static bool anchor_visit(Func *f, Op *op, void *ctx)
 {
     AnchorCtx *a = ctx;
+    if (op->code == OP_TMEM_LOAD) {   /* the epilogue works on rows a thread */
+        const Type *t = ir_type(f, op->res[0]);
+        if (t->rank == 2 && t->shape[0] == 32 * a->nwarps) {
+            const Layout *L = cg_layout_dup(a->cg, layout_tmem_rows(t->shape[0], t->shape[1], a->nwarps));
+            cg_set_anchor(a->cg, 2, t->shape, L);
+            cg_set_anchor(a->cg, 1, t->shape, cg_layout_dup(a->cg, layout_slice(L, 1)));
+        }
+        return true;
+    }
     if (op->code != OP_DOT_ASYNC)
         return true;
     const Type *t = ir_type(f, op->args[2]);
@@ -481,5 +490,6 @@ int cg_lower_ws(Cg *cg, Op *op)
         return 1;
     LLVMBuildBr(cg->b, done);
     LLVMPositionBuilderAtEnd(cg->b, done);
+    cg_tmem_release(cg);
     return 0;
 }

@@ -63,6 +63,25 @@ typedef struct Target {
     /* An f32 register tied to the asm stream (orders it against the wgmma ops). */
     LLVMValueRef (*fence_f32)(struct Cg *cg, LLVMValueRef x);
     LLVMValueRef (*fence_b32)(struct Cg *cg, LLVMValueRef x);   /* the same for an i32 */
+    /* ---- Blackwell (the sm100 family: codegen/sm100/; NULL elsewhere) ---- */
+    /* tcgen05.alloc of `cols` columns by the whole warp, its address
+     * written to the shared word (ptr addrspace(3)), then the warp gives up
+     * its permit to allocate; dealloc by the same warp at the end. */
+    void (*tmem_alloc)(struct Cg *cg, LLVMValueRef word, int cols);
+    void (*tmem_dealloc)(struct Cg *cg, LLVMValueRef taddr, int cols);
+    /* tcgen05.mma.cta_group::1.kind::f16 [taddr], desc_a, desc_b, idesc,
+     * accumulate (i32, nonzero: add to tensor memory). One thread issues. */
+    void (*tc_mma)(struct Cg *cg, LLVMValueRef taddr, LLVMValueRef desc_a, LLVMValueRef desc_b, LLVMValueRef idesc,
+                   LLVMValueRef accumulate);
+    /* tcgen05.commit: one arrival on the mbarrier once the thread's
+     * products so far are done. */
+    void (*tc_commit)(struct Cg *cg, LLVMValueRef bar);
+    /* tcgen05.ld.32x32b.xN: lane 32 (warp % 4) + lane of the warp, n
+     * consecutive columns from taddr's, into out[n] (i32); then the wait. */
+    void (*tmem_ld)(struct Cg *cg, LLVMValueRef taddr, int n, LLVMValueRef *out);
+    void (*tmem_wait_ld)(struct Cg *cg);
+    /* tcgen05.fence::before_thread_sync (after = false) / ::after_thread_sync. */
+    void (*tc_fence)(struct Cg *cg, bool after);
 } Target;
 
 /* The hooks of a family (NULL if this build has none for it). */
@@ -91,5 +110,15 @@ void cg_tg_async_wait(struct Cg *cg, int pending);
     .cp_async16 = cg_tg_cp_async16, .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait
 extern const Target cg_family_sm80;   /* sm80/hooks.c */
 extern const Target cg_family_sm90;   /* sm90/hooks.c */
+extern const Target cg_family_sm100;  /* sm90/hooks.c: the sm90 family less wgmma, plus sm100/tcgen05.c's hooks */
+/* The sm100 family's tensor-memory hooks (sm100/tcgen05.c). */
+void cg_tg_tmem_alloc(struct Cg *cg, LLVMValueRef word, int cols);
+void cg_tg_tmem_dealloc(struct Cg *cg, LLVMValueRef taddr, int cols);
+void cg_tg_tc_mma(struct Cg *cg, LLVMValueRef taddr, LLVMValueRef desc_a, LLVMValueRef desc_b, LLVMValueRef idesc,
+                  LLVMValueRef accumulate);
+void cg_tg_tc_commit(struct Cg *cg, LLVMValueRef bar);
+void cg_tg_tmem_ld(struct Cg *cg, LLVMValueRef taddr, int n, LLVMValueRef *out);
+void cg_tg_tmem_wait_ld(struct Cg *cg);
+void cg_tg_tc_fence(struct Cg *cg, bool after);
 
 #endif

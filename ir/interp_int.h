@@ -33,6 +33,7 @@ typedef struct Slot {
     ValId src_buf;              /* SMEM_LOAD results of such a buffer: where from */
     int64_t src_slot;
     int64_t locked;             /* accumulators of a DOT_ASYNC in flight: product id + 1 */
+    struct Tmem *tmem;          /* tensor memory (TMEM_ALLOC results) */
 } Slot;
 
 typedef struct Sched Sched;

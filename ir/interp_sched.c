@@ -49,6 +49,16 @@
  * A slot's read lasts from the SMEM_LOAD until the DOT_WAIT that retires a
  * DOT_ASYNC fed by the loaded value or its TRANS (wgmma reads shared memory
  * in place).
+ *
+ * Tensor memory (TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD). A TC_MMA
+ * computes at issue into its tensor memory (a role's products run in
+ * order, and only that role writes it); the slots it reads stay read, and
+ * the accumulator unpublished, until the role's next TC_COMMIT, whose
+ * arrival publishes both as an arrive does. Checked: a refill of a slot a
+ * TC_MMA still reads (a release by mbar_arrive instead of the commit); a
+ * TMEM_LOAD of tensor memory never written, written by a product no
+ * TC_COMMIT followed yet, or not ordered after that commit's arrival
+ * through a wait of the reading role.
  */
 #include "sched_int.h"
 
@@ -478,6 +488,118 @@ static int exec_dot_wait(Interp *I, const Op *op)
     return RUN_OK;
 }
 
+/* ---- tensor memory ---- */
+
+static int exec_tmem_alloc(Interp *I, const Op *op)
+{
+    Sched *S = sched_get(I);
+    ValId v = op->res[0];
+    Elem *e = ip_out(I, v);
+    memset(e, 0, sizeof(Elem) * (size_t)ip_vnumel(I, v));
+    Tmem *t = arena_alloc(I->a, sizeof *t);
+    memset(t, 0, sizeof *t);
+    t->writer = -1;
+    I->slots[v].tmem = t;
+    if (S->ntmem == S->captmem) {
+        int cap = S->captmem ? 2 * S->captmem : 4;
+        S->tmems = arena_grow(I->a, S->tmems, sizeof(ValId), (size_t)S->ntmem, (size_t)cap);
+        S->captmem = cap;
+    }
+    S->tmems[S->ntmem++] = v;
+    return RUN_OK;
+}
+
+static int exec_tc_mma(Interp *I, const Op *op)
+{
+    Sched *S = sched_get(I);
+    ValId tv = op->args[2];
+    Tmem *t = I->slots[tv].tmem;
+    int64_t n = ip_vnumel(I, tv);
+    if (!t) {
+        diag_internal(I->d, op->loc, "tc_mma into tensor memory the interpreter did not allocate");
+        return RUN_ERR;
+    }
+    if (!I->slots[op->args[3]].e[0].i)   /* overwrite: the product alone */
+        memset(I->slots[tv].e, 0, sizeof(Elem) * (size_t)n);
+    Elem *o = arena_alloc(I->a, sizeof(Elem) * (size_t)n);
+    if (ip_dot(I, op->loc, op->args[0], op->args[1], tv, ir_type(I->f, tv), o))
+        return RUN_ERR;
+    memcpy(I->slots[tv].e, o, sizeof(Elem) * (size_t)n);
+    t->writer = S->cur;
+    t->uncommitted = true;
+    t->loc = op->loc;
+    for (int i = 0; i < 2; i++) {
+        const Slot *src = &I->slots[op->args[i]];
+        if (!src->src_buf)
+            continue;
+        fills(I, src->src_buf)[src->src_slot].reader[S->cur] = READ_FLYING;
+        if (S->ntcread == S->captcread) {
+            int cap = S->captcread ? 2 * S->captcread : 8;
+            S->tcread = arena_grow(I->a, S->tcread, sizeof(TcRead), (size_t)S->ntcread, (size_t)cap);
+            S->captcread = cap;
+        }
+        S->tcread[S->ntcread++] = (TcRead){ S->cur, src->src_buf, src->src_slot };
+    }
+    return RUN_OK;
+}
+
+/* The role's products are done when its commit arrives: their reads are
+ * released and their accumulators published by that arrival. */
+static int exec_tc_commit(Interp *I, const Op *op)
+{
+    Sched *S = sched_get(I);
+    int r = S->cur;
+    int64_t slot;
+    MBar *m = mbar_at(I, op, 0, &slot);
+    if (!m)
+        return RUN_ERR;
+    int64_t next = S->vc[r].c[r] + 1;   /* the clock entry the arrival publishes */
+    int keep = 0;
+    for (int i = 0; i < S->ntcread; i++) {
+        TcRead *rd = &S->tcread[i];
+        if (rd->role != r) {
+            S->tcread[keep++] = *rd;
+            continue;
+        }
+        Fill *fl = &fills(I, rd->buf)[rd->slot];
+        if (fl->reader[r] == READ_FLYING) {
+            fl->reader[r] = next;
+            fl->read_loc[r] = op->loc;
+        }
+    }
+    S->ntcread = keep;
+    for (int i = 0; i < S->ntmem; i++) {
+        Tmem *t = I->slots[S->tmems[i]].tmem;
+        if (t->writer == r && t->uncommitted) {
+            t->uncommitted = false;
+            t->ready = next;
+        }
+    }
+    return mbar_arrive(I, op, m, slot);
+}
+
+static int exec_tmem_load(Interp *I, const Op *op)
+{
+    Sched *S = sched_get(I);
+    const Tmem *t = I->slots[op->args[0]].tmem;
+    if (!t || t->writer < 0) {
+        diag_error(I->d, op->loc, "tmem_load reads tensor memory no tc_mma wrote");
+        return RUN_ERR;
+    }
+    if (t->uncommitted) {
+        diag_error(I->d, op->loc, "tmem_load reads tensor memory the tc_mma at %d:%d writes, with no tc_commit "
+                   "after that product", t->loc.line, t->loc.col);
+        return RUN_ERR;
+    }
+    if (S->vc[S->cur].c[t->writer] < t->ready) {
+        diag_error(I->d, op->loc, "tmem_load by %s is not ordered after the tc_commit that completes the tc_mma at "
+                   "%d:%d: no mbar_wait observed that commit's arrival", sched_role_desc(I, S->cur), t->loc.line,
+                   t->loc.col);
+        return RUN_ERR;
+    }
+    return ip_copy_val(I, op->res[0], op->args[0], op->loc);
+}
+
 /* ---- completions ---- */
 
 /* Completions that may happen now: copies (any), and each role's oldest
@@ -545,6 +667,10 @@ static int exec_one(Interp *I, const Op *op)
     case OP_DOT_ASYNC: return exec_dot_async(I, op);
     case OP_DOT_WAIT: return exec_dot_wait(I, op);
     case OP_CONVERT_LAYOUT: return ip_copy_val(I, op->res[0], op->args[0], op->loc);
+    case OP_TMEM_ALLOC: return exec_tmem_alloc(I, op);
+    case OP_TC_MMA: return exec_tc_mma(I, op);
+    case OP_TC_COMMIT: return exec_tc_commit(I, op);
+    case OP_TMEM_LOAD: return exec_tmem_load(I, op);
     default: break;
     }
     diag_internal(I->d, op->loc, "interpreter: '%s' is not a schedule op", op_info[op->code].name);

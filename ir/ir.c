@@ -59,7 +59,7 @@ const char *const swizzle_names[SWZ_COUNT] = { "none", "32B", "64B", "128B", "pa
 const char *const reduce_names[RED_COUNT] = { "sum", "max", "min", "prod" };
 const char *const role_names[ROLE_COUNT] = { "producer", "consumer", "mma", "epilogue" };
 const char *const named_bar_modes[NBAR_COUNT] = { "sync", "arrive" };
-const char *const mma_names[MMA_COUNT] = { "none", "mma_sync", "wgmma" };
+const char *const mma_names[MMA_COUNT] = { "none", "mma_sync", "wgmma", "tcgen05" };
 
 const char *space_name(Space s)
 {
@@ -411,6 +411,23 @@ const char *ir_wgmma_problem(const Type *a, const Type *b)
         return "K is not a multiple of 16";
     if (b->shape[1] % 8)
         return "N is not a multiple of 8";
+    return NULL;
+}
+
+const char *ir_tcgen05_problem(const Type *a, const Type *b)
+{
+    if (a->kind != TY_TILE || b->kind != TY_TILE || a->rank != 2 || b->rank != 2)
+        return "the operands are not 2-D tiles";
+    if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
+        return "tcgen05 takes f16 or bf16 operands here";
+    if (a->shape[0] % TCGEN05_M)
+        return "M is not a multiple of 128";
+    if (a->shape[1] % WGMMA_K)
+        return "K is not a multiple of 16";
+    if (b->shape[1] % 16 || b->shape[1] > TCGEN05_MAX_N)
+        return "N is not a multiple of 16 up to 256";
+    if (a->shape[0] / TCGEN05_M * b->shape[1] > TMEM_COLS)
+        return "the accumulator needs more than the 512 columns of tensor memory";
     return NULL;
 }
 

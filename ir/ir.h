@@ -98,13 +98,20 @@ typedef enum NamedBarMode { NBAR_SYNC, NBAR_ARRIVE, NBAR_COUNT } NamedBarMode;
 extern const char *const named_bar_modes[NBAR_COUNT]; /* "sync" "arrive" */
 /* DOT / DOT_ASYNC iattr[0]: the matrix instruction family the mma_select
  * pass chose (MMA_NONE: not chosen; the code generator's default). */
-typedef enum MmaKind { MMA_NONE = 0, MMA_SYNC, MMA_WGMMA, MMA_COUNT } MmaKind;
-extern const char *const mma_names[MMA_COUNT];      /* "none" "mma_sync" "wgmma" */
+typedef enum MmaKind { MMA_NONE = 0, MMA_SYNC, MMA_WGMMA, MMA_TCGEN05, MMA_COUNT } MmaKind;
+extern const char *const mma_names[MMA_COUNT];      /* "none" "mma_sync" "wgmma" "tcgen05" */
 /* Why a[M,K] @ b[K,N] cannot run as wgmma m64nNk16 instructions, or NULL:
  * f16 / bf16 operands, M a multiple of 64, K of 16, N of 8 (covered by
  * instructions of at most WGMMA_MAX_N columns). Static text. */
 enum { WGMMA_M = 64, WGMMA_K = 16, WGMMA_MAX_N = 256 };
 const char *ir_wgmma_problem(const Type *a, const Type *b);
+/* Why a[M,K] @ b[K,N] cannot run as tcgen05.mma kind::f16 instructions of
+ * one CTA with its accumulator in tensor memory, or NULL: f16 / bf16
+ * operands, M a multiple of 128 (one instruction a 128-row block), K of 16,
+ * N a multiple of 16 up to 256, the M/128 blocks of N f32 columns within
+ * the 512 columns of tensor memory. Static text. */
+enum { TCGEN05_M = 128, TCGEN05_MAX_N = 256, TMEM_COLS = 512, TMEM_LANES = 128 };
+const char *ir_tcgen05_problem(const Type *a, const Type *b);
 
 /* ---- values, ops, blocks ---- */
 typedef uint32_t ValId;

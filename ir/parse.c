@@ -432,7 +432,7 @@ static bool parse_op(Parser *p, Block *b)
         at.iattr[1] = -1;
         at.iattr[2] = 16;
     }
-    if (code == OP_MBAR_ALLOC)     /* unset: no offset yet */
+    if (code == OP_MBAR_ALLOC || code == OP_TMEM_ALLOC)   /* unset: no offset yet */
         at.iattr[1] = -1;
     if (tok_punct(peek(p), '{') && peek2(p)->kind != T_NL && !tp_attrs(p, code, &at))
         return false;

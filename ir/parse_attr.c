@@ -63,10 +63,11 @@ static bool attr_allowed(OpCode code, const char *key)
     if (!strcmp(key, "extents") || !strcmp(key, "mask"))
         return code == OP_LOAD || code == OP_STORE || code == OP_ATOMIC_ADD || code == OP_ASYNC_COPY ||
                code == OP_TMA_LOAD;
-    if (!strcmp(key, "offset")) return code == OP_SMEM_ALLOC || code == OP_MBAR_ALLOC;
+    if (!strcmp(key, "offset")) return code == OP_SMEM_ALLOC || code == OP_MBAR_ALLOC || code == OP_TMEM_ALLOC;
+    if (!strcmp(key, "column") || !strcmp(key, "columns")) return code == OP_TMEM_ALLOC;
     if (!strcmp(key, "swizzle") || !strcmp(key, "align") || !strcmp(key, "pad"))
         return code == OP_SMEM_ALLOC;
-    if (!strcmp(key, "mma")) return code == OP_DOT || code == OP_DOT_ASYNC;
+    if (!strcmp(key, "mma")) return code == OP_DOT || code == OP_DOT_ASYNC || code == OP_TC_MMA;
     if (!strcmp(key, "pending")) return code == OP_ASYNC_WAIT || code == OP_DOT_WAIT;
     if (!strcmp(key, "count")) return code == OP_MBAR_ALLOC;
     if (!strcmp(key, "bytes")) return code == OP_MBAR_EXPECT;
@@ -145,13 +146,13 @@ static bool parse_attr(Parser *p, OpCode code, Attrs *at)
     if (!strcmp(key, "other")) return tp_int(p, &at->iattr[1]);
     if (!strcmp(key, "swizzle")) return parse_swizzle(p, &at->iattr[0]);
     if (!strcmp(key, "offset")) return tp_int(p, &at->iattr[1]);
-    if (!strcmp(key, "align")) return tp_int(p, &at->iattr[2]);
+    if (!strcmp(key, "align") || !strcmp(key, "columns")) return tp_int(p, &at->iattr[2]);
     if (!strcmp(key, "pad")) return tp_int(p, &at->iattr[3]);
     if (!strcmp(key, "threads")) return tp_int(p, &at->iattr[1]);
     if (!strcmp(key, "mode")) return parse_named(p, named_bar_modes, NBAR_COUNT, "barrier mode", &at->iattr[2]);
     if (!strcmp(key, "roles")) return parse_roles(p, at);
     if (!strcmp(key, "mma")) return parse_named(p, mma_names, MMA_COUNT, "matrix instruction family", &at->iattr[0]);
-    return tp_int(p, &at->iattr[0]);   /* axis, mask, pipeline, pending, count, bytes, id */
+    return tp_int(p, &at->iattr[0]);   /* axis, mask, pipeline, pending, count, bytes, id, column */
 }
 
 bool tp_attrs(Parser *p, OpCode code, Attrs *at)

@@ -238,7 +238,12 @@ static void put_attrs(Printer *p, const Op *op)
             sb_printf(out, ", offset = %lld", (long long)op->iattr[1]);
         sb_putc(out, '}');
         return;
-    case OP_DOT: case OP_DOT_ASYNC:   /* the instruction family, once mma_select chose it */
+    case OP_TMEM_ALLOC:   /* columns and the address word once smem_alloc planned them */
+        if (op->iattr[1] >= 0)
+            sb_printf(out, " {column = %lld, columns = %lld, offset = %lld}", (long long)op->iattr[0],
+                      (long long)op->iattr[2], (long long)op->iattr[1]);
+        return;
+    case OP_DOT: case OP_DOT_ASYNC: case OP_TC_MMA:   /* the instruction family, once mma_select chose it */
         if (op->iattr[0]) {
             sb_puts(out, " {mma = ");
             put_name_or_int(out, op->iattr[0], mma_names, MMA_COUNT);

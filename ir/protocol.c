@@ -35,7 +35,15 @@
  *    at once), and every read of its buffer comes after such a wait in the
  *    reading role (at its top level, or in its trip loop after it).
  * A read lasts through a TRANS of it too (a product's B = k^T reads the
- * slot in place).
+ * slot in place). A TC_COMMIT is an arrival of its role; a read feeding a
+ * TC_MMA lasts until the next TC_COMMIT of the trip, which is then the
+ * release (an mbar_arrive before it frees the slot while the hardware may
+ * still read it). Tensor memory: a commit ring is a one-slot ring whose
+ * one phase gets TC_COMMITs at a role's top level after its trip loop
+ * (they arrive once the role's products are done); it gets exactly its
+ * arrivals, no trip uses it, its waits have parity 0, and every TMEM_LOAD
+ * of tensor memory that role's TC_MMAs write comes after such a wait in
+ * the reading role.
  * A ring access it cannot put in this form is reported as unproven.
  */
 #include "ir.h"
@@ -149,8 +157,10 @@ static bool slot_ok(Checker *C, const Op *op, int i, ValId iv, ValId ring)
 
 static bool ring_op(OpCode c)
 {
-    return c == OP_MBAR_WAIT || c == OP_MBAR_ARRIVE || c == OP_MBAR_EXPECT || c == OP_TMA_LOAD;
+    return c == OP_MBAR_WAIT || c == OP_MBAR_ARRIVE || c == OP_MBAR_EXPECT || c == OP_TMA_LOAD || c == OP_TC_COMMIT;
 }
+
+static bool is_arrival(OpCode c) { return c == OP_MBAR_ARRIVE || c == OP_MBAR_EXPECT || c == OP_TC_COMMIT; }
 
 static bool has_ring_op(Func *f, Op *op, void *ctx)
 {
@@ -171,6 +181,19 @@ static const Op *read_end(Checker *C, const Block *b, int i, ValId v)
         const Op *op = b->ops[k];
         if (op->code == OP_TRANS && op->args[0] == v && !t)
             t = op->res[0];
+        if (op->code == OP_TC_MMA && (op->args[0] == v || op->args[1] == v)) {
+            const Op *c = NULL;
+            for (int j = k + 1; j < b->nops && !c; j++)
+                if (b->ops[j]->code == OP_TC_COMMIT)
+                    c = b->ops[j];
+            if (!c) {
+                perr(C, op, "cannot prove the protocol: the tc_mma reading a ring slot is not followed by a "
+                     "tc_commit in the same trip");
+                return NULL;
+            }
+            end = c;
+            continue;
+        }
         bool reads = op->code == OP_DOT_ASYNC &&
                      (op->args[0] == v || op->args[1] == v || (t && (op->args[0] == t || op->args[1] == t)));
         if (!reads)
@@ -236,7 +259,7 @@ static void scan_trip(Checker *C, RoleScan *R, const Op *loop)
                 continue;
             }
             break;
-        case OP_MBAR_ARRIVE: case OP_MBAR_EXPECT:
+        case OP_MBAR_ARRIVE: case OP_MBAR_EXPECT: case OP_TC_COMMIT:
             if (!slot_ok(C, op, 1, iv, op->args[0]))
                 continue;
             break;
@@ -357,7 +380,7 @@ static void check_ring(Checker *C, int nroles, ValId ring)
             const Op *o = C->role[q].ev[j].op;
             if (ring_of(o) != ring)
                 continue;
-            if (o->code == OP_MBAR_ARRIVE || o->code == OP_MBAR_EXPECT)
+            if (is_arrival(o->code))
                 arrivals++;
             if (o->code == OP_MBAR_EXPECT) {
                 declared += o->iattr[0];
@@ -371,7 +394,8 @@ static void check_ring(Checker *C, int nroles, ValId ring)
     const Op *alloc = def(C, ring);
     if (alloc && arrivals != alloc->iattr[0])
         perr(C, alloc, "every phase of this ring expects %lld arrival(s), but a trip makes %lld "
-             "(mbar_arrive and mbar_expect over all roles)", (long long)alloc->iattr[0], (long long)arrivals);
+             "(mbar_arrive, mbar_expect and tc_commit over all roles)", (long long)alloc->iattr[0],
+             (long long)arrivals);
     if (declared != carried && (expect || alloc))
         perr(C, expect ? expect : alloc, "mbar_expect declares %lld bytes per phase of the ring, but the "
              "tma_loads completing on it carry %lld", (long long)declared, (long long)carried);
@@ -432,11 +456,14 @@ static void check_buffer(Checker *C, int nroles, int p, int i)
                      "the copies of trip it land (the read at %s)", at(C, rd));
             int end = pos_of(R, R->ev[k].end);
             int early = find(R, OP_MBAR_ARRIVE, 0, empty, k + 1, end);
+            if (early < 0 && R->ev[k].end->code == OP_TC_COMMIT)
+                early = find(R, OP_TC_COMMIT, 0, empty, k + 1, end);
             if (early >= 0)
                 perr(C, R->ev[early].op, "releases slot it mod S before the read at %s ends (at %s), so the "
                      "refill at %s may overwrite it", at(C, rd), at(C, R->ev[k].end), at(C, tma));
             else if (find(R, OP_MBAR_ARRIVE, 0, empty, end, R->nev) < 0 &&
-                     find(R, OP_MBAR_EXPECT, 0, empty, end, R->nev) < 0)
+                     find(R, OP_MBAR_EXPECT, 0, empty, end, R->nev) < 0 &&
+                     find(R, OP_TC_COMMIT, 0, empty, end, R->nev) < 0)
                 perr(C, rd, "the read is never released: no mbar_arrive on the empty ring that the refill at "
                      "%s waits on comes after it", at(C, tma));
         }
@@ -490,7 +517,7 @@ static void check_once_ring(Checker *C, int nroles, const Op *tma)
                 buf_fills++;
             if (ring_of(o) != ring)
                 continue;
-            arrivals += o->code == OP_MBAR_ARRIVE || o->code == OP_MBAR_EXPECT;
+            arrivals += is_arrival((OpCode)o->code);
             if (o->code == OP_MBAR_EXPECT) {
                 declared += o->iattr[0];
                 expect = expect ? expect : o;
@@ -541,6 +568,105 @@ static void check_once_reads(Checker *C, int nroles)
         }
 }
 
+/* ---- commit rings (tensor memory) ---- */
+
+/* A TC_COMMIT at a role's top level on ring (a commit ring), or NULL. */
+static const Op *once_commit(const Checker *C, int nroles, ValId ring)
+{
+    for (int p = 0; p < nroles; p++)
+        for (int k = 0; k < C->role[p].nonce; k++)
+            if (C->role[p].once[k].op->code == OP_TC_COMMIT && C->role[p].once[k].op->args[0] == ring)
+                return C->role[p].once[k].op;
+    return NULL;
+}
+
+typedef struct TmemWrites { ValId tm[8]; int n; } TmemWrites;
+
+static bool tmem_write_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    TmemWrites *w = ctx;
+    if (op->code != OP_TC_MMA)
+        return true;
+    for (int i = 0; i < w->n; i++)
+        if (w->tm[i] == op->args[2])
+            return true;
+    if (w->n < 8)
+        w->tm[w->n++] = op->args[2];
+    return true;
+}
+
+/* The TC_MMAs in op or its regions, by the tensor memory they write. */
+static void tmem_writes(const Checker *C, const Op *op, TmemWrites *w)
+{
+    tmem_write_visit((Func *)C->f, (Op *)op, w);
+    for (int g = 0; g < op->nregions; g++)
+        ir_walk((Func *)C->f, (Block *)&op->regions[g], tmem_write_visit, w);
+}
+
+typedef struct TmemRead { ValId tm; const Op *found; } TmemRead;
+
+static bool tmem_read_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    TmemRead *r = ctx;
+    if (!r->found && op->code == OP_TMEM_LOAD && op->args[0] == r->tm)
+        r->found = op;
+    return !r->found;
+}
+
+/* A commit ring: one phase, its arrivals all from top-level commits after
+ * the committing role's products, and every tensor memory read of those
+ * products after a wait on it in the reading role. */
+static void check_commit_ring(Checker *C, int nroles, int p, const Op *commit)
+{
+    ValId ring = commit->args[0];
+    const Op *trip = in_trips(C, nroles, ring, 0), *alloc = def(C, ring);
+    if (trip) {
+        perr(C, trip, "a commit ring (the tc_commit at %s) is also used in the trip loop: it has one phase only",
+             at(C, commit));
+        return;
+    }
+    int64_t arrivals = 0;
+    for (int q = 0; q < nroles; q++)
+        for (int j = 0; j < C->role[q].nonce; j++) {
+            const Op *o = C->role[q].once[j].op;
+            if (o->code != OP_MBAR_WAIT && ring_of(o) == ring)
+                arrivals += is_arrival((OpCode)o->code);
+        }
+    if (alloc && arrivals != alloc->iattr[0])
+        perr(C, alloc, "the one phase of this commit ring expects %lld arrival(s), but its commits make %lld",
+             (long long)alloc->iattr[0], (long long)arrivals);
+    const Block *pb = &C->ws->regions[p];
+    int cat = ir_block_index_of(pb, commit);
+    TmemWrites w = { { 0 }, 0 };
+    for (int i = 0; i < pb->nops; i++) {
+        TmemWrites after = { { 0 }, 0 };
+        tmem_writes(C, pb->ops[i], i < cat ? &w : &after);
+        if (after.n)
+            perr(C, pb->ops[i], "writes tensor memory after the tc_commit at %s that publishes it", at(C, commit));
+    }
+    for (int t = 0; t < w.n; t++)
+        for (int q = 0; q < nroles; q++) {
+            const Block *rb = &C->ws->regions[q];
+            for (int j = 0; j < rb->nops; j++) {
+                TmemRead r = { w.tm[t], NULL };
+                tmem_read_visit((Func *)C->f, rb->ops[j], &r);
+                for (int g = 0; g < rb->ops[j]->nregions && !r.found; g++)
+                    ir_walk((Func *)C->f, &rb->ops[j]->regions[g], tmem_read_visit, &r);
+                if (!r.found)
+                    continue;
+                bool waited = false;
+                for (int k = 0; k < C->role[q].nonce && !waited; k++)
+                    waited = C->role[q].once[k].op->code == OP_MBAR_WAIT && C->role[q].once[k].op->args[0] == ring &&
+                             C->role[q].once[k].at < j;
+                if (!waited)
+                    perr(C, r.found, "reads tensor memory before a wait on the commit ring (the tc_commit at %s "
+                         "publishes it)", at(C, commit));
+            }
+        }
+}
+
 static void check_once(Checker *C, int nroles)
 {
     for (int p = 0; p < nroles; p++)   /* each one-shot buffer, at its first copy */
@@ -553,11 +679,18 @@ static void check_once(Checker *C, int nroles)
     for (int q = 0; q < nroles; q++)
         for (int j = 0; j < C->role[q].nonce; j++) {
             const Op *o = C->role[q].once[j].op;
-            if (o->code != OP_SMEM_LOAD && o->code != OP_TMA_LOAD && !once_fill(C, nroles, 0, o->args[0]))
+            if (o->code != OP_SMEM_LOAD && o->code != OP_TMA_LOAD && !once_fill(C, nroles, 0, o->args[0]) &&
+                !once_commit(C, nroles, o->args[0]))
                 perr(C, o, "cannot prove the protocol: a one-shot ring operation on a ring that no one-shot "
                      "tma_load fills");
         }
     check_once_reads(C, nroles);
+    for (int p = 0; p < nroles; p++)   /* each commit ring, at its first commit */
+        for (int i = 0; i < C->role[p].nonce; i++) {
+            const Op *o = C->role[p].once[i].op;
+            if (o->code == OP_TC_COMMIT && once_commit(C, nroles, o->args[0]) == o)
+                check_commit_ring(C, nroles, p, o);
+        }
 }
 
 static bool named_bar_visit(Func *f, Op *op, void *ctx)

@@ -49,6 +49,18 @@ typedef struct Product {
     Loc loc;
 } Product;
 
+/* Tensor memory: written by a role's TC_MMAs, readable once a TC_COMMIT
+ * after the last of them published the writer's clock. */
+typedef struct Tmem {
+    int writer;                 /* the role whose products wrote it last (-1: never written) */
+    bool uncommitted;           /* a product wrote it since that role's last TC_COMMIT */
+    int64_t ready;              /* the writer's clock entry its TC_COMMIT published */
+    Loc loc;                    /* the last TC_MMA into it */
+} Tmem;
+
+/* A slot a TC_MMA reads until the role's next TC_COMMIT. */
+typedef struct TcRead { int role; ValId buf; int64_t slot; } TcRead;
+
 typedef struct Copy {
     ValId buf, ring;
     int64_t slot, rslot, n, bytes;
@@ -91,6 +103,10 @@ struct Sched {
     int nrings, caprings;
     NBar nb[NAMED_BAR_IDS];
     bool *tma_buf;              /* per value: a TMA_LOAD fills this buffer */
+    TcRead *tcread;             /* slots read by TC_MMAs not yet committed */
+    int ntcread, captcread;
+    ValId *tmems;               /* TMEM_ALLOC results */
+    int ntmem, captmem;
     uint64_t rng;
     int *ids;                   /* sched_completions' result */
     int capids;

@@ -361,6 +361,12 @@ void vfy_mma_kind(Verifier *V, const Op *op)
         vfy_err(V, op, "unknown matrix instruction family %lld", (long long)k);
     else if (k == MMA_WGMMA && (why = ir_wgmma_problem(T(V, op->args[0]), T(V, op->args[1]))))
         vfy_err(V, op, "mma = wgmma, but %s", why);
+    else if (k == MMA_TCGEN05 && op->code == OP_DOT_ASYNC)
+        vfy_err(V, op, "mma = tcgen05 keeps its accumulator in tensor memory: a tc_mma, not a dot_async");
+    else if (op->code == OP_TC_MMA && k != MMA_TCGEN05)
+        vfy_err(V, op, "tc_mma runs on tcgen05 (mma = tcgen05), not %s", mma_names[k]);
+    else if (k == MMA_TCGEN05 && (why = ir_tcgen05_problem(T(V, op->args[0]), T(V, op->args[1]))))
+        vfy_err(V, op, "mma = tcgen05, but %s", why);
 }
 
 static void check_dot(Verifier *V, const Op *op)

@@ -17,6 +17,14 @@
  *  - DOT_ASYNC: DOT's operand rule and instruction family, result a token; DOT_WAIT: a token in,
  *    the accumulator's type out (when the token's DOT_ASYNC is in sight).
  *  - CONVERT_LAYOUT: a tile in, the same shape and dtype out.
+ *  - Tensor memory: TMEM_ALLOC gives tile<M x N x f32, tmem> with M a
+ *    multiple of 128 and (M / 128) N columns at most 512; once planned
+ *    (offset >= 0, a multiple of 8) its first column plus those columns
+ *    lie within the allocation, a power of two 32..512. TC_MMA: DOT's
+ *    operand rule with a TMEM_ALLOC result as the accumulator, a bool
+ *    accumulate flag, mma = tcgen05 on a shape it takes. TC_COMMIT: a ring
+ *    and slot. TMEM_LOAD: a TMEM_ALLOC result in, the same shape in
+ *    registers out.
  */
 #include "verify_int.h"
 
@@ -149,6 +157,50 @@ static void check_dot_wait(Verifier *V, const Op *op)
         vfy_err(V, op, "result must be a 2-D f32 or i32 accumulator, got %s", vfy_tstr(V, r));
 }
 
+static bool is_tmem(const Type *t)
+{
+    return is_tile(t) && t->rank == 2 && t->dtype == DT_F32 && t->space == SP_TMEM;
+}
+
+static void check_tmem_alloc(Verifier *V, const Op *op)
+{
+    const Type *t = T(V, op->res[0]);
+    if (!is_tmem(t) || t->shape[0] % TCGEN05_M || t->shape[1] < 1) {
+        vfy_err(V, op, "result must be tile<M x N x f32, tmem> with M a multiple of %d, got %s", TCGEN05_M,
+                vfy_tstr(V, t));
+        return;
+    }
+    int64_t cols = t->shape[0] / TCGEN05_M * t->shape[1], alloc = op->iattr[2];
+    if (cols > TMEM_COLS)
+        vfy_err(V, op, "needs %lld columns of tensor memory, above its %d", (long long)cols, TMEM_COLS);
+    if (op->iattr[1] < -1 || (op->iattr[1] >= 0 && op->iattr[1] % 8))
+        vfy_err(V, op, "offset %lld is neither -1 (not placed) nor a multiple of 8", (long long)op->iattr[1]);
+    if (op->iattr[1] >= 0 && (alloc < 32 || alloc > TMEM_COLS || (alloc & (alloc - 1)) || op->iattr[0] < 0 ||
+                              op->iattr[0] + cols > alloc))
+        vfy_err(V, op, "columns %lld..%lld do not lie in an allocation of %lld (a power of two 32..%d)",
+                (long long)op->iattr[0], (long long)(op->iattr[0] + cols - 1), (long long)alloc, TMEM_COLS);
+}
+
+static bool tmem_operand(Verifier *V, const Op *op, int i)
+{
+    const Value *v = ir_val(V->f, op->args[i]);
+    if (!v->def || v->def->code != OP_TMEM_ALLOC || !is_tmem(&v->type)) {
+        vfy_err(V, op, "operand #%d must be tensor memory made by tmem_alloc, got %s", i, vfy_tstr(V, &v->type));
+        return false;
+    }
+    return true;
+}
+
+static void check_tc_mma(Verifier *V, const Op *op)
+{
+    if (!tmem_operand(V, op, 2) || !vfy_dot_operands(V, op))
+        return;
+    const Type *acc = T(V, op->args[3]);
+    if (!is_scalar(acc) || acc->dtype != DT_BOOL)
+        vfy_err(V, op, "accumulate operand #3 must be a bool scalar, got %s", vfy_tstr(V, acc));
+    vfy_mma_kind(V, op);
+}
+
 bool vfy_sched_rule(Verifier *V, const Op *op)
 {
     switch (op->code) {
@@ -159,6 +211,17 @@ bool vfy_sched_rule(Verifier *V, const Op *op)
     case OP_TMA_LOAD: check_tma_load(V, op); return true;
     case OP_DOT_ASYNC: check_dot_async(V, op); return true;
     case OP_DOT_WAIT: check_dot_wait(V, op); return true;
+    case OP_TMEM_ALLOC: check_tmem_alloc(V, op); return true;
+    case OP_TC_MMA: check_tc_mma(V, op); return true;
+    case OP_TC_COMMIT: ring_slot(V, op, 0); return true;
+    case OP_TMEM_LOAD: {
+        if (!tmem_operand(V, op, 0))
+            return true;
+        Type r = *T(V, op->args[0]);
+        r.space = SP_REG;
+        vfy_result_is(V, op, &r, "the tensor memory's shape in registers");
+        return true;
+    }
     case OP_CONVERT_LAYOUT:
         if (!is_tile(T(V, op->args[0])))
             vfy_err(V, op, "operand must be a tile, got %s", vfy_tstr(V, T(V, op->args[0])));

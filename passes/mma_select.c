@@ -10,14 +10,19 @@
  *             and the product fits m64nNk16 instructions
  *             (ir_wgmma_problem: M a multiple of 64, K of 16, N of 8, at
  *             most 256 columns an instruction);
+ *   tcgen05   the target has it (TC_MMA_TCGEN05: sm_100a) and the product
+ *             fits one CTA's tcgen05.mma kind::f16 with the accumulator in
+ *             tensor memory (ir_tcgen05_problem: M a multiple of 128, K of
+ *             16, N of 16 up to 256, at most 512 columns);
  *   mma_sync  otherwise: warp-level mma.sync m16n8k16, which every target
- *             has (sm_100a's tcgen05 is not selected: its path is apart).
+ *             has.
  * Products of other dtypes keep MMA_NONE (no tensor-core family takes
  * them; the code generator says so). A family already in the IR (a .tir
  * file) is kept. Values are unchanged: the family is how a product runs,
  * not what it computes. Each choice and its reason goes to the report.
  * warp_specialize reads the choice: only a pipelined loop whose product
- * is wgmma becomes producer and consumer roles.
+ * is wgmma (or tcgen05) becomes roles; a tcgen05 product it leaves in
+ * place goes back to mma_sync there, with the reason.
  */
 #include "passes.h"
 
@@ -27,6 +32,11 @@ static MmaKind choose(const TargetInfo *t, const Type *a, const Type *b, const c
     if (a->dtype != DT_BF16 && a->dtype != DT_F16) {
         *why = "the tensor-core families take f16 and bf16 operands";
         return MMA_NONE;
+    }
+    if (t && (t->mma & TC_MMA_TCGEN05)) {
+        const char *no = ir_tcgen05_problem(a, b);
+        *why = no ? no : "the target has tcgen05 and the shape fits one CTA's kind::f16 instructions";
+        return no ? MMA_SYNC : MMA_TCGEN05;
     }
     if (!t || !(t->mma & TC_MMA_WGMMA)) {
         *why = "the target has no wgmma";
@@ -53,7 +63,7 @@ static bool visit(Func *f, Op *op, void *vctx)
     }
     const char *why;
     MmaKind k = choose(ctx->target, a, b, &why);
-    if (k == MMA_WGMMA && ctx->portable) {   /* the module's fallback variant keeps to mma.sync */
+    if ((k == MMA_WGMMA || k == MMA_TCGEN05) && ctx->portable) {   /* the module's fallback variant keeps to mma.sync */
         k = MMA_SYNC;
         why = "the portable variant of a warp-specialized kernel";
     }
@@ -61,6 +71,9 @@ static bool visit(Func *f, Op *op, void *vctx)
     if (k == MMA_WGMMA) {
         int64_t n = b->shape[1] < WGMMA_MAX_N ? b->shape[1] : WGMMA_MAX_N;
         pass_note(ctx, "@%s: product at %s %s: wgmma m64n%lldk16 (%s)", f->name, at, shape, (long long)n, why);
+    } else if (k == MMA_TCGEN05) {
+        pass_note(ctx, "@%s: product at %s %s: tcgen05.mma m128n%lldk16, accumulator in tensor memory (%s)", f->name,
+                  at, shape, (long long)b->shape[1], why);
     } else {
         pass_note(ctx, "@%s: product at %s %s: %s (%s)", f->name, at, shape,
                   k == MMA_SYNC ? "mma_sync m16n8k16" : "no tensor-core instruction", why);

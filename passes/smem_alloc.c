@@ -6,7 +6,11 @@
  * MBAR_ALLOC results.
  * Guarantees: every SMEM_ALLOC's iattr[1] holds its byte offset (a multiple
  * of iattr[2]: 1024 for a 128B swizzle), every MBAR_ALLOC's iattr[1] its
- * ring's (a multiple of 8); Func.smem_bytes is the block's dynamic shared memory (0 when
+ * ring's (a multiple of 8), every TMEM_ALLOC's iattr[1] its 8-byte address
+ * word's; tensor memory is planned beside it: each TMEM_ALLOC's columns
+ * follow the previous one's (iattr[0]), and iattr[2] holds the columns the
+ * kernel allocates, their sum rounded up to a power of two of at least 32
+ * (tcgen05.alloc's rule), at most 512 (else an error); Func.smem_bytes is the block's dynamic shared memory (0 when
  * there are no buffers); a kernel above the limit of the target (sm_86 99 KB,
  * sm_90a / sm_100a 227 KB, or the option target.smem-per-block) gets one error at the kernel that lists every
  * buffer and the limit. The plan goes to the report and --print-after.
@@ -52,8 +56,48 @@ static void report_limit(PassCtx *ctx, const Func *f, const SmemPlan *p, int64_t
     sb_free(&sb);
 }
 
+typedef struct TmemPlan { Op *ops[8]; int n; int64_t cols; } TmemPlan;
+
+static bool tmem_visit(Func *f, Op *op, void *ctx)
+{
+    TmemPlan *t = ctx;
+    if (op->code != OP_TMEM_ALLOC)
+        return true;
+    const Type *ty = ir_type(f, op->res[0]);
+    op->iattr[0] = t->cols;
+    t->cols += ty->shape[0] / TCGEN05_M * ty->shape[1];
+    if (t->n < 8)
+        t->ops[t->n] = op;
+    t->n++;
+    return true;
+}
+
+/* Tensor memory columns: one allocation for the kernel. */
+static int plan_tmem(PassCtx *ctx, Func *f)
+{
+    TmemPlan t = { { 0 }, 0, 0 };
+    ir_walk(f, &f->body, tmem_visit, &t);
+    if (!t.n)
+        return 0;
+    if (t.cols > TMEM_COLS || t.n > 8) {
+        diag_error(ctx->diag, f->loc, "kernel '%s' needs %lld columns of tensor memory in %d allocations, above the "
+                   "%d columns (and 8 allocations) an SM has", f->name, (long long)t.cols, t.n, TMEM_COLS);
+        return 1;
+    }
+    int64_t alloc = 32;
+    while (alloc < t.cols)
+        alloc *= 2;
+    for (int i = 0; i < t.n; i++)
+        t.ops[i]->iattr[2] = alloc;
+    pass_note(ctx, "@%s: %lld columns of tensor memory, allocated as %lld (a power of two from 32)", f->name,
+              (long long)t.cols, (long long)alloc);
+    return 0;
+}
+
 static int run_func(PassCtx *ctx, Func *f)
 {
+    if (plan_tmem(ctx, f))
+        return 1;
     Arena *a = arena_new();
     SmemPlan p;
     pass_smem_plan(f, a, &p);

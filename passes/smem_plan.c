@@ -43,6 +43,8 @@ int64_t pass_smem_slot_stride(const Func *f, const Op *alloc)
     int64_t eb = dtype_bits((DType)t->dtype) / 8;
     if (alloc->code == OP_MBAR_ALLOC)   /* a barrier ring: one 8-byte mbarrier a slot */
         return eb;
+    if (alloc->code == OP_TMEM_ALLOC)   /* tensor memory: the 8-byte word its address is written to */
+        return 8;
     int64_t cols = t->shape[t->rank - 1], rows = 1;
     for (int i = 1; i < t->rank - 1; i++)
         rows *= t->shape[i];
@@ -52,6 +54,8 @@ int64_t pass_smem_slot_stride(const Func *f, const Op *alloc)
 
 int64_t pass_smem_buffer_bytes(const Func *f, const Op *alloc)
 {
+    if (alloc->code == OP_TMEM_ALLOC)
+        return 8;
     return ir_type(f, alloc->res[0])->shape[0] * pass_smem_slot_stride(f, alloc);
 }
 
@@ -92,7 +96,7 @@ static void new_buf(Lin *L, Op *op)
     b->alloc = op;
     b->start = b->end = L->pos;
     b->bytes = pass_smem_buffer_bytes(L->f, op);
-    b->align = op->code == OP_MBAR_ALLOC ? pass_smem_slot_stride(L->f, op) : op->iattr[2] > 0 ? op->iattr[2] : 16;
+    b->align = op->code == OP_MBAR_ALLOC || op->code == OP_TMEM_ALLOC ? 8 : op->iattr[2] > 0 ? op->iattr[2] : 16;
     b->offset = -1;
     b->name = arena_printf(L->a, "buffer #%d", i);   /* renamed after its tensor below */
     L->buf_of[op->res[0]] = i;
@@ -135,7 +139,7 @@ static void walk(Lin *L, Block *blk, bool top)
         for (int k = 0; k < op->nargs; k++)
             if (op->args[k] < L->f->nvals && L->buf_of[op->args[k]] >= 0)
                 use_buf(L, L->buf_of[op->args[k]]);
-        if (op->code == OP_SMEM_ALLOC || op->code == OP_MBAR_ALLOC)
+        if (op->code == OP_SMEM_ALLOC || op->code == OP_MBAR_ALLOC || op->code == OP_TMEM_ALLOC)
             new_buf(L, op);
         /* The code generator reads a slot whose value only feeds matrix
          * products in place, when the product runs (lower_mma.c): the
@@ -260,6 +264,8 @@ static void name_rings(const Func *f, SmemPlan *p, Arena *a)
         if (p->bufs[i].alloc->code == OP_MBAR_ALLOC) {
             const char *n = ir_val(f, p->bufs[i].alloc->res[0])->name;
             p->bufs[i].name = n ? arena_printf(a, "barriers %s", n) : arena_printf(a, "barriers #%d", i);
+        } else if (p->bufs[i].alloc->code == OP_TMEM_ALLOC) {
+            p->bufs[i].name = "the tensor memory address";
         }
 }
 
@@ -267,7 +273,7 @@ static bool not_dot_visit(Func *f, Op *op, void *ctx)
 {
     bool *bad = ctx;
     for (int k = 0; k < op->nargs; k++)
-        if (op->args[k] < f->nvals && !((op->code == OP_DOT || op->code == OP_DOT_ASYNC) && k < 2) &&
+        if (op->args[k] < f->nvals && !((op->code == OP_DOT || op->code == OP_DOT_ASYNC || op->code == OP_TC_MMA) && k < 2) &&
             op->code != OP_TRANS)
             bad[op->args[k]] = true;
     return true;

@@ -18,7 +18,8 @@
  * writes 16-byte vectors; an SMEM_LOAD read is by what consumes it: DOT
  * operand A -> ldmatrix; DOT operand B ([K,N] row-major) -> ldmatrix.trans;
  * through TRANS into DOT B (the tile is [N,K]) -> ldmatrix, into DOT A ->
- * ldmatrix.trans; a DOT_ASYNC operand -> a wgmma descriptor; anything else
+ * ldmatrix.trans; a DOT_ASYNC or TC_MMA operand -> a wgmma or tcgen05
+ * descriptor (the same layouts); anything else
  * -> 16-byte vector reads. A buffer with descriptor users (TMA, wgmma) gets
  * the widest swizzle its rows allow, never padding (swizzle_select.c).
  */
@@ -55,7 +56,7 @@ static bool scan_reader(Func *f, Op *op, void *ctx)
     for (int i = 0; i < op->nargs; i++) {
         if (op->args[i] != r->v)
             continue;
-        if (op->code == OP_DOT_ASYNC && i < 2) {   /* wgmma reads it through a descriptor */
+        if ((op->code == OP_DOT_ASYNC || op->code == OP_TC_MMA) && i < 2) {   /* wgmma / tcgen05: a descriptor */
             if (r->kind < 0)
                 r->kind = SA_MMA_DESC;
         } else if (op->code == OP_DOT && i < 2) {

@@ -8,12 +8,15 @@
  * forms share (the target, the windows, the stages).
  *
  * Needs: verified IR after mma_select and double_buffer. It fires only on
- * a target with wgmma, TMA and setmaxnreg (TargetInfo.mma & TC_MMA_WGMMA,
- * .tma, .setmaxnreg: sm_90a; not sm_100a, whose path is apart). A loop
- * qualifies when
+ * a target with wgmma or tcgen05, TMA and setmaxnreg (TargetInfo.mma &
+ * (TC_MMA_WGMMA | TC_MMA_TCGEN05), .tma, .setmaxnreg: sm_90a, sm_100a);
+ * a product mma_select gave tcgen05 takes the form of
+ * warp_specialize_tc.c (an mma role and tensor memory), and one left in
+ * place goes back to mma_sync. A loop qualifies when
  *  - it is a FOR at the kernel's top level (a ws does not nest), the
  *    kernel has no ws yet, and the loop carries only the accumulator;
  *  - its body, as double_buffer left it, holds one DOT with mma = wgmma
+ *    (or tcgen05)
  *    whose accumulator is the carried value and whose result is yielded;
  *    both operands are SMEM_LOADs of two ring buffers refilled in the body
  *    by one ASYNC_COPY each, and the rest of the body is the ring's
@@ -92,10 +95,10 @@
 static const char *lacks(Arena *a, const TargetInfo *t)
 {
     if (!t)
-        return "no wgmma, no TMA, no setmaxnreg";
+        return "no wgmma or tcgen05, no TMA, no setmaxnreg";
     const char *s = "";
-    if (!(t->mma & TC_MMA_WGMMA))
-        s = "no wgmma";
+    if (!(t->mma & (TC_MMA_WGMMA | TC_MMA_TCGEN05)))
+        s = "no wgmma or tcgen05";
     if (!t->tma)
         s = arena_printf(a, "%s%sno TMA", s, *s ? ", " : "");
     if (!t->setmaxnreg)
@@ -374,11 +377,13 @@ static const char *match_loop(WsLoop *W, Arena *a)
 }
 
 /* Why a product cannot run in the roles (NULL: it can). */
-static const char *product_problem(const Op *dot, Arena *a, const char *which)
+static const char *product_problem(const Op *dot, Arena *a, const char *which, bool chain)
 {
     if (dot->iattr[0] == MMA_NONE)
         return arena_printf(a, "its %s has no tensor-core instruction (mma_select says why)", which);
-    if (dot->iattr[0] != MMA_WGMMA)
+    if (dot->iattr[0] == MMA_TCGEN05 && chain)
+        return "chained products on tcgen05 take no roles yet (their accumulators would live in tensor memory)";
+    if (dot->iattr[0] != MMA_WGMMA && dot->iattr[0] != MMA_TCGEN05)
         return arena_printf(a, "its %s runs on %s (mma_select says why)", which, mma_names[dot->iattr[0]]);
     return NULL;
 }
@@ -399,7 +404,7 @@ static const char *match(WsLoop *W, Arena *a)
     W->dot = W->dots[0];
     for (int i = 0; i < ndots; i++) {
         const char *why = product_problem(W->dots[i], a, ndots == 1 ? "product" : i ? "second product" :
-                                          "first product");
+                                          "first product", ndots == 2);
         if (why)
             return why;
     }
@@ -530,6 +535,18 @@ static bool ring_loop_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
+/* A tcgen05 product left in place runs as mma.sync: its accumulator stays
+ * in registers (only the roles' form keeps it in tensor memory). */
+static bool untcgen05_visit(Func *f, Op *op, void *ctx)
+{
+    if (op->code != OP_DOT || op->iattr[0] != MMA_TCGEN05)
+        return true;
+    op->iattr[0] = MMA_SYNC;
+    pass_note(ctx, "@%s: product at %s: mma_sync m16n8k16 after all (tcgen05 needs the warp-specialized roles, "
+              "which its loop does not take: see above)", f->name, pass_loc_str(f->mod->arena, f, op->loc));
+    return true;
+}
+
 static void run_func(PassCtx *ctx, Func *f)
 {
     Arena *a = arena_new();
@@ -549,8 +566,9 @@ static void run_func(PassCtx *ctx, Func *f)
             why = "the kernel has warp-specialized roles already";
         if (!why)
             why = match(&W, a);
+        bool tc = !why && !W.chain && W.dot->iattr[0] == MMA_TCGEN05;
         if (!why)
-            why = W.chain ? ws_chain_roles(ctx, &W, a) : decide_roles(&W, a);
+            why = W.chain ? ws_chain_roles(ctx, &W, a) : tc ? ws_tc_roles(&W, a) : decide_roles(&W, a);
         if (why) {
             pass_note(ctx, "@%s: loop at %s keeps its cp.async ring: %s", f->name, at, why);
             continue;
@@ -561,6 +579,9 @@ static void run_func(PassCtx *ctx, Func *f)
         if (W.chain) {
             ws_chain_report(ctx, &W, at, sw.buf);
             ws_chain_rewrite(&W);
+        } else if (tc) {
+            ws_tc_report(ctx, &W, at, sw.buf);
+            ws_tc_rewrite(&W);
         } else {
             report(ctx, &W, at, sw.buf);
             ws_rewrite(&W);
@@ -568,6 +589,7 @@ static void run_func(PassCtx *ctx, Func *f)
         sb_free(&sw);
         done = true;
     }
+    ir_walk(f, &f->body, untcgen05_visit, ctx);
     arena_free(a);
 }
 

@@ -42,12 +42,12 @@ typedef struct WsOperand {
 typedef struct WsLoop {
     Func *f;
     Op *loop;                  /* the FOR, at the kernel's top level */
-    Op *dot;                   /* its one product (mma = wgmma) */
+    Op *dot;                   /* its one product (mma = wgmma or tcgen05) */
     ValId ahead;               /* the induction value the body's copies fetch (iv + (S-1) * step) */
     WsOperand opnd[WS_OPERANDS];
     bool *in_loop;             /* per value: defined inside the loop (results and block args) */
     Op *drain[2];              /* the async_wait {0} and barrier after the loop */
-    int consumers;             /* consumer warp groups */
+    int consumers;             /* consumer warp groups (tcgen05: epilogue warp groups) */
     int prod_regs, cons_regs;  /* setmaxnreg budgets */
     int64_t acc_regs;          /* accumulator f32 registers per consumer thread */
     int stages;
@@ -98,6 +98,15 @@ bool ws_offset_ok(const WsLoop *W, ValId v, int depth);
 bool ws_prologue_stage(const WsLoop *W, const Op *op);
 /* The loop into roles (warp_specialize.c's header has the form). */
 void ws_rewrite(WsLoop *W);
+/* The producer role's loop in block role: per trip, wait until the slot
+ * is empty, declare its bytes on full, copy both operands by TMA. */
+void ws_fill_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId full, ValId empty);
+
+/* warp_specialize_tc.c: a tcgen05 product (its header has the form) */
+/* Epilogue warp groups and registers; why not, or NULL. */
+const char *ws_tc_roles(WsLoop *W, Arena *a);
+void ws_tc_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *stages_why);
+void ws_tc_rewrite(WsLoop *W);
 
 /* The builders both rewrites use (warp_specialize_roles.c). */
 typedef struct WsTrip { ValId slot, phase; } WsTrip;

@@ -130,8 +130,7 @@ void ws_emit_tma(const WsLoop *W, Builder *b, ValMap *m, const Op *c, ValId buf,
     t->list = c->list, t->nlist = c->nlist, t->iattr[0] = c->iattr[0];
 }
 
-/* Producer trip: wait until the slot is empty, declare its bytes, copy. */
-static void fill_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId full, ValId empty)
+void ws_fill_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId full, ValId empty)
 {
     Func *f = W->f;
     Op *fo = W->loop;
@@ -287,7 +286,7 @@ void ws_rewrite(WsLoop *W)
     Op *ws = build0(&b, OP_WS, NULL, 0);
     ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_CONSUMER, W->consumers, W->cons_regs);
-    fill_producer(W, &ws->regions[0], bounds, cs, full, empty);
+    ws_fill_producer(W, &ws->regions[0], bounds, cs, full, empty);
     Op *cf = fill_consumer(W, &ws->regions[1], bounds, cs, full, empty);
     ws_move_epilogue(W, &ws->regions[1]);
     ir_replace_all_uses(f, W->loop->res[0], cf->res[0]);

@@ -22,6 +22,7 @@ enum {
 typedef enum TargetFamily {
     TF_SM80,                   /* SIMT + mma.sync + cp.async: codegen/sm80/ */
     TF_SM90,                   /* sm80 + TMA, mbarriers, setmaxnreg, wgmma: codegen/sm90/ */
+    TF_SM100,                  /* sm90 less wgmma, plus tcgen05 and tensor memory: codegen/sm100/ */
 } TargetFamily;
 
 /* Per-SM and per-block resources, as the CUDA occupancy calculator uses

@@ -42,9 +42,9 @@ static const TargetInfo targets[] = {
       .family = TF_SM90, .mma = TC_MMA_SYNC | TC_MMA_WGMMA, .cp_async = true, .tma = true, .clusters = true,
       .setmaxnreg = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
     { .name = "sm_100a", .llvm_cpu = "sm_100a", .llvm_features = "+ptx86", .sm = 100, .arch_specific = true,
-      .family = TF_SM80, .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
+      .family = TF_SM100, .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
       .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS },
-    { .name = "sm_100f", .llvm_cpu = "sm_100f", .llvm_features = "+ptx88", .sm = 100, .family = TF_SM80,
+    { .name = "sm_100f", .llvm_cpu = "sm_100f", .llvm_features = "+ptx88", .sm = 100, .family = TF_SM100,
       .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
       .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS },
     /* RTX 50, RTX PRO 6000: mma.sync (no wgmma, no tcgen05), TMA and clusters. */

@@ -1,4 +1,5 @@
-/* sm90/hooks.c - the lowering hooks of the sm90 family (target.h): the
+/* sm90/hooks.c - the lowering hooks of the sm90 family (target.h), and of
+ * the sm100 family, which shares them less wgmma (at the end): the
  * sm80 family's SIMT, mma.sync and cp.async hooks, plus what Hopper adds:
  * mbarriers with transaction counts, TMA tensor copies, named barriers,
  * setmaxnreg and wgmma.mma_async. Each is one PTX instruction in inline
@@ -12,7 +13,7 @@
 
 /* An inline-asm call with side effects and a memory clobber (every one
  * here orders shared-memory traffic). ret NULL: void. */
-static LLVMValueRef asm_call(Cg *cg, LLVMTypeRef ret, const char *code, const char *cons, LLVMValueRef *args,
+LLVMValueRef cg_asm_call(Cg *cg, LLVMTypeRef ret, const char *code, const char *cons, LLVMValueRef *args,
                              int n)
 {
     LLVMTypeRef pt[8];
@@ -33,34 +34,34 @@ static LLVMValueRef saddr(Cg *cg, LLVMValueRef p)
 static void mbar_init(Cg *cg, LLVMValueRef bar, int count)
 {
     LLVMValueRef a[2] = { saddr(cg, bar), cg_i32(cg, count) };
-    asm_call(cg, NULL, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
+    cg_asm_call(cg, NULL, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
 }
 
 /* The barriers' initialisation visible to the async proxy (TMA) and to
  * every thread after the next block barrier. */
 static void mbar_init_fence(Cg *cg)
 {
-    asm_call(cg, NULL, "fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;", "~{memory}",
+    cg_asm_call(cg, NULL, "fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;", "~{memory}",
              NULL, 0);
 }
 
 static void mbar_arrive(Cg *cg, LLVMValueRef bar)
 {
     LLVMValueRef a = saddr(cg, bar);
-    asm_call(cg, NULL, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &a, 1);
+    cg_asm_call(cg, NULL, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &a, 1);
 }
 
 static void mbar_expect_tx(Cg *cg, LLVMValueRef bar, int64_t bytes)
 {
     LLVMValueRef a[2] = { saddr(cg, bar), cg_i32(cg, bytes) };
-    asm_call(cg, NULL, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", a, 2);
+    cg_asm_call(cg, NULL, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", a, 2);
 }
 
 /* Blocks until the phase of parity `parity` (i32 0/1) has completed. */
 static void mbar_wait(Cg *cg, LLVMValueRef bar, LLVMValueRef parity)
 {
     LLVMValueRef a[2] = { saddr(cg, bar), parity };
-    asm_call(cg, NULL,
+    cg_asm_call(cg, NULL,
              "{\n\t.reg .pred p;\n\tTILEC_WAIT:\n\t"
              "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n\t"
              "@!p bra TILEC_WAIT;\n\t}",
@@ -84,31 +85,31 @@ static void tma_load(Cg *cg, int rank, LLVMValueRef dst, LLVMValueRef tmap, LLVM
         strcat(cons, ",r");
     }
     strcat(cons, ",~{memory}");
-    asm_call(cg, NULL, code.buf, cons, a, 3 + rank);
+    cg_asm_call(cg, NULL, code.buf, cons, a, 3 + rank);
     sb_free(&code);
 }
 
 static void named_bar(Cg *cg, int id, int threads, bool arrive)
 {
     LLVMValueRef a[2] = { cg_i32(cg, id), cg_i32(cg, threads) };
-    asm_call(cg, NULL, arrive ? "bar.arrive $0, $1;" : "bar.sync $0, $1;", "r,r,~{memory}", a, 2);
+    cg_asm_call(cg, NULL, arrive ? "bar.arrive $0, $1;" : "bar.sync $0, $1;", "r,r,~{memory}", a, 2);
 }
 
 static void setmaxnreg(Cg *cg, int regs, bool inc)
 {
     char code[64];
     snprintf(code, sizeof code, "setmaxnreg.%s.sync.aligned.u32 %d;", inc ? "inc" : "dec", regs);
-    asm_call(cg, NULL, code, "~{memory}", NULL, 0);
+    cg_asm_call(cg, NULL, code, "~{memory}", NULL, 0);
 }
 
-static void wgmma_fence(Cg *cg) { asm_call(cg, NULL, "wgmma.fence.sync.aligned;", "~{memory}", NULL, 0); }
-static void wgmma_commit(Cg *cg) { asm_call(cg, NULL, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0); }
+static void wgmma_fence(Cg *cg) { cg_asm_call(cg, NULL, "wgmma.fence.sync.aligned;", "~{memory}", NULL, 0); }
+static void wgmma_commit(Cg *cg) { cg_asm_call(cg, NULL, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0); }
 
 static void wgmma_wait(Cg *cg, int pending)
 {
     char code[64];
     snprintf(code, sizeof code, "wgmma.wait_group.sync.aligned %d;", pending);
-    asm_call(cg, NULL, code, "~{memory}", NULL, 0);
+    cg_asm_call(cg, NULL, code, "~{memory}", NULL, 0);
 }
 
 /* Ties a register to the asm stream (CUTLASS's warpgroup_fence_operand):
@@ -191,4 +192,17 @@ const Target cg_family_sm90 = {
     .named_bar = named_bar, .setmaxnreg = setmaxnreg,
     .wgmma_fence = wgmma_fence, .wgmma_commit = wgmma_commit, .wgmma_wait = wgmma_wait,
     .wgmma_ss = wgmma_ss, .wgmma_rs = wgmma_rs, .fence_f32 = fence_f32, .fence_b32 = fence_b32,
+};
+
+/* Blackwell keeps Hopper's barriers, TMA, named barriers and setmaxnreg;
+ * its products are tcgen05's (no wgmma). */
+const Target cg_family_sm100 = {
+    .family = TF_SM100,
+    CG_SM80_HOOKS,
+    .mbar_init = mbar_init, .mbar_init_fence = mbar_init_fence, .mbar_arrive = mbar_arrive,
+    .mbar_expect_tx = mbar_expect_tx, .mbar_wait = mbar_wait, .tma_load = tma_load,
+    .named_bar = named_bar, .setmaxnreg = setmaxnreg,
+    .tmem_alloc = cg_tg_tmem_alloc, .tmem_dealloc = cg_tg_tmem_dealloc, .tc_mma = cg_tg_tc_mma,
+    .tc_commit = cg_tg_tc_commit, .tmem_ld = cg_tg_tmem_ld, .tmem_wait_ld = cg_tg_tmem_wait_ld,
+    .tc_fence = cg_tg_tc_fence,
 };

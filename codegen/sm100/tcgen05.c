@@ -1,0 +1,310 @@
+/* sm100/tcgen05.c - tensor memory and tcgen05 products (sm_100a): the
+ * sm100 family's hooks (target.h; each one PTX instruction in inline
+ * assembly, with its exact text) and the lowering of TMEM_ALLOC, TC_MMA,
+ * TC_COMMIT and TMEM_LOAD (ops.h).
+ *
+ * Allocation: warp 0 of the block allocates the kernel's columns before
+ * the roles start (tcgen05.alloc writes the address to the TMEM_ALLOC's
+ * shared word), gives up its permit, and frees them after the roles, once
+ * a block barrier says every role is done (cg_tmem_release). Readers of
+ * the word pass the block barrier that starts the roles first, with the
+ * tcgen05 fences around it.
+ *
+ * Products: the issuing role's thread 0 runs, per k16 step and 128-row
+ * block of the accumulator, one tcgen05.mma.cta_group::1.kind::f16 of the
+ * whole N (M = 128, N <= 256) into the block's columns (column + i N);
+ * the first step of a trip accumulates only when the TC_MMA's flag says
+ * so. Descriptors are wgmma's (sm90/wgmma.c: start >> 4, LBO >> 4, SBO >>
+ * 4, the swizzle in [61, 64) with 128B 2, 64B 4, 32B 6, the same bits as
+ * wgmma's 2-bit field at 62) plus the version 1 at bit 46 (fastpaths:
+ * the UMMA SmemDescriptor). The instruction descriptor (PTX ISA, "Instruction
+ * descriptor", kind::f16): D f32 (1 << 4), A and B bf16 1 / f16 0 at 7 and
+ * 10, B transposed (MN-major, stored [K, N]) at 16, N >> 3 at 17, M >> 4
+ * at 24.
+ *
+ * Reading back: warp w of the reading role takes tensor-memory lanes
+ * 32 (w % 4) .. + 31 (the lanes a warp may access) of the 128-row block
+ * w / 4, so thread t holds row t; 32 columns per tcgen05.ld.32x32b.x32,
+ * one wait for all (layout_tmem_rows).
+ */
+#include "../cg_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { LD_COLS = 32 };
+
+/* ---- hooks ---- */
+
+static LLVMValueRef saddr(Cg *cg, LLVMValueRef p) { return LLVMBuildPtrToInt(cg->b, p, cg->t_i32, ""); }
+
+void cg_tg_tmem_alloc(Cg *cg, LLVMValueRef word, int cols)
+{
+    LLVMValueRef a[2] = { saddr(cg, word), cg_i32(cg, cols) };
+    cg_asm_call(cg, NULL,
+                "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$0], $1;\n\t"
+                "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
+                "r,r,~{memory}", a, 2);
+}
+
+void cg_tg_tmem_dealloc(Cg *cg, LLVMValueRef taddr, int cols)
+{
+    LLVMValueRef a[2] = { taddr, cg_i32(cg, cols) };
+    cg_asm_call(cg, NULL, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, $1;", "r,r,~{memory}", a, 2);
+}
+
+void cg_tg_tc_mma(Cg *cg, LLVMValueRef taddr, LLVMValueRef desc_a, LLVMValueRef desc_b, LLVMValueRef idesc,
+                  LLVMValueRef accumulate)
+{
+    LLVMValueRef a[5] = { taddr, desc_a, desc_b, idesc, accumulate };
+    cg_asm_call(cg, NULL,
+                "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $4, 0;\n\t"
+                "tcgen05.mma.cta_group::1.kind::f16 [$0], $1, $2, $3, p;\n\t}",
+                "r,l,l,r,r,~{memory}", a, 5);
+}
+
+void cg_tg_tc_commit(Cg *cg, LLVMValueRef bar)
+{
+    LLVMValueRef a = saddr(cg, bar);
+    cg_asm_call(cg, NULL, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
+                "r,~{memory}", &a, 1);
+}
+
+void cg_tg_tmem_ld(Cg *cg, LLVMValueRef taddr, int n, LLVMValueRef *out)
+{
+    StrBuf code = { 0 }, cons = { 0 };
+    sb_printf(&code, "tcgen05.ld.sync.aligned.32x32b.x%d.b32 {", n);
+    for (int i = 0; i < n; i++) {
+        sb_printf(&code, "%s$%d", i ? ", " : "", i);
+        sb_printf(&cons, "%s=r", i ? "," : "");
+    }
+    sb_printf(&code, "}, [$%d];", n);
+    sb_puts(&cons, ",r,~{memory}");
+    LLVMTypeRef *ft = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        ft[i] = cg->t_i32;
+    LLVMTypeRef rt = LLVMStructTypeInContext(cg->ctx, ft, (unsigned)n, 0), pt = cg->t_i32;
+    LLVMTypeRef fty = LLVMFunctionType(rt, &pt, 1, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, code.buf, code.len, cons.buf, cons.len, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, &taddr, 1, "");
+    for (int i = 0; i < n; i++)
+        out[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
+    sb_free(&code);
+    sb_free(&cons);
+}
+
+void cg_tg_tmem_wait_ld(Cg *cg) { cg_asm_call(cg, NULL, "tcgen05.wait::ld.sync.aligned;", "~{memory}", NULL, 0); }
+
+void cg_tg_tc_fence(Cg *cg, bool after)
+{
+    cg_asm_call(cg, NULL, after ? "tcgen05.fence::after_thread_sync;" : "tcgen05.fence::before_thread_sync;",
+                "~{memory}", NULL, 0);
+}
+
+/* ---- layouts ---- */
+
+Layout layout_tmem_rows(int64_t m, int64_t n, int nwarps)
+{
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.prank = 2;
+    l.pshape[0] = m, l.pshape[1] = n;
+    l.spt[0] = 1, l.spt[1] = (int)n;
+    l.tpw[0] = 32, l.tpw[1] = 1;
+    l.wpc[0] = nwarps, l.wpc[1] = 1;
+    l.rpt[0] = l.rpt[1] = 1;
+    l.order[0] = 1, l.order[1] = 0;
+    l.nwarps = nwarps;
+    return l;
+}
+
+/* ---- lowering ---- */
+
+/* The block's tensor memory address (read from the shared word after the
+ * barrier that starts the roles). */
+static LLVMValueRef tmem_base(Cg *cg)
+{
+    cg->tg->tc_fence(cg, true);
+    return LLVMBuildLoad2(cg->b, cg->t_i32, cg->tmem_word, "tmem");
+}
+
+static int lower_tmem_alloc(Cg *cg, Op *op)
+{
+    if (op->iattr[1] < 0 || op->iattr[2] < 32 || !cg->dsmem) {
+        diag_internal(cg->d, op->loc, "tmem_alloc not placed by smem_alloc");
+        return 1;
+    }
+    if (cg->tmem_word) {
+        diag_error(cg->d, op->loc, "one tensor memory allocation a kernel (smem_alloc plans them together)");
+        return 1;
+    }
+    LLVMValueRef o = cg_i64(cg, op->iattr[1]);
+    cg->tmem_word = LLVMBuildGEP2(cg->b, cg->t_i8, cg->dsmem, &o, 1, "tmem.word");
+    cg->tmem_cols = (int)op->iattr[2];
+    cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = cg->tmem_word };
+    LLVMBasicBlockRef in = cg_new_block(cg, "tmem.alloc"), after = cg_new_block(cg, "tmem.alloc.end");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->warp, cg_i32(cg, 0), ""), in, after);
+    LLVMPositionBuilderAtEnd(cg->b, in);
+    cg->tg->tmem_alloc(cg, cg->tmem_word, cg->tmem_cols);
+    LLVMBuildBr(cg->b, after);
+    LLVMPositionBuilderAtEnd(cg->b, after);
+    cg->tg->tc_fence(cg, false);
+    if (cg->report)
+        sb_printf(cg->report, "  tensor memory at %d:%d: %d columns (warp 0 allocates, address word at offset %lld)\n",
+                  op->loc.line, op->loc.col, cg->tmem_cols, (long long)op->iattr[1]);
+    return 0;
+}
+
+void cg_tmem_release(Cg *cg)
+{
+    if (!cg->tmem_word)
+        return;
+    cg->tg->tc_fence(cg, false);
+    cg->tg->barrier(cg);
+    LLVMBasicBlockRef in = cg_new_block(cg, "tmem.free"), after = cg_new_block(cg, "tmem.free.end");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->warp, cg_i32(cg, 0), ""), in, after);
+    LLVMPositionBuilderAtEnd(cg->b, in);
+    cg->tg->tmem_dealloc(cg, tmem_base(cg), cg->tmem_cols);
+    LLVMBuildBr(cg->b, after);
+    LLVMPositionBuilderAtEnd(cg->b, after);
+}
+
+static int swz_field(int swz) { return swz == SWZ_128B ? 2 : swz == SWZ_64B ? 4 : swz == SWZ_32B ? 6 : 0; }
+
+static LLVMValueRef desc(Cg *cg, LLVMValueRef base, int64_t off, int64_t lbo, int64_t sbo, int swz)
+{
+    LLVMValueRef a = LLVMBuildAdd(cg->b, base, cg_i32(cg, off), "");
+    a = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, a, cg_i32(cg, 4), ""), cg_i32(cg, 0x3FFF), "");
+    uint64_t hi = ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) | ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) |
+                  ((uint64_t)1 << 46) | ((uint64_t)swz_field(swz) << 61);
+    return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, a, cg->t_i64, ""), LLVMConstInt(cg->t_i64, hi, 0), "");
+}
+
+static bool desc_ok(const SmemView *sv)
+{
+    int w = cg_swz_width(sv->swz);
+    return w && sv->eb == 2 && (sv->cols * sv->eb) % w == 0 && sv->rows % 8 == 0;
+}
+
+static int lower_tc_mma(Cg *cg, Op *op)
+{
+    Func *f = cg->f;
+    const Type *at = ir_type(f, op->args[0]), *bt = ir_type(f, op->args[1]);
+    const TileVal *av = &cg->vals[op->args[0]], *bv = &cg->vals[op->args[1]];
+    const Op *alloc = ir_val(f, op->args[2])->def;
+    int64_t m = at->shape[0], k = at->shape[1], n = bt->shape[1];
+    bool f16 = at->dtype == DT_F16;
+    if (!cg->tmem_word || !alloc) {
+        diag_internal(cg->d, op->loc, "tc_mma before its tensor memory is allocated");
+        return 1;
+    }
+    if (av->kind != TV_SMEM || bv->kind != TV_SMEM || av->sv->trans || !desc_ok(av->sv) || !desc_ok(bv->sv)) {
+        diag_error(cg->d, op->loc, "tcgen05 reads both operands from swizzled shared buffers (A stored [M, K]); "
+                   "these operands are not");
+        return 1;
+    }
+    const SmemView *sa = av->sv, *sb = bv->sv;
+    int wa = cg_swz_width(sa->swz), wb = cg_swz_width(sb->swz), eb = 2;
+    bool b_mn = !sb->trans;   /* stored [K, N]: MN-major, the instruction transposes it */
+    uint32_t idesc = (1u << 4) | ((f16 ? 0u : 1u) << 7) | ((f16 ? 0u : 1u) << 10) | ((b_mn ? 1u : 0u) << 16) |
+                     ((uint32_t)(n >> 3) << 17) | ((uint32_t)(TCGEN05_M >> 4) << 24);
+    LLVMBasicBlockRef after = cg_new_block(cg, "mma.end"), in = cg_new_block(cg, "mma");
+    LLVMValueRef lead = cg->role_leader ? cg->role_leader : LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
+    LLVMValueRef first = LLVMBuildZExt(cg->b, cg->vals[op->args[3]].s, cg->t_i32, "");
+    LLVMBuildCondBr(cg->b, lead, in, after);
+    LLVMPositionBuilderAtEnd(cg->b, in);
+    LLVMValueRef base = tmem_base(cg);
+    LLVMValueRef abase = LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, "");
+    LLVMValueRef bbase = LLVMBuildPtrToInt(cg->b, sb->base, cg->t_i32, "");
+    for (int64_t kk = 0; kk < k / 16; kk++) {
+        int64_t kb = kk * 16 * eb;
+        LLVMValueRef db = b_mn ? desc(cg, bbase, kk * 16 * wb, sb->rows * wb, 8 * wb, sb->swz)
+                               : desc(cg, bbase, (kb / wb) * sb->rows * wb + kb % wb, 16, 8 * wb, sb->swz);
+        for (int64_t i = 0; i < m / TCGEN05_M; i++) {
+            LLVMValueRef da = desc(cg, abase, (kb / wa) * sa->rows * wa + i * TCGEN05_M * wa + kb % wa, 16, 8 * wa,
+                                   sa->swz);
+            LLVMValueRef d = LLVMBuildAdd(cg->b, base, cg_i32(cg, alloc->iattr[0] + i * n), "");
+            cg->tg->tc_mma(cg, d, da, db, cg_i32(cg, (int64_t)idesc), kk ? cg_i32(cg, 1) : first);
+        }
+    }
+    LLVMBuildBr(cg->b, after);
+    LLVMPositionBuilderAtEnd(cg->b, after);
+    if (cg->report)
+        sb_printf(cg->report, "  tc_mma at %d:%d: tcgen05.mma kind::f16 m128n%lldk16 %s, %lldx%lldx%lld in %lld "
+                  "block%s a k step, A K-major %dB swizzle, B %s %dB swizzle, accumulator at column %lld\n",
+                  op->loc.line, op->loc.col, (long long)n, f16 ? "f16" : "bf16", (long long)m, (long long)n,
+                  (long long)k, (long long)(m / TCGEN05_M), m / TCGEN05_M == 1 ? "" : "s", wa,
+                  b_mn ? "MN-major" : "K-major", wb, (long long)alloc->iattr[0]);
+    return 0;
+}
+
+static LLVMValueRef ring_bar(Cg *cg, const Op *op)
+{
+    LLVMValueRef o = LLVMBuildMul(cg->b, cg->vals[op->args[1]].s, cg_i32(cg, 8), "");
+    return LLVMBuildGEP2(cg->b, cg->t_i8, cg->vals[op->args[0]].s, &o, 1, "");
+}
+
+static int lower_tc_commit(Cg *cg, Op *op)
+{
+    LLVMValueRef bar = ring_bar(cg, op);
+    LLVMBasicBlockRef after = cg_new_block(cg, "commit.end"), in = cg_new_block(cg, "commit");
+    LLVMValueRef lead = cg->role_leader ? cg->role_leader : LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
+    LLVMBuildCondBr(cg->b, lead, in, after);
+    LLVMPositionBuilderAtEnd(cg->b, in);
+    cg->tg->tc_commit(cg, bar);
+    LLVMBuildBr(cg->b, after);
+    LLVMPositionBuilderAtEnd(cg->b, after);
+    return 0;
+}
+
+static int lower_tmem_load(Cg *cg, Op *op)
+{
+    const Type *t = ir_type(cg->f, op->res[0]);
+    const Op *alloc = ir_val(cg->f, op->args[0])->def;
+    int64_t m = t->shape[0], n = t->shape[1];
+    if (!cg->tmem_word || !alloc || cg->nwarps * 32 != m || n % 8) {
+        diag_error(cg->d, op->loc, "tmem_load of [%lld x %lld] by %d warps: reads a row a thread (one thread a "
+                   "row, N a multiple of 8)", (long long)m, (long long)n, cg->nwarps);
+        return 1;
+    }
+    const Layout *L = cg_layout_dup(cg, layout_tmem_rows(m, n, cg->nwarps));
+    LLVMValueRef *r = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    LLVMValueRef base = tmem_base(cg);
+    LLVMValueRef q = LLVMBuildAnd(cg->b, cg->warp, cg_i32(cg, 3), ""), blk = LLVMBuildLShr(cg->b, cg->warp, cg_i32(cg, 2), "");
+    LLVMValueRef lanes = LLVMBuildShl(cg->b, LLVMBuildMul(cg->b, q, cg_i32(cg, 32), ""), cg_i32(cg, 16), "");
+    LLVMValueRef col0 = LLVMBuildAdd(cg->b, cg_i32(cg, alloc->iattr[0]), LLVMBuildMul(cg->b, blk, cg_i32(cg, n), ""), "");
+    LLVMValueRef row = LLVMBuildAdd(cg->b, LLVMBuildAdd(cg->b, base, lanes, ""), col0, "");
+    for (int64_t c = 0; c < n;) {   /* pieces of 32 columns, the last ones halved as they fit */
+        int piece = LD_COLS;
+        while (piece > n - c)
+            piece /= 2;
+        cg->tg->tmem_ld(cg, LLVMBuildAdd(cg->b, row, cg_i32(cg, c), ""), piece, &r[c]);
+        c += piece;
+    }
+    cg->tg->tmem_wait_ld(cg);
+    for (int64_t i = 0; i < n; i++)
+        r[i] = LLVMBuildBitCast(cg->b, r[i], cg->t_f32, "");
+    cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = r };
+    if (cg->report)
+        sb_printf(cg->report, "  tmem_load at %d:%d: %lld x %lld f32, a row a thread (tcgen05.ld.32x32b, %d "
+                  "columns a load)\n", op->loc.line, op->loc.col, (long long)m, (long long)n, LD_COLS);
+    return 0;
+}
+
+int cg_lower_tc_op(Cg *cg, Op *op)
+{
+    if (!cg->tg->tc_mma) {
+        diag_error(cg->d, op->loc, "'%s' needs tensor memory and tcgen05, which %s does not have",
+                   op_info[op->code].name, cg->ti->name);
+        return 1;
+    }
+    switch ((OpCode)op->code) {
+    case OP_TMEM_ALLOC: return lower_tmem_alloc(cg, op);
+    case OP_TC_MMA: return lower_tc_mma(cg, op);
+    case OP_TC_COMMIT: return lower_tc_commit(cg, op);
+    case OP_TMEM_LOAD: return lower_tmem_load(cg, op);
+    default: break;
+    }
+    diag_internal(cg->d, op->loc, "not a tensor-memory op");
+    return 1;
+}
