@@ -167,6 +167,15 @@ START_TEST(gemm_ptx)
                                           "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
                                           "wgmma.wait_group.sync.aligned", "setmaxnreg.inc.sync.aligned.u32 232",
                                           "setmaxnreg.dec.sync.aligned.u32 40", ".maxntid 384", NULL };
+    /* sm_100a: the same producer, an mma role issuing tcgen05 products
+     * into tensor memory, two epilogue warp groups reading it back. */
+    static const char *const want100[] = { "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                                           "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32",
+                                           "tcgen05.mma.cta_group::1.kind::f16",
+                                           "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64",
+                                           "tcgen05.ld.sync.aligned.32x32b.x32.b32", "tcgen05.wait::ld.sync.aligned",
+                                           "tcgen05.dealloc.cta_group::1.sync.aligned.b32",
+                                           "setmaxnreg.inc.sync.aligned.u32 216", ".maxntid 512", NULL };
     size_t n;
     char *src = read_file(TILEC_SOURCE_DIR "/examples/gemm.tile", &n);
     bool ptxas = access(PTXAS, X_OK) == 0;
@@ -185,12 +194,13 @@ START_TEST(gemm_ptx)
         int e = cg_compile(m, &o, &res, &d, NULL);
         diag_render(&d, &err);
         ck_assert_msg(e == 0, "%s: %s", archs[i], err.buf ? err.buf : "");
-        bool hopper = strcmp(archs[i], "sm_90a") == 0;
-        const char *const *w = hopper ? want90 : want;
+        bool hopper = strcmp(archs[i], "sm_90a") == 0, blackwell = strcmp(archs[i], "sm_100a") == 0;
+        const char *const *w = hopper ? want90 : blackwell ? want100 : want;
         for (int k = 0; w[k]; k++)
             ck_assert_msg(strstr(res.ptx.buf, w[k]), "%s: PTX lacks '%s'", archs[i], w[k]);
-        if (hopper)   /* the roles' 12 warps and the tensor maps after the dims */
-            ck_assert(strstr(res.meta.buf, "threads 384\n") && strstr(res.meta.buf, "tmap A swizzle 128 box 256 64\n"));
+        if (hopper || blackwell)   /* the roles' 12 (16) warps and the tensor maps after the dims */
+            ck_assert(strstr(res.meta.buf, hopper ? "threads 384\n" : "threads 512\n") &&
+                      strstr(res.meta.buf, "tmap A swizzle 128 box 256 64\n"));
         else
             ck_assert(strstr(res.meta.buf, "threads 256\n") && !strstr(res.meta.buf, "smem 0\n"));   /* 256x128: 8 warps */
         if (ptxas)

@@ -417,6 +417,73 @@ START_TEST(gemm_roles_one_group)
 }
 END_TEST
 
+/* ---- gemm on tcgen05 (sm_100a) ---- */
+
+/* The GEMM example at sm_100a with tiles BM/BN/BK and pipeline(S): its
+ * loop becomes a producer, an mma role and BM / 128 epilogue warp groups
+ * around an accumulator in tensor memory, bit-identical after every pass
+ * for each K (so equal to the sm_90a roles, which the same reference
+ * checks), and under seeded interleavings. */
+static void gemm_tc_case(const char *tiles[3], int stages, const int64_t *ks, int nk, int64_t m, int64_t n)
+{
+    char st[8];
+    snprintf(st, sizeof st, "%d", stages);
+    FeDefine defs[4] = { { "BM", tiles[0] }, { "BN", tiles[1] }, { "BK", tiles[2] }, { "STAGES", st } };
+    int epi = atoi(tiles[0]) / 128;
+    for (int i = 0; i < nk; i++) {
+        Prog p;
+        prog_compile(&p, "gemm.tile", gemm_pinned, sizeof gemm_pinned - 1, defs, 4);
+        int64_t sa[2] = { m, ks[i] }, sb[2] = { ks[i], n }, sc[2] = { m, n };
+        Ten t[3] = { ten_new(DT_BF16, 2, sa), ten_new(DT_BF16, 2, sb), ten_new(DT_BF16, 2, sc) };
+        uint64_t rng = 0x7c05u + (uint64_t)(ks[i] * 5 + stages);
+        ten_random(&t[0], &rng, -1, 1);
+        ten_random(&t[1], &rng, -1, 1);
+        static const int argmap[3] = { 0, 1, 2 };
+        Run r = { t, 3, 2, { { 0 } }, 3, argmap, NULL };
+        char what[128];
+        snprintf(what, sizeof what, "gemm sm_100a tiles %s/%s/%s S=%d M=%lld N=%lld K=%lld", tiles[0], tiles[1],
+                 tiles[2], stages, (long long)m, (long long)n, (long long)ks[i]);
+        check_passes(&p, &r, "sm_100a", what, true);
+        unsigned char **ref = snapshot(&r);
+        const Op *ws = find_ws(p.f);
+        ck_assert_msg(ws != NULL, "%s: no roles", what);
+        ck_assert_int_eq(ws->nlist, 9);
+        ck_assert_int_eq(ws->list[0], ROLE_PRODUCER);
+        ck_assert_int_eq(ws->list[3], ROLE_MMA);
+        ck_assert_int_eq(ws->list[6], ROLE_EPILOGUE);
+        ck_assert_int_eq(ws->list[7], epi);
+        ck_assert_int_eq(p.f->sched.warps, 4 * (2 + epi));
+        ck_assert(has_op(p.f, OP_TC_MMA) && has_op(p.f, OP_TC_COMMIT) && has_op(p.f, OP_TMEM_LOAD) &&
+                  has_op(p.f, OP_TMEM_ALLOC) && has_op(p.f, OP_TMA_LOAD));
+        ck_assert(!has_op(p.f, OP_DOT_ASYNC) && !has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_BARRIER));
+        check_interleavings(&p, &r, ref, what);
+        free_snapshot(&r, ref);
+        for (int k = 0; k < 3; k++)
+            ten_free(&t[k]);
+        arena_free(p.a);
+    }
+}
+
+/* The example's tiles: two epilogue warp groups (256 rows); 0, 1, 2 (= S)
+ * and 10 trips. */
+START_TEST(gemm_tc_example)
+{
+    const char *tiles[3] = { "256", "128", "64" };
+    static const int64_t ks[] = { 0, 64, 100, 581 };
+    gemm_tc_case(tiles, 2, ks, (int)TC_COUNTOF(ks), 100, 130);
+}
+END_TEST
+
+/* 128 rows: one epilogue warp group; 3 stages with fewer trips than
+ * stages and more. */
+START_TEST(gemm_tc_stages)
+{
+    const char *tiles[3] = { "128", "64", "32" };
+    static const int64_t ks[] = { 0, 32, 50, 330 };
+    gemm_tc_case(tiles, 3, ks, (int)TC_COUNTOF(ks), 150, 70);
+}
+END_TEST
+
 /* ---- attention ---- */
 
 /* The example's Q, K, V (random in [-1, 1] from seed), O and LSE for
@@ -745,6 +812,8 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_roles_example);
     tcase_add_test(tc, gemm_roles_stages);
     tcase_add_test(tc, gemm_roles_one_group);
+    tcase_add_test(tc, gemm_tc_example);
+    tcase_add_test(tc, gemm_tc_stages);
     tcase_add_test(tc, attention_plain);
     tcase_add_test(tc, attention_causal);
     tcase_add_test(tc, attention_persistent);
