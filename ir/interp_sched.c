@@ -316,8 +316,9 @@ static int check_refill(Interp *I, const Op *op, Fill *fl, int64_t s)
         if (!fl->reader[r] || r == S->cur)
             continue;
         if (fl->reader[r] == READ_FLYING) {
-            diag_error(I->d, op->loc, "tma_load refills slot %lld while a dot_async of %s still reads it "
-                       "(loaded at %d:%d; not yet retired by its dot_wait)", (long long)s, sched_role_desc(I, r),
+            diag_error(I->d, op->loc, "tma_load refills slot %lld while a product of %s still reads it "
+                       "(loaded at %d:%d; not yet retired by its dot_wait or a tc_commit)", (long long)s,
+                       sched_role_desc(I, r),
                        fl->read_loc[r].line, fl->read_loc[r].col);
             return 1;
         }

@@ -487,6 +487,124 @@ static const char *products =
     "  %r2 = dot_wait %t2 {pending = 0} : tile<16x16xf32>\n"
     "}\n";
 
+/* ---- tensor memory (gemm_tc.tir: sm_100a's form) ---- */
+
+enum { TM = 128, TN = 16, TMAXK = 160 };
+static float tc_out[TM * TN];
+
+/* Runs gemm_tc.tir on A[TM,K], B[K,TN] (the first rows and columns of A
+ * and B) into tc_out; out is not used (its buffer is the other GEMM's). */
+static int run_gemm_tc(Run *r, int k, InterpOpts o, float *out)
+{
+    static uint16_t a[TM * TMAXK], b[TMAXK * TN];
+    (void)out;
+    ck_assert_int_le(k, TMAXK);
+    for (int i = 0; i < TM * k; i++)
+        a[i] = tc_f32_to_f16((float)((i * 7 + 3) % 17 - 8) / 8.0f);
+    for (int i = 0; i < k * TN; i++)
+        b[i] = tc_f32_to_f16((float)((i * 5 + 1) % 13 - 6) / 4.0f);
+    for (int i = 0; i < TM * TN; i++)
+        tc_out[i] = -12345.0f;
+    InterpArg args[3];
+    memset(args, 0, sizeof args);
+    args[0] = (InterpArg){ .data = a, .rank = 2, .shape = { TM, k }, .strides = { k, 1 } };
+    args[1] = (InterpArg){ .data = b, .rank = 2, .shape = { k, TN }, .strides = { TN, 1 } };
+    args[2] = (InterpArg){ .data = tc_out, .rank = 2, .shape = { TM, TN }, .strides = { TN, 1 } };
+    return interp_run_opts(r->f, args, 3, &o, &r->d);
+}
+
+/* The exact product (multiples of 1/32 summed below 2^11: exact in f32). */
+static void tc_reference(int k, float *want)
+{
+    for (int i = 0; i < TM; i++)
+        for (int j = 0; j < TN; j++) {
+            double acc = 0;
+            for (int kk = 0; kk < k; kk++)
+                acc += (double)(((i * k + kk) * 7 + 3) % 17 - 8) / 8.0 * (double)(((kk * TN + j) * 5 + 1) % 13 - 6) /
+                       4.0;
+            want[i * TN + j] = (float)acc;
+        }
+}
+
+START_TEST(tc_matches_reference)
+{
+    char *text = read_text("gemm_tc.tir");
+    static const int trips[] = { 0, 1, 2, 3, 10 };
+    for (size_t t = 0; t < sizeof trips / sizeof *trips; t++) {
+        int k = 16 * trips[t];
+        float want[TM * TN];
+        tc_reference(k, want);
+        for (int s = 0; s < NSCHED; s++) {
+            Run q;
+            run_parse(&q, text);
+            int rc = run_gemm_tc(&q, k, scheds[s], NULL);
+            if (rc)
+                kit_print_diag(&q.d);
+            ck_assert_msg(rc == 0, "gemm_tc.tir failed for %d trips, schedule %d", trips[t], s);
+            ck_assert_msg(memcmp(want, tc_out, sizeof want) == 0, "gemm_tc.tir differs for %d trips, schedule %d",
+                          trips[t], s);
+            arena_free(q.a);
+        }
+    }
+    free(text);
+}
+END_TEST
+
+static const Bug tc_bugs[] = {
+    /* The slot released by an arrive while the product may still read it. */
+    { "release by arrive", "tc_commit %empty, %t", "mbar_arrive %empty, %t",
+      "tma_load refills slot", "still reads it", "tma_load %bufA", NULL,
+      "protocol: 'tc_mma': cannot prove the protocol: the tc_mma reading a ring slot is not followed by a "
+      "tc_commit in the same trip" },
+    { "no wait for the accumulator", "    mbar_wait %done, %c0, %c0\n", "",
+      "tmem_load", NULL, "%l = tmem_load", NULL,
+      "protocol: 'tmem_load': reads tensor memory before a wait on the commit ring" },
+    /* The accumulator's commit moved above the products: it arrives before
+     * they write tensor memory. */
+    { "accumulator committed before the products",
+      "    for %c0, %nk, %c1 {\n    ^(%jt: i32):\n      %t = rem %jt, %c3 : i32\n      %q = div %jt, %c3 : i32\n"
+      "      %fph = and %q, %c1 : i32\n      mbar_wait %full, %t, %fph\n"
+      "      %a = smem_load %bufA, %t : tile<128x16xf16, reg>\n      %b = smem_load %bufB, %t : tile<16x16xf16, reg>\n"
+      "      %add = cmp %jt, %c0 {pred = ne} : bool\n      tc_mma %a, %b, %tm, %add {mma = tcgen05}\n"
+      "      tc_commit %empty, %t\n      yield\n    }\n    tc_commit %done, %c0\n",
+      "    tc_commit %done, %c0\n    for %c0, %nk, %c1 {\n    ^(%jt: i32):\n      %t = rem %jt, %c3 : i32\n"
+      "      %q = div %jt, %c3 : i32\n      %fph = and %q, %c1 : i32\n      mbar_wait %full, %t, %fph\n"
+      "      %a = smem_load %bufA, %t : tile<128x16xf16, reg>\n      %b = smem_load %bufB, %t : tile<16x16xf16, reg>\n"
+      "      %add = cmp %jt, %c0 {pred = ne} : bool\n      tc_mma %a, %b, %tm, %add {mma = tcgen05}\n"
+      "      tc_commit %empty, %t\n      yield\n    }\n",
+      "tmem_load", NULL, "%l = tmem_load", NULL,
+      "protocol: 'for': writes tensor memory after the tc_commit at" },
+    { "commit ring count", "%done = mbar_alloc {count = 1}", "%done = mbar_alloc {count = 2}",
+      "deadlock: every role is blocked", "role 2 (epilogue) at mbar_wait", NULL, NULL,
+      "protocol: 'mbar_alloc': the one phase of this commit ring expects 2 arrival(s), but its commits make 1" },
+    { "commit ring parity", "mbar_wait %done, %c0, %c0", "mbar_wait %done, %c0, %c1",
+      "tmem_load", NULL, "%l = tmem_load", NULL,
+      "protocol: 'mbar_wait': waits on a one-shot ring with a parity other than 0" },
+};
+
+START_TEST(tc_seeded_bug)
+{
+    const Bug *b = &tc_bugs[_i];
+    char *ring = read_text("gemm_tc.tir"), *text = variant(ring, b->find, b->repl);
+    check_bug_runs(b, text, run_gemm_tc, 16 * 10);
+    free(text);
+    free(ring);
+}
+END_TEST
+
+START_TEST(tc_static_check)
+{
+    char *ring = read_text("gemm_tc.tir");
+    check_proved(ring);
+    for (size_t i = 0; i < sizeof tc_bugs / sizeof *tc_bugs; i++) {
+        char *text = variant(ring, tc_bugs[i].find, tc_bugs[i].repl);
+        check_bug_static(&tc_bugs[i], text);
+        free(text);
+    }
+    free(ring);
+}
+END_TEST
+
 START_TEST(products_outside_ws)
 {
     init_inputs();
@@ -531,6 +649,9 @@ static Suite *suite(void)
     tcase_add_test(tc, chain_matches_plain);
     tcase_add_test(tc, chain_static_check);
     tcase_add_loop_test(tc, chain_seeded_bug, 0, (int)(sizeof chain_bugs / sizeof *chain_bugs));
+    tcase_add_test(tc, tc_matches_reference);
+    tcase_add_test(tc, tc_static_check);
+    tcase_add_loop_test(tc, tc_seeded_bug, 0, (int)(sizeof tc_bugs / sizeof *tc_bugs));
     suite_add_tcase(s, tc);
     return s;
 }
