@@ -25,20 +25,17 @@
 
 enum { MUFU_EX2_CLK = 16 };
 
-typedef struct Walk { PassCtx *ctx; ChainInfo ci; } Walk;
+typedef struct Walk { PassCtx *ctx; ChainInfo ci; Op **pv; } Walk;
 
-/* The product in b whose A operand is cast(exp2's result), or NULL. */
-static Op *feeds_product(const Block *b, ValId p)
+/* Marks in w->pv[v] the product whose A operand is cast(v), for every
+ * such cast in f (one walk: linear in the kernel's size). */
+static bool mark_visit(Func *f, Op *op, void *vw)
 {
-    for (int i = 0; i < b->nops; i++) {
-        Op *c = b->ops[i];
-        if (c->code != OP_CAST || c->args[0] != p)
-            continue;
-        for (int j = i + 1; j < b->nops; j++)
-            if (b->ops[j]->code == OP_DOT && b->ops[j]->args[0] == c->res[0])
-                return b->ops[j];
-    }
-    return NULL;
+    Walk *w = vw;
+    Op *c = op->code == OP_DOT ? ir_val(f, op->args[0])->def : NULL;
+    if (c && c->code == OP_CAST && c->parent == op->parent)
+        w->pv[c->args[0]] = op;
+    return true;
 }
 
 static bool visit(Func *f, Op *op, void *vw)
@@ -48,7 +45,8 @@ static bool visit(Func *f, Op *op, void *vw)
         return true;
     const Type *t = ir_type(f, op->res[0]);
     Op *pv = t->kind == TY_TILE && t->rank == 2 && t->dtype == DT_F32 && t->shape[1] % TC_EXP2_EMU_GROUP == 0
-           ? feeds_product(op->parent, op->res[0]) : NULL;
+           ? w->pv[op->res[0]] : NULL;
+    pv = pv && pv->parent == op->parent ? pv : NULL;
     if (!pv)
         return true;
     const char *at = pass_loc_str(f->mod->arena, f, op->loc);
@@ -79,9 +77,11 @@ static bool visit(Func *f, Op *op, void *vw)
 int pass_exp2_emu(Module *m, PassCtx *ctx)
 {
     for (int i = 0; i < m->nfuncs; i++) {
-        Walk w = { ctx, { 0 } };
-        pass_chain_info(m->funcs[i], &w.ci);
-        ir_walk(m->funcs[i], &m->funcs[i]->body, visit, &w);
+        Func *f = m->funcs[i];
+        Walk w = { ctx, { 0 }, arena_alloc(f->mod->arena, sizeof(Op *) * (size_t)f->nvals) };
+        pass_chain_info(f, &w.ci);
+        ir_walk(f, &f->body, mark_visit, &w);
+        ir_walk(f, &f->body, visit, &w);
     }
     return 0;
 }

@@ -61,68 +61,66 @@ typedef struct Lazy {
     bool already;              /* mnew feeds a select: the source made it lazy */
 } Lazy;
 
-/* alpha = exp2(mul(sub(m, mnew), c)) in b: its scale c (0 when none). */
-static ValId alpha_scale(Func *f, const Block *b, const Lazy *z, ValId *alpha)
-{
-    for (int i = 0; i < b->nops; i++) {
-        Op *e = b->ops[i];
-        Op *mul = e->code == OP_EXP2 ? def_in(f, b, e->args[0]) : NULL;
-        if (!mul || mul->code != OP_MUL)
-            continue;
-        for (int k = 0; k < 2; k++) {
-            Op *sub = def_in(f, b, mul->args[k]);
-            if (sub && sub->code == OP_SUB && sub->args[0] == z->m && sub->args[1] == z->mnew->res[0]) {
-                *alpha = e->res[0];
-                return mul->args[1 - k];
-            }
-        }
-    }
-    return 0;
-}
+enum { MAX_CAND = 16 };   /* alphas considered per loop body (one in a softmax) */
 
-/* The widest 2-D tile multiplied by broadcast(expand(alpha)) in b. */
+/* The widest 2-D tile multiplied by broadcast(expand(alpha)) in b (one
+ * pass over b, a few values tracked). */
 static int64_t rescaled_cols(Func *f, const Block *b, ValId alpha)
 {
+    ValId seen[MAX_CAND];
+    int n = 0;
     int64_t cols = 0;
     for (int i = 0; i < b->nops; i++) {
-        Op *ex = b->ops[i];
-        if (ex->code != OP_EXPAND || ex->args[0] != alpha)
-            continue;
-        for (int j = i + 1; j < b->nops; j++) {
-            Op *bc = b->ops[j];
-            if (bc->code != OP_BROADCAST || bc->args[0] != ex->res[0])
-                continue;
-            for (int k = j + 1; k < b->nops; k++) {
-                Op *mul = b->ops[k];
-                const Type *t = mul->code == OP_MUL && uses(mul, bc->res[0]) ? ir_type(f, mul->res[0]) : NULL;
-                if (t && t->rank == 2 && t->shape[1] > cols)
+        Op *op = b->ops[i];
+        bool from = false;
+        for (int k = 0; k < n; k++)
+            from = from || (op->nargs && op->args[0] == seen[k]);
+        if (op->code == OP_EXPAND && op->args[0] == alpha && n < MAX_CAND)
+            seen[n++] = op->res[0];
+        else if (op->code == OP_BROADCAST && from && n < MAX_CAND)
+            seen[n++] = op->res[0];
+        else if (op->code == OP_MUL && op->nres == 1)
+            for (int k = 0; k < n; k++) {
+                const Type *t = ir_type(f, op->res[0]);
+                if (uses(op, seen[k]) && ir_val(f, seen[k])->def->code == OP_BROADCAST && t->rank == 2 &&
+                    t->shape[1] > cols)
                     cols = t->shape[1];
             }
-        }
     }
     return cols;
 }
 
-/* Finds the pattern in the body b of a loop; false when it is not there. */
+/* Finds the pattern in the body b of a loop; false when it is not there.
+ * One pass collects the alphas (exp2(mul(sub(m, v), c)), m a region
+ * argument), a second the max(m, reduce_max(s)) whose result is a v. */
 static bool find(Func *f, const Block *b, Lazy *z)
 {
-    for (int i = 0; i < b->nops; i++) {
+    struct { ValId m, v, c, alpha; } cand[MAX_CAND];
+    int nc = 0;
+    for (int i = 0; i < b->nops && nc < MAX_CAND; i++) {
+        Op *e = b->ops[i];
+        Op *mul = e->code == OP_EXP2 ? def_in(f, b, e->args[0]) : NULL;
+        for (int k = 0; mul && mul->code == OP_MUL && k < 2 && nc < MAX_CAND; k++) {
+            Op *sub = def_in(f, b, mul->args[k]);
+            if (sub && sub->code == OP_SUB && is_arg_of(b, sub->args[0]))
+                cand[nc].m = sub->args[0], cand[nc].v = sub->args[1], cand[nc].c = mul->args[1 - k],
+                cand[nc++].alpha = e->res[0];
+        }
+    }
+    for (int i = 0; i < b->nops && nc; i++) {
         Op *mx = b->ops[i];
         if (mx->code != OP_MAX || mx->nres != 1 || !dtype_is_float((DType)ir_type(f, mx->res[0])->dtype))
             continue;
-        for (int k = 0; k < 2; k++) {
-            Op *red = def_in(f, b, mx->args[1 - k]);
-            if (!is_arg_of(b, mx->args[k]) || !red || red->code != OP_REDUCE || red->iattr[1] != RED_MAX ||
+        for (int j = 0; j < nc; j++) {
+            int k = mx->args[0] == cand[j].m ? 0 : mx->args[1] == cand[j].m ? 1 : -1;
+            Op *red = k < 0 || cand[j].v != mx->res[0] ? NULL : def_in(f, b, mx->args[1 - k]);
+            if (!red || red->code != OP_REDUCE || red->iattr[1] != RED_MAX ||
                 red->iattr[0] != ir_type(f, red->args[0])->rank - 1)
                 continue;
-            *z = (Lazy){ .mnew = mx, .m = mx->args[k] };
-            ValId alpha = 0;
-            z->c = alpha_scale(f, b, z, &alpha);
-            if (!z->c)
-                continue;
-            z->cols = rescaled_cols(f, b, alpha);
-            for (int j = i + 1; j < b->nops; j++)
-                z->already = z->already || (b->ops[j]->code == OP_SELECT && uses(b->ops[j], mx->res[0]));
+            *z = (Lazy){ .mnew = mx, .m = cand[j].m, .c = cand[j].c };
+            z->cols = rescaled_cols(f, b, cand[j].alpha);
+            for (int u = i + 1; u < b->nops; u++)
+                z->already = z->already || (b->ops[u]->code == OP_SELECT && uses(b->ops[u], mx->res[0]));
             return true;
         }
     }
