@@ -117,6 +117,18 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
       1 16 16384 $1 $3 2>&1 | tee -a "$out/attn_sm90a.txt" | grep -E "^attn|Error" || status=1
   done
   grep -qE "nan=[1-9]" "$out/attn_sm90a.txt" && status=1
+  # FlashAttention 4's numerics (bench/prepare.sh: .devcarry/wsa/fa4/attn_dD_CAUSAL_VARIANT.ptx),
+  # timed and checked like the defaults above, to set against them.
+  for f in "$root"/.devcarry/wsa/fa4/attn_d*.ptx; do
+    [ -f "$f" ] || continue
+    b=$(basename "$f" .ptx)
+    set -- $(echo "$b" | sed -E 's/^attn_d([0-9]+)_(true|false)_.*$/\1 \2/')
+    c=0; [ "$2" = true ] && c=1
+    echo "-- $b" | tee -a "$out/attn_sm90a_fa4.txt"
+    python3 "$root/bench/sm90_probe.py" attn "$f" 1 16 1000 $1 $c 4 16 4096 $1 $c 1 16 16384 $1 $c 2>&1 |
+      tee -a "$out/attn_sm90a_fa4.txt" | grep -E "^attn|Error" || status=1
+  done
+  [ -f "$out/attn_sm90a_fa4.txt" ] && grep -qE "nan=[1-9]" "$out/attn_sm90a_fa4.txt" && status=1
   for tool in memcheck racecheck synccheck; do
     for v in "128 false 0 300" "64 true 1 257"; do
       set -- $v

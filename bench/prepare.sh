@@ -98,5 +98,18 @@ rm -rf "$out/wsa"; mkdir -p "$out/wsa"
 for d in 64 128; do for c in false true; do
   "$tilec" "$ex/attention.tile" -arch=sm_90a -DD=$d -DCAUSAL=$c -o "$out/wsa/attn_d${d}_$c.ptx"
 done; done
+# FlashAttention 4's two numeric techniques, each variant against the
+# default above (bench/device.sh times and checks them): the lazy maximum
+# off / at 8 (the default turns it on from D = 128), the exp2 emulation off /
+# on one 8-column group in 8 and in 4 (the default: 8 at D = 64, off at 128).
+mkdir -p "$out/wsa/fa4"
+for d in 64 128; do for c in false true; do
+  for v in "nolazy lazy_rescale.threshold=0" "lazy8 lazy_rescale.threshold=8" "emu0 exp2_emu.every=0" \
+           "emu8 exp2_emu.every=8" "emu4 exp2_emu.every=4" "both8 lazy_rescale.threshold=8,exp2_emu.every=8"; do
+    set -- $v
+    "$tilec" "$ex/attention.tile" -arch=sm_90a -DD=$d -DCAUSAL=$c --pass-option "$2" \
+      -o "$out/wsa/fa4/attn_d${d}_${c}_$1.ptx"
+  done
+done; done
 python3 "$root/bench/perf_plain.py" --prepare "$tilec"
 "$root/bench/attn_prepare.sh" "$tilec"

@@ -243,6 +243,7 @@ void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
 /* ---- inside the SIMT lowering (lower_simt.c, simt_values.c, simt_control.c, simt_math.c) ---- */
 /* A float math op (EXP .. ROUND, not POW) on an f32 value; x^y on f32 values. */
 LLVMValueRef cg_math_f32(Cg *cg, OpCode code, LLVMValueRef x);
+LLVMValueRef cg_exp2_emu_f32(Cg *cg, LLVMValueRef x);   /* exp2 {emu}: tc_exp2_emu's sequence */
 LLVMValueRef cg_pow_f32(Cg *cg, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef elem(Cg *cg, Op *op, DType dt, DType rdt, LLVMValueRef *a);
 LLVMValueRef *new_regs(Cg *cg, const Layout *L);

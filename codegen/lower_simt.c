@@ -270,6 +270,52 @@ static LLVMValueRef *repeated_recips(Cg *cg, Op *op, DType dt, LLVMValueRef *d, 
     return out;
 }
 
+/* exp2 {emu = K} (ir/ops.h): which of a thread's registers of L hold an
+ * emulated element. A register whose column group (last dim / 8) is the
+ * same in every thread is decided here: 1 on the FMA units, 0 on the MUFU
+ * (mma.sync and wgmma fragments: a thread's n8 block is its register's);
+ * any other register gets 2 and its i1 in pred[r] from the column index,
+ * both sequences computed (no branch). Notes the split in the report. */
+static signed char *exp2_emu_plan(Cg *cg, Op *op, const Layout *L, int n, LLVMValueRef **pred)
+{
+    signed char *kind = arena_alloc(cg->a, (size_t)n);
+    const Type *t = ir_type(cg->f, op->res[0]);
+    int64_t every = op->iattr[0], coord[TILE_MAXRANK];
+    int last = 0, pd = layout_pdim(L, t->rank - 1), nemu = 0, ndyn = 0;
+    for (int d = 0; d < pd; d++)
+        last += !(L->slice >> d & 1);
+    *pred = NULL;
+    for (int r = 0; r < n; r++) {
+        kind[r] = -1;
+        for (int th = 0; th < 32 * L->nwarps && kind[r] != 2; th++) {
+            layout_coord(L, th, r, coord);
+            signed char k = tc_exp2_emu_col(coord[last], every);
+            kind[r] = kind[r] < 0 || kind[r] == k ? k : 2;
+        }
+        nemu += kind[r] == 1;
+        ndyn += kind[r] == 2;
+    }
+    if (ndyn) {
+        Type it = *t;
+        it.dtype = DT_I32;
+        TileVal iota = { .kind = TV_IOTA, .axis = (uint8_t)(t->rank - 1) };
+        LLVMValueRef *col = cg_materialize(cg, &iota, &it, L, op->loc);
+        *pred = new_regs(cg, L);
+        for (int r = 0; r < n; r++) {
+            if (kind[r] != 2)
+                continue;
+            LLVMValueRef g = LLVMBuildUDiv(cg->b, col[r], LLVMConstInt(cg->t_i32, TC_EXP2_EMU_GROUP, 0), "");
+            g = LLVMBuildURem(cg->b, g, LLVMConstInt(cg->t_i32, (unsigned long long)every, 0), "");
+            (*pred)[r] = LLVMBuildICmp(cg->b, LLVMIntEQ, g, LLVMConstInt(cg->t_i32, 0, 0), "");
+        }
+    }
+    if (cg->report)
+        sb_printf(cg->report, "  exp2 at %d:%d: {emu = %lld}: %d of %d registers a thread on the FMA units%s%s\n",
+                  op->loc.line, op->loc.col, (long long)every, nemu, n, ndyn ? ", chosen at run time in " : "",
+                  ndyn ? "the rest (the layout's column groups differ between threads)" : " (fixed per register)");
+    return kind;
+}
+
 int lower_elem(Cg *cg, Op *op)
 {
     Func *f = cg->f;
@@ -284,8 +330,10 @@ int lower_elem(Cg *cg, Op *op)
         all_uniform = all_uniform && (v->kind == TV_SCALAR || v->kind == TV_SPLAT);
         a[i] = v->s;
     }
+    bool emu = op->code == OP_EXP2 && op->iattr[0] > 0;
+    all_uniform = all_uniform && !(emu && rt->kind == TY_TILE);   /* not the same on every column */
     if (all_uniform) {
-        LLVMValueRef s = elem(cg, op, dt, (DType)rt->dtype, a);
+        LLVMValueRef s = emu ? cg_exp2_emu_f32(cg, a[0]) : elem(cg, op, dt, (DType)rt->dtype, a);
         cg->vals[op->res[0]] = (TileVal){ .kind = rt->kind == TY_TILE ? TV_SPLAT : TV_SCALAR, .s = s };
         return 0;
     }
@@ -311,9 +359,16 @@ int lower_elem(Cg *cg, Op *op)
     LLVMValueRef *recips = inv ? NULL : repeated_recips(cg, op, dt, in[1], n);
     if (dt == DT_F32 && cg_chain_rescale(cg, op, &xi))
         skip = cg_chain_scale_or_skip(cg, in[xi], in[1 - xi], n);
+    LLVMValueRef *pred = NULL;
+    signed char *emu_kind = emu ? exp2_emu_plan(cg, op, L, n, &pred) : NULL;
     for (int r = 0; r < n; r++) {
         for (int i = 0; i < op->nargs; i++)
             a[i] = in[i][r];
+        if (emu_kind && emu_kind[r]) {
+            LLVMValueRef e = cg_exp2_emu_f32(cg, a[0]);
+            out[r] = emu_kind[r] == 1 ? e : LLVMBuildSelect(cg->b, pred[r], e, elem(cg, op, dt, dt, a), "");
+            continue;
+        }
         out[r] = skip ? skip[r]
                : inv ? LLVMBuildFMul(cg->b, a[0], inv, "")
                : recips ? LLVMBuildFMul(cg->b, a[0], recips[r], "")

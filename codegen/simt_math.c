@@ -58,6 +58,35 @@ static LLVMValueRef sigmoid_f32(Cg *cg, LLVMValueRef x)
     return recip(cg, fadd(cg, fconst(cg, 1.0), exp_f32(cg, LLVMBuildFNeg(cg->b, x, ""))));
 }
 
+/* 2^x on the FMA and integer units, no MUFU (the exp2 op's {emu = K}
+ * elements): the sequence of ir/elem_math.c tc_exp2_emu, operation for
+ * operation (its comment lists them), so that the interpreter gives the
+ * same bits. max.NaN / min.NaN clamp to [-126, 128] keeping NaN; add.rm
+ * with 1.5 * 2^23 leaves floor(x) in the low bits of its result (FA4's
+ * Cody-Waite split); the polynomial is three fma; 2^n goes into the
+ * exponent by an integer shift and add. */
+LLVMValueRef cg_exp2_emu_f32(Cg *cg, LLVMValueRef x)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef magic = fconst(cg, 12582912.0);
+    LLVMValueRef lo[2] = { x, fconst(cg, -126.0) };
+    LLVMValueRef xc = cg_call(cg, "llvm.maximum.f32", cg->t_f32, lo, 2);
+    LLVMValueRef hi[2] = { xc, fconst(cg, 128.0) };
+    xc = cg_call(cg, "llvm.minimum.f32", cg->t_f32, hi, 2);
+    LLVMValueRef add[2] = { xc, magic };
+    LLVMValueRef t = cg_call(cg, "llvm.nvvm.add.rm.f", cg->t_f32, add, 2);
+    LLVMValueRef f = LLVMBuildFSub(b, xc, LLVMBuildFSub(b, t, magic, ""), "");
+    static const float c[3] = { TC_EXP2_EMU_C1, TC_EXP2_EMU_C2, TC_EXP2_EMU_C3 };
+    LLVMValueRef p = fconst(cg, c[2]);
+    for (int i = 1; i >= -1; i--) {
+        LLVMValueRef a[3] = { p, f, fconst(cg, i >= 0 ? c[i] : 1.0f) };
+        p = cg_call(cg, "llvm.fma.f32", cg->t_f32, a, 3);
+    }
+    LLVMValueRef n = LLVMBuildShl(b, LLVMBuildBitCast(b, t, cg->t_i32, ""), LLVMConstInt(cg->t_i32, 23, 0), "");
+    LLVMValueRef r = LLVMBuildBitCast(b, LLVMBuildAdd(b, LLVMBuildBitCast(b, p, cg->t_i32, ""), n, ""), cg->t_f32, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealULT, x, fconst(cg, -126.0), ""), f, r, "");
+}
+
 LLVMValueRef cg_math_f32(Cg *cg, OpCode code, LLVMValueRef x)
 {
     const Target *tg = cg->tg;

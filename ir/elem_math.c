@@ -9,6 +9,7 @@
 #include "ir.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 int64_t tc_wrap_int(DType dt, uint64_t u)
@@ -78,4 +79,29 @@ int64_t tc_int_shift(OpCode c, DType dt, int64_t a, int64_t b)
     if (dtype_is_signed(dt))   /* a is sign-extended: shifting the int64 is exact */
         return a >> (n >= (uint64_t)bits ? 63 : n);
     return n >= (uint64_t)bits ? 0 : (int64_t)(ua >> n);   /* unsigned below 64 bits: a >= 0 */
+}
+
+/* The code generator's sequence, one f32 operation per line:
+ *   xc = min.NaN(max.NaN(x, -126), 128)
+ *   t  = add.rm(xc, 1.5 * 2^23)     1.5 * 2^23 + floor(xc): floor(xc) in t's low bits
+ *   fl = t - 1.5 * 2^23            floor(xc), exact
+ *   f  = xc - fl                   in [0, 1), exact
+ *   p  = fma(fma(fma(C3, f, C2), f, C1), f, 1)
+ *   r  = bits(p) + (bits(t) << 23)  (bits(t) << 23 is floor(xc) << 23 modulo 2^32)
+ *   x < -126 or NaN ? f : r         (f is +0 there, or NaN) */
+float tc_exp2_emu(float x)
+{
+    const float magic = 12582912.0f;
+    float xc = isnan(x) ? x : fminf(fmaxf(x, -126.0f), 128.0f);
+    float t = isnan(xc) ? xc : magic + floorf(xc);   /* add.rm: the sum's f32 neighbour below is exact */
+    float fl = t - magic;
+    float f = xc - fl;
+    float p = fmaf(fmaf(fmaf(TC_EXP2_EMU_C3, f, TC_EXP2_EMU_C2), f, TC_EXP2_EMU_C1), f, 1.0f);
+    uint32_t pb, tb;
+    memcpy(&pb, &p, sizeof pb);
+    memcpy(&tb, &t, sizeof tb);
+    uint32_t rb = pb + (tb << 23);
+    float r;
+    memcpy(&r, &rb, sizeof r);
+    return isnan(x) || x < -126.0f ? f : r;
 }

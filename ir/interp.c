@@ -289,11 +289,16 @@ static int exec_elem(Interp *I, const Op *op)
             return 1;
         }
     }
+    const Type *rt = ir_type(I->f, res);
+    int64_t every = op->code == OP_EXP2 && dt == DT_F32 ? op->iattr[0] : 0;
+    int64_t ncol = rt->kind == TY_TILE && rt->rank > 0 ? rt->shape[rt->rank - 1] : 1;
     for (int64_t k = 0; k < n; k++) {
         Elem x[2];
         for (int i = 0; i < op->nargs; i++)
             x[i] = ip_in(I, op->args[i])[ip_vnumel(I, op->args[i]) == 1 ? 0 : k];
-        if (elem_eval(I, op, dt, x, &o[k]))
+        if (every > 0 && tc_exp2_emu_col(k % ncol, every))
+            o[k].f = tc_exp2_emu((float)x[0].f);   /* exp2 {emu}: this column on the FMA units */
+        else if (elem_eval(I, op, dt, x, &o[k]))
             return 1;
     }
     return 0;

@@ -317,6 +317,23 @@ float tc_f16_to_f32(uint16_t h);
 int64_t tc_wrap_int(DType dt, uint64_t u);  /* wrap to dt's width (bool: != 0) */
 bool tc_float_unary(OpCode c, double x, double *r);
 bool tc_float_binary(OpCode c, double a, double b, double *r);
+/* 2^x on the FMA units (the exp2 op's {emu = K} elements): Cody-Waite
+ * split x = n + f, n = floor(x), f in [0, 1); 2^f by the degree-3
+ * polynomial TC_EXP2_EMU_C1..C3; 2^n added into the exponent bits. The
+ * same f32 operations, in the same order and rounding, as the code
+ * generator's sequence (codegen/simt_math.c cg_exp2_emu_f32), so the
+ * interpreter matches the GPU bit for bit: 0 below -126 (as ex2.approx.ftz),
+ * +inf from 128, NaN for NaN. */
+#define TC_EXP2_EMU_C1 0.695146143436431884765625f
+#define TC_EXP2_EMU_C2 0.227564394474029541015625f
+#define TC_EXP2_EMU_C3 0.077119089663028717041015625f
+#define TC_EXP2_EMU_GROUP 8   /* columns per group: the n8 block of a product's fragment */
+float tc_exp2_emu(float x);
+/* Is the element at last-dim index `col` emulated under {emu = every}? */
+static inline bool tc_exp2_emu_col(int64_t col, int64_t every)
+{
+    return every > 0 && (col / TC_EXP2_EMU_GROUP) % every == 0;
+}
 int64_t tc_int_shift(OpCode c, DType dt, int64_t a, int64_t b);   /* OP_SHL, OP_SHR */
 
 #endif

@@ -37,7 +37,10 @@ OP(NEG,       "neg",       1,  1, 0, OPF_PURE | OPF_ELEM)
 OP(NOT,       "not",       1,  1, 0, OPF_PURE | OPF_ELEM)   /* bool: logical; int: bitwise */
 OP(ABS,       "abs",       1,  1, 0, OPF_PURE | OPF_ELEM)
 OP(EXP,       "exp",       1,  1, 0, OPF_PURE | OPF_ELEM)
-OP(EXP2,      "exp2",      1,  1, 0, OPF_PURE | OPF_ELEM)
+OP(EXP2,      "exp2",      1,  1, 0, OPF_PURE | OPF_ELEM)   /* iattr[0] = emu K (0: none): on an f32
+                                                       tile, the elements whose last-dim index c has
+                                                       (c / 8) % K == 0 are computed by tc_exp2_emu
+                                                       (FMA units); set by the exp2_emu pass */
 OP(LOG,       "log",       1,  1, 0, OPF_PURE | OPF_ELEM)
 OP(LOG2,      "log2",      1,  1, 0, OPF_PURE | OPF_ELEM)
 OP(SQRT,      "sqrt",      1,  1, 0, OPF_PURE | OPF_ELEM)

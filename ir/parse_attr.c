@@ -75,6 +75,7 @@ static bool attr_allowed(OpCode code, const char *key)
     if (!strcmp(key, "roles")) return code == OP_WS;
     if (!strcmp(key, "other")) return code == OP_LOAD;
     if (!strcmp(key, "pipeline")) return code == OP_FOR;
+    if (!strcmp(key, "emu")) return code == OP_EXP2;
     return false;
 }
 
@@ -152,7 +153,7 @@ static bool parse_attr(Parser *p, OpCode code, Attrs *at)
     if (!strcmp(key, "mode")) return parse_named(p, named_bar_modes, NBAR_COUNT, "barrier mode", &at->iattr[2]);
     if (!strcmp(key, "roles")) return parse_roles(p, at);
     if (!strcmp(key, "mma")) return parse_named(p, mma_names, MMA_COUNT, "matrix instruction family", &at->iattr[0]);
-    return tp_int(p, &at->iattr[0]);   /* axis, mask, pipeline, pending, count, bytes, id, column */
+    return tp_int(p, &at->iattr[0]);   /* axis, mask, pipeline, pending, count, bytes, id, column, emu */
 }
 
 bool tp_attrs(Parser *p, OpCode code, Attrs *at)

@@ -265,6 +265,10 @@ static void put_attrs(Printer *p, const Op *op)
         if (op->iattr[0])
             sb_printf(out, " {pipeline = %lld}", (long long)op->iattr[0]);
         return;
+    case OP_EXP2:
+        if (op->iattr[0])
+            sb_printf(out, " {emu = %lld}", (long long)op->iattr[0]);
+        return;
     default:
         return;
     }

@@ -198,6 +198,9 @@ static void check_elem_dtype(Verifier *V, const Op *op, DType dt)
     case OP_POW:
         if (!dtype_is_float(dt))
             vfy_err(V, op, "needs float operands, got %s", dtype_name(dt));
+        else if (op->code == OP_EXP2 && op->iattr[0] && (dt != DT_F32 || op->iattr[0] < 0 || op->iattr[0] > 1024))
+            vfy_err(V, op, "{emu = %lld} needs an f32 operand and a group period from 1 to 1024",
+                    (long long)op->iattr[0]);
         return;
     case OP_CMP: case OP_SELECT: case OP_CAST:
         if (dtype_is_opaque(dt))

@@ -273,8 +273,8 @@ static bool eval_elem(Canon *c, const Op *op, CVal *r)
     DType out = (DType)ir_type(c->f, op->res[0])->dtype;
     if (op->code == OP_CAST)
         return fold_cast(in, out, a[0], r);
-    if (op->code == OP_SELECT)
-        return false;   /* handled as an identity */
+    if (op->code == OP_SELECT || (op->code == OP_EXP2 && op->iattr[0]))
+        return false;   /* an identity; exp2 {emu} is not the same function on every column */
     r->isf = dtype_is_float(out);
     if (op->nargs == 1) {
         if (a[0].isf && fold_float1(op->code, a[0].d, &r->d))

@@ -16,13 +16,21 @@
 #include <string.h>
 
 const PassOptionInfo tc_pass_options[] = {
-    { "target.smem-per-block", "bytes", 0, 232448, offsetof(PassOptions, smem_per_block),
+    { "target.smem-per-block", "bytes", 0, 232448, 0, offsetof(PassOptions, smem_per_block),
       "shared memory one block may use on the device the PTX will run on, when that is not the arch's own "
       "(sm_86 PTX on an sm_90 GPU: up to 232448); 0 = the arch's own. Read by double_buffer (stages), "
       "smem_alloc (the limit) and the code generator (epilogue scratch)" },
-    { "target.sms", "int", 0, 1024, offsetof(PassOptions, sms),
+    { "target.sms", "int", 0, 1024, 0, offsetof(PassOptions, sms),
       "streaming multiprocessors of the device the PTX will run on; 0 = not known. Read by launch "
       "(a persistent grid takes one block per SM)" },
+    { "lazy_rescale.threshold", "log2 units", 0, 32, -1, offsetof(PassOptions, lazy_rescale),
+      "an online softmax's running maximum moves only when a row's maximum grows by more than this, so the "
+      "output is rescaled only then (exact after the final division; p reaches 2^T); 0 = off. "
+      "Not given: 8 where the rescaled accumulator has 128 or more columns, else off" },
+    { "exp2_emu.every", "int", 0, 1024, -1, offsetof(PassOptions, exp2_emu),
+      "attention's softmax exp2 on the FMA units (Cody-Waite + degree-3 polynomial) for one 8-column group "
+      "of the score tile in every N (1 = all); 0 = off. Not given: 4 where the MUFU takes twice the tensor "
+      "cores' time or more, 8 where at least as long (sm_90a at D = 64, sm_100a at D <= 128), else off" },
 };
 
 const int tc_npass_options = (int)(sizeof tc_pass_options / sizeof tc_pass_options[0]);
@@ -51,6 +59,8 @@ static bool parse_int(const char *s, size_t n, long long min, long long max, lon
 int pass_options_parse(const char *list, PassOptions *out, StrBuf *err)
 {
     memset(out, 0, sizeof *out);
+    for (int i = 0; i < tc_npass_options; i++)
+        *(int64_t *)((char *)out + tc_pass_options[i].offset) = tc_pass_options[i].unset;
     for (const char *p = list; p && *p;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);

@@ -16,6 +16,8 @@
 typedef struct PassOptions {
     int64_t smem_per_block;    /* target.smem-per-block: bytes, 0 = the target's own */
     int64_t sms;               /* target.sms: the device's SMs, 0 = not known */
+    int64_t lazy_rescale;      /* lazy_rescale.threshold: log2 units, 0 = off, -1 (unset) = the pass decides */
+    int64_t exp2_emu;          /* exp2_emu.every: one 8-column group in K, 0 = off, -1 (unset) = the pass decides */
 } PassOptions;
 
 /* Sizes of named dims the kernel will be launched with (tilec_options.dims,
@@ -40,7 +42,8 @@ int pass_options_parse(const char *list, PassOptions *out, StrBuf *err);
 typedef struct PassOptionInfo {
     const char *name;          /* "target.smem-per-block" */
     const char *type;          /* "bytes", "int" */
-    int64_t min, max;          /* accepted range (0 = the default, where 0 is in range) */
+    int64_t min, max;          /* accepted range */
+    int64_t unset;             /* the value when not given (0, or -1: the compiler decides) */
     size_t offset;             /* int64_t field of PassOptions */
     const char *help;
 } PassOptionInfo;
@@ -53,6 +56,8 @@ typedef struct PassCtx {
     int64_t smem_per_block;    /* option target.smem-per-block: shared memory a block may use
                                   on the device the PTX runs on; 0 = the target's own */
     int64_t sms;               /* option target.sms: the device's SMs; 0 = not known */
+    int64_t lazy_rescale;      /* option lazy_rescale.threshold: 0 = the pass decides, -1 = off, T > 0 */
+    int64_t exp2_emu;          /* option exp2_emu.every: 0 = the pass decides, -1 = off, K > 0 */
     const PassDims *dims;      /* sizes given for named dims (NULL: none) */
     int opt_level;
     bool portable;             /* no warp specialization: the fallback variant of a module whose kernels
@@ -88,9 +93,11 @@ const PassInfo *pass_lookup(const char *name);
 int passes_run(Module *m, PassCtx *ctx);
 
 int pass_launch(Module *m, PassCtx *ctx);         /* launch.c */
+int pass_lazy_rescale(Module *m, PassCtx *ctx);  /* lazy_rescale.c */
 int pass_canonicalize(Module *m, PassCtx *ctx);   /* canonicalize.c */
 int pass_bounds(Module *m, PassCtx *ctx);         /* bounds.c */
 int pass_mma_select(Module *m, PassCtx *ctx);     /* mma_select.c */
+int pass_exp2_emu(Module *m, PassCtx *ctx);       /* exp2_emu.c */
 int pass_mask_split(Module *m, PassCtx *ctx);     /* mask_split.c */
 int pass_double_buffer(Module *m, PassCtx *ctx);  /* double_buffer.c */
 int pass_warp_specialize(Module *m, PassCtx *ctx); /* warp_specialize.c */

@@ -57,6 +57,8 @@ typedef struct TargetInfo {
     bool setmaxnreg;           /* per-warp-group register reallocation */
     bool tmem;                 /* tensor memory (tcgen05.alloc/ld/st) */
     int named_barriers;        /* bar.sync ids per block */
+    int mma_flops_clk;         /* dense bf16 tensor-core FLOPs per SM per clock (f32 accumulation):
+                                  the exp2_emu pass weighs it against the MUFU's 16 ex2 a clock */
     bool red_vec;              /* red.global.add.v2/v4.f32 (sm_90 on, with PTX ISA 8.1 on: not the
                                   PTX 8.0 of the sm_90 rows) */
     TargetLimits lim;

@@ -26,29 +26,33 @@
 #define HOPPER_LIMITS { .regs_per_sm = 65536, .threads_per_sm = 2048, .blocks_per_sm = 32, \
                         .smem_per_sm = 228 * KB, .smem_per_block = 227 * KB, BLOCK_COMMON }
 
+/* mma_flops_clk: dense bf16 tensor-core FLOPs per SM per clock with f32
+ * accumulation (NVIDIA's peak figures over SMs x boost clock: A100 312
+ * TFLOP/s, RTX 3090 / 4090 / L40 / RTX 5090 at half rate with f32
+ * accumulation, H100 989, B200 2250 -> 2048, 512, 4096, 8192). */
 /* Ordered by sm, then plain before arch-specific before family-portable
  * (the usage message and listings follow this order). */
 static const TargetInfo targets[] = {
-    { .name = "sm_80", .llvm_cpu = "sm_80", .llvm_features = "+ptx80", .sm = 80, .family = TF_SM80,
+    { .name = "sm_80", .mma_flops_clk = 2048, .llvm_cpu = "sm_80", .llvm_features = "+ptx80", .sm = 80, .family = TF_SM80,
       .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = A100_LIMITS },
-    { .name = "sm_86", .llvm_cpu = "sm_86", .llvm_features = "+ptx80", .sm = 86, .family = TF_SM80,
+    { .name = "sm_86", .mma_flops_clk = 512, .llvm_cpu = "sm_86", .llvm_features = "+ptx80", .sm = 86, .family = TF_SM80,
       .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = AMPERE_LIMITS },
-    { .name = "sm_89", .llvm_cpu = "sm_89", .llvm_features = "+ptx80", .sm = 89, .family = TF_SM80,
+    { .name = "sm_89", .mma_flops_clk = 512, .llvm_cpu = "sm_89", .llvm_features = "+ptx80", .sm = 89, .family = TF_SM80,
       .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = ADA_LIMITS },
-    { .name = "sm_90", .llvm_cpu = "sm_90", .llvm_features = "+ptx80", .sm = 90, .family = TF_SM80,
+    { .name = "sm_90", .mma_flops_clk = 4096, .llvm_cpu = "sm_90", .llvm_features = "+ptx80", .sm = 90, .family = TF_SM80,
       .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16,
       .lim = HOPPER_LIMITS },
-    { .name = "sm_90a", .llvm_cpu = "sm_90a", .llvm_features = "+ptx80", .sm = 90, .arch_specific = true,
+    { .name = "sm_90a", .mma_flops_clk = 4096, .llvm_cpu = "sm_90a", .llvm_features = "+ptx80", .sm = 90, .arch_specific = true,
       .family = TF_SM90, .mma = TC_MMA_SYNC | TC_MMA_WGMMA, .cp_async = true, .tma = true, .clusters = true,
       .setmaxnreg = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
-    { .name = "sm_100a", .llvm_cpu = "sm_100a", .llvm_features = "+ptx86", .sm = 100, .arch_specific = true,
+    { .name = "sm_100a", .mma_flops_clk = 8192, .llvm_cpu = "sm_100a", .llvm_features = "+ptx86", .sm = 100, .arch_specific = true,
       .family = TF_SM100, .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
       .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS },
-    { .name = "sm_100f", .llvm_cpu = "sm_100f", .llvm_features = "+ptx88", .sm = 100, .family = TF_SM100,
+    { .name = "sm_100f", .mma_flops_clk = 8192, .llvm_cpu = "sm_100f", .llvm_features = "+ptx88", .sm = 100, .family = TF_SM100,
       .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
       .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS },
     /* RTX 50, RTX PRO 6000: mma.sync (no wgmma, no tcgen05), TMA and clusters. */
-    { .name = "sm_120", .llvm_cpu = "sm_120", .llvm_features = "+ptx87", .sm = 120, .family = TF_SM80,
+    { .name = "sm_120", .mma_flops_clk = 512, .llvm_cpu = "sm_120", .llvm_features = "+ptx87", .sm = 120, .family = TF_SM80,
       .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16, .red_vec = true,
       .lim = BLACKWELL_RTX_LIMITS },
 };

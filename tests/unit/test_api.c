@@ -136,7 +136,8 @@ START_TEST(test_passes_and_version)
 {
     ck_assert_uint_ge(tilec_num_passes(), 2);
     ck_assert_str_eq(tilec_pass_name(0), "launch");
-    ck_assert_str_eq(tilec_pass_name(1), "canonicalize");
+    ck_assert_str_eq(tilec_pass_name(1), "lazy_rescale");
+    ck_assert_str_eq(tilec_pass_name(2), "canonicalize");
     ck_assert_ptr_nonnull(tilec_pass_summary(1));
     ck_assert_ptr_null(tilec_pass_name(tilec_num_passes()));
     ck_assert_int_eq(strncmp(tilec_version(), "0.1.0 (", 7), 0);
@@ -192,12 +193,14 @@ START_TEST(test_pass_options)
     ck_assert_int_eq(big_attention("target.smem-per-block=232448"), TILEC_OK);
     ck_assert_int_eq(big_attention("target.smem-per-block=100000"), TILEC_ERR_INPUT);
     ck_assert_int_eq(big_attention(NULL), TILEC_ERR_INPUT);   /* nothing left over from the last compile */
-    ck_assert_int_eq(tilec_num_pass_options(), 2);
+    ck_assert_int_eq(tilec_num_pass_options(), 4);
     ck_assert_str_eq(tilec_pass_option_name(0), "target.smem-per-block");
     ck_assert_str_eq(tilec_pass_option_type(0), "bytes");
     ck_assert_str_eq(tilec_pass_option_name(1), "target.sms");
     ck_assert_ptr_nonnull(tilec_pass_option_help(1));
-    ck_assert_ptr_null(tilec_pass_option_name(2));
+    ck_assert_str_eq(tilec_pass_option_name(2), "lazy_rescale.threshold");
+    ck_assert_str_eq(tilec_pass_option_name(3), "exp2_emu.every");
+    ck_assert_ptr_null(tilec_pass_option_name(4));
 }
 END_TEST
 
@@ -253,11 +256,37 @@ START_TEST(test_auto_tiles)
 }
 END_TEST
 
+/* lazy_rescale.threshold and exp2_emu.every: the passes' choice when not
+ * given (D = 128 on sm_86: a lazy maximum, exp2 on the MUFU), 0 = off,
+ * a value = that value; each for its own compilation only. */
+START_TEST(test_fa4_options)
+{
+    static const struct { const char *popts, *want, *absent; } cases[] = {
+        { NULL, "grows by more than 8 (log2 units)", "{emu" },
+        { "lazy_rescale.threshold=0", "exact (lazy_rescale.threshold=0)", "grows by more than" },
+        { "lazy_rescale.threshold=4", "grows by more than 4 (log2 units)", "exact (" },
+        { "exp2_emu.every=8", "{emu = 8}, 1 of 8 8-column groups (12.5% of the elements)", "all on the MUFU" },
+        { "exp2_emu.every=0", "all on the MUFU (exp2_emu.every=0", "{emu" },
+        { NULL, "grows by more than 8 (log2 units)", "{emu" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_status st;
+        char *rep = auto_report(NULL, cases[i].popts, "false", &st);
+        ck_assert_int_eq(st, TILEC_OK);
+        ck_assert_msg(rep && strstr(rep, cases[i].want), "case %zu: %s", i, rep ? rep : "(no report)");
+        ck_assert_msg(!strstr(rep, cases[i].absent), "case %zu: %s", i, rep);
+        free(rep);
+    }
+}
+END_TEST
+
 START_TEST(test_bad_pass_options)
 {
     const char *bad[] = { "nope=1", "target.smem-per-block", "target.smem-per-block=", "=1",
                           "target.smem-per-block=1x", "target.smem-per-block=1,,x=2",
-                          "target.smem-per-block=232449", "target.smem-per-block=-1", "TILEC_PV_ROWS=1" };
+                          "target.smem-per-block=232449", "target.smem-per-block=-1", "TILEC_PV_ROWS=1",
+                          "lazy_rescale.threshold=-1", "lazy_rescale.threshold=33", "exp2_emu.every=-1",
+                          "exp2_emu.every=1025", "exp2_emu.every=0.5", "exp2_emu=4" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tilec_options o;
         tilec_options_init(&o);
@@ -692,6 +721,10 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_auto_tiles);
     tcase_add_test(tc, test_bad_pass_options);
     suite_add_tcase(s, tc);
+    TCase *fa4 = tcase_create("fa4");   /* six compilations of attention: more than the default 4 s */
+    tcase_set_timeout(fa4, 120);
+    tcase_add_test(fa4, test_fa4_options);
+    suite_add_tcase(s, fa4);
     return s;
 }
 
