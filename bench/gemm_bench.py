@@ -16,8 +16,11 @@ every variant, in R rounds (default 1), each in a fresh random order, means.
 
 Variants (--prepare, on the build machine): VARIANTS below, compiled with
 the CLI into .devcarry/gemm/NAME.ptx + .meta, with ptxas registers / spills
-(sm_90a) in .devcarry/gemm/variants.txt; the name with "default" gets the
-full correctness set, the others a reduced one.
+(for the variant's arch; sm_86 PTX assembled for sm_90a) in
+.devcarry/gemm/variants.txt; the name with "default" gets the full
+correctness set, the others a reduced one. Variants of an arch-specific
+target other than the device's are skipped (ARCH_CC), so the same run
+times the sm_90a path on an H200 and the sm_100a path on a B200.
   python3 bench/gemm_bench.py --prepare build/bin/tilec
 """
 import ctypes
@@ -39,7 +42,22 @@ default_sm90a_bf16       | sm_90a | examples/gemm.tile | |
 default_sm90a_f16_       | sm_90a | examples/gemm.tile | -DT=f16 |
 sm90a_bias_gelu_bf16     | sm_90a | tests/perf/gemm_epilogue.tile | |
 f16_256x128x64_s2        | sm_86  | examples/gemm.tile | -DT=f16 |
+default_sm100a_bf16      | sm_100a | examples/gemm.tile | |
+default_sm100a_f16_      | sm_100a | examples/gemm.tile | -DT=f16 |
+sm100a_bias_gelu_bf16    | sm_100a | tests/perf/gemm_epilogue.tile | |
 """
+
+# Arch-specific PTX loads only on its own compute capability: the sm_90a
+# variants run on an H100/H200, the sm_100a ones on a B200/GB200 (the same
+# script, the day one is lent); sm_86 PTX runs on both.
+ARCH_CC = {"sm90a": (9, 0), "sm100a": (10, 0)}
+
+
+def arch_of(variant):
+    for a in ARCH_CC:
+        if a in variant.split("_"):
+            return a
+    return None
 
 # The default variant, also launched through the driver API directly (Raw):
 # the driver's own register count for the PTX it compiles, the occupancy,
@@ -62,7 +80,8 @@ def prepare(tilec_bin):
         ptx = os.path.join(d, name + ".ptx")
         subprocess.run([tilec_bin, os.path.join(ROOT, src), "-arch=" + arch] + defs.split() + opts.split() +
                        ["-o", ptx], check=True)
-        r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", ptx, "-o", "/dev/null"], capture_output=True, text=True)
+        r = subprocess.run(["ptxas", "-arch=" + (arch if arch != "sm_86" else "sm_90a"), "-v", ptx, "-o", "/dev/null"],
+                           capture_output=True, text=True)
         info = r.stderr
         regs = info.split("Used ")[1].split()[0] if "Used " in info else "?"
         spill = info.split("bytes spill stores")[0].split()[-1] if "spill stores" in info else "?"
@@ -305,7 +324,7 @@ def llm_rows(mods, repeat, seed):
     """The LLM projection shapes: cuBLAS and the sm_90a variants, bf16,
     interleaved in `repeat` rounds of a fresh random order (means)."""
     acc = {}
-    sel = {k: v for k, v in mods.items() if "sm90a" in k and dtname(k) == "bf16"}
+    sel = {k: v for k, v in mods.items() if arch_of(k) and dtname(k) == "bf16"}
     rng = random.Random(seed * 7 + 1)
     for (m, n, k) in LLM:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -358,7 +377,10 @@ def main():
     seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else \
         random.SystemRandom().randrange(1 << 30)
     d = os.path.join(ROOT, ".devcarry", "gemm")
-    mods = {os.path.basename(p)[:-4]: tilec.load_files(p) for p in sorted(glob.glob(os.path.join(d, "*.ptx")))}
+    cc = torch.cuda.get_device_capability(0)
+    here = [p for p in sorted(glob.glob(os.path.join(d, "*.ptx")))
+            if arch_of(os.path.basename(p)) is None or ARCH_CC[arch_of(os.path.basename(p))] == cc]
+    mods = {os.path.basename(p)[:-4]: tilec.load_files(p) for p in here}
     mods = {k: BiasGelu(v) if "bias_gelu" in k else v for k, v in mods.items()}
     print("device:", torch.cuda.get_device_name(0), "|", time.strftime("%Y-%m-%d"), flush=True)
     regs = {}
@@ -379,7 +401,7 @@ def main():
             ok = False
             print("check %-32s ERROR %s" % (name, e), flush=True)
     for name, mod in mods.items():
-        if name.startswith("default_sm90a"):
+        if name.startswith("default_sm90a") or name.startswith("default_sm100a"):
             try:
                 ok = check_views(name, mod, DTYPES[dtname(name)]) and ok
             except Exception as e:  # noqa: BLE001
@@ -402,7 +424,7 @@ def main():
     for size in (4096, 8192):
         c = by.get(("torch.matmul (cuBLAS) bf16", size))
         for name in sorted(mods):
-            if "sm90a" in name and (name, size) in by and c:
+            if arch_of(name) and (name, size) in by and c:
                 print("%-36s %6d  %.3f x cuBLAS bf16" % (name, size, by[(name, size)] / c))
     return 0 if ok else 1
 
