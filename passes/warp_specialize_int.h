@@ -98,6 +98,14 @@ bool ws_offset_ok(const WsLoop *W, ValId v, int depth);
 bool ws_prologue_stage(const WsLoop *W, const Op *op);
 /* The loop into roles (warp_specialize.c's header has the form). */
 void ws_rewrite(WsLoop *W);
+/* Before the loop: the trips' bounds (0, T, 1), the stage count S and a
+ * full and an empty ring of S slots. */
+typedef struct WsRings { ValId bounds[3], cs, full, empty; } WsRings;
+WsRings ws_begin(WsLoop *W, Builder *b);
+/* After the roles are built: the epilogue into role, the loop's result
+ * replaced by acc, the loop, its prologue and drain removed, the buffers
+ * given S slots. */
+void ws_finish(WsLoop *W, Block *role, ValId acc);
 /* The producer role's loop in block role: per trip, wait until the slot
  * is empty, declare its bytes on full, copy both operands by TMA. */
 void ws_fill_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId full, ValId empty);

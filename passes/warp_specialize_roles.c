@@ -276,21 +276,35 @@ void ws_remove_ring(WsLoop *W)
     drop_dead(f, top);
 }
 
+WsRings ws_begin(WsLoop *W, Builder *b)
+{
+    WsRings r;
+    ValId c0 = cst(b, 0), c1 = cst(b, 1);
+    r.cs = cst(b, W->stages);
+    r.bounds[0] = c0, r.bounds[1] = ws_trip_count(b, W->loop, c1), r.bounds[2] = c1;
+    r.full = ws_new_ring(b, W->stages, "full");
+    r.empty = ws_new_ring(b, W->stages, "empty");
+    return r;
+}
+
+void ws_finish(WsLoop *W, Block *role, ValId acc)
+{
+    ws_move_epilogue(W, role);
+    ir_replace_all_uses(W->f, W->loop->res[0], acc);
+    ws_remove_ring(W);
+    for (int i = 0; i < WS_OPERANDS; i++)   /* the ring's slots: S stages */
+        ir_type(W->f, W->opnd[i].buf)->shape[0] = W->stages;
+}
+
 void ws_rewrite(WsLoop *W)
 {
     Func *f = W->f;
     Builder b = ir_builder_before(f, W->loop);
-    ValId c0 = cst(&b, 0), c1 = cst(&b, 1), cs = cst(&b, W->stages);
-    ValId bounds[3] = { c0, ws_trip_count(&b, W->loop, c1), c1 };
-    ValId full = ws_new_ring(&b, W->stages, "full"), empty = ws_new_ring(&b, W->stages, "empty");
+    WsRings r = ws_begin(W, &b);
     Op *ws = build0(&b, OP_WS, NULL, 0);
     ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_CONSUMER, W->consumers, W->cons_regs);
-    ws_fill_producer(W, &ws->regions[0], bounds, cs, full, empty);
-    Op *cf = fill_consumer(W, &ws->regions[1], bounds, cs, full, empty);
-    ws_move_epilogue(W, &ws->regions[1]);
-    ir_replace_all_uses(f, W->loop->res[0], cf->res[0]);
-    ws_remove_ring(W);
-    for (int i = 0; i < WS_OPERANDS; i++)   /* the ring's slots: S stages */
-        ir_type(f, W->opnd[i].buf)->shape[0] = W->stages;
+    ws_fill_producer(W, &ws->regions[0], r.bounds, r.cs, r.full, r.empty);
+    Op *cf = fill_consumer(W, &ws->regions[1], r.bounds, r.cs, r.full, r.empty);
+    ws_finish(W, &ws->regions[1], cf->res[0]);
 }

@@ -146,9 +146,7 @@ void ws_tc_rewrite(WsLoop *W)
 {
     Func *f = W->f;
     Builder b = ir_builder_before(f, W->loop);
-    ValId c0 = cst(&b, 0), c1 = cst(&b, 1), cs = cst(&b, W->stages);
-    ValId bounds[3] = { c0, ws_trip_count(&b, W->loop, c1), c1 };
-    ValId full = ws_new_ring(&b, W->stages, "full"), empty = ws_new_ring(&b, W->stages, "empty");
+    WsRings r = ws_begin(W, &b);
     ValId done = ws_new_ring(&b, 1, "done");
     Type tt = *ir_type(f, W->dot->res[0]);
     tt.space = SP_TMEM;
@@ -160,12 +158,8 @@ void ws_tc_rewrite(WsLoop *W)
     ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_MMA, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_EPILOGUE, W->consumers, W->cons_regs);
-    ws_fill_producer(W, &ws->regions[0], bounds, cs, full, empty);
-    fill_mma(W, &ws->regions[1], bounds, cs, full, empty, done, tm);
-    ValId acc = fill_epilogue(W, &ws->regions[2], bounds, done, tm);
-    ws_move_epilogue(W, &ws->regions[2]);
-    ir_replace_all_uses(f, W->loop->res[0], acc);
-    ws_remove_ring(W);
-    for (int i = 0; i < WS_OPERANDS; i++)   /* the ring's slots: S stages */
-        ir_type(f, W->opnd[i].buf)->shape[0] = W->stages;
+    ws_fill_producer(W, &ws->regions[0], r.bounds, r.cs, r.full, r.empty);
+    fill_mma(W, &ws->regions[1], r.bounds, r.cs, r.full, r.empty, done, tm);
+    ValId acc = fill_epilogue(W, &ws->regions[2], r.bounds, done, tm);
+    ws_finish(W, &ws->regions[2], acc);
 }

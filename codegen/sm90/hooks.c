@@ -184,12 +184,17 @@ static void wgmma_rs(Cg *cg, bool f16, int n, LLVMValueRef *a, LLVMValueRef desc
     wgmma(cg, f16, n, NULL, a, desc_b, false, tnsp_b, acc);
 }
 
+/* What Hopper adds that Blackwell keeps: barriers, TMA, named barriers,
+ * setmaxnreg. */
+#define CG_SM90_SHARED_HOOKS                                                                            \
+    .mbar_init = mbar_init, .mbar_init_fence = mbar_init_fence, .mbar_arrive = mbar_arrive,            \
+    .mbar_expect_tx = mbar_expect_tx, .mbar_wait = mbar_wait, .tma_load = tma_load,                    \
+    .named_bar = named_bar, .setmaxnreg = setmaxnreg
+
 const Target cg_family_sm90 = {
     .family = TF_SM90,
     CG_SM80_HOOKS,
-    .mbar_init = mbar_init, .mbar_init_fence = mbar_init_fence, .mbar_arrive = mbar_arrive,
-    .mbar_expect_tx = mbar_expect_tx, .mbar_wait = mbar_wait, .tma_load = tma_load,
-    .named_bar = named_bar, .setmaxnreg = setmaxnreg,
+    CG_SM90_SHARED_HOOKS,
     .wgmma_fence = wgmma_fence, .wgmma_commit = wgmma_commit, .wgmma_wait = wgmma_wait,
     .wgmma_ss = wgmma_ss, .wgmma_rs = wgmma_rs, .fence_f32 = fence_f32, .fence_b32 = fence_b32,
 };
@@ -199,9 +204,7 @@ const Target cg_family_sm90 = {
 const Target cg_family_sm100 = {
     .family = TF_SM100,
     CG_SM80_HOOKS,
-    .mbar_init = mbar_init, .mbar_init_fence = mbar_init_fence, .mbar_arrive = mbar_arrive,
-    .mbar_expect_tx = mbar_expect_tx, .mbar_wait = mbar_wait, .tma_load = tma_load,
-    .named_bar = named_bar, .setmaxnreg = setmaxnreg,
+    CG_SM90_SHARED_HOOKS,
     .tmem_alloc = cg_tg_tmem_alloc, .tmem_dealloc = cg_tg_tmem_dealloc, .tc_mma = cg_tg_tc_mma,
     .tc_commit = cg_tg_tc_commit, .tmem_ld = cg_tg_tmem_ld, .tmem_wait_ld = cg_tg_tmem_wait_ld,
     .tc_fence = cg_tg_tc_fence,
