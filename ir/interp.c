@@ -31,7 +31,7 @@
  *    checked there too (interp_sched.c's header).
  *
  * Files: this one (values, arithmetic, shapes, control flow, dispatch),
- * interp_mem.c (tensors, shared buffers), interp_sched.c and
+ * interp_mem.c (tensors, shared buffers), interp_tile.c (scans, random words), interp_sched.c and
  * interp_roles.c (the schedule), interp_launch.c (arguments, the grid, the
  * entry points); interp_int.h holds what they share.
  *
@@ -192,7 +192,7 @@ static int cmp_float(double a, double b)
 
 /* Integer binary op, wrapping; returns false on division by zero (divisor: on an operand
  * over TC_DIVISOR_MAX). */
-static bool int_binary(OpCode c, DType dt, int64_t a, int64_t b, int64_t *r)
+bool ip_int_binary(OpCode c, DType dt, int64_t a, int64_t b, int64_t *r)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
     bool u64 = dt == DT_U64;
@@ -264,7 +264,7 @@ static int elem_eval(Interp *I, const Op *op, DType dt, const Elem *x, Elem *r)
         diag_internal(I->d, op->loc, "%s on float type %s", op_info[c].name, dtype_name(dt));
         return 1;
     }
-    if (!int_binary(c, dt, x[0].i, x[1].i, &r->i)) {
+    if (!ip_int_binary(c, dt, x[0].i, x[1].i, &r->i)) {
         if (c == OP_DIVISOR)
             diag_error(I->d, op->loc, "divisor(%lld, ...): the value exceeds 2^32", (long long)x[0].i);
         else
@@ -462,7 +462,7 @@ static Elem reduce_run(DType dt, int kind, const Elem *x, int64_t len, int64_t i
         for (int64_t j = 1; j < len; j++) {
             int64_t v = x[j * inner].i;
             OpCode c = kind == RED_SUM ? OP_ADD : kind == RED_PROD ? OP_MUL : kind == RED_MAX ? OP_MAX : OP_MIN;
-            int_binary(c, dt, acc, v, &acc);
+            ip_int_binary(c, dt, acc, v, &acc);
         }
         r.i = acc;
         return r;
@@ -633,6 +633,7 @@ int ip_exec_op(Interp *I, const Op *op)
     case OP_IOTA: return exec_iota(I, op);
     case OP_REDUCE: return exec_reduce(I, op);
     case OP_TRANS: return exec_trans(I, op);
+    case OP_SCAN: case OP_PHILOX: return ip_exec_tile(I, op);
     case OP_DOT: return exec_dot(I, op);
     case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_SMEM_ALLOC: case OP_ASYNC_COPY: case OP_ASYNC_COMMIT:
     case OP_ASYNC_WAIT: case OP_BARRIER: case OP_SMEM_LOAD: case OP_SMEM_STORE:

@@ -621,6 +621,7 @@ static void check_rule(Verifier *V, const Op *op)
     case OP_IOTA: check_iota(V, op); return;
     case OP_REDUCE: check_reduce(V, op); return;
     case OP_TRANS: check_trans(V, op); return;
+    case OP_SCAN: case OP_PHILOX: vfy_tile_rule(V, op); return;
     case OP_DOT: check_dot(V, op); return;
     case OP_LOAD: check_load(V, op); return;
     case OP_STORE: case OP_ATOMIC_ADD: check_store(V, op); return;
