@@ -487,34 +487,30 @@ int main(int argc, char **argv)
 #endif
     }
     const char *dir = argc == 2 ? argv[1] : NULL;
-    tilert_driver *drv = gpu_open();   /* exits 77 without a driver or device */
-    char device_arch[16];
-    GPU_RT(tilert_device_arch(drv, 0, device_arch, sizeof device_arch));
-    printf("device arch %s, seed %llu\n", device_arch, (unsigned long long)gpu_seed());
-    const char *archs[2] = { device_arch, "sm_86" };
-    int narchs = strcmp(device_arch, "sm_86") == 0 ? 1 : 2;
+    gpu_archs ga;
+    tilert_driver *drv = gpu_test_open(&ga);   /* exits 77 without a GPU */
     bool ctx = false;
-    for (int ai = 0; ai < narchs; ai++) {
+    for (int ai = 0; ai < ga.n; ai++) {
         Mod mods[NMOD];
         bool have = true;
         for (int i = 0; i < NMOD && have; i++) {
             char ptx[4096], meta[4096];
             if (dir) {
-                snprintf(ptx, sizeof ptx, "%s/%s/%s.ptx", dir, archs[ai], specs[i].name);
-                snprintf(meta, sizeof meta, "%s/%s/%s.meta", dir, archs[ai], specs[i].name);
+                snprintf(ptx, sizeof ptx, "%s/%s/%s.ptx", dir, ga.list[ai], specs[i].name);
+                snprintf(meta, sizeof meta, "%s/%s/%s.meta", dir, ga.list[ai], specs[i].name);
                 FILE *f = fopen(ptx, "r");
                 have = f != NULL;
                 if (f)
                     fclose(f);
                 else
-                    printf("== %s: no %s, not tested\n", archs[ai], ptx);
+                    printf("== %s: no %s, not tested\n", ga.list[ai], ptx);
             } else {
 #ifdef TILEC_EXE
                 char src[4096], cmd[16384];
                 source_path(&specs[i], src, sizeof src);
-                snprintf(ptx, sizeof ptx, "%s/%s_%s.ptx", TILEC_WORK_DIR, specs[i].name, archs[ai]);
-                snprintf(meta, sizeof meta, "%s/%s_%s.meta", TILEC_WORK_DIR, specs[i].name, archs[ai]);
-                snprintf(cmd, sizeof cmd, "'%s' '%s' -arch=%s %s -o '%s'", TILEC_EXE, src, archs[ai], specs[i].defs,
+                snprintf(ptx, sizeof ptx, "%s/%s_%s.ptx", TILEC_WORK_DIR, specs[i].name, ga.list[ai]);
+                snprintf(meta, sizeof meta, "%s/%s_%s.meta", TILEC_WORK_DIR, specs[i].name, ga.list[ai]);
+                snprintf(cmd, sizeof cmd, "'%s' '%s' -arch=%s %s -o '%s'", TILEC_EXE, src, ga.list[ai], specs[i].defs,
                          ptx);
                 gpu_run_tilec(cmd);
 #else
@@ -531,7 +527,7 @@ int main(int argc, char **argv)
             gpu_cuda_init();
             ctx = true;
         }
-        run_all(mods, archs[ai]);
+        run_all(mods, ga.list[ai]);
         for (int i = 0; i < NMOD; i++)
             tilert_module_free(mods[i].rt);
     }

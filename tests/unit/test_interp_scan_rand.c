@@ -19,37 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "kit_src.h"
 #include "ir/philox.h"
 
-typedef struct Prog {
-    Arena *a;
-    Diag d;
-    Module *m;
-} Prog;
-
-static Func *prog_build(Prog *p, const char *src, bool passes)
-{
-    p->a = arena_new();
-    diag_init(&p->d, p->a);
-    p->m = fe_compile(p->a, "scan.tile", src, strlen(src), NULL, 0, &p->d);
-    if (p->m && passes) {
-        PassCtx ctx = kit_pass_ctx(&p->d, "sm_90a");
-        passes_run(p->m, &ctx);
-    }
-    if (!p->m || p->d.nerrors)
-        kit_print_diag(&p->d);
-    ck_assert_msg(p->m && p->d.nerrors == 0, "%s", src);
-    return p->m->funcs[0];
-}
-
-static void run(Prog *p, Func *f, InterpArg *args, int n)
-{
-    int rc = interp_run(f, args, n, &p->d);
-    if (rc)
-        kit_print_diag(&p->d);
-    ck_assert_int_eq(rc, 0);
-}
 
 static InterpArg tensor2(void *data, int64_t m, int64_t n)
 {
@@ -106,15 +78,15 @@ START_TEST(randint_and_rand_vs_philox)
     static const int64_t seeds[3] = { 0, 42, -0x0123456789abcdefLL };
     for (int passes = 0; passes < 2; passes++)
         for (int si = 0; si < 3; si++) {
-            Prog p;
-            Func *f = prog_build(&p, src, passes);
+            KitProg p;
+            Func *f = kit_prog_build(&p, "scan.tile", src, passes, NULL, 0);
             uint32_t r[8], rq[8];
             static float u[4096];
             InterpArg args[7] = { kit_tensor1((void *)o, 8), kit_tensor1((void *)q, 8), kit_tensor1(r, 8),
                                   kit_tensor1(rq, 8), kit_tensor1(u, 4096) };
             args[5].i = seeds[si];
             args[6].i = -7;
-            run(&p, f, args, 7);
+            kit_prog_run(&p, f, args, 7);
             for (int i = 0; i < 8; i++) {
                 ck_assert_uint_eq(r[i], tc_philox_randint(seeds[si], (uint32_t)o[i]));
                 if (i < 7)
@@ -246,22 +218,13 @@ START_TEST(scans_vs_reference)
             char def[16];
             snprintf(def, sizeof def, "AX=%d", axis);
             FeDefine d = { "AX", def + 3 };
-            Prog p;
-            p.a = arena_new();
-            diag_init(&p.d, p.a);
-            p.m = fe_compile(p.a, "scan.tile", src, strlen(src), &d, 1, &p.d);
-            if (p.m && passes) {
-                PassCtx ctx = kit_pass_ctx(&p.d, "sm_90a");
-                passes_run(p.m, &ctx);
-            }
-            if (!p.m || p.d.nerrors)
-                kit_print_diag(&p.d);
-            ck_assert(p.m && p.d.nerrors == 0);
+            KitProg p;
+            Func *f = kit_prog_build(&p, "scan.tile", src, passes, &d, 1);
             InterpArg args[9];
             args[0] = tensor2(xb, SM, SN);
             for (int k = 0; k < 8; k++)
                 args[1 + k] = tensor2(yb[k], SM, SN);
-            run(&p, p.m->funcs[0], args, 9);
+            kit_prog_run(&p, f, args, 9);
             for (int k = 0; k < 8; k++) {
                 RefOut want;
                 scan_ref(dt, k % 4, k >= 4, axis, &x, &want);
