@@ -477,19 +477,32 @@ static Elem reduce_run(DType dt, int kind, const Elem *x, int64_t len, int64_t i
     return r;
 }
 
-static int exec_reduce(Interp *I, const Op *op)
+bool ip_axis_split(Interp *I, const Op *op, int64_t rnumel, int64_t *outer, int64_t *len, int64_t *inner)
 {
     const Type *st = ir_type(I->f, op->args[0]);
     int64_t ax = op->iattr[0], kind = op->iattr[1];
     if (st->kind != TY_TILE || ax < 0 || ax >= st->rank || kind < 0 || kind >= RED_COUNT ||
-        ip_vnumel(I, op->res[0]) * st->shape[ax] != type_numel(st)) {
-        diag_internal(I->d, op->loc, "reduce: bad axis %lld or kind %lld", (long long)ax, (long long)kind);
-        return 1;
+        ip_vnumel(I, op->res[0]) != rnumel) {
+        diag_internal(I->d, op->loc, "%s: bad axis %lld or kind %lld", op_info[op->code].name, (long long)ax,
+                      (long long)kind);
+        return false;
     }
-    int64_t inner = 1, len = st->shape[ax];
+    *inner = 1;
+    *len = st->shape[ax];
     for (int i = (int)ax + 1; i < st->rank; i++)
-        inner *= st->shape[i];
-    int64_t outer = type_numel(st) / (len * inner);
+        *inner *= st->shape[i];
+    *outer = type_numel(st) / (*len * *inner);
+    return true;
+}
+
+static int exec_reduce(Interp *I, const Op *op)
+{
+    const Type *st = ir_type(I->f, op->args[0]);
+    int64_t outer, len, inner, kind = op->iattr[1];
+    int64_t ax = op->iattr[0];
+    int64_t rn = st->kind == TY_TILE && ax >= 0 && ax < st->rank ? type_numel(st) / st->shape[ax] : -1;
+    if (!ip_axis_split(I, op, rn, &outer, &len, &inner))
+        return 1;
     DType sd = (DType)st->dtype, rd = ip_vdt(I, op->res[0]);
     Elem *o = ip_out(I, op->res[0]);
     const Elem *x = ip_in(I, op->args[0]);

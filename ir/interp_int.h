@@ -95,6 +95,11 @@ void *ip_window_elem(Interp *I, const Op *op, const Window *w, int64_t k, bool *
 /* LOAD, STORE, SMEM_*, ASYNC_*, BARRIER. */
 int ip_exec_mem(Interp *I, const Op *op);
 
+/* REDUCE / SCAN op along its axis iattr[0] (kind iattr[1]): the operand as
+ * outer x len x inner; false (an internal error reported) for a bad axis
+ * or kind, or a result of other than rnumel elements. */
+bool ip_axis_split(Interp *I, const Op *op, int64_t rnumel, int64_t *outer, int64_t *len, int64_t *inner);
+
 /* ---- scans and random words (interp_tile.c) ---- */
 /* SCAN, PHILOX. */
 int ip_exec_tile(Interp *I, const Op *op);

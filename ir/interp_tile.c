@@ -61,16 +61,9 @@ static void scan_run(DType dt, int kind, bool excl, const Elem *x, Elem *o, int6
 static int exec_scan(Interp *I, const Op *op)
 {
     const Type *st = ir_type(I->f, op->args[0]);
-    int64_t ax = op->iattr[0], kind = op->iattr[1];
-    if (st->kind != TY_TILE || ax < 0 || ax >= st->rank || kind < 0 || kind >= RED_COUNT ||
-        ip_vnumel(I, op->res[0]) != type_numel(st)) {
-        diag_internal(I->d, op->loc, "scan: bad axis %lld or kind %lld", (long long)ax, (long long)kind);
+    int64_t outer, len, inner, kind = op->iattr[1];
+    if (!ip_axis_split(I, op, type_numel(st), &outer, &len, &inner))
         return 1;
-    }
-    int64_t inner = 1, len = st->shape[ax];
-    for (int i = (int)ax + 1; i < st->rank; i++)
-        inner *= st->shape[i];
-    int64_t outer = type_numel(st) / (len * inner);
     Elem *o = ip_out(I, op->res[0]);
     const Elem *x = ip_in(I, op->args[0]);
     for (int64_t p = 0; p < outer; p++)

@@ -50,6 +50,9 @@ void vfy_mma_kind(Verifier *V, const Op *op);
 /* verify_sched.c: the type rule of a schedule op (WS, NAMED_BAR, MBAR_*,
  * TMA_LOAD, DOT_ASYNC, DOT_WAIT, CONVERT_LAYOUT); false if op is none. */
 bool vfy_sched_rule(Verifier *V, const Op *op);
+/* REDUCE / SCAN: iattr[0] an axis of the tile operand, iattr[1] a
+ * ReduceKind; false after reporting. */
+bool vfy_axis_kind(Verifier *V, const Op *op);
 /* verify_tile.c: the type rule of SCAN or PHILOX; false if op is none. */
 bool vfy_tile_rule(Verifier *V, const Op *op);
 

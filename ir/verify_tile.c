@@ -6,17 +6,10 @@
 static void check_scan(Verifier *V, const Op *op)
 {
     const Type *a = T(V, op->args[0]);
-    int64_t ax = op->iattr[0];
-    if (!is_tile(a) || ax < 0 || ax >= a->rank) {
-        vfy_err(V, op, "axis %lld is not valid for %s", (long long)ax, vfy_tstr(V, a));
+    if (!vfy_axis_kind(V, op))
         return;
-    }
     if (!is_numeric((DType)a->dtype)) {
         vfy_err(V, op, "needs a numeric tile, got %s", vfy_tstr(V, a));
-        return;
-    }
-    if (op->iattr[1] < 0 || op->iattr[1] >= RED_COUNT) {
-        vfy_err(V, op, "unknown scan kind %lld", (long long)op->iattr[1]);
         return;
     }
     if (op->iattr[2] != 0 && op->iattr[2] != 1) {
