@@ -209,8 +209,10 @@ static EVal lower_reduce(Lower *l, const Expr *e)
 }
 
 /* cumsum(x, AXIS), cummax, cummin, cumprod: inclusive scans;
- * scan(x, AXIS, sum|max|min|prod [, inclusive|exclusive]). */
-static EVal lower_scan(Lower *l, const Expr *e, const Builtin *b)
+ * scan(x, AXIS, sum|max|min|prod [, inclusive|exclusive]). Out of line, as
+ * lower_rand: nested calls recurse through lower_builtin, whose frame must
+ * stay small (the nesting limits of docs/language.md hold in a 256 KB stack). */
+static TC_NOINLINE EVal lower_scan(Lower *l, const Expr *e, const Builtin *b)
 {
     EVal v = fe_value(l, e->args[0]);
     int64_t axis;
@@ -246,7 +248,7 @@ static EVal lower_scan(Lower *l, const Expr *e, const Builtin *b)
 /* rand(seed, offsets): uniform f32 in [0, 1); randint(seed, offsets): u32.
  * Word 0 of Philox4x32-10 (ir/philox.h) per offset; rand keeps its top 24
  * bits: f32(w >> 8) * 2^-24, exact. */
-static EVal lower_rand(Lower *l, const Expr *e, bool integer)
+static TC_NOINLINE EVal lower_rand(Lower *l, const Expr *e, bool integer)
 {
     EVal s = fe_value(l, e->args[0]), o = fe_value(l, e->args[1]);
     if (s.kind == EV_ERR || o.kind == EV_ERR)
@@ -405,7 +407,8 @@ static bool check_args(Lower *l, const Expr *e, const Builtin *b)
     return true;
 }
 
-static EVal lower_builtin(Lower *l, const Expr *e, const Builtin *b)
+/* Inlined into fe_call: one frame per nested call (the nesting limits). */
+static TC_ALWAYS_INLINE EVal lower_builtin(Lower *l, const Expr *e, const Builtin *b)
 {
     if (!check_args(l, e, b))
         return err();
