@@ -5,6 +5,7 @@
  * lower_simt.c   scalars, elementwise math, shape ops, control flow
  * lower_mem.c    global loads / stores (16-byte vectors, masks)
  * lower_xfer.c   reductions and layout conversions through shared memory
+ * lower_scan.c   scans along an axis (cumsum and the like)
  * lower_async.c  shared buffers, cp.async copies, wait groups, barriers
  * lower_mma.c    `@` on tensor cores (ldmatrix + mma.sync m16n8k16)
  * lower_chain.c  products feeding products (attention): warps along M only
@@ -352,6 +353,36 @@ void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems);
 
 /* ---- lower_xfer.c ---- */
 int cg_lower_reduce(Cg *cg, Op *op);
+/* A reduction's or scan's combining step: the kind, the dtype it
+ * accumulates in (f32 for 16-bit floats) and its LLVM type. */
+typedef struct CgRed {
+    ReduceKind kind;
+    DType acc;
+    LLVMTypeRef ty;
+} CgRed;
+LLVMValueRef cg_red_identity(Cg *cg, const CgRed *rc);   /* 0, 1, -inf / the minimum, +inf / the maximum */
+LLVMValueRef cg_red_combine(Cg *cg, const CgRed *rc, LLVMValueRef a, LLVMValueRef b);
+/* llvm.nvvm.shfl.sync.MODE (bfly, up, idx) of any value of at most 64 bits,
+ * through 32-bit lanes; b the lane mask / delta / source lane, c the clamp
+ * operand (31 for bfly and idx, 0 for up). */
+LLVMValueRef cg_shfl(Cg *cg, const char *mode, LLVMValueRef v, LLVMValueRef b, int c);
+/* i1: is register r of L inside the tile along parent dim p (u_p < the
+ * extent: not a wrapped copy)? */
+LLVMValueRef cg_primary_along(Cg *cg, const Layout *L, int r, int p);
+/* Elements of L's logical shape; the row-major offset (i32) of the
+ * element register r of L holds in it (a wrapped copy: its element's). */
+int64_t cg_logical_numel(const Layout *L);
+LLVMValueRef cg_logical_offset(Cg *cg, const Layout *L, int r);
+/* The block's barrier before and after a use of the shared scratch (the
+ * warp group's when the rows stay in groups); starts a new epoch. */
+void cg_xfer_barrier(Cg *cg);
+/* lower_scan.c: SCAN (in-thread, warp shuffles up, warps through shared
+ * memory) and PHILOX's per-element random words (lower_simt.c). */
+int cg_lower_scan(Cg *cg, Op *op);
+int cg_lower_philox(Cg *cg, Op *op);
+/* Word 0 of Philox4x32-10 (ir/philox.h) of counter (c0, c1, 0, 0) and key
+ * (k0, k1), all i32 (simt_math.c). */
+LLVMValueRef cg_philox_word(Cg *cg, LLVMValueRef c0, LLVMValueRef c1, LLVMValueRef k0, LLVMValueRef k1);
 /* Move registers from layout `from` to `to` through shared memory; `perm`
  * (or NULL) maps destination dim k to source dim perm[k] (transpose). */
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,

@@ -1,5 +1,6 @@
 /* lower_simt.c - Tile IR ops -> LLVM IR for SIMT tiles: scalars, elementwise
- * math, casts and shape ops (splat / iota / expand / broadcast / trans).
+ * math, casts, shape ops (splat / iota / expand / broadcast / trans) and
+ * random words (philox).
  * Register coordinates, materialisation and recomputation are in
  * simt_values.c, structured control flow and the op dispatch (DOT and the
  * shared-memory ops to lower_mma.c and lower_async.c) in simt_control.c,
@@ -495,5 +496,39 @@ int lower_trans(Cg *cg, Op *op)
     static const int perm[2] = { 1, 0 };
     const Layout *L = cg_default_layout(cg, t, true);
     set_regs(cg, op->res[0], L, cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, perm));
+    return 0;
+}
+
+/* PHILOX: word 0 of Philox4x32-10 per offset, in the layout of the
+ * offsets (a uniform offset gives a uniform word). */
+int cg_lower_philox(Cg *cg, Op *op)
+{
+    const Type *ot = ir_type(cg->f, op->args[1]), *rt = ir_type(cg->f, op->res[0]);
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef seed = cg->vals[op->args[0]].s;
+    LLVMValueRef k0 = LLVMBuildTrunc(b, seed, cg->t_i32, "");
+    LLVMValueRef k1 = LLVMBuildTrunc(b, LLVMBuildLShr(b, seed, cg_i64(cg, 32), ""), cg->t_i32, "");
+    bool wide = dtype_bits((DType)ot->dtype) == 64;
+    const TileVal *v = &cg->vals[op->args[1]];
+    const Layout *L = NULL;
+    LLVMValueRef *in = NULL, one = v->s;
+    int n = 1;
+    if (v->kind != TV_SCALAR && v->kind != TV_SPLAT) {
+        L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, rt, true);
+        in = cg_materialize(cg, v, ot, L, op->loc);
+        n = layout_nregs(L);
+    }
+    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    for (int r = 0; r < n; r++) {
+        LLVMValueRef x = in ? in[r] : one;
+        LLVMValueRef lo = wide ? LLVMBuildTrunc(b, x, cg->t_i32, "") : x;
+        LLVMValueRef hi = wide ? LLVMBuildTrunc(b, LLVMBuildLShr(b, x, cg_i64(cg, 32), ""), cg->t_i32, "")
+                               : cg_i32(cg, 0);
+        out[r] = cg_philox_word(cg, lo, hi, k0, k1);
+    }
+    if (!L)
+        cg->vals[op->res[0]] = (TileVal){ .kind = rt->kind == TY_TILE ? TV_SPLAT : TV_SCALAR, .s = out[0] };
+    else
+        set_regs(cg, op->res[0], L, out);
     return 0;
 }

@@ -13,7 +13,7 @@
  * not kept live, where lower_simt.c can (rematerialisation). A conversion
  * whose rows stay inside each warp group after decoupled turns
  * (Cg.xfer_groups) meets per group. */
-static void barrier(Cg *cg)
+void cg_xfer_barrier(Cg *cg)
 {
     if (cg->xfer_groups)
         cg_chain_group_sync(cg);
@@ -97,6 +97,26 @@ static int xfer_group(const Layout *L, const int64_t *shape, int rank, int eb, i
     return g > 1 ? g : 1;
 }
 
+int64_t cg_logical_numel(const Layout *L)
+{
+    int64_t shape[TILE_MAXRANK], n = 1;
+    logical_shape(L, shape);
+    for (int k = 0, rank = layout_rank(L); k < rank; k++)
+        n *= shape[k];
+    return n;
+}
+
+LLVMValueRef cg_logical_offset(Cg *cg, const Layout *L, int r)
+{
+    int rank = layout_rank(L);
+    int64_t shape[TILE_MAXRANK];
+    LLVMValueRef c[TILE_MAXRANK];
+    logical_shape(L, shape);
+    for (int k = 0; k < rank; k++)
+        c[k] = cg_coord(cg, L, r, k);
+    return smem_offset(cg, c, shape, rank, 0);
+}
+
 int64_t cg_convert_scratch_bytes(const Layout *to, DType dt, const int *perm)
 {
     int rank = layout_rank(to), eb = elem_bytes(dt);
@@ -173,7 +193,7 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
     LLVMTypeRef mty = cg_mem_type(cg, dt);
     LLVMValueRef sm = cg_smem(cg, cg_convert_scratch_bytes(to, dt, perm));
     int gw = xfer_group(from, shape, rank, eb, pad, perm, dt), gr = xfer_group(to, shape, rank, eb, pad, perm, dt);
-    barrier(cg);
+    cg_xfer_barrier(cg);
     Slots ws, rs;
     slots_init(cg, &ws, from, perm, sm, mty, shape, rank, pad);
     for (int r = 0, n = layout_nregs(from); r < n; r += gw) {
@@ -186,7 +206,7 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
         }
         LLVMSetAlignment(LLVMBuildStore(cg->b, v, p), (unsigned)(gw * eb));
     }
-    barrier(cg);
+    cg_xfer_barrier(cg);
     int n = layout_nregs(to);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     slots_init(cg, &rs, to, NULL, sm, mty, shape, rank, pad);
@@ -216,13 +236,7 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
 
 /* ---- reductions ---- */
 
-typedef struct RedCtx {
-    ReduceKind kind;
-    DType acc;            /* accumulation dtype (f32 for 16-bit floats) */
-    LLVMTypeRef ty;
-} RedCtx;
-
-static LLVMValueRef identity(Cg *cg, const RedCtx *rc)
+LLVMValueRef cg_red_identity(Cg *cg, const CgRed *rc)
 {
     bool f = dtype_is_float(rc->acc), sg = dtype_is_signed(rc->acc);
     int bits = rc->acc == DT_BOOL ? 1 : dtype_bits(rc->acc);
@@ -241,7 +255,7 @@ static LLVMValueRef identity(Cg *cg, const RedCtx *rc)
     }
 }
 
-static LLVMValueRef combine(Cg *cg, const RedCtx *rc, LLVMValueRef a, LLVMValueRef b)
+LLVMValueRef cg_red_combine(Cg *cg, const CgRed *rc, LLVMValueRef a, LLVMValueRef b)
 {
     bool f = dtype_is_float(rc->acc), sg = dtype_is_signed(rc->acc);
     LLVMValueRef ab[2] = { a, b };
@@ -262,33 +276,45 @@ static LLVMValueRef combine(Cg *cg, const RedCtx *rc, LLVMValueRef a, LLVMValueR
     }
 }
 
-/* Butterfly shuffle of any accumulator type, through 32-bit lanes. */
-static LLVMValueRef shfl_bfly(Cg *cg, LLVMValueRef v, int mask)
+LLVMValueRef cg_shfl(Cg *cg, const char *mode, LLVMValueRef v, LLVMValueRef b, int c)
 {
     LLVMTypeRef ty = LLVMTypeOf(v);
-    LLVMValueRef args[4] = { cg_i32(cg, -1), NULL, cg_i32(cg, mask), cg_i32(cg, 31) };
+    LLVMValueRef args[4] = { cg_i32(cg, -1), NULL, b, cg_i32(cg, c) };
+    char name[48];
     if (ty == cg->t_f32) {
         args[1] = v;
-        return cg_call(cg, "llvm.nvvm.shfl.sync.bfly.f32", cg->t_f32, args, 4);
+        snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.f32", mode);
+        return cg_call(cg, name, cg->t_f32, args, 4);
     }
+    snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.i32", mode);
     unsigned bits = LLVMGetTypeKind(ty) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(ty) : 64;
     if (bits <= 32) {
         args[1] = LLVMBuildZExt(cg->b, v, cg->t_i32, "");
-        LLVMValueRef r = cg_call(cg, "llvm.nvvm.shfl.sync.bfly.i32", cg->t_i32, args, 4);
+        LLVMValueRef r = cg_call(cg, name, cg->t_i32, args, 4);
         return bits == 32 ? r : LLVMBuildTrunc(cg->b, r, ty, "");
     }
     LLVMTypeRef v2 = LLVMVectorType(cg->t_i32, 2);
     LLVMValueRef w = LLVMBuildBitCast(cg->b, v, v2, ""), out = LLVMGetUndef(v2);
     for (int h = 0; h < 2; h++) {
         args[1] = LLVMBuildExtractElement(cg->b, w, cg_i32(cg, h), "");
-        LLVMValueRef r = cg_call(cg, "llvm.nvvm.shfl.sync.bfly.i32", cg->t_i32, args, 4);
+        LLVMValueRef r = cg_call(cg, name, cg->t_i32, args, 4);
         out = LLVMBuildInsertElement(cg->b, out, r, cg_i32(cg, h), "");
     }
     return LLVMBuildBitCast(cg->b, out, ty, "");
 }
 
+LLVMValueRef cg_primary_along(Cg *cg, const Layout *L, int r, int p)
+{
+    Layout only = *L;
+    only.slice = 0;
+    for (int d = 0; d < L->prank; d++)
+        if (d != p)
+            only.pshape[d] = (int64_t)layout_cta(L, d) * ((L->pshape[d] + layout_cta(L, d) - 1) / layout_cta(L, d));
+    return cg_primary(cg, &only, r);
+}
+
 /* Step 1: combine the registers of each thread that differ only along p. */
-static LLVMValueRef *reduce_in_thread(Cg *cg, const RedCtx *rc, const Layout *L, const Layout *Lr,
+static LLVMValueRef *reduce_in_thread(Cg *cg, const CgRed *rc, const Layout *L, const Layout *Lr,
                                       LLVMValueRef *in, DType dt, int p)
 {
     int nout = layout_nregs(Lr), idx[TILE_MAXRANK];
@@ -298,48 +324,35 @@ static LLVMValueRef *reduce_in_thread(Cg *cg, const RedCtx *rc, const Layout *L,
         idx[p] = 0;
         int o = layout_reg_of(Lr, idx);
         LLVMValueRef x = cg_convert(cg, in[r], dt, rc->acc);
-        if (layout_may_wrap(L, p)) {
-            Layout only = *L;     /* primary along p only */
-            only.slice = 0;
-            for (int d = 0; d < L->prank; d++)
-                if (d != p)
-                    only.pshape[d] = (int64_t)layout_cta(L, d) * ((L->pshape[d] + layout_cta(L, d) - 1) / layout_cta(L, d));
-            x = LLVMBuildSelect(cg->b, cg_primary(cg, &only, r), x, identity(cg, rc), "");
-        }
-        acc[o] = acc[o] ? combine(cg, rc, acc[o], x) : x;
+        if (layout_may_wrap(L, p))
+            x = LLVMBuildSelect(cg->b, cg_primary_along(cg, L, r, p), x, cg_red_identity(cg, rc), "");
+        acc[o] = acc[o] ? cg_red_combine(cg, rc, acc[o], x) : x;
     }
     return acc;
 }
 
 /* Step 3: partials of the wpc[p] warps along p meet in shared memory. */
-static void reduce_across_warps(Cg *cg, const RedCtx *rc, const Layout *L, const Layout *Lr,
+static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const Layout *Lr,
                                 LLVMValueRef *acc, int p)
 {
-    int nw = L->wpc[p], nout = layout_nregs(Lr), rank = layout_rank(Lr);
-    int64_t shape[TILE_MAXRANK], numel = 1;
-    logical_shape(Lr, shape);
-    for (int k = 0; k < rank; k++)
-        numel *= shape[k];
-    LLVMValueRef sm = cg_smem(cg, numel * nw * elem_bytes(rc->acc));
+    int nw = L->wpc[p], nout = layout_nregs(Lr);
+    LLVMValueRef sm = cg_smem(cg, cg_logical_numel(Lr) * nw * elem_bytes(rc->acc));
     int ws = layout_warp_stride(L, p);
     LLVMValueRef wp = LLVMBuildURem(cg->b, LLVMBuildUDiv(cg->b, cg->warp, cg_i32(cg, ws), ""), cg_i32(cg, nw), "");
     LLVMValueRef *slot = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nout);
-    barrier(cg);
+    cg_xfer_barrier(cg);
     for (int r = 0; r < nout; r++) {
-        LLVMValueRef c[TILE_MAXRANK];
-        for (int k = 0; k < rank; k++)
-            c[k] = cg_coord(cg, Lr, r, k);
-        slot[r] = LLVMBuildMul(cg->b, smem_offset(cg, c, shape, rank, 0), cg_i32(cg, nw), "");
+        slot[r] = LLVMBuildMul(cg->b, cg_logical_offset(cg, Lr, r), cg_i32(cg, nw), "");
         LLVMValueRef o = LLVMBuildAdd(cg->b, slot[r], wp, "");
         LLVMBuildStore(cg->b, acc[r], LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""));
     }
-    barrier(cg);
+    cg_xfer_barrier(cg);
     for (int r = 0; r < nout; r++) {
         LLVMValueRef v = NULL;
         for (int w = 0; w < nw; w++) {
             LLVMValueRef o = LLVMBuildAdd(cg->b, slot[r], cg_i32(cg, w), "");
             LLVMValueRef x = LLVMBuildLoad2(cg->b, rc->ty, LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""), "");
-            v = v ? combine(cg, rc, v, x) : x;
+            v = v ? cg_red_combine(cg, rc, v, x) : x;
         }
         acc[r] = v;
     }
@@ -351,7 +364,7 @@ int cg_lower_reduce(Cg *cg, Op *op)
     const Type *t = ir_type(f, op->args[0]), *rt = ir_type(f, op->res[0]);
     DType dt = (DType)t->dtype;
     int axis = (int)op->iattr[0];
-    RedCtx rc = { (ReduceKind)op->iattr[1], dt == DT_F16 || dt == DT_BF16 ? DT_F32 : dt, NULL };
+    CgRed rc = { (ReduceKind)op->iattr[1], dt == DT_F16 || dt == DT_BF16 ? DT_F32 : dt, NULL };
     if (dt == DT_F8E4M3 || dt == DT_F8E5M2 || axis < 0 || axis >= t->rank || rc.kind >= RED_COUNT) {
         diag_error(cg->d, op->loc, "this reduction is not supported by the code generator yet");
         return 1;
@@ -366,7 +379,7 @@ int cg_lower_reduce(Cg *cg, Op *op)
     int nout = layout_nregs(Lr), ls = layout_lane_stride(L, p);
     for (int m = ls; m < ls * L->tpw[p]; m *= 2)
         for (int r = 0; r < nout; r++)
-            acc[r] = combine(cg, &rc, acc[r], shfl_bfly(cg, acc[r], m));
+            acc[r] = cg_red_combine(cg, &rc, acc[r], cg_shfl(cg, "bfly", acc[r], cg_i32(cg, m), 31));
     if (L->wpc[p] > 1)
         reduce_across_warps(cg, &rc, L, Lr, acc, p);
     for (int r = 0; r < nout; r++)

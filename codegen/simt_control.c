@@ -252,6 +252,8 @@ static int lower_op(Cg *cg, Op *op)
     case OP_BROADCAST: return lower_broadcast(cg, op);
     case OP_IOTA: return lower_iota(cg, op);
     case OP_REDUCE: return cg_lower_reduce(cg, op);
+    case OP_SCAN: return cg_lower_scan(cg, op);
+    case OP_PHILOX: return cg_lower_philox(cg, op);
     case OP_TRANS:
         return cg->vals[op->args[0]].kind == TV_SMEM ? cg_lower_trans_view(cg, op) : lower_trans(cg, op);
     case OP_DOT: return cg_lower_dot(cg, op);

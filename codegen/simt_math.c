@@ -5,8 +5,10 @@
  * and f64 operands are converted to f32 and back by the caller
  * (lower_simt.c), except where that file computes in f64 exactly (sqrt,
  * floor, ceil, round). The interpreter (ir/elem_math.c) is the reference.
+ * Also the rounds of Philox4x32-10 (ir/philox.h) for the PHILOX op.
  */
 #include "cg_internal.h"
+#include "../ir/philox.h"
 
 static LLVMValueRef fconst(Cg *cg, double v) { return LLVMConstReal(cg->t_f32, v); }
 
@@ -127,4 +129,30 @@ LLVMValueRef cg_pow_f32(Cg *cg, LLVMValueRef x, LLVMValueRef y)
                                        fconst(cg, __builtin_nan("")), "");
     r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fconst(cg, 0.0), ""), neg, r, "");
     return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, y, fconst(cg, 0.0), ""), one, r, "");
+}
+
+/* hi and lo 32 bits of a * b (i32 values, unsigned): one mul.wide.u32. */
+static void mul_wide(Cg *cg, uint32_t m, LLVMValueRef x, LLVMValueRef *hi, LLVMValueRef *lo)
+{
+    LLVMValueRef p = LLVMBuildMul(cg->b, LLVMConstInt(cg->t_i64, m, 0), LLVMBuildZExt(cg->b, x, cg->t_i64, ""), "");
+    *hi = LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, p, LLVMConstInt(cg->t_i64, 32, 0), ""), cg->t_i32, "");
+    *lo = LLVMBuildTrunc(cg->b, p, cg->t_i32, "");
+}
+
+LLVMValueRef cg_philox_word(Cg *cg, LLVMValueRef c0, LLVMValueRef c1, LLVMValueRef k0, LLVMValueRef k1)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef c2 = cg_i32(cg, 0), c3 = cg_i32(cg, 0);
+    for (int r = 0; r < TC_PHILOX_ROUNDS; r++) {
+        LLVMValueRef hi0, lo0, hi1, lo1;
+        mul_wide(cg, TC_PHILOX_M0, c0, &hi0, &lo0);
+        mul_wide(cg, TC_PHILOX_M1, c2, &hi1, &lo1);
+        c0 = LLVMBuildXor(b, LLVMBuildXor(b, hi1, c1, ""), k0, "");
+        c1 = lo1;
+        c2 = LLVMBuildXor(b, LLVMBuildXor(b, hi0, c3, ""), k1, "");
+        c3 = lo0;
+        k0 = LLVMBuildAdd(b, k0, LLVMConstInt(cg->t_i32, TC_PHILOX_W0, 0), "");
+        k1 = LLVMBuildAdd(b, k1, LLVMConstInt(cg->t_i32, TC_PHILOX_W1, 0), "");
+    }
+    return c0;
 }

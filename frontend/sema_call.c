@@ -1,5 +1,6 @@
 /* sema_call.c - builtin calls: casts by dtype name, elementwise math,
- * pow, max/min/where, reductions, index tiles (iota, rows, cols), cdiv, divisor and load.
+ * pow, max/min/where, reductions, scans, random numbers (rand, randint),
+ * index tiles (iota, rows, cols), cdiv, divisor and load.
  *
  * Every builtin checks its argument count and kinds, then lowers to the ops
  * of ir/ops.h; casts and cdiv of constants fold.
@@ -9,14 +10,14 @@
 
 #include <string.h>
 
-typedef enum { B_MATH, B_POW, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_IOTA, B_ROWS, B_COLS,
-               B_CDIV, B_DIVISOR, B_LOAD } BKind;
+typedef enum { B_MATH, B_POW, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_CUM, B_SCAN, B_RAND,
+               B_IOTA, B_ROWS, B_COLS, B_CDIV, B_DIVISOR, B_LOAD } BKind;
 
 typedef struct Builtin {
     const char *name;
     uint8_t kind;      /* BKind */
-    uint8_t nargs;     /* B_LOAD: 1 or 2 */
-    uint16_t op;       /* OpCode, or ReduceKind for reductions */
+    uint8_t nargs;     /* B_LOAD: 1 or 2; B_SCAN: 3 or 4 */
+    uint16_t op;       /* OpCode, ReduceKind for reductions and scans, 1 for randint */
 } Builtin;
 
 static const Builtin builtin_tab[] = {
@@ -32,6 +33,9 @@ static const Builtin builtin_tab[] = {
     { "load", B_LOAD, 2, OP_LOAD }, { "erf", B_MATH, 1, OP_ERF }, { "sigmoid", B_MATH, 1, OP_SIGMOID },
     { "sin", B_MATH, 1, OP_SIN }, { "cos", B_MATH, 1, OP_COS }, { "floor", B_MATH, 1, OP_FLOOR },
     { "ceil", B_MATH, 1, OP_CEIL }, { "round", B_MATH, 1, OP_ROUND }, { "pow", B_POW, 2, OP_POW },
+    { "cumsum", B_CUM, 2, RED_SUM }, { "cummax", B_CUM, 2, RED_MAX }, { "cummin", B_CUM, 2, RED_MIN },
+    { "cumprod", B_CUM, 2, RED_PROD }, { "scan", B_SCAN, 3, 0 }, { "rand", B_RAND, 2, 0 },
+    { "randint", B_RAND, 2, 1 },
 };
 
 static const Builtin *find_builtin(const char *name)
@@ -177,23 +181,100 @@ static bool reducible(Lower *l, const Expr *e, const EVal *v, int rank)
     return true;
 }
 
+/* Reads the constant axis of a reduction or scan of v (argument i of e). */
+static bool axis_arg(Lower *l, const Expr *e, int i, const EVal *v, const char *what, int64_t *axis)
+{
+    if (!fe_const_as_int(l, e->args[i], what, axis))
+        return false;
+    if (*axis < 0 || *axis >= v->ty.rank) {
+        diag_error(l->d, e->args[i]->loc, "%s %lld is out of range for %s (axes 0..%d)", what, (long long)*axis,
+                   fe_tystr(l, &v->ty), v->ty.rank - 1);
+        return false;
+    }
+    return true;
+}
+
 static EVal lower_reduce(Lower *l, const Expr *e)
 {
     EVal v = fe_value(l, e->args[0]);
     int64_t axis;
-    if (!reducible(l, e, &v, 0) || !fe_const_as_int(l, e->args[1], "reduction axis", &axis))
+    if (!reducible(l, e, &v, 0) || !axis_arg(l, e, 1, &v, "reduction axis", &axis))
         return err();
-    if (axis < 0 || axis >= v.ty.rank) {
-        diag_error(l->d, e->args[1]->loc, "reduction axis %lld is out of range for %s (axes 0..%d)",
-                   (long long)axis, fe_tystr(l, &v.ty), v.ty.rank - 1);
-        return err();
-    }
     const Expr *k = e->args[2];
     for (int i = 0; k->kind == E_NAME && i < RED_COUNT; i++)
         if (strcmp(k->name, reduce_names[i]) == 0)
             return emit_reduce(l, e, v, (int)axis, (ReduceKind)i);
     diag_error(l->d, k->loc, "reduction kind must be sum, max, min or prod");
     return err();
+}
+
+/* cumsum(x, AXIS), cummax, cummin, cumprod: inclusive scans;
+ * scan(x, AXIS, sum|max|min|prod [, inclusive|exclusive]). Out of line, as
+ * lower_rand: nested calls recurse through lower_builtin, whose frame must
+ * stay small (the nesting limits of docs/language.md hold in a 256 KB stack). */
+static TC_NOINLINE EVal lower_scan(Lower *l, const Expr *e, const Builtin *b)
+{
+    EVal v = fe_value(l, e->args[0]);
+    int64_t axis;
+    if (!reducible(l, e, &v, 0) || !axis_arg(l, e, 1, &v, "scan axis", &axis))
+        return err();
+    int kind = b->kind == B_CUM ? b->op : -1;
+    for (int i = 0; kind < 0 && e->args[2]->kind == E_NAME && i < RED_COUNT; i++)
+        if (strcmp(e->args[2]->name, reduce_names[i]) == 0)
+            kind = i;
+    if (kind < 0) {
+        diag_error(l->d, e->args[2]->loc, "scan kind must be sum, max, min or prod");
+        return err();
+    }
+    bool excl = false;
+    if (b->kind == B_SCAN && e->nargs == 4) {
+        const Expr *m = e->args[3];
+        excl = m->kind == E_NAME && strcmp(m->name, "exclusive") == 0;
+        if (!excl && (m->kind != E_NAME || strcmp(m->name, "inclusive") != 0)) {
+            diag_error(l->d, m->loc, "the 4th argument of scan() must be inclusive or exclusive");
+            return err();
+        }
+    }
+    Type t = v.ty;
+    t.space = SP_ANY;
+    ValId r = fe_emit(l, e->loc, OP_SCAN, &v.v, 1, t);
+    Op *op = ir_val(l->f, r)->def;
+    op->iattr[0] = axis;
+    op->iattr[1] = kind;
+    op->iattr[2] = excl;
+    return fe_val(r, t);
+}
+
+/* rand(seed, offsets): uniform f32 in [0, 1); randint(seed, offsets): u32.
+ * Word 0 of Philox4x32-10 (ir/philox.h) per offset; rand keeps its top 24
+ * bits: f32(w >> 8) * 2^-24, exact. */
+static TC_NOINLINE EVal lower_rand(Lower *l, const Expr *e, bool integer)
+{
+    EVal s = fe_value(l, e->args[0]), o = fe_value(l, e->args[1]);
+    if (s.kind == EV_ERR || o.kind == EV_ERR)
+        return err();
+    if (s.ty.kind != TY_SCALAR || !dtype_is_int((DType)s.ty.dtype)) {
+        diag_error(l->d, e->args[0]->loc, "the seed of '%s' must be an integer scalar, got %s", e->name,
+                   fe_tystr(l, &s.ty));
+        return err();
+    }
+    if (!dtype_is_int((DType)o.ty.dtype)) {
+        diag_error(l->d, e->args[1]->loc, "the offsets of '%s' must be integers (a scalar or a tile), got %s",
+                   e->name, fe_tystr(l, &o.ty));
+        return err();
+    }
+    s = fe_convert(l, s, DT_I64, e->loc);
+    if (dtype_bits((DType)o.ty.dtype) < 32)
+        o = fe_convert(l, o, DT_I32, e->loc);
+    ValId args[2] = { fe_materialize(l, &s, e->loc), fe_materialize(l, &o, e->loc) };
+    Type t = o.ty;
+    t.dtype = DT_U32;
+    t.space = SP_ANY;
+    EVal w = fe_val(fe_emit(l, e->loc, OP_PHILOX, args, 2, t), t);
+    if (integer)
+        return w;
+    EVal hi = fe_convert(l, fe_binary(l, T_SHR, w, fe_const_int(8, DT_I32), e), DT_F32, e->loc);
+    return fe_binary(l, T_STAR, hi, fe_const_float(0x1p-24, DT_F32), e);
 }
 
 static EVal lower_iota(Lower *l, const Expr *e, int kind)
@@ -310,10 +391,12 @@ static EVal lower_load(Lower *l, const Expr *e)
 static bool check_args(Lower *l, const Expr *e, const Builtin *b)
 {
     int want = b->nargs;
-    bool ok = b->kind == B_LOAD ? (e->nargs == 1 || e->nargs == 2) : e->nargs == want;
+    bool ok = b->kind == B_LOAD ? (e->nargs == 1 || e->nargs == 2)
+            : b->kind == B_SCAN ? (e->nargs == 3 || e->nargs == 4) : e->nargs == want;
     if (!ok) {
         diag_error(l->d, e->loc, "'%s' takes %s%d argument%s, got %d", e->name,
-                   b->kind == B_LOAD ? "1 or " : "", want, want == 1 ? "" : "s", e->nargs);
+                   b->kind == B_LOAD ? "1 or " : b->kind == B_SCAN ? "3 or " : "", b->kind == B_SCAN ? want + 1 : want, want == 1 ? "" : "s",
+                   e->nargs);
         return false;
     }
     for (int i = 0; i < e->nargs; i++)
@@ -324,7 +407,8 @@ static bool check_args(Lower *l, const Expr *e, const Builtin *b)
     return true;
 }
 
-static EVal lower_builtin(Lower *l, const Expr *e, const Builtin *b)
+/* Inlined into fe_call: one frame per nested call (the nesting limits). */
+static TC_ALWAYS_INLINE EVal lower_builtin(Lower *l, const Expr *e, const Builtin *b)
 {
     if (!check_args(l, e, b))
         return err();
@@ -340,6 +424,8 @@ static EVal lower_builtin(Lower *l, const Expr *e, const Builtin *b)
         return emit_reduce(l, e, v, b->kind == B_ROWRED ? 1 : 0, (ReduceKind)b->op);
     }
     case B_REDUCE: return lower_reduce(l, e);
+    case B_CUM: case B_SCAN: return lower_scan(l, e, b);
+    case B_RAND: return lower_rand(l, e, b->op == 1);
     case B_IOTA: case B_ROWS: case B_COLS: return lower_iota(l, e, b->kind);
     case B_CDIV: return lower_cdiv(l, e);
     case B_DIVISOR: return lower_divisor(l, e);

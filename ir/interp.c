@@ -31,7 +31,7 @@
  *    checked there too (interp_sched.c's header).
  *
  * Files: this one (values, arithmetic, shapes, control flow, dispatch),
- * interp_mem.c (tensors, shared buffers), interp_sched.c and
+ * interp_mem.c (tensors, shared buffers), interp_tile.c (scans, random words), interp_sched.c and
  * interp_roles.c (the schedule), interp_launch.c (arguments, the grid, the
  * entry points); interp_int.h holds what they share.
  *
@@ -192,7 +192,7 @@ static int cmp_float(double a, double b)
 
 /* Integer binary op, wrapping; returns false on division by zero (divisor: on an operand
  * over TC_DIVISOR_MAX). */
-static bool int_binary(OpCode c, DType dt, int64_t a, int64_t b, int64_t *r)
+bool ip_int_binary(OpCode c, DType dt, int64_t a, int64_t b, int64_t *r)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
     bool u64 = dt == DT_U64;
@@ -264,7 +264,7 @@ static int elem_eval(Interp *I, const Op *op, DType dt, const Elem *x, Elem *r)
         diag_internal(I->d, op->loc, "%s on float type %s", op_info[c].name, dtype_name(dt));
         return 1;
     }
-    if (!int_binary(c, dt, x[0].i, x[1].i, &r->i)) {
+    if (!ip_int_binary(c, dt, x[0].i, x[1].i, &r->i)) {
         if (c == OP_DIVISOR)
             diag_error(I->d, op->loc, "divisor(%lld, ...): the value exceeds 2^32", (long long)x[0].i);
         else
@@ -467,7 +467,7 @@ static Elem reduce_run(DType dt, int kind, const Elem *x, int64_t len, int64_t i
         for (int64_t j = 1; j < len; j++) {
             int64_t v = x[j * inner].i;
             OpCode c = kind == RED_SUM ? OP_ADD : kind == RED_PROD ? OP_MUL : kind == RED_MAX ? OP_MAX : OP_MIN;
-            int_binary(c, dt, acc, v, &acc);
+            ip_int_binary(c, dt, acc, v, &acc);
         }
         r.i = acc;
         return r;
@@ -482,19 +482,32 @@ static Elem reduce_run(DType dt, int kind, const Elem *x, int64_t len, int64_t i
     return r;
 }
 
-static int exec_reduce(Interp *I, const Op *op)
+bool ip_axis_split(Interp *I, const Op *op, int64_t rnumel, int64_t *outer, int64_t *len, int64_t *inner)
 {
     const Type *st = ir_type(I->f, op->args[0]);
     int64_t ax = op->iattr[0], kind = op->iattr[1];
     if (st->kind != TY_TILE || ax < 0 || ax >= st->rank || kind < 0 || kind >= RED_COUNT ||
-        ip_vnumel(I, op->res[0]) * st->shape[ax] != type_numel(st)) {
-        diag_internal(I->d, op->loc, "reduce: bad axis %lld or kind %lld", (long long)ax, (long long)kind);
-        return 1;
+        ip_vnumel(I, op->res[0]) != rnumel) {
+        diag_internal(I->d, op->loc, "%s: bad axis %lld or kind %lld", op_info[op->code].name, (long long)ax,
+                      (long long)kind);
+        return false;
     }
-    int64_t inner = 1, len = st->shape[ax];
+    *inner = 1;
+    *len = st->shape[ax];
     for (int i = (int)ax + 1; i < st->rank; i++)
-        inner *= st->shape[i];
-    int64_t outer = type_numel(st) / (len * inner);
+        *inner *= st->shape[i];
+    *outer = type_numel(st) / (*len * *inner);
+    return true;
+}
+
+static int exec_reduce(Interp *I, const Op *op)
+{
+    const Type *st = ir_type(I->f, op->args[0]);
+    int64_t outer, len, inner, kind = op->iattr[1];
+    int64_t ax = op->iattr[0];
+    int64_t rn = st->kind == TY_TILE && ax >= 0 && ax < st->rank ? type_numel(st) / st->shape[ax] : -1;
+    if (!ip_axis_split(I, op, rn, &outer, &len, &inner))
+        return 1;
     DType sd = (DType)st->dtype, rd = ip_vdt(I, op->res[0]);
     Elem *o = ip_out(I, op->res[0]);
     const Elem *x = ip_in(I, op->args[0]);
@@ -638,6 +651,7 @@ int ip_exec_op(Interp *I, const Op *op)
     case OP_IOTA: return exec_iota(I, op);
     case OP_REDUCE: return exec_reduce(I, op);
     case OP_TRANS: return exec_trans(I, op);
+    case OP_SCAN: case OP_PHILOX: return ip_exec_tile(I, op);
     case OP_DOT: return exec_dot(I, op);
     case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_SMEM_ALLOC: case OP_ASYNC_COPY: case OP_ASYNC_COMMIT:
     case OP_ASYNC_WAIT: case OP_BARRIER: case OP_SMEM_LOAD: case OP_SMEM_STORE:

@@ -1,6 +1,7 @@
 /* interp_int.h - the interpreter's state and helpers, shared by its files:
  * interp.c (values, arithmetic, shapes, control flow, dispatch),
  * interp_mem.c (tensor windows, shared buffers, async copies),
+ * interp_tile.c (scans, random words),
  * interp_sched.c (WS roles, barriers, TMA, asynchronous products) and
  * interp_launch.c (argument binding, the grid, the public entry points).
  * Not part of the IR's interface (ir.h). */
@@ -67,6 +68,9 @@ static inline Elem *ip_out(Interp *I, ValId v)
     return s->e;
 }
 int64_t ip_wrap_int(DType dt, int64_t v);
+/* a OP b on integers of dtype dt, wrapped; false for a division by zero
+ * (or a divisor() over 2^32). */
+bool ip_int_binary(OpCode c, DType dt, int64_t a, int64_t b, int64_t *r);
 Elem ip_conv(DType from, DType to, Elem x);
 double ip_as_double(DType dt, Elem x);
 Elem ip_load_elem(DType dt, const void *p);
@@ -91,6 +95,15 @@ int ip_window_init(Interp *I, const Op *op, Window *w, int base, int nextra);
 void *ip_window_elem(Interp *I, const Op *op, const Window *w, int64_t k, bool *bad);
 /* LOAD, STORE, SMEM_*, ASYNC_*, BARRIER. */
 int ip_exec_mem(Interp *I, const Op *op);
+
+/* REDUCE / SCAN op along its axis iattr[0] (kind iattr[1]): the operand as
+ * outer x len x inner; false (an internal error reported) for a bad axis
+ * or kind, or a result of other than rnumel elements. */
+bool ip_axis_split(Interp *I, const Op *op, int64_t rnumel, int64_t *outer, int64_t *len, int64_t *inner);
+
+/* ---- scans and random words (interp_tile.c) ---- */
+/* SCAN, PHILOX. */
+int ip_exec_tile(Interp *I, const Op *op);
 
 /* ---- the schedule (interp_sched.c) ---- */
 /* WS, NAMED_BAR, MBAR_*, TMA_LOAD, DOT_ASYNC, DOT_WAIT, CONVERT_LAYOUT. */

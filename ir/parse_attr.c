@@ -57,9 +57,11 @@ static bool attr_allowed(OpCode code, const char *key)
 {
     if (!strcmp(key, "value")) return code == OP_CONST;
     if (!strcmp(key, "axis"))
-        return code == OP_BLOCKID || code == OP_NBLOCKS || code == OP_EXPAND || code == OP_IOTA || code == OP_REDUCE;
+        return code == OP_BLOCKID || code == OP_NBLOCKS || code == OP_EXPAND || code == OP_IOTA || code == OP_REDUCE ||
+               code == OP_SCAN;
     if (!strcmp(key, "pred")) return code == OP_CMP;
-    if (!strcmp(key, "kind")) return code == OP_REDUCE;
+    if (!strcmp(key, "kind")) return code == OP_REDUCE || code == OP_SCAN;
+    if (!strcmp(key, "exclusive")) return code == OP_SCAN;
     if (!strcmp(key, "extents") || !strcmp(key, "mask"))
         return code == OP_LOAD || code == OP_STORE || code == OP_ATOMIC_ADD || code == OP_ASYNC_COPY ||
                code == OP_TMA_LOAD;
@@ -145,6 +147,7 @@ static bool parse_attr(Parser *p, OpCode code, Attrs *at)
     if (!strcmp(key, "kind")) return parse_named(p, reduce_names, RED_COUNT, "reduction", &at->iattr[1]);
     if (!strcmp(key, "extents")) return parse_list(p, at);
     if (!strcmp(key, "other")) return tp_int(p, &at->iattr[1]);
+    if (!strcmp(key, "exclusive")) return tp_int_range(p, 0, 1, "exclusive", &at->iattr[2]);
     if (!strcmp(key, "swizzle")) return parse_swizzle(p, &at->iattr[0]);
     if (!strcmp(key, "offset")) return tp_int(p, &at->iattr[1]);
     if (!strcmp(key, "align") || !strcmp(key, "columns")) return tp_int(p, &at->iattr[2]);

@@ -217,9 +217,11 @@ static void put_attrs(Printer *p, const Op *op)
         put_name_or_int(out, op->iattr[0], cmp_names, CMP_COUNT);
         sb_putc(out, '}');
         return;
-    case OP_REDUCE:
+    case OP_REDUCE: case OP_SCAN:
         sb_printf(out, " {axis = %lld, kind = ", (long long)op->iattr[0]);
         put_name_or_int(out, op->iattr[1], reduce_names, RED_COUNT);
+        if (op->code == OP_SCAN && op->iattr[2])
+            sb_printf(out, ", exclusive = %lld", (long long)op->iattr[2]);
         sb_putc(out, '}');
         return;
     case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_ASYNC_COPY: case OP_TMA_LOAD:

@@ -295,18 +295,27 @@ static void check_iota(Verifier *V, const Op *op)
         vfy_err(V, op, "axis %lld out of range for %s", (long long)op->iattr[0], vfy_tstr(V, r));
 }
 
-static void check_reduce(Verifier *V, const Op *op)
+bool vfy_axis_kind(Verifier *V, const Op *op)
 {
     const Type *a = T(V, op->args[0]);
     int64_t ax = op->iattr[0];
     if (!is_tile(a) || ax < 0 || ax >= a->rank) {
         vfy_err(V, op, "axis %lld is not valid for %s", (long long)ax, vfy_tstr(V, a));
-        return;
+        return false;
     }
     if (op->iattr[1] < 0 || op->iattr[1] >= RED_COUNT) {
-        vfy_err(V, op, "unknown reduction kind %lld", (long long)op->iattr[1]);
-        return;
+        vfy_err(V, op, "unknown %s kind %lld", op->code == OP_SCAN ? "scan" : "reduction", (long long)op->iattr[1]);
+        return false;
     }
+    return true;
+}
+
+static void check_reduce(Verifier *V, const Op *op)
+{
+    const Type *a = T(V, op->args[0]);
+    int64_t ax = op->iattr[0];
+    if (!vfy_axis_kind(V, op))
+        return;
     Type want = *a;
     want.rank = (uint8_t)(a->rank - 1);
     for (int i = (int)ax; i < want.rank; i++)
@@ -630,6 +639,7 @@ static void check_rule(Verifier *V, const Op *op)
     case OP_IOTA: check_iota(V, op); return;
     case OP_REDUCE: check_reduce(V, op); return;
     case OP_TRANS: check_trans(V, op); return;
+    case OP_SCAN: case OP_PHILOX: vfy_tile_rule(V, op); return;
     case OP_DOT: check_dot(V, op); return;
     case OP_LOAD: check_load(V, op); return;
     case OP_STORE: case OP_ATOMIC_ADD: check_store(V, op); return;

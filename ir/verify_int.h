@@ -1,6 +1,6 @@
 /* verify_int.h - the verifier's state and helpers, shared by verify.c (the
- * core rules) and verify_sched.c (the schedule's ops: roles, barriers,
- * asynchronous products). Not part of the IR's interface (ir.h). */
+ * core rules), verify_sched.c (the schedule's ops: roles, barriers,
+ * asynchronous products) and verify_tile.c (scans, random words). Not part of the IR's interface (ir.h). */
 #ifndef TILEC_VERIFY_INT_H
 #define TILEC_VERIFY_INT_H
 
@@ -50,5 +50,10 @@ void vfy_mma_kind(Verifier *V, const Op *op);
 /* verify_sched.c: the type rule of a schedule op (WS, NAMED_BAR, MBAR_*,
  * TMA_LOAD, DOT_ASYNC, DOT_WAIT, CONVERT_LAYOUT); false if op is none. */
 bool vfy_sched_rule(Verifier *V, const Op *op);
+/* REDUCE / SCAN: iattr[0] an axis of the tile operand, iattr[1] a
+ * ReduceKind; false after reporting. */
+bool vfy_axis_kind(Verifier *V, const Op *op);
+/* verify_tile.c: the type rule of SCAN or PHILOX; false if op is none. */
+bool vfy_tile_rule(Verifier *V, const Op *op);
 
 #endif

@@ -19,9 +19,13 @@
 #if defined(__GNUC__)
 #define TC_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define TC_NORETURN __attribute__((noreturn))
+#define TC_NOINLINE __attribute__((noinline))
+#define TC_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define TC_PRINTF(f, a)
 #define TC_NORETURN
+#define TC_NOINLINE
+#define TC_ALWAYS_INLINE inline
 #endif
 
 /* ---- arena (its chunks come from tc_zalloc: alloc.h) ---- */

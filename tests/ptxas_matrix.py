@@ -3,7 +3,9 @@
 
 Generates one kernel per (op, dtype) -- elementwise arithmetic, comparisons,
 logic, bitwise ops and shifts, unary ops, each math builtin, max/min, where,
-the reductions, transpose, the matrix product and the cast to every dtype --
+the reductions, the scans, random numbers (the dtype: of the offsets, or of
+the seed on scalars), transpose, the matrix product and the cast to every
+dtype --
 on tiles, and on scalars where the dtype is a scalar type. Each is compiled
 with `tilec -arch=ARCH --no-ptxas` for sm_86, sm_90a and sm_100a and the PTX
 assembled with `ptxas -arch=ARCH`. Asserted:
@@ -83,6 +85,12 @@ def tile_kernels():
     for name, f in COL.items():
         k[name] = ("X: " + T + ", Z: global {dt}[N]", "Z[0 : +32] = %s(X[%s]);" % (f, W))
     k["prod"] = ("X: " + T + ", Z: global {dt}[M]", "Z[r : +16] = reduce(X[%s], 1, prod);" % W)
+    for name in ("cumsum", "cummax", "cummin", "cumprod"):
+        k[name] = ("X: " + T + ", Z: " + T, "Z[%s] = %s(X[%s], 1);" % (W, name, W))
+    k["cumsum0"] = ("X: " + T + ", Z: " + T, "Z[%s] = cumsum(X[%s], 0);" % (W, W))
+    k["scan_excl"] = ("X: " + T + ", Z: " + T, "Z[%s] = scan(X[%s], 1, sum, exclusive);" % (W, W))
+    k["rand"] = ("O: " + T + ", Z: global f32[M, N], seed: i64", "Z[%s] = rand(seed, O[%s]);" % (W, W))
+    k["randint"] = ("O: " + T + ", Z: global u32[M, N], seed: i64", "Z[%s] = randint(seed, O[%s]);" % (W, W))
     k["trans"] = ("X: " + T + ", Z: global {dt}[N, M]", "Z[0 : +32, r : +16] = X[%s]^T;" % W)
     k["dot"] = ("A: global {dt}[M, K], B: global {dt}[K, N], Z: global {acc}[M, N]",
                 "Z[r : +16, 0 : +16] = A[r : +16, 0 : +32] @ B[0 : +32, 0 : +16];")
@@ -99,6 +107,7 @@ def scalar_kernels():
         k["s_" + m] = ("a: {dt}, Z: global f64[M, N]", "Z[r, 0] = f64(%s(a));" % m)
     k["s_pow"] = ("a: {dt}, b: {dt}, Z: global f64[M, N]", "Z[r, 0] = f64(pow(a, b));")
     k["s_bnot"] = ("a: {dt}, Z: global {dt}[M, N]", "Z[r, 0] = ~a;")
+    k["s_rand"] = ("a: {dt}, Z: global f32[M, N]", "Z[r, 0] = rand(a, r);")
     return k
 
 
@@ -113,7 +122,9 @@ for op in ["add", "sub", "mul", "div", "rem", "neg", "abs", "max", "min", "where
     MUST[op] = FLOATS + INTS
 for op in FLOAT_MATH:
     MUST[op] = FLOATS
-for op in ["and", "or", "xor", "shl", "shr", "bnot"]:
+for op in ["cumsum", "cummax", "cummin", "cumprod", "cumsum0", "scan_excl"]:
+    MUST[op] = FLOATS + INTS
+for op in ["and", "or", "xor", "shl", "shr", "bnot", "rand", "randint"]:
     MUST[op] = INTS
 for op in ["land", "lor", "lnot"]:
     MUST[op] = ["bool"]

@@ -160,14 +160,11 @@ int main(int argc, char **argv)
         return 0;
     }
     const char *dir = argc == 2 ? argv[1] : NULL;
-    tilert_driver *drv = gpu_open();   /* exits 77 without a driver or device */
-    char device_arch[16];
-    GPU_RT(tilert_device_arch(drv, 0, device_arch, sizeof device_arch));
-    printf("device arch %s, seed %llu\n", device_arch, (unsigned long long)gpu_seed());
-    const char *archs[2] = { device_arch, "sm_86" };
-    int narchs = strcmp(device_arch, "sm_86") == 0 ? 1 : 2;
+    gpu_archs ga;
+    tilert_driver *drv = gpu_test_open(&ga);   /* exits 77 without a GPU */
+    const char *const *archs = ga.list;
     bool ctx = false;
-    for (int ai = 0; ai < narchs; ai++) {
+    for (int ai = 0; ai < ga.n; ai++) {
         char ptx[4096], meta[4096];
         if (dir && !module_files(dir, archs[ai], ptx, meta, sizeof ptx))
             continue;

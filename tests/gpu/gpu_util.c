@@ -87,6 +87,17 @@ tilert_driver *gpu_open(void)
     return drv;
 }
 
+tilert_driver *gpu_test_open(gpu_archs *a)
+{
+    tilert_driver *drv = gpu_open();
+    GPU_RT(tilert_device_arch(drv, 0, a->device, sizeof a->device));
+    printf("device arch %s, seed %llu\n", a->device, (unsigned long long)gpu_seed());
+    a->list[0] = a->device;
+    a->list[1] = "sm_86";
+    a->n = strcmp(a->device, "sm_86") == 0 ? 1 : 2;
+    return drv;
+}
+
 void gpu_cuda_init(void)
 {
     int dev;

@@ -47,6 +47,16 @@ void gpu_context(const char *fmt, ...);
  * "skipped: ..." and exit 77. The caller owns the result
  * (tilert_driver_close). */
 tilert_driver *gpu_open(void);
+/* The archs a test compiles for: device 0's tilec target and, unless that
+ * is sm_86, sm_86 (portable PTX on the same device). */
+typedef struct gpu_archs {
+    char device[16];
+    const char *list[2];
+    int n;
+} gpu_archs;
+/* gpu_open (exits 77 without a driver or device), then *a, printed with
+ * the seed. */
+tilert_driver *gpu_test_open(gpu_archs *a);
 /* dlopen libcuda.so.1 for the tests' own calls (gpu_cu) and make device 0's
  * primary context current on this thread. */
 void gpu_cuda_init(void);

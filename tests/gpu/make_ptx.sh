@@ -6,6 +6,7 @@
 #   tests/gpu/make_ptx.sh BUILD_DIR OUTDIR [ARCH ...]    (default: sm_86 sm_90a)
 #   gpu_kernels OUTDIR          (or TILEC_PTX_DIR=OUTDIR gpu_kernels)
 #   gpu_atomic OUTDIR           (its kernels: OUTDIR/ARCH/atomic.ptx)
+#   gpu_rand_scan OUTDIR        (OUTDIR/ARCH/rand_scan.ptx, dropout_*.ptx, cumsum.ptx)
 #
 # BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
 # tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
@@ -32,6 +33,14 @@ for arch in "$@"; do
     if [ -x "$build/tests/gpu/gpu_atomic" ]; then
         "$build/tests/gpu/gpu_atomic" --print-source > "$out/$arch/atomic.tile"
         "$tilec" "$out/$arch/atomic.tile" -arch="$arch" -o "$out/$arch/atomic.ptx"
+    fi
+    # gpu_rand_scan's modules: its own kernels and the dropout and cumsum examples.
+    if [ -x "$build/tests/gpu/gpu_rand_scan" ]; then
+        "$build/tests/gpu/gpu_rand_scan" --print-source > "$out/$arch/rand_scan.tile"
+        "$tilec" "$out/$arch/rand_scan.tile" -arch="$arch" -o "$out/$arch/rand_scan.ptx"
+        "$tilec" "$src/examples/dropout.tile" -arch="$arch" -o "$out/$arch/dropout_f32.ptx"
+        "$tilec" "$src/examples/dropout.tile" -arch="$arch" -DT=bf16 -o "$out/$arch/dropout_bf16.ptx"
+        "$tilec" "$src/examples/cumsum.tile" -arch="$arch" -DBN=256 -o "$out/$arch/cumsum.ptx"
     fi
     echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"
 done

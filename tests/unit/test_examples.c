@@ -1,4 +1,5 @@
-/* test_examples.c - end to end on the example programs: each example program
+/* test_examples.c - end to end on the example programs (dropout against
+ * ir/philox.h's numbers, exactly): each example program
  * is compiled (fe_compile), run through the pass pipeline, verified, then
  * interpreted on small random inputs and compared with a plain-C reference
  * computed in double. Tolerances follow the output dtype. */
@@ -14,6 +15,7 @@
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 #include "ref.h"
+#include "ir/philox.h"
 
 #ifndef TILEC_SOURCE_DIR
 #define TILEC_SOURCE_DIR "."
@@ -427,6 +429,78 @@ START_TEST(transpose_tiles)
 }
 END_TEST
 
+/* ---- dropout: Y = X * mask / (1 - p), mask = rand(seed, i) >= p ---- */
+
+static void run_dropout(int64_t n, const char *tname, double p, int64_t seed)
+{
+    FeDefine defs[] = { { "BLOCK", "256" }, { "T", tname } };
+    Prog pr;
+    ck_assert(prog_load(&pr, "dropout.tile", "dropout", defs, 2));
+    DType dt = param_dtype(&pr, "X");
+    uint64_t rng = 777 + (uint64_t)n;
+    Ten x = ten_new(dt, 1, &n), y = ten_new(dt, 1, &n);
+    ten_random(&x, &rng, 0.1, 4.0);
+    ten_poison(&y);
+    Binding b[] = { { "X", ten_arg(&x) }, { "Y", ten_arg(&y) }, { "p", scalar_arg(p, 0) },
+                    { "seed", scalar_arg(0, seed) } };
+    ck_assert(prog_run(&pr, b, 4));
+    double *want = malloc(sizeof(double) * (size_t)n);
+    float scale = 1.0f / (1.0f - (float)p);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bool keep = tc_philox_rand(seed, (uint32_t)i) >= (float)p;
+        kept += keep;
+        want[i] = keep ? tc_round_to(dt, (double)((float)ten_get(&x, i) * scale)) : 0.0;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "dropout N=%lld %s p=%g", (long long)n, tname, p);
+    ck_assert(ref_check(what, &y, want, 0.0) <= 0.0);   /* exact */
+    if (n >= 1000)
+        ck_assert_msg(fabs((double)kept / (double)n - (1.0 - p)) < 0.05, "%s: kept %lld", what, (long long)kept);
+    free(want);
+    ten_free(&x), ten_free(&y);
+    prog_free(&pr);
+}
+
+START_TEST(dropout_cases)
+{
+    static const int64_t ns[] = { 1, 1000, 4097 };
+    static const double ps[] = { 0.0, 0.3, 0.9 };
+    for (int t = 0; t < 2; t++)
+        run_dropout(ns[_i], dtype_names[t], ps[_i], _i == 2 ? -123456789012345LL : 42);
+}
+END_TEST
+
+/* ---- cumsum: Y[m, n] = X[m, 0] + ... + X[m, n] ---- */
+
+START_TEST(cumsum_shapes)
+{
+    static const int64_t mn[][2] = { { 3, 1000 }, { 5, 1 }, { 9, 129 } };
+    FeDefine defs[] = { { "BM", "4" }, { "BN", "64" } };
+    Prog p;
+    ck_assert(prog_load(&p, "cumsum.tile", "cumsum", defs, 2));
+    int64_t m = mn[_i][0], n = mn[_i][1], shape[2] = { m, n };
+    uint64_t rng = 4242 + (uint64_t)_i;
+    Ten x = ten_new(DT_F32, 2, shape), y = ten_new(DT_F32, 2, shape);
+    ten_random(&x, &rng, 0.1, 2.0);
+    ten_poison(&y);
+    Binding b[] = { { "X", ten_arg(&x) }, { "Y", ten_arg(&y) } };
+    ck_assert(prog_run(&p, b, 2));
+    double *want = malloc(sizeof(double) * (size_t)(m * n));
+    for (int64_t i = 0; i < m; i++) {
+        double acc = 0;
+        for (int64_t j = 0; j < n; j++)
+            want[i * n + j] = acc += ten_get(&x, i * n + j);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "cumsum %lldx%lld", (long long)m, (long long)n);
+    ck_assert(ref_check(what, &y, want, 1e-6) <= 1e-6);
+    free(want);
+    ten_free(&x), ten_free(&y);
+    prog_free(&p);
+}
+END_TEST
+
 static Suite *examples_suite(void)
 {
     Suite *s = suite_create("examples");
@@ -439,6 +513,8 @@ static Suite *examples_suite(void)
     tcase_add_loop_test(tc, attention_cases, 0, 16);
     tcase_add_test(tc, reduction_kernels);
     tcase_add_loop_test(tc, transpose_tiles, 0, 3);
+    tcase_add_loop_test(tc, dropout_cases, 0, 3);
+    tcase_add_loop_test(tc, cumsum_shapes, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

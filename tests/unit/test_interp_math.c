@@ -13,39 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "kit_src.h"
 
 enum { NV = 24 };
 
-typedef struct Prog {
-    Arena *a;
-    Diag d;
-    Module *m;
-} Prog;
-
-/* Compile `src`, optionally run the pass pipeline; fails the test on errors. */
-static Func *prog_build(Prog *p, const char *src, bool passes)
-{
-    p->a = arena_new();
-    diag_init(&p->d, p->a);
-    p->m = fe_compile(p->a, "math.tile", src, strlen(src), NULL, 0, &p->d);
-    if (p->m && passes) {
-        PassCtx ctx = kit_pass_ctx(&p->d, "sm_90a");
-        passes_run(p->m, &ctx);
-    }
-    if (!p->m || p->d.nerrors)
-        kit_print_diag(&p->d);
-    ck_assert_msg(p->m && p->d.nerrors == 0, "%s", src);
-    return p->m->funcs[0];
-}
-
-static void run(Prog *p, Func *f, InterpArg *args, int n)
-{
-    int rc = interp_run(f, args, n, &p->d);
-    if (rc)
-        kit_print_diag(&p->d);
-    ck_assert_int_eq(rc, 0);
-}
 
 /* Equal, NaN equal to NaN, zeros compared with their sign. */
 static bool same(double a, double b)
@@ -82,14 +53,14 @@ START_TEST(unary_vs_libm)
         char src[256];
         snprintf(src, sizeof src, "kernel k(X: global %s[N], Y: global %s[N]) grid(1) {\n"
                  "  Y[0 : +%d] = %s(X[0 : +%d]);\n}\n", dt, dt, NV, mc->name, NV);
-        Prog p;
-        Func *f = prog_build(&p, src, false);
+        KitProg p;
+        Func *f = kit_prog_build(&p, "math.tile", src, false, NULL, 0);
         double xd[NV], yd[NV];
         float xf[NV], yf[NV];
         for (int i = 0; i < NV; i++)
             xd[i] = xs[i], xf[i] = (float)xs[i];
         InterpArg args[3] = { kit_tensor1(wide ? (void *)xd : (void *)xf, NV), kit_tensor1(wide ? (void *)yd : (void *)yf, NV) };
-        run(&p, f, args, 2);
+        kit_prog_run(&p, f, args, 2);
         for (int i = 0; i < NV; i++) {
             double want = wide ? mc->ref(xs[i]) : (double)(float)mc->ref((double)xf[i]);
             double got = wide ? yd[i] : yf[i];
@@ -105,14 +76,14 @@ START_TEST(round_ties_to_even)
 {
     static const double in[8] = { 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, 2.6 };
     static const double want[8] = { 0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 2.0, 3.0 };
-    Prog p;
-    Func *f = prog_build(&p, "kernel k(X: global f32[N], Y: global f32[N]) grid(1) {\n"
-                             "  Y[0 : +8] = round(X[0 : +8]);\n}\n", false);
+    KitProg p;
+    Func *f = kit_prog_build(&p, "math.tile", "kernel k(X: global f32[N], Y: global f32[N]) grid(1) {\n"
+                             "  Y[0 : +8] = round(X[0 : +8]);\n}\n", false, NULL, 0);
     float x[8], y[8];
     for (int i = 0; i < 8; i++)
         x[i] = (float)in[i];
     InterpArg args[2] = { kit_tensor1(x, 8), kit_tensor1(y, 8) };
-    run(&p, f, args, 2);
+    kit_prog_run(&p, f, args, 2);
     for (int i = 0; i < 8; i++)
         ck_assert_msg(same(y[i], want[i]), "round(%g) = %g, want %g", in[i], y[i], want[i]);
     arena_free(p.a);
@@ -125,12 +96,12 @@ START_TEST(pow_vs_libm)
 {
     static const double a[12] = { 2.0, 2.0, -2.0, -2.0, -8.0, 0.0, 0.0, 1.0, NAN, 0.5, -1.0, 10.0 };
     static const double b[12] = { 0.5, -3.0, 3.0, 2.0, 1.0 / 3.0, 0.0, -1.0, NAN, 0.0, 40.0, INFINITY, 1.5 };
-    Prog p;
-    Func *f = prog_build(&p, "kernel k(A: global f64[N], B: global f64[N], Y: global f64[N]) grid(1) {\n"
-                             "  Y[0 : +12] = pow(A[0 : +12], B[0 : +12]);\n}\n", false);
+    KitProg p;
+    Func *f = kit_prog_build(&p, "math.tile", "kernel k(A: global f64[N], B: global f64[N], Y: global f64[N]) "
+                             "grid(1) {\n  Y[0 : +12] = pow(A[0 : +12], B[0 : +12]);\n}\n", false, NULL, 0);
     double y[12];
     InterpArg args[3] = { kit_tensor1((void *)a, 12), kit_tensor1((void *)b, 12), kit_tensor1(y, 12) };
-    run(&p, f, args, 3);
+    kit_prog_run(&p, f, args, 3);
     for (int i = 0; i < 12; i++)
         ck_assert_msg(same(y[i], pow(a[i], b[i])), "pow(%g, %g) = %g, libm %g", a[i], b[i], y[i], pow(a[i], b[i]));
     ck_assert(isnan(y[4]) && y[5] == 1.0 && y[7] == 1.0 && y[8] == 1.0 && y[2] == -8.0);
@@ -179,15 +150,15 @@ START_TEST(bitwise_and_shifts)
         memcpy(b + i * es, &c->b[i], es);
     }
     for (int passes = 0; passes < 2; passes++) {
-        Prog p;
-        Func *f = prog_build(&p, src, passes);
+        KitProg p;
+        Func *f = kit_prog_build(&p, "math.tile", src, passes, NULL, 0);
         InterpArg args[3] = { kit_tensor1(a, 4), kit_tensor1(b, 4), kit_tensor1(y, 4) };
         args[2].rank = 2;
         args[2].shape[0] = 6;
         args[2].shape[1] = 4;
         args[2].strides[0] = 4;
         args[2].strides[1] = 1;
-        run(&p, f, args, 3);
+        kit_prog_run(&p, f, args, 3);
         for (int i = 0; i < 4; i++) {
             int64_t ai = c->a[i], bi = c->b[i];
             int64_t want[6] = { ai & bi, ai | bi, ai ^ bi, ~ai, c->shl[i], c->shr[i] };
@@ -218,10 +189,10 @@ START_TEST(folding_matches)
     float y[2][8];
     int32_t z[2][8];
     for (int passes = 0; passes < 2; passes++) {
-        Prog p;
-        Func *f = prog_build(&p, src, passes);
+        KitProg p;
+        Func *f = kit_prog_build(&p, "math.tile", src, passes, NULL, 0);
         InterpArg args[2] = { kit_tensor1(y[passes], 8), kit_tensor1(z[passes], 8) };
-        run(&p, f, args, 2);
+        kit_prog_run(&p, f, args, 2);
         arena_free(p.a);
     }
     for (int i = 0; i < 8; i++) {
