@@ -222,6 +222,10 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
 /* After optimisation: pure values of a SIMT kernel move to their first use. */
 void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
 
+/* ---- codegen.c: one kernel ---- */
+void cg_init_types(Cg *cg);                           /* cg->t_* in cg->ctx */
+int cg_gen_kernel(Cg *cg, Func *f, StrBuf *meta);     /* errors; metadata appended to meta */
+
 /* ---- inside the SIMT lowering (lower_simt.c, simt_values.c, simt_control.c, simt_math.c) ---- */
 /* A float math op (EXP .. ROUND, not POW) on an f32 value; x^y on f32 values. */
 LLVMValueRef cg_math_f32(Cg *cg, OpCode code, LLVMValueRef x);
