@@ -77,7 +77,7 @@ typedef struct Cg {
     LLVMValueRef fn;
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_ptr, t_sptr;
     TileVal *vals;                        /* per ValId */
-    TensorArg *tens;                      /* per ValId of a tensor param (sparse) */
+    TensorArg *tens;                      /* per ValId up to the last param: tensor params (sparse) */
     int nwarps;
     LLVMValueRef tid, lane, warp;         /* i32, computed at entry (fresh ones inside an outer loop: lower_for) */
     int loops;                            /* loops around the op being lowered */

@@ -445,7 +445,12 @@ int cg_gen_kernel(Cg *cg, Func *f, StrBuf *meta)
 {
     cg->f = f;
     cg->vals = arena_alloc(cg->a, sizeof(TileVal) * f->nvals);
-    cg->tens = arena_alloc(cg->a, sizeof(TensorArg) * f->nvals);
+    /* tensors are params, whose ids come first: one TensorArg per value up
+     * to the last param (136 bytes each), not per value of the kernel */
+    ValId last_param = 0;
+    for (int i = 0; i < f->nparams; i++)
+        last_param = f->params[i] > last_param ? f->params[i] : last_param;
+    cg->tens = arena_alloc(cg->a, sizeof(TensorArg) * ((size_t)last_param + 1));
     /* The schedule pass decides; a kernel whose IR carries no schedule (a
      * pipeline run without that pass) gets the pass's decision here. */
     if (f->sched.kind == SCHED_NONE) {

@@ -420,6 +420,7 @@ static Module *front_end(Job *j, const char *src, size_t len)
     }
     t0 = tc_clock();
     AstModule *ast = fe_parse(a, &tl, d);
+    fe_tokens_release(a, &tl);
     time_row(j, "parse", t0);
     if (d->nerrors || !ast)
         return NULL;

@@ -111,6 +111,20 @@ void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn
     return arena_grow(a, old, elem, oldn, newn);
 }
 
+void arena_release(Arena *a, void *p)
+{
+    if (!p)
+        return;
+    for (Chunk **link = &a->head; *link; link = &(*link)->next) {
+        Chunk *c = *link;
+        if (c->data == (unsigned char *)p && c->size > ARENA_CHUNK / 2 && c->used == c->size) {
+            *link = c->next;
+            tc_free(c);
+            return;
+        }
+    }
+}
+
 char *arena_strndup(Arena *a, const char *s, size_t n)
 {
     char *p = arena_alloc(a, tc_size_add(n, 1));
