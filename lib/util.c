@@ -29,6 +29,7 @@ void tc_fatal(const char *file, int line, const char *fmt, ...)
 typedef struct Chunk {
     struct Chunk *next;
     size_t used, size;
+    bool own;               /* holds one block over ARENA_CHUNK / 2 bytes, alone */
     _Alignas(16) unsigned char data[];
 } Chunk;
 
@@ -58,6 +59,7 @@ void *arena_alloc(Arena *a, size_t n)
         c = tc_zalloc(sizeof(Chunk) + sz);
         c->size = sz;
         c->used = 0;
+        c->own = n > ARENA_CHUNK / 2;
         /* A large block gets its own chunk behind the head so the head's
          * free space is not wasted. */
         if (a->head && n > ARENA_CHUNK / 2) {
@@ -117,7 +119,7 @@ void arena_release(Arena *a, void *p)
         return;
     for (Chunk **link = &a->head; *link; link = &(*link)->next) {
         Chunk *c = *link;
-        if (c->data == (unsigned char *)p && c->size > ARENA_CHUNK / 2 && c->used == c->size) {
+        if (c->own && c->data == (unsigned char *)p) {
             *link = c->next;
             tc_free(c);
             return;
