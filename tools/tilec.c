@@ -700,8 +700,8 @@ static void set_cache_dir(Cli *c)
  * its own 4 KB at a time). Measured on the 2-core build machine,
  * `--time-passes` totals: attention sm_100a 51-54 -> 38.5-46 ms (39.6 best
  * of 15), ~2200 -> 1200-1700 page faults (docs/codegen.md, "Compile time
- * of tensor-core kernels"); the alignment and the one arena: see
- * "Compile time of the SIMT kernels". */
+ * of tensor-core kernels"); the alignment and the one arena: "Page
+ * faults" there. */
 #ifndef MADV_COLLAPSE
 #define TC_MADV_COLLAPSE 25     /* Linux 6.1; older kernels refuse it, harmlessly */
 #else
