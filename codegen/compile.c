@@ -89,21 +89,16 @@ static void put_llvm(StrBuf *out, const char *s, size_t n, void (*drop)(void *),
     drop(o);
 }
 
-/* b's PTX after out's (cg_ptx_append), then b released. */
-typedef struct PtxAppend {
-    StrBuf *out;
-    LLVMMemoryBufferRef b;
-    int nfn;
-    bool ok;
-} PtxAppend;
-
-static void append_ptx(PtxAppend *a)
+/* b's PTX after out's (cg_ptx_append), then b released (also when
+ * appending runs out of memory). False when b has no PTX header. */
+static bool append_ptx(StrBuf *out, LLVMMemoryBufferRef b, int nfn)
 {
     TcCleanup cl;
-    tc_cleanup_push(&cl, dispose_buffer, a->b);
-    a->ok = cg_ptx_append(a->out, LLVMGetBufferStart(a->b), LLVMGetBufferSize(a->b), a->nfn);
+    tc_cleanup_push(&cl, dispose_buffer, b);
+    bool ok = cg_ptx_append(out, LLVMGetBufferStart(b), LLVMGetBufferSize(b), nfn);
     tc_cleanup_pop(&cl);
-    dispose_buffer(a->b);
+    dispose_buffer(b);
+    return ok;
 }
 
 /* One module's kernels: its context, module and builder (Cg), and the
@@ -341,10 +336,9 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
             ej.err = NULL;
             e += llvm_failed(d, loc, ej.step, msg);
         } else {
-            PtxAppend a = { &res->ptx, ej.ptx, defined_functions(u[0].cg.mod), false };
+            LLVMMemoryBufferRef b = ej.ptx;
             ej.ptx = NULL;
-            append_ptx(&a);
-            if (!a.ok) {
+            if (!append_ptx(&res->ptx, b, defined_functions(u[0].cg.mod))) {
                 diag_internal(d, loc, "the second module's PTX has no header");
                 e++;
             }

@@ -685,23 +685,16 @@ static void set_cache_dir(Cli *c)
 
 /* The command's heap (not the library's business: a host process keeps its
  * own allocator settings). A compilation allocates ~35 MB in many small
- * blocks (LLVM's IR, SelectionDAG, machine code) and frees most of them
- * before it exits; on machines where page faults and brk/mmap calls are
- * dear (virtual machines) the default glibc heap, grown 128 KB at a time,
- * blocks over 128 KB mapped and unmapped one by one, touched one 4 KB page
- * at a time, cost a fifth of compiling examples/attention.tile. So: grow
- * the heap 64 MB at a time, serve every block below 64 MB from it, never
- * give it back, and ask for transparent huge pages on it (where the kernel
- * offers them on request). The break is first moved to a 2 MB boundary
- * (glibc steps over a break moved by someone else), so that the whole
- * heap the compilation grows can be huge pages, not only what lies past
- * the first boundary; and every thread allocates from that one heap (one
- * arena: the target machine's thread would otherwise fault in an arena of
- * its own 4 KB at a time). Measured on the 2-core build machine,
- * `--time-passes` totals: attention sm_100a 51-54 -> 38.5-46 ms (39.6 best
- * of 15), ~2200 -> 1200-1700 page faults (docs/codegen.md, "Compile time
- * of tensor-core kernels"); the alignment and the one arena: "Page
- * faults" there. */
+ * blocks and frees most of them before it exits; where page faults and
+ * brk/mmap calls are dear (virtual machines) the default glibc heap cost a
+ * fifth of compiling examples/attention.tile. So: grow the heap 64 MB at a
+ * time, serve every block below 64 MB from it, never give it back, and ask
+ * for transparent huge pages on all of it: the break first moved to a 2 MB
+ * boundary (glibc steps over a break moved by someone else), the first
+ * 2 MB collapsed after the advice, and one arena for every thread (the
+ * target machine's would fault in an arena of its own 4 KB at a time).
+ * docs/codegen.md, "Compile time of tensor-core kernels" and "Page faults,
+ * and the two kernels of sm_90a", has the measurements. */
 #ifndef MADV_COLLAPSE
 #define TC_MADV_COLLAPSE 25     /* Linux 6.1; older kernels refuse it, harmlessly */
 #else
@@ -738,15 +731,11 @@ static void cli_heap(void)
 #endif
 }
 
-/* The command's code (~33 MB of text, most of it LLVM): a compilation
- * touches a few thousand of its pages in no useful order, and each first
- * touch is a page fault, mapping 16 pages around it. On the build machine
- * (a virtual machine) a fault costs ~20 us of CPU time, and faults on the
- * code were ~500 of a compilation's ~1100 (half of them inside the
- * compilation itself); mapping every read-only segment of the program in
- * one call (MADV_POPULATE_READ, Linux 5.14; the pages come from the page
- * cache) costs ~1.5 ms. Advice only: an older kernel refuses it and the
- * pages fault in as before. */
+/* The command's code (~33 MB of text, most of it LLVM): each first touch
+ * of a page is a fault (~20 us of CPU on the build machine, ~550 of a
+ * compilation's ~1100); mapping the program's read-only segments in one
+ * call (MADV_POPULATE_READ, Linux 5.14, from the page cache) costs ~1.5 ms.
+ * Advice only: an older kernel refuses it and the pages fault in as before. */
 #if defined(__linux__) && defined(MADV_POPULATE_READ)
 static int map_segment(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -772,9 +761,8 @@ static void cli_code(void)
 #endif
 }
 
-/* Both run before the static constructors of the program (LLVM's
- * registration of its options and passes: ~360 faults on the code and
- * the first heap allocations), which have no priority and so run later. */
+/* Before the program's static constructors (LLVM registering its options
+ * and passes), which have no priority and so run later. */
 __attribute__((constructor(101))) static void cli_start(void)
 {
     cli_code();
