@@ -78,7 +78,7 @@ typedef struct Cg {
     LLVMValueRef fn;
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_ptr, t_sptr;
     TileVal *vals;                        /* per ValId */
-    TensorArg *tens;                      /* per ValId of a tensor param (sparse) */
+    TensorArg *tens;                      /* per ValId up to the last param: tensor params (sparse) */
     int nwarps;
     LLVMValueRef tid, lane, warp;         /* i32, computed at entry (fresh ones inside an outer loop: lower_for) */
     int loops;                            /* loops around the op being lowered */
@@ -240,6 +240,10 @@ LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r);
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
 /* After optimisation: pure values of a SIMT kernel move to their first use. */
 void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
+
+/* ---- codegen.c: one kernel ---- */
+void cg_init_types(Cg *cg);                           /* cg->t_* in cg->ctx */
+int cg_gen_kernel(Cg *cg, Func *f, StrBuf *meta);     /* errors; metadata appended to meta */
 
 /* ---- inside the SIMT lowering (lower_simt.c, simt_values.c, simt_control.c, simt_math.c) ---- */
 /* A float math op (EXP .. ROUND, not POW) on an f32 value; x^y on f32 values. */

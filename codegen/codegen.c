@@ -1,79 +1,14 @@
-/* codegen.c - the code generator's driver: Tile IR -> LLVM IR -> PTX.
+/* codegen.c - one kernel: Tile IR -> LLVM IR (the driver is compile.c).
  *
- * Needs: a verified Module (every op in ops.h). Per compilation: one LLVMContext and one LLVM
- * module (so concurrent compilations share nothing), one kernel per Func
- * with the ABI of codegen.h, a short cleanup pipeline, PTX emitted to memory, and
- * the kernel metadata text the runtime validates launches against.
+ * Needs: a verified Func and a Cg whose context and module are set
+ * (compile.c). Makes the kernel with the ABI of codegen.h, its shared
+ * memory, and its metadata text the runtime validates launches against.
  */
 #include "cg_internal.h"
-#include "pass_gate.h"
 #include "passes/passes.h"
 
-#include <llvm-c/Analysis.h>
-#include <llvm-c/Support.h>
-#include <llvm-c/Target.h>
-#include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-
-/* Passes of the NVPTX backend's own IR pipeline that find nothing to do in
- * what this generator emits, skipped by name while the backend runs, on
- * this compilation's LLVMContext only (pass_gate.cpp; see docs/codegen.md,
- * "Compile time"): n-ary reassociation and the load/store vectoriser leave
- * the PTX of every example unchanged; without straight-line strength
- * reduction (the lowering writes addresses and bounds tests in its form)
- * the SIMT kernels' PTX is the same and the tensor-core kernels' keeps its
- * registers (the same speed on the H200); the backend's three early-cse
- * runs find what the optimisation pipeline's early-cse already removed
- * (the same PTX instruction counts, registers and spills on every example).
- * The optimisation pipeline's own early-cse still runs. Passes with nothing
- * to work on here (no allocas, memcmp calls, libcalls or expensive
- * constants; phis and dead instructions already cleaned up) are skipped
- * too: byte-identical PTX on every example, gemm and attention tile for
- * sm_86, sm_90a and sm_100a, 0.7-0.8% fewer instructions executed. Other
- * users of the same libLLVM in the process are not affected. */
-#define BACKEND_SKIP_DEFAULT                                                                   \
-    "slsr,nary-reassociate,load-store-vectorizer,early-cse#2,early-cse#3,sroa,nvptx-lower-alloca,"  \
-    "infer-address-spaces,mergeicmps,expand-memcmp,consthoist,partially-inline-libcalls,"         \
-    "early-tailduplication,opt-phis,dead-mi-elimination"
-
-/* Modules whose kernels all run without tensor cores (marked "tilec.simt")
- * also skip the backend's first early-cse, CodeGenPrepare, machine CSE and
- * machine sinking. Their PTX changes (a few lines more or less, one
- * register more or less), not the speed: bf16 softmax and layernorm on
- * [32768 x 4096] and [8192 x 16384] within 0.3% of copy bandwidth of the
- * full list in three interleaved runs on an H200 (bench/RESULTS.md
- * 2026-12-01 00:14); layernorm [16384] compiles 11% faster. Tensor-core
- * kernels keep them: their 255-register tiles move between no spills and
- * some with any change of the PTX (docs/codegen.md). */
-#define BACKEND_SKIP_SIMT BACKEND_SKIP_DEFAULT ",early-cse,codegenprepare,machine-cse,machine-sink"
-
-static bool simt_module(LLVMModuleRef mod)
-{
-    bool any = false;
-    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
-        if (LLVMIsDeclaration(fn))
-            continue;
-        if (!LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.simt", 10))
-            return false;
-        any = true;
-    }
-    return any;
-}
-
-static const char *backend_skip(bool simt) { return simt ? BACKEND_SKIP_SIMT : BACKEND_SKIP_DEFAULT; }
-
-static void init_nvptx(void)
-{
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-}
 
 const Target *cg_family(TargetFamily f)
 {
@@ -491,7 +426,7 @@ static int emit_meta(Cg *cg, Func *f, StrBuf *out)
 
 /* ---- one kernel ---- */
 
-static void init_types(Cg *cg)
+void cg_init_types(Cg *cg)
 {
     LLVMContextRef c = cg->ctx;
     cg->t_void = LLVMVoidTypeInContext(c);
@@ -508,11 +443,16 @@ static void init_types(Cg *cg)
     cg->t_sptr = LLVMPointerTypeInContext(c, 3);
 }
 
-static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
+int cg_gen_kernel(Cg *cg, Func *f, StrBuf *meta)
 {
     cg->f = f;
     cg->vals = arena_alloc(cg->a, sizeof(TileVal) * f->nvals);
-    cg->tens = arena_alloc(cg->a, sizeof(TensorArg) * f->nvals);
+    /* tensors are params, whose ids come first: one TensorArg per value up
+     * to the last param (136 bytes each), not per value of the kernel */
+    ValId last_param = 0;
+    for (int i = 0; i < f->nparams; i++)
+        last_param = f->params[i] > last_param ? f->params[i] : last_param;
+    cg->tens = arena_alloc(cg->a, sizeof(TensorArg) * ((size_t)last_param + 1));
     /* The schedule pass decides; a kernel whose IR carries no schedule (a
      * pipeline run without that pass) gets the pass's decision here. */
     if (f->sched.kind == SCHED_NONE) {
@@ -592,279 +532,4 @@ static int gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     }
     cg_debug_kernel_end(cg);
     return e + emit_meta(cg, f, meta);
-}
-
-/* ---- module: optimise and emit ---- */
-
-/* The NVPTX target machine for tg at opt (NULL and *err set when LLVM has
- * no NVPTX target). */
-static LLVMTargetMachineRef make_tm(const TargetInfo *ti, int opt, char **err)
-{
-    LLVMTargetRef t;
-    *err = NULL;
-    if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, err))
-        return NULL;
-    /* Aggressive gives the same PTX as Default on these kernels, slower. */
-    LLVMCodeGenOptLevel lvl = opt <= 0 ? LLVMCodeGenLevelNone : LLVMCodeGenLevelDefault;
-    return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", ti->llvm_cpu, ti->llvm_features, lvl,
-                                   LLVMRelocDefault, LLVMCodeModelDefault);
-}
-
-/* The target machine is built on a second thread while the kernels are
- * lowered to LLVM IR (~0.5 ms of building tables, a few percent of a
- * memory-bound kernel's compile); the lowering needs no data layout (the
- * IR builder folds constants without one), which is set once the machine
- * exists, before any pass runs. */
-typedef struct TmJob {
-    const TargetInfo *ti;
-    int opt;
-    LLVMTargetMachineRef tm;
-    char *err;
-    double ms;            /* time the thread took */
-} TmJob;
-
-static void *tm_job(void *p)
-{
-    TmJob *j = p;
-    double t0 = tc_now();
-    pthread_once(&init_once, init_nvptx);
-    j->tm = make_tm(j->ti, j->opt, &j->err);
-    j->ms = (tc_now() - t0) * 1e3;
-    return NULL;
-}
-
-/* The IR this generator emits is fully unrolled straight-line code with
- * structured loops: what it needs is scalar cleanup (redundant index math,
- * constant folding, selects and branches on constants), not the whole O3
- * pipeline, whose loop and vector passes find nothing to do here and whose
- * load scalarisation drops !invariant.load. One pipeline for every module:
- * -O1 runs the cleanup (early-cse, instcombine, simplifycfg, dce), -O2/-O3
- * add hoisting out of loops (licm). No allocas are emitted, so no SROA;
- * early-cse without MemorySSA, dce in place of adce and no second
- * simplifycfg give byte-identical PTX on every example, gemm and attention
- * tile (3 archs) and -1.8% instructions executed on attention. The NVPTX
- * backend strength-reduces addresses and runs early-cse itself. Instcombine
- * stays: without it the backend took longer (attention +0.7%, layernorm
- * [16384] -8% but its SASS +2%, softmax [16384] SASS +8%: predicate chains
- * and 64-bit address math). These bodies have no loads GVN could forward
- * (shared memory is read by ldmatrix intrinsics, global memory by
- * cp.async): GVN with PRE and a second instcombine round differed by a few
- * address instructions, for ~35M more instructions executed on attention
- * (~10% of its compile). */
-static const char *pipeline(int opt)
-{
-    static const char *const p[] = {
-        "verify",
-        "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,dce)",
-        "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),dce)",
-    };
-    return p[opt <= 0 ? 0 : opt == 1 ? 1 : 2];
-}
-
-/* LLVM's objects are released before any allocation of ours (a message
- * is copied to the stack first: a diagnostic keeps at most DIAG_MAX_MSG
- * bytes of it anyway), or held under a cleanup while we allocate: out of
- * memory unwinds through here (lib/alloc.h). */
-static void dispose_message(void *s) { LLVMDisposeMessage(s); }
-static void dispose_buffer(void *b) { LLVMDisposeMemoryBuffer(b); }
-
-/* out += n bytes at s, then drop(o), which also runs if appending runs out of memory. */
-static void put_llvm(StrBuf *out, const char *s, size_t n, void (*drop)(void *), void *o)
-{
-    TcCleanup cl;
-    tc_cleanup_push(&cl, drop, o);
-    sb_putn(out, s, n);
-    tc_cleanup_pop(&cl);
-    drop(o);
-}
-
-static int optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, Diag *d, Loc loc)
-{
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(mod, pipeline(opt), tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (err) {
-        char *msg = LLVMGetErrorMessage(err), m[DIAG_MAX_MSG];
-        snprintf(m, sizeof m, "%s", msg);
-        LLVMDisposeErrorMessage(msg);
-        diag_internal(d, loc, "LLVM pass pipeline failed: %s", m);
-        return 1;
-    }
-    return 0;
-}
-
-static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool simt, CgGate *gate, StrBuf *out, Diag *d,
-                    Loc loc)
-{
-    char *err = NULL;
-    LLVMMemoryBufferRef buf = NULL;
-    cg_gate_skip(gate, backend_skip(simt));
-    int bad = LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf);
-    cg_gate_skip(gate, NULL);
-    if (bad) {
-        char m[DIAG_MAX_MSG];
-        snprintf(m, sizeof m, "%s", err ? err : "?");
-        LLVMDisposeMessage(err);
-        diag_internal(d, loc, "NVPTX backend failed: %s", m);
-        return 1;
-    }
-    put_llvm(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), dispose_buffer, buf);
-    return 0;
-}
-
-/* The generated LLVM IR is verified in builds with assertions (the
- * sanitizer build the test suite runs); release builds skip it as release
- * compilers do (1.3% of layernorm [16384]'s compile, 2% of attention's). */
-static bool verify_llvm(void)
-{
-#ifdef NDEBUG
-    return false;
-#else
-    return true;
-#endif
-}
-
-static int verify_module(LLVMModuleRef mod, Diag *d, Loc loc)
-{
-    char *msg = NULL;
-    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
-        char m[DIAG_MAX_MSG];
-        snprintf(m, sizeof m, "%s", msg ? msg : "?");
-        LLVMDisposeMessage(msg);
-        diag_internal(d, loc, "generated LLVM IR does not verify: %s", m);
-        return 1;
-    }
-    LLVMDisposeMessage(msg);
-    return 0;
-}
-
-/* One row of the --time-passes table (the driver prints the header). */
-static void time_row(StrBuf *timing, const char *what, double t0)
-{
-    if (timing)
-        sb_printf(timing, "%12.3f  %s\n", (tc_now() - t0) * 1e3, what);
-}
-
-/* Pure values of the SIMT kernels marked "tilec.sched" (rows of 16+ warps,
- * under a register cap) move to their first use (lower_simt.c). Without a
- * cap ptxas then takes more registers (docs/codegen.md). */
-static void schedule_simt(Cg *cg, int opt)
-{
-    if (opt <= 0)
-        return;
-    for (LLVMValueRef fn = LLVMGetFirstFunction(cg->mod); fn; fn = LLVMGetNextFunction(fn))
-        if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.sched", 11))
-            cg_schedule_simt(cg, fn);
-}
-
-static int finish_module(Cg *cg, LLVMTargetMachineRef tm, const CgOptions *o, CgResult *res,
-                         StrBuf *timing, Loc loc)
-{
-    double t0 = tc_now();
-    if (verify_llvm()) {
-        if (verify_module(cg->mod, cg->d, loc))
-            return 1;
-        time_row(timing, "codegen: verify llvm ir", t0);
-        t0 = tc_now();
-    }
-    cg_allow_contract(cg->mod);
-    bool simt = simt_module(cg->mod);
-    if (optimise(cg->mod, tm, o->opt_level, cg->d, loc))
-        return 1;
-    schedule_simt(cg, o->opt_level);
-    time_row(timing, "codegen: llvm optimisation", t0);
-    if (o->want_llvm) {
-        char *s = LLVMPrintModuleToString(cg->mod);
-        put_llvm(&res->llvm_ir, s, strlen(s), dispose_message, s);
-    }
-    t0 = tc_now();
-    int e = o->want_ptx ? emit_ptx(cg->mod, tm, simt, cg->gate, &res->ptx, cg->d, loc) : 0;
-    if (o->want_ptx)
-        time_row(timing, "codegen: ptx emission (nvptx backend)", t0);
-    return e;
-}
-
-/* What a compilation holds besides arena memory: released at its end, or
- * by the unwinding of an out-of-memory (lib/alloc.h) on the failing
- * thread, which first waits for the target machine's thread. */
-typedef struct CgHeld {
-    Cg *cg;
-    TmJob *job;
-    pthread_t th;
-    bool threaded;          /* th not joined yet */
-    LLVMTargetDataRef dl;
-} CgHeld;
-
-static void cg_release(void *p)
-{
-    CgHeld *h = p;
-    Cg *cg = h->cg;
-    if (h->threaded)
-        pthread_join(h->th, NULL);
-    h->threaded = false;
-    cg_debug_drop(cg);
-    if (cg->b)
-        LLVMDisposeBuilder(cg->b);
-    if (cg->mod)
-        LLVMDisposeModule(cg->mod);
-    if (h->dl)
-        LLVMDisposeTargetData(h->dl);
-    if (cg->ctx)
-        LLVMContextDispose(cg->ctx);
-    if (cg->gate)
-        cg_gate_free(cg->gate);
-    LLVMDisposeMessage(h->job->err);
-    if (h->job->tm)
-        LLVMDisposeTargetMachine(h->job->tm);
-}
-
-int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *timing)
-{
-    Loc loc = { m->source_name, 0, 0 };
-    const Target *tg = o->target ? cg_family(o->target->family) : NULL;
-    if (!tg) {
-        diag_error(d, loc, "no code generator for target %s in this build", o->target ? o->target->name : "(none)");
-        return 1;
-    }
-    TmJob job = { .ti = o->target, .opt = o->opt_level };
-    Cg cg = { .a = m->arena, .d = d, .tg = tg, .ti = o->target, .smem_per_block = o->smem_per_block,
-              .report = &res->report };
-    CgHeld held = { .cg = &cg, .job = &job };
-    held.threaded = pthread_create(&held.th, NULL, tm_job, &job) == 0;
-    if (!held.threaded)
-        tm_job(&job);
-    TcCleanup cl;
-    tc_cleanup_push(&cl, cg_release, &held);
-    double t0 = tc_now();
-    cg.ctx = LLVMContextCreate();
-    cg.gate = cg_gate_new(cg.ctx);
-    cg.mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", cg.ctx);
-    LLVMSetTarget(cg.mod, "nvptx64-nvidia-cuda");
-    init_types(&cg);
-    cg.b = LLVMCreateBuilderInContext(cg.ctx);
-    cg_debug_begin(&cg, m->source_name, o->debug_dir, o->debug_info);
-    int e = 0;
-    for (int i = 0; i < m->nfuncs; i++)
-        e += gen_kernel(&cg, m->funcs[i], &res->meta);
-    cg_debug_end(&cg);
-    time_row(timing, "codegen: lowering to llvm ir", t0);
-    t0 = tc_now();
-    if (held.threaded)
-        pthread_join(held.th, NULL);
-    held.threaded = false;
-    char row[96];
-    snprintf(row, sizeof row, "codegen: target machine (%.3f ms on a second thread, beside the lowering)", job.ms);
-    time_row(timing, row, t0);
-    if (!job.tm) {
-        diag_error(d, loc, "LLVM has no NVPTX target: %s", job.err ? job.err : "?");
-        e++;
-    }
-    held.dl = job.tm ? LLVMCreateTargetDataLayout(job.tm) : NULL;
-    if (held.dl)
-        LLVMSetModuleDataLayout(cg.mod, held.dl);
-    if (!e)
-        e += finish_module(&cg, job.tm, o, res, timing, loc);
-    tc_cleanup_pop(&cl);
-    cg_release(&held);
-    return e;
 }

@@ -183,6 +183,8 @@ int cg_ws_plan(Cg *cg, Func *f)
     cg->ws = NULL;
     cg->role_bar = cg->role_threads = 0;
     cg->role_leader = NULL;
+    cg->tmem_word = NULL;   /* per kernel: a module may hold several */
+    cg->tmem_cols = 0;
     if (!ws_op)
         return 0;
     if (!cg->tg->mbar_init || (!cg->tg->wgmma_ss && !cg->tg->tc_mma)) {

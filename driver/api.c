@@ -45,6 +45,7 @@ typedef struct Job {
     bool ptxas_ran;         /* ptxas_run holds the check of tilec_options.ptxas */
     PtxasRun ptxas_run;
     bool portable;          /* compiling the portable variant (add_portable): PassCtx.portable */
+    const AstModule *ast;   /* the source's AST (front_end), lowered again by add_portable */
 } Job;
 
 /* ---- options ---- */
@@ -397,6 +398,8 @@ static void choose_auto(Job *j, const AstModule *ast, FeDefine *defs, int *ndefs
 }
 
 /* Front end: source -> Module (or tokens / AST output). NULL when it stops. */
+static Module *lower_ast(Job *j, const AstModule *ast);
+
 static Module *front_end(Job *j, const char *src, size_t len)
 {
     Arena *a = j->r->arena;
@@ -420,6 +423,7 @@ static Module *front_end(Job *j, const char *src, size_t len)
     }
     t0 = tc_clock();
     AstModule *ast = fe_parse(a, &tl, d);
+    fe_tokens_release(a, &tl);
     time_row(j, "parse", t0);
     if (d->nerrors || !ast)
         return NULL;
@@ -430,11 +434,21 @@ static Module *front_end(Job *j, const char *src, size_t len)
         sb_free(&sb);
         return NULL;
     }
+    j->ast = ast;
+    return lower_ast(j, ast);
+}
+
+/* The kernels of ast lowered to Tile IR: the caller's defines, and the
+ * tiles of `= auto` params chosen (by the portable rules in portable mode). */
+static Module *lower_ast(Job *j, const AstModule *ast)
+{
+    Arena *a = j->r->arena;
+    Diag *d = &j->r->diag;
     FeDefine *defs = arena_alloc(a, sizeof(FeDefine) * (j->o.ndefines + PASS_MAX_AUTO + 1));
     for (size_t i = 0; i < j->o.ndefines; i++)
         defs[i] = (FeDefine){ j->o.defines[i].name, j->o.defines[i].value };
     int ndefs = (int)j->o.ndefines;
-    t0 = tc_clock();
+    TcClock t0 = tc_clock();
     choose_auto(j, ast, defs, &ndefs);
     if (d->nerrors)
         return NULL;
@@ -577,8 +591,9 @@ static bool has_ws(Func *f) { return ir_find_op(f, OP_WS) != NULL; }
  * also carries each such kernel compiled without warp specialization,
  * named tilec_portable_NAME (the prefix is reserved), and the kernel names
  * it in its `fallback` metadata record: the runtime launches it, and says
- * so, for a view TMA cannot take. The source is lowered again (the IR of
- * the first run has been rewritten) in portable mode: `= auto` tiles take
+ * so, for a view TMA cannot take. The source's AST is lowered again (the
+ * IR of the first run has been rewritten; the tokens and the AST are
+ * reused) in portable mode: `= auto` tiles take
  * the portable rules (PassCtx.portable reaches pass_choose_tiles too) and
  * the passes make no roles; its decisions are not reported twice. */
 static void add_portable(Job *j, Module *m, const char *src, size_t len)
@@ -594,7 +609,7 @@ static void add_portable(Job *j, Module *m, const char *src, size_t len)
     memset(&j->dump, 0, sizeof j->dump);
     j->o.time_passes = 0;
     j->portable = true;   /* the tile choice (front_end) and the passes alike */
-    Module *p = front_end(j, src, len);
+    Module *p = j->ast ? lower_ast(j, j->ast) : front_end(j, src, len);
     bool ok = false;
     if (p) {
         PassCtx ctx;

@@ -22,6 +22,7 @@ Module *fe_compile(Arena *a, const char *file, const char *src, size_t len,
     add_source_once(d, file, src, len);
     TokenList tl = fe_lex(a, file, src, len, d);
     AstModule *ast = fe_parse(a, &tl, d);
+    fe_tokens_release(a, &tl);
     if (d->nerrors > errors_before)
         return NULL;
     return fe_lower(a, ast, file, defs, ndefs, d);

@@ -45,8 +45,10 @@ typedef struct Token {
     Loc loc;
     const char *start;      /* into the source text */
     int len;
-    int64_t ival;           /* T_INT (overflow is reported as an error) */
-    double fval;            /* T_FLOAT */
+    union {
+        int64_t ival;       /* T_INT (overflow is reported as an error) */
+        double fval;        /* T_FLOAT */
+    };
 } Token;
 
 typedef struct TokenList { Token *toks; int n; } TokenList;
@@ -54,6 +56,10 @@ typedef struct TokenList { Token *toks; int n; } TokenList;
 /* Lex the whole source (NUL-terminated, len bytes). Errors (stray bytes,
  * unterminated comment, bad number) go to d; the list always ends in T_EOF. */
 TokenList fe_lex(Arena *a, const char *file, const char *src, size_t len, Diag *d);
+/* Give the list's memory back to the arena's allocator once the parse is
+ * done (the AST points into the source, never into the tokens): a long
+ * source's tokens are the largest block of its front end. */
+void fe_tokens_release(Arena *a, TokenList *tl);
 void fe_print_tokens(const TokenList *tl, StrBuf *out);
 
 /* ---- AST ---- */
@@ -77,7 +83,11 @@ typedef struct Expr {
     uint8_t kind;           /* ExprKind */
     uint16_t op;            /* TokKind for unary/binary */
     Loc loc;
-    int64_t ival; double fval; bool bval;
+    union {
+        int64_t ival;       /* E_INT */
+        double fval;        /* E_FLOAT */
+        bool bval;          /* E_BOOL */
+    };
     const char *name;       /* E_NAME, E_CALL (callee), E_MEMBER (field), E_KWARG */
     struct Expr *a, *b, *c;
     struct Expr **args; int nargs;
@@ -103,23 +113,27 @@ typedef enum StmtKind {
     S_CALL,     /* call ;  value is the E_CALL: atomic_add(window, value) */
 } StmtKind;
 
+/* The small fields first, so that padding costs no more than 4 bytes
+ * (a long kernel has one of these per statement). */
 typedef struct Stmt {
     uint8_t kind;           /* StmtKind */
-    Loc loc;
-    const char *name;       /* S_TILE, S_LET, S_FOR (loop var) */
-    Loc name_loc;
     /* S_TILE declared type: has_type; space (Space); dtype name (may be a dtype param) */
     bool has_type;
     uint8_t space;
-    const char *dtype_name; Loc dtype_loc;
-    Expr **shape; int rank;
+    bool has_else;          /* S_IF */
     uint16_t assign_op;     /* S_ASSIGN: T_ASSIGN, T_PLUSEQ, ... */
+    int rank;               /* of shape */
+    int nbody, nels;
+    Loc loc;
+    const char *name;       /* S_TILE, S_LET, S_FOR (loop var) */
+    Loc name_loc;
+    const char *dtype_name; Loc dtype_loc;
+    Expr **shape;
     Expr *target;           /* S_ASSIGN */
     Expr *value;            /* init / assigned value / if cond */
     Expr *lo, *hi, *step, *pipeline;   /* S_FOR (step/pipeline may be NULL) */
-    struct Stmt **body; int nbody;     /* S_FOR, S_IF then, S_BLOCK */
-    struct Stmt **els; int nels;       /* S_IF else (NULL if none) */
-    bool has_else;
+    struct Stmt **body;     /* S_FOR, S_IF then, S_BLOCK: nbody */
+    struct Stmt **els;      /* S_IF else (NULL if none): nels */
 } Stmt;
 
 typedef enum ParamClass { PC_CONST = 0, PC_TENSOR, PC_SCALAR } ParamClass;

@@ -288,6 +288,13 @@ TokenList fe_lex(Arena *a, const char *file, const char *src, size_t len, Diag *
     return lx.out;
 }
 
+void fe_tokens_release(Arena *a, TokenList *tl)
+{
+    arena_release(a, tl->toks);
+    tl->toks = NULL;
+    tl->n = 0;
+}
+
 void fe_print_tokens(const TokenList *tl, StrBuf *out)
 {
     for (int i = 0; i < tl->n; i++) {

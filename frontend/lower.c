@@ -26,8 +26,13 @@ static void lower_stmt(Lower *l, const Stmt *s);
 static void lower_list(Lower *l, Stmt *const *body, int n)
 {
     int mark = l->nsyms;
-    for (int i = 0; i < n && !diag_too_many(l->d); i++)
+    bool top = l->lists++ == 0;
+    for (int i = 0; i < n && !diag_too_many(l->d); i++) {
         lower_stmt(l, body[i]);
+        if (top)   /* between the kernel's statements nobody holds a Value pointer */
+            ir_func_release_stale(l->f);
+    }
+    l->lists--;
     fe_warn_unused(l, mark);
     fe_scope_truncate(l, mark);
 }
@@ -568,5 +573,6 @@ Module *fe_lower(Arena *a, const AstModule *ast, const char *source_name,
             }
         lower_kernel(m, a, kk, defs, ndefs, d);
     }
+    ir_release_stale(m);
     return d->nerrors > errors ? NULL : m;
 }

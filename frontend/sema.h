@@ -62,6 +62,7 @@ typedef struct Lower {
     bool in_grid;                     /* lowering the grid: only dims and consts */
     const Sym **unread; int nunread, capunread;  /* variables never read (warn.c) */
     const AstKernel *k;
+    int lists;                        /* statement lists being lowered (1: the kernel's body) */
 } Lower;
 
 /* scope.c */

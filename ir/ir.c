@@ -175,14 +175,35 @@ Func *ir_func_new(Module *m, const char *name, Loc loc)
 ValId ir_new_value(Func *f, Type t, const char *name_hint)
 {
     if (f->nvals == f->capvals) {
-        f->vals = arena_grow(f->mod->arena, f->vals, sizeof(Value), f->capvals, f->capvals * 2);
+        Value *old = f->vals;
+        f->vals = arena_grow(f->mod->arena, old, sizeof(Value), f->capvals, f->capvals * 2);
         f->capvals *= 2;
+        /* the old copy joins the stale list, linked through its unused
+         * vals[0].def (vals[0] is no value) */
+        old[0].def = (Op *)(void *)f->stale;
+        f->stale = old;
+        f->vals[0].def = NULL;
     }
     ValId v = f->nvals++;
     f->vals[v].type = t;
     f->vals[v].def = NULL;
     f->vals[v].name = name_hint ? arena_strdup(f->mod->arena, name_hint) : NULL;
     return v;
+}
+
+void ir_func_release_stale(Func *f)
+{
+    for (Value *v = f->stale, *next; v; v = next) {
+        next = (Value *)(void *)v[0].def;
+        arena_release(f->mod->arena, v);   /* small ones stay in their chunk */
+    }
+    f->stale = NULL;
+}
+
+void ir_release_stale(Module *m)
+{
+    for (int i = 0; i < m->nfuncs; i++)
+        ir_func_release_stale(m->funcs[i]);
 }
 
 ValId ir_add_param(Func *f, const char *name, Type t)

@@ -169,6 +169,7 @@ typedef struct Func {
     const char *name;
     Loc loc;
     Value *vals; uint32_t nvals, capvals;   /* vals[0] unused */
+    Value *stale;                           /* earlier copies of vals, freed by ir_release_stale */
     ValId *params; int nparams;             /* runtime params, in source order */
     const char **dim_names; ValId *dims; int ndims;  /* named dims: i32 scalar values bound at launch */
     ConstBinding *consts; int nconsts;      /* specialised compile-time params (informational) */
@@ -190,6 +191,14 @@ typedef struct Module {
 Module *ir_module_new(Arena *a, const char *source_name);
 Func *ir_func_new(Module *m, const char *name, Loc loc);
 ValId ir_new_value(Func *f, Type t, const char *name_hint);
+/* Free the copies of the value tables that growing them left behind.
+ * ir_new_value copies the table to a larger block and keeps the old one
+ * readable, since a caller may still hold a Type or Value pointer into it
+ * (a pass reads an operand's type while it builds new values); between
+ * the front end and the passes, and between two passes, nobody does.
+ * Without this a table grown by doubling costs twice its size. */
+void ir_release_stale(Module *m);
+void ir_func_release_stale(Func *f);
 ValId ir_add_param(Func *f, const char *name, Type t);        /* appended to params */
 ValId ir_add_dim(Func *f, const char *name);                  /* i32 scalar; returns existing if named */
 int ir_find_dim(const Func *f, const char *name);             /* index or -1 */

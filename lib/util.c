@@ -29,6 +29,7 @@ void tc_fatal(const char *file, int line, const char *fmt, ...)
 typedef struct Chunk {
     struct Chunk *next;
     size_t used, size;
+    bool own;               /* holds one block over ARENA_CHUNK / 2 bytes, alone */
     _Alignas(16) unsigned char data[];
 } Chunk;
 
@@ -58,6 +59,7 @@ void *arena_alloc(Arena *a, size_t n)
         c = tc_zalloc(sizeof(Chunk) + sz);
         c->size = sz;
         c->used = 0;
+        c->own = n > ARENA_CHUNK / 2;
         /* A large block gets its own chunk behind the head so the head's
          * free space is not wasted. */
         if (a->head && n > ARENA_CHUNK / 2) {
@@ -109,6 +111,20 @@ void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn
             return p;
     }
     return arena_grow(a, old, elem, oldn, newn);
+}
+
+void arena_release(Arena *a, void *p)
+{
+    if (!p)
+        return;
+    for (Chunk **link = &a->head; *link; link = &(*link)->next) {
+        Chunk *c = *link;
+        if (c->own && c->data == (unsigned char *)p) {
+            *link = c->next;
+            tc_free(c);
+            return;
+        }
+    }
 }
 
 char *arena_strndup(Arena *a, const char *s, size_t n)

@@ -43,6 +43,9 @@ void *arena_grow(Arena *a, void *old, size_t elem, size_t oldn, size_t newn);
  * was allocated with. Arrays grown by doubling this way cost their final
  * size once (the lexer's tokens, the parser's lists). */
 void *arena_grow_move(Arena *a, void *old, size_t elem, size_t oldn, size_t newn);
+/* Free a block arena_grow_move grew into a chunk of its own (nobody may
+ * point into it any more); any other block stays until arena_free. */
+void arena_release(Arena *a, void *p);
 
 /* Fatal internal error: prints and aborts. Library code reports internal
  * errors through diag_internal() where it can instead; out of memory is

@@ -128,6 +128,7 @@ static int run_one(Module *m, PassCtx *ctx, const PassInfo *p)
     ctx->notes = &notes;
     TcClock t0 = tc_clock();
     int nerr = p->fn(m, ctx);
+    ir_release_stale(m);
     if (ctx->time_passes && ctx->timing)
         tc_time_row(ctx->timing, p->name, t0);
     ctx->cur_pass = NULL;

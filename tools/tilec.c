@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #if defined(__GLIBC__) || defined(__linux__)
+#include <link.h>
 #include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -684,41 +685,92 @@ static void set_cache_dir(Cli *c)
 
 /* The command's heap (not the library's business: a host process keeps its
  * own allocator settings). A compilation allocates ~35 MB in many small
- * blocks (LLVM's IR, SelectionDAG, machine code) and frees most of them
- * before it exits; on machines where page faults and brk/mmap calls are
- * dear (virtual machines) the default glibc heap, grown 128 KB at a time,
- * blocks over 128 KB mapped and unmapped one by one, touched one 4 KB page
- * at a time, cost a fifth of compiling examples/attention.tile. So: grow
- * the heap 64 MB at a time, serve every block below 64 MB from it, never
- * give it back, and ask for transparent huge pages on it (where the kernel
- * offers them on request). Measured on the 2-core build machine,
- * `--time-passes` totals: attention sm_100a 51-54 -> 38.5-46 ms (39.6 best
- * of 15), ~2200 -> 1200-1700 page faults (docs/codegen.md, "Compile time
- * of tensor-core kernels"). */
+ * blocks and frees most of them before it exits; where page faults and
+ * brk/mmap calls are dear (virtual machines) the default glibc heap cost a
+ * fifth of compiling examples/attention.tile. So: grow the heap 64 MB at a
+ * time, serve every block below 64 MB from it, never give it back, and ask
+ * for transparent huge pages on all of it: the break first moved to a 2 MB
+ * boundary (glibc steps over a break moved by someone else), the first
+ * 2 MB collapsed after the advice, and one arena for every thread (the
+ * target machine's would fault in an arena of its own 4 KB at a time).
+ * docs/codegen.md, "Compile time of tensor-core kernels" and "Page faults,
+ * and the two kernels of sm_90a", has the measurements. */
+#ifndef MADV_COLLAPSE
+#define TC_MADV_COLLAPSE 25     /* Linux 6.1; older kernels refuse it, harmlessly */
+#else
+#define TC_MADV_COLLAPSE MADV_COLLAPSE
+#endif
+
 static void cli_heap(void)
 {
 #if defined(__GLIBC__) && defined(M_TOP_PAD)
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
     mallopt(M_TOP_PAD, 64 << 20);
+    mallopt(M_ARENA_MAX, 1);
 #if defined(MADV_HUGEPAGE)
     const uintptr_t huge = (uintptr_t)2 << 20;
     char *lo = sbrk(0);
+    if (lo != (char *)-1) {
+        uintptr_t a = ((uintptr_t)lo + huge - 1) & ~(huge - 1);
+        if (a > (uintptr_t)lo && sbrk((intptr_t)(a - (uintptr_t)lo)) != (void *)-1)
+            lo = (char *)a;
+    }
     void *p = malloc(1 << 20);        /* grows the heap by the top pad: lo .. hi */
     char *hi = sbrk(0);
     if (p && lo != (char *)-1 && hi != (char *)-1 && hi > lo) {
         uintptr_t a = ((uintptr_t)lo + huge - 1) & ~(huge - 1);
-        if ((uintptr_t)hi > a)
-            madvise((void *)a, (uintptr_t)hi - a, MADV_HUGEPAGE);   /* advice only: failure is harmless */
+        if ((uintptr_t)hi > a && madvise((void *)a, (uintptr_t)hi - a, MADV_HUGEPAGE) == 0 &&
+            (uintptr_t)hi >= a + huge)
+            /* malloc wrote its headers into the first 2 MB before the
+             * advice: made one huge page now, or it stays 512 small ones */
+            madvise((void *)a, huge, TC_MADV_COLLAPSE);
     }
     free(p);
 #endif
 #endif
 }
 
+/* The command's code (~33 MB of text, most of it LLVM): each first touch
+ * of a page is a fault (~20 us of CPU on the build machine, ~550 of a
+ * compilation's ~1100); mapping the program's read-only segments in one
+ * call (MADV_POPULATE_READ, Linux 5.14, from the page cache) costs ~1.5 ms.
+ * Advice only: an older kernel refuses it and the pages fault in as before. */
+#if defined(__linux__) && defined(MADV_POPULATE_READ)
+static int map_segment(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W))
+            continue;
+        uintptr_t b = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
+        uintptr_t e = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        madvise((void *)b, e - b, MADV_POPULATE_READ);
+    }
+    return 1;   /* the program itself is the first object; the libraries are small */
+}
+#endif
+
+static void cli_code(void)
+{
+#if defined(__linux__) && defined(MADV_POPULATE_READ)
+    dl_iterate_phdr(map_segment, NULL);
+#endif
+}
+
+/* Before the program's static constructors (LLVM registering its options
+ * and passes), which have no priority and so run later. */
+__attribute__((constructor(101))) static void cli_start(void)
+{
+    cli_code();
+    cli_heap();
+}
+
 int main(int argc, char **argv)
 {
-    cli_heap();
     Cli c;
     memset(&c, 0, sizeof c);
     tilec_options_init(&c.o);
