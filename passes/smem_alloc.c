@@ -25,6 +25,10 @@ static void describe(const Func *f, const SmemBuf *b, Arena *a, StrBuf *out)
     const Type *t = ir_type(f, b->alloc->res[0]);
     sb_printf(out, "%s at %s: ", b->name, pass_loc_str(a, f, b->alloc->loc));
     type_print(f, t, out);
+    if (b->alloc->code == OP_TMEM_ALLOC) {   /* its shared word, not the tile */
+        sb_printf(out, ", its 8-byte address word at offset %lld", (long long)b->offset);
+        return;
+    }
     sb_printf(out, ", %lld stage%s of %lld B = %lld B at offset %lld", (long long)t->shape[0],
               t->shape[0] == 1 ? "" : "s", (long long)pass_smem_slot_stride(f, b->alloc), (long long)b->bytes,
               (long long)b->offset);
