@@ -155,12 +155,23 @@ int cg_lower_ws(Cg *cg, Op *op);
  * default to its accumulator layout and its row slice. */
 void cg_ws_anchors(Cg *cg, Func *f);
 int cg_lower_ws_op(Cg *cg, Op *op);       /* NAMED_BAR, MBAR_*, TMA_LOAD */
+/* The 8-byte mbarrier ring[slot] (ptr addrspace(3)). */
+LLVMValueRef cg_ring_slot(Cg *cg, ValId ring, ValId slot);
+/* The role's leader as an i1 (its thread 0; the block's outside roles). */
+LLVMValueRef cg_role_lead(Cg *cg);
+/* A block only the threads with cond run: cg_lead_begin branches into it
+ * and returns the block after it, which cg_lead_end closes it into. */
+LLVMBasicBlockRef cg_lead_begin(Cg *cg, LLVMValueRef cond);
+void cg_lead_end(Cg *cg, LLVMBasicBlockRef after);
 /* Offset in dynamic shared memory for a ring of `bytes` (lower_async.c). */
 int64_t cg_smem_place_ring(Cg *cg, Op *op, int64_t bytes);
 
 /* An inline-asm call with side effects and a memory clobber (sm90/hooks.c);
  * ret NULL: void; at most 8 args. */
 LLVMValueRef cg_asm_call(Cg *cg, LLVMTypeRef ret, const char *code, const char *cons, LLVMValueRef *args, int n);
+
+/* The 32-bit .shared address of a ptr addrspace(3) (sm90/hooks.c). */
+LLVMValueRef cg_saddr(Cg *cg, LLVMValueRef p);
 
 /* ---- sm100/tcgen05.c: tensor memory and tcgen05 products ---- */
 /* TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD. */
@@ -173,6 +184,14 @@ void cg_tmem_release(Cg *cg);
 Layout layout_tmem_rows(int64_t m, int64_t n, int nwarps);
 
 /* ---- sm90/wgmma.c: asynchronous products ---- */
+/* Shared-memory matrix descriptors (wgmma's; tcgen05 adds its version bit
+ * through extra): does the view take one (a 32/64/128B swizzle, 16-bit
+ * elements, whole panels, rows in groups of 8)? cg_desc_a: the K-major
+ * tile [rows, K] at base from row row0, k16 step kk; cg_desc_b: the B
+ * operand at k16 step kk, MN-major when stored [K, N], else K-major. */
+bool cg_desc_ok(const SmemView *sv);
+LLVMValueRef cg_desc_a(Cg *cg, LLVMValueRef base, const SmemView *sa, int64_t row0, int64_t kk, uint64_t extra);
+LLVMValueRef cg_desc_b(Cg *cg, LLVMValueRef base, const SmemView *sb, int64_t kk, uint64_t extra);
 int cg_lower_dot_async(Cg *cg, Op *op);
 int cg_lower_dot_wait(Cg *cg, Op *op);
 const Layout *cg_wgmma_acc_layout(Cg *cg, int64_t m, int64_t n);

@@ -305,14 +305,13 @@ static int ring_count_mult(const Cg *cg, ValId ring)
     return 1;   /* never arrived on: the count as written */
 }
 
-static LLVMValueRef ring_slot(Cg *cg, ValId ring, ValId slot)
+LLVMValueRef cg_ring_slot(Cg *cg, ValId ring, ValId slot)
 {
     LLVMValueRef o = LLVMBuildMul(cg->b, cg->vals[slot].s, cg_i32(cg, 8), "");
     return LLVMBuildGEP2(cg->b, cg->t_i8, cg->vals[ring].s, &o, 1, "");
 }
 
-/* A block that only the role's leader runs: returns the block after it. */
-static LLVMBasicBlockRef leader_begin(Cg *cg, LLVMValueRef cond)
+LLVMBasicBlockRef cg_lead_begin(Cg *cg, LLVMValueRef cond)
 {
     LLVMBasicBlockRef then = cg_new_block(cg, "lead"), after = cg_new_block(cg, "lead.end");
     LLVMBuildCondBr(cg->b, cond, then, after);
@@ -320,13 +319,13 @@ static LLVMBasicBlockRef leader_begin(Cg *cg, LLVMValueRef cond)
     return after;
 }
 
-static void leader_end(Cg *cg, LLVMBasicBlockRef after)
+void cg_lead_end(Cg *cg, LLVMBasicBlockRef after)
 {
     LLVMBuildBr(cg->b, after);
     LLVMPositionBuilderAtEnd(cg->b, after);
 }
 
-static LLVMValueRef leader(Cg *cg)
+LLVMValueRef cg_role_lead(Cg *cg)
 {
     return cg->role_leader ? cg->role_leader : LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
 }
@@ -340,12 +339,12 @@ static int lower_mbar_alloc(Cg *cg, Op *op)
     LLVMValueRef base = LLVMBuildGEP2(cg->b, cg->t_i8, cg->dsmem, &o, 1, "");
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = base };
     int count = (int)op->iattr[0] * ring_count_mult(cg, op->res[0]);
-    LLVMBasicBlockRef after = leader_begin(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""));
+    LLVMBasicBlockRef after = cg_lead_begin(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""));
     for (int64_t s = 0; s < slots; s++) {
         LLVMValueRef so = cg_i64(cg, 8 * s);
         cg->tg->mbar_init(cg, LLVMBuildGEP2(cg->b, cg->t_i8, base, &so, 1, ""), count);
     }
-    leader_end(cg, after);
+    cg_lead_end(cg, after);
     if (cg->report)
         sb_printf(cg->report, "  barrier ring at %d:%d: %lld mbarriers at offset %lld, %d arrivals per phase\n",
                   op->loc.line, op->loc.col, (long long)slots, (long long)off, count);
@@ -373,8 +372,8 @@ static int lower_tma_load(Cg *cg, Op *op)
     LLVMValueRef so = LLVMBuildMul(cg->b, LLVMBuildSExt(cg->b, cg->vals[op->args[1]].s, cg->t_i64, ""),
                                    cg_i64(cg, sv->slot_bytes), "");
     LLVMValueRef dst0 = LLVMBuildGEP2(cg->b, cg->t_i8, sv->base, &so, 1, "");
-    LLVMValueRef bar = ring_slot(cg, op->args[2], op->args[3]);
-    LLVMBasicBlockRef after = leader_begin(cg, leader(cg));
+    LLVMValueRef bar = cg_ring_slot(cg, op->args[2], op->args[3]);
+    LLVMBasicBlockRef after = cg_lead_begin(cg, cg_role_lead(cg));
     for (int64_t p = 0; p < inner / pbox; p++) {
         LLVMValueRef c[TENSOR_MAXRANK];
         for (int i = 0; i < r; i++)
@@ -383,7 +382,7 @@ static int lower_tma_load(Cg *cg, Op *op)
         LLVMValueRef po = cg_i64(cg, p * rows * pbox * eb);
         cg->tg->tma_load(cg, r, LLVMBuildGEP2(cg->b, cg->t_i8, dst0, &po, 1, ""), cg->ws->tmap[ti].param, c, bar);
     }
-    leader_end(cg, after);
+    cg_lead_end(cg, after);
     if (cg->report)
         sb_printf(cg->report, "  TMA copy at %d:%d: tensor map %d, %lld box%s of %lld x %lld, swizzle %s\n",
                   op->loc.line, op->loc.col, ti, (long long)(inner / pbox), inner / pbox == 1 ? "" : "es",
@@ -401,21 +400,21 @@ int cg_lower_ws_op(Cg *cg, Op *op)
     case OP_MBAR_ALLOC:
         return lower_mbar_alloc(cg, op);
     case OP_MBAR_EXPECT: {
-        LLVMValueRef bar = ring_slot(cg, op->args[0], op->args[1]);
-        LLVMBasicBlockRef after = leader_begin(cg, leader(cg));
+        LLVMValueRef bar = cg_ring_slot(cg, op->args[0], op->args[1]);
+        LLVMBasicBlockRef after = cg_lead_begin(cg, cg_role_lead(cg));
         cg->tg->mbar_expect_tx(cg, bar, op->iattr[0]);
-        leader_end(cg, after);
+        cg_lead_end(cg, after);
         return 0;
     }
     case OP_MBAR_ARRIVE: {
-        LLVMValueRef bar = ring_slot(cg, op->args[0], op->args[1]);
-        LLVMBasicBlockRef after = leader_begin(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->lane, cg_i32(cg, 0), ""));
+        LLVMValueRef bar = cg_ring_slot(cg, op->args[0], op->args[1]);
+        LLVMBasicBlockRef after = cg_lead_begin(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->lane, cg_i32(cg, 0), ""));
         cg->tg->mbar_arrive(cg, bar);
-        leader_end(cg, after);
+        cg_lead_end(cg, after);
         return 0;
     }
     case OP_MBAR_WAIT:
-        cg->tg->mbar_wait(cg, ring_slot(cg, op->args[0], op->args[1]),
+        cg->tg->mbar_wait(cg, cg_ring_slot(cg, op->args[0], op->args[1]),
                           LLVMBuildAnd(cg->b, cg->vals[op->args[2]].s, cg_i32(cg, 1), ""));
         return 0;
     case OP_TMA_LOAD:

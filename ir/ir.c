@@ -420,12 +420,21 @@ bool ir_walk(Func *f, Block *b, OpVisitor fn, void *ctx)
     return true;
 }
 
-const char *ir_wgmma_problem(const Type *a, const Type *b)
+/* What both warp-group families ask of the operands (NULL: nothing). */
+static const char *tc_operands_problem(const Type *a, const Type *b, const char *wrong_dtype)
 {
     if (a->kind != TY_TILE || b->kind != TY_TILE || a->rank != 2 || b->rank != 2)
         return "the operands are not 2-D tiles";
     if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
-        return "wgmma takes f16 or bf16 operands here";
+        return wrong_dtype;
+    return NULL;
+}
+
+const char *ir_wgmma_problem(const Type *a, const Type *b)
+{
+    const char *no = tc_operands_problem(a, b, "wgmma takes f16 or bf16 operands here");
+    if (no)
+        return no;
     if (a->shape[0] % WGMMA_M)
         return "M is not a multiple of 64";
     if (a->shape[1] % WGMMA_K)
@@ -437,10 +446,9 @@ const char *ir_wgmma_problem(const Type *a, const Type *b)
 
 const char *ir_tcgen05_problem(const Type *a, const Type *b)
 {
-    if (a->kind != TY_TILE || b->kind != TY_TILE || a->rank != 2 || b->rank != 2)
-        return "the operands are not 2-D tiles";
-    if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
-        return "tcgen05 takes f16 or bf16 operands here";
+    const char *no = tc_operands_problem(a, b, "tcgen05 takes f16 or bf16 operands here");
+    if (no)
+        return no;
     if (a->shape[0] % TCGEN05_M)
         return "M is not a multiple of 128";
     if (a->shape[1] % WGMMA_K)

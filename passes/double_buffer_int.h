@@ -28,6 +28,7 @@ typedef struct Loop {
 
 ValId cst(Builder *b, int64_t v);
 ValId bin(Builder *b, OpCode c, ValId x, ValId y);
+ValId cmp_pred(Builder *b, CmpPred p, ValId x, ValId y);   /* bool x p y */
 ValId cmp_lt(Builder *b, ValId x, ValId y);
 Op *build0(Builder *b, OpCode c, const ValId *args, int n);
 const char *tensor_name(const Func *f, const Op *load);

@@ -19,12 +19,14 @@ ValId bin(Builder *b, OpCode c, ValId x, ValId y)
     return ir_build1(b, c, a, 2, c == OP_CMP ? type_scalar(DT_BOOL) : i32t());
 }
 
-ValId cmp_lt(Builder *b, ValId x, ValId y)
+ValId cmp_pred(Builder *b, CmpPred p, ValId x, ValId y)
 {
     ValId r = bin(b, OP_CMP, x, y);
-    ir_val(b->f, r)->def->iattr[0] = CMP_LT;
+    ir_val(b->f, r)->def->iattr[0] = p;
     return r;
 }
+
+ValId cmp_lt(Builder *b, ValId x, ValId y) { return cmp_pred(b, CMP_LT, x, y); }
 
 Op *build0(Builder *b, OpCode c, const ValId *args, int n) { return ir_build(b, c, args, n, NULL, 0); }
 

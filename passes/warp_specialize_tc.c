@@ -81,13 +81,6 @@ void ws_tc_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *sta
               ws_copied(f, W->opnd[1].copy), (long long)W->opnd[1].slot_bytes);
 }
 
-static ValId cmp_op(Builder *b, CmpPred p, ValId x, ValId y)
-{
-    ValId r = bin(b, OP_CMP, x, y);
-    ir_val(b->f, r)->def->iattr[0] = p;
-    return r;
-}
-
 /* The mma role: per trip wait for the slot, issue the product, commit
  * the slot's release; after the loop, commit the accumulator. */
 static void fill_mma(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId full, ValId empty, ValId done,
@@ -109,7 +102,7 @@ static void fill_mma(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, Va
         ops[i] = ir_build1(&b, OP_SMEM_LOAD, a, 2, *ir_type(f, W->opnd[i].read->res[0]));
     }
     b.loc = dot->loc;
-    ops[3] = cmp_op(&b, CMP_NE, it, bounds[0]);
+    ops[3] = cmp_pred(&b, CMP_NE, it, bounds[0]);
     build0(&b, OP_TC_MMA, ops, 4)->iattr[0] = MMA_TCGEN05;
     b.loc = fo->loc;
     ValId c[2] = { empty, t.slot };
@@ -129,7 +122,7 @@ static ValId fill_epilogue(WsLoop *W, Block *role, const ValId bounds[3], ValId 
     Builder b = ir_builder_at_end(f, role);
     b.loc = W->loop->loc;
     ws_ring_op(&b, OP_MBAR_WAIT, done, bounds[0], bounds[0]);
-    ValId any = cmp_op(&b, CMP_GT, bounds[1], bounds[0]);
+    ValId any = cmp_pred(&b, CMP_GT, bounds[1], bounds[0]);
     Type acc = *ir_type(f, W->dot->res[0]);
     Op *iff = ir_build(&b, OP_IF, &any, 1, &acc, 1);
     Builder th = ir_builder_at_end(f, &iff->regions[0]);

@@ -36,11 +36,9 @@ enum { LD_COLS = 32 };
 
 /* ---- hooks ---- */
 
-static LLVMValueRef saddr(Cg *cg, LLVMValueRef p) { return LLVMBuildPtrToInt(cg->b, p, cg->t_i32, ""); }
-
 void cg_tg_tmem_alloc(Cg *cg, LLVMValueRef word, int cols)
 {
-    LLVMValueRef a[2] = { saddr(cg, word), cg_i32(cg, cols) };
+    LLVMValueRef a[2] = { cg_saddr(cg, word), cg_i32(cg, cols) };
     cg_asm_call(cg, NULL,
                 "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$0], $1;\n\t"
                 "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
@@ -65,7 +63,7 @@ void cg_tg_tc_mma(Cg *cg, LLVMValueRef taddr, LLVMValueRef desc_a, LLVMValueRef 
 
 void cg_tg_tc_commit(Cg *cg, LLVMValueRef bar)
 {
-    LLVMValueRef a = saddr(cg, bar);
+    LLVMValueRef a = cg_saddr(cg, bar);
     cg_asm_call(cg, NULL, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
                 "r,~{memory}", &a, 1);
 }
@@ -128,6 +126,10 @@ static LLVMValueRef tmem_base(Cg *cg)
     return LLVMBuildLoad2(cg->b, cg->t_i32, cg->tmem_word, "tmem");
 }
 
+/* Warp 0 of the block allocates and frees tensor memory (.sync.aligned:
+ * the whole warp). */
+static LLVMValueRef warp0(Cg *cg) { return LLVMBuildICmp(cg->b, LLVMIntEQ, cg->warp, cg_i32(cg, 0), ""); }
+
 static int lower_tmem_alloc(Cg *cg, Op *op)
 {
     if (op->iattr[1] < 0 || op->iattr[2] < 32 || !cg->dsmem) {
@@ -142,12 +144,9 @@ static int lower_tmem_alloc(Cg *cg, Op *op)
     cg->tmem_word = LLVMBuildGEP2(cg->b, cg->t_i8, cg->dsmem, &o, 1, "tmem.word");
     cg->tmem_cols = (int)op->iattr[2];
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = cg->tmem_word };
-    LLVMBasicBlockRef in = cg_new_block(cg, "tmem.alloc"), after = cg_new_block(cg, "tmem.alloc.end");
-    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->warp, cg_i32(cg, 0), ""), in, after);
-    LLVMPositionBuilderAtEnd(cg->b, in);
+    LLVMBasicBlockRef after = cg_lead_begin(cg, warp0(cg));
     cg->tg->tmem_alloc(cg, cg->tmem_word, cg->tmem_cols);
-    LLVMBuildBr(cg->b, after);
-    LLVMPositionBuilderAtEnd(cg->b, after);
+    cg_lead_end(cg, after);
     cg->tg->tc_fence(cg, false);
     if (cg->report)
         sb_printf(cg->report, "  tensor memory at %d:%d: %d columns (warp 0 allocates, address word at offset %lld)\n",
@@ -161,30 +160,12 @@ void cg_tmem_release(Cg *cg)
         return;
     cg->tg->tc_fence(cg, false);
     cg->tg->barrier(cg);
-    LLVMBasicBlockRef in = cg_new_block(cg, "tmem.free"), after = cg_new_block(cg, "tmem.free.end");
-    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->warp, cg_i32(cg, 0), ""), in, after);
-    LLVMPositionBuilderAtEnd(cg->b, in);
+    LLVMBasicBlockRef after = cg_lead_begin(cg, warp0(cg));
     cg->tg->tmem_dealloc(cg, tmem_base(cg), cg->tmem_cols);
-    LLVMBuildBr(cg->b, after);
-    LLVMPositionBuilderAtEnd(cg->b, after);
+    cg_lead_end(cg, after);
 }
 
-static int swz_field(int swz) { return swz == SWZ_128B ? 2 : swz == SWZ_64B ? 4 : swz == SWZ_32B ? 6 : 0; }
-
-static LLVMValueRef desc(Cg *cg, LLVMValueRef base, int64_t off, int64_t lbo, int64_t sbo, int swz)
-{
-    LLVMValueRef a = LLVMBuildAdd(cg->b, base, cg_i32(cg, off), "");
-    a = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, a, cg_i32(cg, 4), ""), cg_i32(cg, 0x3FFF), "");
-    uint64_t hi = ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) | ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) |
-                  ((uint64_t)1 << 46) | ((uint64_t)swz_field(swz) << 61);
-    return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, a, cg->t_i64, ""), LLVMConstInt(cg->t_i64, hi, 0), "");
-}
-
-static bool desc_ok(const SmemView *sv)
-{
-    int w = cg_swz_width(sv->swz);
-    return w && sv->eb == 2 && (sv->cols * sv->eb) % w == 0 && sv->rows % 8 == 0;
-}
+enum { UMMA_DESC_VERSION = 1 };   /* tcgen05's shared-memory descriptors: version 1 at bit 46 */
 
 static int lower_tc_mma(Cg *cg, Op *op)
 {
@@ -198,37 +179,31 @@ static int lower_tc_mma(Cg *cg, Op *op)
         diag_internal(cg->d, op->loc, "tc_mma before its tensor memory is allocated");
         return 1;
     }
-    if (av->kind != TV_SMEM || bv->kind != TV_SMEM || av->sv->trans || !desc_ok(av->sv) || !desc_ok(bv->sv)) {
+    if (av->kind != TV_SMEM || bv->kind != TV_SMEM || av->sv->trans || !cg_desc_ok(av->sv) || !cg_desc_ok(bv->sv)) {
         diag_error(cg->d, op->loc, "tcgen05 reads both operands from swizzled shared buffers (A stored [M, K]); "
                    "these operands are not");
         return 1;
     }
     const SmemView *sa = av->sv, *sb = bv->sv;
-    int wa = cg_swz_width(sa->swz), wb = cg_swz_width(sb->swz), eb = 2;
+    int wa = cg_swz_width(sa->swz), wb = cg_swz_width(sb->swz);
+    uint64_t version = (uint64_t)UMMA_DESC_VERSION << 46;
     bool b_mn = !sb->trans;   /* stored [K, N]: MN-major, the instruction transposes it */
     uint32_t idesc = (1u << 4) | ((f16 ? 0u : 1u) << 7) | ((f16 ? 0u : 1u) << 10) | ((b_mn ? 1u : 0u) << 16) |
                      ((uint32_t)(n >> 3) << 17) | ((uint32_t)(TCGEN05_M >> 4) << 24);
-    LLVMBasicBlockRef after = cg_new_block(cg, "mma.end"), in = cg_new_block(cg, "mma");
-    LLVMValueRef lead = cg->role_leader ? cg->role_leader : LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
     LLVMValueRef first = LLVMBuildZExt(cg->b, cg->vals[op->args[3]].s, cg->t_i32, "");
-    LLVMBuildCondBr(cg->b, lead, in, after);
-    LLVMPositionBuilderAtEnd(cg->b, in);
+    LLVMBasicBlockRef after = cg_lead_begin(cg, cg_role_lead(cg));
     LLVMValueRef base = tmem_base(cg);
     LLVMValueRef abase = LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, "");
     LLVMValueRef bbase = LLVMBuildPtrToInt(cg->b, sb->base, cg->t_i32, "");
     for (int64_t kk = 0; kk < k / 16; kk++) {
-        int64_t kb = kk * 16 * eb;
-        LLVMValueRef db = b_mn ? desc(cg, bbase, kk * 16 * wb, sb->rows * wb, 8 * wb, sb->swz)
-                               : desc(cg, bbase, (kb / wb) * sb->rows * wb + kb % wb, 16, 8 * wb, sb->swz);
+        LLVMValueRef db = cg_desc_b(cg, bbase, sb, kk, version);
         for (int64_t i = 0; i < m / TCGEN05_M; i++) {
-            LLVMValueRef da = desc(cg, abase, (kb / wa) * sa->rows * wa + i * TCGEN05_M * wa + kb % wa, 16, 8 * wa,
-                                   sa->swz);
+            LLVMValueRef da = cg_desc_a(cg, abase, sa, i * TCGEN05_M, kk, version);
             LLVMValueRef d = LLVMBuildAdd(cg->b, base, cg_i32(cg, alloc->iattr[0] + i * n), "");
             cg->tg->tc_mma(cg, d, da, db, cg_i32(cg, (int64_t)idesc), kk ? cg_i32(cg, 1) : first);
         }
     }
-    LLVMBuildBr(cg->b, after);
-    LLVMPositionBuilderAtEnd(cg->b, after);
+    cg_lead_end(cg, after);
     if (cg->report)
         sb_printf(cg->report, "  tc_mma at %d:%d: tcgen05.mma kind::f16 m128n%lldk16 %s, %lldx%lldx%lld in %lld "
                   "block%s a k step, A K-major %dB swizzle, B %s %dB swizzle, accumulator at column %lld\n",
@@ -238,22 +213,12 @@ static int lower_tc_mma(Cg *cg, Op *op)
     return 0;
 }
 
-static LLVMValueRef ring_bar(Cg *cg, const Op *op)
-{
-    LLVMValueRef o = LLVMBuildMul(cg->b, cg->vals[op->args[1]].s, cg_i32(cg, 8), "");
-    return LLVMBuildGEP2(cg->b, cg->t_i8, cg->vals[op->args[0]].s, &o, 1, "");
-}
-
 static int lower_tc_commit(Cg *cg, Op *op)
 {
-    LLVMValueRef bar = ring_bar(cg, op);
-    LLVMBasicBlockRef after = cg_new_block(cg, "commit.end"), in = cg_new_block(cg, "commit");
-    LLVMValueRef lead = cg->role_leader ? cg->role_leader : LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
-    LLVMBuildCondBr(cg->b, lead, in, after);
-    LLVMPositionBuilderAtEnd(cg->b, in);
+    LLVMValueRef bar = cg_ring_slot(cg, op->args[0], op->args[1]);
+    LLVMBasicBlockRef after = cg_lead_begin(cg, cg_role_lead(cg));
     cg->tg->tc_commit(cg, bar);
-    LLVMBuildBr(cg->b, after);
-    LLVMPositionBuilderAtEnd(cg->b, after);
+    cg_lead_end(cg, after);
     return 0;
 }
 

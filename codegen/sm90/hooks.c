@@ -25,15 +25,14 @@ LLVMValueRef cg_asm_call(Cg *cg, LLVMTypeRef ret, const char *code, const char *
     return LLVMBuildCall2(cg->b, fty, as, args, (unsigned)n, "");
 }
 
-/* The 32-bit .shared address of a ptr addrspace(3). */
-static LLVMValueRef saddr(Cg *cg, LLVMValueRef p)
+LLVMValueRef cg_saddr(Cg *cg, LLVMValueRef p)
 {
     return LLVMBuildPtrToInt(cg->b, p, cg->t_i32, "");
 }
 
 static void mbar_init(Cg *cg, LLVMValueRef bar, int count)
 {
-    LLVMValueRef a[2] = { saddr(cg, bar), cg_i32(cg, count) };
+    LLVMValueRef a[2] = { cg_saddr(cg, bar), cg_i32(cg, count) };
     cg_asm_call(cg, NULL, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
 }
 
@@ -47,20 +46,20 @@ static void mbar_init_fence(Cg *cg)
 
 static void mbar_arrive(Cg *cg, LLVMValueRef bar)
 {
-    LLVMValueRef a = saddr(cg, bar);
+    LLVMValueRef a = cg_saddr(cg, bar);
     cg_asm_call(cg, NULL, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &a, 1);
 }
 
 static void mbar_expect_tx(Cg *cg, LLVMValueRef bar, int64_t bytes)
 {
-    LLVMValueRef a[2] = { saddr(cg, bar), cg_i32(cg, bytes) };
+    LLVMValueRef a[2] = { cg_saddr(cg, bar), cg_i32(cg, bytes) };
     cg_asm_call(cg, NULL, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", a, 2);
 }
 
 /* Blocks until the phase of parity `parity` (i32 0/1) has completed. */
 static void mbar_wait(Cg *cg, LLVMValueRef bar, LLVMValueRef parity)
 {
-    LLVMValueRef a[2] = { saddr(cg, bar), parity };
+    LLVMValueRef a[2] = { cg_saddr(cg, bar), parity };
     cg_asm_call(cg, NULL,
              "{\n\t.reg .pred p;\n\tTILEC_WAIT:\n\t"
              "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n\t"
@@ -78,7 +77,7 @@ static void tma_load(Cg *cg, int rank, LLVMValueRef dst, LLVMValueRef tmap, LLVM
     for (int i = 0; i < rank; i++)
         sb_printf(&code, "%s$%d", i ? ", " : "", 3 + i);
     sb_puts(&code, "}], [$2];");
-    LLVMValueRef a[8] = { saddr(cg, dst), tmap, saddr(cg, bar) };
+    LLVMValueRef a[8] = { cg_saddr(cg, dst), tmap, cg_saddr(cg, bar) };
     char cons[64] = "r,l,r";
     for (int i = 0; i < rank; i++) {
         a[3 + i] = coords[i];

@@ -31,19 +31,37 @@ static int swz_mode_bits(int swz)
     return swz == SWZ_128B ? 1 : swz == SWZ_64B ? 2 : swz == SWZ_32B ? 3 : 0;
 }
 
-static LLVMValueRef desc(Cg *cg, LLVMValueRef saddr, int64_t off, int64_t lbo, int64_t sbo, int swz)
+/* The descriptor of the tile at saddr + off; extra: more bits (tcgen05's
+ * version). wgmma's 2-bit mode at 62 is, bit for bit, tcgen05's 3-bit
+ * layout at 61 (128B 2, 64B 4, 32B 6). */
+static LLVMValueRef desc(Cg *cg, LLVMValueRef saddr, int64_t off, int64_t lbo, int64_t sbo, int swz, uint64_t extra)
 {
     LLVMValueRef a = LLVMBuildAdd(cg->b, saddr, cg_i32(cg, off), "");
     a = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, a, cg_i32(cg, 4), ""), cg_i32(cg, 0x3FFF), "");
     uint64_t hi = ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) | ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) |
-                  ((uint64_t)swz_mode_bits(swz) << 62);
+                  ((uint64_t)swz_mode_bits(swz) << 62) | extra;
     return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, a, cg->t_i64, ""), LLVMConstInt(cg->t_i64, hi, 0), "");
 }
 
-static bool desc_ok(const SmemView *sv)
+bool cg_desc_ok(const SmemView *sv)
 {
     int w = cg_swz_width(sv->swz);
     return w && sv->eb == 2 && (sv->cols * sv->eb) % w == 0 && sv->rows % 8 == 0;
+}
+
+LLVMValueRef cg_desc_a(Cg *cg, LLVMValueRef base, const SmemView *sa, int64_t row0, int64_t kk, uint64_t extra)
+{
+    int w = cg_swz_width(sa->swz);
+    int64_t kb = kk * 16 * sa->eb;
+    return desc(cg, base, (kb / w) * sa->rows * w + row0 * w + kb % w, 16, 8 * w, sa->swz, extra);
+}
+
+LLVMValueRef cg_desc_b(Cg *cg, LLVMValueRef base, const SmemView *sb, int64_t kk, uint64_t extra)
+{
+    if (sb->trans)   /* stored [N, K]: K-major, as A */
+        return cg_desc_a(cg, base, sb, 0, kk, extra);
+    int w = cg_swz_width(sb->swz);
+    return desc(cg, base, kk * 16 * w, sb->rows * w, 8 * w, sb->swz, extra);
 }
 
 /* Two 16-bit values in one i32 (the first in the low half). */
@@ -83,7 +101,7 @@ int cg_lower_dot_async(Cg *cg, Op *op)
         return 1;
     }
     bool a_regs = av->kind != TV_SMEM;   /* RS: A from registers (p @ v) */
-    if (bv->kind != TV_SMEM || !desc_ok(bv->sv) || (!a_regs && (av->sv->trans || !desc_ok(av->sv)))) {
+    if (bv->kind != TV_SMEM || !cg_desc_ok(bv->sv) || (!a_regs && (av->sv->trans || !cg_desc_ok(av->sv)))) {
         diag_error(cg->d, op->loc, "wgmma reads B (and A, unless A is in registers) from swizzled shared buffers "
                    "(A stored [M, K]); these operands are not");
         return 1;
@@ -113,21 +131,16 @@ int cg_lower_dot_async(Cg *cg, Op *op)
         acc[r] = cg->tg->fence_f32(cg, src[r]);
     cg->tg->wgmma_fence(cg);
     LLVMValueRef wg = LLVMBuildLShr(cg->b, cg->warp, cg_i32(cg, 2), "");
-    int wa = a_regs ? 0 : cg_swz_width(sa->swz), wb = cg_swz_width(sb->swz), eb = dtype_bits(dt) / 8;
+    int wa = a_regs ? 0 : cg_swz_width(sa->swz), wb = cg_swz_width(sb->swz);
     LLVMValueRef abase = a_regs ? NULL : LLVMBuildAdd(cg->b, LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, ""),
                                                       LLVMBuildMul(cg->b, wg, cg_i32(cg, 64 * wa), ""), "");
     LLVMValueRef bbase = LLVMBuildPtrToInt(cg->b, sb->base, cg->t_i32, "");
     bool b_mn = !sb->trans;   /* stored [K, N]: MN-major */
     LLVMValueRef *frag = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / 2));
     for (int64_t kk = 0; kk < k / 16; kk++) {
-        int64_t kb = kk * 16 * eb;
         for (int64_t i = 0; i < reps; i++) {
-            int64_t row0 = i * 64 * groups;
-            LLVMValueRef da = a_regs ? NULL
-                                     : desc(cg, abase, (kb / wa) * sa->rows * wa + row0 * wa + kb % wa, 16, 8 * wa,
-                                            sa->swz);
-            LLVMValueRef db = b_mn ? desc(cg, bbase, kk * 16 * wb, sb->rows * wb, 8 * wb, sb->swz)
-                                   : desc(cg, bbase, (kb / wb) * sb->rows * wb + kb % wb, 16, 8 * wb, sb->swz);
+            LLVMValueRef da = a_regs ? NULL : cg_desc_a(cg, abase, sa, i * 64 * groups, kk, 0);
+            LLVMValueRef db = cg_desc_b(cg, bbase, sb, kk, 0);
             for (int j = 0; j < n / 8; j++)
                 for (int q = 0; q < 4; q++)
                     frag[4 * j + q] = acc[layout_mma_acc_reg(L, (int)i, j, q)];
