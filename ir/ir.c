@@ -420,6 +420,16 @@ bool ir_walk(Func *f, Block *b, OpVisitor fn, void *ctx)
     return true;
 }
 
+bool ir_walk_op(Func *f, Op *op, OpVisitor fn, void *ctx)
+{
+    if (!fn(f, op, ctx))
+        return false;
+    for (int r = 0; r < op->nregions; r++)
+        if (!ir_walk(f, &op->regions[r], fn, ctx))
+            return false;
+    return true;
+}
+
 /* What both warp-group families ask of the operands (NULL: nothing). */
 static const char *tc_operands_problem(const Type *a, const Type *b, const char *wrong_dtype)
 {

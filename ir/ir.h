@@ -256,6 +256,8 @@ void ir_replace_all_uses(Func *f, ValId from, ValId to);
 /* Walk every op, pre-order, recursing into regions. Return false to stop. */
 typedef bool (*OpVisitor)(Func *f, Op *op, void *ctx);
 bool ir_walk(Func *f, Block *b, OpVisitor fn, void *ctx);
+/* The same over one op: the op, then the ops nested in its regions. */
+bool ir_walk_op(Func *f, Op *op, OpVisitor fn, void *ctx);
 /* The first op of this code in f's body (walk order), or NULL. */
 Op *ir_find_op(Func *f, OpCode code);
 

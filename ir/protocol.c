@@ -497,6 +497,16 @@ static const Op *once_fill(const Checker *C, int nroles, ValId buf, ValId ring)
     return NULL;
 }
 
+/* Does role R wait on the one-shot ring at its top level before the op at
+ * index `at` of its region? */
+static bool waited_before(const RoleScan *R, ValId ring, int at)
+{
+    for (int k = 0; k < R->nonce; k++)
+        if (R->once[k].op->code == OP_MBAR_WAIT && R->once[k].op->args[0] == ring && R->once[k].at < at)
+            return true;
+    return false;
+}
+
 /* A one-shot ring (its TMA_LOAD tma at a role's top level): filled once
  * with exactly its arrivals and bytes, never used in a trip, and every
  * read of its buffer after a wait on it in the reading role. */
@@ -542,11 +552,7 @@ static void check_once_ring(Checker *C, int nroles, const Op *tma)
             const Op *rd = R->once[j].op;
             if (rd->code != OP_SMEM_LOAD || rd->args[0] != buf)
                 continue;
-            bool waited = false;
-            for (int k = 0; k < R->nonce && !waited; k++)
-                waited = R->once[k].op->code == OP_MBAR_WAIT && R->once[k].op->args[0] == ring &&
-                         R->once[k].at < R->once[j].at;
-            if (!waited)
+            if (!waited_before(R, ring, R->once[j].at))
                 perr(C, rd, "reads a one-shot buffer with no mbar_wait on its ring (the tma_load at %s completes on "
                      "it) before it in the role", at(C, tma));
         }
@@ -599,9 +605,7 @@ static bool tmem_write_visit(Func *f, Op *op, void *ctx)
 /* The TC_MMAs in op or its regions, by the tensor memory they write. */
 static void tmem_writes(const Checker *C, const Op *op, TmemWrites *w)
 {
-    tmem_write_visit((Func *)C->f, (Op *)op, w);
-    for (int g = 0; g < op->nregions; g++)
-        ir_walk((Func *)C->f, (Block *)&op->regions[g], tmem_write_visit, w);
+    ir_walk_op((Func *)C->f, (Op *)op, tmem_write_visit, w);
 }
 
 typedef struct TmemRead { ValId tm; const Op *found; } TmemRead;
@@ -651,16 +655,10 @@ static void check_commit_ring(Checker *C, int nroles, int p, const Op *commit)
             const Block *rb = &C->ws->regions[q];
             for (int j = 0; j < rb->nops; j++) {
                 TmemRead r = { w.tm[t], NULL };
-                tmem_read_visit((Func *)C->f, rb->ops[j], &r);
-                for (int g = 0; g < rb->ops[j]->nregions && !r.found; g++)
-                    ir_walk((Func *)C->f, &rb->ops[j]->regions[g], tmem_read_visit, &r);
+                ir_walk_op((Func *)C->f, rb->ops[j], tmem_read_visit, &r);
                 if (!r.found)
                     continue;
-                bool waited = false;
-                for (int k = 0; k < C->role[q].nonce && !waited; k++)
-                    waited = C->role[q].once[k].op->code == OP_MBAR_WAIT && C->role[q].once[k].op->args[0] == ring &&
-                             C->role[q].once[k].at < j;
-                if (!waited)
+                if (!waited_before(&C->role[q], ring, j))
                     perr(C, r.found, "reads tensor memory before a wait on the commit ring (the tc_commit at %s "
                          "publishes it)", at(C, commit));
             }

@@ -230,9 +230,7 @@ bool ws_buffer_elsewhere(const WsLoop *W, ValId buf)
         u.copies_ok = i < at;
         if (op == W->loop)
             continue;
-        buf_use_visit(W->f, op, &u);
-        for (int g = 0; g < op->nregions && !u.stray; g++)
-            ir_walk(W->f, &op->regions[g], buf_use_visit, &u);
+        ir_walk_op(W->f, op, buf_use_visit, &u);
     }
     return u.stray;
 }
@@ -465,9 +463,7 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
     int64_t staging = 0;
     int at = ir_block_index_of(&f->body, W->loop);
     for (int i = at + 1; i < f->body.nops; i++) {
-        staging_visit(f, f->body.ops[i], &staging);
-        for (int g = 0; g < f->body.ops[i]->nregions; g++)
-            ir_walk(f, &f->body.ops[i]->regions[g], staging_visit, &staging);
+        ir_walk_op(f, f->body.ops[i], staging_visit, &staging);
     }
     Other other = { W, W->chain ? WS_MBAR_BYTES : 0 };   /* chains: the once-loaded operand's barrier */
     ir_walk(f, &f->body, other_visit, &other);

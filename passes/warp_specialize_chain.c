@@ -151,9 +151,7 @@ static void scan_copies(const WsLoop *W, CopyScan *cs)
         Op *op = top->ops[i];
         if (op == W->loop)
             continue;
-        copy_visit(W->f, op, cs);
-        for (int g = 0; g < op->nregions; g++)
-            ir_walk(W->f, &op->regions[g], copy_visit, cs);
+        ir_walk_op(W->f, op, copy_visit, cs);
     }
     cs->in_body = true;
     ir_walk(W->f, &W->loop->regions[0], copy_visit, cs);
@@ -182,9 +180,7 @@ static int uses_of(const WsLoop *W, ValId v)
 static int uses_in(const WsLoop *W, Op *op, ValId v)
 {
     UseScan u = { v, 0 };
-    use_visit(W->f, op, &u);
-    for (int g = 0; g < op->nregions; g++)
-        ir_walk(W->f, &op->regions[g], use_visit, &u);
+    ir_walk_op(W->f, op, use_visit, &u);
     return u.n;
 }
 

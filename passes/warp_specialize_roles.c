@@ -194,9 +194,7 @@ static bool shared_after(Func *f, Block *b, int from)
 {
     bool any = false;
     for (int i = from; i < b->nops && !any; i++) {
-        shared_visit(f, b->ops[i], &any);
-        for (int g = 0; g < b->ops[i]->nregions && !any; g++)
-            ir_walk(f, &b->ops[i]->regions[g], shared_visit, &any);
+        ir_walk_op(f, b->ops[i], shared_visit, &any);
     }
     return any;
 }
@@ -216,9 +214,7 @@ static bool to_named_bar(Func *f, Op *op, void *ctx)
 /* Every barrier in op (and its regions) a named barrier of the consumers. */
 static void named_bars(Func *f, Op *op, int *consumers)
 {
-    to_named_bar(f, op, consumers);
-    for (int g = 0; g < op->nregions; g++)
-        ir_walk(f, &op->regions[g], to_named_bar, consumers);
+    ir_walk_op(f, op, to_named_bar, consumers);
 }
 
 /* A barrier among the moved ops syncs the consumers only (a named barrier
