@@ -614,8 +614,11 @@ START_TEST(values_of_masked_loads)
                                 bool kx, kw, kb = true, ky;
                                 int64_t want;
                                 if (col < ns[i]) {
-                                    want = mem_elem(&mem, 0, row, col, &kx) + mem_elem(&mem, 1, 0, col, &kw) +
-                                           (k ? 0 : mem_elem(&mem, 2, 0, col, &kb));
+                                    /* i64 sums wrap, as the kernel's do: add unsigned */
+                                    uint64_t sum = (uint64_t)mem_elem(&mem, 0, row, col, &kx) +
+                                                   (uint64_t)mem_elem(&mem, 1, 0, col, &kw) +
+                                                   (uint64_t)(k ? 0 : mem_elem(&mem, 2, 0, col, &kb));
+                                    want = (int64_t)sum;
                                     ck_assert(kx && kw && kb);
                                 } else {
                                     want = 12;
