@@ -251,14 +251,30 @@ Layout layout_with_shape(const Layout *l, const int64_t *shape)
     return n;
 }
 
+/* A parent dim that no lane or warp spans and that holds one register a
+ * thread (sliced, or of extent 1 in both) takes no thread-index bits: its
+ * other parameters do not change the layout (the slices of a row a thread
+ * of any width, and their expansions, are one layout). */
+static bool trivial_slice(const Layout *a, const Layout *b, int d)
+{
+    bool one = (a->slice >> d & 1) || (a->pshape[d] == 1 && b->pshape[d] == 1);
+    return one && a->tpw[d] == 1 && b->tpw[d] == 1 && a->wpc[d] == 1 && b->wpc[d] == 1 &&
+           layout_nregs_dim(a, d) == 1 && layout_nregs_dim(b, d) == 1;
+}
+
 bool layout_eq(const Layout *a, const Layout *b)
 {
     if (a->prank != b->prank || a->slice != b->slice || a->nwarps != b->nwarps)
         return false;
-    for (int d = 0; d < a->prank; d++)
-        if (a->pshape[d] != b->pshape[d] || a->spt[d] != b->spt[d] || a->tpw[d] != b->tpw[d] ||
-            a->wpc[d] != b->wpc[d] || a->order[d] != b->order[d] || layout_rpt(a, d) != layout_rpt(b, d))
+    for (int d = 0; d < a->prank; d++) {
+        if (a->order[d] != b->order[d])
             return false;
+        if (trivial_slice(a, b, d))
+            continue;
+        if (a->pshape[d] != b->pshape[d] || a->spt[d] != b->spt[d] || a->tpw[d] != b->tpw[d] ||
+            a->wpc[d] != b->wpc[d] || layout_rpt(a, d) != layout_rpt(b, d))
+            return false;
+    }
     return true;
 }
 

@@ -275,7 +275,7 @@ static int lower_op(Cg *cg, Op *op)
     case OP_TMA_LOAD:
         return cg_lower_ws_op(cg, op);
     case OP_DOT_ASYNC: return cg_lower_dot_async(cg, op);
-    case OP_TMEM_ALLOC: case OP_TC_MMA: case OP_TC_COMMIT: case OP_TMEM_LOAD: return cg_lower_tc_op(cg, op);
+    case OP_TMEM_ALLOC: case OP_TC_MMA: case OP_TC_COMMIT: case OP_TMEM_LOAD: case OP_TMEM_STORE: return cg_lower_tc_op(cg, op);
     case OP_DOT_WAIT: return cg_lower_dot_wait(cg, op);
     case OP_CONVERT_LAYOUT:   /* the value is unchanged; its users pick the registers they need */
         cg->vals[op->res[0]] = cg->vals[op->args[0]];

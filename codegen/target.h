@@ -73,6 +73,9 @@ typedef struct Target {
      * accumulate (i32, nonzero: add to tensor memory). One thread issues. */
     void (*tc_mma)(struct Cg *cg, LLVMValueRef taddr, LLVMValueRef desc_a, LLVMValueRef desc_b, LLVMValueRef idesc,
                    LLVMValueRef accumulate);
+    /* The same with the A operand read from tensor memory at a_taddr. */
+    void (*tc_mma_ts)(struct Cg *cg, LLVMValueRef taddr, LLVMValueRef a_taddr, LLVMValueRef desc_b, LLVMValueRef idesc,
+                      LLVMValueRef accumulate);
     /* tcgen05.commit: one arrival on the mbarrier once the thread's
      * products so far are done. */
     void (*tc_commit)(struct Cg *cg, LLVMValueRef bar);
@@ -80,6 +83,10 @@ typedef struct Target {
      * consecutive columns from taddr's, into out[n] (i32); then the wait. */
     void (*tmem_ld)(struct Cg *cg, LLVMValueRef taddr, int n, LLVMValueRef *out);
     void (*tmem_wait_ld)(struct Cg *cg);
+    /* tcgen05.st.32x32b.xN: in[n] (i32) into n consecutive columns of the
+     * thread's lane from taddr's; then the wait. */
+    void (*tmem_st)(struct Cg *cg, LLVMValueRef taddr, int n, LLVMValueRef *in);
+    void (*tmem_wait_st)(struct Cg *cg);
     /* tcgen05.fence::before_thread_sync (after = false) / ::after_thread_sync. */
     void (*tc_fence)(struct Cg *cg, bool after);
 } Target;
@@ -116,7 +123,11 @@ void cg_tg_tmem_alloc(struct Cg *cg, LLVMValueRef word, int cols);
 void cg_tg_tmem_dealloc(struct Cg *cg, LLVMValueRef taddr, int cols);
 void cg_tg_tc_mma(struct Cg *cg, LLVMValueRef taddr, LLVMValueRef desc_a, LLVMValueRef desc_b, LLVMValueRef idesc,
                   LLVMValueRef accumulate);
+void cg_tg_tc_mma_ts(struct Cg *cg, LLVMValueRef taddr, LLVMValueRef a_taddr, LLVMValueRef desc_b, LLVMValueRef idesc,
+                     LLVMValueRef accumulate);
 void cg_tg_tc_commit(struct Cg *cg, LLVMValueRef bar);
+void cg_tg_tmem_st(struct Cg *cg, LLVMValueRef taddr, int n, LLVMValueRef *in);
+void cg_tg_tmem_wait_st(struct Cg *cg);
 void cg_tg_tmem_ld(struct Cg *cg, LLVMValueRef taddr, int n, LLVMValueRef *out);
 void cg_tg_tmem_wait_ld(struct Cg *cg);
 void cg_tg_tc_fence(struct Cg *cg, bool after);

@@ -658,7 +658,7 @@ int ip_exec_op(Interp *I, const Op *op)
         return ip_exec_mem(I, op);
     case OP_WS: case OP_NAMED_BAR: case OP_MBAR_ALLOC: case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE:
     case OP_MBAR_WAIT: case OP_TMA_LOAD: case OP_DOT_ASYNC: case OP_DOT_WAIT: case OP_CONVERT_LAYOUT:
-    case OP_TMEM_ALLOC: case OP_TC_MMA: case OP_TC_COMMIT: case OP_TMEM_LOAD:
+    case OP_TMEM_ALLOC: case OP_TC_MMA: case OP_TC_COMMIT: case OP_TMEM_LOAD: case OP_TMEM_STORE:
         return ip_exec_sched(I, op);
     case OP_FOR: return exec_for(I, op);
     case OP_IF: return exec_if(I, op);

@@ -50,15 +50,21 @@
  * DOT_ASYNC fed by the loaded value or its TRANS (wgmma reads shared memory
  * in place).
  *
- * Tensor memory (TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD). A TC_MMA
- * computes at issue into its tensor memory (a role's products run in
- * order, and only that role writes it); the slots it reads stay read, and
- * the accumulator unpublished, until the role's next TC_COMMIT, whose
- * arrival publishes both as an arrive does. Checked: a refill of a slot a
- * TC_MMA still reads (a release by mbar_arrive instead of the commit); a
+ * Tensor memory (TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD, TMEM_STORE). A
+ * TC_MMA computes at issue into its tensor memory (a role's products run
+ * in order); the slots and tensor memory it reads stay read, and the
+ * accumulator unpublished, until the role's next TC_COMMIT, whose arrival
+ * publishes them as an arrive does. A TMEM_LOAD or TMEM_STORE is done when
+ * it is; the role's next arrival publishes it. Checked: a refill of a slot
+ * a TC_MMA still reads (a release by mbar_arrive instead of the commit); a
  * TMEM_LOAD of tensor memory never written, written by a product no
- * TC_COMMIT followed yet, or not ordered after that commit's arrival
- * through a wait of the reading role.
+ * TC_COMMIT followed yet, or not ordered after that commit's arrival (or
+ * another role's store's) through a wait of the reading role; a
+ * TMEM_STORE while another role's product writes or reads it, or before
+ * that product's commit or another role's access was observed; a TC_MMA
+ * reading or writing tensor memory another role loaded or stored, before
+ * that role's next arrival was observed; a product accumulating into
+ * tensor memory nothing wrote.
  */
 #include "sched_int.h"
 
@@ -499,7 +505,7 @@ static int exec_tmem_alloc(Interp *I, const Op *op)
     memset(e, 0, sizeof(Elem) * (size_t)ip_vnumel(I, v));
     Tmem *t = arena_alloc(I->a, sizeof *t);
     memset(t, 0, sizeof *t);
-    t->writer = -1;
+    t->writer = t->reader = t->toucher = -1;
     I->slots[v].tmem = t;
     if (S->ntmem == S->captmem) {
         int cap = S->captmem ? 2 * S->captmem : 4;
@@ -510,25 +516,65 @@ static int exec_tmem_alloc(Interp *I, const Op *op)
     return RUN_OK;
 }
 
+/* Is role cur ordered after the last load or store of t by another role
+ * (that role arrived after it, and cur observed the arrival)? */
+static bool after_touch(Interp *I, const Op *op, const Tmem *t, const char *what)
+{
+    Sched *S = sched_get(I);
+    if (t->toucher < 0 || t->toucher == S->cur || S->vc[S->cur].c[t->toucher] >= t->touched)
+        return true;
+    diag_error(I->d, op->loc, "%s by %s is not ordered after the %s at %d:%d by %s: no mbar_wait observed an "
+               "arrival of that role after it", what, sched_role_desc(I, S->cur), t->stored ? "tmem_store" :
+               "tmem_load", t->tloc.line, t->tloc.col, sched_role_desc(I, t->toucher));
+    return false;
+}
+
+/* The role's load or store of t is done: its next arrival publishes it. */
+static void touch(Interp *I, const Op *op, Tmem *t, bool store)
+{
+    Sched *S = sched_get(I);
+    t->toucher = S->cur;
+    t->stored = store;
+    t->touched = S->vc[S->cur].c[S->cur] + 1;
+    t->tloc = op->loc;
+}
+
 static int exec_tc_mma(Interp *I, const Op *op)
 {
     Sched *S = sched_get(I);
     ValId tv = op->args[2];
-    Tmem *t = I->slots[tv].tmem;
+    Tmem *t = I->slots[tv].tmem, *ta = I->slots[op->args[0]].tmem;
     int64_t n = ip_vnumel(I, tv);
+    bool acc = I->slots[op->args[3]].e[0].i != 0;
     if (!t) {
         diag_internal(I->d, op->loc, "tc_mma into tensor memory the interpreter did not allocate");
         return RUN_ERR;
     }
-    if (!I->slots[op->args[3]].e[0].i)   /* overwrite: the product alone */
+    if (ta && !ta->written) {
+        diag_error(I->d, op->loc, "tc_mma reads its A operand from tensor memory nothing wrote");
+        return RUN_ERR;
+    }
+    if (acc && !t->written) {
+        diag_error(I->d, op->loc, "tc_mma accumulates into tensor memory nothing wrote");
+        return RUN_ERR;
+    }
+    if ((ta && !after_touch(I, op, ta, "tc_mma reading it")) || !after_touch(I, op, t, "tc_mma into it"))
+        return RUN_ERR;
+    if (!acc)   /* overwrite: the product alone */
         memset(I->slots[tv].e, 0, sizeof(Elem) * (size_t)n);
     Elem *o = arena_alloc(I->a, sizeof(Elem) * (size_t)n);
     if (ip_dot(I, op->loc, op->args[0], op->args[1], tv, ir_type(I->f, tv), o))
         return RUN_ERR;
     memcpy(I->slots[tv].e, o, sizeof(Elem) * (size_t)n);
+    t->written = true;
     t->writer = S->cur;
     t->uncommitted = true;
     t->loc = op->loc;
+    if (ta) {
+        ta->reader = S->cur;
+        ta->read_open = true;
+        ta->rloc = op->loc;
+    }
     for (int i = 0; i < 2; i++) {
         const Slot *src = &I->slots[op->args[i]];
         if (!src->src_buf)
@@ -575,6 +621,10 @@ static int exec_tc_commit(Interp *I, const Op *op)
             t->uncommitted = false;
             t->ready = next;
         }
+        if (t->reader == r && t->read_open) {
+            t->read_open = false;
+            t->read_done = next;
+        }
     }
     return mbar_arrive(I, op, m, slot);
 }
@@ -582,23 +632,58 @@ static int exec_tc_commit(Interp *I, const Op *op)
 static int exec_tmem_load(Interp *I, const Op *op)
 {
     Sched *S = sched_get(I);
-    const Tmem *t = I->slots[op->args[0]].tmem;
-    if (!t || t->writer < 0) {
-        diag_error(I->d, op->loc, "tmem_load reads tensor memory no tc_mma wrote");
+    Tmem *t = I->slots[op->args[0]].tmem;
+    if (!t || !t->written) {
+        diag_error(I->d, op->loc, "tmem_load reads tensor memory nothing wrote");
         return RUN_ERR;
     }
-    if (t->uncommitted) {
+    if (!after_touch(I, op, t, "tmem_load"))
+        return RUN_ERR;
+    if (t->writer < 0)
+        ;
+    else if (t->uncommitted) {
         diag_error(I->d, op->loc, "tmem_load reads tensor memory the tc_mma at %d:%d writes, with no tc_commit "
                    "after that product", t->loc.line, t->loc.col);
         return RUN_ERR;
     }
-    if (S->vc[S->cur].c[t->writer] < t->ready) {
+    else if (S->vc[S->cur].c[t->writer] < t->ready) {
         diag_error(I->d, op->loc, "tmem_load by %s is not ordered after the tc_commit that completes the tc_mma at "
                    "%d:%d: no mbar_wait observed that commit's arrival", sched_role_desc(I, S->cur), t->loc.line,
                    t->loc.col);
         return RUN_ERR;
     }
+    touch(I, op, t, false);
     return ip_copy_val(I, op->res[0], op->args[0], op->loc);
+}
+
+static int exec_tmem_store(Interp *I, const Op *op)
+{
+    Sched *S = sched_get(I);
+    Tmem *t = I->slots[op->args[0]].tmem;
+    if (!t) {
+        diag_internal(I->d, op->loc, "tmem_store into tensor memory the interpreter did not allocate");
+        return RUN_ERR;
+    }
+    if (t->writer >= 0 && (t->uncommitted || S->vc[S->cur].c[t->writer] < t->ready)) {
+        diag_error(I->d, op->loc, "tmem_store by %s while the tc_mma at %d:%d may still write it: %s",
+                   sched_role_desc(I, S->cur), t->loc.line, t->loc.col, t->uncommitted ?
+                   "no tc_commit after that product" : "no mbar_wait observed the arrival of its tc_commit");
+        return RUN_ERR;
+    }
+    if (t->reader >= 0 && (t->read_open || S->vc[S->cur].c[t->reader] < t->read_done)) {
+        diag_error(I->d, op->loc, "tmem_store by %s while the tc_mma at %d:%d may still read it: %s",
+                   sched_role_desc(I, S->cur), t->rloc.line, t->rloc.col, t->read_open ?
+                   "no tc_commit after that product" : "no mbar_wait observed the arrival of its tc_commit");
+        return RUN_ERR;
+    }
+    if (!after_touch(I, op, t, "tmem_store"))
+        return RUN_ERR;
+    if (ip_copy_val(I, op->args[0], op->args[1], op->loc))
+        return RUN_ERR;
+    t->written = true;
+    t->writer = t->reader = -1;
+    touch(I, op, t, true);
+    return RUN_OK;
 }
 
 /* ---- completions ---- */
@@ -672,6 +757,7 @@ static int exec_one(Interp *I, const Op *op)
     case OP_TC_MMA: return exec_tc_mma(I, op);
     case OP_TC_COMMIT: return exec_tc_commit(I, op);
     case OP_TMEM_LOAD: return exec_tmem_load(I, op);
+    case OP_TMEM_STORE: return exec_tmem_store(I, op);
     default: break;
     }
     diag_internal(I->d, op->loc, "interpreter: '%s' is not a schedule op", op_info[op->code].name);

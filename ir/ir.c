@@ -465,9 +465,15 @@ const char *ir_tcgen05_problem(const Type *a, const Type *b)
         return "K is not a multiple of 16";
     if (b->shape[1] % 16 || b->shape[1] > TCGEN05_MAX_N)
         return "N is not a multiple of 16 up to 256";
-    if (a->shape[0] / TCGEN05_M * b->shape[1] > TMEM_COLS)
+    if (a->shape[0] / TCGEN05_M * b->shape[1] > TMEM_COLS)   /* the f32 accumulator's columns */
         return "the accumulator needs more than the 512 columns of tensor memory";
     return NULL;
+}
+
+int64_t ir_tmem_cols(const Type *t)
+{
+    int64_t per = dtype_bits((DType)t->dtype) == 16 ? t->shape[1] / 2 : t->shape[1];
+    return t->shape[0] / TCGEN05_M * per;
 }
 
 const char *sched_kind_name(SchedKind k)

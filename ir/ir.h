@@ -112,6 +112,9 @@ const char *ir_wgmma_problem(const Type *a, const Type *b);
  * the 512 columns of tensor memory. Static text. */
 enum { TCGEN05_M = 128, TCGEN05_MAX_N = 256, TMEM_COLS = 512, TMEM_LANES = 128 };
 const char *ir_tcgen05_problem(const Type *a, const Type *b);
+/* Tensor-memory columns of a tile<M x N x T, tmem>: M / 128 blocks of N
+ * 32-bit columns (f32) or N / 2 (16-bit: two elements a column). */
+int64_t ir_tmem_cols(const Type *t);
 
 /* ---- values, ops, blocks ---- */
 typedef uint32_t ValId;

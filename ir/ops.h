@@ -145,23 +145,33 @@ OP(SMEM_STORE,   "smem_store",   3,  0, 0, 0)
  * Tensor memory (sm_100a's tcgen05): an accumulator lives in the SM's
  * tensor memory, written by products one thread issues and read back into
  * registers once a barrier says the products are done.
- *   TMEM_ALLOC    result: tile<M x N x f32, tmem>, M a multiple of 128: its
- *                 128-row blocks side by side in columns (block i at columns
- *                 column + i N). iattr[0] = first column, iattr[2] = columns
+ *   TMEM_ALLOC    result: tile<M x N x T, tmem>, M a multiple of 128, T f32
+ *                 (an accumulator) or bf16/f16 (a product's A operand, two
+ *                 elements a 32-bit column): its 128-row blocks side by side
+ *                 in columns (block i at columns column + i C, C = N for
+ *                 f32, N / 2 for 16-bit; ir_tmem_cols). iattr[0] = first column, iattr[2] = columns
  *                 the kernel allocates (a power of two 32..512), both 0 until
  *                 smem_alloc plans them; iattr[1] = byte offset of the 8-byte
  *                 shared word the allocation writes its address to (-1
  *                 until smem_alloc places it)
- *   TC_MMA        args: a, b (slot reads, as DOT_ASYNC's), tmem, accumulate
- *                 (bool): tmem = a @ b, plus tmem's value when accumulate.
+ *   TC_MMA        args: a, b (slot reads, as DOT_ASYNC's; a may instead be
+ *                 16-bit tensor memory: the A operand read in place), tmem,
+ *                 accumulate (bool): tmem = a @ b, plus tmem's value when
+ *                 accumulate.
  *                 Asynchronous: a role's products run in issue order and
  *                 its next TC_COMMIT tracks them. iattr[0] = MmaKind
  *   TC_COMMIT     args: ring, slot: one arrival on ring[slot], made once
  *                 every TC_MMA the role issued before it has completed (its
  *                 operands read, its accumulator written)
- *   TMEM_LOAD     args: tmem -> tile<M x N x f32, reg>: the accumulator, read
+ *   TMEM_LOAD     args: tmem -> tile<M x N x T, reg>: the accumulator, read
  *                 by a role that waited on a barrier phase a TC_COMMIT after
- *                 the last TC_MMA into it completed */
+ *                 the last TC_MMA into it completed
+ *   TMEM_STORE    args: tmem, value (tile<M x N x T, reg>): writes tensor
+ *                 memory from registers, done when the op is (the storing
+ *                 threads wait for it). A TC_MMA that reads or writes it
+ *                 afterwards must be ordered after the store by a barrier
+ *                 the storing role arrives on; a store after a TC_MMA that
+ *                 reads or writes it, after that product's TC_COMMIT */
 OP(WS,           "ws",           0,  0, -1, 0)
 OP(NAMED_BAR,    "named_bar",    0,  0, 0, 0)
 OP(MBAR_ALLOC,   "mbar_alloc",   0,  1, 0, 0)
@@ -176,6 +186,7 @@ OP(TMEM_ALLOC,   "tmem_alloc",   0,  1, 0, 0)
 OP(TC_MMA,       "tc_mma",       4,  0, 0, 0)
 OP(TC_COMMIT,    "tc_commit",    2,  0, 0, 0)
 OP(TMEM_LOAD,    "tmem_load",    1,  1, 0, 0)
+OP(TMEM_STORE,   "tmem_store",   2,  0, 0, 0)
 /* structured control flow
  *   FOR args: lo, hi, step, inits...; results: finals...; region 0 args: iv, carried...
  *       iattr[0] = pipeline stages requested (0 = no hint)

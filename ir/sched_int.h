@@ -52,10 +52,19 @@ typedef struct Product {
 /* Tensor memory: written by a role's TC_MMAs, readable once a TC_COMMIT
  * after the last of them published the writer's clock. */
 typedef struct Tmem {
-    int writer;                 /* the role whose products wrote it last (-1: never written) */
+    bool written;               /* by a product or a store */
+    int writer;                 /* the role whose products wrote it last (-1: none since the last store) */
     bool uncommitted;           /* a product wrote it since that role's last TC_COMMIT */
     int64_t ready;              /* the writer's clock entry its TC_COMMIT published */
     Loc loc;                    /* the last TC_MMA into it */
+    int reader;                 /* the role whose products read it (an A operand) last, or -1 */
+    bool read_open;             /* such a read since that role's last TC_COMMIT */
+    int64_t read_done;          /* the reader's clock entry that commit published */
+    Loc rloc;
+    int toucher;                /* the role that loaded or stored it last, or -1 */
+    bool stored;                /* that access was a TMEM_STORE */
+    int64_t touched;            /* the toucher's clock entry its next arrival publishes */
+    Loc tloc;
 } Tmem;
 
 /* A slot a TC_MMA reads until the role's next TC_COMMIT. */

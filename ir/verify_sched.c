@@ -159,18 +159,19 @@ static void check_dot_wait(Verifier *V, const Op *op)
 
 static bool is_tmem(const Type *t)
 {
-    return is_tile(t) && t->rank == 2 && t->dtype == DT_F32 && t->space == SP_TMEM;
+    return is_tile(t) && t->rank == 2 && t->space == SP_TMEM &&
+           (t->dtype == DT_F32 || ((t->dtype == DT_BF16 || t->dtype == DT_F16) && t->shape[1] % 2 == 0));
 }
 
 static void check_tmem_alloc(Verifier *V, const Op *op)
 {
     const Type *t = T(V, op->res[0]);
     if (!is_tmem(t) || t->shape[0] % TCGEN05_M || t->shape[1] < 1) {
-        vfy_err(V, op, "result must be tile<M x N x f32, tmem> with M a multiple of %d, got %s", TCGEN05_M,
-                vfy_tstr(V, t));
+        vfy_err(V, op, "result must be tile<M x N x T, tmem> with M a multiple of %d and T f32, or bf16 or f16 "
+                "with N even, got %s", TCGEN05_M, vfy_tstr(V, t));
         return;
     }
-    int64_t cols = t->shape[0] / TCGEN05_M * t->shape[1], alloc = op->iattr[2];
+    int64_t cols = ir_tmem_cols(t), alloc = op->iattr[2];
     if (cols > TMEM_COLS)
         vfy_err(V, op, "needs %lld columns of tensor memory, above its %d", (long long)cols, TMEM_COLS);
     if (op->iattr[1] < -1 || (op->iattr[1] >= 0 && op->iattr[1] % 8))
@@ -194,6 +195,12 @@ static bool tmem_operand(Verifier *V, const Op *op, int i)
 static void check_tc_mma(Verifier *V, const Op *op)
 {
     if (!tmem_operand(V, op, 2) || !vfy_dot_operands(V, op))
+        return;
+    if (T(V, op->args[2])->dtype != DT_F32)
+        vfy_err(V, op, "the accumulator must be f32 tensor memory, got %s", vfy_tstr(V, T(V, op->args[2])));
+    if (T(V, op->args[1])->space == SP_TMEM)
+        vfy_err(V, op, "operand #1 (B) is read from shared memory, not tensor memory");
+    if (T(V, op->args[0])->space == SP_TMEM && !tmem_operand(V, op, 0))
         return;
     const Type *acc = T(V, op->args[3]);
     if (!is_scalar(acc) || acc->dtype != DT_BOOL)
@@ -220,6 +227,16 @@ bool vfy_sched_rule(Verifier *V, const Op *op)
         Type r = *T(V, op->args[0]);
         r.space = SP_REG;
         vfy_result_is(V, op, &r, "the tensor memory's shape in registers");
+        return true;
+    }
+    case OP_TMEM_STORE: {
+        if (!tmem_operand(V, op, 0))
+            return true;
+        const Type *m = T(V, op->args[0]), *v = T(V, op->args[1]);
+        if (!is_tile(v) || v->space == SP_TMEM || v->space == SP_SHARED || v->rank != 2 || v->dtype != m->dtype ||
+            v->shape[0] != m->shape[0] || v->shape[1] != m->shape[1])
+            vfy_err(V, op, "value must be a register tile of the tensor memory's shape and dtype (%s), got %s",
+                    vfy_tstr(V, m), vfy_tstr(V, v));
         return true;
     }
     case OP_CONVERT_LAYOUT:

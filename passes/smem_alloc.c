@@ -69,7 +69,7 @@ static bool tmem_visit(Func *f, Op *op, void *ctx)
         return true;
     const Type *ty = ir_type(f, op->res[0]);
     op->iattr[0] = t->cols;
-    t->cols += ty->shape[0] / TCGEN05_M * ty->shape[1];
+    t->cols += ir_tmem_cols(ty);
     if (t->n < 8)
         t->ops[t->n] = op;
     t->n++;

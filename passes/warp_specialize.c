@@ -11,8 +11,10 @@
  * a target with wgmma or tcgen05, TMA and setmaxnreg (TargetInfo.mma &
  * (TC_MMA_WGMMA | TC_MMA_TCGEN05), .tma, .setmaxnreg: sm_90a, sm_100a);
  * a product mma_select gave tcgen05 takes the form of
- * warp_specialize_tc.c (an mma role and tensor memory), and one left in
- * place goes back to mma_sync. A loop qualifies when
+ * warp_specialize_tc.c (an mma role and tensor memory), two chained ones
+ * that of warp_specialize_chain_tc.c (S, P and O in tensor memory, softmax
+ * warp groups), and one left in place goes back to mma_sync. A loop
+ * qualifies when
  *  - it is a FOR at the kernel's top level (a ws does not nest), the
  *    kernel has no ws yet, and the loop carries only the accumulator;
  *  - its body, as double_buffer left it, holds one DOT with mma = wgmma
@@ -375,12 +377,10 @@ static const char *match_loop(WsLoop *W, Arena *a)
 }
 
 /* Why a product cannot run in the roles (NULL: it can). */
-static const char *product_problem(const Op *dot, Arena *a, const char *which, bool chain)
+static const char *product_problem(const Op *dot, Arena *a, const char *which)
 {
     if (dot->iattr[0] == MMA_NONE)
         return arena_printf(a, "its %s has no tensor-core instruction (mma_select says why)", which);
-    if (dot->iattr[0] == MMA_TCGEN05 && chain)
-        return "chained products on tcgen05 take no roles yet (their accumulators would live in tensor memory)";
     if (dot->iattr[0] != MMA_WGMMA && dot->iattr[0] != MMA_TCGEN05)
         return arena_printf(a, "its %s runs on %s (mma_select says why)", which, mma_names[dot->iattr[0]]);
     return NULL;
@@ -402,10 +402,13 @@ static const char *match(WsLoop *W, Arena *a)
     W->dot = W->dots[0];
     for (int i = 0; i < ndots; i++) {
         const char *why = product_problem(W->dots[i], a, ndots == 1 ? "product" : i ? "second product" :
-                                          "first product", ndots == 2);
+                                          "first product");
         if (why)
             return why;
     }
+    if (ndots == 2 && W->dots[0]->iattr[0] != W->dots[1]->iattr[0])
+        return arena_printf(a, "its products run on %s and %s (chained products take one family)",
+                            mma_names[W->dots[0]->iattr[0]], mma_names[W->dots[1]->iattr[0]]);
     return ndots == 1 ? match_loop(W, a) : ws_chain_match(W, a);
 }
 
@@ -468,8 +471,9 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
     Other other = { W, W->chain ? WS_MBAR_BYTES : 0 };   /* chains: the once-loaded operand's barrier */
     ir_walk(f, &f->body, other_visit, &other);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
-    int rings = W->chain ? 2 : 1;   /* a full and an empty ring each: one for both operands, or one per operand */
-    int64_t budget = limit - staging - other.bytes, stage = W->stage_bytes + 2 * rings * WS_MBAR_BYTES;
+    /* a full and an empty ring: one for both operands, or one per operand; tcgen05 chains three more */
+    int bars = W->chain ? (W->dots[0]->iattr[0] == MMA_TCGEN05 ? 7 : 4) : 2;
+    int64_t budget = limit - staging - other.bytes, stage = W->stage_bytes + bars * WS_MBAR_BYTES;
     int64_t fit = budget > 0 ? budget / stage : 0;
     int hint = (int)W->loop->iattr[0];
     int s = hint > 0 ? hint : WS_MAX_STAGES;
@@ -563,8 +567,10 @@ static void run_func(PassCtx *ctx, Func *f)
         if (!why)
             why = match(&W, a);
         bool tc = !why && !W.chain && W.dot->iattr[0] == MMA_TCGEN05;
+        bool tc_chain = !why && W.chain && W.dots[0]->iattr[0] == MMA_TCGEN05;
         if (!why)
-            why = W.chain ? ws_chain_roles(ctx, &W, a) : tc ? ws_tc_roles(&W, a) : decide_roles(&W, a);
+            why = tc_chain ? ws_chain_tc_roles(ctx, &W, a) : W.chain ? ws_chain_roles(ctx, &W, a) :
+                  tc ? ws_tc_roles(&W, a) : decide_roles(&W, a);
         if (why) {
             pass_note(ctx, "@%s: loop at %s keeps its cp.async ring: %s", f->name, at, why);
             continue;
@@ -572,7 +578,10 @@ static void run_func(PassCtx *ctx, Func *f)
         W.stage_bytes = W.opnd[0].slot_bytes + W.opnd[1].slot_bytes;
         StrBuf sw = { 0 };
         decide_stages(ctx, &W, &sw);
-        if (W.chain) {
+        if (tc_chain) {
+            ws_chain_tc_report(ctx, &W, at, sw.buf);
+            ws_chain_tc_rewrite(&W);
+        } else if (W.chain) {
             ws_chain_report(ctx, &W, at, sw.buf);
             ws_chain_rewrite(&W);
         } else if (tc) {

@@ -331,7 +331,7 @@ void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *
 
 /* ---- the rewrite ---- */
 
-static void chain_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId qfull)
+void ws_chain_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId qfull)
 {
     Func *f = W->f;
     Op *fo = W->loop;
@@ -358,7 +358,7 @@ static void chain_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId 
 
 /* The ring's bookkeeping in the body: cp.async waits, commits and
  * barriers, the copies and the IFs guarding them. */
-static bool bookkeeping(const WsLoop *W, const Op *op)
+bool ws_chain_bookkeeping(const WsLoop *W, const Op *op)
 {
     if (op->code == OP_ASYNC_WAIT || op->code == OP_ASYNC_COMMIT || op->code == OP_BARRIER)
         return true;
@@ -368,7 +368,7 @@ static bool bookkeeping(const WsLoop *W, const Op *op)
     return false;
 }
 
-static const WsOperand *ring_read(const WsLoop *W, const Op *op)
+const WsOperand *ws_chain_ring_read(const WsLoop *W, const Op *op)
 {
     for (int i = 0; i < WS_OPERANDS; i++)
         if (op == W->opnd[i].read || op == W->opnd[i].trans)
@@ -422,7 +422,7 @@ static Op *chain_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId c
     while (old->nops) {
         Op *op = old->ops[0];
         ir_block_remove(old, 0);
-        if (bookkeeping(W, op) || ring_read(W, op))
+        if (ws_chain_bookkeeping(W, op) || ws_chain_ring_read(W, op))
             continue;
         const WsOperand *o = NULL;
         for (int i = 0; i < WS_OPERANDS; i++)
@@ -454,7 +454,7 @@ void ws_chain_rewrite(WsLoop *W)
     Op *ws = build0(&b, OP_WS, NULL, 0);
     ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_CONSUMER, W->consumers, W->cons_regs);
-    chain_producer(W, &ws->regions[0], bounds, cs, qfull);
+    ws_chain_producer(W, &ws->regions[0], bounds, cs, qfull);
     Op *cf = chain_consumer(W, &ws->regions[1], bounds, cs, qfull);
     ws_move_epilogue(W, &ws->regions[1]);
     for (int i = 0; i < cf->nres; i++)

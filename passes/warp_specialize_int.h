@@ -49,6 +49,7 @@ typedef struct WsLoop {
     Op *drain[2];              /* the async_wait {0} and barrier after the loop */
     int consumers;             /* consumer warp groups (tcgen05: epilogue warp groups) */
     int prod_regs, cons_regs;  /* setmaxnreg budgets */
+    int mma_regs;              /* tcgen05 chains: the mma role's */
     int64_t acc_regs;          /* accumulator f32 registers per consumer thread */
     int stages;
     int64_t stage_bytes;       /* the operands' slots */
@@ -58,6 +59,10 @@ typedef struct WsLoop {
     Op *dots[2];               /* s = q @ k^T, o = p @ v + o */
     WsOperand once;            /* the operand read from a 1-slot buffer filled once before the loop (Q) */
     ChainRoles roles;
+    /* chained products on tcgen05 (warp_specialize_chain_tc.c) */
+    bool tc;
+    int acc_at;                /* the loop-carried value the second product accumulates */
+    int64_t tmem_cols;         /* S, P and O's columns */
 } WsLoop;
 
 /* warp_specialize.c */
@@ -90,6 +95,21 @@ const char *ws_chain_match(WsLoop *W, Arena *a);
 const char *ws_chain_roles(const PassCtx *ctx, WsLoop *W, Arena *a);
 void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *stages_why);
 void ws_chain_rewrite(WsLoop *W);
+/* The chain's producer: Q once on the one-shot ring qfull, then per trip
+ * K and V each on its own full and empty rings. */
+void ws_chain_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId qfull);
+/* The ring's bookkeeping in the body (cp.async waits, commits, barriers,
+ * the ring copies and their guards). */
+bool ws_chain_bookkeeping(const WsLoop *W, const Op *op);
+/* The ring operand whose read (or TRANS of it) op is, or NULL. */
+const WsOperand *ws_chain_ring_read(const WsLoop *W, const Op *op);
+
+/* warp_specialize_chain_tc.c: chained products on tcgen05 (its header has
+ * the form) */
+/* Softmax warp groups, registers, tensor memory; why not, or NULL. */
+const char *ws_chain_tc_roles(const PassCtx *ctx, WsLoop *W, Arena *a);
+void ws_chain_tc_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *stages_why);
+void ws_chain_tc_rewrite(WsLoop *W);
 
 /* warp_specialize_roles.c */
 /* Does v depend only on the fetched iteration and values from outside the loop? */

@@ -61,6 +61,16 @@ void cg_tg_tc_mma(Cg *cg, LLVMValueRef taddr, LLVMValueRef desc_a, LLVMValueRef 
                 "r,l,l,r,r,~{memory}", a, 5);
 }
 
+void cg_tg_tc_mma_ts(Cg *cg, LLVMValueRef taddr, LLVMValueRef a_taddr, LLVMValueRef desc_b, LLVMValueRef idesc,
+                     LLVMValueRef accumulate)
+{
+    LLVMValueRef a[5] = { taddr, a_taddr, desc_b, idesc, accumulate };
+    cg_asm_call(cg, NULL,
+                "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $4, 0;\n\t"
+                "tcgen05.mma.cta_group::1.kind::f16 [$0], [$1], $2, $3, p;\n\t}",
+                "r,r,l,r,r,~{memory}", a, 5);
+}
+
 void cg_tg_tc_commit(Cg *cg, LLVMValueRef bar)
 {
     LLVMValueRef a = cg_saddr(cg, bar);
@@ -92,6 +102,27 @@ void cg_tg_tmem_ld(Cg *cg, LLVMValueRef taddr, int n, LLVMValueRef *out)
 }
 
 void cg_tg_tmem_wait_ld(Cg *cg) { cg_asm_call(cg, NULL, "tcgen05.wait::ld.sync.aligned;", "~{memory}", NULL, 0); }
+
+void cg_tg_tmem_st(Cg *cg, LLVMValueRef taddr, int n, LLVMValueRef *in)
+{
+    StrBuf code = { 0 }, cons = { 0 };
+    sb_printf(&code, "tcgen05.st.sync.aligned.32x32b.x%d.b32 [$0], {", n);
+    sb_puts(&cons, "r");
+    for (int i = 0; i < n; i++) {
+        sb_printf(&code, "%s$%d", i ? ", " : "", i + 1);
+        sb_puts(&cons, ",r");
+    }
+    sb_puts(&code, "};");
+    sb_puts(&cons, ",~{memory}");
+    LLVMValueRef *a = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n + 1));
+    a[0] = taddr;
+    memcpy(a + 1, in, sizeof(LLVMValueRef) * (size_t)n);
+    cg_asm_call(cg, NULL, code.buf, cons.buf, a, n + 1);
+    sb_free(&code);
+    sb_free(&cons);
+}
+
+void cg_tg_tmem_wait_st(Cg *cg) { cg_asm_call(cg, NULL, "tcgen05.wait::st.sync.aligned;", "~{memory}", NULL, 0); }
 
 void cg_tg_tc_fence(Cg *cg, bool after)
 {
@@ -136,9 +167,14 @@ static int lower_tmem_alloc(Cg *cg, Op *op)
         diag_internal(cg->d, op->loc, "tmem_alloc not placed by smem_alloc");
         return 1;
     }
-    if (cg->tmem_word) {
-        diag_error(cg->d, op->loc, "one tensor memory allocation a kernel (smem_alloc plans them together)");
-        return 1;
+    if (cg->tmem_word) {   /* a later allocation of the kernel: columns of the one the first made */
+        if (op->iattr[2] != cg->tmem_cols) {
+            diag_internal(cg->d, op->loc, "tensor memory allocations planned apart (%lld and %d columns)",
+                          (long long)op->iattr[2], cg->tmem_cols);
+            return 1;
+        }
+        cg->vals[op->res[0]] = (TileVal){ .kind = TV_SCALAR, .s = cg->tmem_word };
+        return 0;
     }
     LLVMValueRef o = cg_i64(cg, op->iattr[1]);
     cg->tmem_word = LLVMBuildGEP2(cg->b, cg->t_i8, cg->dsmem, &o, 1, "tmem.word");
@@ -179,13 +215,16 @@ static int lower_tc_mma(Cg *cg, Op *op)
         diag_internal(cg->d, op->loc, "tc_mma before its tensor memory is allocated");
         return 1;
     }
-    if (av->kind != TV_SMEM || bv->kind != TV_SMEM || av->sv->trans || !cg_desc_ok(av->sv) || !cg_desc_ok(bv->sv)) {
-        diag_error(cg->d, op->loc, "tcgen05 reads both operands from swizzled shared buffers (A stored [M, K]); "
-                   "these operands are not");
+    bool ts = at->space == SP_TMEM;
+    const Op *a_alloc = ts ? ir_val(f, op->args[0])->def : NULL;
+    if ((!ts && (av->kind != TV_SMEM || av->sv->trans || !cg_desc_ok(av->sv))) || (ts && !a_alloc) ||
+        bv->kind != TV_SMEM || !cg_desc_ok(bv->sv)) {
+        diag_error(cg->d, op->loc, "tcgen05 reads A from a swizzled shared buffer (stored [M, K]) or tensor "
+                   "memory and B from a swizzled shared buffer; these operands are not");
         return 1;
     }
-    const SmemView *sa = av->sv, *sb = bv->sv;
-    int wa = cg_swz_width(sa->swz), wb = cg_swz_width(sb->swz);
+    const SmemView *sa = ts ? NULL : av->sv, *sb = bv->sv;
+    int wa = ts ? 0 : cg_swz_width(sa->swz), wb = cg_swz_width(sb->swz);
     uint64_t version = (uint64_t)UMMA_DESC_VERSION << 46;
     bool b_mn = !sb->trans;   /* stored [K, N]: MN-major, the instruction transposes it */
     uint32_t idesc = (1u << 4) | ((f16 ? 0u : 1u) << 7) | ((f16 ? 0u : 1u) << 10) | ((b_mn ? 1u : 0u) << 16) |
@@ -193,23 +232,34 @@ static int lower_tc_mma(Cg *cg, Op *op)
     LLVMValueRef first = LLVMBuildZExt(cg->b, cg->vals[op->args[3]].s, cg->t_i32, "");
     LLVMBasicBlockRef after = cg_lead_begin(cg, cg_role_lead(cg));
     LLVMValueRef base = tmem_base(cg);
-    LLVMValueRef abase = LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, "");
+    LLVMValueRef abase = ts ? NULL : LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, "");
     LLVMValueRef bbase = LLVMBuildPtrToInt(cg->b, sb->base, cg->t_i32, "");
     for (int64_t kk = 0; kk < k / 16; kk++) {
         LLVMValueRef db = cg_desc_b(cg, bbase, sb, kk, version);
         for (int64_t i = 0; i < m / TCGEN05_M; i++) {
-            LLVMValueRef da = cg_desc_a(cg, abase, sa, i * TCGEN05_M, kk, version);
             LLVMValueRef d = LLVMBuildAdd(cg->b, base, cg_i32(cg, alloc->iattr[0] + i * n), "");
-            cg->tg->tc_mma(cg, d, da, db, cg_i32(cg, (int64_t)idesc), kk ? cg_i32(cg, 1) : first);
+            LLVMValueRef acc = kk ? cg_i32(cg, 1) : first, id = cg_i32(cg, (int64_t)idesc);
+            if (ts) {   /* A's 16-bit block i: k / 2 columns from its first, 8 a k16 step */
+                int64_t col = a_alloc->iattr[0] + i * (k / 2) + kk * (WGMMA_K / 2);
+                cg->tg->tc_mma_ts(cg, d, LLVMBuildAdd(cg->b, base, cg_i32(cg, col), ""), db, id, acc);
+            } else {
+                cg->tg->tc_mma(cg, d, cg_desc_a(cg, abase, sa, i * TCGEN05_M, kk, version), db, id, acc);
+            }
         }
     }
     cg_lead_end(cg, after);
-    if (cg->report)
+    if (cg->report) {
+        char as[64];
+        if (ts)
+            snprintf(as, sizeof as, "A in tensor memory at column %lld", (long long)a_alloc->iattr[0]);
+        else
+            snprintf(as, sizeof as, "A K-major %dB swizzle", wa);
         sb_printf(cg->report, "  tc_mma at %d:%d: tcgen05.mma kind::f16 m128n%lldk16 %s, %lldx%lldx%lld in %lld "
-                  "block%s a k step, A K-major %dB swizzle, B %s %dB swizzle, accumulator at column %lld\n",
+                  "block%s a k step, %s, B %s %dB swizzle, accumulator at column %lld\n",
                   op->loc.line, op->loc.col, (long long)n, f16 ? "f16" : "bf16", (long long)m, (long long)n,
-                  (long long)k, (long long)(m / TCGEN05_M), m / TCGEN05_M == 1 ? "" : "s", wa,
+                  (long long)k, (long long)(m / TCGEN05_M), m / TCGEN05_M == 1 ? "" : "s", as,
                   b_mn ? "MN-major" : "K-major", wb, (long long)alloc->iattr[0]);
+    }
     return 0;
 }
 
@@ -222,37 +272,105 @@ static int lower_tc_commit(Cg *cg, Op *op)
     return 0;
 }
 
-static int lower_tmem_load(Cg *cg, Op *op)
+/* The thread's row of tensor memory t (a TMEM_ALLOC result of m rows, c
+ * 32-bit columns a 128-row block): warp w reads lanes 32 (w % 4) .. + 31
+ * of block w / 4. NULL (and an error) unless a row a thread fits. */
+static LLVMValueRef tmem_row(Cg *cg, Op *op, ValId t, int64_t *cols)
 {
-    const Type *t = ir_type(cg->f, op->res[0]);
-    const Op *alloc = ir_val(cg->f, op->args[0])->def;
-    int64_t m = t->shape[0], n = t->shape[1];
-    if (!cg->tmem_word || !alloc || cg->nwarps * 32 != m || n % 8) {
-        diag_error(cg->d, op->loc, "tmem_load of [%lld x %lld] by %d warps: reads a row a thread (one thread a "
-                   "row, N a multiple of 8)", (long long)m, (long long)n, cg->nwarps);
-        return 1;
+    const Type *tt = ir_type(cg->f, t);
+    const Op *alloc = ir_val(cg->f, t)->def;
+    int64_t m = tt->shape[0], c = ir_tmem_cols(tt) / (m / TCGEN05_M);
+    if (!cg->tmem_word || !alloc || cg->nwarps * 32 != m || c % 8) {
+        diag_error(cg->d, op->loc, "%s of [%lld x %lld] by %d warps: a row a thread (one thread a row, its 32-bit "
+                   "columns a multiple of 8)", op_info[op->code].name, (long long)m, (long long)tt->shape[1],
+                   cg->nwarps);
+        return NULL;
     }
-    const Layout *L = cg_layout_dup(cg, layout_tmem_rows(m, n, cg->nwarps));
-    LLVMValueRef *r = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    *cols = c;
     LLVMValueRef base = tmem_base(cg);
     LLVMValueRef q = LLVMBuildAnd(cg->b, cg->warp, cg_i32(cg, 3), ""), blk = LLVMBuildLShr(cg->b, cg->warp, cg_i32(cg, 2), "");
     LLVMValueRef lanes = LLVMBuildShl(cg->b, LLVMBuildMul(cg->b, q, cg_i32(cg, 32), ""), cg_i32(cg, 16), "");
-    LLVMValueRef col0 = LLVMBuildAdd(cg->b, cg_i32(cg, alloc->iattr[0]), LLVMBuildMul(cg->b, blk, cg_i32(cg, n), ""), "");
-    LLVMValueRef row = LLVMBuildAdd(cg->b, LLVMBuildAdd(cg->b, base, lanes, ""), col0, "");
-    for (int64_t c = 0; c < n;) {   /* pieces of 32 columns, the last ones halved as they fit */
-        int piece = LD_COLS;
-        while (piece > n - c)
-            piece /= 2;
+    LLVMValueRef col0 = LLVMBuildAdd(cg->b, cg_i32(cg, alloc->iattr[0]), LLVMBuildMul(cg->b, blk, cg_i32(cg, c), ""), "");
+    return LLVMBuildAdd(cg->b, LLVMBuildAdd(cg->b, base, lanes, ""), col0, "");
+}
+
+/* Pieces of 32 columns, the last ones halved as they fit. */
+static int tmem_piece(int64_t left)
+{
+    int piece = LD_COLS;
+    while (piece > left)
+        piece /= 2;
+    return piece;
+}
+
+static int lower_tmem_load(Cg *cg, Op *op)
+{
+    const Type *t = ir_type(cg->f, op->res[0]);
+    int64_t m = t->shape[0], n = t->shape[1], cols = 0;
+    if (t->dtype != DT_F32) {
+        diag_error(cg->d, op->loc, "tmem_load reads f32 tensor memory here, not %s", dtype_name((DType)t->dtype));
+        return 1;
+    }
+    LLVMValueRef row = tmem_row(cg, op, op->args[0], &cols);
+    if (!row)
+        return 1;
+    const Layout *L = cg_layout_dup(cg, layout_tmem_rows(m, n, cg->nwarps));
+    LLVMValueRef *r = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    for (int64_t c = 0; c < n;) {
+        int piece = tmem_piece(n - c);
         cg->tg->tmem_ld(cg, LLVMBuildAdd(cg->b, row, cg_i32(cg, c), ""), piece, &r[c]);
         c += piece;
     }
     cg->tg->tmem_wait_ld(cg);
+    cg->tg->tc_fence(cg, false);   /* the reads before the arrival that lets a product overwrite them */
     for (int64_t i = 0; i < n; i++)
         r[i] = LLVMBuildBitCast(cg->b, r[i], cg->t_f32, "");
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = r };
     if (cg->report)
         sb_printf(cg->report, "  tmem_load at %d:%d: %lld x %lld f32, a row a thread (tcgen05.ld.32x32b, %d "
                   "columns a load)\n", op->loc.line, op->loc.col, (long long)m, (long long)n, LD_COLS);
+    return 0;
+}
+
+/* Registers in the row layout into tensor memory: f32 one a column,
+ * 16-bit two (element 2j in the low half). */
+static int lower_tmem_store(Cg *cg, Op *op)
+{
+    const Type *t = ir_type(cg->f, op->args[1]);
+    int64_t m = t->shape[0], n = t->shape[1], cols = 0;
+    bool half = dtype_bits((DType)t->dtype) == 16;
+    if (t->dtype != DT_F32 && !half) {
+        diag_error(cg->d, op->loc, "tmem_store writes f32, bf16 or f16, not %s", dtype_name((DType)t->dtype));
+        return 1;
+    }
+    LLVMValueRef row = tmem_row(cg, op, op->args[0], &cols);
+    if (!row)
+        return 1;
+    const Layout *L = cg_layout_dup(cg, layout_tmem_rows(m, n, cg->nwarps));
+    LLVMValueRef *v = cg_materialize(cg, &cg->vals[op->args[1]], t, L, op->loc);
+    LLVMValueRef *w = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)cols);
+    LLVMTypeRef pair = LLVMVectorType(cg_type(cg, (DType)t->dtype), 2);
+    for (int64_t c = 0; c < cols; c++) {
+        if (!half) {
+            w[c] = LLVMBuildBitCast(cg->b, v[c], cg->t_i32, "");
+            continue;
+        }
+        LLVMValueRef p = LLVMGetUndef(pair);
+        p = LLVMBuildInsertElement(cg->b, p, v[2 * c], cg_i32(cg, 0), "");
+        p = LLVMBuildInsertElement(cg->b, p, v[2 * c + 1], cg_i32(cg, 1), "");
+        w[c] = LLVMBuildBitCast(cg->b, p, cg->t_i32, "");
+    }
+    for (int64_t c = 0; c < cols;) {
+        int piece = tmem_piece(cols - c);
+        cg->tg->tmem_st(cg, LLVMBuildAdd(cg->b, row, cg_i32(cg, c), ""), piece, &w[c]);
+        c += piece;
+    }
+    cg->tg->tmem_wait_st(cg);
+    cg->tg->tc_fence(cg, false);   /* the writes before the arrival that lets a product read them */
+    if (cg->report)
+        sb_printf(cg->report, "  tmem_store at %d:%d: %lld x %lld %s, a row a thread (tcgen05.st.32x32b, %lld "
+                  "columns)\n", op->loc.line, op->loc.col, (long long)m, (long long)n,
+                  dtype_name((DType)t->dtype), (long long)cols);
     return 0;
 }
 
@@ -268,6 +386,7 @@ int cg_lower_tc_op(Cg *cg, Op *op)
     case OP_TC_MMA: return lower_tc_mma(cg, op);
     case OP_TC_COMMIT: return lower_tc_commit(cg, op);
     case OP_TMEM_LOAD: return lower_tmem_load(cg, op);
+    case OP_TMEM_STORE: return lower_tmem_store(cg, op);
     default: break;
     }
     diag_internal(cg->d, op->loc, "not a tensor-memory op");

@@ -16,7 +16,7 @@
 LLVMValueRef cg_asm_call(Cg *cg, LLVMTypeRef ret, const char *code, const char *cons, LLVMValueRef *args,
                              int n)
 {
-    LLVMTypeRef pt[8];
+    LLVMTypeRef *pt = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)(n + 1));   /* tcgen05.st: 33 */
     for (int i = 0; i < n; i++)
         pt[i] = LLVMTypeOf(args[i]);
     LLVMTypeRef fty = LLVMFunctionType(ret ? ret : cg->t_void, pt, (unsigned)n, 0);
@@ -206,5 +206,6 @@ const Target cg_family_sm100 = {
     CG_SM90_SHARED_HOOKS,
     .tmem_alloc = cg_tg_tmem_alloc, .tmem_dealloc = cg_tg_tmem_dealloc, .tc_mma = cg_tg_tc_mma,
     .tc_commit = cg_tg_tc_commit, .tmem_ld = cg_tg_tmem_ld, .tmem_wait_ld = cg_tg_tmem_wait_ld,
-    .tc_fence = cg_tg_tc_fence,
+    .tc_fence = cg_tg_tc_fence, .tc_mma_ts = cg_tg_tc_mma_ts, .tmem_st = cg_tg_tmem_st,
+    .tmem_wait_st = cg_tg_tmem_wait_st,
 };

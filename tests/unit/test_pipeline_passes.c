@@ -679,6 +679,74 @@ START_TEST(attention_roles_d64)
 }
 END_TEST
 
+/* ---- attention on tcgen05 (sm_100a) ---- */
+
+/* The example at sm_100a with D / BM / BN pinned: its key loop becomes a
+ * producer, an mma role and BM / 128 softmax warp groups with S, P and O
+ * in tensor memory, bit-identical to the IR as lowered after every pass
+ * (hence to the sm_90a roles, which the same reference checks) for each
+ * key length (0 keys: the output is the stored initial value; 1 trip,
+ * fewer than the stages; 2 = S; many, with a ragged tail), then under
+ * seeded interleavings of the roles. GQA (H = 4 over HK = 2), N = 70. */
+static void attention_tc_case(const char *causal, const char *bm, const int64_t *nks, int nnk, const char *dn,
+                              const char *bn)
+{
+    size_t len;
+    char *src = read_example("attention.tile", &len);
+    FeDefine defs[4] = { { "D", dn }, { "BM", bm }, { "BN", bn }, { "CAUSAL", causal } };
+    int softmax = atoi(bm) / 128;
+    for (int i = 0; i < nnk; i++) {
+        int64_t d = atoi(dn), Z = 1, H = 4, HK = 2, N = 70, NK = nks[i];
+        memset(&g_dims, 0, sizeof g_dims);
+        Prog p;
+        prog_compile(&p, "attention.tile", src, len, defs, 4);
+        Ten t[5];
+        attention_tensors(t, (int64_t[]){ Z, H, N, HK, NK, d }, 13 + (uint64_t)NK);
+        InterpArg scale = scalar_arg(0.25, 0);
+        static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
+        Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
+        char what[128];
+        snprintf(what, sizeof what, "attention sm_100a causal=%s BM=%s D=%s BN=%s NK=%lld", causal, bm, dn, bn,
+                 (long long)NK);
+        check_passes(&p, &r, "sm_100a", what, true);
+        unsigned char **ref = snapshot(&r);
+        const Op *ws = find_ws(p.f);
+        ck_assert_msg(ws != NULL, "%s: no roles", what);
+        ck_assert_int_eq(ws->nlist, 9);
+        ck_assert_int_eq(ws->list[0], ROLE_PRODUCER);
+        ck_assert_int_eq(ws->list[3], ROLE_MMA);
+        ck_assert_int_eq(ws->list[6], ROLE_CONSUMER);
+        ck_assert_int_eq(ws->list[7], softmax);
+        ck_assert_int_le(128 * (ws->list[2] + ws->list[5] + softmax * ws->list[8]), 65536);
+        ck_assert_int_eq(p.f->sched.warps, 4 * (2 + softmax));
+        ck_assert(has_op(p.f, OP_TC_MMA) && has_op(p.f, OP_TC_COMMIT) && has_op(p.f, OP_TMEM_LOAD) &&
+                  has_op(p.f, OP_TMEM_STORE) && has_op(p.f, OP_TMA_LOAD));
+        ck_assert(!has_op(p.f, OP_DOT_ASYNC) && !has_op(p.f, OP_DOT) && !has_op(p.f, OP_ASYNC_COPY) &&
+                  !has_op(p.f, OP_ASYNC_WAIT));
+        check_interleavings(&p, &r, ref, what);
+        free_snapshot(&r, ref);
+        for (int k = 0; k < 5; k++)
+            ten_free(&t[k]);
+        arena_free(p.a);
+    }
+    free(src);
+}
+
+START_TEST(attention_tc) { attention_tc_case("false", "128", attn_nks, (int)TC_COUNTOF(attn_nks), "16", "16"); }
+END_TEST
+
+START_TEST(attention_tc_causal) { attention_tc_case("true", "128", attn_nks, (int)TC_COUNTOF(attn_nks), "16", "16"); }
+END_TEST
+
+/* Two softmax warp groups (256 rows) and the D = 64 tile. */
+START_TEST(attention_tc_two_groups)
+{
+    static const int64_t nks[] = { 0, 200 };
+    attention_tc_case("true", "256", nks, 2, "16", "32");
+    attention_tc_case("false", "128", nks, 2, "64", "64");
+}
+END_TEST
+
 START_TEST(attention_plain) { attention_case_with("false", false); }
 END_TEST
 
@@ -829,6 +897,9 @@ static Suite *suite(void)
     tcase_add_test(roles, attention_roles_causal);
     tcase_add_test(roles, attention_roles_one_group);
     tcase_add_test(roles, attention_roles_d64);
+    tcase_add_test(roles, attention_tc);
+    tcase_add_test(roles, attention_tc_causal);
+    tcase_add_test(roles, attention_tc_two_groups);
     suite_add_tcase(s, roles);
     return s;
 }
