@@ -174,11 +174,12 @@ LLVMValueRef cg_asm_call(Cg *cg, LLVMTypeRef ret, const char *code, const char *
 LLVMValueRef cg_saddr(Cg *cg, LLVMValueRef p);
 
 /* ---- sm100/tcgen05.c: tensor memory and tcgen05 products ---- */
-/* TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD. */
+/* TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD, TMEM_STORE. */
 int cg_lower_tc_op(Cg *cg, Op *op);
-/* After the roles: the allocating warp frees tensor memory once every
- * role is done with it (nothing without a TMEM_ALLOC). */
-void cg_tmem_release(Cg *cg);
+/* At the end of each role: a block barrier of all `threads` (every role's
+ * end meets it), then, in the role that `frees` (warp 0's), warp 0 frees
+ * tensor memory (nothing without a TMEM_ALLOC). */
+void cg_tmem_release(Cg *cg, int threads, bool frees);
 /* The layout of a TMEM_LOAD result [m, n] over nwarps warps (a row a
  * thread: warp w, lane l hold row 32 w + l, all n columns in registers). */
 Layout layout_tmem_rows(int64_t m, int64_t n, int nwarps);

@@ -476,8 +476,10 @@ int cg_lower_ws(Cg *cg, Op *op)
                                                                                  : " (setmaxnreg.dec)",
                       cg->role_bar);
         e = cg_lower_block(cg, &op->regions[k]);
-        if (!e)
+        if (!e) {
+            cg_tmem_release(cg, ws->nwarps * 32, base == 0);   /* warp 0 (role 0's) frees tensor memory */
             LLVMBuildBr(cg->b, done);
+        }
         LLVMPositionBuilderAtEnd(cg->b, next);
         base += wgs;
     }
@@ -491,6 +493,5 @@ int cg_lower_ws(Cg *cg, Op *op)
         return 1;
     LLVMBuildBr(cg->b, done);
     LLVMPositionBuilderAtEnd(cg->b, done);
-    cg_tmem_release(cg);
     return 0;
 }

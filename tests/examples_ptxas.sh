@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every example compiles with its defaults for sm_86, sm_90a and sm_100a,
 # and `ptxas -arch=ARCH -v` accepts the PTX with no warning and, for sm_86
-# and sm_90a, no spill (sm_100a still runs the sm_86 code, whose attention
-# spills 16 bytes under ptxas's sm_100 allocation: printed, not failed,
-# until the sm_100a path has its own lowering):
+# and sm_90a, no spill (sm_100a's attention, on tcgen05 with setmaxnreg
+# roles, spills 16 bytes, and its portable variant 8: printed, not
+# failed, until that is understood; docs/codegen.md):
 # among them the ones that mean a slow kernel on sm_90a, C7508
 # ('setmaxnreg' ignored: registers at entry unknown), C7515 (wgmma
 # serialized: registers of the accumulators touched in flight), C7517 /

@@ -1,12 +1,14 @@
 /* sm100/tcgen05.c - tensor memory and tcgen05 products (sm_100a): the
  * sm100 family's hooks (target.h; each one PTX instruction in inline
  * assembly, with its exact text) and the lowering of TMEM_ALLOC, TC_MMA,
- * TC_COMMIT and TMEM_LOAD (ops.h).
+ * TC_COMMIT, TMEM_LOAD and TMEM_STORE (ops.h).
  *
  * Allocation: warp 0 of the block allocates the kernel's columns before
  * the roles start (tcgen05.alloc writes the address to the TMEM_ALLOC's
- * shared word), gives up its permit, and frees them after the roles, once
- * a block barrier says every role is done (cg_tmem_release). Readers of
+ * shared word), gives up its permit, and frees them at the end of its
+ * role, once a block barrier that every role's end meets says every role
+ * is done (cg_tmem_release; each role ends on its own, so no value lives
+ * from one role's registers, set by setmaxnreg, into a shared tail). Readers of
  * the word pass the block barrier that starts the roles first, with the
  * tcgen05 fences around it.
  *
@@ -25,7 +27,11 @@
  * Reading back: warp w of the reading role takes tensor-memory lanes
  * 32 (w % 4) .. + 31 (the lanes a warp may access) of the 128-row block
  * w / 4, so thread t holds row t; 32 columns per tcgen05.ld.32x32b.x32,
- * one wait for all (layout_tmem_rows).
+ * one wait for all (layout_tmem_rows). Writing (tcgen05.st) is the same
+ * in reverse, 16-bit elements two to a column. A product whose A operand
+ * is tensor memory (attention's P) names A's columns instead of a
+ * descriptor. A load or store ends with tcgen05.fence::before_thread_sync
+ * (ordered before the arrival that hands the memory to the products).
  */
 #include "../cg_internal.h"
 
@@ -190,12 +196,14 @@ static int lower_tmem_alloc(Cg *cg, Op *op)
     return 0;
 }
 
-void cg_tmem_release(Cg *cg)
+void cg_tmem_release(Cg *cg, int threads, bool frees)
 {
     if (!cg->tmem_word)
         return;
     cg->tg->tc_fence(cg, false);
-    cg->tg->barrier(cg);
+    cg->tg->named_bar(cg, 0, threads, false);
+    if (!frees)
+        return;
     LLVMBasicBlockRef after = cg_lead_begin(cg, warp0(cg));
     cg->tg->tmem_dealloc(cg, tmem_base(cg), cg->tmem_cols);
     cg_lead_end(cg, after);
