@@ -463,7 +463,9 @@ int cg_lower_ws(Cg *cg, Op *op)
         LLVMPositionBuilderAtEnd(cg->b, in);
         if (regs != entry)
             cg->tg->setmaxnreg(cg, regs, regs > entry);
-        cg->tid = LLVMBuildSub(cg->b, tid, cg_i32(cg, 128 * base), "");
+        /* the thread index read again after setmaxnreg: no value from before it lives in the role */
+        LLVMValueRef fresh = cg_asm_call(cg, cg->t_i32, "mov.u32 $0, %tid.x;", "=r", NULL, 0);
+        cg->tid = LLVMBuildSub(cg->b, fresh, cg_i32(cg, 128 * base), "");
         cg_thread_ids(cg, cg->tid);
         cg->nwarps = wgs * 4;
         cg->role_threads = wgs * 128;

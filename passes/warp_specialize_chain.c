@@ -437,20 +437,29 @@ static Op *chain_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId c
     return cf;
 }
 
+WsChainRings ws_chain_begin(WsLoop *W, Builder *b)
+{
+    WsChainRings r;
+    ValId c0 = cst(b, 0), c1 = cst(b, 1);
+    r.cs = cst(b, W->stages);
+    r.bounds[0] = c0, r.bounds[1] = ws_trip_count(b, W->loop, c1), r.bounds[2] = c1;
+    Loc loc = b->loc;
+    b->loc = W->once.copy->loc;
+    r.qfull = ws_new_ring(b, 1, "once");
+    b->loc = loc;
+    for (int i = 0; i < WS_OPERANDS; i++) {
+        W->opnd[i].full = ws_new_ring(b, W->stages, "full");
+        W->opnd[i].empty = ws_new_ring(b, W->stages, "empty");
+    }
+    return r;
+}
+
 void ws_chain_rewrite(WsLoop *W)
 {
     Func *f = W->f;
     Builder b = ir_builder_before(f, W->loop);
-    ValId c0 = cst(&b, 0), c1 = cst(&b, 1), cs = cst(&b, W->stages);
-    ValId bounds[3] = { c0, ws_trip_count(&b, W->loop, c1), c1 };
-    Loc loc = b.loc;
-    b.loc = W->once.copy->loc;
-    ValId qfull = ws_new_ring(&b, 1, "once");
-    b.loc = loc;
-    for (int i = 0; i < WS_OPERANDS; i++) {
-        W->opnd[i].full = ws_new_ring(&b, W->stages, "full");
-        W->opnd[i].empty = ws_new_ring(&b, W->stages, "empty");
-    }
+    WsChainRings cr = ws_chain_begin(W, &b);
+    ValId *bounds = cr.bounds, cs = cr.cs, qfull = cr.qfull;
     Op *ws = build0(&b, OP_WS, NULL, 0);
     ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_CONSUMER, W->consumers, W->cons_regs);

@@ -47,10 +47,15 @@
  * correction stored, then accumulated into: the same sums as a @ b + c).
  *
  * Decisions (reported): softmax warp groups BM / 128 (tensor memory's 128
- * lanes: a row a thread); registers 40 for the producer, 96 for the mma
- * role (its one thread keeps both products' descriptors for every k step),
- * the rest of the register file for the softmax, at most 256, which must
- * hold a row of S or O and WS_CHAIN_HEADROOM more.
+ * lanes: a row a thread); registers: when a softmax thread's peak (a row
+ * of S and its P, or a row of O, and TC_ROW_HEADROOM more) fits in the
+ * count every thread starts with (65536 / threads), every role keeps it
+ * and no setmaxnreg is issued (ptxas 13.0 spilled the one-softmax-group
+ * form with a setmaxnreg.dec in the producer and mma roles and does not
+ * without them: bench/RESULTS.md); else 40 for the producer, 96 for the
+ * mma role (its one thread keeps both products' descriptors for every k
+ * step) and the rest of the register file for the softmax, at most 256,
+ * which must hold that peak.
  */
 #include "warp_specialize_int.h"
 
@@ -58,7 +63,7 @@
 
 /* The producer issues TMA from one thread; the mma role's thread holds
  * both products' descriptors for every k step (hoisted out of the loop). */
-enum { TC_ISSUE_REGS = 40, TC_MMA_REGS = 96 };
+enum { TC_ISSUE_REGS = 40, TC_MMA_REGS = 96, TC_ROW_HEADROOM = 32 };
 
 static const Op *def_of(const Func *f, ValId v) { return ir_val(f, v)->def; }
 
@@ -147,15 +152,25 @@ const char *ws_chain_tc_roles(const PassCtx *ctx, WsLoop *W, Arena *a)
     if (W->tmem_cols > TMEM_COLS)
         return arena_printf(a, "S, P and O take %lld columns of tensor memory, above its %d",
                             (long long)W->tmem_cols, TMEM_COLS);
+    W->acc_regs = bn > d ? bn : d;
+    /* a softmax thread's peak: a row of S with its P, or a row of O, and the row statistics and addresses */
+    int64_t need = (bn + bn / 2 > d ? bn + bn / 2 : d) + TC_ROW_HEADROOM;
+    int entry = BLOCK_REGS / (WG_THREADS * (2 + W->consumers)) / 8 * 8;
+    if (entry > 248)
+        entry = 248;
+    W->tc = true;
+    W->tc_entry = need <= entry;
+    if (W->tc_entry) {   /* every role keeps the registers it starts with: no setmaxnreg */
+        W->prod_regs = W->mma_regs = W->cons_regs = entry;
+        return NULL;
+    }
     W->prod_regs = TC_ISSUE_REGS;
     W->mma_regs = TC_MMA_REGS;
     int64_t rest = (BLOCK_REGS / WG_THREADS - TC_ISSUE_REGS - TC_MMA_REGS) / W->consumers / 8 * 8;
     W->cons_regs = (int)(rest > 256 ? 256 : rest);
-    W->acc_regs = bn > d ? bn : d;
-    if (W->acc_regs + WS_CHAIN_HEADROOM > W->cons_regs)
-        return arena_printf(a, "a row of S or O takes %lld f32 registers a softmax thread, leaving fewer than %d of "
-                            "the %d it may have", (long long)W->acc_regs, WS_CHAIN_HEADROOM, W->cons_regs);
-    W->tc = true;
+    if (need > W->cons_regs)
+        return arena_printf(a, "a softmax thread's peak (a row of S and its P, or of O, and %d more) takes %lld "
+                            "registers, above the %d it may have", TC_ROW_HEADROOM, (long long)need, W->cons_regs);
     return NULL;
 }
 
@@ -175,9 +190,14 @@ void ws_chain_tc_report(PassCtx *ctx, const WsLoop *W, const char *at, const cha
               "warp groups before the second product accumulates into it", f->name, at, (long long)st->shape[0],
               (long long)st->shape[1], (long long)st->shape[0], (long long)st->shape[1], (long long)ot->shape[0],
               (long long)ot->shape[1], (long long)W->tmem_cols);
-    pass_note(ctx, "@%s: loop at %s: registers %d / %d / %d (a row of %lld f32 a softmax thread at most; %lld of %d a "
-              "block)", f->name, at, W->prod_regs, W->mma_regs, W->cons_regs, (long long)W->acc_regs,
-              (long long)regs, BLOCK_REGS);
+    if (W->tc_entry)
+        pass_note(ctx, "@%s: loop at %s: registers %d for every role, the count each thread starts with (no "
+                  "setmaxnreg: a softmax thread's peak, a row of S and P or of O and %d more, fits; %lld of %d a "
+                  "block)", f->name, at, W->cons_regs, TC_ROW_HEADROOM, (long long)regs, BLOCK_REGS);
+    else
+        pass_note(ctx, "@%s: loop at %s: registers %d / %d / %d (a row of %lld f32 a softmax thread at most; %lld of "
+                  "%d a block)", f->name, at, W->prod_regs, W->mma_regs, W->cons_regs, (long long)W->acc_regs,
+                  (long long)regs, BLOCK_REGS);
     pass_note(ctx, "@%s: loop at %s: %d stage%s (%s); %s %lld B and %s %lld B a stage on full and empty rings (the "
               "empty ones released by tc_commit); rings of S ready (tc_commit), P and O ready (the softmax's "
               "arrival) and O done (tc_commit) of %d mbarriers; %s %lld B once on a one-shot ring", f->name, at,
@@ -350,16 +370,8 @@ void ws_chain_tc_rewrite(WsLoop *W)
     Op *fo = W->loop;
     Arena *a = f->mod->arena;
     Builder b = ir_builder_before(f, fo);
-    ValId c0 = cst(&b, 0), c1 = cst(&b, 1), cs = cst(&b, W->stages);
-    ValId bounds[3] = { c0, ws_trip_count(&b, fo, c1), c1 };
-    Loc loc = b.loc;
-    b.loc = W->once.copy->loc;
-    ValId qfull = ws_new_ring(&b, 1, "once");
-    b.loc = loc;
-    for (int i = 0; i < WS_OPERANDS; i++) {
-        W->opnd[i].full = ws_new_ring(&b, W->stages, "full");
-        W->opnd[i].empty = ws_new_ring(&b, W->stages, "empty");
-    }
+    WsChainRings cr = ws_chain_begin(W, &b);
+    ValId *bounds = cr.bounds, cs = cr.cs, qfull = cr.qfull;
     TcRings r;
     r.sfull = ws_new_ring(&b, W->stages, "s_full");
     r.pfull = ws_new_ring(&b, W->stages, "p_full");

@@ -50,6 +50,7 @@ typedef struct WsLoop {
     int consumers;             /* consumer warp groups (tcgen05: epilogue warp groups) */
     int prod_regs, cons_regs;  /* setmaxnreg budgets */
     int mma_regs;              /* tcgen05 chains: the mma role's */
+    bool tc_entry;             /* tcgen05 chains: every role at the count threads start with */
     int64_t acc_regs;          /* accumulator f32 registers per consumer thread */
     int stages;
     int64_t stage_bytes;       /* the operands' slots */
@@ -95,6 +96,10 @@ const char *ws_chain_match(WsLoop *W, Arena *a);
 const char *ws_chain_roles(const PassCtx *ctx, WsLoop *W, Arena *a);
 void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *stages_why);
 void ws_chain_rewrite(WsLoop *W);
+/* Before the loop: the trips' bounds (0, T, 1), S, the one-shot ring of
+ * the once-loaded operand and each ring operand's full and empty rings. */
+typedef struct WsChainRings { ValId bounds[3], cs, qfull; } WsChainRings;
+WsChainRings ws_chain_begin(WsLoop *W, Builder *b);
 /* The chain's producer: Q once on the one-shot ring qfull, then per trip
  * K and V each on its own full and empty rings. */
 void ws_chain_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId qfull);

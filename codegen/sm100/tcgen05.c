@@ -57,24 +57,29 @@ void cg_tg_tmem_dealloc(Cg *cg, LLVMValueRef taddr, int cols)
     cg_asm_call(cg, NULL, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, $1;", "r,r,~{memory}", a, 2);
 }
 
+/* tcgen05.mma with A a descriptor (l: `$1`) or tensor memory (r: `[$1]`). */
+static void tc_mma_asm(Cg *cg, LLVMValueRef taddr, LLVMValueRef a_op, bool a_tmem, LLVMValueRef desc_b,
+                       LLVMValueRef idesc, LLVMValueRef accumulate)
+{
+    LLVMValueRef a[5] = { taddr, a_op, desc_b, idesc, accumulate };
+    cg_asm_call(cg, NULL,
+                a_tmem ? "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $4, 0;\n\t"
+                         "tcgen05.mma.cta_group::1.kind::f16 [$0], [$1], $2, $3, p;\n\t}"
+                       : "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $4, 0;\n\t"
+                         "tcgen05.mma.cta_group::1.kind::f16 [$0], $1, $2, $3, p;\n\t}",
+                a_tmem ? "r,r,l,r,r,~{memory}" : "r,l,l,r,r,~{memory}", a, 5);
+}
+
 void cg_tg_tc_mma(Cg *cg, LLVMValueRef taddr, LLVMValueRef desc_a, LLVMValueRef desc_b, LLVMValueRef idesc,
                   LLVMValueRef accumulate)
 {
-    LLVMValueRef a[5] = { taddr, desc_a, desc_b, idesc, accumulate };
-    cg_asm_call(cg, NULL,
-                "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $4, 0;\n\t"
-                "tcgen05.mma.cta_group::1.kind::f16 [$0], $1, $2, $3, p;\n\t}",
-                "r,l,l,r,r,~{memory}", a, 5);
+    tc_mma_asm(cg, taddr, desc_a, false, desc_b, idesc, accumulate);
 }
 
 void cg_tg_tc_mma_ts(Cg *cg, LLVMValueRef taddr, LLVMValueRef a_taddr, LLVMValueRef desc_b, LLVMValueRef idesc,
                      LLVMValueRef accumulate)
 {
-    LLVMValueRef a[5] = { taddr, a_taddr, desc_b, idesc, accumulate };
-    cg_asm_call(cg, NULL,
-                "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $4, 0;\n\t"
-                "tcgen05.mma.cta_group::1.kind::f16 [$0], [$1], $2, $3, p;\n\t}",
-                "r,r,l,r,r,~{memory}", a, 5);
+    tc_mma_asm(cg, taddr, a_taddr, true, desc_b, idesc, accumulate);
 }
 
 void cg_tg_tc_commit(Cg *cg, LLVMValueRef bar)

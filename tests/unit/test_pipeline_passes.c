@@ -419,6 +419,24 @@ END_TEST
 
 /* ---- gemm on tcgen05 (sm_100a) ---- */
 
+/* The three tcgen05 roles (producer, mma, `last` x n warp groups) of the
+ * kernel's ws, within the register file; returns it. */
+static const Op *check_tc_roles(Func *f, const char *what, int last, int n)
+{
+    const Op *ws = find_ws(f);
+    ck_assert_msg(ws != NULL, "%s: no roles", what);
+    ck_assert_int_eq(ws->nlist, 9);
+    ck_assert_int_eq(ws->list[0], ROLE_PRODUCER);
+    ck_assert_int_eq(ws->list[3], ROLE_MMA);
+    ck_assert_int_eq(ws->list[6], last);
+    ck_assert_int_eq(ws->list[7], n);
+    ck_assert_int_le(128 * (ws->list[2] + ws->list[5] + n * ws->list[8]), 65536);
+    ck_assert_int_eq(f->sched.warps, 4 * (2 + n));
+    ck_assert(has_op(f, OP_TC_MMA) && has_op(f, OP_TC_COMMIT) && has_op(f, OP_TMEM_LOAD) && has_op(f, OP_TMEM_ALLOC) &&
+              has_op(f, OP_TMA_LOAD));
+    return ws;
+}
+
 /* The GEMM example at sm_100a with tiles BM/BN/BK and pipeline(S): its
  * loop becomes a producer, an mma role and BM / 128 epilogue warp groups
  * around an accumulator in tensor memory, bit-identical after every pass
@@ -445,16 +463,7 @@ static void gemm_tc_case(const char *tiles[3], int stages, const int64_t *ks, in
                  tiles[2], stages, (long long)m, (long long)n, (long long)ks[i]);
         check_passes(&p, &r, "sm_100a", what, true);
         unsigned char **ref = snapshot(&r);
-        const Op *ws = find_ws(p.f);
-        ck_assert_msg(ws != NULL, "%s: no roles", what);
-        ck_assert_int_eq(ws->nlist, 9);
-        ck_assert_int_eq(ws->list[0], ROLE_PRODUCER);
-        ck_assert_int_eq(ws->list[3], ROLE_MMA);
-        ck_assert_int_eq(ws->list[6], ROLE_EPILOGUE);
-        ck_assert_int_eq(ws->list[7], epi);
-        ck_assert_int_eq(p.f->sched.warps, 4 * (2 + epi));
-        ck_assert(has_op(p.f, OP_TC_MMA) && has_op(p.f, OP_TC_COMMIT) && has_op(p.f, OP_TMEM_LOAD) &&
-                  has_op(p.f, OP_TMEM_ALLOC) && has_op(p.f, OP_TMA_LOAD));
+        check_tc_roles(p.f, what, ROLE_EPILOGUE, epi);
         ck_assert(!has_op(p.f, OP_DOT_ASYNC) && !has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_BARRIER));
         check_interleavings(&p, &r, ref, what);
         free_snapshot(&r, ref);
@@ -710,17 +719,8 @@ static void attention_tc_case(const char *causal, const char *bm, const int64_t 
                  (long long)NK);
         check_passes(&p, &r, "sm_100a", what, true);
         unsigned char **ref = snapshot(&r);
-        const Op *ws = find_ws(p.f);
-        ck_assert_msg(ws != NULL, "%s: no roles", what);
-        ck_assert_int_eq(ws->nlist, 9);
-        ck_assert_int_eq(ws->list[0], ROLE_PRODUCER);
-        ck_assert_int_eq(ws->list[3], ROLE_MMA);
-        ck_assert_int_eq(ws->list[6], ROLE_CONSUMER);
-        ck_assert_int_eq(ws->list[7], softmax);
-        ck_assert_int_le(128 * (ws->list[2] + ws->list[5] + softmax * ws->list[8]), 65536);
-        ck_assert_int_eq(p.f->sched.warps, 4 * (2 + softmax));
-        ck_assert(has_op(p.f, OP_TC_MMA) && has_op(p.f, OP_TC_COMMIT) && has_op(p.f, OP_TMEM_LOAD) &&
-                  has_op(p.f, OP_TMEM_STORE) && has_op(p.f, OP_TMA_LOAD));
+        check_tc_roles(p.f, what, ROLE_CONSUMER, softmax);
+        ck_assert(has_op(p.f, OP_TMEM_STORE));
         ck_assert(!has_op(p.f, OP_DOT_ASYNC) && !has_op(p.f, OP_DOT) && !has_op(p.f, OP_ASYNC_COPY) &&
                   !has_op(p.f, OP_ASYNC_WAIT));
         check_interleavings(&p, &r, ref, what);

@@ -600,6 +600,103 @@ END_TEST
 START_TEST(tc_static_check) { check_static_all("gemm_tc.tir", tc_bugs, sizeof tc_bugs / sizeof *tc_bugs); }
 END_TEST
 
+/* ---- chained products in tensor memory (chain_tc.tir: sm_100a's attention form) ---- */
+
+enum { CM = 128 };
+static float ctc_out[CM * 16];
+
+/* Runs a chain of 128-row tiles on Q = A[CM,16], K = B[nk,16], V =
+ * A[nk,16] into ctc_out (out is not used: it is the GEMM's size). */
+static int run_chain_tc(Run *r, int nk, InterpOpts o, float *out)
+{
+    (void)out;
+    for (int i = 0; i < CM * 16; i++)
+        ctc_out[i] = -12345.0f;
+    InterpArg args[4];
+    memset(args, 0, sizeof args);
+    args[0] = (InterpArg){ .data = A, .rank = 2, .shape = { CM, 16 }, .strides = { 16, 1 } };
+    args[1] = (InterpArg){ .data = B, .rank = 2, .shape = { nk, 16 }, .strides = { 16, 1 } };
+    args[2] = (InterpArg){ .data = A, .rank = 2, .shape = { nk, 16 }, .strides = { 16, 1 } };
+    args[3] = (InterpArg){ .data = ctc_out, .rank = 2, .shape = { CM, 16 }, .strides = { 16, 1 } };
+    return interp_run_opts(r->f, args, 4, &o, &r->d);
+}
+
+/* S, P and O in tensor memory give the plain chain's results bit for bit
+ * for 0 trips (O is the stored initial value), 1, 2 (= the stages), 3 and
+ * 10, under every schedule. */
+START_TEST(chain_tc_matches_plain)
+{
+    init_inputs();
+    char *plain = read_text("chain_tc_plain.tir"), *ring = read_text("chain_tc.tir");
+    static const int trips[] = { 0, 1, 2, 3, 10 };
+    static float want[CM * 16];
+    for (size_t t = 0; t < sizeof trips / sizeof *trips; t++) {
+        int k = 16 * trips[t];
+        Run p;
+        run_parse(&p, plain);
+        ck_assert_int_eq(run_chain_tc(&p, k, scheds[0], NULL), 0);
+        memcpy(want, ctc_out, sizeof want);
+        ck_assert(want[0] != -12345.0f);
+        for (int s = 0; s < NSCHED; s++) {
+            Run q;
+            run_parse(&q, ring);
+            int rc = run_chain_tc(&q, k, scheds[s], NULL);
+            if (rc)
+                kit_print_diag(&q.d);
+            ck_assert_msg(rc == 0, "chain_tc.tir failed for %d trips, schedule %d", trips[t], s);
+            ck_assert_msg(memcmp(want, ctc_out, sizeof want) == 0, "chain_tc.tir differs for %d trips, schedule %d",
+                          trips[t], s);
+            arena_free(q.a);
+        }
+        arena_free(p.a);
+    }
+    free(plain);
+    free(ring);
+}
+END_TEST
+
+/* Each barrier of the tensor-memory handshake removed or misplaced: the
+ * interpreter reports the race it opens (msg NULL: the interpreter cannot
+ * see it, the hardware's commit being asynchronous) and the static checker
+ * rejects it. */
+static const Bug ctc_bugs[] = {
+    { "S read before its commit", "      mbar_wait %sf, %w, %wph\n", "",
+      "tmem_load", NULL, "%sc = tmem_load", NULL,
+      "protocol: 'tmem_load': tensor memory: the tmem_load and the tc_mma writing it at" },
+    { "P read before it is stored", "      mbar_wait %pf, %t, %fph\n", "",
+      "tc_mma reading it by", NULL, "tc_mma %tp", "tc_mma reads its A operand from tensor memory nothing wrote",
+      "protocol: 'tmem_load': tensor memory: the tmem_load and the tc_mma writing it at" },
+    { "P and O stored while the product runs", "      mbar_wait %od, %w, %wph\n", "",
+      "the tc_mma at", NULL, NULL, "is not ordered after the tmem_load",
+      "protocol: 'tmem_load': tensor memory: the tmem_load and the tc_mma writing it at" },
+    { "arrival before the stores",
+      "      tmem_store %tp, %p\n      %o = tmem_load %to : tile<128x16xf32, reg>\n      tmem_store %to, %o\n"
+      "      mbar_arrive %pf, %w\n",
+      "      mbar_arrive %pf, %w\n      tmem_store %tp, %p\n      %o = tmem_load %to : tile<128x16xf32, reg>\n"
+      "      tmem_store %to, %o\n",
+      "is not ordered after the tmem_store", NULL, "tc_mma %tp", "tc_mma reads its A operand from tensor memory nothing wrote",
+      "protocol: 'tmem_store': tensor memory: the tmem_store and the tc_mma reading it at" },
+    { "O done by an arrive", "      tc_commit %od, %t\n", "      mbar_arrive %od, %t\n",
+      NULL, NULL, NULL, NULL,
+      "protocol: 'tmem_load': tensor memory: the tmem_load and the tc_mma writing it at" },
+};
+
+START_TEST(chain_tc_seeded_bug)
+{
+    init_inputs();
+    const Bug *b = &ctc_bugs[_i];
+    char *ring = read_text("chain_tc.tir"), *text = variant(ring, b->find, b->repl);
+    if (b->msg)
+        check_bug_runs(b, text, run_chain_tc, 16 * 10);
+    check_bug_static(b, text);
+    free(text);
+    free(ring);
+}
+END_TEST
+
+START_TEST(chain_tc_static_check) { check_static_all("chain_tc.tir", ctc_bugs, sizeof ctc_bugs / sizeof *ctc_bugs); }
+END_TEST
+
 START_TEST(products_outside_ws)
 {
     init_inputs();
@@ -647,6 +744,9 @@ static Suite *suite(void)
     tcase_add_test(tc, tc_matches_reference);
     tcase_add_test(tc, tc_static_check);
     tcase_add_loop_test(tc, tc_seeded_bug, 0, (int)(sizeof tc_bugs / sizeof *tc_bugs));
+    tcase_add_test(tc, chain_tc_matches_plain);
+    tcase_add_test(tc, chain_tc_static_check);
+    tcase_add_loop_test(tc, chain_tc_seeded_bug, 0, (int)(sizeof ctc_bugs / sizeof *ctc_bugs));
     suite_add_tcase(s, tc);
     return s;
 }
