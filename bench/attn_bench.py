@@ -37,6 +37,15 @@ import tilec  # noqa: E402
 from tilec import _attention as A  # noqa: E402
 
 DT = {"bf16": torch.bfloat16, "f16": torch.float16}
+# The arch-specific PTX a device runs besides the portable sm_86 PTX: the
+# H100/H200 run the sm_90a files, a B200/GB200 the sm_100a ones (tcgen05);
+# files of the other arch are left out of the run.
+ARCH_CC = {"sm_90a": (9, 0), "sm_100a": (10, 0)}
+FAST = "sm_90a"   # set in main() from the device
+
+
+def runnable(arch):
+    return arch == "sm_86" or arch == FAST
 PTX_DIR = os.path.join(ROOT, ".devcarry", "attn")
 LN2 = math.log(2.0)
 
@@ -71,7 +80,7 @@ def check_case(dt, d, n, causal, g, arch, z=1, hk=2, bm=None, bn=None, mod=None)
     scale = d ** -0.5
     if mod is None:   # the pinned default tiles of bench/attn_prepare.sh
         bm = bm or 128
-        bn = bn or (128 if d == 64 and arch == "sm_90a" else 64)
+        bn = bn or (128 if d == 64 and arch in ("sm_90a", "sm_100a") else 64)
         mod = load({"name": "attn_%s_%s_d%d_m%d_n%d_%s" % (dt, arch, d, bm, bn, "c" if causal else "f")})
     o = torch.full_like(q, float("nan"))
     lse = torch.full((z, h, n), float("nan"), device="cuda")
@@ -87,7 +96,7 @@ def check_case(dt, d, n, causal, g, arch, z=1, hk=2, bm=None, bn=None, mod=None)
 def correctness(quick):
     rows, bad = [], 0
     cases = []
-    for arch in ("sm_90a", "sm_86"):
+    for arch in (FAST, "sm_86"):
         for dt in ("bf16", "f16"):
             for d in (64, 128):
                 for n in (1, 100, 1000, 1024, 4097, 8192):
@@ -365,8 +374,14 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__,
           "| %s" % time.strftime("%Y-%m-%d"), flush=True)
+    global FAST
+    cc = torch.cuda.get_device_capability(0)
+    FAST = next((a for a, c in ARCH_CC.items() if c == tuple(cc)), None)
+    if FAST is None:
+        print("no arch-specific PTX for compute capability %d.%d: the sm_86 files only" % cc, flush=True)
     names = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(PTX_DIR, "*.ptx")))
-    print("variants:", len(names), flush=True)
+    names = [x for x in names if runnable(parse(x)["arch"])]
+    print("variants:", len(names), "(%s and sm_86)" % FAST, flush=True)
     ok = True
     if not args.skip_check:
         ok = True if args.variants_only else correctness(args.quick)
