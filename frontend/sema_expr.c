@@ -500,15 +500,21 @@ static bool tile_index_dim(Lower *l, const Expr *a, const EVal *v, int d, int64_
         return false;
     }
     *size = b;
-    if (*start < 0 || *size <= 0 || *start > n - *size) {
+    if (*size <= 0) {
+        if (a->op == T_PLUS)
+            diag_error(l->d, a->b->loc, "slice size must be positive, got %lld", (long long)*size);
+        else
+            diag_error(l->d, a->loc, "slice %lld : %lld of dim %d is empty: the end must be past the start",
+                       (long long)*start, (long long)(*start + *size), d);
+        return false;
+    }
+    if (*start < 0 || *start > n - *size) {
         if (a->op == T_PLUS)
             diag_error(l->d, a->loc, "slice %lld : +%lld of dim %d is outside %s (dim %d has %lld elements)",
                        (long long)*start, (long long)*size, d, fe_tystr(l, &v->ty), d, (long long)n);
         else
             diag_error(l->d, a->loc, "slice %lld : %lld of dim %d is outside %s (dim %d has %lld elements)",
                        (long long)*start, (long long)(*start + *size), d, fe_tystr(l, &v->ty), d, (long long)n);
-        if (*size <= 0)
-            diag_note(l->d, a->loc, "a slice holds at least one element: the end must be past the start");
         return false;
     }
     return true;

@@ -89,7 +89,8 @@ static bool win_slice(Lower *l, const Expr *a, Win *w, int d)
 {
     int64_t n;
     if (a->op != T_PLUS) {
-        diag_error(l->d, a->b->loc, "window extents are written `start : +size`: expected '+' before the size");
+        diag_error(l->d, a->b->loc, "window extents are written `start : +size`; `start : end` slices tile "
+                   "values only");
         return false;
     }
     /* Check both halves, so that both errors are reported. */
