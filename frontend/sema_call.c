@@ -10,6 +10,7 @@
 #include "../ir/divisor.h"
 #include "../lib/tc_limits.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef enum { B_MATH, B_POW, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_CUM, B_SCAN, B_RAND,
@@ -357,8 +358,11 @@ static TC_NOINLINE EVal lower_reshape(Lower *l, const Expr *e)
         return err();
     Type t = type_tile((DType)v.ty.dtype, s->nargs, shape, SP_ANY);
     if (n != type_numel(&v.ty)) {
-        diag_error(l->d, s->loc, "reshape of %s (%lld elements) to %s (%lld elements): the counts differ",
-                   fe_tystr(l, &v.ty), (long long)type_numel(&v.ty), fe_tystr(l, &t), (long long)n);
+        char cnt[48];
+        snprintf(cnt, sizeof cnt, n > TC_LIMIT_TILE_ELEMS ? "more than %d" : "%d",
+                 n > TC_LIMIT_TILE_ELEMS ? TC_LIMIT_TILE_ELEMS : (int)n);
+        diag_error(l->d, s->loc, "reshape of %s (%lld elements) to %s (%s elements): the counts differ",
+                   fe_tystr(l, &v.ty), (long long)type_numel(&v.ty), fe_tystr(l, &t), cnt);
         return err();
     }
     if (type_same_shape(&t, &v.ty))
@@ -521,8 +525,12 @@ static TC_ALWAYS_INLINE EVal lower_builtin(Lower *l, const Expr *e, const Builti
     case B_CONCAT: return lower_concat(l, e);
     case B_RESHAPE: return lower_reshape(l, e);
     case B_TRANSPOSE: {
-        Expr t = { .kind = E_TRANSPOSE, .loc = e->loc, .a = e->args[0] };
-        return fe_expr(l, &t);
+        EVal v = fe_value(l, e->args[0]);
+        if (v.kind != EV_ERR && (v.ty.kind != TY_TILE || v.ty.rank != 2)) {
+            diag_error(l->d, e->args[0]->loc, "'transpose' needs a 2-D tile, got %s", fe_tystr(l, &v.ty));
+            return err();
+        }
+        return v.kind == EV_ERR ? v : fe_transpose(l, v, e->loc);
     }
     default: return lower_load(l, e);
     }

@@ -619,9 +619,14 @@ static EVal lower_transpose(Lower *l, const Expr *e)
         diag_error(l->d, e->loc, "'^T' needs a 2-D tile, got %s", fe_tystr(l, &v.ty));
         return (EVal){ 0 };
     }
+    return fe_transpose(l, v, e->loc);
+}
+
+EVal fe_transpose(Lower *l, EVal v, Loc loc)
+{
     int64_t shape[2] = { v.ty.shape[1], v.ty.shape[0] };
     Type t = type_tile((DType)v.ty.dtype, 2, shape, SP_ANY);
-    return fe_val(fe_emit(l, e->loc, OP_TRANS, &v.v, 1, t), t);
+    return fe_val(fe_emit(l, loc, OP_TRANS, &v.v, 1, t), t);
 }
 
 EVal fe_expr(Lower *l, const Expr *e)
