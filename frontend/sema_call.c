@@ -370,6 +370,17 @@ static TC_NOINLINE EVal lower_reshape(Lower *l, const Expr *e)
     return fe_val(fe_emit(l, e->loc, OP_RESHAPE, &v.v, 1, t), t);
 }
 
+/* transpose(x): x^T. */
+static TC_NOINLINE EVal lower_transpose_call(Lower *l, const Expr *e)
+{
+    EVal v = fe_value(l, e->args[0]);
+    if (v.kind != EV_ERR && (v.ty.kind != TY_TILE || v.ty.rank != 2)) {
+        diag_error(l->d, e->args[0]->loc, "'transpose' needs a 2-D tile, got %s", fe_tystr(l, &v.ty));
+        return err();
+    }
+    return v.kind == EV_ERR ? v : fe_transpose(l, v, e->loc);
+}
+
 static EVal lower_iota(Lower *l, const Expr *e, int kind)
 {
     Type t;
@@ -524,14 +535,7 @@ static TC_ALWAYS_INLINE EVal lower_builtin(Lower *l, const Expr *e, const Builti
     case B_DIVISOR: return lower_divisor(l, e);
     case B_CONCAT: return lower_concat(l, e);
     case B_RESHAPE: return lower_reshape(l, e);
-    case B_TRANSPOSE: {
-        EVal v = fe_value(l, e->args[0]);
-        if (v.kind != EV_ERR && (v.ty.kind != TY_TILE || v.ty.rank != 2)) {
-            diag_error(l->d, e->args[0]->loc, "'transpose' needs a 2-D tile, got %s", fe_tystr(l, &v.ty));
-            return err();
-        }
-        return v.kind == EV_ERR ? v : fe_transpose(l, v, e->loc);
-    }
+    case B_TRANSPOSE: return lower_transpose_call(l, e);
     default: return lower_load(l, e);
     }
 }

@@ -523,8 +523,9 @@ static bool tile_index_dim(Lower *l, const Expr *a, const EVal *v, int d, int64_
 /* `v[...]` on a tile value: per dim of v one of `:`, `a : +k`, `a : b` or a
  * constant index (dropping that dim), and `*` anywhere to insert a size-1
  * dim. Lowers to SLICE (when a range is narrower than its dim), RESHAPE
- * (when an index drops dims) and EXPAND (per `*`). */
-static EVal tile_index(Lower *l, EVal v, const Expr *e)
+ * (when an index drops dims) and EXPAND (per `*`). Out of line: its arrays
+ * would grow fe_expr's frame, one per nesting level. */
+static TC_NOINLINE EVal tile_index(Lower *l, EVal v, const Expr *e)
 {
     int ndim = 0;
     for (int i = 0; i < e->nargs; i++)

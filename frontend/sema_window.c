@@ -63,7 +63,7 @@ static bool win_index(Lower *l, const Expr *a, ValId *off)
 /* A 1-D integer tile as the index of dim d: a gather / scatter. 32-bit and
  * narrower signed indices become i32, the others i64 (u32 values stay
  * exact; a u64 above 2^63 reads as negative, out of bounds either way). */
-static bool win_tile_index(Lower *l, const Expr *a, EVal v, Win *w, int d)
+static TC_NOINLINE bool win_tile_index(Lower *l, const Expr *a, EVal v, Win *w, int d)
 {
     DType dt = (DType)v.ty.dtype;
     if (v.ty.rank != 1 || !dtype_is_int(dt)) {
@@ -106,18 +106,24 @@ static bool win_slice(Lower *l, const Expr *a, Win *w, int d)
     return true;
 }
 
+/* An index expression: a scalar (the dim is dropped) or an index tile.
+ * Out of line, as win_tile_index: a window inside an index recurses
+ * through here, and window()'s frame stays small. */
+static TC_NOINLINE bool win_expr(Lower *l, const Expr *a, Win *w, int d)
+{
+    EVal v = fe_value(l, a);
+    if (v.kind != EV_ERR && v.ty.kind == TY_TILE)
+        return win_tile_index(l, a, v, w, d);
+    w->ext[d] = 0;
+    return win_scalar(l, a, v, &w->offs[d]);
+}
+
 static bool win_dim(Lower *l, const Expr *a, Win *w, int d)
 {
     switch (a->kind) {
     case E_FULL: return win_full(l, a, w, d);
     case E_SLICE: return win_slice(l, a, w, d);
-    default: {
-        EVal v = fe_value(l, a);
-        if (v.kind != EV_ERR && v.ty.kind == TY_TILE)
-            return win_tile_index(l, a, v, w, d);
-        w->ext[d] = 0;
-        return win_scalar(l, a, v, &w->offs[d]);
-    }
+    default: return win_expr(l, a, w, d);
     }
 }
 
