@@ -17,7 +17,9 @@
  * inside the tensor (the index in 0 .. extent - 1, and the masked dims as
  * a window's), then loads (an element outside reads the module's guard
  * bytes and takes `other`) or, its primary owner only, stores behind a
- * branch. One element per access: no vectors.
+ * branch. A gather whose last dim is the tensor's, unmasked and not the
+ * indexed one reads each thread's run along it as one vector of up to 16
+ * bytes when the rows are aligned to it (a uniform test; else elements).
  */
 #include "cg_internal.h"
 
@@ -210,10 +212,71 @@ static void report_indexed(Cg *cg, const Op *op, const Layout *L)
 {
     if (!cg->report)
         return;
-    sb_printf(cg->report, "  %s at %d:%d: element by element, the index through shared memory -> ",
+    sb_printf(cg->report, "  %s at %d:%d: element by element; the index through shared memory -> ",
               op_info[op->code].name, op->loc.line, op->loc.col);
     layout_print(L, cg->report);
     sb_putc(cg->report, '\n');
+}
+
+/* Elements per vector of a gather: the layout's run along the last dim
+ * (at most 16 bytes) when the window's last dim is the tensor's, kept,
+ * not the indexed one and not masked, and every run of registers is
+ * consecutive along it; 1 otherwise. */
+static int gather_vec(const Op *op, const Indexed *x, const Layout *L, const Type *rt)
+{
+    int last = x->rank - 1, k = rt->rank - 1, eb = elem_bytes(x->dt);
+    if (op->list[last] <= 0 || x->g == last || (op->iattr[0] >> last & 1) || x->dt == DT_BOOL)
+        return 1;
+    int p = layout_pdim(L, k), v = layout_vec(L);
+    if (v > 16 / eb)
+        v = 16 / eb;
+    if (v < 2 || rt->shape[k] % v || layout_may_wrap(L, p))
+        return 1;
+    for (int r = 0, n = layout_nregs(L); r < n; r += v) {
+        int i0[TILE_MAXRANK], i1[TILE_MAXRANK];
+        layout_reg_index(L, r, i0);
+        for (int e = 1; e < v; e++) {
+            if (r + e >= n)
+                return 1;
+            layout_reg_index(L, r + e, i1);
+            for (int d = 0; d < L->prank; d++)
+                if (d != p && i1[d] != i0[d])
+                    return 1;
+            if (cg_reg_offset(L, r + e, p) != cg_reg_offset(L, r, p) + e)
+                return 1;
+        }
+    }
+    return v;
+}
+
+typedef struct GatherArm {
+    Op *op;
+    const Indexed *x;
+    const Layout *L;
+    int vec;
+    LLVMValueRef other;
+} GatherArm;
+
+/* Arm 0: vectors of `vec` elements (the rows aligned to them); arm 1:
+ * one element at a time. An element or vector outside the tensor reads the
+ * guard bytes and takes `other`. */
+static void gather_arm(Cg *cg, void *ctx, int arm, LLVMValueRef *out)
+{
+    const GatherArm *g = ctx;
+    const Indexed *x = g->x;
+    int vec = arm == 0 ? g->vec : 1, eb = elem_bytes(x->dt);
+    LLVMTypeRef mty = cg_mem_type(cg, x->dt), vty = vec > 1 ? LLVMVectorType(mty, (unsigned)vec) : mty;
+    LLVMValueRef guard = cg_guard_ptr(cg);
+    for (int r = 0, n = layout_nregs(g->L); r < n; r += vec) {
+        LLVMValueRef ok, p = indexed_addr(cg, g->op, x, g->L, r, &ok);
+        p = LLVMBuildSelect(cg->b, ok, p, guard, "");
+        LLVMValueRef v = LLVMBuildLoad2(cg->b, vty, p, "");
+        LLVMSetAlignment(v, (unsigned)(vec * eb));
+        for (int e = 0; e < vec; e++) {
+            LLVMValueRef w = vec > 1 ? LLVMBuildExtractElement(cg->b, v, cg_i32(cg, e), "") : v;
+            out[r + e] = LLVMBuildSelect(cg->b, ok, from_mem(cg, w, x->dt), g->other, "");
+        }
+    }
 }
 
 int cg_lower_gather(Cg *cg, Op *op)
@@ -223,19 +286,35 @@ int cg_lower_gather(Cg *cg, Op *op)
     if (indexed_init(cg, op, &x, rt->rank))
         return 1;
     const Layout *L = cg_default_layout(cg, rt, true);
-    LLVMTypeRef mty = cg_mem_type(cg, x.dt), ty = cg_type(cg, x.dt);
-    LLVMValueRef other = op->iattr[1] ? cg->vals[op->args[op->nargs - 1]].s : LLVMConstNull(ty);
-    LLVMValueRef guard = cg_guard_ptr(cg);
+    LLVMValueRef other = op->iattr[1] ? cg->vals[op->args[op->nargs - 1]].s : LLVMConstNull(cg_type(cg, x.dt));
+    GatherArm g = { op, &x, L, gather_vec(op, &x, L, rt), other };
+    int n = layout_nregs(L);
     LLVMValueRef *out = new_regs(cg, L);
-    for (int r = 0, n = layout_nregs(L); r < n; r++) {
-        LLVMValueRef ok, p = indexed_addr(cg, op, &x, L, r, &ok);
-        p = LLVMBuildSelect(cg->b, ok, p, guard, "");
-        LLVMValueRef v = LLVMBuildLoad2(cg->b, mty, p, "");
-        LLVMSetAlignment(v, (unsigned)elem_bytes(x.dt));
-        out[r] = LLVMBuildSelect(cg->b, ok, from_mem(cg, v, x.dt), other, "");
+    if (g.vec > 1) {
+        /* vectors when every row starts aligned to one: the strides of the
+         * outer dims and the last dim's offset multiples of vec (the base
+         * is 16-byte aligned); one uniform test */
+        LLVMValueRef ok = LLVMConstInt(cg->t_i1, 1, 0);
+        LLVMValueRef m64 = cg_i64(cg, g.vec - 1);
+        for (int d = 0; d + 1 < x.rank; d++)
+            ok = LLVMBuildAnd(cg->b, ok, LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, x.ta->stride[d], m64, ""),
+                                                       cg_i64(cg, 0), ""), "");
+        LLVMValueRef o = cg->vals[op->args[x.rank]].s;
+        ok = LLVMBuildAnd(cg->b, ok, LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, o, cg_i32(cg, g.vec - 1), ""),
+                                                   cg_i32(cg, 0), ""), "");
+        diamond(cg, ok, n, g.vec, gather_arm, &g, out);
+    } else {
+        gather_arm(cg, &g, 1, out);
     }
     set_regs(cg, op->res[0], L, out);
-    report_indexed(cg, op, L);
+    if (cg->report) {
+        sb_printf(cg->report, "  gather at %d:%d: ", op->loc.line, op->loc.col);
+        if (g.vec > 1)
+            sb_printf(cg->report, "%d-byte vectors along rows aligned to them, else ", g.vec * elem_bytes(x.dt));
+        sb_puts(cg->report, "element by element; the index through shared memory -> ");
+        layout_print(L, cg->report);
+        sb_putc(cg->report, '\n');
+    }
     return 0;
 }
 
