@@ -4,7 +4,9 @@
  * slices of f32 rows, a concat swapping column halves, reshape + transpose
  * + reshape of a block's elements, a bf16 concat of row halves; gathers of
  * f32 rows through i32 and i64 ids (some outside the table: 0 or `other`)
- * and of bf16 rows, a scatter of rows to distinct ids (some outside: dropped);
+ * and of bf16 rows (16-byte vectors), of rows not aligned to vectors (an odd
+ * row length, an odd column offset: elements), a scatter of rows to
+ * distinct ids (some outside: dropped);
  * examples/gather_rows.tile (gather_rows and scatter_rows, bf16, D = 256).
  * Tails: row counts that are not multiples of the blocks' tiles. Outputs
  * start poisoned and are followed by a poisoned guard zone that must stay so.
@@ -43,7 +45,8 @@ static const char gs_src[] =
     "}\n"
     "\n"
     "kernel gather(E: global f32[V, 48], I: global i32[N], J: global i64[N], Y: global f32[N, 48],\n"
-    "              Z: global f32[N, 48], H: global bf16[V, 64], G: global bf16[N, 64])\n"
+    "              Z: global f32[N, 48], H: global bf16[V, 64], G: global bf16[N, 64], E2: global f32[V, 46],\n"
+    "              Y2: global f32[N, 32], Y3: global f32[N, 32])\n"
     "  grid(cdiv(N, 32))\n"
     "{\n"
     "  let r0 = block.x * 32;\n"
@@ -51,6 +54,8 @@ static const char gs_src[] =
     "  Y[r0 : +32, :] = E[i, :];\n"
     "  Z[r0 : +32, :] = load(E[J[r0 : +32], 0 : +48], -1.0);\n"
     "  G[r0 : +32, :] = H[i, :];\n"
+    "  Y2[r0 : +32, :] = E2[i, 0 : +32];\n"
+    "  Y3[r0 : +32, :] = E[i, 1 : +32];\n"
     "}\n"
     "\n"
     "kernel scatter(X: global f32[N, 48], I: global i32[N], Y: global f32[V, 48]) grid(cdiv(N, 32)) {\n"
@@ -73,7 +78,7 @@ enum { NMOD = sizeof specs / sizeof specs[0] };
 
 /* ---- running a kernel on host arrays: GPU or interpreter ---- */
 
-enum { GUARD = 64 };
+enum { GUARD = 64, MAXARGS = 12 };
 
 typedef struct HostT {
     const char *dt;        /* "f32", "bf16", "i32", "i64", "u32" */
@@ -130,9 +135,13 @@ static DLDataType dl_of(const char *dt)
  * arrays. False (printed) when the launch fails or a guard zone was written. */
 static bool run_kernel(Mod *m, const char *k, Arg *a, int n, const char *label)
 {
+    if (n > MAXARGS) {
+        printf("%s: %d arguments (at most %d)\n", label, n, MAXARGS);
+        return false;
+    }
 #ifdef TILEC_INTERP
     if (interp_mode) {
-        tilec_arg ta[8];
+        tilec_arg ta[MAXARGS];
         memset(ta, 0, sizeof ta);
         for (int i = 0; i < n; i++) {
             if (a[i].t) {
@@ -158,10 +167,10 @@ static bool run_kernel(Mod *m, const char *k, Arg *a, int n, const char *label)
         printf("%s: no kernel %s\n", label, k);
         return false;
     }
-    tilert_arg ra[8];
-    DLTensor dl[8];
-    CUdeviceptr dev[8] = { 0 };
-    unsigned char *stage[8] = { NULL };
+    tilert_arg ra[MAXARGS];
+    DLTensor dl[MAXARGS];
+    CUdeviceptr dev[MAXARGS] = { 0 };
+    unsigned char *stage[MAXARGS] = { NULL };
     for (int i = 0; i < n; i++) {
         if (!a[i].t) {
             ra[i] = a[i].isf ? (tilert_arg){ TILERT_ARG_FLOAT, { .f = a[i].f } }
@@ -293,17 +302,20 @@ static void check_gather(Mod *m, const char *arch, int64_t n, int64_t v)
     gpu_context("%s", label);
     HostT e = host_t("f32", 2, v, 48), ids = host_t("i32", 1, n, 0), jds = host_t("i64", 1, n, 0);
     HostT y = host_t("f32", 2, n, 48), z = host_t("f32", 2, n, 48), h = host_t("bf16", 2, v, 64);
-    HostT g = host_t("bf16", 2, n, 64);
+    HostT g = host_t("bf16", 2, n, 64), e2 = host_t("f32", 2, v, 46), y2 = host_t("f32", 2, n, 32);
+    HostT y3 = host_t("f32", 2, n, 32);
     fill(&e, 4);
     fill(&h, 4);
+    fill(&e2, 4);
     for (int64_t t = 0; t < n; t++) {
         int32_t id = (int32_t)(fabsf(gpu_frand(1.0f)) * (float)(v + 4)) - 2;   /* -2 .. v+1 */
         set_i32(&ids, (size_t)t, id);
         set_i64(&jds, (size_t)t, t % 5 == 4 ? ((int64_t)1 << 32) + id : (int64_t)id);
     }
-    Arg a[7] = { { &e, 0, 0, false }, { &ids, 0, 0, false }, { &jds, 0, 0, false }, { &y, 0, 0, false },
-                 { &z, 0, 0, false }, { &h, 0, 0, false }, { &g, 0, 0, false } };
-    bool ok = run_kernel(m, "gather", a, 7, label);
+    Arg a[10] = { { &e, 0, 0, false }, { &ids, 0, 0, false }, { &jds, 0, 0, false }, { &y, 0, 0, false },
+                  { &z, 0, 0, false }, { &h, 0, 0, false }, { &g, 0, 0, false }, { &e2, 0, 0, false },
+                  { &y2, 0, 0, false }, { &y3, 0, 0, false } };
+    bool ok = run_kernel(m, "gather", a, 10, label);
     int64_t bad = 0;
     for (int64_t t = 0; ok && t < n; t++) {
         int64_t id = i32_at(&ids, (size_t)t), jd = i64_at(&jds, (size_t)t);
@@ -314,9 +326,14 @@ static void check_gather(Mod *m, const char *arch, int64_t n, int64_t v)
         }
         for (int64_t j = 0; j < 64; j++)
             bad += val_at(&g, (size_t)(t * 64 + j)) != (in ? val_at(&h, (size_t)(id * 64 + j)) : 0.0);
+        for (int64_t j = 0; j < 32; j++) {   /* rows not aligned to vectors: elements */
+            bad += val_at(&y2, (size_t)(t * 32 + j)) != (in ? val_at(&e2, (size_t)(id * 46 + j)) : 0.0);
+            bad += val_at(&y3, (size_t)(t * 32 + j)) != (in ? val_at(&e, (size_t)(id * 48 + 1 + j)) : 0.0);
+        }
     }
     gpu_result(ok && bad == 0, "%s: %lld elements wrong", label, (long long)bad);
     free(e.data), free(ids.data), free(jds.data), free(y.data), free(z.data), free(h.data), free(g.data);
+    free(e2.data), free(y2.data), free(y3.data);
 }
 
 /* Distinct ids: row t goes to (t * 7 + 3) mod (v + 3) - 1, every third id moved past the table. */
