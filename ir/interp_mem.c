@@ -175,7 +175,9 @@ static int exec_indexed(Interp *I, const Op *op)
         Elem *o = ip_out(I, res);
         for (int64_t k = 0; k < w.n; k++) {
             void *p = indexed_elem(I, op, &w, ix, k, &bad);
-            o[k] = p ? ip_conv(w.dt, rd, ip_load_elem(w.dt, p)) : ov ? ip_conv(ip_vdt(I, ov), rd, ip_in(I, ov)[0]) : zero;
+            o[k] = p    ? ip_conv(w.dt, rd, ip_load_elem(w.dt, p))
+                 : ov ? ip_conv(ip_vdt(I, ov), rd, ip_in(I, ov)[0])
+                      : zero;
         }
         return bad;
     }

@@ -157,8 +157,8 @@ static bool check_operands(Verifier *V, const Op *op)
                     : V->state[v] == VS_UNSEEN ? "is used before its definition"
                                                : "is used outside the region (or grid) that defines it");
         }
-        bool mem = ((op->code == OP_LOAD || op->code == OP_STORE || op->code == OP_ATOMIC_ADD || op->code == OP_GATHER ||
-                     op->code == OP_SCATTER) && i == 0) ||
+        bool mem = ((op->code == OP_LOAD || op->code == OP_STORE || op->code == OP_ATOMIC_ADD ||
+                     op->code == OP_GATHER || op->code == OP_SCATTER) && i == 0) ||
                    (op->code == OP_ASYNC_COPY && i == 2) || (op->code == OP_TMA_LOAD && i == 4);
         if (mem && T(V, v)->kind != TY_TENSOR) {
             vfy_err(V, op, "operand #%d must be a tensor, got %s", i, vfy_tstr(V, T(V, v)));

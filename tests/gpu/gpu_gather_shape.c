@@ -337,7 +337,10 @@ static void check_gather(Mod *m, const char *arch, int64_t n, int64_t v)
 }
 
 /* Distinct ids: row t goes to (t * 7 + 3) mod (v + 3) - 1, every third id moved past the table. */
-static int32_t scatter_id(int64_t t, int64_t v) { return t % 3 == 2 ? (int32_t)(v + t) : (int32_t)((t * 7 + 3) % (v + 3)) - 1; }
+static int32_t scatter_id(int64_t t, int64_t v)
+{
+    return t % 3 == 2 ? (int32_t)(v + t) : (int32_t)((t * 7 + 3) % (v + 3)) - 1;
+}
 
 static void check_scatter(Mod *m, const char *arch, const char *kernel, const char *dt, int64_t d, int64_t n,
                           int64_t v)

@@ -104,7 +104,8 @@ START_TEST(slices_vs_reference)
                     if (j < n)
                         ck_assert_msg(y1[k] == x[i * C + c + j], "cols %d:+%d at %d,%d", c, n, i, j);
                     if (i < m2 && j < n2)
-                        ck_assert_msg(y3[k] == x[(a2 + i) * C + c2 + j] + x[r * C + c2 + j], "2-d slice at %d,%d", i, j);
+                        ck_assert_msg(y3[k] == x[(a2 + i) * C + c2 + j] + x[r * C + c2 + j], "2-d slice at %d,%d",
+                                      i, j);
                     if (i < b - a && j < n)
                         ck_assert_int_eq(yi[k], xi[(a + i) * C + c + j]);
                 }
