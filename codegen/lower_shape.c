@@ -17,9 +17,10 @@
  * inside the tensor (the index in 0 .. extent - 1, and the masked dims as
  * a window's), then loads (an element outside reads the module's guard
  * bytes and takes `other`) or, its primary owner only, stores behind a
- * branch. A gather whose last dim is the tensor's, unmasked and not the
- * indexed one reads each thread's run along it as one vector of up to 16
- * bytes when the rows are aligned to it (a uniform test; else elements).
+ * branch. A gather or scatter whose last dim is the tensor's, unmasked and
+ * not the indexed one moves each thread's run along it as one vector of up
+ * to 16 bytes when the rows are aligned to it (a uniform test; else
+ * elements).
  */
 #include "cg_internal.h"
 
@@ -208,21 +209,24 @@ static LLVMValueRef indexed_addr(Cg *cg, Op *op, const Indexed *x, const Layout 
     return LLVMBuildGEP2(b, cg_mem_type(cg, x->dt), x->ta->base, &o, 1, "");
 }
 
-static void report_indexed(Cg *cg, const Op *op, const Layout *L)
+static void report_indexed(Cg *cg, const Op *op, const Layout *L, int vec)
 {
     if (!cg->report)
         return;
-    sb_printf(cg->report, "  %s at %d:%d: element by element; the index through shared memory -> ",
-              op_info[op->code].name, op->loc.line, op->loc.col);
+    sb_printf(cg->report, "  %s at %d:%d: ", op_info[op->code].name, op->loc.line, op->loc.col);
+    if (vec > 1)
+        sb_printf(cg->report, "%d-byte vectors along rows aligned to them, else ",
+                  vec * elem_bytes((DType)ir_type(cg->f, op->args[0])->dtype));
+    sb_puts(cg->report, "element by element; the index through shared memory -> ");
     layout_print(L, cg->report);
     sb_putc(cg->report, '\n');
 }
 
-/* Elements per vector of a gather: the layout's run along the last dim
+/* Elements per vector of a gather or scatter: the layout's run along the last dim
  * (at most 16 bytes) when the window's last dim is the tensor's, kept,
  * not the indexed one and not masked, and every run of registers is
  * consecutive along it; 1 otherwise. */
-static int gather_vec(const Op *op, const Indexed *x, const Layout *L, const Type *rt)
+static int indexed_vec(const Op *op, const Indexed *x, const Layout *L, const Type *rt)
 {
     int last = x->rank - 1, k = rt->rank - 1, eb = elem_bytes(x->dt);
     if (op->list[last] <= 0 || x->g == last || (op->iattr[0] >> last & 1) || x->dt == DT_BOOL)
@@ -247,6 +251,21 @@ static int gather_vec(const Op *op, const Indexed *x, const Layout *L, const Typ
         }
     }
     return v;
+}
+
+/* i1, uniform: every row of the window starts aligned to a vector of vec
+ * elements: the strides of the outer dims and the last dim's offset are
+ * multiples of vec (the base is 16-byte aligned). */
+static LLVMValueRef rows_aligned(Cg *cg, Op *op, const Indexed *x, int vec)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef ok = LLVMConstInt(cg->t_i1, 1, 0), m64 = cg_i64(cg, vec - 1);
+    for (int d = 0; d + 1 < x->rank; d++)
+        ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, x->ta->stride[d], m64, ""), cg_i64(cg, 0), ""),
+                          "");
+    LLVMValueRef o = cg->vals[op->args[x->rank]].s;
+    return LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, o, cg_i32(cg, vec - 1), ""), cg_i32(cg, 0), ""),
+                        "");
 }
 
 typedef struct GatherArm {
@@ -287,35 +306,42 @@ int cg_lower_gather(Cg *cg, Op *op)
         return 1;
     const Layout *L = cg_default_layout(cg, rt, true);
     LLVMValueRef other = op->iattr[1] ? cg->vals[op->args[op->nargs - 1]].s : LLVMConstNull(cg_type(cg, x.dt));
-    GatherArm g = { op, &x, L, gather_vec(op, &x, L, rt), other };
+    GatherArm g = { op, &x, L, indexed_vec(op, &x, L, rt), other };
     int n = layout_nregs(L);
     LLVMValueRef *out = new_regs(cg, L);
-    if (g.vec > 1) {
-        /* vectors when every row starts aligned to one: the strides of the
-         * outer dims and the last dim's offset multiples of vec (the base
-         * is 16-byte aligned); one uniform test */
-        LLVMValueRef ok = LLVMConstInt(cg->t_i1, 1, 0);
-        LLVMValueRef m64 = cg_i64(cg, g.vec - 1);
-        for (int d = 0; d + 1 < x.rank; d++)
-            ok = LLVMBuildAnd(cg->b, ok, LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, x.ta->stride[d], m64, ""),
-                                                       cg_i64(cg, 0), ""), "");
-        LLVMValueRef o = cg->vals[op->args[x.rank]].s;
-        ok = LLVMBuildAnd(cg->b, ok, LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, o, cg_i32(cg, g.vec - 1), ""),
-                                                   cg_i32(cg, 0), ""), "");
-        diamond(cg, ok, n, g.vec, gather_arm, &g, out);
-    } else {
+    if (g.vec > 1)
+        diamond(cg, rows_aligned(cg, op, &x, g.vec), n, g.vec, gather_arm, &g, out);
+    else
         gather_arm(cg, &g, 1, out);
-    }
     set_regs(cg, op->res[0], L, out);
-    if (cg->report) {
-        sb_printf(cg->report, "  gather at %d:%d: ", op->loc.line, op->loc.col);
-        if (g.vec > 1)
-            sb_printf(cg->report, "%d-byte vectors along rows aligned to them, else ", g.vec * elem_bytes(x.dt));
-        sb_puts(cg->report, "element by element; the index through shared memory -> ");
-        layout_print(L, cg->report);
-        sb_putc(cg->report, '\n');
-    }
+    report_indexed(cg, op, L, g.vec);
     return 0;
+}
+
+/* The stores of a scatter's registers, vectors of `vec` (the rows aligned
+ * to them) or elements, each behind a branch on its being inside the
+ * tensor and its primary owner's (the elements of a vector differ along
+ * the last dim only, which does not wrap: they share both). */
+static void scatter_arm(Cg *cg, Op *op, const Indexed *x, const Layout *L, LLVMValueRef *rv, int vec)
+{
+    int eb = elem_bytes(x->dt);
+    LLVMTypeRef mty = cg_mem_type(cg, x->dt);
+    for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
+        LLVMValueRef ok, p = indexed_addr(cg, op, x, L, r, &ok);
+        ok = LLVMBuildAnd(cg->b, ok, cg_primary(cg, L, r), "");
+        LLVMBasicBlockRef st = cg_new_block(cg, "scatter"), join = cg_new_block(cg, "scatter.j");
+        LLVMBuildCondBr(cg->b, ok, st, join);
+        LLVMPositionBuilderAtEnd(cg->b, st);
+        LLVMValueRef v = to_mem(cg, rv[r], x->dt);
+        if (vec > 1) {
+            v = LLVMGetUndef(LLVMVectorType(mty, (unsigned)vec));
+            for (int e = 0; e < vec; e++)
+                v = LLVMBuildInsertElement(cg->b, v, to_mem(cg, rv[r + e], x->dt), cg_i32(cg, e), "");
+        }
+        LLVMSetAlignment(LLVMBuildStore(cg->b, v, p), (unsigned)(vec * eb));
+        LLVMBuildBr(cg->b, join);
+        LLVMPositionBuilderAtEnd(cg->b, join);
+    }
 }
 
 int cg_lower_scatter(Cg *cg, Op *op)
@@ -327,17 +353,21 @@ int cg_lower_scatter(Cg *cg, Op *op)
         return 1;
     const Layout *L;
     LLVMValueRef *rv = regs_of(cg, vv, &L, op->loc);
-    for (int r = 0, n = layout_nregs(L); r < n; r++) {
-        LLVMValueRef ok, p = indexed_addr(cg, op, &x, L, r, &ok);
-        ok = LLVMBuildAnd(cg->b, ok, cg_primary(cg, L, r), "");
-        LLVMBasicBlockRef st = cg_new_block(cg, "scatter"), join = cg_new_block(cg, "scatter.j");
-        LLVMBuildCondBr(cg->b, ok, st, join);
-        LLVMPositionBuilderAtEnd(cg->b, st);
-        LLVMValueRef s = LLVMBuildStore(cg->b, to_mem(cg, rv[r], x.dt), p);
-        LLVMSetAlignment(s, (unsigned)elem_bytes(x.dt));
+    int vec = indexed_vec(op, &x, L, vt);
+    if (vec > 1) {
+        LLVMBasicBlockRef bv = cg_new_block(cg, "scatter.vec"), be = cg_new_block(cg, "scatter.elem");
+        LLVMBasicBlockRef join = cg_new_block(cg, "scatter.done");
+        LLVMBuildCondBr(cg->b, rows_aligned(cg, op, &x, vec), bv, be);
+        LLVMPositionBuilderAtEnd(cg->b, bv);
+        scatter_arm(cg, op, &x, L, rv, vec);
+        LLVMBuildBr(cg->b, join);
+        LLVMPositionBuilderAtEnd(cg->b, be);
+        scatter_arm(cg, op, &x, L, rv, 1);
         LLVMBuildBr(cg->b, join);
         LLVMPositionBuilderAtEnd(cg->b, join);
+    } else {
+        scatter_arm(cg, op, &x, L, rv, 1);
     }
-    report_indexed(cg, op, L);
+    report_indexed(cg, op, L, vec);
     return 0;
 }

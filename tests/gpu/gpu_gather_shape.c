@@ -7,7 +7,8 @@
  * and of bf16 rows (16-byte vectors), of rows not aligned to vectors (an odd
  * row length, an odd column offset: elements), a scatter of rows to
  * distinct ids (some outside: dropped);
- * examples/gather_rows.tile (gather_rows and scatter_rows, bf16, D = 256).
+ * examples/gather_rows.tile (gather_rows and scatter_rows, bf16, D = 256:
+ * 16-byte vectors; the f32 kernels' 48-wide rows: elements).
  * Tails: row counts that are not multiples of the blocks' tiles. Outputs
  * start poisoned and are followed by a poisoned guard zone that must stay so.
  *
