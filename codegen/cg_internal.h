@@ -6,6 +6,7 @@
  * lower_mem.c    global loads / stores (16-byte vectors, masks)
  * lower_xfer.c   reductions and layout conversions through shared memory
  * lower_scan.c   scans along an axis (cumsum and the like)
+ * lower_shape.c  slice, concat, reshape; gather and scatter through an index tile
  * lower_async.c  shared buffers, cp.async copies, wait groups, barriers
  * lower_mma.c    `@` on tensor cores (ldmatrix + mma.sync m16n8k16)
  * lower_chain.c  products feeding products (attention): warps along M only
@@ -403,6 +404,11 @@ void cg_xfer_barrier(Cg *cg);
 /* lower_scan.c: SCAN (in-thread, warp shuffles up, warps through shared
  * memory) and PHILOX's per-element random words (lower_simt.c). */
 int cg_lower_scan(Cg *cg, Op *op);
+
+/* ---- lower_shape.c ---- */
+int cg_lower_shape(Cg *cg, Op *op);     /* SLICE, CONCAT, RESHAPE */
+int cg_lower_gather(Cg *cg, Op *op);
+int cg_lower_scatter(Cg *cg, Op *op);
 int cg_lower_philox(Cg *cg, Op *op);
 /* Word 0 of Philox4x32-10 (ir/philox.h) of counter (c0, c1, 0, 0) and key
  * (k0, k1), all i32 (simt_math.c). */

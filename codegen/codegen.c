@@ -179,7 +179,7 @@ static bool anchor_visit(Func *f, Op *op, void *ctx)
     const Type *t = op->nres ? ir_type(f, op->res[0]) : NULL;
     if (!t || t->kind != TY_TILE)
         return true;
-    if (op->code == OP_LOAD) {
+    if (op->code == OP_LOAD || op->code == OP_GATHER) {
         int bytes = dtype_bits((DType)t->dtype) / 8;
         bool contig = op->nlist > 0 && op->list[op->nlist - 1] > 0;
         put_anchor(w, t->rank, t->shape,

@@ -11,7 +11,7 @@ static bool store_visit(Func *f, Op *op, void *ctx)
 {
     (void)f;
     StoreFind *s = ctx;
-    if ((op->code == OP_STORE || op->code == OP_ATOMIC_ADD) && op->args[0] == s->t)
+    if ((op->code == OP_STORE || op->code == OP_ATOMIC_ADD || op->code == OP_SCATTER) && op->args[0] == s->t)
         s->found = true;
     return !s->found;
 }

@@ -253,6 +253,9 @@ static int lower_op(Cg *cg, Op *op)
     case OP_IOTA: return lower_iota(cg, op);
     case OP_REDUCE: return cg_lower_reduce(cg, op);
     case OP_SCAN: return cg_lower_scan(cg, op);
+    case OP_SLICE: case OP_CONCAT: case OP_RESHAPE: return cg_lower_shape(cg, op);
+    case OP_GATHER: return cg_lower_gather(cg, op);
+    case OP_SCATTER: return cg_lower_scatter(cg, op);
     case OP_PHILOX: return cg_lower_philox(cg, op);
     case OP_TRANS:
         return cg->vals[op->args[0]].kind == TV_SMEM ? cg_lower_trans_view(cg, op) : lower_trans(cg, op);

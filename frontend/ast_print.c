@@ -52,10 +52,11 @@ static void print_expr(const Expr *e, StrBuf *out)
     case E_INDEX: sb_puts(out, "(index "); break;
     case E_MEMBER: sb_puts(out, "(. "); break;
     case E_TRANSPOSE: sb_puts(out, "(^T "); break;
-    case E_SLICE: sb_puts(out, "(slice "); break;
+    case E_SLICE: sb_puts(out, e->op == T_PLUS ? "(slice " : "(range "); break;
+    case E_LIST: sb_puts(out, "(list"); break;
     case E_KWARG: sb_printf(out, "(= %s ", e->name); break;
     }
-    if (e->kind != E_CALL)
+    if (e->kind != E_CALL && e->kind != E_LIST)
         print_expr(e->a, out);
     if (e->kind == E_MEMBER)
         sb_printf(out, " %s", e->name ? e->name : "<null>");

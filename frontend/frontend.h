@@ -73,10 +73,12 @@ typedef enum ExprKind {
     E_INDEX,                           /* a[args] : window of a tensor, or broadcast of a tile */
     E_MEMBER,                          /* a.name : block.x */
     E_TRANSPOSE,                       /* a^T */
-    E_SLICE,                           /* inside [] : `a : +b` (start a, static extent b) */
+    E_SLICE,                           /* inside [] : `a : +b` (op T_PLUS: start a, extent b) or
+                                          `a : b` (op 0: start a, end b; tiles only) */
     E_FULL,                            /* inside [] : `:` */
     E_NEWAXIS,                         /* inside [] : `*` */
     E_KWARG,                           /* inside call: name = a (e.g. other = -inf) */
+    E_LIST,                            /* [args] : a shape, as in reshape(t, [4, 8]) */
 } ExprKind;
 
 typedef struct Expr {

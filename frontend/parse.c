@@ -226,7 +226,7 @@ static Expr *bad_expr(Parser *p)
     return new_expr(p, E_INT, peek(p)->loc);
 }
 
-/* primary := INT | FLOAT | 'true' | 'false' | 'inf' | NAME | '(' expr ')' */
+/* primary := INT | FLOAT | 'true' | 'false' | 'inf' | NAME | '(' expr ')' | '[' [expr {',' expr}] ']' */
 static Expr *parse_primary(Parser *p)
 {
     const Token *t = peek(p);
@@ -245,6 +245,19 @@ static Expr *parse_primary(Parser *p)
         e = parse_expr(p);
         expect(p, T_RPAREN);
         return e;
+    case T_LBRACK: {   /* a list: reshape(t, [4, 8]) */
+        advance(p);
+        e = new_expr(p, E_LIST, t->loc);
+        PtrVec args = { 0 };
+        if (!at(p, T_RBRACK))
+            do
+                vec_push(p, &args, parse_expr(p));
+            while (!p->panic && accept(p, T_COMMA));
+        e->args = (Expr **)args.v;
+        e->nargs = args.n;
+        expect(p, T_RBRACK);
+        return grown(p, e);
+    }
     default:
         error_expected(p, "expression");
         return bad_expr(p);
@@ -253,7 +266,7 @@ static Expr *parse_primary(Parser *p)
     return e;
 }
 
-/* index_elem := ':' | '*' | expr [':' '+' expr]    (before ',' or ']') */
+/* index_elem := ':' | '*' | expr [':' ['+'] expr]    (before ',' or ']') */
 static Expr *parse_index_elem(Parser *p)
 {
     const Token *t = peek(p);
@@ -272,9 +285,8 @@ static Expr *parse_index_elem(Parser *p)
     const Token *colon = advance(p);
     Expr *s = new_expr(p, E_SLICE, colon->loc);
     s->a = e;
-    if (!accept(p, T_PLUS) && !p->panic)
-        diag_error(p->d, peek(p)->loc, "window extents are written `start : +size`: expected '+', found %s",
-                   describe(p, peek(p)));
+    if (accept(p, T_PLUS))   /* `a : b` (an end, not a size) is checked by the index's user */
+        s->op = T_PLUS;
     s->b = parse_expr(p);
     return grown(p, s);
 }

@@ -95,6 +95,7 @@ OpCode fe_binary_op(int op);
 bool fe_unify(Lower *l, EVal *a, EVal *b, const Expr *ea, const Expr *eb, Loc loc);
 bool fe_shape_unify(Lower *l, EVal *a, EVal *b, Loc loc);   /* shapes only */
 EVal fe_window(Lower *l, const Expr *idx, const Expr *other);
+EVal fe_transpose(Lower *l, EVal v, Loc loc);     /* TRANS of a 2-D tile (checked by the caller) */
 void fe_store(Lower *l, const Expr *target, EVal val, Loc loc);
 /* A call as a statement: `atomic_add(X[...], value)`; anything else is an error. */
 void fe_call_stmt(Lower *l, const Expr *call);

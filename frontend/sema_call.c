@@ -1,17 +1,20 @@
 /* sema_call.c - builtin calls: casts by dtype name, elementwise math,
  * pow, max/min/where, reductions, scans, random numbers (rand, randint),
- * index tiles (iota, rows, cols), cdiv, divisor and load.
+ * index tiles (iota, rows, cols), the shape ops (concat, reshape,
+ * transpose), cdiv, divisor and load.
  *
  * Every builtin checks its argument count and kinds, then lowers to the ops
  * of ir/ops.h; casts and cdiv of constants fold.
  */
 #include "sema.h"
 #include "../ir/divisor.h"
+#include "../lib/tc_limits.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef enum { B_MATH, B_POW, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_CUM, B_SCAN, B_RAND,
-               B_IOTA, B_ROWS, B_COLS, B_CDIV, B_DIVISOR, B_LOAD } BKind;
+               B_IOTA, B_ROWS, B_COLS, B_CDIV, B_DIVISOR, B_LOAD, B_CONCAT, B_RESHAPE, B_TRANSPOSE } BKind;
 
 typedef struct Builtin {
     const char *name;
@@ -35,7 +38,8 @@ static const Builtin builtin_tab[] = {
     { "ceil", B_MATH, 1, OP_CEIL }, { "round", B_MATH, 1, OP_ROUND }, { "pow", B_POW, 2, OP_POW },
     { "cumsum", B_CUM, 2, RED_SUM }, { "cummax", B_CUM, 2, RED_MAX }, { "cummin", B_CUM, 2, RED_MIN },
     { "cumprod", B_CUM, 2, RED_PROD }, { "scan", B_SCAN, 3, 0 }, { "rand", B_RAND, 2, 0 },
-    { "randint", B_RAND, 2, 1 },
+    { "randint", B_RAND, 2, 1 }, { "concat", B_CONCAT, 3, OP_CONCAT }, { "reshape", B_RESHAPE, 2, OP_RESHAPE },
+    { "transpose", B_TRANSPOSE, 1, OP_TRANS },
 };
 
 static const Builtin *find_builtin(const char *name)
@@ -277,6 +281,106 @@ static TC_NOINLINE EVal lower_rand(Lower *l, const Expr *e, bool integer)
     return fe_binary(l, T_STAR, hi, fe_const_float(0x1p-24, DT_F32), e);
 }
 
+/* concat(a, b, AXIS): a then b along AXIS; same dtype and rank, the other
+ * extents equal. Out of line, as lower_scan. */
+static TC_NOINLINE EVal lower_concat(Lower *l, const Expr *e)
+{
+    EVal a = fe_value(l, e->args[0]), b = fe_value(l, e->args[1]);
+    if (a.kind == EV_ERR || b.kind == EV_ERR)
+        return err();
+    for (int i = 0; i < 2; i++) {
+        const EVal *v = i ? &b : &a;
+        if (v->ty.kind != TY_TILE) {
+            diag_error(l->d, e->args[i]->loc, "concat needs tiles, got %s", fe_tystr(l, &v->ty));
+            return err();
+        }
+    }
+    int64_t axis;
+    if (!axis_arg(l, e, 2, &a, "concat axis", &axis))
+        return err();
+    if (a.ty.dtype != b.ty.dtype) {
+        diag_error(l->d, e->loc, "concat dtype mismatch: %s and %s; cast one with %s(x)", fe_tystr(l, &a.ty),
+                   fe_tystr(l, &b.ty), dtype_name((DType)a.ty.dtype));
+        return err();
+    }
+    bool same = a.ty.rank == b.ty.rank;
+    for (int d = 0; same && d < a.ty.rank; d++)
+        same = d == axis || a.ty.shape[d] == b.ty.shape[d];
+    if (!same) {
+        diag_error(l->d, e->loc, "concat along axis %lld needs equal extents in the other dims, got %s and %s",
+                   (long long)axis, fe_tystr(l, &a.ty), fe_tystr(l, &b.ty));
+        return err();
+    }
+    Type t = a.ty;
+    t.space = SP_ANY;
+    t.shape[axis] += b.ty.shape[axis];
+    ValId args[2] = { a.v, b.v };
+    ValId r = fe_emit(l, e->loc, OP_CONCAT, args, 2, t);
+    ir_val(l->f, r)->def->iattr[0] = axis;
+    return fe_val(r, t);
+}
+
+/* reshape(x, [d0, d1, ...]): the elements of x in row-major order, in a
+ * shape of 1 to 4 constant extents with the same element count. */
+static TC_NOINLINE EVal lower_reshape(Lower *l, const Expr *e)
+{
+    EVal v = fe_value(l, e->args[0]);
+    const Expr *s = e->args[1];
+    if (v.kind == EV_ERR)
+        return err();
+    if (v.ty.kind != TY_TILE) {
+        diag_error(l->d, e->args[0]->loc, "reshape needs a tile, got %s", fe_tystr(l, &v.ty));
+        return err();
+    }
+    if (s->kind != E_LIST || s->nargs < 1 || s->nargs > TILE_MAXRANK) {
+        diag_error(l->d, s->loc, "the shape of reshape is a list of 1 to %d constant extents, e.g. [4, 8]",
+                   TILE_MAXRANK);
+        return err();
+    }
+    int64_t shape[TILE_MAXRANK], n = 1;
+    bool ok = true;
+    for (int i = 0; i < s->nargs; i++) {
+        if (!fe_const_as_int(l, s->args[i], "tile shape", &shape[i])) {
+            ok = false;
+            continue;
+        }
+        if (shape[i] <= 0 || shape[i] > TC_LIMIT_TILE_ELEMS) {
+            diag_error(l->d, s->args[i]->loc, "extent %lld of reshape must be in 1..%d", (long long)shape[i],
+                       TC_LIMIT_TILE_ELEMS);
+            ok = false;
+            continue;
+        }
+        n *= shape[i];   /* at most 2^72 over four extents: stop counting past the limit */
+        if (n > TC_LIMIT_TILE_ELEMS)
+            n = TC_LIMIT_TILE_ELEMS + 1;
+    }
+    if (!ok)
+        return err();
+    Type t = type_tile((DType)v.ty.dtype, s->nargs, shape, SP_ANY);
+    if (n != type_numel(&v.ty)) {
+        char cnt[48];
+        snprintf(cnt, sizeof cnt, n > TC_LIMIT_TILE_ELEMS ? "more than %d" : "%d",
+                 n > TC_LIMIT_TILE_ELEMS ? TC_LIMIT_TILE_ELEMS : (int)n);
+        diag_error(l->d, s->loc, "reshape of %s (%lld elements) to %s (%s elements): the counts differ",
+                   fe_tystr(l, &v.ty), (long long)type_numel(&v.ty), fe_tystr(l, &t), cnt);
+        return err();
+    }
+    if (type_same_shape(&t, &v.ty))
+        return v;
+    return fe_val(fe_emit(l, e->loc, OP_RESHAPE, &v.v, 1, t), t);
+}
+
+/* transpose(x): x^T. */
+static TC_NOINLINE EVal lower_transpose_call(Lower *l, const Expr *e)
+{
+    EVal v = fe_value(l, e->args[0]);
+    if (v.kind != EV_ERR && (v.ty.kind != TY_TILE || v.ty.rank != 2)) {
+        diag_error(l->d, e->args[0]->loc, "'transpose' needs a 2-D tile, got %s", fe_tystr(l, &v.ty));
+        return err();
+    }
+    return v.kind == EV_ERR ? v : fe_transpose(l, v, e->loc);
+}
+
 static EVal lower_iota(Lower *l, const Expr *e, int kind)
 {
     Type t;
@@ -429,6 +533,9 @@ static TC_ALWAYS_INLINE EVal lower_builtin(Lower *l, const Expr *e, const Builti
     case B_IOTA: case B_ROWS: case B_COLS: return lower_iota(l, e, b->kind);
     case B_CDIV: return lower_cdiv(l, e);
     case B_DIVISOR: return lower_divisor(l, e);
+    case B_CONCAT: return lower_concat(l, e);
+    case B_RESHAPE: return lower_reshape(l, e);
+    case B_TRANSPOSE: return lower_transpose_call(l, e);
     default: return lower_load(l, e);
     }
 }

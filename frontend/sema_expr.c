@@ -465,34 +465,134 @@ static EVal lower_member(Lower *l, const Expr *e)
     return fe_val(v, t);
 }
 
-/* `v[:, *]`: one ':' per dim of v, each '*' inserts a size-1 dim (EXPAND). */
-static EVal tile_index(Lower *l, EVal v, const Expr *e)
+/* One index element of a tile value along dim d (extent n): `:` (all),
+ * `a : +k` or `a : b` (constant bounds), or a constant index i (that dim
+ * is dropped). *start, *size; *drop for an index. */
+static bool tile_index_dim(Lower *l, const Expr *a, const EVal *v, int d, int64_t *start, int64_t *size,
+                           bool *drop)
 {
-    int nfull = 0, rank = 0;
-    for (int i = 0; i < e->nargs; i++) {
-        int k = e->args[i]->kind;
-        if (k != E_FULL && k != E_NEWAXIS) {
-            diag_error(l->d, e->args[i]->loc, "a tile value can only be indexed with ':' (keep a "
-                       "dim) and '*' (insert a size-1 dim); windows apply to tensor params");
-            return (EVal){ 0 };
-        }
-        nfull += k == E_FULL;
+    int64_t n = v->ty.shape[d];
+    *drop = false;
+    if (a->kind == E_FULL) {
+        *start = 0;
+        *size = n;
+        return true;
     }
-    if (nfull != v.ty.rank || e->nargs > TILE_MAXRANK) {
-        diag_error(l->d, e->loc, "tile index needs one ':' per dim of %s, got %d", fe_tystr(l, &v.ty), nfull);
+    if (a->kind != E_SLICE) {
+        if (!fe_const_as_int(l, a, "tile index", start))
+            return false;
+        if (*start < 0 || *start >= n) {
+            diag_error(l->d, a->loc, "index %lld is out of range for dim %d of %s (0..%lld)", (long long)*start,
+                       d, fe_tystr(l, &v->ty), (long long)n - 1);
+            return false;
+        }
+        *size = 1;
+        *drop = true;
+        return true;
+    }
+    int64_t b;
+    bool ok_a = fe_const_as_int(l, a->a, "slice start", start);
+    bool ok_b = fe_const_as_int(l, a->b, a->op == T_PLUS ? "slice size" : "slice end", &b);
+    if (!ok_a || !ok_b)
+        return false;
+    if (a->op != T_PLUS && __builtin_sub_overflow(b, *start, &b)) {
+        diag_error(l->d, a->loc, "slice bounds overflow");
+        return false;
+    }
+    *size = b;
+    if (*size <= 0) {
+        if (a->op == T_PLUS)
+            diag_error(l->d, a->b->loc, "slice size must be positive, got %lld", (long long)*size);
+        else
+            diag_error(l->d, a->loc, "slice %lld : %lld of dim %d is empty: the end must be past the start",
+                       (long long)*start, (long long)(*start + *size), d);
+        return false;
+    }
+    if (*start < 0 || *start > n - *size) {
+        if (a->op == T_PLUS)
+            diag_error(l->d, a->loc, "slice %lld : +%lld of dim %d is outside %s (dim %d has %lld elements)",
+                       (long long)*start, (long long)*size, d, fe_tystr(l, &v->ty), d, (long long)n);
+        else
+            diag_error(l->d, a->loc, "slice %lld : %lld of dim %d is outside %s (dim %d has %lld elements)",
+                       (long long)*start, (long long)(*start + *size), d, fe_tystr(l, &v->ty), d, (long long)n);
+        return false;
+    }
+    return true;
+}
+
+/* `v[...]` on a tile value: per dim of v one of `:`, `a : +k`, `a : b` or a
+ * constant index (dropping that dim), and `*` anywhere to insert a size-1
+ * dim. Lowers to SLICE (when a range is narrower than its dim), RESHAPE
+ * (when an index drops dims) and EXPAND (per `*`). Out of line: its arrays
+ * would grow fe_expr's frame, one per nesting level. */
+static TC_NOINLINE EVal tile_index(Lower *l, EVal v, const Expr *e)
+{
+    int ndim = 0;
+    for (int i = 0; i < e->nargs; i++)
+        ndim += e->args[i]->kind != E_NEWAXIS;
+    if (ndim != v.ty.rank) {
+        diag_error(l->d, e->loc, "tile index needs one ':', range or index per dim of %s, got %d",
+                   fe_tystr(l, &v.ty), ndim);
         return (EVal){ 0 };
     }
-    for (int i = 0; i < e->nargs; i++, rank++) {
-        if (e->args[i]->kind != E_NEWAXIS)
+    int64_t start[TILE_MAXRANK], size[TILE_MAXRANK], kept[TILE_MAXRANK];
+    bool narrow = false, ok = true;
+    int nkept = 0, nnew = 0;
+    for (int i = 0, d = 0; i < e->nargs; i++) {
+        if (e->args[i]->kind == E_NEWAXIS) {
+            nnew++;
             continue;
+        }
+        bool drop;
+        if (!tile_index_dim(l, e->args[i], &v, d, &start[d], &size[d], &drop)) {
+            ok = false;
+            d++;
+            continue;
+        }
+        narrow = narrow || start[d] != 0 || size[d] != v.ty.shape[d];
+        if (!drop)
+            kept[nkept++] = size[d];
+        d++;
+    }
+    if (!ok)
+        return (EVal){ 0 };
+    if (nkept == 0) {
+        diag_error(l->d, e->loc, "this index keeps no dim of %s; keep one with a range (`i : +1`)",
+                   fe_tystr(l, &v.ty));
+        return (EVal){ 0 };
+    }
+    if (nkept + nnew > TILE_MAXRANK) {
+        diag_error(l->d, e->loc, "tile index gives %d dims; tiles have at most %d", nkept + nnew, TILE_MAXRANK);
+        return (EVal){ 0 };
+    }
+    if (narrow) {
+        Type t = type_tile((DType)v.ty.dtype, v.ty.rank, size, SP_ANY);
+        ValId r = fe_emit(l, e->loc, OP_SLICE, &v.v, 1, t);
+        Op *op = ir_val(l->f, r)->def;
+        op->list = arena_alloc(l->a, sizeof(int64_t) * (size_t)v.ty.rank);
+        memcpy(op->list, start, sizeof(int64_t) * (size_t)v.ty.rank);
+        op->nlist = v.ty.rank;
+        v = fe_val(r, t);
+    }
+    if (nkept != v.ty.rank) {
+        Type t = type_tile((DType)v.ty.dtype, nkept, kept, SP_ANY);
+        v = fe_val(fe_emit(l, e->loc, OP_RESHAPE, &v.v, 1, t), t);
+    }
+    for (int i = 0, pos = 0; i < e->nargs; i++) {
+        int k = e->args[i]->kind;
+        if (k != E_NEWAXIS) {
+            pos += k == E_FULL || k == E_SLICE;
+            continue;
+        }
         Type t = v.ty;
-        memmove(&t.shape[i + 1], &t.shape[i], sizeof(int64_t) * (size_t)(t.rank - i));
-        t.shape[i] = 1;
+        memmove(&t.shape[pos + 1], &t.shape[pos], sizeof(int64_t) * (size_t)(t.rank - pos));
+        t.shape[pos] = 1;
         t.rank++;
         t.space = SP_ANY;
         ValId r = fe_emit(l, e->args[i]->loc, OP_EXPAND, &v.v, 1, t);
-        ir_val(l->f, r)->def->iattr[0] = i;
+        ir_val(l->f, r)->def->iattr[0] = pos;
         v = fe_val(r, t);
+        pos++;
     }
     return v;
 }
@@ -520,9 +620,14 @@ static EVal lower_transpose(Lower *l, const Expr *e)
         diag_error(l->d, e->loc, "'^T' needs a 2-D tile, got %s", fe_tystr(l, &v.ty));
         return (EVal){ 0 };
     }
+    return fe_transpose(l, v, e->loc);
+}
+
+EVal fe_transpose(Lower *l, EVal v, Loc loc)
+{
     int64_t shape[2] = { v.ty.shape[1], v.ty.shape[0] };
     Type t = type_tile((DType)v.ty.dtype, 2, shape, SP_ANY);
-    return fe_val(fe_emit(l, e->loc, OP_TRANS, &v.v, 1, t), t);
+    return fe_val(fe_emit(l, loc, OP_TRANS, &v.v, 1, t), t);
 }
 
 EVal fe_expr(Lower *l, const Expr *e)
@@ -546,6 +651,9 @@ EVal fe_expr(Lower *l, const Expr *e)
     case E_SLICE: case E_FULL: case E_NEWAXIS:
         diag_error(l->d, e->loc, "'%s' is only valid inside [ ]",
                    e->kind == E_SLICE ? "a : +n" : e->kind == E_FULL ? ":" : "*");
+        return (EVal){ 0 };
+    case E_LIST:
+        diag_error(l->d, e->loc, "a list [...] is only valid as the shape of reshape(x, [...])");
         return (EVal){ 0 };
     default:
         diag_error(l->d, e->loc, "'%s = ...' is only valid as a call argument", e->name);

@@ -5,6 +5,11 @@
  * `a : +n` (n a positive constant) or `:` (a static dim, whole). The op's
  * list holds the extent per tensor dim (0 = dropped) and iattr[0] sets the
  * mask bit of every kept dim; the bounds pass clears bits it proves safe.
+ *
+ * One index may instead be a 1-D integer tile (`X[idx, 0 : +D]`): that dim
+ * is kept, with the tile's length as its extent, and element i is at
+ * idx[i]. The window is then a GATHER (read) or SCATTER (write); an index
+ * outside the tensor masks its element.
  */
 #include "sema.h"
 
@@ -16,6 +21,8 @@ typedef struct Win {
     ValId offs[TENSOR_MAXRANK];
     int64_t ext[TENSOR_MAXRANK];
     unsigned mask;
+    int gdim;                          /* the dim indexed by a tile (-1: none) */
+    ValId gidx;                        /* that index tile (i32 or i64) */
     Type ty;                           /* tile of the kept extents, or a scalar */
 } Win;
 
@@ -35,9 +42,8 @@ static bool win_full(Lower *l, const Expr *a, Win *w, int d)
     return true;
 }
 
-static bool win_index(Lower *l, const Expr *a, ValId *off)
+static bool win_scalar(Lower *l, const Expr *a, EVal v, ValId *off)
 {
-    EVal v = fe_value(l, a);
     if (v.kind == EV_ERR)
         return false;
     if (v.ty.kind != TY_SCALAR || !dtype_is_int((DType)v.ty.dtype)) {
@@ -49,9 +55,44 @@ static bool win_index(Lower *l, const Expr *a, ValId *off)
     return true;
 }
 
+static bool win_index(Lower *l, const Expr *a, ValId *off)
+{
+    return win_scalar(l, a, fe_value(l, a), off);
+}
+
+/* A 1-D integer tile as the index of dim d: a gather / scatter. 32-bit and
+ * narrower signed indices become i32, the others i64 (u32 values stay
+ * exact; a u64 above 2^63 reads as negative, out of bounds either way). */
+static TC_NOINLINE bool win_tile_index(Lower *l, const Expr *a, EVal v, Win *w, int d)
+{
+    DType dt = (DType)v.ty.dtype;
+    if (v.ty.rank != 1 || !dtype_is_int(dt)) {
+        diag_error(l->d, a->loc, "a tile index must be a 1-D integer tile, got %s", fe_tystr(l, &v.ty));
+        return false;
+    }
+    if (w->gdim >= 0) {
+        diag_error(l->d, a->loc, "a window may take one index tile; dim %d already has one", w->gdim);
+        return false;
+    }
+    DType to = dtype_is_signed(dt) && dtype_bits(dt) <= 32 ? DT_I32 : DT_I64;
+    if (to != dt)
+        v = fe_convert(l, v, to, a->loc);
+    w->gdim = d;
+    w->gidx = fe_materialize(l, &v, a->loc);
+    w->ext[d] = v.ty.shape[0];
+    l->b.loc = a->loc;
+    w->offs[d] = ir_const_int(&l->b, type_scalar(DT_I32), 0);
+    return true;
+}
+
 static bool win_slice(Lower *l, const Expr *a, Win *w, int d)
 {
     int64_t n;
+    if (a->op != T_PLUS) {
+        diag_error(l->d, a->b->loc, "window extents are written `start : +size`; `start : end` slices tile "
+                   "values only");
+        return false;
+    }
     /* Check both halves, so that both errors are reported. */
     bool ok_start = win_index(l, a->a, &w->offs[d]);
     bool ok_size = fe_const_as_int(l, a->b, "tile shape", &n);
@@ -65,20 +106,31 @@ static bool win_slice(Lower *l, const Expr *a, Win *w, int d)
     return true;
 }
 
+/* An index expression: a scalar (the dim is dropped) or an index tile.
+ * Out of line, as win_tile_index: a window inside an index recurses
+ * through here, and window()'s frame stays small. */
+static TC_NOINLINE bool win_expr(Lower *l, const Expr *a, Win *w, int d)
+{
+    EVal v = fe_value(l, a);
+    if (v.kind != EV_ERR && v.ty.kind == TY_TILE)
+        return win_tile_index(l, a, v, w, d);
+    w->ext[d] = 0;
+    return win_scalar(l, a, v, &w->offs[d]);
+}
+
 static bool win_dim(Lower *l, const Expr *a, Win *w, int d)
 {
     switch (a->kind) {
     case E_FULL: return win_full(l, a, w, d);
     case E_SLICE: return win_slice(l, a, w, d);
-    default:
-        w->ext[d] = 0;
-        return win_index(l, a, &w->offs[d]);
+    default: return win_expr(l, a, w, d);
     }
 }
 
 static bool window(Lower *l, const Expr *e, Sym *t, Win *w)
 {
     memset(w, 0, sizeof *w);
+    w->gdim = -1;
     w->t = t;
     w->rank = t->val.ty.rank;
     for (int i = 0; i < e->nargs; i++)
@@ -117,20 +169,26 @@ static bool window(Lower *l, const Expr *e, Sym *t, Win *w)
 
 static Op *emit_mem(Lower *l, OpCode code, const Win *w, const ValId *extra, int nextra, Loc loc)
 {
-    ValId args[TENSOR_MAXRANK + 3];
+    ValId args[TENSOR_MAXRANK + 4];
     int n = 0;
+    bool indexed = w->gdim >= 0;
+    if (indexed)
+        code = code == OP_LOAD ? OP_GATHER : OP_SCATTER;
     args[n++] = w->t->val.v;
     for (int d = 0; d < w->rank; d++)
         args[n++] = w->offs[d];
+    if (indexed)
+        args[n++] = w->gidx;
     for (int i = 0; i < nextra; i++)
         args[n++] = extra[i];
     l->b.loc = loc;
-    Op *op = ir_build(&l->b, code, args, n, &w->ty, code == OP_LOAD);
+    Op *op = ir_build(&l->b, code, args, n, &w->ty, code == OP_LOAD || code == OP_GATHER);
     op->list = arena_alloc(l->a, sizeof(int64_t) * (size_t)w->rank);
     memcpy(op->list, w->ext, sizeof(int64_t) * (size_t)w->rank);
     op->nlist = w->rank;
     op->iattr[0] = w->mask;
-    op->iattr[1] = nextra && code == OP_LOAD;
+    op->iattr[1] = nextra && (code == OP_LOAD || code == OP_GATHER);
+    op->iattr[2] = indexed ? w->gdim : 0;
     return op;
 }
 
@@ -239,6 +297,11 @@ static void fe_atomic_add(Lower *l, const Expr *call)
     EVal val = fe_value(l, call->args[1]);
     if (!window(l, target, t, &w) || val.kind == EV_ERR || !store_matches(l, &w, &val, call->args[1]->loc))
         return;
+    if (w.gdim >= 0) {
+        diag_error(l->d, target->args[w.gdim]->loc, "atomic_add through an index tile is not supported; "
+                   "add to a window `start : +size`");
+        return;
+    }
     emit_mem(l, OP_ATOMIC_ADD, &w, &val.v, 1, call->loc);
 }
 

@@ -651,9 +651,10 @@ int ip_exec_op(Interp *I, const Op *op)
     case OP_IOTA: return exec_iota(I, op);
     case OP_REDUCE: return exec_reduce(I, op);
     case OP_TRANS: return exec_trans(I, op);
-    case OP_SCAN: case OP_PHILOX: return ip_exec_tile(I, op);
+    case OP_SCAN: case OP_PHILOX: case OP_SLICE: case OP_CONCAT: case OP_RESHAPE: return ip_exec_tile(I, op);
     case OP_DOT: return exec_dot(I, op);
-    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_SMEM_ALLOC: case OP_ASYNC_COPY: case OP_ASYNC_COMMIT:
+    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_GATHER: case OP_SCATTER: case OP_SMEM_ALLOC:
+    case OP_ASYNC_COPY: case OP_ASYNC_COMMIT:
     case OP_ASYNC_WAIT: case OP_BARRIER: case OP_SMEM_LOAD: case OP_SMEM_STORE:
         return ip_exec_mem(I, op);
     case OP_WS: case OP_NAMED_BAR: case OP_MBAR_ALLOC: case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE:

@@ -93,7 +93,7 @@ typedef struct Window {
 } Window;
 int ip_window_init(Interp *I, const Op *op, Window *w, int base, int nextra);
 void *ip_window_elem(Interp *I, const Op *op, const Window *w, int64_t k, bool *bad);
-/* LOAD, STORE, SMEM_*, ASYNC_*, BARRIER. */
+/* LOAD, STORE, ATOMIC_ADD, GATHER, SCATTER, SMEM_*, ASYNC_*, BARRIER. */
 int ip_exec_mem(Interp *I, const Op *op);
 
 /* REDUCE / SCAN op along its axis iattr[0] (kind iattr[1]): the operand as
@@ -102,7 +102,7 @@ int ip_exec_mem(Interp *I, const Op *op);
 bool ip_axis_split(Interp *I, const Op *op, int64_t rnumel, int64_t *outer, int64_t *len, int64_t *inner);
 
 /* ---- scans and random words (interp_tile.c) ---- */
-/* SCAN, PHILOX. */
+/* SCAN, PHILOX, SLICE, CONCAT, RESHAPE. */
 int ip_exec_tile(Interp *I, const Op *op);
 
 /* ---- the schedule (interp_sched.c) ---- */

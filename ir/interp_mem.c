@@ -1,6 +1,7 @@
 /* interp_mem.c - the interpreter's memory ops: windows of global tensors
- * (LOAD, STORE, ATOMIC_ADD) and shared buffers with asynchronous copies (SMEM_ALLOC,
- * ASYNC_COPY / COMMIT / WAIT, BARRIER, SMEM_LOAD / STORE), with the
+ * (LOAD, STORE, ATOMIC_ADD; GATHER and SCATTER through an index tile) and
+ * shared buffers with asynchronous copies (SMEM_ALLOC, ASYNC_COPY /
+ * COMMIT / WAIT, BARRIER, SMEM_LOAD / STORE), with the
  * one-thread protocol checks that interp.c's header describes.
  */
 #include "interp_int.h"
@@ -127,6 +128,71 @@ static int exec_store(Interp *I, const Op *op)
                 e.i = (int64_t)((uint64_t)e.i + (uint64_t)old.i);
         }
         ip_store_elem(w.dt, p, e);
+    }
+    return bad;
+}
+
+/* GATHER and SCATTER: window element k, with the index tile's element
+ * along dim iattr[2] added to that dim's offset; NULL when the element is
+ * outside the tensor (an index out of range masks it; the other dims are
+ * checked as a window's). */
+static void *indexed_elem(Interp *I, const Op *op, const Window *w, const Elem *ix, int64_t k, bool *bad)
+{
+    int g = (int)op->iattr[2];
+    int64_t rem = k, gi = 0;
+    for (int d = w->rank - 1; d >= 0; d--)
+        if (w->ext[d]) {
+            if (d == g)
+                gi = rem % w->ext[d];
+            rem /= w->ext[d];
+        }
+    int64_t at;
+    if (__builtin_add_overflow(w->off[g], ix[gi].i, &at) || at < 0 || at >= w->t->shape[g])
+        return NULL;
+    Window one = *w;
+    one.off[g] = at - gi;   /* so that off + gi is the indexed element */
+    return ip_window_elem(I, op, &one, k, bad);
+}
+
+static int exec_indexed(Interp *I, const Op *op)
+{
+    Window w;
+    bool gather = op->code == OP_GATHER, has_other = gather && op->iattr[1] != 0, bad = false;
+    if (ip_window_init(I, op, &w, 0, 1 + (gather ? has_other : 1)))
+        return 1;
+    int g = (int)op->iattr[2];
+    ValId iv = op->args[1 + w.rank];
+    if (g < 0 || g >= w.rank || ip_vnumel(I, iv) != w.ext[g]) {
+        diag_internal(I->d, op->loc, "%s: malformed index", op_info[op->code].name);
+        return 1;
+    }
+    const Elem *ix = ip_in(I, iv);
+    if (gather) {
+        ValId res = op->res[0], ov = has_other ? op->args[op->nargs - 1] : 0;
+        DType rd = ip_vdt(I, res);
+        Elem zero;
+        memset(&zero, 0, sizeof zero);
+        Elem *o = ip_out(I, res);
+        for (int64_t k = 0; k < w.n; k++) {
+            void *p = indexed_elem(I, op, &w, ix, k, &bad);
+            o[k] = p    ? ip_conv(w.dt, rd, ip_load_elem(w.dt, p))
+                 : ov ? ip_conv(ip_vdt(I, ov), rd, ip_in(I, ov)[0])
+                      : zero;
+        }
+        return bad;
+    }
+    ValId val = op->args[op->nargs - 1];
+    if (ip_vnumel(I, val) != w.n) {
+        diag_internal(I->d, op->loc, "scatter: window has %lld elements, value %lld", (long long)w.n,
+                      (long long)ip_vnumel(I, val));
+        return 1;
+    }
+    DType vd = ip_vdt(I, val);
+    const Elem *x = ip_in(I, val);
+    for (int64_t k = 0; k < w.n; k++) {
+        void *p = indexed_elem(I, op, &w, ix, k, &bad);
+        if (p)
+            ip_store_elem(w.dt, p, ip_conv(vd, w.dt, x[k]));
     }
     return bad;
 }
@@ -286,6 +352,7 @@ int ip_exec_mem(Interp *I, const Op *op)
     switch ((OpCode)op->code) {
     case OP_LOAD: return exec_load(I, op);
     case OP_STORE: case OP_ATOMIC_ADD: return exec_store(I, op);
+    case OP_GATHER: case OP_SCATTER: return exec_indexed(I, op);
     case OP_SMEM_ALLOC: return exec_smem_alloc(I, op);
     case OP_ASYNC_COPY: return exec_async_copy(I, op);
     case OP_ASYNC_COMMIT: I->committed++; return 0;

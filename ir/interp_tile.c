@@ -8,11 +8,17 @@
  * the non-NaN operand (fmax/fmin).
  *
  * PHILOX gives word 0 of Philox4x32-10 (philox.h) per offset.
+ *
+ * SLICE, CONCAT and RESHAPE move elements between register tiles: a slice
+ * reads the operand at start + index, a concat takes its first operand's
+ * elements then its second's along the axis, a reshape keeps the row-major
+ * order of the elements.
  */
 #include "interp_int.h"
 #include "philox.h"
 
 #include <math.h>
+#include <string.h>
 
 static Elem identity(DType dt, int kind)
 {
@@ -87,9 +93,69 @@ static int exec_philox(Interp *I, const Op *op)
     return 0;
 }
 
+/* Row-major strides of a tile's shape. */
+static void strides_of(const Type *t, int64_t *st)
+{
+    int64_t s = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= t->shape[d];
+    }
+}
+
+static int exec_slice(Interp *I, const Op *op)
+{
+    const Type *a = ir_type(I->f, op->args[0]), *r = ir_type(I->f, op->res[0]);
+    if (a->rank != r->rank || op->nlist != a->rank) {
+        diag_internal(I->d, op->loc, "slice: malformed (rank %d -> %d, %d starts)", a->rank, r->rank, op->nlist);
+        return 1;
+    }
+    int64_t as[TILE_MAXRANK], n = type_numel(r);
+    strides_of(a, as);
+    const Elem *x = ip_in(I, op->args[0]);
+    Elem *o = ip_out(I, op->res[0]);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t rem = k, src = 0;
+        for (int d = r->rank - 1; d >= 0; d--) {
+            src += (op->list[d] + rem % r->shape[d]) * as[d];
+            rem /= r->shape[d];
+        }
+        o[k] = x[src];
+    }
+    return 0;
+}
+
+static int exec_concat(Interp *I, const Op *op)
+{
+    const Type *a = ir_type(I->f, op->args[0]), *b = ir_type(I->f, op->args[1]), *r = ir_type(I->f, op->res[0]);
+    int ax = (int)op->iattr[0];
+    if (ax < 0 || ax >= r->rank || a->rank != r->rank || b->rank != r->rank) {
+        diag_internal(I->d, op->loc, "concat: malformed");
+        return 1;
+    }
+    /* outer x (extent along the axis x inner) blocks: a's block, then b's */
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < ax; d++)
+        outer *= r->shape[d];
+    for (int d = ax + 1; d < r->rank; d++)
+        inner *= r->shape[d];
+    int64_t na = a->shape[ax] * inner, nb = b->shape[ax] * inner;
+    const Elem *xa = ip_in(I, op->args[0]), *xb = ip_in(I, op->args[1]);
+    Elem *o = ip_out(I, op->res[0]);
+    for (int64_t i = 0; i < outer; i++) {
+        memcpy(o + i * (na + nb), xa + i * na, sizeof(Elem) * (size_t)na);
+        memcpy(o + i * (na + nb) + na, xb + i * nb, sizeof(Elem) * (size_t)nb);
+    }
+    return 0;
+}
+
 int ip_exec_tile(Interp *I, const Op *op)
 {
-    if (op->code == OP_SCAN)
-        return exec_scan(I, op);
-    return exec_philox(I, op);
+    switch ((OpCode)op->code) {
+    case OP_SCAN: return exec_scan(I, op);
+    case OP_SLICE: return exec_slice(I, op);
+    case OP_CONCAT: return exec_concat(I, op);
+    case OP_RESHAPE: return ip_copy_val(I, op->res[0], op->args[0], op->loc);
+    default: return exec_philox(I, op);
+    }
 }

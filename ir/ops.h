@@ -62,6 +62,13 @@ OP(BROADCAST, "broadcast", 1,  1, 0, OPF_PURE)   /* size-1 dims stretched to the
 OP(IOTA,      "iota",      0,  1, 0, OPF_PURE)   /* i32 tile; iattr[0] = axis along which the index grows */
 OP(REDUCE,    "reduce",    1,  1, 0, OPF_PURE)   /* iattr[0] = axis, iattr[1] = ReduceKind; drops axis */
 OP(TRANS,     "trans",     1,  1, 0, OPF_PURE)   /* 2-D transpose */
+OP(SLICE,     "slice",     1,  1, 0, OPF_PURE)   /* list[d] = start along dim d; the result's extents
+                                                   are the sizes: r[i] = x[starts + i], every
+                                                   start + size within the operand's extent */
+OP(CONCAT,    "concat",    2,  1, 0, OPF_PURE)   /* iattr[0] = axis: a then b along it; same dtype and
+                                                   rank, the other extents equal */
+OP(RESHAPE,   "reshape",   1,  1, 0, OPF_PURE)   /* the same elements in row-major order, another
+                                                   shape of the same element count */
 OP(SCAN,      "scan",      1,  1, 0, OPF_PURE)   /* iattr[0] = axis, iattr[1] = ReduceKind, iattr[2] = 1:
                                                    exclusive (element i combines 0..i-1; the first is the
                                                    kind's identity); the result has the operand's type */
@@ -85,9 +92,20 @@ OP(DOT,       "dot",       3,  1, 0, OPF_PURE)   /* a[M,K] @ b[K,N] + acc[M,N]; 
  *   add to one element all lands; for f32 in an unspecified order, each
  *   addition rounded to f32; integers wrap). Elements out of the tensor's
  *   bounds are skipped, as a store's. */
+/* GATHER args: tensor, one i32 offset per tensor dim, the index tile [, other]
+ *   SCATTER args: tensor, one i32 offset per tensor dim, the index tile, value
+ *   As LOAD / STORE, except that along tensor dim iattr[2] (printed `dim`)
+ *   element i of the window is at offset + index[i]: the index tile is a 1-D
+ *   i32 or i64 tile of list[iattr[2]] elements. An index that puts the
+ *   element outside the tensor masks it (reads `other` or 0; is not
+ *   written) whatever the mask bits say; the other dims mask as LOAD's.
+ *   SCATTER of one element twice (equal indices): one of the values lands
+ *   (the interpreter: the last in row-major order). */
 OP(LOAD,      "load",     -1,  1, 0, 0)
 OP(STORE,     "store",    -1,  0, 0, 0)
 OP(ATOMIC_ADD, "atomic_add", -1, 0, 0, 0)
+OP(GATHER,    "gather",   -1,  1, 0, 0)
+OP(SCATTER,   "scatter",  -1,  0, 0, 0)
 /* shared memory and asynchronous copies (made by the double_buffer pass; the
  * front end never emits them). A shared buffer is a value of tile type in
  * space `shared` whose leading dim is the number of stages (slots):

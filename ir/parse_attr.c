@@ -58,13 +58,15 @@ static bool attr_allowed(OpCode code, const char *key)
     if (!strcmp(key, "value")) return code == OP_CONST;
     if (!strcmp(key, "axis"))
         return code == OP_BLOCKID || code == OP_NBLOCKS || code == OP_EXPAND || code == OP_IOTA || code == OP_REDUCE ||
-               code == OP_SCAN;
+               code == OP_SCAN || code == OP_CONCAT;
     if (!strcmp(key, "pred")) return code == OP_CMP;
     if (!strcmp(key, "kind")) return code == OP_REDUCE || code == OP_SCAN;
     if (!strcmp(key, "exclusive")) return code == OP_SCAN;
     if (!strcmp(key, "extents") || !strcmp(key, "mask"))
         return code == OP_LOAD || code == OP_STORE || code == OP_ATOMIC_ADD || code == OP_ASYNC_COPY ||
-               code == OP_TMA_LOAD;
+               code == OP_TMA_LOAD || code == OP_GATHER || code == OP_SCATTER;
+    if (!strcmp(key, "dim")) return code == OP_GATHER || code == OP_SCATTER;
+    if (!strcmp(key, "starts")) return code == OP_SLICE;
     if (!strcmp(key, "offset")) return code == OP_SMEM_ALLOC || code == OP_MBAR_ALLOC || code == OP_TMEM_ALLOC;
     if (!strcmp(key, "column") || !strcmp(key, "columns")) return code == OP_TMEM_ALLOC;
     if (!strcmp(key, "swizzle") || !strcmp(key, "align") || !strcmp(key, "pad"))
@@ -75,7 +77,7 @@ static bool attr_allowed(OpCode code, const char *key)
     if (!strcmp(key, "bytes")) return code == OP_MBAR_EXPECT;
     if (!strcmp(key, "id") || !strcmp(key, "threads") || !strcmp(key, "mode")) return code == OP_NAMED_BAR;
     if (!strcmp(key, "roles")) return code == OP_WS;
-    if (!strcmp(key, "other")) return code == OP_LOAD;
+    if (!strcmp(key, "other")) return code == OP_LOAD || code == OP_GATHER;
     if (!strcmp(key, "pipeline")) return code == OP_FOR;
     if (!strcmp(key, "emu")) return code == OP_EXP2;
     return false;
@@ -145,7 +147,8 @@ static bool parse_attr(Parser *p, OpCode code, Attrs *at)
     if (!strcmp(key, "value")) return skip_value(p, at);
     if (!strcmp(key, "pred")) return parse_named(p, cmp_names, CMP_COUNT, "predicate", &at->iattr[0]);
     if (!strcmp(key, "kind")) return parse_named(p, reduce_names, RED_COUNT, "reduction", &at->iattr[1]);
-    if (!strcmp(key, "extents")) return parse_list(p, at);
+    if (!strcmp(key, "extents") || !strcmp(key, "starts")) return parse_list(p, at);
+    if (!strcmp(key, "dim")) return tp_int_range(p, 0, TENSOR_MAXRANK - 1, "dim", &at->iattr[2]);
     if (!strcmp(key, "other")) return tp_int(p, &at->iattr[1]);
     if (!strcmp(key, "exclusive")) return tp_int_range(p, 0, 1, "exclusive", &at->iattr[2]);
     if (!strcmp(key, "swizzle")) return parse_swizzle(p, &at->iattr[0]);

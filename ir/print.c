@@ -173,7 +173,9 @@ static void put_mem_attrs(Printer *p, const Op *op)
     for (int i = 0; i < op->nlist; i++)
         sb_printf(p->out, "%s%lld", i ? ", " : "", (long long)op->list[i]);
     sb_printf(p->out, "], mask = %lld", (long long)op->iattr[0]);
-    if (op->code == OP_LOAD && op->iattr[1])
+    if (op->code == OP_GATHER || op->code == OP_SCATTER)
+        sb_printf(p->out, ", dim = %lld", (long long)op->iattr[2]);
+    if ((op->code == OP_LOAD || op->code == OP_GATHER) && op->iattr[1])
         sb_puts(p->out, ", other");
     sb_putc(p->out, '}');
 }
@@ -209,8 +211,14 @@ static void put_attrs(Printer *p, const Op *op)
         sb_putc(out, ' ');
         put_const_value(p, op);
         return;
-    case OP_BLOCKID: case OP_NBLOCKS: case OP_EXPAND: case OP_IOTA:
+    case OP_BLOCKID: case OP_NBLOCKS: case OP_EXPAND: case OP_IOTA: case OP_CONCAT:
         sb_printf(out, " {axis = %lld}", (long long)op->iattr[0]);
+        return;
+    case OP_SLICE:
+        sb_puts(out, " {starts = [");
+        for (int i = 0; i < op->nlist; i++)
+            sb_printf(out, "%s%lld", i ? ", " : "", (long long)op->list[i]);
+        sb_puts(out, "]}");
         return;
     case OP_CMP:
         sb_puts(out, " {pred = ");
@@ -224,7 +232,8 @@ static void put_attrs(Printer *p, const Op *op)
             sb_printf(out, ", exclusive = %lld", (long long)op->iattr[2]);
         sb_putc(out, '}');
         return;
-    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_ASYNC_COPY: case OP_TMA_LOAD:
+    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_ASYNC_COPY: case OP_TMA_LOAD: case OP_GATHER:
+    case OP_SCATTER:
         sb_putc(out, ' ');
         put_mem_attrs(p, op);
         return;

@@ -157,7 +157,8 @@ static bool check_operands(Verifier *V, const Op *op)
                     : V->state[v] == VS_UNSEEN ? "is used before its definition"
                                                : "is used outside the region (or grid) that defines it");
         }
-        bool mem = ((op->code == OP_LOAD || op->code == OP_STORE || op->code == OP_ATOMIC_ADD) && i == 0) ||
+        bool mem = ((op->code == OP_LOAD || op->code == OP_STORE || op->code == OP_ATOMIC_ADD ||
+                     op->code == OP_GATHER || op->code == OP_SCATTER) && i == 0) ||
                    (op->code == OP_ASYNC_COPY && i == 2) || (op->code == OP_TMA_LOAD && i == 4);
         if (mem && T(V, v)->kind != TY_TENSOR) {
             vfy_err(V, op, "operand #%d must be a tensor, got %s", i, vfy_tstr(V, T(V, v)));
@@ -639,7 +640,9 @@ static void check_rule(Verifier *V, const Op *op)
     case OP_IOTA: check_iota(V, op); return;
     case OP_REDUCE: check_reduce(V, op); return;
     case OP_TRANS: check_trans(V, op); return;
-    case OP_SCAN: case OP_PHILOX: vfy_tile_rule(V, op); return;
+    case OP_SCAN: case OP_PHILOX: case OP_SLICE: case OP_CONCAT: case OP_RESHAPE: case OP_GATHER: case OP_SCATTER:
+        vfy_tile_rule(V, op);
+        return;
     case OP_DOT: check_dot(V, op); return;
     case OP_LOAD: check_load(V, op); return;
     case OP_STORE: case OP_ATOMIC_ADD: check_store(V, op); return;

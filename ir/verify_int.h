@@ -53,7 +53,8 @@ bool vfy_sched_rule(Verifier *V, const Op *op);
 /* REDUCE / SCAN: iattr[0] an axis of the tile operand, iattr[1] a
  * ReduceKind; false after reporting. */
 bool vfy_axis_kind(Verifier *V, const Op *op);
-/* verify_tile.c: the type rule of SCAN or PHILOX; false if op is none. */
+/* verify_tile.c: the type rule of SCAN, PHILOX, SLICE, CONCAT, RESHAPE,
+ * GATHER or SCATTER; false if op is none. */
 bool vfy_tile_rule(Verifier *V, const Op *op);
 
 #endif

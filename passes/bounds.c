@@ -288,7 +288,9 @@ static void decide(const Bounds *b, Decision *dc)
             continue;   /* a scalar index: no window */
         if (dc->why.len)
             sb_puts(&dc->why, "; ");
-        if (!(op->iattr[0] >> d & 1))
+        if ((op->code == OP_GATHER || op->code == OP_SCATTER) && d == op->iattr[2])
+            sb_printf(&dc->why, "dim %d indexed (masked by its index)", d);
+        else if (!(op->iattr[0] >> d & 1))
             sb_printf(&dc->why, "dim %d unmasked on input", d);
         else if (decide_dim(b, op, d, &dc->why))
             dc->mask &= ~((int64_t)1 << d);
@@ -305,7 +307,8 @@ static bool collect_mem(Func *f, Op *op, void *ctx)
 {
     Collect *c = ctx;
     (void)f;
-    if (op->code != OP_LOAD && op->code != OP_STORE && op->code != OP_ATOMIC_ADD)
+    if (op->code != OP_LOAD && op->code != OP_STORE && op->code != OP_ATOMIC_ADD && op->code != OP_GATHER &&
+        op->code != OP_SCATTER)
         return true;
     if (c->n == c->cap) {
         c->v = arena_grow(c->a, c->v, sizeof *c->v, (size_t)c->n, (size_t)(c->cap * 2 + 8));
@@ -335,7 +338,8 @@ static int bounds_analyze(Func *f, Arena *a, Decision **out)
 static void remark(StrBuf *out, const Func *f, const Decision *dc, int idx)
 {
     const Op *op = dc->op;
-    const char *what = op->code == OP_LOAD ? "load" : op->code == OP_STORE ? "store" : "atomic_add";
+    const char *what = op->code == OP_LOAD ? "load" : op->code == OP_STORE ? "store"
+                     : op->code == OP_GATHER ? "gather" : op->code == OP_SCATTER ? "scatter" : "atomic_add";
     if (!dc->why.len)
         return;
     if (op->loc.line > 0)

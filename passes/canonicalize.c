@@ -560,7 +560,8 @@ static bool has_effects(const Block *b)
     for (int i = 0; i < b->nops; i++) {
         const Op *op = b->ops[i];
         switch (op->code) {
-        case OP_STORE: case OP_ATOMIC_ADD: case OP_SMEM_STORE: case OP_ASYNC_COPY: case OP_ASYNC_COMMIT: case OP_ASYNC_WAIT:
+        case OP_STORE: case OP_ATOMIC_ADD: case OP_SCATTER: case OP_SMEM_STORE: case OP_ASYNC_COPY:
+        case OP_ASYNC_COMMIT: case OP_ASYNC_WAIT:
         case OP_BARRIER: case OP_NAMED_BAR: case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE: case OP_MBAR_WAIT:
         case OP_TMA_LOAD: case OP_DOT_ASYNC: case OP_DOT_WAIT: case OP_WS: case OP_TC_MMA: case OP_TC_COMMIT:
         case OP_TMEM_STORE:
@@ -579,7 +580,7 @@ static bool removable(const Op *op)
 {
     if (op_info[op->code].flags & OPF_TERM)
         return false;
-    if ((op_info[op->code].flags & OPF_PURE) || op->code == OP_LOAD)
+    if ((op_info[op->code].flags & OPF_PURE) || op->code == OP_LOAD || op->code == OP_GATHER)
         return true;
     if (op->code != OP_FOR && op->code != OP_IF)
         return false;

@@ -77,6 +77,17 @@ def deep_cases():
         out.append(("braces_%d" % n, HEAD + "{\n" * n + "X[0] = 1.0;\n" + "}\n" * n + TAIL, []))
         out.append(("grid_sum_%d" % n, "kernel k(X: global f32[N])\n  grid(N" + " + 1" * n + ")\n{\n  X[0] = 1.0;\n}\n", []))
         out.append(("index_%d" % n, let("X[" * n + "0" + "]" * n), []))
+        t16 = "  X[0 : +16] = t;\n"
+        out.append(("lists_%d" % n, HEAD + "  tile t = reshape(X[0 : +16], " + "[" * n + "16" + "]" * n + ");\n"
+                    + t16 + TAIL, []))
+        out.append(("slices_%d" % n, HEAD + "  tile t = X[0 : +16]" + "[1 : +15][0 : 15]" * n + ";\n"
+                    + "  X[0 : +15] = t;\n" + TAIL, []))
+        out.append(("reshapes_%d" % n, HEAD + "  tile t = " + "reshape(" * n + "X[0 : +16]" + ", [4, 4])" * n
+                    + ";\n" + t16 + TAIL, []))
+        out.append(("concats_%d" % n, HEAD + "  tile t = " + "concat(" * n + "X[0 : +1]" + ", X[0 : +1], 0)" * n
+                    + ";\n  X[0 : +%d] = t;\n" % (n + 1) + TAIL, []))
+        out.append(("gathers_%d" % n, HEAD + "  tile t = " + "X[" * n + "iota(16)" + "]" * n + ";\n" + t16 + TAIL,
+                    []))
     return out
 
 
@@ -172,7 +183,8 @@ def flood_cases():
 TOKENS = ["kernel", "k", "(", ")", "[", "]", "{", "}", ",", ";", ":", ".", "..", "?", "+", "-", "*", "/",
           "%", "@", "^T", "=", "+=", "==", "<", "&&", "!", "let", "tile", "for", "in", "step", "pipeline",
           "if", "else", "global", "shared", "reg", "grid", "true", "inf", "1", "0", "2147483648", "1.5",
-          "X", "N", "block", "x", "f32", "bf16", "max", "exp", "iota", "cdiv", "divisor", "rowsum", "where"]
+          "X", "N", "block", "x", "f32", "bf16", "max", "exp", "iota", "cdiv", "divisor", "rowsum", "where",
+          "concat", "reshape", "transpose", "[", "]", "0 : 4"]
 
 
 def mutation_cases(n):

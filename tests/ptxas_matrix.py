@@ -4,7 +4,8 @@
 Generates one kernel per (op, dtype) -- elementwise arithmetic, comparisons,
 logic, bitwise ops and shifts, unary ops, each math builtin, max/min, where,
 the reductions, the scans, random numbers (the dtype: of the offsets, or of
-the seed on scalars), transpose, the matrix product and the cast to every
+the seed on scalars), transpose, slices, concat, reshape, gathers and
+scatters through an index tile, the matrix product and the cast to every
 dtype --
 on tiles, and on scalars where the dtype is a scalar type. Each is compiled
 with `tilec -arch=ARCH --no-ptxas` for sm_86, sm_90a and sm_100a and the PTX
@@ -92,6 +93,15 @@ def tile_kernels():
     k["rand"] = ("O: " + T + ", Z: global f32[M, N], seed: i64", "Z[%s] = rand(seed, O[%s]);" % (W, W))
     k["randint"] = ("O: " + T + ", Z: global u32[M, N], seed: i64", "Z[%s] = randint(seed, O[%s]);" % (W, W))
     k["trans"] = ("X: " + T + ", Z: global {dt}[N, M]", "Z[0 : +32, r : +16] = X[%s]^T;" % W)
+    k["transpose"] = ("X: " + T + ", Z: global {dt}[N, M]", "Z[0 : +32, r : +16] = transpose(X[%s]);" % W)
+    k["slice"] = ("X: " + T + ", Z: " + T, "Z[r : +8, 0 : +16] = X[%s][4 : 12, 8 : +16];" % W)
+    k["slice_row"] = ("X: " + T + ", Z: " + T, "Z[r, 0 : +32] = X[%s][3, :];" % W)
+    k["concat0"] = (xy + "Z: " + T, "Z[r : +32, 0 : +32] = concat(X[%s], Y[%s], 0);" % (W, W))
+    k["concat1"] = (xy + "Z: " + T, "Z[r : +16, 0 : +64] = concat(X[%s], Y[%s], 1);" % (W, W))
+    k["reshape"] = ("X: " + T + ", Z: " + T, "Z[r : +32, 0 : +16] = reshape(X[%s], [32, 16]);" % W)
+    k["gather"] = ("X: " + T + ", I: global i32[M], Z: " + T, "Z[%s] = X[I[r : +16], 0 : +32];" % W)
+    k["gather64"] = ("X: " + T + ", I: global i64[M], Z: " + T, "Z[%s] = load(X[I[r : +16], 0 : +32], 0);" % W)
+    k["scatter"] = ("X: " + T + ", I: global i32[M], Z: " + T, "Z[I[r : +16], 0 : +32] = X[%s];" % W)
     k["dot"] = ("A: global {dt}[M, K], B: global {dt}[K, N], Z: global {acc}[M, N]",
                 "Z[r : +16, 0 : +16] = A[r : +16, 0 : +32] @ B[0 : +32, 0 : +16];")
     for to in DTYPES:
@@ -126,6 +136,9 @@ for op in ["cumsum", "cummax", "cummin", "cumprod", "cumsum0", "scan_excl"]:
     MUST[op] = FLOATS + INTS
 for op in ["and", "or", "xor", "shl", "shr", "bnot", "rand", "randint"]:
     MUST[op] = INTS
+for op in ["transpose", "slice", "slice_row", "concat0", "concat1", "reshape", "gather", "scatter"]:
+    MUST[op] = FLOATS + INTS + ["bool"]
+MUST["gather64"] = FLOATS + INTS
 for op in ["land", "lor", "lnot"]:
     MUST[op] = ["bool"]
 MUST["dot"] = ["bf16", "f16"]

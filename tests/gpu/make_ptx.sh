@@ -7,6 +7,7 @@
 #   gpu_kernels OUTDIR          (or TILEC_PTX_DIR=OUTDIR gpu_kernels)
 #   gpu_atomic OUTDIR           (its kernels: OUTDIR/ARCH/atomic.ptx)
 #   gpu_rand_scan OUTDIR        (OUTDIR/ARCH/rand_scan.ptx, dropout_*.ptx, cumsum.ptx)
+#   gpu_gather_shape OUTDIR     (OUTDIR/ARCH/gather_shape.ptx, gather_rows.ptx)
 #
 # BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
 # tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
@@ -41,6 +42,12 @@ for arch in "$@"; do
         "$tilec" "$src/examples/dropout.tile" -arch="$arch" -o "$out/$arch/dropout_f32.ptx"
         "$tilec" "$src/examples/dropout.tile" -arch="$arch" -DT=bf16 -o "$out/$arch/dropout_bf16.ptx"
         "$tilec" "$src/examples/cumsum.tile" -arch="$arch" -DBN=256 -o "$out/$arch/cumsum.ptx"
+    fi
+    # gpu_gather_shape's modules: its own kernels and the gather_rows example.
+    if [ -x "$build/tests/gpu/gpu_gather_shape" ]; then
+        "$build/tests/gpu/gpu_gather_shape" --print-source > "$out/$arch/gather_shape.tile"
+        "$tilec" "$out/$arch/gather_shape.tile" -arch="$arch" -o "$out/$arch/gather_shape.ptx"
+        "$tilec" "$src/examples/gather_rows.tile" -arch="$arch" -o "$out/$arch/gather_rows.ptx"
     fi
     echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"
 done

@@ -501,6 +501,62 @@ START_TEST(cumsum_shapes)
 }
 END_TEST
 
+/* ---- gather_rows / scatter_rows: Y[t] = E[Ids[t]]; Y[Ids[t]] = X[t] ---- */
+
+START_TEST(gather_scatter_rows)
+{
+    static const int64_t nv[][2] = { { 37, 50 }, { 1, 3 }, { 64, 16 } };   /* N ids, V table rows */
+    int64_t n = nv[_i][0], v = nv[_i][1], d = 64;
+    FeDefine defs[] = { { "R", "16" }, { "D", "64" }, { "T", "f32" } };
+    uint64_t rng = 99 + (uint64_t)_i;
+    int64_t se[2] = { v, d }, sy[2] = { n, d };
+    Ten e = ten_new(DT_F32, 2, se), ids = ten_new(DT_I32, 1, &n), y = ten_new(DT_F32, 2, sy);
+    ten_random(&e, &rng, 0.1, 4.0);
+    for (int64_t t = 0; t < n; t++)   /* some ids below 0 or past the table */
+        ten_set(&ids, t, (double)((int64_t)(ref_rand(&rng) * (double)(v + 6)) - 3));
+    ten_poison(&y);
+    Prog p;
+    ck_assert(prog_load(&p, "gather_rows.tile", "gather_rows", defs, 3));
+    Binding b[] = { { "E", ten_arg(&e) }, { "Ids", ten_arg(&ids) }, { "Y", ten_arg(&y) } };
+    ck_assert(prog_run(&p, b, 3));
+    double *want = calloc((size_t)(n * d), sizeof(double));
+    for (int64_t t = 0; t < n; t++) {
+        int64_t id = (int64_t)ten_get(&ids, t);
+        for (int64_t j = 0; j < d; j++)
+            want[t * d + j] = id >= 0 && id < v ? ten_get(&e, id * d + j) : 0.0;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "gather_rows N=%lld V=%lld", (long long)n, (long long)v);
+    ck_assert(ref_check(what, &y, want, 0.0) <= 0.0);   /* exact */
+    prog_free(&p);
+    /* scatter_rows: the rows of Y (the table's shape) that distinct ids name */
+    for (int64_t t = 0; t < n; t++)
+        ten_set(&ids, t, (double)(t % 3 == 2 ? v + t : (t * 7 + 1) % (v + 2) - 1));
+    for (int64_t t = 0; t < n; t++)   /* keep the first of equal ids only */
+        for (int64_t u = 0; u < t; u++)
+            if (ten_get(&ids, u) == ten_get(&ids, t))
+                ten_set(&ids, t, -1);
+    Ten yt = ten_new(DT_F32, 2, se);
+    ten_random(&yt, &rng, 0.1, 4.0);
+    double *want2 = calloc((size_t)(v * d), sizeof(double));
+    for (int64_t i = 0; i < v * d; i++)
+        want2[i] = ten_get(&yt, i);
+    for (int64_t t = 0; t < n; t++) {
+        int64_t id = (int64_t)ten_get(&ids, t);
+        for (int64_t j = 0; id >= 0 && id < v && j < d; j++)
+            want2[id * d + j] = ten_get(&y, t * d + j);
+    }
+    ck_assert(prog_load(&p, "gather_rows.tile", "scatter_rows", defs, 3));
+    Binding b2[] = { { "X", ten_arg(&y) }, { "Ids", ten_arg(&ids) }, { "Y", ten_arg(&yt) } };
+    ck_assert(prog_run(&p, b2, 3));
+    snprintf(what, sizeof what, "scatter_rows N=%lld V=%lld", (long long)n, (long long)v);
+    ck_assert(ref_check(what, &yt, want2, 0.0) <= 0.0);
+    free(want), free(want2);
+    ten_free(&e), ten_free(&ids), ten_free(&y), ten_free(&yt);
+    prog_free(&p);
+}
+END_TEST
+
 static Suite *examples_suite(void)
 {
     Suite *s = suite_create("examples");
@@ -515,6 +571,7 @@ static Suite *examples_suite(void)
     tcase_add_loop_test(tc, transpose_tiles, 0, 3);
     tcase_add_loop_test(tc, dropout_cases, 0, 3);
     tcase_add_loop_test(tc, cumsum_shapes, 0, 3);
+    tcase_add_loop_test(tc, gather_scatter_rows, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }
