@@ -171,6 +171,27 @@ typedef struct ChainRoles {
 bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d, ChainRoles *r, Arena *a,
                       const char **why);
 
+/* Chained products on tcgen05 (sm_100a: warp_specialize_chain_tc.c): a
+ * producer, an mma role and rows / 128 softmax warp groups with S, P and
+ * O in tensor memory. */
+typedef struct TcChainRoles {
+    int softmax;               /* softmax warp groups: rows / 128 */
+    int prod_regs, mma_regs, cons_regs;   /* setmaxnreg budgets (all the entry count: no setmaxnreg) */
+    bool at_entry;             /* every role keeps the count threads start with */
+    int64_t tmem_cols;         /* S, P (16-bit, two a column) and O */
+    int64_t peak;              /* a softmax thread's registers at its peak */
+} TcChainRoles;
+/* Does ctx's target take tcgen05 chains (tcgen05, tensor memory, TMA, not
+ * the portable variant)? */
+bool pass_target_tc_roles(const PassCtx *ctx);
+/* Whether chained tcgen05 products over `rows` rows (a multiple of 128),
+ * `cols` key columns and a `d`-wide output fit: S, P and O in 512 columns,
+ * the softmax peak in the registers a softmax thread gets. Fills *r (may
+ * be NULL); why (may be NULL) gets the reason not, from a. The rule the
+ * tile choice and warp_specialize read. */
+bool pass_chain_tc_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d, TcChainRoles *r, Arena *a,
+                         const char **why);
+
 /* One decision line (no trailing newline needed): appended to ctx->remarks
  * as "PASS: line" and to ctx->notes (the --print-after comment block).
  * Either may be NULL. (pipeline.c) */

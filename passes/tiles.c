@@ -10,8 +10,9 @@
  * (tilec_options.dims); the measurements behind them are in
  * bench/RESULTS.md. On a target that takes warp-specialized roles
  * (sm_90a; not the module's portable variant, PassCtx.portable) chained
- * products get the tiles of the roles' form (choose_roles); the portable
- * variant and every other target keep the mma.sync rules.
+ * products get the tiles of the roles' form (choose_roles), on one with
+ * tcgen05 roles (sm_100a) those of the tensor-memory form (choose_tc); the
+ * portable variant and every other target keep the mma.sync rules.
  *
  * Needs: the probe lowering of the kernel (verified IR, before any pass).
  */
@@ -87,10 +88,53 @@ static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t *bm, i
     return ok;
 }
 
+/* Attention-like kernels on a target with tcgen05 and tensor memory
+ * (sm_100a): FlashAttention 4's two query tiles of 128 rows a block (two
+ * softmax warp groups sharing each K and V tile), else one; the widest key
+ * block of 128 or 64 whose S, P and O fit tensor memory and whose softmax
+ * peak fits a softmax thread (pass_chain_tc_roles, the rule
+ * warp_specialize applies), with Q and two stages of K and V in the
+ * block's shared memory. False when none does. */
+static bool choose_tc(const ChainInfo *ci, const PassCtx *ctx, int64_t *bm, int64_t *bn, StrBuf *why)
+{
+    int64_t d = ci->first_k, dout = ci->nchain ? ci->nchain : d;
+    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+    Arena *a = arena_new();
+    const char *first = NULL;
+    bool ok = false;
+    for (int64_t rows = 256; rows >= 128 && !ok; rows /= 2)
+        for (int64_t cols = 128; cols >= 64 && !ok; cols /= 2) {
+            TcChainRoles r;
+            const char *no = NULL;
+            if (!pass_chain_tc_roles(ctx, rows, cols, dout, &r, a, &no) ||
+                (pass_chain_smem(rows, cols, d, false) > limit &&
+                 (no = arena_printf(a, "Q and two stages of K and V take %lld B of the %lld B a block has",
+                                    (long long)pass_chain_smem(rows, cols, d, false), (long long)limit)))) {
+                first = first ? first : arena_printf(a, "%lld x %lld: %s", (long long)rows, (long long)cols, no);
+                continue;
+            }
+            ok = true;
+            *bm = rows;
+            *bn = cols;
+            sb_printf(why, "head dim %lld, tcgen05 roles on %s: %lld x %lld (%d softmax warp group%s of 128 rows; S, "
+                      "P and O in %lld columns of tensor memory)", (long long)d, pass_target_name(ctx),
+                      (long long)rows, (long long)cols, r.softmax, r.softmax > 1 ? "s" : "",
+                      (long long)r.tmem_cols);
+            if (first)
+                sb_printf(why, "; not %s", first);
+        }
+    if (!ok)
+        sb_printf(why, "head dim %lld: no tcgen05 roles (%s); ", (long long)d, first ? first : "?");
+    arena_free(a);
+    return ok;
+}
+
 /* Attention-like kernels (a product fed by a product). */
 static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f, int64_t *bm, int64_t *bn,
                          StrBuf *why)
 {
+    if (pass_target_tc_roles(ctx) && choose_tc(ci, ctx, bm, bn, why))
+        return;
     if (pass_target_roles(ctx) && choose_roles(ci, ctx, bm, bn, why))
         return;
     int64_t d = ci->first_k;

@@ -126,7 +126,6 @@ const char *ws_chain_tc_roles(const PassCtx *ctx, WsLoop *W, Arena *a)
     Func *f = W->f;
     Op *fo = W->loop, *d0 = W->dots[0], *d1 = W->dots[1];
     Block *body = &fo->regions[0];
-    (void)ctx;
     if (!zero_const(f, d0->args[2]))
         return "its first product's accumulator is not the constant 0 (tcgen05 overwrites tensor memory)";
     const Op *y = body->nops ? body->ops[body->nops - 1] : NULL;
@@ -144,34 +143,66 @@ const char *ws_chain_tc_roles(const PassCtx *ctx, WsLoop *W, Arena *a)
     const Type *st = ir_type(f, d0->res[0]), *pt = ir_type(f, d1->args[0]), *ot = ir_type(f, d1->res[0]);
     if (pt->dtype != DT_BF16 && pt->dtype != DT_F16)
         return "its second product's A operand is not a 16-bit tile";
-    int64_t rows = st->shape[0], bn = st->shape[1], d = ot->shape[1];
-    W->consumers = (int)(rows / TCGEN05_M);
-    Type ptm = *pt;
-    ptm.space = SP_TMEM;
-    W->tmem_cols = W->consumers * bn + ir_tmem_cols(&ptm) + W->consumers * d;
-    if (W->tmem_cols > TMEM_COLS)
-        return arena_printf(a, "S, P and O take %lld columns of tensor memory, above its %d",
-                            (long long)W->tmem_cols, TMEM_COLS);
+    int64_t bn = st->shape[1], d = ot->shape[1];
+    TcChainRoles r;
+    const char *why = NULL;
+    if (!pass_chain_tc_roles(ctx, st->shape[0], bn, d, &r, a, &why))
+        return why;
+    W->tc = true;
+    W->consumers = r.softmax;
+    W->tmem_cols = r.tmem_cols;
     W->acc_regs = bn > d ? bn : d;
+    W->tc_entry = r.at_entry;
+    W->prod_regs = r.prod_regs;
+    W->mma_regs = r.mma_regs;
+    W->cons_regs = r.cons_regs;
+    return NULL;
+}
+
+bool pass_target_tc_roles(const PassCtx *ctx)
+{
+    const TargetInfo *t = ctx->target;
+    return !ctx->portable && t && (t->mma & TC_MMA_TCGEN05) && t->tmem && t->tma;
+}
+
+bool pass_chain_tc_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d, TcChainRoles *out, Arena *a,
+                         const char **why)
+{
+    TcChainRoles r;
+    memset(&r, 0, sizeof r);
+    const char *no = NULL;
+    r.softmax = (int)(rows / TCGEN05_M);
+    r.tmem_cols = r.softmax * (cols + cols / 2 + d);
     /* a softmax thread's peak: a row of S with its P, or a row of O, and the row statistics and addresses */
-    int64_t need = (bn + bn / 2 > d ? bn + bn / 2 : d) + TC_ROW_HEADROOM;
-    int entry = BLOCK_REGS / (WG_THREADS * (2 + W->consumers)) / 8 * 8;
+    r.peak = (cols + cols / 2 > d ? cols + cols / 2 : d) + TC_ROW_HEADROOM;
+    int entry = BLOCK_REGS / (WG_THREADS * (2 + (r.softmax > 0 ? r.softmax : 1))) / 8 * 8;
     if (entry > 248)
         entry = 248;
-    W->tc = true;
-    W->tc_entry = need <= entry;
-    if (W->tc_entry) {   /* every role keeps the registers it starts with: no setmaxnreg */
-        W->prod_regs = W->mma_regs = W->cons_regs = entry;
-        return NULL;
+    r.at_entry = r.peak <= entry;
+    if (r.at_entry) {   /* every role keeps the registers it starts with: no setmaxnreg */
+        r.prod_regs = r.mma_regs = r.cons_regs = entry;
+    } else {
+        r.prod_regs = TC_ISSUE_REGS;
+        r.mma_regs = TC_MMA_REGS;
+        int64_t rest = r.softmax ? (BLOCK_REGS / WG_THREADS - TC_ISSUE_REGS - TC_MMA_REGS) / r.softmax / 8 * 8 : 0;
+        r.cons_regs = (int)(rest > 256 ? 256 : rest);
     }
-    W->prod_regs = TC_ISSUE_REGS;
-    W->mma_regs = TC_MMA_REGS;
-    int64_t rest = (BLOCK_REGS / WG_THREADS - TC_ISSUE_REGS - TC_MMA_REGS) / W->consumers / 8 * 8;
-    W->cons_regs = (int)(rest > 256 ? 256 : rest);
-    if (need > W->cons_regs)
-        return arena_printf(a, "a softmax thread's peak (a row of S and its P, or of O, and %d more) takes %lld "
-                            "registers, above the %d it may have", TC_ROW_HEADROOM, (long long)need, W->cons_regs);
-    return NULL;
+    if (!pass_target_tc_roles(ctx))
+        no = "the target takes no tcgen05 roles";
+    else if (rows <= 0 || rows % TCGEN05_M)
+        no = a ? arena_printf(a, "its %lld rows are not a multiple of 128", (long long)rows) : "";
+    else if (r.tmem_cols > TMEM_COLS)
+        no = a ? arena_printf(a, "S, P and O take %lld columns of tensor memory, above its %d",
+                              (long long)r.tmem_cols, TMEM_COLS) : "";
+    else if (r.peak > r.cons_regs)
+        no = a ? arena_printf(a, "a softmax thread's peak (a row of S and its P, or of O, and %d more) takes %lld "
+                              "registers, above the %d it may have", TC_ROW_HEADROOM, (long long)r.peak,
+                              r.cons_regs) : "";
+    if (out)
+        *out = r;
+    if (why)
+        *why = no;
+    return !no;
 }
 
 void ws_chain_tc_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *stages_why)
