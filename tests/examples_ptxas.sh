@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every example compiles with its defaults for sm_86, sm_90a and sm_100a,
 # and `ptxas -arch=ARCH -v` accepts the PTX with no warning and, for sm_86
-# and sm_90a, no spill (sm_100a's attention, on tcgen05 with setmaxnreg
-# roles, spills 16 bytes, and its portable variant 8: printed, not
-# failed, until that is understood; docs/codegen.md):
+# and no spill in any kernel but the portable variant a module with roles
+# carries on sm_100a (tilec_portable_*: attention's spills 8 bytes under
+# ptxas's sm_100 allocation at D 128; printed, not failed):
 # among them the ones that mean a slow kernel on sm_90a, C7508
 # ('setmaxnreg' ignored: registers at entry unknown), C7515 (wgmma
 # serialized: registers of the accumulators touched in flight), C7517 /
@@ -28,13 +28,16 @@ for f in "$ex"/*.tile; do
     if grep -qi "warning" "$tmp/$name.log"; then
       echo "FAIL $name: $(grep -m3 -i warning "$tmp/$name.log")"; fail=1
     fi
-    if grep -E "[1-9][0-9]* bytes spill (stores|loads)" "$tmp/$name.log" > /dev/null; then
-      if [ $arch = sm_100a ]; then
-        echo "note $name: spills: $(grep -m1 -E 'spill' "$tmp/$name.log" | tr -s ' ')"
+    # per entry function: "Function properties for F" then its stack/spill line
+    spilled=$(awk '/Function properties for/ { f = $NF } /bytes spill/ && ($5 + 0 > 0 || $9 + 0 > 0) { print f }' \
+              "$tmp/$name.log")
+    for fn in $spilled; do
+      if [ $arch = sm_100a ] && [ "${fn#tilec_portable_}" != "$fn" ]; then
+        echo "note $name: $fn spills: $(grep -A1 "properties for $fn" "$tmp/$name.log" | tail -1 | tr -s ' ')"
       else
-        echo "FAIL $name: spills: $(grep -m2 -E 'spill' "$tmp/$name.log" | tr -s ' ')"; fail=1
+        echo "FAIL $name: $fn spills: $(grep -A1 "properties for $fn" "$tmp/$name.log" | tail -1 | tr -s ' ')"; fail=1
       fi
-    fi
+    done
     regs=$(grep -oE "Used [0-9]+ registers" "$tmp/$name.log" | head -1)
     echo "ok   $name: $regs"
   done
