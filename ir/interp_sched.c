@@ -54,7 +54,9 @@
  * TC_MMA computes at issue into its tensor memory (a role's products run
  * in order); the slots and tensor memory it reads stay read, and the
  * accumulator unpublished, until the role's next TC_COMMIT, whose arrival
- * publishes them as an arrive does. A TMEM_LOAD or TMEM_STORE is done when
+ * publishes them on the role's product lane (sched_int.h: the issuing
+ * role itself does not learn it, so a plain arrive after the commit
+ * publishes nothing about the products). A TMEM_LOAD or TMEM_STORE is done when
  * it is; the role's next arrival publishes it. Checked: a refill of a slot
  * a TC_MMA still reads (a release by mbar_arrive instead of the commit); a
  * TMEM_LOAD of tensor memory never written, written by a product no
@@ -100,6 +102,8 @@ const char *sched_role_desc(Interp *I, int r)
     Sched *S = I->sched;
     if (r == MAIN || !S->ws)
         return "the code outside ws";
+    if (r >= LANES)
+        return arena_printf(I->a, "the products of %s", sched_role_desc(I, r - LANES));
     int64_t k = S->ws->list[3 * r];
     return arena_printf(I->a, "role %d (%s)", r, k >= 0 && k < ROLE_COUNT ? role_names[k] : "?");
 }
@@ -184,7 +188,9 @@ static int mbar_settle(Interp *I, MBar *m, int64_t slot, Loc loc)
     return RUN_OK;
 }
 
-static int mbar_arrive(Interp *I, const Op *op, MBar *m, int64_t slot)
+/* An arrival of the running role; extra (may be NULL): a clock the
+ * arrival publishes beside the role's own (a commit's lane). */
+static int mbar_arrive_with(Interp *I, const Op *op, MBar *m, int64_t slot, VClock *extra)
 {
     Sched *S = I->sched;
     if (m->pending == 0) {
@@ -196,8 +202,14 @@ static int mbar_arrive(Interp *I, const Op *op, MBar *m, int64_t slot)
     m->pending--;
     S->vc[S->cur].c[S->cur]++;
     sched_vc_join(&m->clock, &S->vc[S->cur]);
+    if (extra) {
+        extra->c[S->cur] = S->vc[S->cur].c[S->cur];
+        sched_vc_join(&m->clock, extra);
+    }
     return mbar_settle(I, m, slot, op->loc);
 }
+
+static int mbar_arrive(Interp *I, const Op *op, MBar *m, int64_t slot) { return mbar_arrive_with(I, op, m, slot, NULL); }
 
 static int exec_mbar(Interp *I, const Op *op)
 {
@@ -324,7 +336,7 @@ static int check_refill(Interp *I, const Op *op, Fill *fl, int64_t s)
         if (fl->reader[r] == READ_FLYING) {
             diag_error(I->d, op->loc, "tma_load refills slot %lld while a product of %s still reads it "
                        "(loaded at %d:%d; not yet retired by its dot_wait or a tc_commit)", (long long)s,
-                       sched_role_desc(I, r),
+                       sched_role_desc(I, r >= LANES ? r - LANES : r),
                        fl->read_loc[r].line, fl->read_loc[r].col);
             return 1;
         }
@@ -579,7 +591,9 @@ static int exec_tc_mma(Interp *I, const Op *op)
         const Slot *src = &I->slots[op->args[i]];
         if (!src->src_buf)
             continue;
-        fills(I, src->src_buf)[src->src_slot].reader[S->cur] = READ_FLYING;
+        Fill *fl = &fills(I, src->src_buf)[src->src_slot];
+        fl->reader[sched_lane(S->cur)] = READ_FLYING;
+        fl->read_loc[sched_lane(S->cur)] = op->loc;
         if (S->ntcread == S->captcread) {
             int cap = S->captcread ? 2 * S->captcread : 8;
             S->tcread = arena_grow(I->a, S->tcread, sizeof(TcRead), (size_t)S->ntcread, (size_t)cap);
@@ -600,7 +614,12 @@ static int exec_tc_commit(Interp *I, const Op *op)
     MBar *m = mbar_at(I, op, 0, &slot);
     if (!m)
         return RUN_ERR;
-    int64_t next = S->vc[r].c[r] + 1;   /* the clock entry the arrival publishes */
+    if (r == MAIN) {
+        diag_error(I->d, op->loc, "tc_commit outside the warp-specialized roles");
+        return RUN_ERR;
+    }
+    int lane = sched_lane(r);
+    int64_t next = ++S->commits[r];   /* the lane entry the arrival publishes */
     int keep = 0;
     for (int i = 0; i < S->ntcread; i++) {
         TcRead *rd = &S->tcread[i];
@@ -609,9 +628,9 @@ static int exec_tc_commit(Interp *I, const Op *op)
             continue;
         }
         Fill *fl = &fills(I, rd->buf)[rd->slot];
-        if (fl->reader[r] == READ_FLYING) {
-            fl->reader[r] = next;
-            fl->read_loc[r] = op->loc;
+        if (fl->reader[lane] == READ_FLYING) {
+            fl->reader[lane] = next;
+            fl->read_loc[lane] = op->loc;
         }
     }
     S->ntcread = keep;
@@ -626,7 +645,9 @@ static int exec_tc_commit(Interp *I, const Op *op)
             t->read_done = next;
         }
     }
-    return mbar_arrive(I, op, m, slot);
+    VClock pub = S->vc[r];   /* the arrival publishes the lane; the role itself does not learn it */
+    pub.c[lane] = next;
+    return mbar_arrive_with(I, op, m, slot, &pub);
 }
 
 static int exec_tmem_load(Interp *I, const Op *op)
@@ -646,7 +667,7 @@ static int exec_tmem_load(Interp *I, const Op *op)
                    "after that product", t->loc.line, t->loc.col);
         return RUN_ERR;
     }
-    else if (S->vc[S->cur].c[t->writer] < t->ready) {
+    else if (S->vc[S->cur].c[sched_lane(t->writer)] < t->ready) {
         diag_error(I->d, op->loc, "tmem_load by %s is not ordered after the tc_commit that completes the tc_mma at "
                    "%d:%d: no mbar_wait observed that commit's arrival", sched_role_desc(I, S->cur), t->loc.line,
                    t->loc.col);
@@ -664,13 +685,13 @@ static int exec_tmem_store(Interp *I, const Op *op)
         diag_internal(I->d, op->loc, "tmem_store into tensor memory the interpreter did not allocate");
         return RUN_ERR;
     }
-    if (t->writer >= 0 && (t->uncommitted || S->vc[S->cur].c[t->writer] < t->ready)) {
+    if (t->writer >= 0 && (t->uncommitted || S->vc[S->cur].c[sched_lane(t->writer)] < t->ready)) {
         diag_error(I->d, op->loc, "tmem_store by %s while the tc_mma at %d:%d may still write it: %s",
                    sched_role_desc(I, S->cur), t->loc.line, t->loc.col, t->uncommitted ?
                    "no tc_commit after that product" : "no mbar_wait observed the arrival of its tc_commit");
         return RUN_ERR;
     }
-    if (t->reader >= 0 && (t->read_open || S->vc[S->cur].c[t->reader] < t->read_done)) {
+    if (t->reader >= 0 && (t->read_open || S->vc[S->cur].c[sched_lane(t->reader)] < t->read_done)) {
         diag_error(I->d, op->loc, "tmem_store by %s while the tc_mma at %d:%d may still read it: %s",
                    sched_role_desc(I, S->cur), t->rloc.line, t->rloc.col, t->read_open ?
                    "no tc_commit after that product" : "no mbar_wait observed the arrival of its tc_commit");

@@ -7,7 +7,13 @@
 
 #include "interp_int.h"
 
-enum { NCLK = WS_MAXROLES + 1, MAIN = WS_MAXROLES, MAX_FRAMES = 64 };
+/* Clock entries: one per role, MAIN (the code outside ws), and one lane
+ * per role for the completions of its tcgen05 products (sched_lane): a
+ * TC_COMMIT's arrival publishes its lane, and a role learns it only by
+ * observing such an arrival (directly or through others), never from its
+ * own issue or a plain arrive after it. */
+enum { MAIN = WS_MAXROLES, LANES = WS_MAXROLES + 1, NCLK = 2 * WS_MAXROLES + 1, MAX_FRAMES = 64 };
+static inline int sched_lane(int r) { return LANES + r; }
 enum { RUN_OK = 0, RUN_ERR = 1, RUN_BLOCKED = 2 };
 enum { FILL_NONE = 0, FILL_FLYING, FILL_LANDED };
 #define READ_FLYING INT64_MAX
@@ -55,11 +61,11 @@ typedef struct Tmem {
     bool written;               /* by a product or a store */
     int writer;                 /* the role whose products wrote it last (-1: none since the last store) */
     bool uncommitted;           /* a product wrote it since that role's last TC_COMMIT */
-    int64_t ready;              /* the writer's clock entry its TC_COMMIT published */
+    int64_t ready;              /* the writer's lane entry its TC_COMMIT published */
     Loc loc;                    /* the last TC_MMA into it */
     int reader;                 /* the role whose products read it (an A operand) last, or -1 */
     bool read_open;             /* such a read since that role's last TC_COMMIT */
-    int64_t read_done;          /* the reader's clock entry that commit published */
+    int64_t read_done;          /* the reader's lane entry that commit published */
     Loc rloc;
     int toucher;                /* the role that loaded or stored it last, or -1 */
     bool stored;                /* that access was a TMEM_STORE */
@@ -116,6 +122,7 @@ struct Sched {
     int ntcread, captcread;
     ValId *tmems;               /* TMEM_ALLOC results */
     int ntmem, captmem;
+    int64_t commits[WS_MAXROLES];   /* per role: TC_COMMITs issued (its lane's clock) */
     uint64_t rng;
     int *ids;                   /* sched_completions' result */
     int capids;

@@ -656,9 +656,8 @@ START_TEST(chain_tc_matches_plain)
 END_TEST
 
 /* Each barrier of the tensor-memory handshake removed or misplaced: the
- * interpreter reports the race it opens (msg NULL: the interpreter cannot
- * see it, the hardware's commit being asynchronous) and the static checker
- * rejects it. */
+ * interpreter reports the race it opens and the static checker rejects
+ * it. */
 static const Bug ctc_bugs[] = {
     { "S read before its commit", "      mbar_wait %sf, %w, %wph\n", "",
       "tmem_load", NULL, "%sc = tmem_load", NULL,
@@ -676,8 +675,9 @@ static const Bug ctc_bugs[] = {
       "      tmem_store %to, %o\n",
       "is not ordered after the tmem_store", NULL, "tc_mma %tp", "tc_mma reads its A operand from tensor memory nothing wrote",
       "protocol: 'tmem_store': tensor memory: the tmem_store and the tc_mma reading it at" },
+    /* a plain arrive after the products' issue says nothing of their completion */
     { "O done by an arrive", "      tc_commit %od, %t\n", "      mbar_arrive %od, %t\n",
-      NULL, NULL, NULL, NULL,
+      "is not ordered after the tc_commit that completes the tc_mma at", NULL, "%acc = tmem_load", NULL,
       "protocol: 'tmem_load': tensor memory: the tmem_load and the tc_mma writing it at" },
 };
 
