@@ -43,7 +43,27 @@
 
 /* Ops evaluated before the count of a block-dependent kernel samples
  * blocks instead of walking them all, and before one block gives up. */
-enum { ROOF_BUDGET = 20000000, ROOF_BLOCK_LIMIT = 200000000 };
+enum { ROOF_BUDGET = 20000000, ROOF_BLOCK_LIMIT = 50000000 };
+
+/* Saturating at INT64_MAX: a grid of 2^31 x 2^31 x 2^31 blocks counts,
+ * wrongly large, but without overflow. */
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t sat_scale(int64_t a, double k)
+{
+    double x = (double)a * k + 0.5;
+    return x >= 9.2e18 ? INT64_MAX : (int64_t)x;
+}
 
 typedef struct RVal {
     int64_t v;
@@ -104,8 +124,8 @@ static int64_t tensor_bytes(const Roof *R, const Type *t)
 {
     int64_t n = 1;
     for (int d = 0; d < t->rank; d++)
-        n *= tensor_dim(R, t, d);
-    return bytes_of(n, (DType)t->dtype);
+        n = sat_mul(n, tensor_dim(R, t, d));
+    return n < INT64_MAX / 8 ? bytes_of(n, (DType)t->dtype) : INT64_MAX;
 }
 
 /* Bytes of the window of `tensor` at `offs` (op->list extents, iattr[0]
@@ -134,10 +154,10 @@ static void global_access(Roof *R, const Op *op, int tensor_arg, bool write, int
 {
     ValId tv = op->args[tensor_arg];
     int64_t b = window_bytes(R, op, tv, op->args + tensor_arg + 1);
-    *count += b;
+    *count = sat_add(*count, b);
     int p = param_index(R->f, tv);
     if (p >= 0)
-        (write ? R->twrite : R->tread)[p] += b;
+        (write ? R->twrite : R->tread)[p] = sat_add((write ? R->twrite : R->tread)[p], b);
 }
 
 static int64_t numel_of(const Func *f, ValId v) { return type_numel(ir_type(f, v)); }
@@ -183,13 +203,15 @@ static void count_elem(Roof *R, const Op *op)
     R->c.elem += emu;
 }
 
-static void count_product(Roof *R, ValId a, ValId b)
+static void count_product(Roof *R, const Op *op, ValId a, ValId b)
 {
     const Type *ta = ir_type(R->f, a), *tb = ir_type(R->f, b);
     if (ta->rank < 2 || tb->rank < 2)
         return;
     int64_t m = ta->shape[ta->rank - 2], k = ta->shape[ta->rank - 1], n = tb->shape[tb->rank - 1];
     R->c.tc_flops += 2 * m * n * k;
+    if (op->code == OP_DOT && op->iattr[0] != MMA_WGMMA && op->iattr[0] != MMA_TCGEN05)
+        R->c.sync_flops += 2 * m * n * k;
 }
 
 static void exec_block(Roof *R, const Block *b);
@@ -331,7 +353,7 @@ static void exec_op(Roof *R, const Op *op)
     case OP_DOT:
     case OP_DOT_ASYNC:
     case OP_TC_MMA:
-        count_product(R, op->args[0], op->args[1]);
+        count_product(R, op, op->args[0], op->args[1]);
         return;
     case OP_LOAD:
         global_access(R, op, 0, false, &R->c.load_bytes);
@@ -388,19 +410,20 @@ static void walk_block(Roof *R, int64_t lin)
 {
     R->block[0] = lin % R->grid[0];
     R->block[1] = lin / R->grid[0] % R->grid[1];
-    R->block[2] = lin / (R->grid[0] * R->grid[1]);
+    R->block[2] = lin / sat_mul(R->grid[0], R->grid[1]);
     exec_block(R, &R->f->body);
 }
 
 static void add_counts(RoofCounts *to, const RoofCounts *from, int64_t times)
 {
-    to->tc_flops += from->tc_flops * times;
-    to->mufu += from->mufu * times;
-    to->elem += from->elem * times;
-    to->load_bytes += from->load_bytes * times;
-    to->store_bytes += from->store_bytes * times;
-    to->atomic_bytes += from->atomic_bytes * times;
-    to->smem_bytes += from->smem_bytes * times;
+    to->tc_flops = sat_add(to->tc_flops, sat_mul(from->tc_flops, times));
+    to->sync_flops = sat_add(to->sync_flops, sat_mul(from->sync_flops, times));
+    to->mufu = sat_add(to->mufu, sat_mul(from->mufu, times));
+    to->elem = sat_add(to->elem, sat_mul(from->elem, times));
+    to->load_bytes = sat_add(to->load_bytes, sat_mul(from->load_bytes, times));
+    to->store_bytes = sat_add(to->store_bytes, sat_mul(from->store_bytes, times));
+    to->atomic_bytes = sat_add(to->atomic_bytes, sat_mul(from->atomic_bytes, times));
+    to->smem_bytes = sat_add(to->smem_bytes, sat_mul(from->smem_bytes, times));
     to->block_dependent |= from->block_dependent;
     to->bounded |= from->bounded;
 }
@@ -439,7 +462,7 @@ int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts 
         }
         R.grid[i] = out->grid[i] = g.v;
     }
-    out->blocks = R.grid[0] * R.grid[1] * R.grid[2];
+    out->blocks = sat_mul(sat_mul(R.grid[0], R.grid[1]), R.grid[2]);
     if (out->blocks == 0)
         return 0;
     memset(&R.c, 0, sizeof R.c);
@@ -471,18 +494,18 @@ int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts 
     out->sampled = R.c.block_dependent || first.block_dependent ? nwalk : 1;
     if (first.block_dependent && nwalk < out->blocks) {   /* a sample: scale to the grid */
         double k = (double)out->blocks / (double)nwalk;
-        int64_t *fields[] = { &out->tc_flops, &out->mufu, &out->elem, &out->load_bytes, &out->store_bytes,
+        int64_t *fields[] = { &out->tc_flops, &out->sync_flops, &out->mufu, &out->elem, &out->load_bytes, &out->store_bytes,
                               &out->atomic_bytes, &out->smem_bytes };
         for (size_t i = 0; i < TC_COUNTOF(fields); i++)
-            *fields[i] = (int64_t)((double)*fields[i] * k + 0.5);
+            *fields[i] = sat_scale(*fields[i], k);
         for (int p = 0; p < f->nparams; p++) {
-            R.tread[p] = (int64_t)((double)R.tread[p] * k + 0.5);
-            R.twrite[p] = (int64_t)((double)R.twrite[p] * k + 0.5);
+            R.tread[p] = sat_scale(R.tread[p], k);
+            R.twrite[p] = sat_scale(R.twrite[p], k);
         }
     } else if (!first.block_dependent) {
         for (int p = 0; p < f->nparams; p++) {
-            R.tread[p] *= out->blocks;
-            R.twrite[p] *= out->blocks;
+            R.tread[p] = sat_mul(R.tread[p], out->blocks);
+            R.twrite[p] = sat_mul(R.twrite[p], out->blocks);
         }
     }
     for (int p = 0; p < f->nparams; p++) {
@@ -490,7 +513,8 @@ int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts 
         if (t->kind != TY_TENSOR)
             continue;
         int64_t size = tensor_bytes(&R, t);
-        out->dram_bytes += (R.tread[p] < size ? R.tread[p] : size) + (R.twrite[p] < size ? R.twrite[p] : size);
+        out->dram_bytes = sat_add(out->dram_bytes, sat_add(R.tread[p] < size ? R.tread[p] : size,
+                                                           R.twrite[p] < size ? R.twrite[p] : size));
     }
     return 0;
 }
@@ -591,7 +615,11 @@ static void put_kernel(Arena *a, StrBuf *out, const Func *f, const PassDims *dim
         sb_puts(out, "; a branch or trip count depends on data (then arm, one trip counted)");
     sb_putc(out, '\n');
     sb_printf(out, "  tensor cores: %lld FLOP (", (long long)c.tc_flops);
-    put_si(out, (double)c.tc_flops, "FLOP)\n");
+    put_si(out, (double)c.tc_flops, "FLOP)");
+    if (c.sync_flops > 0 && (t->mma & (TC_MMA_WGMMA | TC_MMA_TCGEN05)))
+        sb_printf(out, "; %lld of them on mma.sync, which runs below the peak counted here",
+                  (long long)c.sync_flops);
+    sb_putc(out, '\n');
     sb_printf(out, "  MUFU: %lld ops; other elementwise: %lld ops\n", (long long)c.mufu, (long long)c.elem);
     int64_t acc = c.load_bytes + c.store_bytes + c.atomic_bytes;
     sb_printf(out, "  global memory: %lld B accessed (loads %lld B, stores %lld B, atomics %lld B); DRAM %lld B (",
@@ -601,7 +629,8 @@ static void put_kernel(Arena *a, StrBuf *out, const Func *f, const PassDims *dim
     sb_printf(out, "  shared memory: %lld B\n", (long long)c.smem_bytes);
     double ops = (double)(c.tc_flops + c.mufu + c.elem);
     if (c.dram_bytes > 0 && acc > 0)
-        sb_printf(out, "  intensity: %.2f FLOP/B of DRAM, %.2f FLOP/B of accesses (all FLOPs: tensor-core, MUFU and elementwise)\n",
+        sb_printf(out, "  intensity: %.2f FLOP/B of DRAM, %.2f FLOP/B of accesses"
+                       " (all FLOPs: tensor-core, MUFU and elementwise)\n",
                   ops / (double)c.dram_bytes, ops / (double)acc);
     RoofTimes r = tc_roofline_times(&c, t, sms);
     sb_printf(out, "  peaks: %s, %d SMs%s, %d MHz, %d GB/s, %d FLOP/clk/SM, %d MUFU/clk/SM, %d B/clk/SM shared\n",

@@ -18,6 +18,7 @@ typedef struct RoofCounts {
     int64_t grid[3];          /* blocks per axis */
     int64_t blocks;           /* grid[0] * grid[1] * grid[2] */
     int64_t tc_flops;         /* 2 M N K per dot / dot_async / tc_mma, times its trips */
+    int64_t sync_flops;       /* the part of tc_flops on warp-level mma.sync (or not chosen) */
     int64_t mufu;             /* exp, exp2 (less its FMA-emulated elements), log, log2, sqrt, rsqrt,
                                  tanh, sin, cos: 1 an element; sigmoid, pow: 2; f32 division: 1 (rcp) */
     int64_t elem;             /* other float elementwise ops and reductions: 1 an element (informational) */
