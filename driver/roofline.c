@@ -473,11 +473,29 @@ int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts 
     }
     int64_t per = R.c.visited > 0 ? R.c.visited : 1;
     int64_t nwalk = 1, times = out->blocks;
-    if (R.c.block_dependent) {
+    RoofCounts first = R.c;
+    if (first.block_dependent && out->blocks > 1) {
+        /* the last block too (a causal loop's longest), for the cost of a walk;
+         * its counts are walked again below */
+        int64_t *tr = R.tread, *tw = R.twrite;
+        R.tread = arena_alloc(a, sizeof(int64_t) * (size_t)(f->nparams + 1));
+        R.twrite = arena_alloc(a, sizeof(int64_t) * (size_t)(f->nparams + 1));
+        memset(&R.c, 0, sizeof R.c);
+        R.limit = ROOF_BLOCK_LIMIT;
+        walk_block(&R, out->blocks - 1);
+        R.tread = tr;
+        R.twrite = tw;
+        if (R.over) {
+            *missing = "one block runs more ops than the count walks (loops too long)";
+            return -2;
+        }
+        if (R.c.visited > per)
+            per = R.c.visited;
+    }
+    if (first.block_dependent) {
         nwalk = out->blocks <= ROOF_BUDGET / per ? out->blocks : (ROOF_BUDGET / per > 0 ? ROOF_BUDGET / per : 1);
         times = 1;
     }
-    RoofCounts first = R.c;
     add_counts(out, &first, times);
     out->visited = first.visited;
     for (int64_t s = 1; s < nwalk; s++) {
@@ -494,8 +512,8 @@ int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts 
     out->sampled = R.c.block_dependent || first.block_dependent ? nwalk : 1;
     if (first.block_dependent && nwalk < out->blocks) {   /* a sample: scale to the grid */
         double k = (double)out->blocks / (double)nwalk;
-        int64_t *fields[] = { &out->tc_flops, &out->sync_flops, &out->mufu, &out->elem, &out->load_bytes, &out->store_bytes,
-                              &out->atomic_bytes, &out->smem_bytes };
+        int64_t *fields[] = { &out->tc_flops, &out->sync_flops, &out->mufu, &out->elem, &out->load_bytes,
+                              &out->store_bytes, &out->atomic_bytes, &out->smem_bytes };
         for (size_t i = 0; i < TC_COUNTOF(fields); i++)
             *fields[i] = sat_scale(*fields[i], k);
         for (int p = 0; p < f->nparams; p++) {

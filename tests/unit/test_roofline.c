@@ -267,6 +267,29 @@ START_TEST(attention_causal)
 }
 END_TEST
 
+/* Past the budget of evaluated ops a block-dependent count walks an even
+ * sample of blocks (the longest block's walk sets its size) and scales
+ * it: causal attention over 32768 queries and keys. */
+START_TEST(attention_causal_sampled)
+{
+    Compiled c = compile("attention", "sm_90a", "Z=1,H=16,HK=16,N=32768,NK=32768", "BM=128,BN=64,CAUSAL=true");
+    RoofCounts rc = count(&c);
+    AttnWant w = attention_by_hand(1, 16, 16, 32768, 32768, true, 0);
+    ck_assert_int_eq(rc.blocks, 256 * 16);
+    ck_assert(rc.block_dependent);
+    ck_assert_int_lt(rc.sampled, rc.blocks);
+    ck_assert_int_gt(rc.sampled, 16);
+    double err = (double)rc.tc_flops / (double)w.flops - 1.0;
+    ck_assert_msg(err < 0.02 && err > -0.02, "sampled FLOPs off by %.3f%%", err * 100);
+    ck_assert_int_eq(rc.dram_bytes, w.dram);   /* every tensor still read at least once */
+    StrBuf sb = { 0 };
+    tc_report_roofline(c.r->arena, &sb, c.r->module, &c.dims, tc_target("sm_90a"), 0);
+    ck_assert_ptr_nonnull(strstr(sb.buf, "; estimated from "));
+    sb_free(&sb);
+    tilec_result_free(c.r);
+}
+END_TEST
+
 /* ---- what is missing, and the text ---- */
 
 START_TEST(missing_dims_and_text)
@@ -327,6 +350,7 @@ int main(void)
     tcase_add_test(tc, softmax);
     tcase_add_test(tc, attention_noncausal);
     tcase_add_test(tc, attention_causal);
+    tcase_add_test(tc, attention_causal_sampled);
     tcase_add_test(tc, missing_dims_and_text);
     tcase_add_test(tc, target_peaks);
     suite_add_tcase(s, tc);
