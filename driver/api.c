@@ -30,6 +30,7 @@
 #include "lib/version.h"
 #include "report.h"
 #include "result.h"
+#include "roofline.h"
 #include "target/target.h"
 
 /* One compilation: the result being filled plus the scratch buffers. */
@@ -41,6 +42,7 @@ typedef struct Job {
     PassOptions popts;
     PassDims dims;
     StrBuf dump, timing, remarks, cgreport;
+    StrBuf roofline;        /* the report's roofline, counted on the IR after the passes */
     TcClock t_start;
     bool ptxas_ran;         /* ptxas_run holds the check of tilec_options.ptxas */
     PtxasRun ptxas_run;
@@ -577,6 +579,11 @@ static void finish_outputs(Job *j)
         sb_putc(&rep, '\n');
         report_section(&rep, "resources", &res);
         sb_free(&res);
+        sb_puts(&rep, "\n== roofline ==\n");
+        if (j->roofline.len)
+            sb_putn(&rep, j->roofline.buf, j->roofline.len);
+        else
+            sb_puts(&rep, "no kernels counted (the roofline is counted on Tile IR after the passes)\n");
         set_text(j, TILEC_OUT_REPORT, &rep);
         sb_free(&rep);
     }
@@ -657,6 +664,8 @@ static void run_job(Job *j, const char *src, size_t len)
         return;
     if (!middle_end(j, m))
         return;
+    if (j->o.report)   /* before the code generator: the IR the passes left */
+        tc_report_roofline(j->r->arena, &j->roofline, m, &j->dims, j->target, j->popts.sms);
     if (j->o.keep_ir)
         j->r->module = m;   /* lives in the result's arena: tilec_interpret runs it */
     if (j->o.emit == TILEC_EMIT_TIR) {
@@ -734,6 +743,7 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     sb_free(&j.timing);
     sb_free(&j.remarks);
     sb_free(&j.cgreport);
+    sb_free(&j.roofline);
     tc_result_finish_diags(r);
     if (cacheable && r->status == TILEC_OK)
         cache_store(r, &key, &j.o);

@@ -42,6 +42,19 @@ typedef struct TargetLimits {
     int simt_warps;            /* most warps the SIMT path gives a block */
 } TargetLimits;
 
+/* Peak rates of one reference device of the arch (TargetInfo.peak), for
+ * the report's roofline (driver/roofline.c): predictions, not
+ * measurements. Sources per row in targets.c. The SM count is overridden
+ * by the pass option target.sms; nothing else changes them. */
+typedef struct TargetPeaks {
+    const char *device;        /* the reference device: "H200 SXM" */
+    int sms;                   /* its SM count */
+    int clock_mhz;             /* its boost clock, MHz */
+    int mem_gbs;               /* its DRAM bandwidth, GB/s (10^9 bytes a second) */
+    int mufu_clk;              /* MUFU (ex2, lg2, rcp, rsqrt, sin, cos, tanh) results per SM per clock */
+    int smem_bytes_clk;        /* shared memory bytes per SM per clock */
+} TargetPeaks;
+
 typedef struct TargetInfo {
     const char *name;          /* resolved arch as the user sees it: "sm_90a" */
     const char *llvm_cpu;      /* LLVM NVPTX CPU */
@@ -62,6 +75,7 @@ typedef struct TargetInfo {
     bool red_vec;              /* red.global.add.v2/v4.f32 (sm_90 on, with PTX ISA 8.1 on: not the
                                   PTX 8.0 of the sm_90 rows) */
     TargetLimits lim;
+    TargetPeaks peak;          /* the reference device's peak rates: the report's roofline */
 } TargetInfo;
 
 /* The row of a resolved arch ("sm_90a"), or NULL. */

@@ -26,6 +26,34 @@
 #define HOPPER_LIMITS { .regs_per_sm = 65536, .threads_per_sm = 2048, .blocks_per_sm = 32, \
                         .smem_per_sm = 228 * KB, .smem_per_block = 227 * KB, BLOCK_COMMON }
 
+/* Peak rates of each row's reference device (TargetPeaks), read by the
+ * report's roofline alone. SMs, boost clock and DRAM bandwidth from
+ * NVIDIA's datasheets and architecture whitepapers:
+ *   A100 SXM4 80 GB (sm_80): 108 SMs, 1410 MHz, 2039 GB/s (A100 datasheet,
+ *     Ampere GA100 whitepaper);
+ *   RTX 3090 (sm_86): 82 SMs, 1695 MHz, 936 GB/s (GA102 whitepaper);
+ *   RTX 4090 (sm_89): 128 SMs, 2520 MHz, 1008 GB/s (Ada AD102 whitepaper);
+ *   H200 SXM (sm_90, sm_90a): 132 SMs, 1980 MHz (the maximum SM clock
+ *     nvidia-smi reports on the H200 of bench/RESULTS.md, the same as the
+ *     H100 SXM's), 4800 GB/s (H200 datasheet; an H100 SXM has 3350 GB/s);
+ *   B200 (sm_100a, sm_100f): 148 SMs, 8000 GB/s (HGX B200 datasheet);
+ *     1856 MHz, the clock at which 148 SMs at mma_flops_clk 8192 give the
+ *     datasheet's 2.25 PFLOP/s dense bf16 (NVIDIA publishes no boost clock);
+ *   RTX 5090 (sm_120): 170 SMs, 2407 MHz, 1792 GB/s (Blackwell GB202
+ *     whitepaper).
+ * MUFU: 16 results per SM per clock for ex2, lg2, rcp, rsqrt, sin, cos on
+ * every arch here (CUDA C++ Programming Guide, "Arithmetic Instructions"
+ * throughput table); shared memory: 32 banks of 4 bytes, 128 bytes per SM
+ * per clock. */
+#define PEAK(dev, n, mhz, gbs) { .device = dev, .sms = n, .clock_mhz = mhz, .mem_gbs = gbs, .mufu_clk = 16, \
+                                 .smem_bytes_clk = 128 }
+#define A100_PEAK PEAK("A100 SXM4 80GB", 108, 1410, 2039)
+#define RTX3090_PEAK PEAK("RTX 3090", 82, 1695, 936)
+#define RTX4090_PEAK PEAK("RTX 4090", 128, 2520, 1008)
+#define H200_PEAK PEAK("H200 SXM", 132, 1980, 4800)
+#define B200_PEAK PEAK("B200", 148, 1856, 8000)
+#define RTX5090_PEAK PEAK("RTX 5090", 170, 2407, 1792)
+
 /* mma_flops_clk: dense bf16 tensor-core FLOPs per SM per clock with f32
  * accumulation (NVIDIA's peak figures over SMs x boost clock: A100 312
  * TFLOP/s, RTX 3090 / 4090 / L40 / RTX 5090 at half rate with f32
@@ -34,27 +62,35 @@
  * (the usage message and listings follow this order). */
 static const TargetInfo targets[] = {
     { .name = "sm_80", .mma_flops_clk = 2048, .llvm_cpu = "sm_80", .llvm_features = "+ptx80", .sm = 80, .family = TF_SM80,
-      .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = A100_LIMITS },
+      .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = A100_LIMITS,
+      .peak = A100_PEAK },
     { .name = "sm_86", .mma_flops_clk = 512, .llvm_cpu = "sm_86", .llvm_features = "+ptx80", .sm = 86, .family = TF_SM80,
-      .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = AMPERE_LIMITS },
+      .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = AMPERE_LIMITS,
+      .peak = RTX3090_PEAK },
     { .name = "sm_89", .mma_flops_clk = 512, .llvm_cpu = "sm_89", .llvm_features = "+ptx80", .sm = 89, .family = TF_SM80,
-      .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = ADA_LIMITS },
+      .mma = TC_MMA_SYNC, .cp_async = true, .named_barriers = 16, .lim = ADA_LIMITS,
+      .peak = RTX4090_PEAK },
     { .name = "sm_90", .mma_flops_clk = 4096, .llvm_cpu = "sm_90", .llvm_features = "+ptx80", .sm = 90, .family = TF_SM80,
       .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16,
-      .lim = HOPPER_LIMITS },
+      .lim = HOPPER_LIMITS,
+      .peak = H200_PEAK },
     { .name = "sm_90a", .mma_flops_clk = 4096, .llvm_cpu = "sm_90a", .llvm_features = "+ptx80", .sm = 90, .arch_specific = true,
       .family = TF_SM90, .mma = TC_MMA_SYNC | TC_MMA_WGMMA, .cp_async = true, .tma = true, .clusters = true,
-      .setmaxnreg = true, .named_barriers = 16, .lim = HOPPER_LIMITS },
+      .setmaxnreg = true, .named_barriers = 16, .lim = HOPPER_LIMITS,
+      .peak = H200_PEAK },
     { .name = "sm_100a", .mma_flops_clk = 8192, .llvm_cpu = "sm_100a", .llvm_features = "+ptx86", .sm = 100, .arch_specific = true,
       .family = TF_SM100, .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
-      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS },
+      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS,
+      .peak = B200_PEAK },
     { .name = "sm_100f", .mma_flops_clk = 8192, .llvm_cpu = "sm_100f", .llvm_features = "+ptx88", .sm = 100, .family = TF_SM100,
       .mma = TC_MMA_SYNC | TC_MMA_TCGEN05, .cp_async = true, .tma = true, .clusters = true,
-      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS },
+      .setmaxnreg = true, .tmem = true, .named_barriers = 16, .red_vec = true, .lim = HOPPER_LIMITS,
+      .peak = B200_PEAK },
     /* RTX 50, RTX PRO 6000: mma.sync (no wgmma, no tcgen05), TMA and clusters. */
     { .name = "sm_120", .mma_flops_clk = 512, .llvm_cpu = "sm_120", .llvm_features = "+ptx87", .sm = 120, .family = TF_SM80,
       .mma = TC_MMA_SYNC, .cp_async = true, .tma = true, .clusters = true, .named_barriers = 16, .red_vec = true,
-      .lim = BLACKWELL_RTX_LIMITS },
+      .lim = BLACKWELL_RTX_LIMITS,
+      .peak = RTX5090_PEAK },
 };
 
 #define NTARGETS ((int)(sizeof targets / sizeof targets[0]))

@@ -457,6 +457,12 @@ def test_attention_variants(have_cc):
     src = os.path.join(ROOT, "examples", "attention.tile")
     rep = tilec.compile(src, arch="sm_86", report=True, dims={"N": 2048, "NK": 2048}, D=128, CAUSAL=True).report
     check("the report says what the compiler chose and why", "tiles: @attention" in rep and "longest" in rep, rep)
+    check("the roofline names the dims it lacks",
+          "kernel attention (sm_86): dims missing: Z, H, HK (give them with --dim" in rep, rep)
+    rep = tilec.compile(src, arch="sm_86", report=True, dims={"Z": 1, "H": 8, "HK": 8, "N": 2048, "NK": 2048},
+                        D=128, CAUSAL=True).report
+    check("the report predicts the roofline (causal: summed over every block)",
+          "kernel attention (sm_86), predicted" in rep and "summed over all" in rep and "bound: " in rep, rep)
 
 
 def main():
