@@ -307,13 +307,25 @@ static LLVMValueRef tmem_row(Cg *cg, Op *op, ValId t, int64_t *cols)
     return LLVMBuildAdd(cg->b, LLVMBuildAdd(cg->b, base, lanes, ""), col0, "");
 }
 
-/* Pieces of 32 columns, the last ones halved as they fit. */
-static int tmem_piece(int64_t left)
+/* The thread's n 32-bit columns from row's in pieces of 32 (the last ones
+ * halved as they fit): loaded into v, or stored from it; then the wait. */
+static void tmem_columns(Cg *cg, LLVMValueRef row, int64_t n, LLVMValueRef *v, bool store)
 {
-    int piece = LD_COLS;
-    while (piece > left)
-        piece /= 2;
-    return piece;
+    for (int64_t c = 0; c < n;) {
+        int piece = LD_COLS;
+        while (piece > n - c)
+            piece /= 2;
+        LLVMValueRef at = LLVMBuildAdd(cg->b, row, cg_i32(cg, c), "");
+        if (store)
+            cg->tg->tmem_st(cg, at, piece, &v[c]);
+        else
+            cg->tg->tmem_ld(cg, at, piece, &v[c]);
+        c += piece;
+    }
+    if (store)
+        cg->tg->tmem_wait_st(cg);
+    else
+        cg->tg->tmem_wait_ld(cg);
 }
 
 static int lower_tmem_load(Cg *cg, Op *op)
@@ -329,12 +341,7 @@ static int lower_tmem_load(Cg *cg, Op *op)
         return 1;
     const Layout *L = cg_layout_dup(cg, layout_tmem_rows(m, n, cg->nwarps));
     LLVMValueRef *r = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
-    for (int64_t c = 0; c < n;) {
-        int piece = tmem_piece(n - c);
-        cg->tg->tmem_ld(cg, LLVMBuildAdd(cg->b, row, cg_i32(cg, c), ""), piece, &r[c]);
-        c += piece;
-    }
-    cg->tg->tmem_wait_ld(cg);
+    tmem_columns(cg, row, n, r, false);
     cg->tg->tc_fence(cg, false);   /* the reads before the arrival that lets a product overwrite them */
     for (int64_t i = 0; i < n; i++)
         r[i] = LLVMBuildBitCast(cg->b, r[i], cg->t_f32, "");
@@ -373,12 +380,7 @@ static int lower_tmem_store(Cg *cg, Op *op)
         p = LLVMBuildInsertElement(cg->b, p, v[2 * c + 1], cg_i32(cg, 1), "");
         w[c] = LLVMBuildBitCast(cg->b, p, cg->t_i32, "");
     }
-    for (int64_t c = 0; c < cols;) {
-        int piece = tmem_piece(cols - c);
-        cg->tg->tmem_st(cg, LLVMBuildAdd(cg->b, row, cg_i32(cg, c), ""), piece, &w[c]);
-        c += piece;
-    }
-    cg->tg->tmem_wait_st(cg);
+    tmem_columns(cg, row, cols, w, true);
     cg->tg->tc_fence(cg, false);   /* the writes before the arrival that lets a product read them */
     if (cg->report)
         sb_printf(cg->report, "  tmem_store at %d:%d: %lld x %lld %s, a row a thread (tcgen05.st.32x32b, %lld "

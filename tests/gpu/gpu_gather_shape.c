@@ -26,10 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpu_util.h"
-#ifdef TILEC_INTERP
-#include "tilec.h"
-#endif
+#include "gpu_harness.h"
 
 static const char gs_src[] =
     "kernel shapes(X: global f32[M, 64], S: global f32[M, 32], C: global f32[M, 64], R: global f32[M, 64],\n"
@@ -65,11 +62,6 @@ static const char gs_src[] =
     "}\n";
 
 /* The modules: this file's kernels and examples/gather_rows.tile. */
-typedef struct ModSpec {
-    const char *name;     /* DIR/ARCH/<name>.ptx */
-    const char *example;  /* examples/<example>.tile, or NULL: gs_src */
-    const char *defs;     /* -D options */
-} ModSpec;
 
 static const ModSpec specs[] = {
     { "gather_shape", NULL, "" },
@@ -77,168 +69,12 @@ static const ModSpec specs[] = {
 };
 enum { NMOD = sizeof specs / sizeof specs[0] };
 
-/* ---- running a kernel on host arrays: GPU or interpreter ---- */
-
-enum { GUARD = 64, MAXARGS = 12 };
-
-typedef struct HostT {
-    const char *dt;        /* "f32", "bf16", "i32", "i64", "u32" */
-    int rank;
-    int64_t shape[2];
-    unsigned char *data;   /* numel elements; outputs start poisoned (0xff) */
-} HostT;
-
-typedef struct Arg {
-    HostT *t;              /* a tensor, or NULL: the scalar i */
-    int64_t i;
-    double f;
-    bool isf;
-} Arg;
-
-typedef struct Mod {
-    tilert_module *rt;
-#ifdef TILEC_INTERP
-    tilec_result *ir;
-#endif
-} Mod;
-
-static bool interp_mode;
-
-static size_t esize(const char *dt)
-{
-    return strcmp(dt, "bf16") == 0 || strcmp(dt, "f16") == 0 ? 2 : strcmp(dt, "i64") == 0 ? 8 : 4;
-}
-static size_t numel(const HostT *t) { return (size_t)(t->rank == 1 ? t->shape[0] : t->shape[0] * t->shape[1]); }
-
-static HostT host_t(const char *dt, int rank, int64_t m, int64_t n)
-{
-    HostT t = { dt, rank, { m, n }, NULL };
-    t.data = gpu_calloc(numel(&t) + 1, esize(dt));
-    memset(t.data, 0xff, (numel(&t) + 1) * esize(dt));
-    return t;
-}
-
-static DLDataType dl_of(const char *dt)
-{
-    DLDataType d = { kDLFloat, 32, 1 };
-    if (!strcmp(dt, "bf16"))
-        d.code = kDLBfloat, d.bits = 16;
-    else if (!strcmp(dt, "i32"))
-        d.code = kDLInt;
-    else if (!strcmp(dt, "i64"))
-        d.code = kDLInt, d.bits = 64;
-    else if (!strcmp(dt, "u32"))
-        d.code = kDLUInt;
-    return d;
-}
-
-/* Runs kernel k of m on the arguments; tensors come back into their host
- * arrays. False (printed) when the launch fails or a guard zone was written. */
-static bool run_kernel(Mod *m, const char *k, Arg *a, int n, const char *label)
-{
-    if (n > MAXARGS) {
-        printf("%s: %d arguments (at most %d)\n", label, n, MAXARGS);
-        return false;
-    }
-#ifdef TILEC_INTERP
-    if (interp_mode) {
-        tilec_arg ta[MAXARGS];
-        memset(ta, 0, sizeof ta);
-        for (int i = 0; i < n; i++) {
-            if (a[i].t) {
-                ta[i].data = a[i].t->data;
-                ta[i].rank = a[i].t->rank;
-                ta[i].shape = a[i].t->shape;
-                ta[i].dtype = a[i].t->dt;
-            } else {
-                ta[i].i = a[i].i;
-                ta[i].f = a[i].f;
-            }
-        }
-        tilec_result *out = NULL;
-        tilec_status st = tilec_interpret(m->ir, k, ta, (size_t)n, &out);
-        if (st != TILEC_OK)
-            printf("%s: the interpreter failed: %s\n", label, out ? tilec_result_diag_text(out) : "?");
-        tilec_result_free(out);
-        return st == TILEC_OK;
-    }
-#endif
-    tilert_kernel *kern = NULL;
-    if (tilert_module_get_kernel(m->rt, k, &kern) != TILERT_OK) {
-        printf("%s: no kernel %s\n", label, k);
-        return false;
-    }
-    tilert_arg ra[MAXARGS];
-    DLTensor dl[MAXARGS];
-    CUdeviceptr dev[MAXARGS] = { 0 };
-    unsigned char *stage[MAXARGS] = { NULL };
-    for (int i = 0; i < n; i++) {
-        if (!a[i].t) {
-            ra[i] = a[i].isf ? (tilert_arg){ TILERT_ARG_FLOAT, { .f = a[i].f } }
-                             : (tilert_arg){ TILERT_ARG_INT, { .i = a[i].i } };
-            continue;
-        }
-        size_t bytes = numel(a[i].t) * esize(a[i].t->dt), all = bytes + GUARD * 4;
-        stage[i] = gpu_calloc(all, 1);
-        memcpy(stage[i], a[i].t->data, bytes);
-        memset(stage[i] + bytes, 0xff, all - bytes);
-        GPU_CU(gpu_cu.MemAlloc(&dev[i], all));
-        GPU_CU(gpu_cu.HtoD(dev[i], stage[i], all));
-        memset(&dl[i], 0, sizeof dl[i]);
-        dl[i].data = (void *)(uintptr_t)dev[i];
-        dl[i].device.device_type = kDLCUDA;
-        dl[i].ndim = a[i].t->rank;
-        dl[i].dtype = dl_of(a[i].t->dt);
-        dl[i].shape = a[i].t->shape;
-        ra[i] = (tilert_arg){ TILERT_ARG_TENSOR, { .tensor = &dl[i] } };
-    }
-    GPU_RT(tilert_launch(kern, ra, (size_t)n, NULL));
-    GPU_CU(gpu_cu.CtxSynchronize());
-    bool ok = true;
-    for (int i = 0; i < n; i++) {
-        if (!a[i].t)
-            continue;
-        size_t bytes = numel(a[i].t) * esize(a[i].t->dt), all = bytes + GUARD * 4;
-        GPU_CU(gpu_cu.DtoH(stage[i], dev[i], all));
-        for (size_t b = bytes; b < all; b++)
-            if (stage[i][b] != 0xff) {
-                printf("%s: argument %d written past its end (byte %zu)\n", label, i, b - bytes);
-                ok = false;
-                break;
-            }
-        memcpy(a[i].t->data, stage[i], bytes);
-        GPU_CU(gpu_cu.MemFree(dev[i]));
-        free(stage[i]);
-    }
-    return ok;
-}
-
-static float f32_at(const HostT *t, size_t i)
-{
-    float v;
-    memcpy(&v, t->data + 4 * i, 4);
-    return v;
-}
 
 static double val_at(const HostT *t, size_t i)
 {
     if (esize(t->dt) == 2)
         return gpu_get(GPU_BF16, t->data, i);
     return f32_at(t, i);
-}
-
-static void set_f32(HostT *t, size_t i, float v)
-{
-    if (esize(t->dt) == 2)
-        gpu_set(GPU_BF16, t->data, i, v);
-    else
-        memcpy(t->data + 4 * i, &v, 4);
-}
-
-static void fill(HostT *t, float scale)
-{
-    for (size_t i = 0; i < numel(t); i++)
-        set_f32(t, i, gpu_frand(scale));
 }
 
 /* ---- the checks ---- */
@@ -411,123 +247,8 @@ static void run_all(Mod *mods, const char *arch)
     }
 }
 
-/* ---- modules ---- */
-
-static void source_path(const ModSpec *s, char *src, size_t len)
-{
-#if defined(TILEC_EXAMPLES) && defined(TILEC_WORK_DIR)
-    if (s->example) {
-        snprintf(src, len, "%s/%s.tile", TILEC_EXAMPLES, s->example);
-        return;
-    }
-    snprintf(src, len, "%s/gather_shape.tile", TILEC_WORK_DIR);
-    FILE *f = fopen(src, "w");
-    if (!f || fputs(gs_src, f) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "cannot write %s\n", src);
-        exit(1);
-    }
-#else
-    (void)s, (void)src, (void)len;
-    fprintf(stderr, "built without TILEC_EXAMPLES and TILEC_WORK_DIR\n");
-    exit(1);
-#endif
-}
-
-#ifdef TILEC_INTERP
-static int interp_main(void)
-{
-    Mod mods[NMOD];
-    printf("interpreter, seed %llu\n", (unsigned long long)gpu_seed());
-    for (int i = 0; i < NMOD; i++) {
-        char src[4096];
-        source_path(&specs[i], src, sizeof src);
-        tilec_options o;
-        tilec_options_init(&o);
-        o.keep_ir = 1;
-        const char *def = strchr(specs[i].defs, '=');
-        char name[32] = { 0 };
-        tilec_define d;
-        if (def) {   /* "-DNAME=VALUE" */
-            snprintf(name, sizeof name, "%.*s", (int)(def - specs[i].defs - 2), specs[i].defs + 2);
-            d.name = name;
-            d.value = def + 1;
-            o.defines = &d;
-            o.ndefines = 1;
-        }
-        if (tilec_compile_file(src, &o, &mods[i].ir) != TILEC_OK) {
-            printf("%s: %s\n", src, mods[i].ir ? tilec_result_diag_text(mods[i].ir) : "?");
-            return 1;
-        }
-        mods[i].rt = NULL;
-    }
-    interp_mode = true;
-    run_all(mods, "interp");
-    for (int i = 0; i < NMOD; i++)
-        tilec_result_free(mods[i].ir);
-    return gpu_summary();
-}
-#endif
-
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "--print-source") == 0) {
-        fputs(gs_src, stdout);
-        return 0;
-    }
-    if (argc == 2 && strcmp(argv[1], "--interp") == 0) {
-#ifdef TILEC_INTERP
-        return interp_main();
-#else
-        fprintf(stderr, "built without the compiler: no --interp\n");
-        return 1;
-#endif
-    }
-    const char *dir = argc == 2 ? argv[1] : NULL;
-    gpu_archs ga;
-    tilert_driver *drv = gpu_test_open(&ga);   /* exits 77 without a GPU */
-    bool ctx = false;
-    for (int ai = 0; ai < ga.n; ai++) {
-        Mod mods[NMOD];
-        bool have = true;
-        for (int i = 0; i < NMOD && have; i++) {
-            char ptx[4096], meta[4096];
-            if (dir) {
-                snprintf(ptx, sizeof ptx, "%s/%s/%s.ptx", dir, ga.list[ai], specs[i].name);
-                snprintf(meta, sizeof meta, "%s/%s/%s.meta", dir, ga.list[ai], specs[i].name);
-                FILE *f = fopen(ptx, "r");
-                have = f != NULL;
-                if (f)
-                    fclose(f);
-                else
-                    printf("== %s: no %s, not tested\n", ga.list[ai], ptx);
-            } else {
-#ifdef TILEC_EXE
-                char src[4096], cmd[16384];
-                source_path(&specs[i], src, sizeof src);
-                snprintf(ptx, sizeof ptx, "%s/%s_%s.ptx", TILEC_WORK_DIR, specs[i].name, ga.list[ai]);
-                snprintf(meta, sizeof meta, "%s/%s_%s.meta", TILEC_WORK_DIR, specs[i].name, ga.list[ai]);
-                snprintf(cmd, sizeof cmd, "'%s' '%s' -arch=%s %s -o '%s'", TILEC_EXE, src, ga.list[ai], specs[i].defs,
-                         ptx);
-                gpu_run_tilec(cmd);
-#else
-                fprintf(stderr, "built without TILEC_EXE\n");
-                return 1;
-#endif
-            }
-            if (have && !gpu_load_module(drv, ptx, meta, &mods[i].rt))
-                return 1;
-        }
-        if (!have)
-            continue;
-        if (!ctx) {
-            gpu_cuda_init();
-            ctx = true;
-        }
-        run_all(mods, ga.list[ai]);
-        for (int i = 0; i < NMOD; i++)
-            tilert_module_free(mods[i].rt);
-    }
-    GPU_RT(tilert_synchronize(drv));
-    tilert_driver_close(drv);
-    return gpu_summary();
+    static const Harness h = { gs_src, "gather_shape.tile", specs, NMOD, run_all };
+    return harness_main(&h, argc, argv);
 }
