@@ -732,6 +732,49 @@ static void attention_tc_case(const char *causal, const char *bm, const int64_t 
     free(src);
 }
 
+/* The example with the whole pipeline on sm_90a (wgmma roles) and on
+ * sm_100a (tcgen05 roles), the same tiles and inputs: O and LSE equal bit
+ * for bit, causal or not, for 0, 1, 2 and 7 trips. */
+START_TEST(attention_tc_matches_sm90)
+{
+    size_t len;
+    char *src = read_example("attention.tile", &len);
+    for (int c = 0; c < 2; c++)
+        for (size_t i = 0; i < TC_COUNTOF(attn_nks); i++) {
+            FeDefine defs[4] = { { "D", "16" }, { "BM", "128" }, { "BN", "16" }, { "CAUSAL", c ? "true" : "false" } };
+            int64_t Z = 1, H = 4, HK = 2, N = 70, NK = attn_nks[i];
+            memset(&g_dims, 0, sizeof g_dims);
+            Ten t[5];
+            attention_tensors(t, (int64_t[]){ Z, H, N, HK, NK, 16 }, 29 + (uint64_t)NK);
+            InterpArg scale = scalar_arg(0.25, 0);
+            static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
+            Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
+            unsigned char **ref = NULL;
+            static const char *const archs[2] = { "sm_90a", "sm_100a" };
+            for (int a = 0; a < 2; a++) {
+                Prog p;
+                prog_compile(&p, "attention.tile", src, len, defs, 4);
+                ck_assert_int_eq(run_passes(&p, NULL, archs[a]), 0);
+                const Op *ws = find_ws(p.f);
+                ck_assert_msg(ws != NULL, "%s: no roles", archs[a]);
+                ck_assert(has_op(p.f, a ? OP_TC_MMA : OP_DOT_ASYNC));
+                run_interp(&p, &r);
+                char what[96];
+                snprintf(what, sizeof what, "attention causal=%d NK=%lld: sm_100a against sm_90a", c, (long long)NK);
+                if (a)
+                    compare(&r, ref, what);
+                else
+                    ref = snapshot(&r);
+                arena_free(p.a);
+            }
+            free_snapshot(&r, ref);
+            for (int k = 0; k < 5; k++)
+                ten_free(&t[k]);
+        }
+    free(src);
+}
+END_TEST
+
 START_TEST(attention_tc) { attention_tc_case("false", "128", attn_nks, (int)TC_COUNTOF(attn_nks), "16", "16"); }
 END_TEST
 
@@ -898,6 +941,7 @@ static Suite *suite(void)
     tcase_add_test(roles, attention_roles_one_group);
     tcase_add_test(roles, attention_roles_d64);
     tcase_add_test(roles, attention_tc);
+    tcase_add_test(roles, attention_tc_matches_sm90);
     tcase_add_test(roles, attention_tc_causal);
     tcase_add_test(roles, attention_tc_two_groups);
     suite_add_tcase(s, roles);
