@@ -74,6 +74,17 @@
 
 /* ---- state ---- */
 
+/* Appends v to a growing list of values (rings, tensor memories). */
+static void val_push(Interp *I, ValId **list, int *n, int *cap, ValId v)
+{
+    if (*n == *cap) {
+        int c = *cap ? 2 * *cap : 8;
+        *list = arena_grow(I->a, *list, sizeof(ValId), (size_t)*n, (size_t)c);
+        *cap = c;
+    }
+    (*list)[(*n)++] = v;
+}
+
 static bool mark_tma(Func *f, Op *op, void *ctx)
 {
     (void)f;
@@ -157,12 +168,7 @@ static int exec_mbar_alloc(Interp *I, const Op *op)
     for (int64_t k = 0; k < n; k++)
         m[k].count = m[k].pending = op->iattr[0];
     I->slots[v].mbar = m;
-    if (S->nrings == S->caprings) {
-        int cap = S->caprings ? 2 * S->caprings : 8;
-        S->rings = arena_grow(I->a, S->rings, sizeof(ValId), (size_t)S->nrings, (size_t)cap);
-        S->caprings = cap;
-    }
-    S->rings[S->nrings++] = v;
+    val_push(I, &S->rings, &S->nrings, &S->caprings, v);
     return RUN_OK;
 }
 
@@ -519,12 +525,7 @@ static int exec_tmem_alloc(Interp *I, const Op *op)
     memset(t, 0, sizeof *t);
     t->writer = t->reader = t->toucher = -1;
     I->slots[v].tmem = t;
-    if (S->ntmem == S->captmem) {
-        int cap = S->captmem ? 2 * S->captmem : 4;
-        S->tmems = arena_grow(I->a, S->tmems, sizeof(ValId), (size_t)S->ntmem, (size_t)cap);
-        S->captmem = cap;
-    }
-    S->tmems[S->ntmem++] = v;
+    val_push(I, &S->tmems, &S->ntmem, &S->captmem, v);
     return RUN_OK;
 }
 

@@ -681,7 +681,7 @@ enum { TM_PRE = -1, TM_POST = -2, MAX_TM = 64 };
  * opposite parity); commit: the arrival is a TC_COMMIT. */
 typedef struct TmEdge { int a, q, b, p, off; bool commit; } TmEdge;
 
-typedef struct TmScan { const Checker *C; ValId tm; TmAcc acc[MAX_TM]; int n; int role, pos, at; } TmScan;
+typedef struct TmScan { ValId tm; TmAcc acc[MAX_TM]; int n; int role, pos, at; } TmScan;
 
 static bool tm_visit(Func *f, Op *op, void *ctx)
 {
@@ -822,7 +822,6 @@ static void check_tmem_in(Checker *C, int nroles, ValId tm)
 {
     TmScan s;
     memset(&s, 0, sizeof s);
-    s.C = C;
     s.tm = tm;
     for (int r = 0; r < nroles; r++) {
         const Block *rb = &C->ws->regions[r];

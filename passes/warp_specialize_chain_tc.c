@@ -148,7 +148,6 @@ const char *ws_chain_tc_roles(const PassCtx *ctx, WsLoop *W, Arena *a)
     const char *why = NULL;
     if (!pass_chain_tc_roles(ctx, st->shape[0], bn, d, &r, a, &why))
         return why;
-    W->tc = true;
     W->consumers = r.softmax;
     W->tmem_cols = r.tmem_cols;
     W->acc_regs = bn > d ? bn : d;

@@ -61,7 +61,6 @@ typedef struct WsLoop {
     WsOperand once;            /* the operand read from a 1-slot buffer filled once before the loop (Q) */
     ChainRoles roles;
     /* chained products on tcgen05 (warp_specialize_chain_tc.c) */
-    bool tc;
     int acc_at;                /* the loop-carried value the second product accumulates */
     int64_t tmem_cols;         /* S, P and O's columns */
 } WsLoop;
