@@ -68,4 +68,16 @@ static inline InterpArg kit_tensor1(void *data, int64_t n)
     return a;
 }
 
+/* A contiguous row-major [m, n] tensor argument at data. */
+static inline InterpArg kit_tensor2(void *data, int64_t m, int64_t n)
+{
+    InterpArg a = kit_tensor1(data, m * n);
+    a.rank = 2;
+    a.shape[0] = m;
+    a.shape[1] = n;
+    a.strides[0] = n;
+    a.strides[1] = 1;
+    return a;
+}
+
 #endif

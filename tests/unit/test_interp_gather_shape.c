@@ -20,17 +20,6 @@
 
 #include "kit_src.h"
 
-static InterpArg tensor2(void *data, int64_t m, int64_t n)
-{
-    InterpArg a = kit_tensor1(data, m * n);
-    a.rank = 2;
-    a.shape[0] = m;
-    a.shape[1] = n;
-    a.strides[0] = n;
-    a.strides[1] = 1;
-    return a;
-}
-
 static InterpArg tensor3(void *data, int64_t a0, int64_t a1, int64_t a2)
 {
     InterpArg a = kit_tensor1(data, a0 * a1 * a2);
@@ -93,8 +82,8 @@ START_TEST(slices_vs_reference)
             KitProg p;
             Func *f = build(&p, src, passes);
             memset(y0, 0, sizeof y0), memset(y1, 0, sizeof y1), memset(y3, 0, sizeof y3), memset(yi, 0, sizeof yi);
-            InterpArg args[7] = { tensor2(x, R, C), tensor2(xi, R, C), tensor2(y0, R, C), tensor2(y1, R, C),
-                                  kit_tensor1(y2, C), tensor2(y3, R, C), tensor2(yi, R, C) };
+            InterpArg args[7] = { kit_tensor2(x, R, C), kit_tensor2(xi, R, C), kit_tensor2(y0, R, C), kit_tensor2(y1, R, C),
+                                  kit_tensor1(y2, C), kit_tensor2(y3, R, C), kit_tensor2(yi, R, C) };
             kit_prog_run(&p, f, args, 7);
             for (int i = 0; i < R; i++)
                 for (int j = 0; j < C; j++) {
@@ -161,8 +150,8 @@ START_TEST(concat_vs_reference)
             memset(y, 0, sizeof y);
             InterpArg args[3];
             if (rank == 2) {
-                args[0] = tensor2(a, sa[0], sa[1]), args[1] = tensor2(b, sb[0], sb[1]);
-                args[2] = tensor2(y, sy[0], sy[1]);
+                args[0] = kit_tensor2(a, sa[0], sa[1]), args[1] = kit_tensor2(b, sb[0], sb[1]);
+                args[2] = kit_tensor2(y, sy[0], sy[1]);
             } else {
                 args[0] = tensor3(a, sa[0], sa[1], sa[2]), args[1] = tensor3(b, sb[0], sb[1], sb[2]);
                 args[2] = tensor3(y, sy[0], sy[1], sy[2]);
@@ -217,7 +206,7 @@ START_TEST(reshape_transpose_vs_reference)
         for (int passes = 0; passes < 2; passes++) {
             KitProg p;
             Func *f = build(&p, src, passes);
-            InterpArg args[5] = { kit_tensor1(x, 64), tensor2(xi, 8, 8), kit_tensor1(y, 64), tensor2(t, c, r),
+            InterpArg args[5] = { kit_tensor1(x, 64), kit_tensor2(xi, 8, 8), kit_tensor1(y, 64), kit_tensor2(t, c, r),
                                   kit_tensor1(yi, 64) };
             kit_prog_run(&p, f, args, 5);
             for (int i = 0; i < 64; i++) {
@@ -263,8 +252,8 @@ START_TEST(gathers_vs_reference)
         for (int passes = 0; passes < 2; passes++) {
             KitProg p;
             Func *f = build(&p, src, passes);
-            InterpArg args[7] = { tensor2(x, M, D), kit_tensor1(idx, R), kit_tensor1(idx64, R), tensor2(y, R, D),
-                                  tensor2(z, R, D), tensor2(yc, D, R), kit_tensor1(e, R) };
+            InterpArg args[7] = { kit_tensor2(x, M, D), kit_tensor1(idx, R), kit_tensor1(idx64, R), kit_tensor2(y, R, D),
+                                  kit_tensor2(z, R, D), kit_tensor2(yc, D, R), kit_tensor1(e, R) };
             kit_prog_run(&p, f, args, 7);
             for (int r = 0; r < R; r++) {
                 bool in = idx[r] >= 0 && idx[r] < M;
@@ -326,7 +315,7 @@ START_TEST(scatters_vs_reference)
             Func *f = build(&p, src, passes);
             static float y2[M * D], a2[M * D];
             memcpy(y2, y, sizeof y), memcpy(a2, acc, sizeof acc);
-            InterpArg args[4] = { tensor2(t, R, D), kit_tensor1(idx, R), tensor2(y2, M, D), tensor2(a2, M, D) };
+            InterpArg args[4] = { kit_tensor2(t, R, D), kit_tensor1(idx, R), kit_tensor2(y2, M, D), kit_tensor2(a2, M, D) };
             kit_prog_run(&p, f, args, 4);
             for (int i = 0; i < M * D; i++) {
                 ck_assert_msg(y2[i] == ref[i], "Y element %d", i);

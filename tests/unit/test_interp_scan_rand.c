@@ -23,17 +23,6 @@
 #include "ir/philox.h"
 
 
-static InterpArg tensor2(void *data, int64_t m, int64_t n)
-{
-    InterpArg a = kit_tensor1(data, m * n);
-    a.rank = 2;
-    a.shape[0] = m;
-    a.shape[1] = n;
-    a.strides[0] = n;
-    a.strides[1] = 1;
-    return a;
-}
-
 /* Random123 kat_vectors, philox4x32 R=10: counter[4], key[2] -> out[4]. */
 START_TEST(philox_known_answers)
 {
@@ -221,9 +210,9 @@ START_TEST(scans_vs_reference)
             KitProg p;
             Func *f = kit_prog_build(&p, "scan.tile", src, passes, &d, 1);
             InterpArg args[9];
-            args[0] = tensor2(xb, SM, SN);
+            args[0] = kit_tensor2(xb, SM, SN);
             for (int k = 0; k < 8; k++)
-                args[1 + k] = tensor2(yb[k], SM, SN);
+                args[1 + k] = kit_tensor2(yb[k], SM, SN);
             kit_prog_run(&p, f, args, 9);
             for (int k = 0; k < 8; k++) {
                 RefOut want;
