@@ -101,7 +101,7 @@ done; done
 # FlashAttention 4's two numeric techniques, each variant against the
 # default above (bench/device.sh times and checks them): the lazy maximum
 # off / at 8 (the default turns it on from D = 128), the exp2 emulation off /
-# on one 8-column group in 8 and in 4 (the default: 8 at D = 64, off at 128).
+# on one 8-column group in 8 and in 4 (the default on sm_90a: off).
 mkdir -p "$out/wsa/fa4"
 for d in 64 128; do for c in false true; do
   for v in "nolazy lazy_rescale.threshold=0" "lazy8 lazy_rescale.threshold=8" "emu0 exp2_emu.every=0" \

@@ -163,7 +163,8 @@ def attn(ptx, shapes):
 
 BAD = []
 CHECK = "--check" in sys.argv
-{"gemm": gemm, "attn": attn}[sys.argv[1]](sys.argv[2], [int(v) for v in sys.argv[3:] if v != "--check"])
-if BAD:
-    print("FAIL:", BAD)
-sys.exit(1 if BAD else 0)
+if __name__ == "__main__":
+    {"gemm": gemm, "attn": attn}[sys.argv[1]](sys.argv[2], [int(v) for v in sys.argv[3:] if v != "--check"])
+    if BAD:
+        print("FAIL:", BAD)
+    sys.exit(1 if BAD else 0)

@@ -14,7 +14,12 @@
  * a clock. R = mma_flops_clk / (16 (2 K1 + 2 N2)) is the MUFU's time over
  * the tensor cores' (64 / D on sm_90a, 128 / D on sm_100a, 8 / D on sm_86).
  * R >= 2: K = 4 (25% of the elements); R >= 1: K = 8 (12.5%); else off
- * (FA4 emulates 10-25%). The choice is stamped as `{emu = K}`: the
+ * (FA4 emulates 10-25%). Only where the products' accumulators live in
+ * tensor memory (TargetInfo.tmem): there the softmax threads do nothing
+ * but the softmax, and their FMA units have room. Where the accumulators
+ * are registers (wgmma, mma.sync) the same threads rescale O on the FMA
+ * units, and the emulation measured slower on the H200 at R = 1
+ * (bench/RESULTS.md, 2026-12-02 18:4x UTC: D = 64, 3-7%). The choice is stamped as `{emu = K}`: the
  * elements whose column c has (c / 8) % K == 0, one n8 block of a
  * product's fragment in K, the same registers in every thread (no
  * divergence). Values: tc_exp2_emu (ir/elem_math.c) on those elements,
@@ -54,11 +59,13 @@ static bool visit(Func *f, Op *op, void *vw)
     int64_t flops = w->ctx->target ? w->ctx->target->mma_flops_clk : 0;
     double r = (double)flops / (double)(MUFU_EX2_CLK * (2 * k1 + 2 * n2));
     int64_t opt = w->ctx->exp2_emu;
-    int64_t every = opt > 0 ? opt : opt < 0 ? 0 : r >= 2.0 ? 4 : r >= 1.0 ? 8 : 0;
+    bool tmem = w->ctx->target && w->ctx->target->tmem;
+    int64_t every = opt > 0 ? opt : opt < 0 || !tmem ? 0 : r >= 2.0 ? 4 : r >= 1.0 ? 8 : 0;
     const char *why = opt > 0   ? "exp2_emu.every"
                     : opt < 0   ? "exp2_emu.every=0"
                     : every     ? "the MUFU would take at least the tensor cores' time"
-                                : "the tensor cores take longer than the MUFU";
+                    : r < 1.0   ? "the tensor cores take longer than the MUFU"
+                                : "the accumulators are registers: the softmax threads' FMA units also rescale them";
     if (!every) {
         pass_note(w->ctx, "@%s: exp2 at %s of the %lldx%lld score tile: all on the MUFU (%s; MUFU / tensor-core "
                   "time %.2f at K1 = %lld, N2 = %lld)", f->name, at, (long long)t->shape[0], (long long)t->shape[1],
