@@ -502,7 +502,10 @@ static int exec_dot_wait(Interp *I, const Op *op)
         return RUN_ERR;
     }
     Product *p = &S->prod[id];
-    if (!p->done) {
+    int64_t later = 0;   /* the role's products issued after it: {pending = n} lets the last n fly */
+    for (int64_t j = id + 1; j < S->nprod; j++)
+        later += S->prod[j].role == S->cur;
+    if (!p->done || later < op->iattr[0]) {
         diag_error(I->d, op->loc, "dot_wait {pending = %lld} leaves its own product (issued at %d:%d) in flight",
                    (long long)op->iattr[0], p->loc.line, p->loc.col);
         return RUN_ERR;

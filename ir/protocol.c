@@ -44,6 +44,20 @@
  * arrivals, no trip uses it, its waits have parity 0, and every TMEM_LOAD
  * of tensor memory that role's TC_MMAs write comes after such a wait in
  * the reading role.
+ * Pipelined rings: a role may take every access of a ring one trip late
+ * (the second product of attention's trip j - 1 issued in trip j): slot
+ * `p mod S` and phase `(p div S) & 1` with p = max(it - 1, 0). Its waits
+ * and reads may run in every trip (trip 0 waits for and reads trip 0's
+ * slot, filled whatever happens after it), its arrivals only under
+ * `if it > 0`, and after the loop an `if hi > 0` (the drain) repeats the
+ * trip's accesses of the ring in order for p = max(hi - 1, 0). A wait of
+ * such a ring may sit under `if it != 1` (in the drain `if hi != 1`):
+ * trip 1's slot and phase are trip 0's, which trip 0 waited for. Trip t's
+ * slot then gets its release once (in trip t + 1, or in the drain for
+ * t = hi - 1), after every read of it, so the per-trip counts and orders
+ * below hold as for an access of the trip itself. A DOT_WAIT {pending =
+ * n} retires a product when n or more products are issued after it
+ * before the wait (wgmma groups complete in order).
  * A ring access it cannot put in this form is reported as unproven.
  */
 #include "ir.h"
@@ -57,11 +71,14 @@ typedef struct Ev {
     const Op *op;
     int flip;              /* MBAR_WAIT: 1 for the opposite parity */
     const Op *end;         /* SMEM_LOAD: the op its read lasts to */
-    int at;                /* one-shot events: the index in the role's region of the op that holds it */
+    int at;                /* the index in the role's region (one-shot events) or the trip (others) of the op
+                              that holds it */
+    int lag;               /* 1: of trip it - 1 (a pipelined ring) */
 } Ev;
 
 typedef struct RoleScan {
     const Op *loop;        /* the role's ring loop, or NULL */
+    const Op *drain;       /* the IF after it that ends its pipelined rings, or NULL */
     Ev ev[MAX_EV];
     int nev;
     Ev once[MAX_EV];       /* ring ops at the role's top level, and its reads of 1-slot buffers at slot 0 */
@@ -109,42 +126,70 @@ static bool is_const(const Checker *C, ValId v, int64_t *k)
     return true;
 }
 
-/* v = op(iv, S) with S constant (either order for commutative ops). */
-static bool of_iv(const Checker *C, const Op *d, OpCode code, ValId iv, int64_t *k)
-{
-    if (!d || d->code != code || d->nargs != 2)
-        return false;
-    if (d->args[0] == iv && is_const(C, d->args[1], k))
-        return true;
-    return code == OP_AND && d->args[1] == iv && is_const(C, d->args[0], k);
-}
-
-/* slot = rem(iv, S); phase = and(div(iv, S), 1); its flip = xor(phase, 1). */
-static int expr(Checker *C, ValId v, ValId iv, int64_t *S)
+/* v = max(iv - 1, 0): the trip before iv's, clamped at 0. */
+static bool is_before(const Checker *C, ValId v, ValId iv)
 {
     const Op *d = def(C, v);
     int64_t k;
-    if (of_iv(C, d, OP_REM, iv, S))
+    if (!d || d->code != OP_MAX || d->nargs != 2)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const Op *s = def(C, d->args[i]);
+        if (is_const(C, d->args[1 - i], &k) && k == 0 && s && s->code == OP_SUB && s->nargs == 2 &&
+            s->args[0] == iv && is_const(C, s->args[1], &k) && k == 1)
+            return true;
+    }
+    return false;
+}
+
+/* v = op(iv, S) with S constant (either order for commutative ops), or
+ * op(max(iv - 1, 0), S) with *lag = 1. */
+static bool of_iv(const Checker *C, const Op *d, OpCode code, ValId iv, int64_t *k, int *lag)
+{
+    if (!d || d->code != code || d->nargs != 2)
+        return false;
+    if ((d->args[0] == iv || is_before(C, d->args[0], iv)) && is_const(C, d->args[1], k)) {
+        *lag = d->args[0] != iv;
+        return true;
+    }
+    return false;
+}
+
+/* slot = rem(iv, S); phase = and(div(iv, S), 1); its flip = xor(phase, 1);
+ * *lag = 1 when iv is max(iv - 1, 0) in them. */
+static int expr(Checker *C, ValId v, ValId iv, int64_t *S, int *lag)
+{
+    const Op *d = def(C, v);
+    int64_t k;
+    if (of_iv(C, d, OP_REM, iv, S, lag))
         return EXPR_SLOT;
     if (d && d->code == OP_XOR && d->nargs == 2) {
         for (int i = 0; i < 2; i++)
-            if (is_const(C, d->args[1 - i], &k) && k == 1 && expr(C, d->args[i], iv, S) == EXPR_PHASE)
+            if (is_const(C, d->args[1 - i], &k) && k == 1 && expr(C, d->args[i], iv, S, lag) == EXPR_PHASE)
                 return EXPR_PHASE_FLIP;
         return EXPR_OTHER;
     }
     if (d && d->code == OP_AND && d->nargs == 2)
         for (int i = 0; i < 2; i++)
-            if (is_const(C, d->args[1 - i], &k) && k == 1 && of_iv(C, def(C, d->args[i]), OP_DIV, iv, S))
+            if (is_const(C, d->args[1 - i], &k) && k == 1 && of_iv(C, def(C, d->args[i]), OP_DIV, iv, S, lag))
                 return EXPR_PHASE;
     return EXPR_OTHER;
 }
 
-/* Operand i is slot it mod S of a ring / buffer of S slots. */
-static bool slot_ok(Checker *C, const Op *op, int i, ValId iv, ValId ring)
+/* Operand i is slot it mod S of a ring / buffer of S slots (of trip it - 1
+ * when e->lag: every operand of one access must agree). */
+static bool slot_ok(Checker *C, const Op *op, int i, ValId iv, ValId ring, Ev *e)
 {
     int64_t S = 0;
     int64_t n = ir_type(C->f, ring)->shape[0];
-    if (expr(C, op->args[i], iv, &S) != EXPR_SLOT || S != n || (C->stages && S != C->stages)) {
+    int lag = 0;
+    int x = expr(C, op->args[i], iv, &S, &lag);
+    if (x == EXPR_SLOT && e->lag >= 0 && lag != e->lag) {
+        perr(C, op, "cannot prove the protocol: the operands name the slots of different trips");
+        return false;
+    }
+    e->lag = lag;
+    if (x != EXPR_SLOT || S != n || (C->stages && S != C->stages)) {
         perr(C, op, "cannot prove the protocol: operand #%d is not the slot `it mod %lld` of the trip", i,
              (long long)(C->stages ? C->stages : n));
         return false;
@@ -199,12 +244,15 @@ static const Op *read_end(Checker *C, const Block *b, int i, ValId v)
         if (!reads)
             continue;
         const Op *w = NULL;
-        for (int j = k + 1; j < b->nops && !w; j++)
+        int64_t later = 0;   /* products issued after it before the wait */
+        for (int j = k + 1; j < b->nops && !w; j++) {
             if (b->ops[j]->code == OP_DOT_WAIT && b->ops[j]->args[0] == op->res[0])
                 w = b->ops[j];
-        if (!w || w->iattr[0] != 0) {
+            later += b->ops[j]->code == OP_DOT_ASYNC;
+        }
+        if (!w || w->iattr[0] > later) {
             perr(C, op, "cannot prove the protocol: the product reading a ring slot is not retired by a "
-                 "dot_wait {pending = 0} in the same trip");
+                 "dot_wait in the same trip (pending = 0, or no more than the products issued after it)");
             return NULL;
         }
         end = w;
@@ -226,6 +274,101 @@ static bool once_read(Checker *C, const Op *op)
     return op->code == OP_SMEM_LOAD && ir_type(C->f, op->args[0])->shape[0] == 1 && is_zero(C, op, 1);
 }
 
+/* One ring access of block b (the trip's, or the drain's then-arm), op at
+ * index i, with iv the trip's value (the loop's hi in the drain): its event
+ * in *e; false (reported) when it cannot be placed. */
+static bool ring_event(Checker *C, const Block *b, int i, ValId iv, Ev *e)
+{
+    const Op *op = b->ops[i];
+    int64_t S;
+    int lag = 0;
+    switch (op->code) {
+    case OP_MBAR_WAIT:
+        if (!slot_ok(C, op, 1, iv, op->args[0], e))
+            return false;
+        switch (expr(C, op->args[2], iv, &S, &lag)) {
+        case EXPR_PHASE: break;
+        case EXPR_PHASE_FLIP: e->flip = 1; break;
+        default:
+            perr(C, op, "cannot prove the protocol: the phase is not (it div S) & 1 or its opposite");
+            return false;
+        }
+        if (lag != e->lag) {
+            perr(C, op, "cannot prove the protocol: the slot and the phase are of different trips");
+            return false;
+        }
+        return true;
+    case OP_MBAR_ARRIVE: case OP_MBAR_EXPECT: case OP_TC_COMMIT:
+        return slot_ok(C, op, 1, iv, op->args[0], e);
+    case OP_TMA_LOAD:
+        return slot_ok(C, op, 1, iv, op->args[0], e) && slot_ok(C, op, 3, iv, op->args[2], e);
+    case OP_SMEM_LOAD:
+        return slot_ok(C, op, 1, iv, op->args[0], e) && (e->end = read_end(C, b, i, op->res[0])) != NULL;
+    default:
+        return false;
+    }
+}
+
+static bool add_ev(Checker *C, RoleScan *R, const Ev *e)
+{
+    if (R->nev == MAX_EV) {
+        perr(C, e->op, "cannot prove the protocol: more than %d ring operations in one trip", MAX_EV);
+        return false;
+    }
+    R->ev[R->nev++] = *e;
+    return true;
+}
+
+/* cond is `v > 0` (cmp gt v, 0)? */
+static bool positive(const Checker *C, ValId cond, ValId v)
+{
+    const Op *d = def(C, cond);
+    int64_t k;
+    return d && d->code == OP_CMP && d->nargs == 2 && d->iattr[0] == CMP_GT && d->args[0] == v &&
+           is_const(C, d->args[1], &k) && k == 0;
+}
+
+/* cond is `v != 1` (cmp ne v, 1)? */
+static bool not_one(const Checker *C, ValId cond, ValId v)
+{
+    const Op *d = def(C, cond);
+    int64_t k;
+    return d && d->code == OP_CMP && d->nargs == 2 && d->iattr[0] == CMP_NE && d->args[0] == v &&
+           is_const(C, d->args[1], &k) && k == 1;
+}
+
+/* An IF of the trip (iv: the trip; the loop's hi in the drain) holding
+ * ring operations of the trip before, the else arm empty: arrivals under
+ * `if iv > 0`, waits under `if iv != 1`. */
+static void scan_guarded(Checker *C, RoleScan *R, const Op *op, int at, ValId iv)
+{
+    const Block *t = &op->regions[0], *e = &op->regions[1];
+    bool gt = op->code == OP_IF && positive(C, op->args[0], iv), ne = op->code == OP_IF && not_one(C, op->args[0], iv);
+    bool ok = (gt || ne) && !op->nres && e->nops <= 1;
+    for (int j = 0; ok && j < t->nops; j++)   /* not a wait under `it > 0`: trip 0 reads its slot unwaited */
+        ok = t->ops[j]->code == OP_YIELD || (ne && t->ops[j]->code == OP_MBAR_WAIT) ||
+             (gt && t->ops[j]->code == OP_MBAR_ARRIVE);
+    if (!ok) {
+        perr(C, op, "cannot prove the protocol: ring operations nested in the trip's control flow (only arrivals "
+             "of the trip before under `if it > 0`, its waits under `if it != 1`)");
+        return;
+    }
+    for (int j = 0; j < t->nops; j++) {
+        if (t->ops[j]->code == OP_YIELD)
+            continue;
+        Ev ev = { t->ops[j], 0, NULL, at, -1 };
+        if (!ring_event(C, t, j, iv, &ev))
+            continue;
+        if (ev.lag != 1) {
+            perr(C, t->ops[j], "cannot prove the protocol: under `if it > 0` a ring operation names the slot of "
+                 "trip it, not of trip it - 1");
+            continue;
+        }
+        if (!add_ev(C, R, &ev))
+            return;
+    }
+}
+
 static void scan_trip(Checker *C, RoleScan *R, const Op *loop)
 {
     const Block *b = &loop->regions[0];
@@ -237,49 +380,116 @@ static void scan_trip(Checker *C, RoleScan *R, const Op *loop)
             for (int g = 0; g < op->nregions; g++)
                 ir_walk((Func *)C->f, &op->regions[g], has_ring_op, &any);
             if (any)
-                perr(C, op, "cannot prove the protocol: ring operations nested in the trip's control flow");
+                scan_guarded(C, R, op, i, iv);
             continue;
         }
-        Ev e = { op, 0, NULL, 0 };
-        int64_t S;
         if (once_read(C, op)) {   /* in the trip loop: after the role's top-level ops before it */
             if (R->nonce < MAX_EV)
-                R->once[R->nonce++] = (Ev){ op, 0, NULL, ir_block_index_of(loop->parent, loop) };
+                R->once[R->nonce++] = (Ev){ op, 0, NULL, ir_block_index_of(loop->parent, loop), 0 };
             continue;
         }
-        switch (op->code) {
-        case OP_MBAR_WAIT:
-            if (!slot_ok(C, op, 1, iv, op->args[0]))
+        if (!ring_op(op->code) && op->code != OP_SMEM_LOAD)
+            continue;
+        Ev e = { op, 0, NULL, i, -1 };
+        if (!ring_event(C, b, i, iv, &e))
+            continue;
+        if (e.lag && op->code != OP_MBAR_WAIT && op->code != OP_SMEM_LOAD) {
+            perr(C, op, "cannot prove the protocol: trip 0 would %s for a trip before it (only under `if it > 0`)",
+                 op->code == OP_TMA_LOAD ? "fill a slot" : "arrive");
+            continue;
+        }
+        if (!add_ev(C, R, &e))
+            return;
+    }
+}
+
+/* The drain of a role's pipelined rings: `if hi > 0` after the trip loop
+ * whose then-arm repeats, for p = max(hi - 1, 0), the accesses the trip
+ * makes of those rings one trip late, in order (so the last trip's slot
+ * is read and released as every other's). */
+static void scan_drain(Checker *C, RoleScan *R, const Op *op)
+{
+    const Block *t = &op->regions[0];
+    ValId hi = R->loop->args[1];
+    bool any = false;
+    ir_walk((Func *)C->f, (Block *)&op->regions[1], has_ring_op, &any);
+    if (R->drain || any || !positive(C, op->args[0], hi)) {
+        perr(C, op, "cannot prove the protocol: ring operations after the role's trip loop other than one drain "
+             "(`if hi > 0`, the else arm without them)");
+        return;
+    }
+    R->drain = op;
+    int k = 0;        /* the next lagged event of the trip to match */
+    int ends = -1;    /* where the drain's reads so far end */
+    RoleScan G;   /* the drain's guarded waits, as events */
+    G.nev = 0;
+    for (int j = 0; j < t->nops; j++) {
+        const Op *o = t->ops[j];
+        Ev e = { o, 0, NULL, j, -1 };
+        if (o->code == OP_IF) {
+            bool nested = false;
+            ir_walk((Func *)C->f, (Block *)&o->regions[0], has_ring_op, &nested);
+            if (!nested)
                 continue;
-            switch (expr(C, op->args[2], iv, &S)) {
-            case EXPR_PHASE: break;
-            case EXPR_PHASE_FLIP: e.flip = 1; break;
-            default:
-                perr(C, op, "cannot prove the protocol: the phase is not (it div S) & 1 or its opposite");
-                continue;
+            int before = C->nerr;
+            scan_guarded(C, &G, o, j, hi);
+            if (C->nerr != before || G.nev != 1 || G.ev[0].op->code != OP_MBAR_WAIT) {
+                if (C->nerr == before)
+                    perr(C, o, "cannot prove the protocol: the drain's guarded ring operations are not one wait");
+                return;
             }
-            break;
-        case OP_MBAR_ARRIVE: case OP_MBAR_EXPECT: case OP_TC_COMMIT:
-            if (!slot_ok(C, op, 1, iv, op->args[0]))
-                continue;
-            break;
-        case OP_TMA_LOAD:
-            if (!slot_ok(C, op, 1, iv, op->args[0]) || !slot_ok(C, op, 3, iv, op->args[2]))
-                continue;
-            break;
-        case OP_SMEM_LOAD:
-            if (!slot_ok(C, op, 1, iv, op->args[0]) || !(e.end = read_end(C, b, i, op->res[0])))
-                continue;
-            break;
-        default:
+            e = G.ev[0];
+            G.nev = 0;
+            o = e.op;
+        } else if (!ring_op(o->code) && o->code != OP_SMEM_LOAD) {
+            continue;
+        } else if (!ring_event(C, t, j, hi, &e)) {
             continue;
         }
-        if (R->nev == MAX_EV) {
-            perr(C, op, "cannot prove the protocol: more than %d ring operations in one trip", MAX_EV);
+        if (e.end && ir_block_index_of(t, e.end) > ends)
+            ends = ir_block_index_of(t, e.end);
+        if (is_arrival(o->code) && j < ends) {
+            perr(C, o, "releases the last trip's slot before the drain's read of it ends");
             return;
         }
-        R->ev[R->nev++] = e;
+        while (k < R->nev && !R->ev[k].lag)
+            k++;
+        const Op *m = k < R->nev ? R->ev[k].op : NULL;
+        if (!e.lag || !m || m->code != o->code || m->args[0] != o->args[0] || e.flip != R->ev[k].flip) {
+            perr(C, o, "cannot prove the protocol: the drain after the loop does not repeat the trip's accesses "
+                 "of its pipelined rings, in order, for the last trip");
+            return;
+        }
+        k++;
     }
+    while (k < R->nev && !R->ev[k].lag)
+        k++;
+    if (k < R->nev)
+        perr(C, R->ev[k].op, "cannot prove the protocol: the drain after the loop does not repeat this access of "
+             "a pipelined ring for the last trip");
+}
+
+/* Every ring one role accesses: all of it in the trip itself, or all of it
+ * one trip late. */
+static void check_lags(Checker *C, const RoleScan *R)
+{
+    for (int i = 0; i < R->nev; i++)
+        for (int j = 0; j < i; j++) {
+            const Op *a = R->ev[i].op, *b = R->ev[j].op;
+            ValId ra = a->code == OP_SMEM_LOAD ? a->args[0] : a->code == OP_TMA_LOAD ? a->args[2] : a->args[0];
+            ValId rb = b->code == OP_SMEM_LOAD ? b->args[0] : b->code == OP_TMA_LOAD ? b->args[2] : b->args[0];
+            if (ra == rb && R->ev[i].lag != R->ev[j].lag) {
+                perr(C, a, "cannot prove the protocol: a role accesses one ring both in the trip and one trip late "
+                     "(at %s)", at(C, b));
+                return;
+            }
+        }
+    for (int i = 0; i < R->nev && !R->drain; i++)
+        if (R->ev[i].lag) {
+            perr(C, R->ev[i].op, "cannot prove the protocol: an access one trip late with no drain after the loop "
+                 "(`if hi > 0` repeating it for the last trip)");
+            return;
+        }
 }
 
 /* A ring op at the role's top level: one of a one-shot ring's (a ring and
@@ -305,7 +515,7 @@ static void scan_once(Checker *C, RoleScan *R, const Op *op, int at)
         perr(C, op, "cannot prove the protocol: more than %d one-shot operations in one role", MAX_EV);
         return;
     }
-    R->once[R->nonce++] = (Ev){ op, 0, NULL, at };
+    R->once[R->nonce++] = (Ev){ op, 0, NULL, at, 0 };
 }
 
 static void scan_role(Checker *C, int r, const Block *b)
@@ -321,7 +531,11 @@ static void scan_role(Checker *C, int r, const Block *b)
             continue;
         }
         if (once_read(C, op) && R->nonce < MAX_EV)
-            R->once[R->nonce++] = (Ev){ op, 0, NULL, i };
+            R->once[R->nonce++] = (Ev){ op, 0, NULL, i, 0 };
+        if (any && op->code == OP_IF && R->loop) {
+            scan_drain(C, R, op);
+            continue;
+        }
         if (any && op->code != OP_FOR) {
             perr(C, op, "cannot prove the protocol: ring operations outside the role's trip loop");
             continue;
@@ -337,6 +551,7 @@ static void scan_role(Checker *C, int r, const Block *b)
         R->loop = op;
         scan_trip(C, R, op);
     }
+    check_lags(C, R);
 }
 
 /* ---- the checks ---- */
@@ -359,7 +574,7 @@ static int pos_of(const RoleScan *R, const Op *op)
     const Block *b = &R->loop->regions[0];   /* a DOT_WAIT: after the events before it */
     int k = ir_block_index_of(b, op), n = 0;
     for (int i = 0; i < R->nev; i++)
-        n += ir_block_index_of(b, R->ev[i].op) < k;
+        n += R->ev[i].at < k;
     return n;
 }
 

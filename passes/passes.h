@@ -160,6 +160,9 @@ typedef struct ChainRoles {
     int consumers;             /* consumer warp groups: 2 from 128 rows (64 each), else 1 */
     int prod_regs, cons_regs;  /* setmaxnreg budgets */
     int64_t s_regs, o_regs, p_regs;  /* f32 registers of S and O, and of P in bf16 pairs, a consumer thread */
+    bool pipelined;            /* the second product of trip j - 1 flies during trip j's softmax (P kept a
+                                  trip longer: S + O + 2 P leave WS_PIPE_HEADROOM registers; O at least
+                                  S: the second product as long as the first) */
 } ChainRoles;
 /* Whether chained products over `rows` accumulator rows, `cols` key
  * columns and a `d`-wide output take roles on ctx's target: the target

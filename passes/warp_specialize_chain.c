@@ -74,6 +74,7 @@ bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d,
     r.o_regs = per * d / WG_THREADS;
     r.p_regs = per * cols / (2 * WG_THREADS);
     int64_t regs = r.s_regs + r.o_regs + r.p_regs;
+    r.pipelined = regs + r.p_regs + WS_PIPE_HEADROOM <= r.cons_regs && r.o_regs >= r.s_regs;
     if (!pass_target_roles(ctx))
         no = "the target takes no warp-specialized roles";
     else if (rows <= 0 || per % WGMMA_M)
@@ -290,6 +291,29 @@ const char *ws_chain_match(WsLoop *W, Arena *a)
     return ws_find_drain(W);
 }
 
+/* Can the second product be pipelined across trips: both products at the
+ * body's top level, the first before the second, whose result is used
+ * once, by the body's yield (the carried accumulator, W->pipe_at)? */
+static bool pipe_form(WsLoop *W)
+{
+    Block *body = &W->loop->regions[0];
+    const Op *y = body->nops ? body->ops[body->nops - 1] : NULL;
+    Op *d0 = W->dots[0], *d1 = W->dots[1];
+    int i0 = ir_block_index_of(body, d0), i1 = ir_block_index_of(body, d1);
+    if (!y || y->code != OP_YIELD || i0 < 0 || i1 < i0 || uses_of(W, d1->res[0]) != 1)
+        return false;
+    W->pipe_at = -1;
+    for (int i = 0; i < y->nargs; i++)
+        if (y->args[i] == d1->res[0])
+            W->pipe_at = i;
+    if (W->pipe_at < 0)
+        return false;
+    for (int i = 0; i <= i0; i++)   /* the carried accumulator: first read after the first product */
+        if (uses_in(W, body->ops[i], body->args[W->pipe_at + 1]))
+            return false;
+    return true;
+}
+
 const char *ws_chain_roles(const PassCtx *ctx, WsLoop *W, Arena *a)
 {
     const Type *s = ir_type(W->f, W->dots[0]->res[0]), *o = ir_type(W->f, W->dots[1]->res[0]);
@@ -299,6 +323,7 @@ const char *ws_chain_roles(const PassCtx *ctx, WsLoop *W, Arena *a)
     W->consumers = W->roles.consumers;
     W->prod_regs = W->roles.prod_regs;
     W->cons_regs = W->roles.cons_regs;
+    W->pipe = W->roles.pipelined && pipe_form(W);
     return NULL;
 }
 
@@ -321,6 +346,20 @@ void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *
               W->cons_regs, W->consumers == 2 ? "two consumer warp groups with TMA for K and V" :
               "one consumer warp group", (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
               (long long)used, (long long)(W->cons_regs - used), (long long)regs, BLOCK_REGS);
+    if (W->pipe)
+        pass_note(ctx, "@%s: loop at %s: the second product pipelined across trips (FlashAttention 3's overlap in a "
+                  "warp group): trip j issues the product with %s of trip j, then the one with %s of trip j - 1, waits "
+                  "for the first alone and runs the softmax while the second flies; P is kept a trip longer (S + O "
+                  "+ 2 P = %lld of %d registers); the last trip's second product after the loop", f->name, at, k, v,
+                  (long long)(used + r->p_regs), W->cons_regs);
+    else
+        pass_note(ctx, "@%s: loop at %s: the products run one after the other in each trip (%s)", f->name, at,
+                  r->pipelined ? "the second product's result is not only the loop's carried accumulator"
+                  : r->o_regs < r->s_regs
+                      ? "the second product is shorter than the first (D below the key columns): too short to hide the "
+                        "softmax, and the pipelined form measured 15% slower at D = 64 on the H200"
+                      : arena_printf(f->mod->arena, "a second P in flight would leave fewer than %d of the %d registers "
+                                     "for the softmax", WS_PIPE_HEADROOM, W->cons_regs));
     pass_note(ctx, "@%s: loop at %s: %d stage%s (%s); %s %lld B and %s %lld B a stage, each on its own full and "
               "empty ring of %d mbarriers (count 1: the producer's expect, one release by the consumers after the "
               "product that reads it); %s %lld B in one slot on a one-shot ring, filled once before the loop and "
@@ -379,7 +418,60 @@ const WsOperand *ws_chain_ring_read(const WsLoop *W, const Op *op)
 /* The product of ring operand o in the consumer's trip: wait until its
  * slot is full, read it, run the product asynchronously, wait for it,
  * release the slot. */
+/* The pipelined second product (W->pipe): its ring slot and phase of trip
+ * `it` (the trip before, clamped at 0: trip 0 waits for and reads the first
+ * slot with a product of zeros, and releases nothing). */
+typedef struct PipeV { ValId it, zero, one, slot, phase, pprev, acc; Op *da; } PipeV;
+
+static WsTrip trip_before(Builder *b, ValId it, ValId cs, const ValId bounds[3])
+{
+    ValId prev = bin(b, OP_MAX, bin(b, OP_SUB, it, bounds[2]), bounds[0]);
+    return ws_trip_of(b, prev, cs, bounds[2]);
+}
+
+/* if cond { op ring, slot[, phase] } */
+static void ring_op_if(Func *f, Builder *b, ValId cond, OpCode c, ValId ring, ValId slot, ValId phase)
+{
+    Op *iff = build0(b, OP_IF, &cond, 1);
+    Builder t = ir_builder_at_end(f, &iff->regions[0]);
+    t.loc = b->loc;
+    ws_ring_op(&t, c, ring, slot, phase);
+    build0(&t, OP_YIELD, NULL, 0);
+    Builder e = ir_builder_at_end(f, &iff->regions[1]);
+    e.loc = b->loc;
+    build0(&e, OP_YIELD, NULL, 0);
+}
+
+/* Issue the second product of the trip before: wait for V's slot, read it,
+ * dot_async(P of that trip, V, the carried accumulator). The wait is
+ * skipped when `it` (the trip, or the trip count in the drain) is 1: trip 0
+ * waited for the same slot and phase (its product of zeros reads trip 0's
+ * V), and a role waits once for each phase. */
+static Op *issue_prev(WsLoop *W, Builder *b, ValId slot, ValId phase, ValId p, ValId acc, ValId it, ValId one)
+{
+    const WsOperand *o = &W->opnd[1];
+    Func *f = W->f;
+    ring_op_if(f, b, cmp_pred(b, CMP_NE, it, one), OP_MBAR_WAIT, o->full, slot, phase);
+    Op *rd = ir_build(b, OP_SMEM_LOAD, (ValId[]){ o->buf, slot }, 2, ir_type(f, o->read->res[0]), 1);
+    rd->loc = o->read->loc;
+    Type tok = type_scalar(DT_TOKEN);
+    Op *da = ir_build(b, OP_DOT_ASYNC, (ValId[]){ p, rd->res[0], acc }, 3, &tok, 1);
+    da->iattr[0] = MMA_WGMMA;
+    da->loc = W->dots[1]->loc;
+    return da;
+}
+
+static void consume_issue(WsLoop *W, Block *body, const WsOperand *o, WsTrip t, PipeV *pv);
+
 static void consume(WsLoop *W, Block *body, const WsOperand *o, WsTrip t)
+{
+    consume_issue(W, body, o, t, NULL);
+}
+
+/* consume; with pv (the pipelined first product), the second product of
+ * the trip before is issued right after this one, and this one's wait
+ * lets that one fly ({pending = 1}). */
+static void consume_issue(WsLoop *W, Block *body, const WsOperand *o, WsTrip t, PipeV *pv)
 {
     Func *f = W->f;
     Op *dot = o->dot;
@@ -394,14 +486,93 @@ static void consume(WsLoop *W, Block *body, const WsOperand *o, WsTrip t)
     Type tok = type_scalar(DT_TOKEN), acc = *ir_type(f, dot->res[0]);
     Op *da = ir_build(&b, OP_DOT_ASYNC, dot->args, 3, &tok, 1);
     da->iattr[0] = MMA_WGMMA;
+    if (pv)
+        pv->da = issue_prev(W, &b, pv->slot, pv->phase, pv->pprev, pv->acc, pv->it, pv->one);
     Op *dw = ir_build(&b, OP_DOT_WAIT, da->res, 1, &acc, 1);
-    dw->iattr[0] = 0;
+    dw->iattr[0] = pv ? 1 : 0;
     ir_replace_all_uses(f, dot->res[0], dw->res[0]);
     b.loc = W->loop->loc;
     ws_ring_op(&b, OP_MBAR_ARRIVE, o->empty, t.slot, 0);
 }
 
-static Op *chain_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId qfull)
+static bool uses_val(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    ValId *v = ctx;
+    for (int i = 0; i < op->nargs && *v; i++)
+        if (op->args[i] == *v)
+            *v = 0;
+    return *v != 0;
+}
+
+/* The pipelined trip, once the body is built: the product of trip j - 1
+ * is retired just before the first use of the carried accumulator (the
+ * rescale), which then reads the retired value; the slot is released
+ * (from trip 1: trip 0's product was of zeros), and the yield carries the
+ * rescaled accumulator and this trip's P. */
+static void pipe_finish(WsLoop *W, Block *body, PipeV *pv, ValId p_now, ValId acc_now)
+{
+    Func *f = W->f;
+    ValId carried = pv->acc;
+    int at = body->nops - 1;   /* the yield */
+    for (int i = ir_block_index_of(body, pv->da) + 1; i < body->nops - 1; i++) {
+        ValId v = carried;
+        ir_walk_op(f, body->ops[i], uses_val, &v);
+        if (!v) {
+            at = i;
+            break;
+        }
+    }
+    Builder b = ir_builder_before(f, body->ops[at]);
+    b.loc = W->dots[1]->loc;
+    Type acc = *ir_type(f, carried);
+    Op *dw = ir_build(&b, OP_DOT_WAIT, pv->da->res, 1, &acc, 1);
+    dw->iattr[0] = 0;
+    b.loc = W->loop->loc;
+    ring_op_if(f, &b, cmp_pred(&b, CMP_GT, pv->it, pv->zero), OP_MBAR_ARRIVE, W->opnd[1].empty, pv->slot, 0);
+    ir_replace_all_uses(f, carried, dw->res[0]);
+    pv->da->args[2] = carried;   /* the product accumulates onto the carried value itself */
+    if (acc_now == carried)
+        acc_now = dw->res[0];
+    Op *y = body->ops[body->nops - 1];
+    ValId *ys = arena_alloc(f->mod->arena, sizeof(ValId) * (size_t)(y->nargs + 1));
+    memcpy(ys, y->args, sizeof(ValId) * (size_t)y->nargs);
+    ys[W->pipe_at] = acc_now;
+    ys[y->nargs] = p_now;
+    Builder yb = ir_builder_at_end(f, body);
+    yb.loc = y->loc;
+    build0(&yb, OP_YIELD, ys, y->nargs + 1);
+    ir_block_remove(body, body->nops - 2);
+}
+
+/* After the pipelined loop: the last trip's second product (none when
+ * there was no trip); its value replaces the loop's accumulator. */
+static ValId pipe_drain(WsLoop *W, Builder *b, Op *cf, const ValId bounds[3], ValId cs)
+{
+    Func *f = W->f;
+    int n = cf->nres - 1;
+    ValId acc = cf->res[W->pipe_at], p = cf->res[n];
+    ValId any = cmp_pred(b, CMP_GT, bounds[1], bounds[0]);
+    WsTrip last = trip_before(b, bounds[1], cs, bounds);
+    Type at = *ir_type(f, acc);
+    Op *iff = ir_build(b, OP_IF, &any, 1, &at, 1);
+    Builder t = ir_builder_at_end(f, &iff->regions[0]);
+    t.loc = W->dots[1]->loc;
+    Op *da = issue_prev(W, &t, last.slot, last.phase, p, acc, bounds[1], bounds[2]);
+    Op *dw = ir_build(&t, OP_DOT_WAIT, da->res, 1, &at, 1);
+    dw->iattr[0] = 0;
+    t.loc = W->loop->loc;
+    ws_ring_op(&t, OP_MBAR_ARRIVE, W->opnd[1].empty, last.slot, 0);
+    build0(&t, OP_YIELD, dw->res, 1);
+    Builder e = ir_builder_at_end(f, &iff->regions[1]);
+    e.loc = W->loop->loc;
+    build0(&e, OP_YIELD, &acc, 1);
+    return iff->res[0];
+}
+
+/* The consumer role: Q, then the trip loop; returns the values that stand
+ * for the original loop's results (out[i]). */
+static void chain_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, ValId qfull, ValId *out)
 {
     Func *f = W->f;
     Op *fo = W->loop;
@@ -411,19 +582,41 @@ static Op *chain_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId c
     ws_ring_op(&rb, OP_MBAR_WAIT, qfull, bounds[0], bounds[0]);
     ir_block_remove(top, ir_block_index_of(top, W->once.read));
     ir_block_append(f, role, W->once.read);
-    Op *cf = ws_role_loop(f, role, fo->loc, bounds, &fo->args[3], fo->nres);
+    int n = fo->nres, pipe = W->pipe;
+    ValId *inits = arena_alloc(f->mod->arena, sizeof(ValId) * (size_t)(n + 1));
+    memcpy(inits, &fo->args[3], sizeof(ValId) * (size_t)n);
+    if (pipe) {   /* P of "trip -1": zeros */
+        rb.loc = W->dots[1]->loc;
+        inits[n] = ir_const_float(&rb, *ir_type(f, W->dots[1]->args[0]), 0.0);
+    }
+    Op *cf = ws_role_loop(f, role, fo->loc, bounds, inits, n + pipe);
     Block *body = &cf->regions[0];
     Builder b = ir_builder_at_end(f, body);
     b.loc = fo->loc;
     WsTrip t = ws_trip_of(&b, body->args[0], cs, bounds[2]);
+    PipeV pv = { body->args[0], bounds[0], bounds[2], 0, 0, pipe ? body->args[n + 1] : 0,
+                 pipe ? body->args[W->pipe_at + 1] : 0, NULL };
+    if (pipe) {
+        WsTrip tb = trip_before(&b, body->args[0], cs, bounds);
+        pv.slot = tb.slot, pv.phase = tb.phase;
+    }
     ir_replace_all_uses(f, old->args[0], ws_iv_of(&b, fo, body->args[0]));
     for (int i = 1; i < old->nargs; i++)
         ir_replace_all_uses(f, old->args[i], body->args[i]);
+    ValId p_now = 0, acc_now = 0;
     while (old->nops) {
         Op *op = old->ops[0];
         ir_block_remove(old, 0);
         if (ws_chain_bookkeeping(W, op) || ws_chain_ring_read(W, op))
             continue;
+        if (pipe && op == W->dots[1]) {   /* issued in the next trip (or after the loop) */
+            p_now = op->args[0], acc_now = op->args[2];
+            continue;
+        }
+        if (pipe && op == W->dots[0]) {
+            consume_issue(W, body, &W->opnd[0], t, &pv);
+            continue;
+        }
         const WsOperand *o = NULL;
         for (int i = 0; i < WS_OPERANDS; i++)
             if (op == W->opnd[i].dot)
@@ -433,8 +626,16 @@ static Op *chain_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId c
         else
             ir_block_append(f, body, op);
     }
+    if (pipe)
+        pipe_finish(W, body, &pv, p_now, acc_now);
     drop_dead(f, body);
-    return cf;
+    for (int i = 0; i < n; i++)
+        out[i] = cf->res[i];
+    if (pipe) {
+        Builder db = ir_builder_at_end(f, role);
+        db.loc = fo->loc;
+        out[W->pipe_at] = pipe_drain(W, &db, cf, bounds, cs);
+    }
 }
 
 WsChainRings ws_chain_begin(WsLoop *W, Builder *b)
@@ -464,10 +665,11 @@ void ws_chain_rewrite(WsLoop *W)
     ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_CONSUMER, W->consumers, W->cons_regs);
     ws_chain_producer(W, &ws->regions[0], bounds, cs, qfull);
-    Op *cf = chain_consumer(W, &ws->regions[1], bounds, cs, qfull);
+    ValId *out = arena_alloc(f->mod->arena, sizeof(ValId) * (size_t)(W->loop->nres + 1));
+    chain_consumer(W, &ws->regions[1], bounds, cs, qfull, out);
     ws_move_epilogue(W, &ws->regions[1]);
-    for (int i = 0; i < cf->nres; i++)
-        ir_replace_all_uses(f, W->loop->res[i], cf->res[i]);
+    for (int i = 0; i < W->loop->nres; i++)
+        ir_replace_all_uses(f, W->loop->res[i], out[i]);
     ws_remove_ring(W);
     for (int i = 0; i < WS_OPERANDS; i++)   /* the rings' slots: S stages */
         ir_type(f, W->opnd[i].buf)->shape[0] = W->stages;

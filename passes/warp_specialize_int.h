@@ -23,6 +23,8 @@ enum {
     WS_MBAR_BYTES = 8,
     WS_CHAIN_HEADROOM = 64,    /* consumer registers beyond S, O and P (the softmax's temporaries and row
                                   statistics, addresses, descriptors) */
+    WS_PIPE_HEADROOM = 48,     /* the same with a second P in flight: the softmax of D = 128 (192 + 48 = 240)
+                                  measured without spills and 13-17% faster (bench/RESULTS.md 2026-12-02) */
 };
 
 /* One staged operand of the product: a ring buffer double_buffer made. */
@@ -60,6 +62,8 @@ typedef struct WsLoop {
     Op *dots[2];               /* s = q @ k^T, o = p @ v + o */
     WsOperand once;            /* the operand read from a 1-slot buffer filled once before the loop (Q) */
     ChainRoles roles;
+    bool pipe;                 /* the second product pipelined across trips (ws_chain_pipe) */
+    int pipe_at;               /* then: the loop-carried value it accumulates (the yield's operand) */
     /* chained products on tcgen05 (warp_specialize_chain_tc.c) */
     int acc_at;                /* the loop-carried value the second product accumulates */
     int64_t tmem_cols;         /* S, P and O's columns */

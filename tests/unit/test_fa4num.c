@@ -118,7 +118,8 @@ static bool count_visit(Func *f, Op *op, void *vc)
 {
     (void)f;
     Count *c = vc;
-    if (op->code == c->code && (op->code != OP_CMP || op->iattr[0] == CMP_GT)) {
+    if (op->code == c->code &&
+        (op->code != OP_CMP || (op->iattr[0] == CMP_GT && ir_type(f, op->res[0])->kind == TY_TILE))) {
         c->n++;
         if (op->code == OP_EXP2 && op->iattr[0])
             c->emu = op->iattr[0];
