@@ -415,9 +415,6 @@ const WsOperand *ws_chain_ring_read(const WsLoop *W, const Op *op)
     return NULL;
 }
 
-/* The product of ring operand o in the consumer's trip: wait until its
- * slot is full, read it, run the product asynchronously, wait for it,
- * release the slot. */
 /* The pipelined second product (W->pipe): its ring slot and phase of trip
  * `it` (the trip before, clamped at 0: trip 0 waits for and reads the first
  * slot with a product of zeros, and releases nothing). */
@@ -461,6 +458,9 @@ static Op *issue_prev(WsLoop *W, Builder *b, ValId slot, ValId phase, ValId p, V
     return da;
 }
 
+/* The product of ring operand o in the consumer's trip: wait until its
+ * slot is full, read it, run the product asynchronously, wait for it,
+ * release the slot. */
 static void consume_issue(WsLoop *W, Block *body, const WsOperand *o, WsTrip t, PipeV *pv);
 
 static void consume(WsLoop *W, Block *body, const WsOperand *o, WsTrip t)
