@@ -311,6 +311,20 @@ static void check_static_all(const char *file, const Bug *all, size_t n)
     free(ring);
 }
 
+/* One seeded bug of program `file` (a chain's): the interpreter reports
+ * it under every schedule (unless b->msg is NULL: it runs correctly) and
+ * the static checker as b->static_msg says. */
+static void check_seeded(const Bug *b, const char *file, RunFn run, int k)
+{
+    init_inputs();
+    char *ring = read_text(file), *text = variant(ring, b->find, b->repl);
+    if (b->msg)
+        check_bug_runs(b, text, run, k);
+    check_bug_static(b, text);
+    free(text);
+    free(ring);
+}
+
 START_TEST(static_check) { check_static_all("gemm_ring.tir", bugs, sizeof bugs / sizeof *bugs); }
 END_TEST
 
@@ -404,17 +418,7 @@ static const Bug chain_bugs[] = {
 
 /* Each chain bug: reported by the interpreter (check_bug_runs) and by the
  * static checker with its message. */
-START_TEST(chain_seeded_bug)
-{
-    init_inputs();
-    const Bug *b = &chain_bugs[_i];
-    char *ring = read_text("chain_ring.tir"), *text = variant(ring, b->find, b->repl);
-    if (b->msg)
-        check_bug_runs(b, text, run_chain, 8 * 10);
-    check_bug_static(b, text);
-    free(text);
-    free(ring);
-}
+START_TEST(chain_seeded_bug) { check_seeded(&chain_bugs[_i], "chain_ring.tir", run_chain, 8 * 10); }
 END_TEST
 
 /* The static checker proves the one-shot ring of Q beside the K and V
@@ -681,17 +685,7 @@ static const Bug ctc_bugs[] = {
       "protocol: 'tmem_load': tensor memory: the tmem_load and the tc_mma writing it at" },
 };
 
-START_TEST(chain_tc_seeded_bug)
-{
-    init_inputs();
-    const Bug *b = &ctc_bugs[_i];
-    char *ring = read_text("chain_tc.tir"), *text = variant(ring, b->find, b->repl);
-    if (b->msg)
-        check_bug_runs(b, text, run_chain_tc, 16 * 10);
-    check_bug_static(b, text);
-    free(text);
-    free(ring);
-}
+START_TEST(chain_tc_seeded_bug) { check_seeded(&ctc_bugs[_i], "chain_tc.tir", run_chain_tc, 16 * 10); }
 END_TEST
 
 START_TEST(chain_tc_static_check) { check_static_all("chain_tc.tir", ctc_bugs, sizeof ctc_bugs / sizeof *ctc_bugs); }
@@ -726,17 +720,7 @@ static const Bug pipe_bugs[] = {
       "protocol: 'mbar_wait': cannot prove the protocol" },
 };
 
-START_TEST(chain_pipe_seeded_bug)
-{
-    init_inputs();
-    const Bug *b = &pipe_bugs[_i];
-    char *ring = read_text("chain_pipe.tir"), *text = variant(ring, b->find, b->repl);
-    if (b->msg)
-        check_bug_runs(b, text, run_chain, 8 * 10);
-    check_bug_static(b, text);
-    free(text);
-    free(ring);
-}
+START_TEST(chain_pipe_seeded_bug) { check_seeded(&pipe_bugs[_i], "chain_pipe.tir", run_chain, 8 * 10); }
 END_TEST
 
 START_TEST(chain_pipe_static_check) { check_static_all("chain_pipe.tir", pipe_bugs, sizeof pipe_bugs / sizeof *pipe_bugs); }
