@@ -58,6 +58,17 @@
  * below hold as for an access of the trip itself. A DOT_WAIT {pending =
  * n} retires a product when n or more products are issued after it
  * before the wait (wgmma groups complete in order).
+ * A persistent grid: each role's one op with ring traffic is a loop
+ * `for 0, %tiles, 1` over tiles (one bound for all roles) whose body holds
+ * the trip loop. Level 1 takes the tile loop as the trip loop of the rings
+ * its body uses at its top level (attention's Q, a ring of one slot: slot
+ * n mod 1), a read there lasting through the nested ops whose products
+ * read it (each retired in its own block). Level 2 takes the trip loop as
+ * above with every slot and phase of base + it (base + max(it - 1, 0)),
+ * base the tile loop's one carried value, 0 at first and grown each tile
+ * by the role's trip count, the roles' trip counts the same pure
+ * expression of the tile: the trips of all the tiles then take each ring
+ * as one trip loop would.
  * A ring access it cannot put in this form is reported as unproven.
  */
 #include "ir.h"
@@ -93,6 +104,9 @@ typedef struct Checker {
     const Op *ws;
     RoleScan role[WS_MAXROLES];
     int64_t stages;        /* S, from the first ring access; 0 = none yet */
+    /* A persistent grid (each role's ring loop inside its loop over tiles): */
+    int level;             /* 0: one level; 1: the tile loops' rings; 2: the trip loops' rings */
+    ValId base;            /* level 2: the scanned role's trips before this tile (its tile loop's carried value) */
 } Checker;
 
 static void perr(Checker *C, const Op *op, const char *fmt, ...) TC_PRINTF(3, 4);
@@ -148,15 +162,22 @@ static bool of_iv(const Checker *C, const Op *d, OpCode code, ValId iv, int64_t 
 {
     if (!d || d->code != code || d->nargs != 2)
         return false;
-    if ((d->args[0] == iv || is_before(C, d->args[0], iv)) && is_const(C, d->args[1], k)) {
-        *lag = d->args[0] != iv;
+    ValId x = d->args[0];
+    const Op *a = def(C, x);
+    if (C->level == 2 && a && a->code == OP_ADD && a->nargs == 2 && (a->args[0] == C->base || a->args[1] == C->base))
+        x = a->args[a->args[0] == C->base];   /* base + x: trip x of this tile, after the tiles before */
+    else if (C->level == 2)
+        return false;
+    if ((x == iv || is_before(C, x, iv)) && is_const(C, d->args[1], k)) {
+        *lag = x != iv;
         return true;
     }
     return false;
 }
 
 /* slot = rem(iv, S); phase = and(div(iv, S), 1); its flip = xor(phase, 1);
- * *lag = 1 when iv is max(iv - 1, 0) in them. */
+ * *lag = 1 when iv is max(iv - 1, 0) in them. At level 2 every iv (or
+ * max(iv - 1, 0)) is base + it. */
 static int expr(Checker *C, ValId v, ValId iv, int64_t *S, int *lag)
 {
     const Op *d = def(C, v);
@@ -215,9 +236,46 @@ static bool has_ring_op(Func *f, Op *op, void *ctx)
     return !*(bool *)ctx;
 }
 
+/* The DOT_WAIT in block b after the DOT_ASYNC at index k that retires it
+ * (pending = 0, or no more than the products issued after it before the
+ * wait); NULL when there is none. */
+static const Op *retiring_wait(const Block *b, int k)
+{
+    const Op *op = b->ops[k];
+    int64_t later = 0;   /* products issued after it before the wait */
+    for (int j = k + 1; j < b->nops; j++) {
+        if (b->ops[j]->code == OP_DOT_WAIT && b->ops[j]->args[0] == op->res[0])
+            return b->ops[j]->iattr[0] > later ? NULL : b->ops[j];
+        later += b->ops[j]->code == OP_DOT_ASYNC;
+    }
+    return NULL;
+}
+
+/* A read used inside a nested op (attention's Q, read at a tile's top
+ * level and used by the products of its trip loop): does op use v (or t),
+ * and is every product there that reads it retired in its own block? */
+typedef struct Nested { Checker *C; ValId v, t; bool uses; } Nested;
+
+static bool nested_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    Nested *n = ctx;
+    bool reads = false;
+    for (int i = 0; i < op->nargs; i++)
+        reads = reads || op->args[i] == n->v || (n->t && op->args[i] == n->t);
+    n->uses = n->uses || reads;
+    if (reads && op->code == OP_DOT_ASYNC && !retiring_wait(op->parent, ir_block_index_of(op->parent, op)))
+        perr(n->C, op, "cannot prove the protocol: a product reading a ring slot inside the loop is not retired by "
+             "a dot_wait in its own block");
+    if (reads && op->code == OP_TC_MMA)
+        perr(n->C, op, "cannot prove the protocol: a tc_mma inside a nested loop reads a slot of the loop around it");
+    return true;
+}
+
 /* The DOT_WAIT {pending = 0} retiring the DOT_ASYNC that reads v (or its
  * transpose: wgmma reads k^T in place), or the read itself when no product
- * reads it; NULL when it cannot be placed. */
+ * reads it; a nested op (a loop, an IF) whose products read it, when every
+ * one of them retires inside; NULL when it cannot be placed. */
 static const Op *read_end(Checker *C, const Block *b, int i, ValId v)
 {
     const Op *end = b->ops[i];
@@ -226,6 +284,14 @@ static const Op *read_end(Checker *C, const Block *b, int i, ValId v)
         const Op *op = b->ops[k];
         if (op->code == OP_TRANS && op->args[0] == v && !t)
             t = op->res[0];
+        if (op->nregions) {
+            Nested n = { C, v, t, false };
+            for (int g = 0; g < op->nregions; g++)
+                ir_walk((Func *)C->f, (Block *)&op->regions[g], nested_visit, &n);
+            if (n.uses)
+                end = op;
+            continue;
+        }
         if (op->code == OP_TC_MMA && (op->args[0] == v || op->args[1] == v)) {
             const Op *c = NULL;
             for (int j = k + 1; j < b->nops && !c; j++)
@@ -243,14 +309,8 @@ static const Op *read_end(Checker *C, const Block *b, int i, ValId v)
                      (op->args[0] == v || op->args[1] == v || (t && (op->args[0] == t || op->args[1] == t)));
         if (!reads)
             continue;
-        const Op *w = NULL;
-        int64_t later = 0;   /* products issued after it before the wait */
-        for (int j = k + 1; j < b->nops && !w; j++) {
-            if (b->ops[j]->code == OP_DOT_WAIT && b->ops[j]->args[0] == op->res[0])
-                w = b->ops[j];
-            later += b->ops[j]->code == OP_DOT_ASYNC;
-        }
-        if (!w || w->iattr[0] > later) {
+        const Op *w = retiring_wait(b, k);
+        if (!w) {
             perr(C, op, "cannot prove the protocol: the product reading a ring slot is not retired by a "
                  "dot_wait in the same trip (pending = 0, or no more than the products issued after it)");
             return NULL;
@@ -379,7 +439,7 @@ static void scan_trip(Checker *C, RoleScan *R, const Op *loop)
             bool any = false;
             for (int g = 0; g < op->nregions; g++)
                 ir_walk((Func *)C->f, &op->regions[g], has_ring_op, &any);
-            if (any)
+            if (any && C->level != 1)   /* level 1: the trip loop and its drain, level 2's */
                 scan_guarded(C, R, op, i, iv);
             continue;
         }
@@ -527,7 +587,8 @@ static void scan_role(Checker *C, int r, const Block *b)
         for (int g = 0; g < op->nregions; g++)
             ir_walk((Func *)C->f, &op->regions[g], has_ring_op, &any);
         if (ring_op(op->code)) {
-            scan_once(C, R, op, i);
+            if (C->level != 2)   /* level 2: the tile loop's own rings, level 1's */
+                scan_once(C, R, op, i);
             continue;
         }
         if (once_read(C, op) && R->nonce < MAX_EV)
@@ -1148,12 +1209,152 @@ static void check_named_bars(Checker *C, const Op *ws)
     }
 }
 
+/* ---- a persistent grid: the ring loops inside loops over tiles ---- */
+
+/* A role's loop over tiles: its one op holding ring traffic, a FOR whose
+ * body holds a FOR with ring traffic; NULL when the role has none. */
+static const Op *tile_loop_of(const Checker *C, const Block *role)
+{
+    const Op *found = NULL;
+    for (int i = 0; i < role->nops; i++) {
+        const Op *op = role->ops[i];
+        bool any = ring_op(op->code);
+        for (int g = 0; g < op->nregions && !any; g++)
+            ir_walk((Func *)C->f, &op->regions[g], has_ring_op, &any);
+        if (!any)
+            continue;
+        if (found || op->code != OP_FOR)
+            return NULL;
+        found = op;
+    }
+    if (!found)
+        return NULL;
+    const Block *b = &found->regions[0];
+    for (int i = 0; i < b->nops; i++) {
+        bool any = false;
+        if (b->ops[i]->code == OP_FOR)
+            ir_walk((Func *)C->f, (Block *)&b->ops[i]->regions[0], has_ring_op, &any);
+        if (any)
+            return found;
+    }
+    return NULL;
+}
+
+/* Do a (in the role whose tile is ia) and b (tile ib) compute the same
+ * value: the same pure ops over the same values, the tiles' indices
+ * standing for each other? */
+static bool same_expr(const Checker *C, ValId a, ValId b, ValId ia, ValId ib, int depth)
+{
+    if (a == b || (a == ia && b == ib))
+        return true;
+    const Op *x = def(C, a), *y = def(C, b);
+    if (!x || !y || depth > 64 || x->code != y->code || x->nargs != y->nargs || x->nres != 1 || y->nres != 1 ||
+        x->nregions || y->nregions || !(op_info[x->code].flags & OPF_PURE) ||
+        memcmp(x->iattr, y->iattr, sizeof x->iattr) || x->fattr != y->fattr ||
+        !type_eq(ir_type(C->f, a), ir_type(C->f, b)))
+        return false;
+    for (int i = 0; i < x->nargs; i++)
+        if (!same_expr(C, x->args[i], y->args[i], ia, ib, depth + 1))
+            return false;
+    return true;
+}
+
+/* The tile loop's carried trip count: its one carried value starts at 0
+ * and grows by the trip loop's count each tile. */
+static ValId tile_base(Checker *C, const Op *tl, const Op *trips)
+{
+    const Block *b = &tl->regions[0];
+    const Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
+    int64_t k;
+    if (tl->nargs != 4 || b->nargs != 2 || !y || y->code != OP_YIELD || y->nargs != 1 ||
+        !is_const(C, tl->args[3], &k) || k != 0) {
+        perr(C, tl, "cannot prove the protocol: the loop over tiles carries other than the trips before the tile "
+             "(one value, from 0)");
+        return 0;
+    }
+    ValId base = b->args[1];
+    const Op *a = def(C, y->args[0]);
+    if (!a || a->code != OP_ADD || a->nargs != 2 ||
+        !((a->args[0] == base && a->args[1] == trips->args[1]) || (a->args[1] == base && a->args[0] == trips->args[1]))) {
+        perr(C, y, "cannot prove the protocol: the loop over tiles does not add the trip loop's count to the trips "
+             "before the tile");
+        return 0;
+    }
+    return base;
+}
+
+/* Level 1: the rings each tile takes once (Q's), the tile loop as their
+ * trip loop; level 2: the trip loops' rings, every slot and phase of
+ * base + the trip, base the same in every role (the trip counts the same
+ * expression of the tile), so that the trips of all tiles take them as
+ * one trip loop would. */
+static void check_levels(Checker *C, const Op *ws, const Op **tl)
+{
+    int n = ws->nregions;
+    C->level = 1;
+    for (int r = 0; r < n; r++) {
+        int64_t lo, step;
+        C->role[r].threads = ws->list[3 * r + 1] * WG_THREADS;
+        if (!is_const(C, tl[r]->args[0], &lo) || lo != 0 || !is_const(C, tl[r]->args[2], &step) || step != 1 ||
+            tl[r]->args[1] != tl[0]->args[1]) {
+            perr(C, tl[r], "cannot prove the protocol: the loops over tiles are not `for 0, %%tiles, 1` to one bound");
+            return;
+        }
+        C->role[r].loop = tl[r];
+        scan_trip(C, &C->role[r], tl[r]);
+    }
+    check_rings(C, n);
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < C->role[r].nev; i++)
+            if (C->role[r].ev[i].op->code == OP_TMA_LOAD)
+                check_buffer(C, n, r, i);
+    memset(C->role, 0, sizeof C->role);
+    C->stages = 0;
+    C->level = 2;
+    for (int r = 0; r < n; r++) {
+        const Block *tb = &tl[r]->regions[0];
+        const Op *trips = NULL;   /* the trip loop: the body's FOR with ring traffic (tile_loop_of) */
+        for (int i = 0; i < tb->nops && !trips; i++) {
+            bool any = false;
+            if (tb->ops[i]->code == OP_FOR)
+                ir_walk((Func *)C->f, (Block *)&tb->ops[i]->regions[0], has_ring_op, &any);
+            trips = any ? tb->ops[i] : NULL;
+        }
+        C->base = tile_base(C, tl[r], trips);
+        if (!C->base)
+            return;
+        C->role[r].threads = ws->list[3 * r + 1] * WG_THREADS;
+        scan_role(C, r, tb);
+        if (r > 0 && C->role[0].loop &&
+            !same_expr(C, trips->args[1], C->role[0].loop->args[1], tb->args[0], tl[0]->regions[0].args[0], 0))
+            perr(C, trips, "cannot prove the protocol: the roles' trip loops run to bounds not shown equal (the same "
+                 "pure expression of the tile)");
+    }
+    check_rings(C, n);
+    check_once(C, n);
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < C->role[r].nev; i++)
+            if (C->role[r].ev[i].op->code == OP_TMA_LOAD)
+                check_buffer(C, n, r, i);
+    C->level = 0;
+    C->base = 0;
+}
+
 static void check_ws(Checker *C, const Op *ws)
 {
     int n = ws->nregions;
     memset(C->role, 0, sizeof C->role);
     C->ws = ws;
     C->stages = 0;
+    const Op *tl[WS_MAXROLES] = { 0 };
+    int ntl = 0;
+    for (int r = 0; r < n && r < WS_MAXROLES; r++)
+        ntl += (tl[r] = tile_loop_of(C, &ws->regions[r])) != NULL;
+    if (ntl == n && n <= WS_MAXROLES) {
+        check_levels(C, ws, tl);
+        check_named_bars(C, ws);
+        return;
+    }
     const Op *loop0 = NULL;
     for (int r = 0; r < n && r < WS_MAXROLES; r++) {
         C->role[r].threads = ws->list[3 * r + 1] * WG_THREADS;

@@ -14,8 +14,8 @@
  *                  end of the launch;
  *   persistent     a kernel with chained products on 256-row tiles (two
  *                  warp groups taking turns) that takes no warp-specialized
- *                  roles (pass_chain_roles: those run one tile a block, their
- *                  rings not carried across tiles), without a row mask, for 1k+
+ *                  roles (pass_chain_roles: warp_specialize makes those
+ *                  persistent itself, carrying the rings across tiles), without a row mask, for 1k+
  *                  query and key rows (tilec_options.dims) on a device whose
  *                  SM count is known (target.sms): min(SMs, X * Y) blocks
  *                  looping over the tiles t = block.x, block.x + SMs, ...
@@ -266,8 +266,8 @@ static void launch_kernel(Func *f, PassCtx *ctx)
         pass_note(ctx, "@%s: the loop's trip count grows with block.x, but the grid is not (X, Y, 1): order kept",
                   f->name);
     } else if (roles) {
-        pass_note(ctx, "@%s: one tile a block: the key loop takes warp-specialized roles on %s (a persistent grid "
-                  "would carry the roles' rings across tiles; not made)", f->name, pass_target_name(ctx));
+        pass_note(ctx, "@%s: the key loop takes warp-specialized roles on %s: the grid as written (warp_specialize "
+                  "makes it persistent where the device's SM count is known)", f->name, pass_target_name(ctx));
     } else if (pass_chain_persistent(&ci, ctx, n, nk) && plain && few_ids) {
         make_persistent(f, gy, ctx->sms, &ids);
         pass_note(ctx, "@%s: persistent: min(%lld, tiles) blocks loop over the tiles (256 rows, %lld x %lld)",

@@ -583,13 +583,13 @@ static void run_func(PassCtx *ctx, Func *f)
             ws_chain_tc_rewrite(&W);
         } else if (W.chain) {
             ws_chain_report(ctx, &W, at, sw.buf);
-            ws_chain_rewrite(&W);
+            ws_chain_rewrite(ctx, &W, at);
         } else if (tc) {
             ws_tc_report(ctx, &W, at, sw.buf);
             ws_tc_rewrite(&W);
         } else {
             report(ctx, &W, at, sw.buf);
-            ws_rewrite(&W);
+            ws_rewrite(ctx, &W, at);
         }
         sb_free(&sw);
         done = true;

@@ -98,7 +98,7 @@ const char *ws_chain_match(WsLoop *W, Arena *a);
 /* Consumer warp groups and registers (pass_chain_roles); why not, or NULL. */
 const char *ws_chain_roles(const PassCtx *ctx, WsLoop *W, Arena *a);
 void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *stages_why);
-void ws_chain_rewrite(WsLoop *W);
+void ws_chain_rewrite(PassCtx *ctx, WsLoop *W, const char *at);
 /* Before the loop: the trips' bounds (0, T, 1), S, the one-shot ring of
  * the once-loaded operand and each ring operand's full and empty rings. */
 typedef struct WsChainRings { ValId bounds[3], cs, qfull; } WsChainRings;
@@ -111,6 +111,13 @@ void ws_chain_producer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs, 
 bool ws_chain_bookkeeping(const WsLoop *W, const Op *op);
 /* The ring operand whose read (or TRANS of it) op is, or NULL. */
 const WsOperand *ws_chain_ring_read(const WsLoop *W, const Op *op);
+
+/* warp_specialize_persist.c: the roles of chained products over a
+ * persistent grid (its header has the form) */
+/* Why the kernel just rewritten into ws cannot take it (NULL: it can). */
+const char *ws_persist_problem(const PassCtx *ctx, Func *f, const Op *ws, ValId cs);
+/* Each role loops over the block's tiles; the grid becomes min(SMs, tiles). */
+void ws_persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull);
 
 /* warp_specialize_chain_tc.c: chained products on tcgen05 (its header has
  * the form) */
@@ -125,7 +132,7 @@ bool ws_offset_ok(const WsLoop *W, ValId v, int depth);
 /* Is op (before the loop) a guarded prologue stage of the loop's ring? */
 bool ws_prologue_stage(const WsLoop *W, const Op *op);
 /* The loop into roles (warp_specialize.c's header has the form). */
-void ws_rewrite(WsLoop *W);
+void ws_rewrite(PassCtx *ctx, WsLoop *W, const char *at);
 /* Before the loop: the trips' bounds (0, T, 1), the stage count S and a
  * full and an empty ring of S slots. */
 typedef struct WsRings { ValId bounds[3], cs, full, empty; } WsRings;

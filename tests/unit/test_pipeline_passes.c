@@ -330,6 +330,16 @@ static bool ws_count_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
+/* Top-level FOR ops of a block; *inner: the FOR in the first one's body. */
+static int count_fors(const Block *b, const Op **first)
+{
+    int n = 0;
+    for (int i = 0; i < b->nops; i++)
+        if (b->ops[i]->code == OP_FOR && n++ == 0 && first)
+            *first = b->ops[i];
+    return n;
+}
+
 /* The WS op at the kernel's top level. */
 static const Op *find_ws(Func *f)
 {
@@ -363,10 +373,13 @@ static void check_interleavings(Prog *p, Run *r, unsigned char **ref, const char
  * BM/BN/BK and pipeline(S): its loop becomes roles (`consumers` warp
  * groups at `regs` registers), bit-identical after every pass for each K,
  * then under seeded interleavings of the roles (and with copies landing at
- * once). */
+ * once). Told of `sms` SMs (> 0), the roles loop over the tiles of a
+ * persistent grid of min(sms, tiles) blocks, the ring running on across a
+ * block's tiles. */
 static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int regs, const int64_t *ks, int nk,
-                            int64_t m, int64_t n)
+                            int64_t m, int64_t n, int64_t sms)
 {
+    g_sms = sms;
     size_t len = sizeof gemm_pinned - 1;
     const char *src = gemm_pinned;
     char st[8];
@@ -398,12 +411,23 @@ static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int
         ck_assert_int_eq(ws->list[5], regs);
         ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
         ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_BARRIER) && has_op(p.f, OP_TMA_LOAD));
+        for (int k = 0; k < ws->nregions; k++) {   /* persistent: a loop over tiles around the trip loop */
+            const Op *tl = NULL, *trips = NULL;
+            ck_assert_int_eq(count_fors(&ws->regions[k], &tl), 1);
+            ck_assert_int_eq(count_fors(&tl->regions[0], &trips), sms ? 1 : 0);
+        }
+        int64_t grid[3];
+        InterpArg ga[3] = { ten_arg(&t[0]), ten_arg(&t[1]), ten_arg(&t[2]) };
+        ck_assert_int_eq(interp_grid(p.f, ga, 3, grid, &p.d), 0);
+        int64_t tiles_mn = (m + atoi(tiles[0]) - 1) / atoi(tiles[0]) * ((n + atoi(tiles[1]) - 1) / atoi(tiles[1]));
+        ck_assert_int_eq(grid[0], sms && sms < tiles_mn ? sms : tiles_mn);
         check_interleavings(&p, &r, ref, what);
         free_snapshot(&r, ref);
         for (int k = 0; k < 3; k++)
             ten_free(&t[k]);
         arena_free(p.a);
     }
+    g_sms = 0;
 }
 
 /* The example's own tiles (256 x 128 x 64, pipeline(2)): 2 consumer warp
@@ -412,7 +436,16 @@ START_TEST(gemm_roles_example)
 {
     const char *tiles[3] = { "256", "128", "64" };
     static const int64_t ks[] = { 0, 64, 100, 581 };
-    gemm_roles_case(tiles, 2, 2, 232, ks, (int)TC_COUNTOF(ks), 100, 130);
+    gemm_roles_case(tiles, 2, 2, 232, ks, (int)TC_COUNTOF(ks), 100, 130, 0);
+}
+END_TEST
+
+/* A persistent grid: 2 blocks over 3 x 3 tiles (the first takes five). */
+START_TEST(gemm_roles_persistent)
+{
+    const char *tiles[3] = { "128", "64", "32" };
+    static const int64_t ks[] = { 0, 32, 50, 330 };
+    gemm_roles_case(tiles, 3, 2, 232, ks, (int)TC_COUNTOF(ks), 300, 150, 2);
 }
 END_TEST
 
@@ -422,8 +455,8 @@ START_TEST(gemm_roles_stages)
 {
     const char *tiles[3] = { "128", "64", "32" };
     static const int64_t ks3[] = { 0, 32, 50, 330 }, ks4[] = { 70 };
-    gemm_roles_case(tiles, 3, 2, 232, ks3, (int)TC_COUNTOF(ks3), 150, 70);
-    gemm_roles_case(tiles, 4, 2, 232, ks4, (int)TC_COUNTOF(ks4), 150, 70);
+    gemm_roles_case(tiles, 3, 2, 232, ks3, (int)TC_COUNTOF(ks3), 150, 70, 0);
+    gemm_roles_case(tiles, 4, 2, 232, ks4, (int)TC_COUNTOF(ks4), 150, 70, 0);
 }
 END_TEST
 
@@ -432,7 +465,7 @@ START_TEST(gemm_roles_one_group)
 {
     const char *tiles[3] = { "64", "64", "32" };
     static const int64_t ks[] = { 0, 32, 200 };
-    gemm_roles_case(tiles, 1, 1, 256, ks, (int)TC_COUNTOF(ks), 100, 70);
+    gemm_roles_case(tiles, 1, 1, 256, ks, (int)TC_COUNTOF(ks), 100, 70, 0);
 }
 END_TEST
 
@@ -527,16 +560,6 @@ static void attention_tensors(Ten t[5], const int64_t *sz, uint64_t seed)
     t[4] = ten_new(DT_F32, 3, sl);
     for (int k = 0; k < 3; k++)
         ten_random(&t[k], &seed, -1, 1);
-}
-
-/* Top-level FOR ops of a block; *inner: the FOR in the first one's body. */
-static int count_fors(const Block *b, const Op **first)
-{
-    int n = 0;
-    for (int i = 0; i < b->nops; i++)
-        if (b->ops[i]->code == OP_FOR && n++ == 0 && first)
-            *first = b->ops[i];
-    return n;
 }
 
 /* Does the outer loop's body copy again after its inner loop (the rotated
@@ -635,9 +658,14 @@ static void attention_case_with(const char *causal, bool big)
  * many, with a ragged tail), then under seeded interleavings of the roles.
  * H = 4 query heads over HK = 2 key heads (GQA); N = 70 (a ragged query
  * tail); with `dims` the launch pass is told the sizes and stages O
- * through shared memory (the epilogue's named barrier in the consumers). */
+ * through shared memory (the epilogue's named barrier in the consumers).
+ * Told of `sms` SMs (> 0), the roles loop over the tiles of a persistent
+ * grid of min(sms, tiles) blocks: with 3 SMs and 4 tiles (4 heads, one
+ * query tile each), block 0 takes two, and the rings run on from its
+ * first tile's trips into its second's; the causal kernel keeps one tile
+ * a block (its grid takes the longest loops first). */
 static void attention_roles_case(const char *causal, const char *bm, int consumers, const int64_t *nks, int nnk,
-                                 bool dims, const char *dn, const char *bn)
+                                 bool dims, const char *dn, const char *bn, int64_t sms)
 {
     size_t len;
     char *src = read_example("attention.tile", &len);
@@ -649,6 +677,8 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
         StrBuf err = { 0 };
         memset(&g_dims, 0, sizeof g_dims);
         ck_assert_int_eq(dims ? pass_dims_parse(dl, &g_dims, &err) : 0, 0);
+        g_sms = sms;
+        bool persist = sms && causal[0] == 'f';   /* causal: the longest loops first, one tile a block */
         Prog p;
         prog_compile(&p, "attention.tile", src, len, defs, 4);
         Ten t[5];
@@ -670,6 +700,21 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
         ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_ASYNC_WAIT) && !has_op(p.f, OP_DOT));
         ck_assert(has_op(p.f, OP_TMA_LOAD) && has_op(p.f, OP_DOT_ASYNC));
         ck_assert_int_eq(has_staged_store(p.f), dims);
+        /* persistent: each role one loop over tiles holding its trip loop */
+        for (int k = 0; k < ws->nregions; k++) {
+            const Op *tl = NULL, *trips = NULL;
+            ck_assert_int_eq(count_fors(&ws->regions[k], &tl), 1);
+            ck_assert_int_eq(count_fors(&tl->regions[0], &trips), persist ? 1 : 0);
+        }
+        if (persist) {
+            int64_t grid[3];
+            InterpArg args[6];
+            for (int k = 0; k < 5; k++)
+                args[k] = ten_arg(&t[k]);
+            args[5] = scale;
+            ck_assert_int_eq(interp_grid(p.f, args, 6, grid, &p.d), 0);
+            ck_assert(grid[0] == sms && grid[1] == 1 && grid[2] == 1);
+        }
         check_interleavings(&p, &r, ref, what);
         free_snapshot(&r, ref);
         for (int k = 0; k < 5; k++)
@@ -677,6 +722,7 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
         arena_free(p.a);
     }
     memset(&g_dims, 0, sizeof g_dims);
+    g_sms = 0;
     free(src);
 }
 
@@ -684,18 +730,38 @@ static const int64_t attn_nks[] = { 0, 9, 32, 100 };   /* 0, 1, 2 (= S) and 7 tr
 
 START_TEST(attention_roles)
 {
-    attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16");
+    attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16", 0);
 }
 END_TEST
 
 START_TEST(attention_roles_causal)
 {
-    attention_roles_case("true", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), false, "16", "16");
+    attention_roles_case("true", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), false, "16", "16", 0);
+}
+END_TEST
+
+/* The persistent grid: 3 blocks over 4 tiles. */
+START_TEST(attention_roles_persistent)
+{
+    attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16", 3);
+}
+END_TEST
+
+START_TEST(attention_roles_persistent_causal)
+{
+    attention_roles_case("true", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16", 3);
+}
+END_TEST
+
+START_TEST(attention_roles_persistent_d64)
+{
+    static const int64_t nks[] = { 0, 200 };
+    attention_roles_case("false", "128", 2, nks, 2, false, "64", "128", 3);
 }
 END_TEST
 
 /* 64 rows: one consumer warp group at 56 / 256 registers. */
-START_TEST(attention_roles_one_group) { attention_roles_case("true", "64", 1, attn_nks + 2, 2, true, "16", "16"); }
+START_TEST(attention_roles_one_group) { attention_roles_case("true", "64", 1, attn_nks + 2, 2, true, "16", "16", 0); }
 END_TEST
 
 /* The tile the compiler takes for D = 64 (128 x 128, 128B swizzles): no
@@ -703,7 +769,7 @@ END_TEST
 START_TEST(attention_roles_d64)
 {
     static const int64_t nks[] = { 0, 200 };
-    attention_roles_case("false", "128", 2, nks, 2, false, "64", "128");
+    attention_roles_case("false", "128", 2, nks, 2, false, "64", "128", 0);
 }
 END_TEST
 
@@ -947,6 +1013,7 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_roles_example);
     tcase_add_test(tc, gemm_roles_stages);
     tcase_add_test(tc, gemm_roles_one_group);
+    tcase_add_test(tc, gemm_roles_persistent);
     tcase_add_test(tc, gemm_tc_example);
     tcase_add_test(tc, gemm_tc_stages);
     tcase_add_test(tc, attention_plain);
@@ -964,6 +1031,9 @@ static Suite *suite(void)
     tcase_add_test(roles, attention_roles_causal);
     tcase_add_test(roles, attention_roles_one_group);
     tcase_add_test(roles, attention_roles_d64);
+    tcase_add_test(roles, attention_roles_persistent);
+    tcase_add_test(roles, attention_roles_persistent_causal);
+    tcase_add_test(roles, attention_roles_persistent_d64);
     tcase_add_test(roles, attention_tc);
     tcase_add_test(roles, attention_tc_matches_sm90);
     tcase_add_test(roles, attention_tc_causal);

@@ -726,6 +726,48 @@ END_TEST
 START_TEST(chain_pipe_static_check) { check_static_all("chain_pipe.tir", pipe_bugs, sizeof pipe_bugs / sizeof *pipe_bugs); }
 END_TEST
 
+/* ---- the pipelined chain over a persistent grid (chain_persist.tir) ---- */
+
+/* One block takes both query tiles, its roles looping over them: the
+ * plain chain's results bit for bit for 0, 1, 2, 3 and 10 trips a tile,
+ * under every schedule (the rings run on from the first tile's trips into
+ * the second's; with 0 trips only Q's ring turns). */
+START_TEST(chain_persist_matches_plain)
+{
+    check_matches_plain("chain_plain.tir", "chain_persist.tir", run_chain, M * 16);
+}
+END_TEST
+
+/* The tile loop's bookkeeping broken, one way at a time: reported by the
+ * interpreter under every schedule (msg NULL: only under some, a race)
+ * and by the static checker. */
+static const Bug persist_bugs[] = {
+    { "producer's slots without the tiles before", "      %g = add %base, %it : i32",
+      "      %g = add %c0, %it : i32", "deadlock: every role is blocked", NULL, NULL, "parity aliasing",
+      "protocol: 'mbar_wait': cannot prove the protocol: operand #1 is not the slot" },
+    { "base not advanced by the trips", "    %cnbase = add %cbase, %nt : i32", "    %cnbase = add %cbase, %c1 : i32",
+      "parity aliasing", NULL, NULL, "deadlock: every role is blocked",
+      "cannot prove the protocol: the loop over tiles does not add the trip loop's count" },
+    { "Q released before its products", "    %q = smem_load %bq, %cqs : tile<16x16xf16, reg>\n",
+      "    %q = smem_load %bq, %cqs : tile<16x16xf16, reg>\n    mbar_arrive %eq, %cqs\n",
+      /* a race: the interpreter sees it only where the next tile's Q lands before the products end */
+      NULL, NULL, NULL, NULL,
+      "releases slot it mod S before the read at" },
+    { "Q never released", "    mbar_arrive %eq, %cqs\n", "", "deadlock: every role is blocked", NULL, NULL, NULL,
+      "the read is never released" },
+    { "Q refilled on the wrong parity", "mbar_wait %eq, %qs, %qeph", "mbar_wait %eq, %qs, %qph", "deadlock: every role is blocked",
+      NULL, NULL, NULL, "the wait before the refill at" },
+};
+
+START_TEST(chain_persist_seeded_bug) { check_seeded(&persist_bugs[_i], "chain_persist.tir", run_chain, 8 * 10); }
+END_TEST
+
+START_TEST(chain_persist_static_check)
+{
+    check_static_all("chain_persist.tir", persist_bugs, sizeof persist_bugs / sizeof *persist_bugs);
+}
+END_TEST
+
 START_TEST(products_outside_ws)
 {
     init_inputs();
@@ -779,6 +821,9 @@ static Suite *suite(void)
     tcase_add_test(tc, chain_pipe_matches_plain);
     tcase_add_test(tc, chain_pipe_static_check);
     tcase_add_loop_test(tc, chain_pipe_seeded_bug, 0, (int)(sizeof pipe_bugs / sizeof *pipe_bugs));
+    tcase_add_test(tc, chain_persist_matches_plain);
+    tcase_add_test(tc, chain_persist_static_check);
+    tcase_add_loop_test(tc, chain_persist_seeded_bug, 0, (int)(sizeof persist_bugs / sizeof *persist_bugs));
     suite_add_tcase(s, tc);
     return s;
 }
