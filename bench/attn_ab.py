@@ -7,18 +7,14 @@ round (median, range).
 
 usage: python3 attn_ab.py R "Z H N D causal" [...] -- A.ptx B.ptx ...
        python3 attn_ab.py --check "Z H N D causal" [...] -- A.ptx ... (no timing)"""
-import math, random, statistics, sys, torch
+import math, sys, torch
 import torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel, SDPBackend
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import sm90_probe as sp
+from timing import ab_args, interleaved
 
-args = sys.argv[1:]
-check_only = args[0] == "--check"
-rounds = 0 if check_only else int(args[0])
-cut = args.index("--")
-shapes = [tuple(int(x) for x in s.split()) for s in args[1:cut]]
-kernels = [(p.rsplit("/", 1)[-1][:-4], sp.Kernel(p)) for p in args[cut + 1:]]
+check_only, rounds, shapes, kernels = ab_args(sys.argv[1:], sp.Kernel)
 bad = 0
 for Z, H, N, D, causal in shapes:
     q, kk, v = (torch.randn(Z, H, N, D, device="cuda").bfloat16() for _ in range(3))
@@ -47,22 +43,6 @@ for Z, H, N, D, causal in shapes:
     def cudnn():
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             F.scaled_dot_product_attention(q, kk, v, is_causal=bool(causal))
-    fns = runs + [("cudnn", cudnn)]
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-    t = {n: [] for n, _ in fns}
-    for r in range(rounds):
-        order = fns[:]
-        random.shuffle(order)
-        for n, f in order:
-            for _ in range(3): f()
-            ev[0].record()
-            for _ in range(20): f()
-            ev[1].record(); torch.cuda.synchronize()
-            t[n].append(ev[0].elapsed_time(ev[1]) / 20)
-    fl = 4 * Z * H * N * N * D / (2 if causal else 1)
-    print(f"-- Z={Z} H={H} N={N} D={D} causal={causal}: {rounds} rounds; cuDNN {fl / statistics.mean(t['cudnn']) / 1e9:.1f} TFLOP/s")
-    for n, _ in runs:
-        ratio = [c / x for c, x in zip(t["cudnn"], t[n])]
-        print(f"   {n:28s} {fl / statistics.mean(t[n]) / 1e9:7.1f} TFLOP/s  x cuDNN per round: median "
-              f"{statistics.median(ratio):.3f} ({min(ratio):.3f}-{max(ratio):.3f})", flush=True)
+    interleaved(runs + [("cuDNN", cudnn)], rounds, "cuDNN", 4 * Z * H * N * N * D / (2 if causal else 1),
+                f"Z={Z} H={H} N={N} D={D} causal={causal}")
 sys.exit(1 if bad else 0)

@@ -10,16 +10,13 @@ usage: python3 gemm_ab.py R "M N K" [...] -- A.ptx B.ptx ...
        python3 gemm_ab.py --check "M N K" [...] -- A.ptx ...  (no timing)
 On the GPU machine: TILEC_LIB_DIR (libtilert) and PYTHONPATH=python, as
 bench/runtime.sh sets them."""
-import random, statistics, sys, torch
+import sys, torch
 sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/../python")
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import tilec
+from timing import ab_args, interleaved
 
-args = sys.argv[1:]
-check_only = args[0] == "--check"
-rounds = 0 if check_only else int(args[0])
-cut = args.index("--")
-shapes = [tuple(int(x) for x in s.split()) for s in args[1:cut]]
-kernels = [(p.rsplit("/", 1)[-1][:-4], tilec.load_files(p)) for p in args[cut + 1:]]
+check_only, rounds, shapes, kernels = ab_args(sys.argv[1:], tilec.load_files)
 bad = 0
 ragged = [(1, 1, 1), (17, 1000, 4096), (1000, 17, 128), (4096, 1000, 1000), (129, 257, 65)]
 for M, N, K in ragged + shapes:
@@ -39,22 +36,6 @@ for M, N, K in shapes:
     a = torch.randn(M, K, device="cuda").bfloat16()
     b = torch.randn(K, N, device="cuda").bfloat16()
     c = torch.empty(M, N, device="cuda").bfloat16()
-    fns = [(n, (lambda k=k: k(a, b, c))) for n, k in kernels] + [("cublas", lambda: torch.matmul(a, b))]
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-    t = {n: [] for n, _ in fns}
-    for r in range(rounds):
-        order = fns[:]
-        random.shuffle(order)
-        for n, f in order:
-            for _ in range(3): f()
-            ev[0].record()
-            for _ in range(20): f()
-            ev[1].record(); torch.cuda.synchronize()
-            t[n].append(ev[0].elapsed_time(ev[1]) / 20)
-    fl = 2.0 * M * N * K
-    print(f"-- {M}x{N}x{K}: {rounds} rounds; cuBLAS {fl / statistics.mean(t['cublas']) / 1e9:.1f} TFLOP/s")
-    for n, _ in kernels:
-        ratio = [c_ / x for c_, x in zip(t["cublas"], t[n])]
-        print(f"   {n:24s} {fl / statistics.mean(t[n]) / 1e9:7.1f} TFLOP/s  x cuBLAS per round: median "
-              f"{statistics.median(ratio):.3f} ({min(ratio):.3f}-{max(ratio):.3f})", flush=True)
+    fns = [(n, (lambda k=k: k(a, b, c))) for n, k in kernels] + [("cuBLAS", lambda: torch.matmul(a, b))]
+    interleaved(fns, rounds, "cuBLAS", 2.0 * M * N * K, f"{M}x{N}x{K}", 24)
 sys.exit(1 if bad else 0)

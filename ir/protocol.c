@@ -746,6 +746,15 @@ static void check_buffer(Checker *C, int nroles, int p, int i)
     }
 }
 
+/* Every refill of every role's trip, and the reads of its buffer. */
+static void check_buffers(Checker *C, int nroles)
+{
+    for (int r = 0; r < nroles; r++)
+        for (int i = 0; i < C->role[r].nev; i++)
+            if (C->role[r].ev[i].op->code == OP_TMA_LOAD)
+                check_buffer(C, nroles, r, i);
+}
+
 /* ---- one-shot rings ---- */
 
 /* Does an event of any role's trip use the ring or fill the buffer? */
@@ -1304,10 +1313,7 @@ static void check_levels(Checker *C, const Op *ws, const Op **tl)
         scan_trip(C, &C->role[r], tl[r]);
     }
     check_rings(C, n);
-    for (int r = 0; r < n; r++)
-        for (int i = 0; i < C->role[r].nev; i++)
-            if (C->role[r].ev[i].op->code == OP_TMA_LOAD)
-                check_buffer(C, n, r, i);
+    check_buffers(C, n);
     memset(C->role, 0, sizeof C->role);
     C->stages = 0;
     C->level = 2;
@@ -1332,10 +1338,7 @@ static void check_levels(Checker *C, const Op *ws, const Op **tl)
     }
     check_rings(C, n);
     check_once(C, n);
-    for (int r = 0; r < n; r++)
-        for (int i = 0; i < C->role[r].nev; i++)
-            if (C->role[r].ev[i].op->code == OP_TMA_LOAD)
-                check_buffer(C, n, r, i);
+    check_buffers(C, n);
     C->level = 0;
     C->base = 0;
 }
@@ -1367,10 +1370,7 @@ static void check_ws(Checker *C, const Op *ws)
     check_rings(C, n);
     check_once(C, n);
     check_tmem(C, n);
-    for (int r = 0; r < n; r++)
-        for (int i = 0; i < C->role[r].nev; i++)
-            if (C->role[r].ev[i].op->code == OP_TMA_LOAD)
-                check_buffer(C, n, r, i);
+    check_buffers(C, n);
     check_named_bars(C, ws);
 }
 
