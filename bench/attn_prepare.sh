@@ -44,6 +44,11 @@ for c in false true; do
   [ $c = false ] && one bf16 sm_90a 64 128 64 false
   one bf16 sm_90a 64 64 64 $c
   one bf16 sm_90a 128 128 32 $c
+  # head dims 96 and 256 on the fast path (checked, not timed)
+  for dt in bf16 f16; do
+    one $dt sm_90a 96 128 64 $c
+    one $dt sm_90a 256 128 64 $c
+  done
   # the tcgen05 path (a B200 runs these; bench/attn_bench.py leaves them out elsewhere)
   for dt in bf16 f16; do
     one $dt sm_100a 64 128 128 $c
