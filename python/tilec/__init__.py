@@ -470,6 +470,24 @@ def _define_value(name, v):
     raise TypeError("define %s: cannot pass %r (use a bool, int, float, str or dtype)" % (name, v))
 
 
+def _with_device_sms(pass_options):
+    """pass_options with target.sms set to the current GPU's SM count,
+    when torch can say and the caller did not set it: compiled for the GPU
+    at hand (arch=None), a kernel may take a persistent grid of that many
+    blocks (docs/python.md, "The device's facts")."""
+    po = option_list(pass_options) or ""
+    if "target.sms=" in po:
+        return pass_options
+    torch = sys.modules.get("torch")
+    try:
+        sms = int(torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count)
+    except Exception:  # noqa: BLE001 (no torch, no GPU, no such property)
+        return pass_options
+    if sms <= 0:
+        return pass_options
+    return (po + "," if po else "") + "target.sms=%d" % min(sms, 1024)
+
+
 def _default_arch():
     torch = sys.modules.get("torch")
     dev = 0
@@ -641,6 +659,7 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     if not arch:
         arch = _default_arch()
         opts.family_portable = 1  # the automatic "sm_90" (an 11.x GPU) is the portable target
+        pass_options = _with_device_sms(pass_options)
     opts.arch = arch.encode()
     opts.opt_level = opt_level
     opts.emit = _lib.TILEC_EMIT_PTX
