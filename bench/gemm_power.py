@@ -10,7 +10,8 @@ sampling every 100 ms), two rounds:
     the L2 -> shared cp.async traffic of a 256x128x64 / 128x128x64 block
     tile streamed beside it: what any mma.sync GEMM with this warp tile
     executes per product, less its barriers and epilogue;
-  - tilec's GEMM (the default variant's sm_86 PTX from .devcarry/gemm),
+  - tilec's GEMM (the default variant's sm_86 PTX from .devcarry/gemm,
+    and on an H100/H200 its sm_90a PTX),
     Triton's GEMM held to mma.sync (bench/triton_mma.py), cuBLAS
     (torch.matmul, wgmma), at 8192^3 bf16.
 At the GPU's power limit a kernel's speed is its power over the energy it
@@ -20,7 +21,6 @@ while it ran, and joules per PFLOP.
     TILEC_LIB_DIR=... PYTHONPATH=python python3 bench/gemm_power.py [SECONDS]
 """
 import ctypes
-import glob
 import os
 import sys
 import time
@@ -79,17 +79,23 @@ def main():
     for copies in (0, 2, 3, 4):
         fn, fl, bpf = fed_probe(copies, src)
         kern.append(("mainloop + %d cp.async (%.1f B/kFLOP)" % (copies, 1e3 * bpf), fn, fl, bpf))
-    paths = sorted(glob.glob(os.path.join(ROOT, ".devcarry", "gemm", "default_*.ptx")))
-    if paths:
-        mod = tilec.load_files(paths[0])
+    # tilec's GEMM: the sm_86 PTX (mma.sync) and, on an H100/H200, the
+    # sm_90a one (wgmma, warp-specialized, persistent): energy per PFLOP
+    # beside cuBLAS's
+    d = os.path.join(ROOT, ".devcarry", "gemm")
+    names = ["default_bf16_256x128x64_s2"] + (["default_sm90a_bf16"] if torch.cuda.get_device_capability(0) == (9, 0)
+                                              else [])
+    paths = [os.path.join(d, x + ".ptx") for x in names if os.path.exists(os.path.join(d, x + ".ptx"))]
+    for path in paths:
+        mod = tilec.load_files(path)
         mod(a, b, c)
         ref = a.float() @ b.float()
         err = ((c.float() - ref).norm() / ref.norm()).item()
         if not err <= 1e-2:
-            raise SystemExit("tilec gemm wrong at 8192^3: rel err %.2e" % err)
-        kern.append(("tilec " + os.path.basename(paths[0])[:-4], lambda: mod(a, b, c), flop, 0.0))
+            raise SystemExit("tilec gemm %s wrong at 8192^3: rel err %.2e" % (os.path.basename(path), err))
+        kern.append(("tilec " + os.path.basename(path)[:-4], lambda mod=mod: mod(a, b, c), flop, 0.0))
         del ref
-    else:
+    if not paths:
         print("no .devcarry/gemm/default_*.ptx (run bench/prepare.sh): tilec's GEMM not run")
     try:
         import triton_mma
