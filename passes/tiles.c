@@ -150,6 +150,16 @@ static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f,
         *bn = 64;   /* two blocks an SM, whose barriers overlap each other's products */
         sb_printf(why, "; BN = 64 so that two blocks fit the SM's %lld bytes", (long long)sm_smem(ctx));
     }
+    /* The portable variant a module carries on a tensor-memory target
+     * (sm_100a: the fallback for views TMA cannot take): ptxas 13.0 for
+     * that family spills the 128 x 64 tile at D = 128 (8 B; 0 at BN = 32,
+     * 247 registers), and the fallback's speed matters less than a clean
+     * assembly. */
+    if (ctx->portable && ctx->target && ctx->target->tmem && d == 128 && *bn == 64) {
+        *bn = 32;
+        sb_printf(why, "; BN = 32 in the portable variant of %s (the family's ptxas spills 128 x 64 at D = 128)",
+                  pass_target_name(ctx));
+    }
     if (d != 128 || ci->row_mask || !n || !nk) {
         if (d == 128 && !ci->row_mask)
             sb_puts(why, "; no 256-row tile: the query and key lengths are not known (tilec_options.dims)");
