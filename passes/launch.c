@@ -248,8 +248,9 @@ static void launch_kernel(Func *f, PassCtx *ctx)
     pass_chain_info(f, &ci);
     int64_t n = pass_dim_size(ctx->dims, f, ci.rows_dim), nk = pass_dim_size(ctx->dims, f, ci.keys_dim);
     /* Chained products that take warp-specialized roles (the rule
-     * warp_specialize applies) run one tile a block: the roles are built
-     * around the key loop at the kernel's top level. */
+     * warp_specialize applies) keep their grid here: the roles are built
+     * around the key loop at the kernel's top level, and warp_specialize
+     * makes their own persistent grid afterwards. */
     bool roles = ci.chained && pass_chain_roles(ctx, ci.rows, ci.first_n, ci.nchain, NULL, NULL, NULL);
     LaunchScan ls = { false };
     ir_walk(f, &f->body, loop_visit, &ls);
