@@ -203,7 +203,7 @@ static void tile_loop(Func *f, Block *role, int r, const Tiles *T)
         }
     }
     if (r > 0 && T->qfull) {   /* the consumers release Q's slot after their last product that reads it */
-        Builder a = ir_builder_before(f, body->ops[last + 1]);
+        Builder a = last + 1 < body->nops ? ir_builder_before(f, body->ops[last + 1]) : ir_builder_at_end(f, body);
         a.loc = T->loc;
         ws_ring_op(&a, OP_MBAR_ARRIVE, T->qempty, q.slot, 0);
     }
