@@ -187,7 +187,7 @@ int cg_ws_plan(Cg *cg, Func *f)
     cg->tmem_cols = 0;
     if (!ws_op)
         return 0;
-    if (!cg->tg->mbar_init || (!cg->tg->wgmma_ss && !cg->tg->tc_mma)) {
+    if (!cg->tg->mbar_init || (!cg->tg->wgmma && !cg->tg->tc_mma)) {
         diag_error(cg->d, ws_op->loc, "warp-specialized roles need TMA, mbarriers and setmaxnreg, which %s "
                    "does not have", cg->ti->name);
         return 1;

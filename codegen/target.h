@@ -13,6 +13,13 @@
 
 struct Cg;
 
+/* One wgmma instruction of a product (Target.wgmma). */
+typedef struct WgmmaInst {
+    LLVMValueRef desc_a, *a, desc_b;
+    bool tnsp_a, tnsp_b;
+    const int *acc;            /* N/2 indices into the product's accumulators */
+} WgmmaInst;
+
 typedef struct Target {
     TargetFamily family;
     /* Fast base-2 exponential / logarithm of an f32 value (hardware MUFU). */
@@ -49,17 +56,18 @@ typedef struct Target {
                      LLVMValueRef bar);
     void (*named_bar)(struct Cg *cg, int id, int threads, bool arrive);
     void (*setmaxnreg)(struct Cg *cg, int regs, bool inc);
-    /* wgmma: fence, commit_group, wait_group, and m64nNk16 with both
-     * operands in shared memory (i64 descriptors), acc[N/2] f32 in and out. */
+    /* wgmma: fence, commit_group, wait_group, and the products. */
     void (*wgmma_fence)(struct Cg *cg);
     void (*wgmma_commit)(struct Cg *cg);
     void (*wgmma_wait)(struct Cg *cg, int pending);
-    void (*wgmma_ss)(struct Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef desc_b, bool tnsp_a,
-                     bool tnsp_b, LLVMValueRef *acc);
-    /* The same with A from registers: a[4] i32 (pairs of 16-bit values) of
-     * the m64 x k16 block, as mma.sync's a0..a3 per warp. */
-    void (*wgmma_rs)(struct Cg *cg, bool f16, int n, LLVMValueRef *a, LLVMValueRef desc_b, bool tnsp_b,
-                     LLVMValueRef *acc);
+    /* One asynchronous product's wgmma.mma_async m64nNk16 instructions,
+     * in order, as one asm: instruction t reads A from shared memory
+     * (ins[t].desc_a, tnsp_a) or, when ins[t].a is not NULL, from registers
+     * a[4] (i32 pairs of 16-bit values, as mma.sync's a0..a3), B from
+     * shared memory (desc_b; tnsp_b: MN-major), and accumulates into the
+     * N/2 f32 registers acc[ins[t].acc[0 .. N/2)]; acc[0 .. nacc) are
+     * replaced by their values after the instructions. */
+    void (*wgmma)(struct Cg *cg, bool f16, int n, const struct WgmmaInst *ins, int ninst, LLVMValueRef *acc, int nacc);
     /* An f32 register tied to the asm stream (orders it against the wgmma ops). */
     LLVMValueRef (*fence_f32)(struct Cg *cg, LLVMValueRef x);
     LLVMValueRef (*fence_b32)(struct Cg *cg, LLVMValueRef x);   /* the same for an i32 */

@@ -124,63 +124,67 @@ static LLVMValueRef fence_reg(Cg *cg, LLVMTypeRef t, const char *cons, LLVMValue
 static LLVMValueRef fence_f32(Cg *cg, LLVMValueRef x) { return fence_reg(cg, cg->t_f32, "=f,0,~{memory}", x); }
 static LLVMValueRef fence_b32(Cg *cg, LLVMValueRef x) { return fence_reg(cg, cg->t_i32, "=r,0,~{memory}", x); }
 
-/* wgmma.mma_async m64nNk16 with f32 accumulators acc[N/2] (in and out).
- * A from shared memory (desc_a, tnsp_a) or, when a is not NULL, from
- * registers a[4]; B from shared memory (desc_b; tnsp_b: MN-major). */
-static void wgmma(Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef *a, LLVMValueRef desc_b, bool tnsp_a,
-                  bool tnsp_b, LLVMValueRef *acc)
+/* One product's wgmma.mma_async m64nNk16 instructions in one asm (the
+ * order and the PTX instructions as one asm each would give them; one asm
+ * ties the accumulators once instead of once an instruction: attention's
+ * 8-16 instructions a product, GEMM's 8). Operands: the nacc accumulators
+ * out ($0 ..), then per instruction its A (a descriptor, or 4 registers)
+ * and B descriptors, then the accumulators in, tied to the outputs. */
+static void wgmma(Cg *cg, bool f16, int n, const WgmmaInst *ins, int ninst, LLVMValueRef *acc, int nacc)
 {
-    int nr = n / 2, na = a ? 4 : 1, nin = na + 1 + nr;
+    int nin = nacc;
+    for (int t = 0; t < ninst; t++)
+        nin += (ins[t].a ? 4 : 1) + 1;
     StrBuf code = { 0 }, cons = { 0 };
-    sb_printf(&code, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
-              n, f16 ? "f16" : "bf16", f16 ? "f16" : "bf16");
-    for (int i = 0; i < nr; i++) {
-        sb_printf(&code, "%s$%d", i ? ", " : "", i);
+    const char *ty = f16 ? "f16" : "bf16";
+    sb_puts(&code, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;");
+    for (int i = 0; i < nacc; i++)
         sb_printf(&cons, "%s=f", i ? "," : "");
-    }
-    if (a)
-        sb_printf(&code, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n\t}", nr, nr + 1, nr + 2, nr + 3, nr + 4,
-                  tnsp_b ? 1 : 0);
-    else
-        sb_printf(&code, "}, $%d, $%d, p, 1, 1, %d, %d;\n\t}", nr, nr + 1, tnsp_a ? 1 : 0, tnsp_b ? 1 : 0);
-    sb_puts(&cons, a ? ",r,r,r,r,l" : ",l,l");
-    for (int i = 0; i < nr; i++)
-        sb_printf(&cons, ",%d", i);
-    sb_puts(&cons, ",~{memory}");
-    LLVMTypeRef *ft = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)nr);
     LLVMTypeRef *pt = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)nin);
     LLVMValueRef *args = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nin);
-    for (int i = 0; i < nr; i++)
+    int k = 0;   /* the next input */
+    for (int t = 0; t < ninst; t++) {
+        const WgmmaInst *w = &ins[t];
+        sb_printf(&code, "\n\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", n, ty, ty);
+        for (int i = 0; i < n / 2; i++)
+            sb_printf(&code, "%s$%d", i ? ", " : "", w->acc[i]);
+        int op = nacc + k;
+        if (w->a) {
+            sb_printf(&code, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;", op, op + 1, op + 2, op + 3, op + 4,
+                      w->tnsp_b ? 1 : 0);
+            sb_puts(&cons, ",r,r,r,r");
+            for (int q = 0; q < 4; q++) {
+                args[k] = w->a[q];
+                pt[k++] = cg->t_i32;
+            }
+        } else {
+            sb_printf(&code, "}, $%d, $%d, p, 1, 1, %d, %d;", op, op + 1, w->tnsp_a ? 1 : 0, w->tnsp_b ? 1 : 0);
+            sb_puts(&cons, ",l");
+            args[k] = w->desc_a;
+            pt[k++] = cg->t_i64;
+        }
+        sb_puts(&cons, ",l");
+        args[k] = w->desc_b;
+        pt[k++] = cg->t_i64;
+    }
+    sb_puts(&code, "\n\t}");
+    for (int i = 0; i < nacc; i++) {
+        sb_printf(&cons, ",%d", i);
+        args[k] = acc[i];
+        pt[k++] = cg->t_f32;
+    }
+    sb_puts(&cons, ",~{memory}");
+    LLVMTypeRef *ft = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)nacc);
+    for (int i = 0; i < nacc; i++)
         ft[i] = cg->t_f32;
-    for (int i = 0; i < na; i++) {
-        args[i] = a ? a[i] : desc_a;
-        pt[i] = a ? cg->t_i32 : cg->t_i64;
-    }
-    args[na] = desc_b;
-    pt[na] = cg->t_i64;
-    for (int i = 0; i < nr; i++) {
-        pt[na + 1 + i] = cg->t_f32;
-        args[na + 1 + i] = acc[i];
-    }
-    LLVMTypeRef rt = LLVMStructTypeInContext(cg->ctx, ft, (unsigned)nr, 0);
+    LLVMTypeRef rt = LLVMStructTypeInContext(cg->ctx, ft, (unsigned)nacc, 0);
     LLVMTypeRef fty = LLVMFunctionType(rt, pt, (unsigned)nin, 0);
     LLVMValueRef as = LLVMGetInlineAsm(fty, code.buf, code.len, cons.buf, cons.len, 1, 0, LLVMInlineAsmDialectATT, 0);
     LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, (unsigned)nin, "");
-    for (int i = 0; i < nr; i++)
+    for (int i = 0; i < nacc; i++)
         acc[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
     sb_free(&code);
     sb_free(&cons);
-}
-
-static void wgmma_ss(Cg *cg, bool f16, int n, LLVMValueRef desc_a, LLVMValueRef desc_b, bool tnsp_a, bool tnsp_b,
-                     LLVMValueRef *acc)
-{
-    wgmma(cg, f16, n, desc_a, NULL, desc_b, tnsp_a, tnsp_b, acc);
-}
-
-static void wgmma_rs(Cg *cg, bool f16, int n, LLVMValueRef *a, LLVMValueRef desc_b, bool tnsp_b, LLVMValueRef *acc)
-{
-    wgmma(cg, f16, n, NULL, a, desc_b, false, tnsp_b, acc);
 }
 
 /* What Hopper adds that Blackwell keeps: barriers, TMA, named barriers,
@@ -195,7 +199,7 @@ const Target cg_family_sm90 = {
     CG_SM80_HOOKS,
     CG_SM90_SHARED_HOOKS,
     .wgmma_fence = wgmma_fence, .wgmma_commit = wgmma_commit, .wgmma_wait = wgmma_wait,
-    .wgmma_ss = wgmma_ss, .wgmma_rs = wgmma_rs, .fence_f32 = fence_f32, .fence_b32 = fence_b32,
+    .wgmma = wgmma, .fence_f32 = fence_f32, .fence_b32 = fence_b32,
 };
 
 /* Blackwell keeps Hopper's barriers, TMA, named barriers and setmaxnreg;

@@ -5,7 +5,8 @@
  * Warps: the role's warp groups (Cg.nwarps / 4 = G) share the [M, N]
  * accumulator by m64 row blocks: warp group g takes rows 64g + 64G i
  * (i = 0 .. M / 64G - 1), the layout layout_wgmma_acc. Per k16 step and
- * row block, one wgmma of the whole N (N <= 256, a multiple of 8).
+ * row block, one wgmma of the whole N (N <= 256, a multiple of 8); all of
+ * a product's wgmma in one asm (Target.wgmma).
  *
  * Descriptors (fastpaths: the GmmaDescriptor bits): start address >> 4 in
  * [0, 14), LBO >> 4 in [16, 30), SBO >> 4 in [32, 46), the swizzle mode in
@@ -86,7 +87,7 @@ int cg_lower_dot_async(Cg *cg, Op *op)
     DType dt = (DType)at->dtype;
     int64_t m = at->shape[0], k = at->shape[1], n = bt->shape[1];
     int groups = cg->nwarps / 4;
-    if (!cg->tg->wgmma_ss) {
+    if (!cg->tg->wgmma) {
         diag_error(cg->d, op->loc, "asynchronous products need wgmma, which %s does not have", cg->ti->name);
         return 1;
     }
@@ -136,23 +137,21 @@ int cg_lower_dot_async(Cg *cg, Op *op)
                                                       LLVMBuildMul(cg->b, wg, cg_i32(cg, 64 * wa), ""), "");
     LLVMValueRef bbase = LLVMBuildPtrToInt(cg->b, sb->base, cg->t_i32, "");
     bool b_mn = !sb->trans;   /* stored [K, N]: MN-major */
-    LLVMValueRef *frag = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(n / 2));
+    int ninst = (int)(k / 16 * reps);
+    WgmmaInst *ins = arena_alloc(cg->a, sizeof(WgmmaInst) * (size_t)ninst);
+    int t = 0;
     for (int64_t kk = 0; kk < k / 16; kk++) {
-        for (int64_t i = 0; i < reps; i++) {
-            LLVMValueRef da = a_regs ? NULL : cg_desc_a(cg, abase, sa, i * 64 * groups, kk, 0);
-            LLVMValueRef db = cg_desc_b(cg, bbase, sb, kk, 0);
+        for (int64_t i = 0; i < reps; i++, t++) {
+            int *ix = arena_alloc(cg->a, sizeof(int) * (size_t)(n / 2));
             for (int j = 0; j < n / 8; j++)
                 for (int q = 0; q < 4; q++)
-                    frag[4 * j + q] = acc[layout_mma_acc_reg(L, (int)i, j, q)];
-            if (a_regs)
-                cg->tg->wgmma_rs(cg, dt == DT_F16, (int)n, &apk[(i * (k / 16) + kk) * 4], db, b_mn, frag);
-            else
-                cg->tg->wgmma_ss(cg, dt == DT_F16, (int)n, da, db, false, b_mn, frag);
-            for (int j = 0; j < n / 8; j++)
-                for (int q = 0; q < 4; q++)
-                    acc[layout_mma_acc_reg(L, (int)i, j, q)] = frag[4 * j + q];
+                    ix[4 * j + q] = layout_mma_acc_reg(L, (int)i, j, q);
+            ins[t] = (WgmmaInst){ .desc_a = a_regs ? NULL : cg_desc_a(cg, abase, sa, i * 64 * groups, kk, 0),
+                                  .a = a_regs ? &apk[(i * (k / 16) + kk) * 4] : NULL,
+                                  .desc_b = cg_desc_b(cg, bbase, sb, kk, 0), .tnsp_b = b_mn, .acc = ix };
         }
     }
+    cg->tg->wgmma(cg, dt == DT_F16, (int)n, ins, ninst, acc, nr);
     cg->tg->wgmma_commit(cg);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = acc };
     if (cg->report)
