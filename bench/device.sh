@@ -105,6 +105,19 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
            "UTMALDG $(grep -c UTMALDG "$out/$(basename "$p" .ptx).sass"), USETMAXREG $(grep -c USETMAXREG "$out/$(basename "$p" .ptx).sass")," \
            "SYNCS $(grep -c SYNCS "$out/$(basename "$p" .ptx).sass")"
   done
+  # sm_100a (no B200 here: assembled and disassembled only): the tcgen05
+  # products, their commits and the TMA loads in the SASS
+  for p in "$root"/.devcarry/gemm/default_sm100a_bf16.ptx "$root"/.devcarry/attn/attn_bf16_sm_100a_d128_m128_n64_f.ptx; do
+    [ -f "$p" ] || continue
+    s="$out/$(basename "$p" .ptx).sass"
+    if ptxas -arch=sm_100a "$p" -o /tmp/sm100a.cubin && cuobjdump -sass /tmp/sm100a.cubin > "$s"; then
+      mma=$(grep -cE 'UTC[A-Z]*MMA' "$s"); bar=$(grep -cE 'UTC[A-Z]*BAR' "$s"); tma=$(grep -c UTMALDG "$s")
+      echo "$(basename "$p"): SASS tcgen05 MMA $mma, commit (UTCBAR) $bar, UTMALDG $tma"
+      [ "$mma" -gt 0 ] && [ "$bar" -gt 0 ] && [ "$tma" -gt 0 ] || { echo "FAIL $(basename "$p"): no tcgen05 / TMA in the SASS"; status=1; }
+    else
+      echo "FAIL $(basename "$p"): ptxas or cuobjdump for sm_100a"; status=1
+    fi
+  done
   mark mma-probes
   echo "== warp-MMA issue-rate probes (bench/mma_probe.py)"
   python3 "$root/bench/mma_probe.py" 2>&1 | tee "$out/mma_probe.txt" || status=1
