@@ -1220,6 +1220,19 @@ static void check_named_bars(Checker *C, const Op *ws)
 
 /* ---- a persistent grid: the ring loops inside loops over tiles ---- */
 
+/* The first FOR of block b whose body holds ring traffic, or NULL. */
+static const Op *ring_loop_in(const Checker *C, const Block *b)
+{
+    for (int i = 0; i < b->nops; i++) {
+        bool any = false;
+        if (b->ops[i]->code == OP_FOR)
+            ir_walk((Func *)C->f, (Block *)&b->ops[i]->regions[0], has_ring_op, &any);
+        if (any)
+            return b->ops[i];
+    }
+    return NULL;
+}
+
 /* A role's loop over tiles: its one op holding ring traffic, a FOR whose
  * body holds a FOR with ring traffic; NULL when the role has none. */
 static const Op *tile_loop_of(const Checker *C, const Block *role)
@@ -1236,17 +1249,7 @@ static const Op *tile_loop_of(const Checker *C, const Block *role)
             return NULL;
         found = op;
     }
-    if (!found)
-        return NULL;
-    const Block *b = &found->regions[0];
-    for (int i = 0; i < b->nops; i++) {
-        bool any = false;
-        if (b->ops[i]->code == OP_FOR)
-            ir_walk((Func *)C->f, (Block *)&b->ops[i]->regions[0], has_ring_op, &any);
-        if (any)
-            return found;
-    }
-    return NULL;
+    return found && ring_loop_in(C, &found->regions[0]) ? found : NULL;
 }
 
 /* Do a (in the role whose tile is ia) and b (tile ib) compute the same
@@ -1319,13 +1322,7 @@ static void check_levels(Checker *C, const Op *ws, const Op **tl)
     C->level = 2;
     for (int r = 0; r < n; r++) {
         const Block *tb = &tl[r]->regions[0];
-        const Op *trips = NULL;   /* the trip loop: the body's FOR with ring traffic (tile_loop_of) */
-        for (int i = 0; i < tb->nops && !trips; i++) {
-            bool any = false;
-            if (tb->ops[i]->code == OP_FOR)
-                ir_walk((Func *)C->f, (Block *)&tb->ops[i]->regions[0], has_ring_op, &any);
-            trips = any ? tb->ops[i] : NULL;
-        }
+        const Op *trips = ring_loop_in(C, tb);   /* the trip loop (tile_loop_of found it) */
         C->base = tile_base(C, tl[r], trips);
         if (!C->base)
             return;
@@ -1349,6 +1346,8 @@ static void check_ws(Checker *C, const Op *ws)
     memset(C->role, 0, sizeof C->role);
     C->ws = ws;
     C->stages = 0;
+    C->level = 0;   /* check_levels may have stopped at an error mid-way on an earlier ws */
+    C->base = 0;
     const Op *tl[WS_MAXROLES] = { 0 };
     int ntl = 0;
     for (int r = 0; r < n && r < WS_MAXROLES; r++)

@@ -15,9 +15,10 @@
  *   persistent     a kernel with chained products on 256-row tiles (two
  *                  warp groups taking turns) that takes no warp-specialized
  *                  roles (pass_chain_roles: warp_specialize makes those
- *                  persistent itself, carrying the rings across tiles), without a row mask, for 1k+
- *                  query and key rows (tilec_options.dims) on a device whose
- *                  SM count is known (target.sms): min(SMs, X * Y) blocks
+ *                  persistent itself, carrying the rings across tiles),
+ *                  without a row mask, for 1k+ query and key rows
+ *                  (tilec_options.dims) on a device whose SM count is
+ *                  known (target.sms): min(SMs, X * Y) blocks
  *                  looping over the tiles t = block.x, block.x + SMs, ...
  *                  (x = t % X, y = t / X); double_buffer then rotates that
  *                  loop (the next tile's copies under this one's epilogue);

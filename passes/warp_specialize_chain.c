@@ -673,15 +673,5 @@ void ws_chain_rewrite(PassCtx *ctx, WsLoop *W, const char *at)
     ws_remove_ring(W);
     for (int i = 0; i < WS_OPERANDS; i++)   /* the rings' slots: S stages */
         ir_type(f, W->opnd[i].buf)->shape[0] = W->stages;
-    const char *why = ws_persist_problem(ctx, f, ws, cs);
-    if (why) {
-        pass_note(ctx, "@%s: loop at %s: one tile a block (not persistent: %s)", f->name, at, why);
-        return;
-    }
-    ws_persist(ctx, f, ws, cs, bounds[1], qfull);
-    pass_note(ctx, "@%s: loop at %s: persistent: min(%lld, tiles) blocks, each role looping over the block's tiles "
-              "(t = block.x + n * num_blocks.x); the rings run on across tiles (slots and phases of the trips "
-              "before this tile's plus the trip's), Q on a ring of one slot per tile that the consumers release "
-              "after their last product reading it, so the producer loads the next tile's Q, K and V under this "
-              "tile's last products and epilogue", f->name, at, (long long)ctx->sms);
+    ws_make_persistent(ctx, f, ws, cs, bounds[1], qfull, at);
 }

@@ -112,12 +112,13 @@ bool ws_chain_bookkeeping(const WsLoop *W, const Op *op);
 /* The ring operand whose read (or TRANS of it) op is, or NULL. */
 const WsOperand *ws_chain_ring_read(const WsLoop *W, const Op *op);
 
-/* warp_specialize_persist.c: the roles of chained products over a
- * persistent grid (its header has the form) */
-/* Why the kernel just rewritten into ws cannot take it (NULL: it can). */
-const char *ws_persist_problem(const PassCtx *ctx, Func *f, const Op *ws, ValId cs);
-/* Each role loops over the block's tiles; the grid becomes min(SMs, tiles). */
-void ws_persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull);
+/* warp_specialize_persist.c: wgmma roles over a persistent grid (its
+ * header has the form) */
+/* The kernel just rewritten into ws (stage count cs, trip count trips,
+ * the once-loaded operand's ring qfull or 0): each role loops over the
+ * block's tiles and the grid becomes min(SMs, tiles) where it can take
+ * that form; the report says which, and why not. */
+void ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull, const char *at);
 
 /* warp_specialize_chain_tc.c: chained products on tcgen05 (its header has
  * the form) */

@@ -1,13 +1,15 @@
 /* warp_specialize_persist.c - a persistent grid for warp-specialized
- * chained products (attention on sm_90a): each role loops over the tiles
- * itself, so that the producer loads the next tile's Q, K and V while the
- * consumers finish this tile (the last trips' products, the epilogue), and
- * the rings run on across tiles.
+ * wgmma roles (GEMM's one product, attention's chained ones, sm_90a): each
+ * role loops over the tiles itself, so that the producer loads the next
+ * tile's operands (attention: Q, K and V) while the consumers finish this
+ * tile (the last trips' products, the epilogue), and the rings run on
+ * across tiles.
  *
- * Needs: the kernel just rewritten by ws_chain_rewrite: its body the ops
- * before the loop (pure ops and allocations), then the WS (the epilogue
- * moved into the consumer role); a grid (X, Y, Z); the device's SM count
- * (target.sms).
+ * Needs: the kernel just rewritten by ws_rewrite or ws_chain_rewrite: its
+ * body the ops before the loop (pure ops and allocations), then the WS
+ * (the epilogue moved into the consumer role); a grid (X, Y, Z); the
+ * device's SM count (target.sms). Without a once-loaded operand (GEMM)
+ * the Q ring below is left out.
  *
  * The form (n the block's tile count so far, base the trips before this
  * tile's, t = block.x + n * num_blocks.x its tile):
@@ -58,7 +60,7 @@ static bool cs_only_rings(Func *f, const Op *ws, ValId cs)
 }
 
 /* Why the kernel cannot take the persistent form (NULL: it can). */
-const char *ws_persist_problem(const PassCtx *ctx, Func *f, const Op *ws, ValId cs)
+static const char *persist_problem(const PassCtx *ctx, Func *f, const Op *ws, ValId cs)
 {
     Block *top = &f->body;
     const Op *gy = ir_block_yield(&f->grid);
@@ -223,7 +225,7 @@ static ValId q_buffer(const Op *ws, ValId qfull)
     return 0;
 }
 
-void ws_persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull)
+static void persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull)
 {
     Block *top = &f->body;
     Op *gy = ir_block_yield(&f->grid);
@@ -278,4 +280,21 @@ void ws_persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qful
     ValId gt = bin(&g, OP_MUL, bin(&g, OP_MUL, gy->args[0], gy->args[1]), gy->args[2]);
     gy->args[0] = bin(&g, OP_MIN, ir_const_int(&g, i32, ctx->sms), gt);
     gy->args[1] = gy->args[2] = ir_const_int(&g, i32, 1);
+}
+
+void ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull, const char *at)
+{
+    const char *why = persist_problem(ctx, f, ws, cs);
+    if (why) {
+        pass_note(ctx, "@%s: loop at %s: one tile a block (not persistent: %s)", f->name, at, why);
+        return;
+    }
+    persist(ctx, f, ws, cs, trips, qfull);
+    pass_note(ctx, "@%s: loop at %s: persistent: min(%lld, tiles) blocks, each role looping over the block's tiles "
+              "(t = block.x + n * num_blocks.x); the rings run on across tiles (slots and phases of the trips "
+              "before this tile's plus the trip's)%s", f->name, at, (long long)ctx->sms,
+              qfull ? ", Q on a ring of one slot per tile that the consumers release after their last product "
+                      "reading it, so the producer loads the next tile's Q, K and V under this tile's last products "
+                      "and epilogue"
+                    : ", so the producer fills the next tile's stages under this tile's epilogue");
 }

@@ -303,12 +303,5 @@ void ws_rewrite(PassCtx *ctx, WsLoop *W, const char *at)
     ws_fill_producer(W, &ws->regions[0], r.bounds, r.cs, r.full, r.empty);
     Op *cf = fill_consumer(W, &ws->regions[1], r.bounds, r.cs, r.full, r.empty);
     ws_finish(W, &ws->regions[1], cf->res[0]);
-    const char *why = ws_persist_problem(ctx, f, ws, r.cs);
-    if (why) {
-        pass_note(ctx, "@%s: loop at %s: one tile a block (not persistent: %s)", f->name, at, why);
-        return;
-    }
-    ws_persist(ctx, f, ws, r.cs, r.bounds[1], 0);
-    pass_note(ctx, "@%s: loop at %s: persistent: min(%lld, tiles) blocks, each role looping over the block's tiles",
-              f->name, at, (long long)ctx->sms);
+    ws_make_persistent(ctx, f, ws, r.cs, r.bounds[1], 0, at);
 }

@@ -478,14 +478,15 @@ def _with_device_sms(pass_options):
     po = option_list(pass_options) or ""
     if "target.sms=" in po:
         return pass_options
+    from ._attention import SMS_OPTION_MAX, device_sms   # loaded last in this module: imported here
     torch = sys.modules.get("torch")
     try:
-        sms = int(torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count)
-    except Exception:  # noqa: BLE001 (no torch, no GPU, no such property)
+        sms = device_sms(torch.cuda.current_device())
+    except Exception:  # noqa: BLE001 (no torch, no GPU)
         return pass_options
-    if sms <= 0:
+    if not sms or sms <= 0:
         return pass_options
-    return (po + "," if po else "") + "target.sms=%d" % min(sms, 1024)
+    return (po + "," if po else "") + "target.sms=%d" % min(sms, SMS_OPTION_MAX)
 
 
 def _default_arch():
