@@ -94,6 +94,9 @@ typedef struct Cg {
     bool scratch_over_buffers;            /* cg_smem hands out offset 0 of the (dead) buffers */
     StrBuf *report;
     int nerr;
+    /* Per value: 1 when every use converts it to f16 or bf16, 2 when some
+     * use does not (lower_simt.c: narrow_quotient); NULL until needed. */
+    uint8_t *narrow_uses;
     /* Anchor layouts by tile shape (from loads, then their reductions):
      * values with no register operand (iota, splat) take these. */
     struct { int rank; int64_t shape[TILE_MAXRANK]; const Layout *L; } anchors[32];
@@ -260,7 +263,7 @@ bool cg_simt_kernel(const Cg *cg);
 LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r);
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
 /* After optimisation: pure values of a SIMT kernel move to their first use. */
-void cg_schedule_simt(Cg *cg, LLVMValueRef fn);
+void cg_schedule_simt(Cg *cg, LLVMValueRef fn, bool epilogue);
 
 /* ---- codegen.c: one kernel ---- */
 void cg_init_types(Cg *cg);                           /* cg->t_* in cg->ctx */

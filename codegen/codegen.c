@@ -470,6 +470,7 @@ int cg_gen_kernel(Cg *cg, Func *f, StrBuf *meta)
         cg->nwarps = cg_ws_nwarps(cg);
         cg->mma_rows_only = false;
     }
+    cg->narrow_uses = NULL;
     cg->smem = NULL;
     cg->smem_bytes = 0;
     cg->epoch = cg->depth = 0;
@@ -490,9 +491,10 @@ int cg_gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     if (!mma)
         LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                                 LLVMCreateStringAttribute(cg->ctx, "tilec.simt", 10, "", 0));
-    if (sc->wide)
+    if (sc->wide || sc->epilogue_order)   /* compile.c: schedule_simt */
         LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(cg->ctx, "tilec.sched", 11, "", 0));
+                                LLVMCreateStringAttribute(cg->ctx, "tilec.sched", 11, sc->wide ? "" : "epilogue",
+                                                          sc->wide ? 0 : 8));
     cg_find_anchors(cg, f);
     if (cg->ws)
         cg_ws_anchors(cg, f);

@@ -49,16 +49,21 @@ static void time_row(StrBuf *timing, const char *what, double t0)
         sb_printf(timing, "%12.3f  %s\n", (tc_now() - t0) * 1e3, what);
 }
 
-/* Pure values of the SIMT kernels marked "tilec.sched" (rows of 16+ warps,
- * under a register cap) move to their first use (lower_simt.c). Without a
- * cap ptxas then takes more registers (docs/codegen.md). */
+/* Pure values of the kernels marked "tilec.sched" move to their first use
+ * (simt_sched.c): every block of a SIMT kernel in rows of 16+ warps, under
+ * a register cap (without a cap ptxas then takes more registers,
+ * docs/codegen.md); the epilogue blocks of a tensor-core kernel (value
+ * "epilogue"). */
 static void schedule_simt(Cg *cg, int opt)
 {
     if (opt <= 0)
         return;
-    for (LLVMValueRef fn = LLVMGetFirstFunction(cg->mod); fn; fn = LLVMGetNextFunction(fn))
-        if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.sched", 11))
-            cg_schedule_simt(cg, fn);
+    for (LLVMValueRef fn = LLVMGetFirstFunction(cg->mod); fn; fn = LLVMGetNextFunction(fn)) {
+        LLVMAttributeRef at = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.sched", 11);
+        unsigned n = 0;
+        if (at)
+            cg_schedule_simt(cg, fn, LLVMGetStringAttributeValue(at, &n) && n > 0);
+    }
 }
 
 /* An LLVM message as an internal error on the compiling thread (the

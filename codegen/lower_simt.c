@@ -271,6 +271,42 @@ static LLVMValueRef *repeated_recips(Cg *cg, Op *op, DType dt, LLVMValueRef *d, 
     return out;
 }
 
+/* A float quotient whose only uses convert it to f16 or bf16 (or whose
+ * operands are f16 or bf16): `div.full.f32` (2 ulp of f32, well below half
+ * an ulp of the narrower result) instead of the IEEE division subroutine,
+ * whose branch per element keeps ptxas from interleaving an epilogue such
+ * as `bf16(z / (1 + exp(-1.702 * z)))` (docs/language.md, "Accuracy"). */
+static bool narrow_visit(Func *f, Op *op, void *ctx)
+{
+    uint8_t *u = ctx;
+    bool narrow = op->code == OP_CAST && (ir_type(f, op->res[0])->dtype == DT_BF16 ||
+                                          ir_type(f, op->res[0])->dtype == DT_F16);
+    for (int i = 0; i < op->nargs; i++)
+        if (u[op->args[i]] != 2)
+            u[op->args[i]] = narrow ? 1 : 2;
+    return true;
+}
+
+static bool narrow_quotient(Cg *cg, Op *op, DType dt)
+{
+    if (op->code != OP_DIV || (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16))
+        return false;
+    if (dt != DT_F32)
+        return true;
+    if (!cg->narrow_uses) {
+        cg->narrow_uses = arena_alloc(cg->a, cg->f->nvals);
+        memset(cg->narrow_uses, 0, cg->f->nvals);
+        ir_walk(cg->f, &cg->f->body, narrow_visit, cg->narrow_uses);
+    }
+    return cg->narrow_uses[op->res[0]] == 1;
+}
+
+static LLVMValueRef div_full(Cg *cg, LLVMValueRef *a, DType dt)
+{
+    LLVMValueRef x[2] = { to_f32(cg, a[0], dt), to_f32(cg, a[1], dt) };
+    return cg_convert(cg, cg_call(cg, "llvm.nvvm.div.full", cg->t_f32, x, 2), DT_F32, dt);
+}
+
 /* exp2 {emu = K} (ir/ops.h): which of a thread's registers of L hold an
  * emulated element. A register whose column group (last dim / 8) is the
  * same in every thread is decided here: 1 on the FMA units, 0 on the MUFU
@@ -358,6 +394,7 @@ int lower_elem(Cg *cg, Op *op)
     int n = layout_nregs(L), xi;
     LLVMValueRef *out = new_regs(cg, L), inv = uniform_recip(cg, op, dt), *skip = NULL;
     LLVMValueRef *recips = inv ? NULL : repeated_recips(cg, op, dt, in[1], n);
+    bool full = !inv && !recips && narrow_quotient(cg, op, dt);
     if (dt == DT_F32 && cg_chain_rescale(cg, op, &xi))
         skip = cg_chain_scale_or_skip(cg, in[xi], in[1 - xi], n);
     LLVMValueRef *pred = NULL;
@@ -373,6 +410,7 @@ int lower_elem(Cg *cg, Op *op)
         out[r] = skip ? skip[r]
                : inv ? LLVMBuildFMul(cg->b, a[0], inv, "")
                : recips ? LLVMBuildFMul(cg->b, a[0], recips[r], "")
+               : full ? div_full(cg, a, dt)
                : elem(cg, op, dt, (DType)rt->dtype, a);
     }
     set_regs(cg, op->res[0], L, out);

@@ -15,7 +15,14 @@
  * arithmetic moves to just before its first user, depth first, so a chain
  * is consumed element by element (a reduction folds each value as it is
  * made). Loads stay where they are, all issued before the first use.
- * Only for the kernels codegen.c marks "tilec.sched" (schedule_simt). */
+ * For the kernels codegen.c marks "tilec.sched" (schedule_simt): every
+ * block of a wide SIMT kernel; in a tensor-core kernel ("epilogue") only
+ * the blocks without tensor-core or fragment-load instructions, so the
+ * main loops keep the order lower_mma.c and lower_chain.c chose, and an
+ * epilogue such as `gelu(acc + bias)` is computed element by element
+ * instead of keeping every intermediate tile of the accumulator's size
+ * live (division and other subroutines split ptxas's scheduling regions,
+ * so it cannot interleave them itself). */
 
 typedef struct Sched {
     LLVMValueRef *key;        /* open addressing on instruction pointers */
@@ -34,7 +41,7 @@ static size_t sched_slot(const Sched *s, LLVMValueRef v)
 
 static bool sched_pure_call(LLVMValueRef I)
 {
-    static const char *const ok[] = { "llvm.nvvm.ex2", "llvm.nvvm.lg2", "llvm.nvvm.rsqrt", "llvm.nvvm.sqrt",
+    static const char *const ok[] = { "llvm.nvvm.ex2", "llvm.nvvm.lg2", "llvm.nvvm.div.full", "llvm.nvvm.rsqrt", "llvm.nvvm.sqrt",
                                       "llvm.nvvm.fmax", "llvm.nvvm.fmin", "llvm.nvvm.tanh", "llvm.tanh", "llvm.sin", "llvm.cos",
                                       "llvm.floor", "llvm.ceil", "llvm.roundeven", "llvm.copysign", "llvm.maxnum",
                                       "llvm.minnum", "llvm.fabs", "llvm.sqrt", "llvm.exp2", "llvm.fma",
@@ -97,11 +104,33 @@ static void sched_place(Sched *s, LLVMValueRef I)
     LLVMInsertIntoBuilder(s->b, I);
 }
 
-static void sched_block(Cg *cg, LLVMBasicBlockRef bb, LLVMBuilderRef b)
+/* An mma, wgmma, tcgen05 or ldmatrix instruction (intrinsic or asm). */
+static bool sched_tensor_core(LLVMValueRef I)
+{
+    if (LLVMGetInstructionOpcode(I) != LLVMCall)
+        return false;
+    LLVMValueRef callee = LLVMGetCalledValue(I);
+    const char *s = NULL;
+    size_t n = 0;
+    if (callee && LLVMIsAInlineAsm(callee))
+        s = LLVMGetInlineAsmAsmString(callee, &n);
+    else if (callee && LLVMIsAFunction(callee))
+        s = LLVMGetValueName2(callee, &n);
+    if (!s)
+        return false;
+    char buf[160];
+    snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf - 1 ? n : sizeof buf - 1), s);
+    return strstr(buf, "mma") || strstr(buf, "ldmatrix") || strstr(buf, "tcgen05");
+}
+
+static void sched_block(Cg *cg, LLVMBasicBlockRef bb, LLVMBuilderRef b, bool epilogue)
 {
     size_t n = 0;
-    for (LLVMValueRef I = LLVMGetFirstInstruction(bb); I; I = LLVMGetNextInstruction(I))
+    for (LLVMValueRef I = LLVMGetFirstInstruction(bb); I; I = LLVMGetNextInstruction(I)) {
+        if (epilogue && sched_tensor_core(I))
+            return;
         n++;
+    }
     if (n < 8)
         return;
     Sched s = { .cap = 16, .b = b };
@@ -136,13 +165,13 @@ static void sched_block(Cg *cg, LLVMBasicBlockRef bb, LLVMBuilderRef b)
 
 static void dispose_builder(void *b) { LLVMDisposeBuilder(b); }
 
-void cg_schedule_simt(Cg *cg, LLVMValueRef fn)
+void cg_schedule_simt(Cg *cg, LLVMValueRef fn, bool epilogue)
 {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
     TcCleanup cl;   /* the builder is released also when memory runs out (lib/alloc.h) */
     tc_cleanup_push(&cl, dispose_builder, b);
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
-        sched_block(cg, bb, b);
+        sched_block(cg, bb, b, epilogue);
     tc_cleanup_pop(&cl);
     LLVMDisposeBuilder(b);
 }

@@ -164,6 +164,8 @@ typedef struct Schedule {
     bool wide;              /* SIMT: recomputed after barriers, ordered by first use */
     bool copy_interior;     /* masked async copies get an arm for windows wholly inside */
     bool pv_rows;           /* a product with A in registers issued row tile by row tile */
+    bool epilogue_order;    /* products, none chained: the code outside the products' blocks
+                               ordered by first use (an epilogue computed element by element) */
 } Schedule;
 const char *sched_kind_name(SchedKind k);   /* "simt", "mma", "chain"; "none" */
 

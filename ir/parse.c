@@ -615,7 +615,8 @@ static bool parse_smem(Parser *p)
 }
 
 /* 'schedule' '(' KIND ',' 'warps' '=' INT [',' 'min_blocks' '=' INT]
- * [',' 'turns' '=' 'decoupled'] [',' 'wide'] [',' 'copy_interior'] [',' 'pv_rows'] ')'
+ * [',' 'turns' '=' 'decoupled'] [',' 'wide'] [',' 'copy_interior'] [',' 'pv_rows']
+ * [',' 'epilogue_order'] ')'
  * (the verifier checks the combination) */
 static bool parse_schedule(Parser *p)
 {
@@ -652,11 +653,14 @@ static bool parse_schedule(Parser *p)
             }
             next(p);
             s->turns = SCHED_TURNS_DECOUPLED;
-        } else if (tok_is(t, "wide") || tok_is(t, "copy_interior") || tok_is(t, "pv_rows")) {
-            *(tok_is(t, "wide") ? &s->wide : tok_is(t, "copy_interior") ? &s->copy_interior : &s->pv_rows) = true;
+        } else if (tok_is(t, "wide") || tok_is(t, "copy_interior") || tok_is(t, "pv_rows") ||
+                   tok_is(t, "epilogue_order")) {
+            *(tok_is(t, "wide") ? &s->wide : tok_is(t, "copy_interior") ? &s->copy_interior
+              : tok_is(t, "pv_rows") ? &s->pv_rows : &s->epilogue_order) = true;
             next(p);
         } else {
-            tp_err(p, t, "unknown schedule field %s (warps, min_blocks, turns, wide, copy_interior, pv_rows)",
+            tp_err(p, t, "unknown schedule field %s (warps, min_blocks, turns, wide, copy_interior, pv_rows, "
+                 "epilogue_order)",
                  tp_tok_desc(p, t));
             return false;
         }

@@ -365,7 +365,7 @@ static void put_const_binding(Printer *p, const ConstBinding *c)
 }
 
 /* ' schedule(KIND, warps = N[, min_blocks = N][, turns = decoupled][, wide]
- * [, copy_interior][, pv_rows])'; nothing when undecided. */
+ * [, copy_interior][, pv_rows][, epilogue_order])'; nothing when undecided. */
 static void put_schedule(StrBuf *out, const Schedule *s)
 {
     if (s->kind == SCHED_NONE)
@@ -381,6 +381,8 @@ static void put_schedule(StrBuf *out, const Schedule *s)
         sb_puts(out, ", copy_interior");
     if (s->pv_rows)
         sb_puts(out, ", pv_rows");
+    if (s->epilogue_order)
+        sb_puts(out, ", epilogue_order");
     sb_putc(out, ')');
 }
 

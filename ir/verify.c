@@ -808,7 +808,7 @@ static void verify_schedule(Verifier *V)
 {
     const Schedule *s = &V->f->sched;
     if (s->kind == SCHED_NONE) {
-        if (s->warps || s->min_blocks || s->turns || s->wide || s->copy_interior || s->pv_rows)
+        if (s->warps || s->min_blocks || s->turns || s->wide || s->copy_interior || s->pv_rows || s->epilogue_order)
             vfy_err(V, NULL, "schedule fields set without a schedule kind");
         return;
     }
@@ -826,6 +826,8 @@ static void verify_schedule(Verifier *V)
         vfy_err(V, NULL, "schedule: 'wide' is for kernels without products");
     if ((s->copy_interior || s->pv_rows) && s->kind == SCHED_SIMT)
         vfy_err(V, NULL, "schedule: copy_interior and pv_rows are for kernels with products");
+    if (s->epilogue_order && s->kind != SCHED_MMA)
+        vfy_err(V, NULL, "schedule: epilogue_order is for kernels with products, none chained");
     if (s->pv_rows && s->kind != SCHED_CHAIN)
         vfy_err(V, NULL, "schedule: pv_rows is for chained products");
 }

@@ -18,7 +18,11 @@
  *             ordered by first use (codegen's lower_simt.c);
  *   turns     CHAIN on 8k warps of 32 rows: two warp groups take turns at
  *             the tensor cores, decoupled (no block-wide barrier in the loop);
- *   copy_interior, pv_rows  the copy and product forms (below).
+ *   copy_interior, pv_rows  the copy and product forms (below);
+ *   epilogue_order  products, none chained (a GEMM, warp-specialized or
+ *             not): the code outside the products' blocks ordered by first
+ *             use, so an epilogue such as gelu(acc + bias) is computed
+ *             element by element (codegen's simt_sched.c).
  * A kernel with warp-specialized roles (ws) takes its warps from them: 4 per
  * warp group, and min_blocks 1 (the registers setmaxnreg divides).
  * A kernel whose schedule clause was given (a .tir file) keeps it: this pass
@@ -192,6 +196,27 @@ static bool ws_visit(Func *f, Op *op, void *ctx)
     return op->code != OP_WS;
 }
 
+/* The products of a warp-specialized kernel come from one source product
+ * (a GEMM: the roles' copies of it) or several (chained: attention). */
+typedef struct ProductLocs {
+    Loc first;
+    int n;
+    bool several;
+} ProductLocs;
+
+static bool product_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    ProductLocs *p = ctx;
+    if (op->code == OP_DOT || op->code == OP_DOT_ASYNC || op->code == OP_TC_MMA) {
+        if (p->n++ == 0)
+            p->first = op->loc;
+        else if (op->loc.line != p->first.line || op->loc.col != p->first.col)
+            p->several = true;
+    }
+    return true;
+}
+
 /* A kernel with ws roles runs 4 warps per warp group of its roles, and asks
  * for one block an SM (.minnctapersm 1): ptxas then knows the registers a
  * thread has at entry, which setmaxnreg moves between the roles. True when
@@ -211,6 +236,11 @@ static bool ws_schedule(const Func *f, Schedule *s, StrBuf *why)
     s->min_blocks = 1;
     sb_printf(why, "warp-specialized: %d warps (%d warp groups of roles); registers set for 1 block an SM, which "
               "setmaxnreg divides between the roles", s->warps, wgs);
+    ProductLocs pl = { 0 };
+    ir_walk((Func *)f, (Block *)&f->body, product_visit, &pl);
+    s->epilogue_order = pl.n > 0 && !pl.several;
+    if (s->epilogue_order)
+        sb_puts(why, "; the epilogue computed element by element");
     return true;
 }
 
@@ -248,6 +278,9 @@ void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBu
             sb_puts(why, "; a wide row: recomputed after barriers, ordered by first use");
     } else {
         s->min_blocks = s->warps >= 16 ? 2 : 0;
+        s->epilogue_order = s->kind == SCHED_MMA && !ci.chained;
+        if (s->epilogue_order)
+            sb_puts(why, "; the epilogue computed element by element");
     }
     if (s->min_blocks > t->lim.blocks_per_sm)   /* ptxas ignores a cap above the SM's resident blocks */
         s->min_blocks = (uint8_t)t->lim.blocks_per_sm;
