@@ -28,7 +28,9 @@
  *                  256-row tiles, else at most 4096 keys without a row
  *                  mask, at most 16 key blocks with one (32 at D >= 128);
  *                  not in a kernel that takes roles when the staging beside
- *                  Q and two stages of K and V would not fit (D = 256).
+ *                  Q and two stages of K and V would not fit (D = 256);
+ *                  a lone product's 16-bit output tile (a GEMM's C)
+ *                  when the product is in a loop.
  * The numbers behind the rules were measured on an H200 (bench/RESULTS.md).
  */
 #include "passes.h"
@@ -275,8 +277,24 @@ static void launch_kernel(Func *f, PassCtx *ctx)
         pass_note(ctx, "@%s: persistent: min(%lld, tiles) blocks loop over the tiles (256 rows, %lld x %lld)",
                   f->name, (long long)ctx->sms, (long long)n, (long long)nk);
     }
-    if (!ci.chained)
+    if (!ci.chained) {
+        /* A lone product in a loop (a GEMM's K loop, whose ring buffers
+         * are dead after it): its 16-bit output tile (C, its epilogue
+         * applied) leaves through shared memory as 16-byte rows, as
+         * examples/gemm.tile writes it, instead of 4-byte fragment pairs. */
+        bool top = false;
+        for (int i = 0; ci.first && i < f->body.nops; i++)
+            top = top || f->body.ops[i] == ci.first;
+        Op *st = ci.first && !top ? output_store(f) : NULL;
+        if (st && dtype_bits((DType)ir_type(f, st->args[st->nargs - 1])->dtype) != 16)
+            st = NULL;
+        if (st) {
+            ir_type(f, st->args[st->nargs - 1])->space = SP_SHARED;
+            pass_note(ctx, "@%s: the output tile leaves through shared memory as 16-byte rows (a product's "
+                      "fragments)", f->name);
+        }
         return;
+    }
     bool stage;
     if (ci.rows == 256)
         stage = true;

@@ -194,13 +194,23 @@ int pass_choose_tiles(const Func *probe, const PassCtx *ctx, TileChoice *tc, Str
     if (ci.chained) {
         choose_chain(&ci, ctx, probe, &bm, &bn, why);
     } else {
-        /* A lone product: 128 x 128 accumulators over steps of 32, the
-         * tile whose three stages fit every target with room for an
-         * epilogue (examples/gemm.tile pins its own). */
-        bm = 128;
+        /* A lone product: examples/gemm.tile's 256 x 128 over steps of
+         * 64 where two stages of its operands fit the block's shared
+         * memory (its epilogue then goes through the dead buffers), else
+         * 128 x 128 over steps of 32. */
+        int64_t esz = dtype_bits((DType)ir_type(probe, ci.first->args[0])->dtype) / 8;
+        int64_t two = 2 * (256 * 64 + 64 * 128) * (esz > 0 ? esz : 2);
+        int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+        bool big = two <= limit;
+        bm = big ? 256 : 128;
         bn = 128;
-        bk = 32;
-        sb_puts(why, "a product: 128 x 128 accumulator tiles over steps of 32");
+        bk = big ? 64 : 32;
+        if (big)
+            sb_printf(why, "a product: 256 x 128 accumulator tiles over steps of 64 (two stages: %lld of %lld B)",
+                      (long long)two, (long long)limit);
+        else
+            sb_printf(why, "a product: 128 x 128 accumulator tiles over steps of 32 (two stages of 256 x 128 x 64 "
+                      "would take %lld of %lld B)", (long long)two, (long long)limit);
     }
     for (int i = 0; i < tc->n; i++) {
         int64_t p = tc->probe[i];
