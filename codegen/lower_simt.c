@@ -307,6 +307,32 @@ static LLVMValueRef div_full(Cg *cg, LLVMValueRef *a, DType dt)
     return cg_convert(cg, cg_call(cg, "llvm.nvvm.div.full", cg->t_f32, x, 2), DT_F32, dt);
 }
 
+/* exp(a - b) of f32 tiles whose b repeats a few values (a row vector
+ * broadcast: softmax's `exp(s - m[:, *])`): ex2(fma(a, log2 e, -(b log2 e)))
+ * with b log2 e once per distinct value, one instruction an element fewer
+ * than the difference and its scaling (docs/language.md, accuracy of
+ * `exp`). NULL: lower as written. */
+static LLVMValueRef *exp_of_difference(Cg *cg, Op *op, DType dt, const Layout *L, int n)
+{
+    Op *d = op->code == OP_EXP && dt == DT_F32 ? ir_val(cg->f, op->args[0])->def : NULL;
+    if (!d || d->code != OP_SUB || n < 8)
+        return NULL;
+    LLVMValueRef *b = cg_materialize(cg, &cg->vals[d->args[1]], ir_type(cg->f, d->args[1]), L, op->loc);
+    LLVMValueRef uniq[CG_MAX_REPEATED];
+    int *idx = arena_alloc(cg->a, sizeof(int) * (size_t)n), nu = cg_repeated_values(b, n, uniq, idx);
+    if (!nu)
+        return NULL;
+    LLVMValueRef *a = cg_materialize(cg, &cg->vals[d->args[0]], ir_type(cg->f, d->args[0]), L, op->loc);
+    LLVMValueRef l2e = LLVMConstReal(cg->t_f32, 1.4426950408889634), *out = new_regs(cg, L);
+    for (int k = 0; k < nu; k++)
+        uniq[k] = LLVMBuildFNeg(cg->b, LLVMBuildFMul(cg->b, uniq[k], l2e, ""), "");
+    for (int r = 0; r < n; r++) {
+        LLVMValueRef x[3] = { a[r], l2e, uniq[idx[r]] };
+        out[r] = cg->tg->exp2_f32(cg, cg_call(cg, "llvm.fma.f32", cg->t_f32, x, 3));
+    }
+    return out;
+}
+
 /* exp2 {emu = K} (ir/ops.h): which of a thread's registers of L hold an
  * emulated element. A register whose column group (last dim / 8) is the
  * same in every thread is decided here: 1 on the FMA units, 0 on the MUFU
@@ -399,6 +425,15 @@ int lower_elem(Cg *cg, Op *op)
         skip = cg_chain_scale_or_skip(cg, in[xi], in[1 - xi], n);
     LLVMValueRef *pred = NULL;
     signed char *emu_kind = emu ? exp2_emu_plan(cg, op, L, n, &pred) : NULL;
+    LLVMValueRef *ed = !inv && !recips && !skip && !emu ? exp_of_difference(cg, op, dt, L, n) : NULL;
+    if (ed) {
+        set_regs(cg, op->res[0], L, ed);
+        if (remat_ok(cg, op)) {
+            cg->vals[op->res[0]].def = op;
+            cg->vals[op->res[0]].epoch = cg->epoch;
+        }
+        return 0;
+    }
     for (int r = 0; r < n; r++) {
         for (int i = 0; i < op->nargs; i++)
             a[i] = in[i][r];
