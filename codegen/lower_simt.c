@@ -379,6 +379,17 @@ static signed char *exp2_emu_plan(Cg *cg, Op *op, const Layout *L, int n, LLVMVa
     return kind;
 }
 
+/* The result's registers, marked for recomputation where allowed. */
+static int elem_result(Cg *cg, Op *op, const Layout *L, LLVMValueRef *regs)
+{
+    set_regs(cg, op->res[0], L, regs);
+    if (remat_ok(cg, op)) {
+        cg->vals[op->res[0]].def = op;
+        cg->vals[op->res[0]].epoch = cg->epoch;
+    }
+    return 0;
+}
+
 int lower_elem(Cg *cg, Op *op)
 {
     Func *f = cg->f;
@@ -407,12 +418,7 @@ int lower_elem(Cg *cg, Op *op)
     if (!cmp)
         cmp = guarded_select(cg, op, L);
     if (cmp) {
-        set_regs(cg, op->res[0], L, cmp);
-        if (remat_ok(cg, op)) {
-            cg->vals[op->res[0]].def = op;
-            cg->vals[op->res[0]].epoch = cg->epoch;
-        }
-        return 0;
+        return elem_result(cg, op, L, cmp);
     }
     LLVMValueRef *in[3];
     for (int i = 0; i < op->nargs; i++)
@@ -427,12 +433,7 @@ int lower_elem(Cg *cg, Op *op)
     signed char *emu_kind = emu ? exp2_emu_plan(cg, op, L, n, &pred) : NULL;
     LLVMValueRef *ed = !inv && !recips && !skip && !emu ? exp_of_difference(cg, op, dt, L, n) : NULL;
     if (ed) {
-        set_regs(cg, op->res[0], L, ed);
-        if (remat_ok(cg, op)) {
-            cg->vals[op->res[0]].def = op;
-            cg->vals[op->res[0]].epoch = cg->epoch;
-        }
-        return 0;
+        return elem_result(cg, op, L, ed);
     }
     for (int r = 0; r < n; r++) {
         for (int i = 0; i < op->nargs; i++)
@@ -448,12 +449,7 @@ int lower_elem(Cg *cg, Op *op)
                : full ? div_full(cg, a, dt)
                : elem(cg, op, dt, (DType)rt->dtype, a);
     }
-    set_regs(cg, op->res[0], L, out);
-    if (remat_ok(cg, op)) {
-        cg->vals[op->res[0]].def = op;
-        cg->vals[op->res[0]].epoch = cg->epoch;
-    }
-    return 0;
+    return elem_result(cg, op, L, out);
 }
 
 /* ---- constants, launch values ---- */
