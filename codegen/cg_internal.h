@@ -263,7 +263,7 @@ bool cg_simt_kernel(const Cg *cg);
 LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r);
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
 /* After optimisation: pure values of a SIMT kernel move to their first use. */
-void cg_schedule_simt(Cg *cg, LLVMValueRef fn, bool epilogue);
+void cg_schedule_simt(LLVMContextRef ctx, LLVMValueRef fn, bool epilogue);
 
 /* ---- codegen.c: one kernel ---- */
 void cg_init_types(Cg *cg);                           /* cg->t_* in cg->ctx */

@@ -54,15 +54,15 @@ static void time_row(StrBuf *timing, const char *what, double t0)
  * a register cap (without a cap ptxas then takes more registers,
  * docs/codegen.md); the epilogue blocks of a tensor-core kernel (value
  * "epilogue"). */
-static void schedule_simt(Cg *cg, int opt)
+static void schedule_simt(LLVMModuleRef mod, int opt)
 {
     if (opt <= 0)
         return;
-    for (LLVMValueRef fn = LLVMGetFirstFunction(cg->mod); fn; fn = LLVMGetNextFunction(fn)) {
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
         LLVMAttributeRef at = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.sched", 11);
         unsigned n = 0;
         if (at)
-            cg_schedule_simt(cg, fn, LLVMGetStringAttributeValue(at, &n) && n > 0);
+            cg_schedule_simt(LLVMGetModuleContext(mod), fn, LLVMGetStringAttributeValue(at, &n) && n > 0);
     }
 }
 
@@ -115,15 +115,7 @@ typedef struct CgUnit {
     int f0, f1;             /* m->funcs[f0 .. f1) */
 } CgUnit;
 
-static void schedule_unit(void *cg) { schedule_simt(cg, 1); }
-
-static bool has_sched(LLVMModuleRef mod)
-{
-    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
-        if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.sched", 11))
-            return true;
-    return false;
-}
+static void schedule_unit(void *mod) { schedule_simt(mod, 1); }
 
 static int defined_functions(LLVMModuleRef mod)
 {
@@ -227,7 +219,7 @@ static int finish_unit(CgUnit *u, const CgOptions *o, bool simt, CgResult *res, 
     char *err = cg_optimise(cg->mod, u->tm, o->opt_level);
     if (err)
         return llvm_failed(cg->d, loc, "LLVM pass pipeline", err);
-    schedule_simt(cg, o->opt_level);
+    schedule_simt(cg->mod, o->opt_level);
     time_row(timing, "codegen: llvm optimisation", t0);
     if (o->want_llvm) {
         char *s = LLVMPrintModuleToString(cg->mod);
@@ -251,9 +243,9 @@ static int finish_unit(CgUnit *u, const CgOptions *o, bool simt, CgResult *res, 
  * on a thread of their own beside the first's (the warp-specialized kernel
  * and its portable variant on sm_90a: the variant is as costly as the
  * kernel). Its PTX then follows the first's as one module would print it
- * (cg_ptx_append). Every allocation stays on the compiling thread: the
- * second thread runs LLVM only (and none runs when the second module has
- * kernels that schedule_simt reorders, which allocates). */
+ * (cg_ptx_append). Every allocation of the job's heap stays on the
+ * compiling thread: the second thread runs LLVM and schedule_simt, whose
+ * scratch is outside the job (tc_try_zalloc). */
 static int split_at(const Module *m, const CgOptions *o)
 {
     if (m->nfuncs < 2 || o->debug_info || o->want_llvm || !o->want_ptx)
@@ -317,10 +309,9 @@ int cg_compile(Module *m, const CgOptions *o, CgResult *res, Diag *d, StrBuf *ti
         ej = (CgEmitJob){ .mod = u[1].cg.mod, .tm = u[1].tm, .gate = u[1].cg.gate, .opt = o->opt_level,
                           .simt = simt };
         held.emit = &ej;
-        if (o->opt_level <= 0 || !has_sched(u[1].cg.mod))
-            beside = held.ethreaded = pthread_create(&held.eth, NULL, cg_emit_job, &ej) == 0;
-        else   /* schedule_simt allocates: this thread runs it, between the two steps */
-            ej.between = schedule_unit, ej.between_arg = &u[1].cg;
+        if (o->opt_level > 0)
+            ej.between = schedule_unit, ej.between_arg = u[1].cg.mod;
+        beside = held.ethreaded = pthread_create(&held.eth, NULL, cg_emit_job, &ej) == 0;
     }
     if (!e)
         e += finish_unit(&u[0], o, simt, res, timing, loc);

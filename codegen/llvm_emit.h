@@ -38,9 +38,9 @@ char *cg_optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt);
 char *cg_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool simt, struct CgGate *gate,
               LLVMMemoryBufferRef *out);
 
-/* cg_optimise, between(between_arg) when set, then cg_emit of one module
- * (a pthread start routine when between is NULL; p is the job): the
- * second module of a split compilation (compile.c). */
+/* cg_optimise, between(between_arg) when set (it must not allocate from
+ * the job's heap), then cg_emit of one module (a pthread start routine; p
+ * is the job): the second module of a split compilation (compile.c). */
 typedef struct CgEmitJob {
     LLVMModuleRef mod;
     LLVMTargetMachineRef tm;

@@ -123,7 +123,10 @@ static bool sched_tensor_core(LLVMValueRef I)
     return strstr(buf, "mma") || strstr(buf, "ldmatrix") || strstr(buf, "tcgen05");
 }
 
-static void sched_block(Cg *cg, LLVMBasicBlockRef bb, LLVMBuilderRef b, bool epilogue)
+/* Scratch outside the job's heap (tc_try_zalloc): this runs on the second
+ * module's emission thread too (compile.c), where no job can unwind; a
+ * block whose arrays cannot be had keeps its order. */
+static void sched_block(LLVMBasicBlockRef bb, LLVMBuilderRef b, bool epilogue)
 {
     size_t n = 0;
     for (LLVMValueRef I = LLVMGetFirstInstruction(bb); I; I = LLVMGetNextInstruction(I)) {
@@ -136,42 +139,40 @@ static void sched_block(Cg *cg, LLVMBasicBlockRef bb, LLVMBuilderRef b, bool epi
     Sched s = { .cap = 16, .b = b };
     while (s.cap < 2 * n)
         s.cap *= 2;
-    s.key = arena_alloc(cg->a, sizeof(LLVMValueRef) * s.cap);
-    s.state = arena_alloc(cg->a, s.cap);
-    memset(s.key, 0, sizeof(LLVMValueRef) * s.cap);
-    memset(s.state, 0, s.cap);
-    LLVMValueRef *order = arena_alloc(cg->a, sizeof(LLVMValueRef) * n);
-    size_t i = 0;
-    for (LLVMValueRef I = LLVMGetFirstInstruction(bb); I; I = LLVMGetNextInstruction(I)) {
-        order[i++] = I;
-        size_t h = sched_slot(&s, I);
-        s.key[h] = I;
-        s.state[h] = 1;
-    }
-    /* Anchors (phis, effects, values used elsewhere) in their order; pure
-     * values on demand. The block is rebuilt at its end as it goes. */
-    LLVMPositionBuilderAtEnd(b, bb);
-    for (i = 0; i < n; i++) {
-        LLVMValueRef I = order[i];
-        if (LLVMIsAPHINode(I)) {
-            s.state[sched_slot(&s, I)] = 2;
-            continue;
+    s.key = tc_try_zalloc(s.cap, sizeof(LLVMValueRef));
+    s.state = tc_try_zalloc(s.cap, 1);
+    LLVMValueRef *order = tc_try_zalloc(n, sizeof(LLVMValueRef));
+    if (s.key && s.state && order) {
+        size_t i = 0;
+        for (LLVMValueRef I = LLVMGetFirstInstruction(bb); I; I = LLVMGetNextInstruction(I)) {
+            order[i++] = I;
+            size_t h = sched_slot(&s, I);
+            s.key[h] = I;
+            s.state[h] = 1;
         }
-        if (sched_sinkable(I, bb))
-            continue;
-        sched_place(&s, I);
+        /* Anchors (phis, effects, values used elsewhere) in their order;
+         * pure values on demand. The block is rebuilt at its end as it goes. */
+        LLVMPositionBuilderAtEnd(b, bb);
+        for (i = 0; i < n; i++) {
+            LLVMValueRef I = order[i];
+            if (LLVMIsAPHINode(I)) {
+                s.state[sched_slot(&s, I)] = 2;
+                continue;
+            }
+            if (sched_sinkable(I, bb))
+                continue;
+            sched_place(&s, I);
+        }
     }
+    tc_free(s.key);
+    tc_free(s.state);
+    tc_free(order);
 }
 
-static void dispose_builder(void *b) { LLVMDisposeBuilder(b); }
-
-void cg_schedule_simt(Cg *cg, LLVMValueRef fn, bool epilogue)
+void cg_schedule_simt(LLVMContextRef ctx, LLVMValueRef fn, bool epilogue)
 {
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
-    TcCleanup cl;   /* the builder is released also when memory runs out (lib/alloc.h) */
-    tc_cleanup_push(&cl, dispose_builder, b);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
-        sched_block(cg, bb, b, epilogue);
-    tc_cleanup_pop(&cl);
+        sched_block(bb, b, epilogue);
     LLVMDisposeBuilder(b);
 }

@@ -147,6 +147,11 @@ static void *fresh(size_t n, bool zero)
 void *tc_malloc(size_t n) { return fresh(n, false); }
 void *tc_zalloc(size_t n) { return fresh(n, true); }
 
+void *tc_try_zalloc(size_t n, size_t m)
+{
+    return m && n > SIZE_MAX / m ? NULL : calloc(n ? n : 1, m ? m : 1);
+}
+
 void *tc_realloc(void *p, size_t n)
 {
     if (!p)

@@ -44,6 +44,11 @@ void *tc_zalloc(size_t n);                 /* zeroed */
 void *tc_realloc(void *p, size_t n);       /* p NULL: tc_malloc; keeps p's job membership */
 char *tc_strdup(const char *s);
 void tc_free(void *p);                     /* NULL is a no-op */
+/* n * m zeroed bytes outside every job (never recorded, never unwinds):
+ * NULL when they cannot be had. For work that may run on a thread of its
+ * own, where a failure must be handled in place (the code generator's
+ * instruction scheduler); release with tc_free. */
+void *tc_try_zalloc(size_t n, size_t m);
 /* n * m bytes, or out of memory when the product overflows. */
 size_t tc_size_mul(size_t n, size_t m);
 size_t tc_size_add(size_t n, size_t m);
