@@ -356,6 +356,32 @@ START_TEST(test_interpret)
 }
 END_TEST
 
+/* tc_try_zalloc (the instruction scheduler's scratch, which may run on a
+ * thread without a job): outside the job's record and its fault
+ * injection, zeroed, NULL on an overflowing size, never an unwind. */
+typedef struct TryJob { unsigned char *p; void *big; } TryJob;
+
+static void try_job(void *arg)
+{
+    TryJob *t = arg;
+    tc_alloc_fail_at(1);   /* the job's next recorded allocation would fail */
+    t->p = tc_try_zalloc(64, 4);
+    t->big = tc_try_zalloc(SIZE_MAX / 2, 4);
+    tc_alloc_fail_at(0);
+}
+
+START_TEST(test_try_zalloc)
+{
+    TryJob t = { 0 };
+    ck_assert(tc_job_run(try_job, &t));   /* no unwind */
+    ck_assert_ptr_nonnull(t.p);
+    ck_assert_ptr_null(t.big);
+    for (int i = 0; i < 256; i++)
+        ck_assert_uint_eq(t.p[i], 0);
+    tc_free(t.p);   /* survived the job: it was never recorded */
+}
+END_TEST
+
 START_TEST(test_summary)
 {
     fprintf(stderr, "oom: %lu calls, %lu with an allocation failing, all TILEC_ERR_NOMEM\n", total.calls,
@@ -373,6 +399,7 @@ static Suite *oom_suite(void)
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_file_and_tir);
     tcase_add_test(tc, test_interpret);
+    tcase_add_test(tc, test_try_zalloc);
     tcase_add_test(tc, test_summary);
     suite_add_tcase(s, tc);
     return s;
