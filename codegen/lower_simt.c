@@ -417,9 +417,11 @@ int lower_elem(Cg *cg, Op *op)
     LLVMValueRef *cmp = iota_cmp(cg, op, L);
     if (!cmp)
         cmp = guarded_select(cg, op, L);
-    if (cmp) {
+    if (cmp)
         return elem_result(cg, op, L, cmp);
-    }
+    LLVMValueRef *ed = exp_of_difference(cg, op, dt, L, layout_nregs(L));
+    if (ed)
+        return elem_result(cg, op, L, ed);
     LLVMValueRef *in[3];
     for (int i = 0; i < op->nargs; i++)
         in[i] = cg_materialize(cg, &cg->vals[op->args[i]], ir_type(f, op->args[i]), L, op->loc);
@@ -431,10 +433,6 @@ int lower_elem(Cg *cg, Op *op)
         skip = cg_chain_scale_or_skip(cg, in[xi], in[1 - xi], n);
     LLVMValueRef *pred = NULL;
     signed char *emu_kind = emu ? exp2_emu_plan(cg, op, L, n, &pred) : NULL;
-    LLVMValueRef *ed = !inv && !recips && !skip && !emu ? exp_of_difference(cg, op, dt, L, n) : NULL;
-    if (ed) {
-        return elem_result(cg, op, L, ed);
-    }
     for (int r = 0; r < n; r++) {
         for (int i = 0; i < op->nargs; i++)
             a[i] = in[i][r];

@@ -116,11 +116,12 @@ static bool sched_tensor_core(LLVMValueRef I)
         s = LLVMGetInlineAsmAsmString(callee, &n);
     else if (callee && LLVMIsAFunction(callee))
         s = LLVMGetValueName2(callee, &n);
-    if (!s)
-        return false;
-    char buf[160];
-    snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf - 1 ? n : sizeof buf - 1), s);
-    return strstr(buf, "mma") || strstr(buf, "ldmatrix") || strstr(buf, "tcgen05");
+    static const char *const pat[] = { "mma", "ldmatrix", "tcgen05" };
+    for (size_t i = 0; s && i < n; i++)
+        for (size_t p = 0; p < sizeof pat / sizeof pat[0]; p++)
+            if (n - i >= strlen(pat[p]) && memcmp(s + i, pat[p], strlen(pat[p])) == 0)
+                return true;
+    return false;
 }
 
 /* Scratch outside the job's heap (tc_try_zalloc): this runs on the second
