@@ -197,18 +197,22 @@ def check_lib():
     return ok_all
 
 
-def check_variants(names):
+MATRIX_CASES = tuple((n, g) for n in (1, 100, 1000, 1024, 4097, 8192) for g in (1, 4, 8))
+
+
+def check_variants(names, matrix=False):
     """Every bf16 file, either arch (defaults and experiment variants): N 1, 100,
-    4097, 8192 (H/HK 4) and 1000 (H/HK 1), causal and not."""
+    4097, 8192 (H/HK 4) and 1000 (H/HK 1), causal as compiled. matrix: every
+    file of either dtype on the correctness matrix's N x H/HK (18 cases)."""
     bad = 0
     for v in (parse(x) for x in names):
-        if v["dt"] != "bf16":
+        if v["dt"] != "bf16" and not matrix:
             continue
         worst = 0.0
         ok_all = True
-        for n, g in ((1, 4), (100, 4), (1000, 1), (4097, 4), (8192, 4)):
+        for n, g in (MATRIX_CASES if matrix else ((1, 4), (100, 4), (1000, 1), (4097, 4), (8192, 4))):
             try:
-                ok, eo, el, mx = check_case("bf16", v["d"], n, v["causal"], g, v["arch"], mod=load(v))
+                ok, eo, el, mx = check_case(v["dt"], v["d"], n, v["causal"], g, v["arch"], mod=load(v))
             except Exception as e:  # noqa: BLE001
                 ok, eo = False, float("nan")
                 print("ERROR", v["name"], n, e, flush=True)
@@ -236,7 +240,8 @@ def timing(names):
     print("\nattention forward, bf16, 16384 tokens, hidden 2048 (TFLOP/s, do_bench median; mean of %d "
           "interleaved round%s in random order)" % (REPEAT, "" if REPEAT == 1 else "s"))
     for d in DIMS:
-        labels = sorted({label(v) for v in vs if v["d"] == d}, key=lambda x: (-int(x.split("x")[0]), x)) + [LIB]
+        labels = sorted({label(v) for v in vs if v["d"] == d}, key=lambda x: (-int(x.split("x")[0]), x))
+        labels += [LIB] if os.path.isdir(os.path.join(PTX_DIR, "lib")) else []
         hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
         for lb in labels:
             hdr += " %13s" % lb
@@ -302,6 +307,8 @@ def timing(names):
                              round_ratios(runs.get(dl, []), flash_runs)))
                 print(line + "   %9.2fx  %9.2fx  %s  %s %.2fx" % (best / res["flash"], best / res["cudnn"], blb,
                                                                dl, p86 / res["flash"]), flush=True)
+    if not os.path.isdir(os.path.join(PTX_DIR, "lib")):
+        return   # a folder of variants alone: no portable pick to report
     print("\nportable path: sm_86 PTX, tilec.attention's tiles, TFLOP/s")
     print("(flash and tilec: lowest and highest of the %d rounds beside the mean; per round: tilec / flash of the "
           "same round, median and range)" % REPEAT)
@@ -343,6 +350,9 @@ def main():
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--variants-only", action="store_true",
                     help="check only the prepared files (not tilec.attention's cases: for a folder of a few variants)")
+    ap.add_argument("--matrix", action="store_true",
+                    help="check every file (bf16 and f16) on the correctness matrix: N 1/100/1000/1024/4097/8192 x "
+                         "H/HK 1/4/8, causal as compiled (with --variants-only: a folder of variants)")
     ap.add_argument("--seed", type=int, default=None,
                     help="seed of the rounds' orders (default: a fresh one, printed; the same seed in every run "
                          "would repeat each row's orders and with them any effect of a kernel's place)")
@@ -385,16 +395,21 @@ def main():
     ok = True
     if not args.skip_check:
         ok = True if args.variants_only else correctness(args.quick)
-        print("\ncorrectness of every bf16 variant (N 1/100/1000/4097/8192, H/HK 4, 1000: 1):")
+        if args.matrix:
+            print("\ncorrectness of every variant, bf16 and f16, on the matrix (N 1/100/1000/1024/4097/8192 x "
+                  "H/HK 1/4/8):")
+        else:
+            print("\ncorrectness of every bf16 variant (N 1/100/1000/4097/8192, H/HK 4, 1000: 1):")
         for x in names:
             v = parse(x)
-            if v["dt"] == "bf16" and not check_variants([x]):
+            if (v["dt"] == "bf16" or args.matrix) and not check_variants([x], args.matrix):
                 BAD.add(label(v))
                 ok = False
-        print("\ncorrectness of tilec.attention's kernels for the timed grid (lib/):")
-        if not check_lib():
-            BAD.add(LIB)
-            ok = False
+        if os.path.isdir(os.path.join(PTX_DIR, "lib")):
+            print("\ncorrectness of tilec.attention's kernels for the timed grid (lib/):")
+            if not check_lib():
+                BAD.add(LIB)
+                ok = False
     if not args.skip_bench:
         global REPEAT, SEED
         REPEAT = max(1, args.repeat)

@@ -147,18 +147,16 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
       1 16 16384 $1 $3 2>&1 | tee -a "$out/attn_sm90a.txt" | grep -E "^attn|Error" || status=1
   done
   grep -qE "nan=[1-9]" "$out/attn_sm90a.txt" && status=1
-  # FlashAttention 4's numerics (bench/prepare.sh: .devcarry/wsa/fa4/attn_dD_CAUSAL_VARIANT.ptx),
-  # timed and checked like the defaults above, to set against them.
-  for f in "$root"/.devcarry/wsa/fa4/attn_d*.ptx; do
-    [ -f "$f" ] || continue
-    b=$(basename "$f" .ptx)
-    set -- $(echo "$b" | sed -E 's/^attn_d([0-9]+)_(true|false)_.*$/\1 \2/')
-    c=0; [ "$2" = true ] && c=1
-    echo "-- $b" | tee -a "$out/attn_sm90a_fa4.txt"
-    python3 "$root/bench/sm90_probe.py" attn "$f" 1 16 1000 $1 $c 4 16 4096 $1 $c 1 16 16384 $1 $c 2>&1 |
-      tee -a "$out/attn_sm90a_fa4.txt" | grep -E "^attn|Error" || status=1
-  done
-  [ -f "$out/attn_sm90a_fa4.txt" ] && grep -qE "nan=[1-9]" "$out/attn_sm90a_fa4.txt" && status=1
+  # FlashAttention 4's numerics (bench/prepare.sh: .devcarry/fa4/): every
+  # file on the correctness matrix (bf16 and f16), the bf16 ones timed
+  # against the compiler's default, interleaved with flash and cuDNN.
+  if [ -d "$root/.devcarry/fa4" ]; then
+    echo "== FlashAttention 4's numerics on sm_90a: exp2 emulation, lazy maximum (bench/attn_bench.py --matrix)"
+    python3 "$root/bench/attn_bench.py" --dir "$root/.devcarry/fa4" --variants-only --matrix --repeat 3 \
+      --rep-ms 50 --ns 1024,4096,16384 > "$out/attn_fa4.txt" 2>&1 || status=1
+    grep -E "FAIL|ERROR|^  attn_" "$out/attn_fa4.txt" | grep -vE " OK$" | head -20
+    sed -n '/^attention forward/,/^portable path/p' "$out/attn_fa4.txt" | head -20
+  fi
   for tool in memcheck racecheck synccheck; do
     for v in "128 false 0 300" "64 true 1 257"; do
       set -- $v
