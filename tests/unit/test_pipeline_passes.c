@@ -545,6 +545,48 @@ START_TEST(gemm_tc_stages)
 }
 END_TEST
 
+/* The GEMM example with the whole pipeline on sm_90a (wgmma consumer
+ * roles) and on sm_100a (tcgen05: an mma role and epilogue warp groups
+ * around tensor memory), the same tiles and inputs: C equal bit for bit,
+ * for 0, 1, 2 (= S) and 10 trips. */
+START_TEST(gemm_tc_matches_sm90)
+{
+    FeDefine defs[4] = { { "BM", "128" }, { "BN", "64" }, { "BK", "32" }, { "STAGES", "2" } };
+    static const int64_t ks[] = { 0, 32, 64, 330 };
+    const int64_t m = 150, n = 70;
+    for (size_t i = 0; i < TC_COUNTOF(ks); i++) {
+        int64_t sa[2] = { m, ks[i] }, sb[2] = { ks[i], n }, sc[2] = { m, n };
+        Ten t[3] = { ten_new(DT_BF16, 2, sa), ten_new(DT_BF16, 2, sb), ten_new(DT_BF16, 2, sc) };
+        uint64_t rng = 0x9e11u + (uint64_t)ks[i];
+        ten_random(&t[0], &rng, -1, 1);
+        ten_random(&t[1], &rng, -1, 1);
+        static const int argmap[3] = { 0, 1, 2 };
+        Run r = { t, 3, 2, { { 0 } }, 3, argmap, NULL };
+        unsigned char **ref = NULL;
+        static const char *const archs[2] = { "sm_90a", "sm_100a" };
+        for (int a = 0; a < 2; a++) {
+            Prog p;
+            prog_compile(&p, "gemm.tile", gemm_pinned, sizeof gemm_pinned - 1, defs, 4);
+            ck_assert_int_eq(run_passes(&p, NULL, archs[a]), 0);
+            ck_assert_msg(find_ws(p.f) != NULL, "%s: no roles", archs[a]);
+            ck_assert(has_op(p.f, a ? OP_TC_MMA : OP_DOT_ASYNC));
+            ck_assert(!has_op(p.f, a ? OP_DOT_ASYNC : OP_TC_MMA));
+            run_interp(&p, &r);
+            char what[96];
+            snprintf(what, sizeof what, "gemm K=%lld: sm_100a against sm_90a", (long long)ks[i]);
+            if (a)
+                compare(&r, ref, what);
+            else
+                ref = snapshot(&r);
+            arena_free(p.a);
+        }
+        free_snapshot(&r, ref);
+        for (int k = 0; k < 3; k++)
+            ten_free(&t[k]);
+    }
+}
+END_TEST
+
 /* ---- attention ---- */
 
 /* The example's Q, K, V (random in [-1, 1] from seed), O and LSE for
@@ -1018,6 +1060,7 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_roles_persistent);
     tcase_add_test(tc, gemm_tc_example);
     tcase_add_test(tc, gemm_tc_stages);
+    tcase_add_test(tc, gemm_tc_matches_sm90);
     tcase_add_test(tc, attention_plain);
     tcase_add_test(tc, attention_causal);
     tcase_add_test(tc, attention_persistent);
