@@ -12,6 +12,10 @@
 #   bench/device.sh [bench.py options: --skip-bench, --arches sm_90a]
 #   SKIP_TC=1 bench/device.sh   skips the tensor-core runs (GEMM, attention)
 #   MEMCHECK=1 bench/device.sh  also runs the C host tests under compute-sanitizer
+#   PART=1 / PART=2 bench/device.sh   the run in two calls of the device tool
+#       (each under its time limit): 1 the correctness, memory-bound, GEMM and
+#       attention sections; 2 the peers and checks after them (Pallas).
+#       Unset: both, in one call.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-$root/bench-out}"
@@ -28,6 +32,8 @@ nvidia-smi --query-gpu="$(python3 "$root/bench/clocks.py" --query)" \
 clocks_pid=$!
 trap 'kill "$clocks_pid" 2>/dev/null' EXIT
 mark() { echo "$(date +%s.%N) $1" >> "$out/phases.txt"; }
+part1() { [ "${PART:-all}" != 2 ]; }
+part2() { [ "${PART:-all}" != 1 ]; }
 : > "$out/phases.txt"
 mark setup
 
@@ -40,7 +46,7 @@ status=0
 
 mark c-host-tests
 echo "== C host tests (libtilert from C, PTX compiled by tilec on the build machine)"
-if [ -d "$root/.devcarry/gputest" ]; then
+if part1 && [ -d "$root/.devcarry/gputest" ]; then
   "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/c_tests.txt" 2>&1 || status=1
   grep -E "FAIL|error|passed, " "$out/c_tests.txt" | tail -n 12
   if [ -x "$rt/tests/gpu/gpu_atomic" ]; then   # atomic_add: split-K and column sums
@@ -59,7 +65,7 @@ fi
 
 # MEMCHECK=1: the C host tests again under compute-sanitizer's memcheck
 # (out-of-bounds and misaligned accesses of every kernel on odd shapes).
-if [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
+if part1 && [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
   echo "== C host tests under compute-sanitizer memcheck"
   compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
     "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/memcheck.txt" 2>&1 || status=1
@@ -78,11 +84,13 @@ if [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
   grep -E "ERROR SUMMARY|Invalid|passed, " "$out/memcheck.txt" | sort | uniq -c | sort -rn | head -n 20
 fi
 
-mark memory-bound
-echo "== Python correctness + benchmark: memory-bound kernels"
-python3 "$root/bench/bench.py" --out "$out" "$@" 2>&1 | tee "$out/bench.txt" || status=1
+if part1; then
+  mark memory-bound
+  echo "== Python correctness + benchmark: memory-bound kernels"
+  python3 "$root/bench/bench.py" --out "$out" "$@" 2>&1 | tee "$out/bench.txt" || status=1
+fi
 
-if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
+if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   mark gemm
   echo "== GEMM (tensor cores: mma.sync on sm_86 PTX; TMA, wgmma and warp-specialized roles on sm_90a)"
   python3 "$root/bench/gemm_bench.py" --repeat 3 > "$out/gemm.txt" 2>&1 || status=1
@@ -127,7 +135,7 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   python3 "$root/bench/gemm_power.py" 2.0 2>&1 | tee "$out/gemm_power.txt" || status=1
 fi
 
-if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
+if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   mark attention
   echo "== attention"
   # Six interleaved rounds of 50 ms each rather than three of 100: the same
@@ -138,7 +146,7 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   tail -n 32 "$out/attn.txt"
 fi
 
-if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
+if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
   mark attention-sm90a
   echo "== attention for sm_90a (warp-specialized roles: TMA, wgmma), bench/sm90_probe.py"
   for v in "128 false 0" "128 true 1" "64 false 0" "64 true 1"; do
@@ -168,18 +176,25 @@ if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
   done
 fi
 
-if [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/plain" ]; then
+if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/plain" ]; then
   mark plain
   echo "== kernels written plainly (tests/perf) against the examples"
   python3 "$root/bench/perf_plain.py" > "$out/plain.txt" 2>&1 || status=1
   grep -vE "^check .* ok" "$out/plain.txt" | tail -n 24
 fi
 
-if [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; then
+if part1 && [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; then
   mark attention-interpreter
   echo "== attention: Tile IR interpreter vs GPU (small shapes, same kernels and inputs)"
   python3 "$root/bench/attn_interp_check.py" > "$out/attn_interp.txt" 2>&1 || status=1
   grep -vE "^  (ok|skip) " "$out/attn_interp.txt" | tail -n 30
+fi
+
+if part2 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/fa4" ]; then
+  mark pallas
+  echo "== attention f16 on sm_90a beside JAX Pallas on Mosaic GPU (FlashAttention 3), bench/pallas_peer.py"
+  python3 "$root/bench/pallas_peer.py" > "$out/pallas.txt" 2>&1 || status=1
+  grep -E "^D=|unavailable|^f16|FAIL" "$out/pallas.txt" | tail -n 24
 fi
 
 mark end
