@@ -229,6 +229,52 @@ def sdpa(q, k, v, causal, backend):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
+def gqa_rows(names):
+    """Grouped-query rows: H/HK = 8 (16 query heads on 2 key heads), N 8k,
+    D 128, 16384 tokens, causal and not: every bf16 file of the fast arch
+    at D = 128 against SDPA's cuDNN and flash backends with enable_gqa (the
+    peers read the same 2 key heads), REPEAT rounds in a fresh random order."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    vs = [v for v in (parse(x) for x in names) if v["dt"] == "bf16" and v["d"] == 128 and v["arch"] == FAST]
+    if not vs:
+        return
+    d, n, h, hk = 128, 8192, 16, 2
+    z = 16384 // n
+    print("\nGQA: H/HK = %d, Z x H x N = %d x %d x %d, D = %d, bf16 (TFLOP/s, mean of %d rounds)"
+          % (h // hk, z, h, n, d, REPEAT))
+    for causal in (False, True):
+        q = torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(z, hk, n, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(z, hk, n, d, device="cuda", dtype=torch.bfloat16)
+        o = torch.empty_like(q)
+        lse = torch.empty(z, h, n, device="cuda")
+        flop = 4.0 * z * h * n * n * d / (2 if causal else 1)
+
+        def peer(be):
+            def run():
+                with sdpa_kernel(be):
+                    F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+            return run
+        entries = [("flash", peer(SDPBackend.FLASH_ATTENTION)), ("cuDNN", peer(SDPBackend.CUDNN_ATTENTION))]
+        entries += [(label(x), (lambda m=load(x): m(q, k, v, o, lse, d ** -0.5))) for x in vs if x["causal"] == causal]
+        res = {name: [] for name, _ in entries}
+        rng = random.Random(SEED * 31 + causal)
+        for _ in range(REPEAT):
+            rng.shuffle(entries)
+            for name, fn in entries:
+                try:
+                    res[name].append(flop / bench(fn) / 1e9)
+                except Exception as e:  # noqa: BLE001 - a peer without GQA is reported
+                    res[name].append(float("nan"))
+                    print("  %s: %s" % (name, str(e)[:100]), flush=True)
+        mean = {name: sum(x) / len(x) for name, x in res.items()}
+        line = "causal=%-5s flash %6.1f cuDNN %6.1f" % (causal, mean["flash"], mean["cuDNN"])
+        for name, _ in sorted(entries):
+            if name not in ("flash", "cuDNN"):
+                line += "  %s %6.1f (%.2fx cuDNN)" % (name, mean[name], mean[name] / mean["cuDNN"])
+        print(line, flush=True)
+
+
 def timing(names):
     """Every bf16 variant (sm_90a and sm_86 PTX) per (D, causal) row; 'bad'
     marks the ones that failed check_variants (not counted for best). The
@@ -353,6 +399,8 @@ def main():
     ap.add_argument("--matrix", action="store_true",
                     help="check every file (bf16 and f16) on the correctness matrix: N 1/100/1000/1024/4097/8192 x "
                          "H/HK 1/4/8, causal as compiled (with --variants-only: a folder of variants)")
+    ap.add_argument("--gqa", action="store_true",
+                    help="also time grouped-query rows (H/HK 8, N 8k, D 128) of the fast arch's D = 128 files")
     ap.add_argument("--seed", type=int, default=None,
                     help="seed of the rounds' orders (default: a fresh one, printed; the same seed in every run "
                          "would repeat each row's orders and with them any effect of a kernel's place)")
@@ -416,6 +464,8 @@ def main():
         SEED = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
         print("order seed: %d (--seed %d repeats this run's orders)" % (SEED, SEED), flush=True)
         timing(names)
+        if args.gqa:
+            gqa_rows(names)
     return 0 if ok else 1
 
 

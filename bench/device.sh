@@ -161,9 +161,10 @@ if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
   if [ -d "$root/.devcarry/fa4" ]; then
     echo "== FlashAttention 4's numerics on sm_90a: exp2 emulation, lazy maximum (bench/attn_bench.py --matrix)"
     python3 "$root/bench/attn_bench.py" --dir "$root/.devcarry/fa4" --variants-only --matrix --repeat 3 \
-      --rep-ms 50 --ns 1024,4096,16384 > "$out/attn_fa4.txt" 2>&1 || status=1
+      --rep-ms 50 --ns 1024,4096,16384 --gqa > "$out/attn_fa4.txt" 2>&1 || status=1
     grep -E "FAIL|ERROR|^  attn_" "$out/attn_fa4.txt" | grep -vE " OK$" | head -20
     sed -n '/^attention forward/,/^portable path/p' "$out/attn_fa4.txt" | head -20
+    sed -n '/^GQA/,$p' "$out/attn_fa4.txt" | head -4
   fi
   for tool in memcheck racecheck synccheck; do
     for v in "128 false 0 300" "64 true 1 257"; do
