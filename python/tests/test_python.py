@@ -74,9 +74,19 @@ def test_runtime_side():
     check("threads/grid", k.threads == 128 and k.grid_rule == "N 128 cdiv ; 1 ; 1")
     e = raises(TypeError, mod)
     check("module with two kernels is not callable", e is not None and "2 kernels" in str(e))
-    x, y, z = FakeTensor([1000]), FakeTensor([1000]), FakeTensor([1000])
+    x, y, z = FakeTensor([1000]), FakeTensor([1000], addr=0x7F0000002000), FakeTensor([1000], addr=0x7F0000003000)
     k.check(x, y, z, 2.0)
     check("valid launch passes validation", True)
+    check("written params", [p.written for p in k.params] == [False, False, True, False],
+          [p.written for p in k.params])
+    k.check(x, x, z, 2.0)
+    check("inputs may share memory", True)
+    e = raises(tilec.LaunchError, k.check, x, y, x, 2.0)
+    check("in place refused", e is not None and "param Z (written by the kernel) starts at the same address "
+          "as param X (0x7f0000001000): the kernel cannot work in place" in str(e), str(e))
+    e = raises(tilec.LaunchError, k.check, x, y, FakeTensor([1000], addr=0x7F0000002F00), 2.0)
+    check("overlap refused", e is not None and "param Z (written by the kernel) overlaps param Y: Z spans "
+          "bytes 0x7f0000002f00..0x7f0000003e9f, Y 0x7f0000002000..0x7f0000002f9f" in str(e), str(e))
     e = raises(tilec.LaunchError, k.check, x, y, z)
     check("arg count", e is not None and "takes 4 arguments (X, Y, Z, alpha), got 3" in str(e), str(e))
     e = raises(tilec.LaunchError, k.check, x, FakeTensor([999]), z, 1)
@@ -109,7 +119,7 @@ def test_tensor_maps():
     e = raises(TypeError, mod)
     check("two entry kernels and a fallback: not callable",
           e is not None and "2 kernels (copy_tma, copy_tma_sw128)" in str(e), str(e))
-    x, y = FakeTensor([100, 200]), FakeTensor([100, 200])
+    x, y = FakeTensor([100, 200]), FakeTensor([100, 200], addr=0x7F0000100000)
     mod.copy_tma.check(x, y)
     mod.copy_tma.check(FakeTensor([100, 200], addr=0x7F0000001004), y)   # misaligned: the fallback takes it
     check("a misaligned view passes validation (fallback)", True)

@@ -121,9 +121,10 @@ def synchronize():
 
 
 class Param:
-    """One runtime param of a kernel, from its metadata."""
+    """One runtime param of a kernel, from its metadata. `written`: whether
+    the kernel writes it (True / False; None when the metadata does not say)."""
 
-    def __init__(self, info):
+    def __init__(self, info, written=None):
         self.name = info.name.decode()
         self.kind = "tensor" if info.kind == _lib.TILERT_PARAM_TENSOR else "scalar"
         self.dtype = info.dtype.decode()
@@ -131,6 +132,7 @@ class Param:
             info.dims[d].decode() if info.dims[d] is not None else int(info.extents[d])
             for d in range(info.rank))
         self.align = info.align
+        self.written = None if written is None or written < 0 else bool(written)
 
     def __repr__(self):
         if self.kind == "scalar":
@@ -270,7 +272,7 @@ class Kernel:
         for i in range(rt.tilert_kernel_num_params(handle)):
             info = _lib.TilertParamInfo()
             rt.tilert_kernel_param(handle, i, ctypes.byref(info))
-            self.params.append(Param(info))
+            self.params.append(Param(info, rt.tilert_kernel_param_written(handle, i)))
         self.num_tmaps = rt.tilert_kernel_num_tmaps(handle)
         fb = rt.tilert_kernel_fallback(handle)
         self.fallback = rt.tilert_kernel_name(fb).decode() if fb else None

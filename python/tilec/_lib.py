@@ -256,6 +256,7 @@ def tilert():
         _proto(lib, "tilert_launch", i, [vp, ctypes.POINTER(TilertArg), sz, vp])
         _proto(lib, "tilert_kernel_num_tmaps", sz, [vp])
         _proto(lib, "tilert_kernel_fallback", vp, [vp])
+        _proto(lib, "tilert_kernel_param_written", i, [vp, sz])
         _proto(lib, "tilert_kernel_last_variant", vp, [vp, cp, sz])
         _tilert = lib
     return _tilert
