@@ -284,7 +284,10 @@ tilert_status tilert_check_args(const tilert_kernel *k, const tilert_arg *args, 
  * without tensors). Also checks that every tensor's memory belongs to that
  * device. The launch is asynchronous: errors inside the kernel surface at a
  * later synchronization. A grid with a 0 dim launches nothing and returns
- * TILERT_OK. */
+ * TILERT_OK. Each kernel keeps the plans of its recent argument signatures
+ * and the device memory ranges the driver vouched for (docs/runtime.md,
+ * "Launch cost"), so that a repeated launch re-checks only its addresses
+ * and scalars; the outcome is tilert_check_args's either way. */
 tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, size_t nargs,
                             void *stream);
 /* A kernel with tensor maps: tilert_launch encodes each map with the

@@ -3,8 +3,9 @@
  * (a launch with the signature of a recent one reuses its plan, with this
  * launch's addresses and scalars; a change of shape, strides, device,
  * dtype or dims misses; bad arguments still fail with tilert_check_args's
- * message), tensor maps and the fallback through the cache, and the
- * ranges of device memory the pointer check remembers. */
+ * message), tensor maps and the fallback through the cache, the ranges of
+ * device memory the pointer check remembers, and 20000 random launches
+ * whose outcome must be tilert_check_args's. */
 #define _POSIX_C_SOURCE 200809L   /* strdup */
 #include <check.h>
 
@@ -480,6 +481,115 @@ START_TEST(sig_no_reencode)
 }
 END_TEST
 
+/* ---- the cache against the check, on random arguments ---- */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static unsigned pick(unsigned n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+/* Whatever tilert_launch does with these arguments, tilert_check_args said
+ * first: the same error, or a launch of exactly its plan. */
+static void same_as_check(tilert_kernel *k, const tilert_arg *args, size_t n)
+{
+    char err[1024];
+    tilert_status want = tilert_check_args(k, args, n, err, sizeof err, &expect);
+    int launches = n_launch;
+    tilert_status st = tilert_launch(k, args, n, NULL);
+    if (want) {
+        ck_assert_int_eq(st, want);
+        ck_assert_str_eq(tilert_last_error(), err);
+        ck_assert_int_eq(n_launch, launches);
+        return;
+    }
+    if (expect.device > 0) {            /* the fake's context is device 0 */
+        ck_assert_int_eq(st, TILERT_ERR_ARGS);
+        ck_assert_msg(strstr(tilert_last_error(), "the tensors are on cuda:1") != NULL, "%s",
+                      tilert_last_error());
+        return;
+    }
+    ck_assert_msg(st == TILERT_OK, "%s", tilert_last_error());
+    bool empty = !expect.grid[0] || !expect.grid[1] || !expect.grid[2];
+    ck_assert_int_eq(n_launch, launches + !empty);
+    if (empty)
+        return;
+    ck_assert_str_eq(launched_func, expect.kernel->name);
+    ck_assert(launched_grid[0] == expect.grid[0] && launched_grid[1] == expect.grid[1]);
+    for (size_t i = 0; i < expect.nslots; i++) {
+        if (expect.slot_size[i] == TILERT_TMAP_BYTES) {
+            if (expect.slot[i] == 0 && expect.tmap[0].rank)
+                ck_assert_uint_eq(launched_map_addr, expect.tmap[0].global_address);
+            continue;
+        }
+        ck_assert_msg(memcmp(launched + expect.slot_offset[i], &expect.slot[i], expect.slot_size[i]) == 0,
+                      "slot %zu", i);
+    }
+}
+
+/* 20000 launches of ov and tma, each changing one thing of the last (an
+ * address, a byte offset, a shape, strides, a dtype, a device, a scalar's
+ * kind or value) among a few values, a third of them from valid arguments
+ * again, so that signatures recur, rules break and hold again. */
+START_TEST(sig_random)
+{
+    static const uint64_t offs[] = {0, 2, 4, 16, 64, 3996, 4000, 8192, 12288, 65536};
+    static const int64_t lens[] = {0, 1, 999, 1000};
+    OvArgs o;
+    ov_args(&o, 1000, 0, 4096, 8192);
+    T x, y;
+    mk(&x, kDLFloat, 32, 2, (int64_t[]){64, 32});
+    mk(&y, kDLFloat, 32, 2, (int64_t[]){64, 32});
+    x.t.data = (void *)(uintptr_t)MEM0;
+    y.t.data = (void *)(uintptr_t)(MEM0 + 65536);
+    tilert_arg targs[2] = {{TILERT_ARG_TENSOR, {.tensor = &x.t}}, {TILERT_ARG_TENSOR, {.tensor = &y.t}}};
+    for (int it = 0; it < 20000; it++) {
+        if (pick(2)) {
+            if (!pick(3))
+                ov_args(&o, 1000, 0, 4096, 8192);     /* back to valid arguments */
+            T *t = (T *[]){&o.x, &o.y, &o.z}[pick(3)];
+            switch (pick(8)) {
+            case 0: case 1: t->t.data = (void *)(uintptr_t)(MEM0 + offs[pick(10)]); break;
+            case 2: t->t.byte_offset = offs[pick(4)]; break;
+            case 3: t->shape[0] = lens[pick(4)]; break;
+            case 4: t->t.strides = pick(2) ? NULL : t->strides; t->strides[0] = 1 + pick(2); break;
+            case 5: t->t.dtype.bits = pick(4) ? 32 : 16; break;
+            case 6: t->t.device.device_id = pick(8) == 0; break;
+            default:
+                o.args[2] = pick(2) ? (tilert_arg){TILERT_ARG_INT, {.i = pick(4) ? (int64_t)pick(9) : 1ll << 40}}
+                                    : (tilert_arg){TILERT_ARG_FLOAT, {.f = pick(2) ? 2.0 : 1.5}};
+            }
+            same_as_check(ov, o.args, 4);
+        } else {
+            if (!pick(3)) {
+                mk(&x, kDLFloat, 32, 2, (int64_t[]){64, 32});
+                mk(&y, kDLFloat, 32, 2, (int64_t[]){64, 32});
+                x.t.data = (void *)(uintptr_t)MEM0;
+                y.t.data = (void *)(uintptr_t)(MEM0 + 65536);
+            }
+            T *t = pick(2) ? &x : &y;
+            switch (pick(5)) {
+            case 0: case 1: t->t.data = (void *)(uintptr_t)(MEM0 + offs[pick(10)]); break;
+            case 2: t->shape[pick(2)] = 32 + pick(2) * 32 + pick(2); break;
+            case 3:
+                t->t.strides = pick(3) ? NULL : t->strides;
+                t->strides[0] = t->shape[1] + (int64_t)pick(3) * 4;
+                t->strides[1] = 1;
+                break;
+            default: t->t.byte_offset = offs[pick(5)]; break;
+            }
+            same_as_check(tma, targs, 2);
+        }
+    }
+    ck_assert_msg(ov->sig_hits > 500 && tma->sig_hits > 500, "hits: ov %lu, tma %lu", ov->sig_hits,
+                  tma->sig_hits);
+}
+END_TEST
+
 static Suite *launch_suite(void)
 {
     Suite *s = suite_create("launch");
@@ -492,6 +602,7 @@ static Suite *launch_suite(void)
     tcase_add_test(tc, sig_tmap_and_fallback);
     tcase_add_test(tc, sig_no_reencode);
     tcase_add_test(tc, pointer_ranges);
+    tcase_add_test(tc, sig_random);
     suite_add_tcase(s, tc);
     return s;
 }
