@@ -416,6 +416,13 @@ static int emit_meta(Cg *cg, Func *f, StrBuf *out)
         }
         sb_puts(out, " align 16\n");
     }
+    sb_puts(out, "writes");      /* the tensors it stores to: the runtime rejects overlaps with them */
+    for (int i = 0; i < f->nparams; i++) {
+        const Value *v = ir_val(f, f->params[i]);
+        if (v->type.kind == TY_TENSOR && !cg_tensor_readonly(cg, f->params[i]))
+            sb_printf(out, " %s", v->name ? v->name : "?");
+    }
+    sb_putc(out, '\n');
     cg_ws_meta(cg, out);
     if (f->fallback)
         sb_printf(out, "fallback %s\n", f->fallback);

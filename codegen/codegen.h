@@ -23,6 +23,9 @@
  *   param <name> tensor <dtype> <rank> <d0> ... <dN-1> align <bytes>
  *                                                   (each d: a dim name or an integer)
  *   param <name> scalar <dtype>
+ *   writes <name> ...                               (the tensor params the kernel stores
+ *                                                    to, atomically adds to or scatters
+ *                                                    into; none: an empty list)
  *   grid <rpn x> ; <rpn y> ; <rpn z>                (tokens: integers, dim names,
  *                                                    + - * / % cdiv min max)
  *   end

@@ -182,6 +182,12 @@ tilert_status tilert_kernel_tmap(const tilert_kernel *k, size_t i, tilert_tmap_i
  * maps or alignment (a `fallback` record), NULL if k has none. Same module,
  * same params and dims, no tensor maps. Owned by the module. */
 tilert_kernel *tilert_kernel_fallback(const tilert_kernel *k);
+/* Whether the kernel writes param i (its `writes` record, docs/runtime.md):
+ * 1 if it stores to tensor param i, 0 if it only reads it (or i is a
+ * scalar), -1 if the metadata does not say (no `writes` record: metadata
+ * older than it) or i is out of range. tilert_check_args rejects a written
+ * tensor that overlaps another tensor argument. */
+int tilert_kernel_param_written(const tilert_kernel *k, size_t i);
 
 /* The grid rule as written in the metadata ("cdiv N 1024 ; 1 ; 1"). Owned by the module. */
 const char *tilert_kernel_grid_rule(const tilert_kernel *k);
@@ -278,7 +284,10 @@ tilert_status tilert_check_args(const tilert_kernel *k, const tilert_arg *args, 
  * without tensors). Also checks that every tensor's memory belongs to that
  * device. The launch is asynchronous: errors inside the kernel surface at a
  * later synchronization. A grid with a 0 dim launches nothing and returns
- * TILERT_OK. */
+ * TILERT_OK. Each kernel keeps the plans of its recent argument signatures
+ * and the device memory ranges the driver vouched for (docs/runtime.md,
+ * "Launch cost"), so that a repeated launch re-checks only its addresses
+ * and scalars; the outcome is tilert_check_args's either way. */
 tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, size_t nargs,
                             void *stream);
 /* A kernel with tensor maps: tilert_launch encodes each map with the

@@ -5,8 +5,9 @@
  * threads (1..1024), smem >= 0, cluster >= 1, params whose named dims are all
  * declared by `dim` records, every dim bound by at least one tensor param,
  * three well-formed grid programs that only name declared dims, tensor maps
- * whose boxes the hardware takes, and a fallback (if named) that is another
- * kernel of the module with the same params and dims and no tensor maps.
+ * whose boxes the hardware takes, a `writes` record (if any) naming tensor
+ * params only, each once, and a fallback (if named) that is another kernel
+ * of the module with the same params and dims and no tensor maps.
  * Every error names the metadata line.
  */
 #include <ctype.h>
@@ -259,6 +260,9 @@ static tilert_status rec_param(Parser *ps)
     tilert_status st = before_tmaps(ps, "param");
     if (st)
         return st;
+    if (ps->k->writes_line)
+        return bad(ps, "kernel %s: 'param' after the 'writes' record (writes follows every param)",
+                   ps->k->name);
     if (ps->ntok < 4 || !is_ident(&ps->tok[1]))
         return bad(ps, "expected 'param NAME tensor|scalar DTYPE ...'");
     if (find_param(ps, &ps->tok[1]) >= 0)
@@ -362,6 +366,29 @@ static tilert_status rec_tmap(Parser *ps)
     if (!st)
         k->ntmaps++;
     return st;
+}
+
+/* `writes P ...`: the tensor params the kernel stores to (none when empty),
+ * each declared before the record. */
+static tilert_status rec_writes(Parser *ps)
+{
+    tilert_kernel *k = ps->k;
+    if (k->writes_line)
+        return bad(ps, "kernel %s: second 'writes' record", k->name);
+    k->writes_line = ps->line;
+    for (int t = 1; t < ps->ntok; t++) {
+        int i = find_param(ps, &ps->tok[t]);
+        if (i < 0)
+            return bad(ps, "writes: '%.*s' is not a param of kernel %s (declared before this "
+                       "record)", (int)ps->tok[t].n, ps->tok[t].s, k->name);
+        RtParam *pa = &ps->params[i];
+        if (pa->kind != TILERT_PARAM_TENSOR)
+            return bad(ps, "writes: param %s is a scalar; only tensors are written", pa->name);
+        if (pa->written)
+            return bad(ps, "writes: param %s is named twice", pa->name);
+        pa->written = true;
+    }
+    return TILERT_OK;
 }
 
 /* `fallback KERNEL` (resolved when the whole module is parsed: fallbacks()) */
@@ -579,6 +606,7 @@ static tilert_status kernel_record(Parser *ps)
     if (tok_is(t, "grid")) return rec_grid(ps);
     if (tok_is(t, "tmap")) return rec_tmap(ps);
     if (tok_is(t, "fallback")) return rec_fallback(ps);
+    if (tok_is(t, "writes")) return rec_writes(ps);
     if (tok_is(t, "end")) return ps->ntok == 1 ? finish_kernel(ps) : bad(ps, "expected 'end'");
     if (tok_is(t, "kernel"))
         return bad(ps, "kernel %s (line %d) has no 'end' before the next kernel", ps->k->name,
@@ -693,6 +721,13 @@ TILERT_API tilert_status tilert_kernel_param(const tilert_kernel *k, size_t i,
 }
 
 TILERT_API size_t tilert_kernel_num_tmaps(const tilert_kernel *k) { return k ? k->ntmaps : 0; }
+TILERT_API int tilert_kernel_param_written(const tilert_kernel *k, size_t i)
+{
+    if (!k || i >= k->nparams || !k->writes_line)
+        return -1;
+    return k->params[i].written;
+}
+
 TILERT_API tilert_kernel *tilert_kernel_fallback(const tilert_kernel *k)
 {
     return k ? k->fallback : NULL;

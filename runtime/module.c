@@ -151,6 +151,9 @@ static tilert_status load_into(tilert_module *m, CUcontext ctx, int pdev, RtLoad
         tilert_cuda_fail(drv, r, "cuModuleLoadDataEx", "loading the PTX");
         st = tilert_fail(TILERT_ERR_JIT, "%s\nJIT log:\n%s", tilert_last_error(),
                          error[0] ? error : "(empty)");
+    } else if ((r = drv->CtxGetDevice(&l->dev))) {
+        drv->ModuleUnload(l->mod);
+        st = tilert_cuda_fail(drv, r, "cuCtxGetDevice", NULL);
     } else {
         l->ctx = ctx;
         l->primary_dev = -1;
@@ -275,6 +278,8 @@ TILERT_API void tilert_module_free(tilert_module *m)
         if (m->loaded[i].primary_dev >= 0)
             m->drv->DevicePrimaryCtxRelease(m->loaded[i].primary_dev);
     }
+    for (size_t i = 0; i < m->nkernels; i++)
+        tilert_sig_free(&m->kernels[i]);
     pthread_mutex_destroy(&m->lock);
     pthread_mutex_destroy(&m->state_lock);
     tilert_pool_free(&m->pool);
@@ -357,40 +362,89 @@ static tilert_status prepare_func(tilert_kernel *k, RtLoaded *l, CUfunction *out
     return TILERT_OK;
 }
 
-/* Every tensor's memory is CUDA memory of the context's device. */
-static tilert_status check_pointers(tilert_kernel *k, const tilert_launch_plan *pl)
+/* Is ptr inside a range known to be memory of ctx's device? The caller
+ * holds the state lock. */
+static bool known_range(const tilert_module *m, CUcontext ctx, uint64_t ptr)
 {
-    tilert_driver *drv = k->mod->drv;
-    CUdevice dev;
-    CUresult r = drv->CtxGetDevice(&dev);
-    if (r)
-        return tilert_cuda_fail(drv, r, "cuCtxGetDevice", NULL);
-    if (pl->device >= 0 && pl->device != dev)
+    for (int i = 0; i < TILERT_PTR_RANGES; i++)
+        if (m->ranges[i].ctx == ctx && ptr >= m->ranges[i].lo && ptr < m->ranges[i].hi)
+            return true;
+    return false;
+}
+
+/* The driver's word on one address: memory of device dev, or the error.
+ * Its allocation's range is remembered, so that later tensors inside it
+ * need no driver call. */
+static tilert_status check_pointer(tilert_kernel *k, const RtParam *p, CUdeviceptr ptr,
+                                   const RtLoaded *l)
+{
+    tilert_module *m = k->mod;
+    tilert_driver *drv = m->drv;
+    int ord = -1;
+    CUresult r = drv->PointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+    pthread_mutex_lock(&m->state_lock);
+    m->ptr_queries++;
+    pthread_mutex_unlock(&m->state_lock);
+    if (r) {
+        const char *name = NULL;
+        drv->GetErrorName(r, &name);
+        return tilert_fail(TILERT_ERR_ARGS, "kernel %s: param %s: address 0x%llx is not "
+                           "CUDA memory (cuPointerGetAttribute: %s)", k->name, p->name, ptr,
+                           name ? name : "error");
+    }
+    if (ord != l->dev)
+        return tilert_fail(TILERT_ERR_ARGS, "kernel %s: param %s is memory of device %d, "
+                           "but the launch runs on device %d", k->name, p->name, ord, l->dev);
+    CUdeviceptr lo = 0;
+    size_t size = 0;
+    if (drv->PointerGetAttribute(&lo, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr) ||
+        drv->PointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr) ||
+        !size || ptr < lo || ptr - lo >= size)
+        return TILERT_OK;
+    pthread_mutex_lock(&m->state_lock);
+    struct RtRange *e = &m->ranges[m->next_range++ % TILERT_PTR_RANGES];
+    e->ctx = l->ctx;
+    e->lo = lo;
+    e->hi = lo + size < lo ? UINT64_MAX : lo + size;
+    pthread_mutex_unlock(&m->state_lock);
+    return TILERT_OK;
+}
+
+/* Every tensor's memory is CUDA memory of the context's device: addresses
+ * inside an allocation the driver vouched for before are not asked again. */
+static tilert_status check_pointers(tilert_kernel *k, const tilert_launch_plan *pl,
+                                    const RtLoaded *l)
+{
+    tilert_module *m = k->mod;
+    if (pl->device >= 0 && pl->device != l->dev)
         return tilert_fail(TILERT_ERR_ARGS, "kernel %s: the tensors are on cuda:%d but the "
                            "current CUDA context is on device %d; make cuda:%d current",
-                           k->name, pl->device, (int)dev, pl->device);
+                           k->name, pl->device, l->dev, pl->device);
+    uint64_t ask = 0;           /* bit i: param i's address is not in a known range */
     size_t s = 0;
+    pthread_mutex_lock(&m->state_lock);
     for (size_t i = 0; i < k->nparams; i++) {
         const RtParam *p = &k->params[i];
-        int ord = -1;
         if (p->kind == TILERT_PARAM_SCALAR) {
             s++;
             continue;
         }
         CUdeviceptr ptr = pl->slot[s];
         s += (size_t)p->rank;
-        if (!ptr)
-            continue;    /* an empty tensor */
-        if ((r = drv->PointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr))) {
-            const char *name = NULL;
-            drv->GetErrorName(r, &name);
-            return tilert_fail(TILERT_ERR_ARGS, "kernel %s: param %s: address 0x%llx is not "
-                               "CUDA memory (cuPointerGetAttribute: %s)", k->name, p->name, ptr,
-                               name ? name : "error");
-        }
-        if (ord != dev)
-            return tilert_fail(TILERT_ERR_ARGS, "kernel %s: param %s is memory of device %d, "
-                               "but the launch runs on device %d", k->name, p->name, ord, (int)dev);
+        if (ptr && !known_range(m, l->ctx, ptr))    /* 0: an empty tensor */
+            ask |= 1ull << i;
+    }
+    pthread_mutex_unlock(&m->state_lock);
+    for (; ask; ask &= ask - 1) {
+        size_t i = (size_t)__builtin_ctzll(ask), slot = 0;
+        for (size_t j = 0; j < i; j++)
+            slot += k->params[j].kind == TILERT_PARAM_SCALAR ? 1 : (size_t)k->params[j].rank;
+        pthread_mutex_lock(&m->state_lock);    /* in an allocation an earlier param brought in? */
+        bool known = known_range(m, l->ctx, pl->slot[slot]);
+        pthread_mutex_unlock(&m->state_lock);
+        tilert_status st = known ? TILERT_OK : check_pointer(k, &k->params[i], pl->slot[slot], l);
+        if (st)
+            return st;
     }
     return TILERT_OK;
 }
@@ -457,7 +511,8 @@ static void record_variant(tilert_kernel *k, const tilert_launch_plan *pl)
 {
     pthread_mutex_lock(&k->mod->state_lock);
     k->last_ran = (tilert_kernel *)pl->kernel;
-    snprintf(k->last_reason, sizeof k->last_reason, "%s", pl->fallback_reason);
+    if (strcmp(k->last_reason, pl->fallback_reason) != 0)
+        snprintf(k->last_reason, sizeof k->last_reason, "%s", pl->fallback_reason);
     pthread_mutex_unlock(&k->mod->state_lock);
 }
 
@@ -480,7 +535,7 @@ TILERT_API tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args,
                                        void *stream)
 {
     tilert_launch_plan pl;
-    tilert_status st = tilert_check_args(k, args, nargs, NULL, 0, &pl);
+    tilert_status st = tilert_check_launch(k, args, nargs, &pl);
     if (st)
         return st;
     tilert_module *m = k->mod;
@@ -507,7 +562,7 @@ TILERT_API tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args,
             st = prepare_func(run, l, &f);
         pthread_mutex_unlock(&m->lock);
         if (!st)
-            st = check_pointers(run, &pl);
+            st = check_pointers(run, &pl, l);
         if (!st)
             st = do_launch(run, f, &pl, maps, stream);
     }

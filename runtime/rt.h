@@ -66,6 +66,7 @@ typedef struct RtParam {
     int dimref[TILERT_MAX_RANK];      /* index into the kernel's dims, or -1 if static */
     int64_t extent[TILERT_MAX_RANK];  /* static extent, or -1 */
     int align;
+    bool written;            /* named by the kernel's `writes` record */
     int line;
 } RtParam;
 
@@ -78,6 +79,7 @@ typedef struct RtTmap {
 } RtTmap;
 
 typedef struct RtTmapCache RtTmapCache;   /* tmap.c */
+typedef struct RtSigCache RtSigCache;     /* check.c */
 
 struct tilert_kernel {
     tilert_module *mod;
@@ -91,6 +93,8 @@ struct tilert_kernel {
     tilert_kernel *fallback; /* NULL if none */
     const char *fallback_name;
     int fallback_line;       /* the `fallback` record, 0 if none */
+    int writes_line;         /* the `writes` record, 0 if none: then which params the kernel
+                                writes is unknown and overlaps are not checked */
     const char *grid_text;
     RpnTok *rpn[3];
     size_t nrpn[3];
@@ -99,6 +103,8 @@ struct tilert_kernel {
     RtTmapCache *cache;      /* encoded maps of recent launches, one per tmap; NULL without tmaps */
     tilert_kernel *last_ran; /* tilert_kernel_last_variant */
     char last_reason[256];
+    RtSigCache *sig;         /* plans of recent signatures (check.c), NULL before the first launch */
+    unsigned long sig_hits, sig_misses;   /* launches whose plan came from it / did not */
 };
 
 /* Parse metadata text into m->kernels (allocated from m->pool). */
@@ -114,6 +120,15 @@ void tilert_param_type(const tilert_kernel *k, const RtParam *p, char *buf, size
 tilert_status tilert_check_plan(const tilert_kernel *k, const tilert_arg *args, size_t nargs,
                                 char *err, size_t errlen, tilert_launch_plan *plan,
                                 const char *forced);
+/* tilert_launch's check: the plan of a recent launch with the same
+ * signature (kinds, devices, dtypes, shapes, strides), with this launch's
+ * addresses and scalars, when they break no rule; otherwise
+ * tilert_check_plan's (the same plan or error), kept for the next launch
+ * unless it depends on an address. Takes the module's state_lock. */
+tilert_status tilert_check_launch(tilert_kernel *k, const tilert_arg *args, size_t nargs,
+                                  tilert_launch_plan *plan);
+/* Free k's signature cache (tilert_module_free). */
+void tilert_sig_free(tilert_kernel *k);
 
 /* ---- grid.c ------------------------------------------------------------- */
 
@@ -149,6 +164,8 @@ enum {
     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+    CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
     CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 };
 
@@ -254,9 +271,11 @@ tilert_status tilert_tmap_get(const tilert_driver *drv, tilert_kernel *k, size_t
 /* ---- module.c ------------------------------------------------------------ */
 
 #define TILERT_MAX_CTX 16
+#define TILERT_PTR_RANGES 16     /* allocations known to be memory of a context's device */
 
 typedef struct RtLoaded {
     CUcontext ctx;
+    int dev;                 /* the context's device */
     CUmodule mod;
     int primary_dev;         /* device whose primary context we retained, or -1 */
     CUfunction *funcs;       /* per kernel, NULL until first use */
@@ -274,6 +293,11 @@ struct tilert_module {
     pthread_mutex_t state_lock;   /* guards each kernel's launch state (map cache, last variant) */
     size_t nloaded;
     RtLoaded loaded[TILERT_MAX_CTX];
+    /* Address ranges (whole allocations) the driver said are memory of the
+     * device of ctx, the latest TILERT_PTR_RANGES; guarded by state_lock. */
+    struct RtRange { CUcontext ctx; uint64_t lo, hi; } ranges[TILERT_PTR_RANGES];
+    unsigned next_range;
+    unsigned long ptr_queries;   /* cuPointerGetAttribute calls for the device check */
 };
 
 #endif

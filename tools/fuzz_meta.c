@@ -5,7 +5,8 @@
  * Beyond "no crash, no hang, no sanitizer report": a module that parses has
  * kernels whose every accessor answers (tensor maps and fallback included),
  * whose grid rule evaluates (or is refused) for a few dim values without
- * undefined behaviour, and whose fallback takes as many params.
+ * undefined behaviour, whose `writes` record names tensors only, and whose
+ * fallback takes as many params.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void exercise(const tilert_kernel *k)
 {
     tilert_param_info pi;
-    for (size_t i = 0; i < tilert_kernel_num_params(k); i++)
+    for (size_t i = 0; i < tilert_kernel_num_params(k); i++) {
         tilert_kernel_param(k, i, &pi);
+        if (tilert_kernel_param_written(k, i) == 1 && pi.kind != TILERT_PARAM_TENSOR)
+            abort();    /* the parser guarantees only tensors are written */
+    }
     size_t nd = tilert_kernel_num_dims(k);
     for (size_t i = 0; i < nd; i++)
         (void)tilert_kernel_dim(k, i);

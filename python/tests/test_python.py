@@ -74,9 +74,19 @@ def test_runtime_side():
     check("threads/grid", k.threads == 128 and k.grid_rule == "N 128 cdiv ; 1 ; 1")
     e = raises(TypeError, mod)
     check("module with two kernels is not callable", e is not None and "2 kernels" in str(e))
-    x, y, z = FakeTensor([1000]), FakeTensor([1000]), FakeTensor([1000])
+    x, y, z = FakeTensor([1000]), FakeTensor([1000], addr=0x7F0000002000), FakeTensor([1000], addr=0x7F0000003000)
     k.check(x, y, z, 2.0)
     check("valid launch passes validation", True)
+    check("written params", [p.written for p in k.params] == [False, False, True, False],
+          [p.written for p in k.params])
+    k.check(x, x, z, 2.0)
+    check("inputs may share memory", True)
+    e = raises(tilec.LaunchError, k.check, x, y, x, 2.0)
+    check("in place refused", e is not None and "param Z (written by the kernel) starts at the same address "
+          "as param X (0x7f0000001000): the kernel cannot work in place" in str(e), str(e))
+    e = raises(tilec.LaunchError, k.check, x, y, FakeTensor([1000], addr=0x7F0000002F00), 2.0)
+    check("overlap refused", e is not None and "param Z (written by the kernel) overlaps param Y: Z spans "
+          "bytes 0x7f0000002f00..0x7f0000003e9f, Y 0x7f0000002000..0x7f0000002f9f" in str(e), str(e))
     e = raises(tilec.LaunchError, k.check, x, y, z)
     check("arg count", e is not None and "takes 4 arguments (X, Y, Z, alpha), got 3" in str(e), str(e))
     e = raises(tilec.LaunchError, k.check, x, FakeTensor([999]), z, 1)
@@ -109,7 +119,7 @@ def test_tensor_maps():
     e = raises(TypeError, mod)
     check("two entry kernels and a fallback: not callable",
           e is not None and "2 kernels (copy_tma, copy_tma_sw128)" in str(e), str(e))
-    x, y = FakeTensor([100, 200]), FakeTensor([100, 200])
+    x, y = FakeTensor([100, 200]), FakeTensor([100, 200], addr=0x7F0000100000)
     mod.copy_tma.check(x, y)
     mod.copy_tma.check(FakeTensor([100, 200], addr=0x7F0000001004), y)   # misaligned: the fallback takes it
     check("a misaligned view passes validation (fallback)", True)
@@ -199,6 +209,114 @@ def test_torch_packing():
     check("sparse layout is exported", tilec._pack_torch(T, (x, T.Tensor([4], layout="sparse"))) is None)
     check("other objects are exported", tilec._pack_torch(T, (x, FakeTensor([4]))) is None)
     check("int beyond 64 bits is left to the export path", tilec._pack_torch(T, (x, 1 << 70)) is None)
+
+
+class _FakeTorchC:
+    """torch._C's current device and stream, as _Fast reads them."""
+    device = 0
+
+    @staticmethod
+    def _cuda_getDevice():
+        return _FakeTorchC.device
+
+    @staticmethod
+    def _cuda_getCurrentRawStream(dev):
+        return 0x5000 + dev
+
+
+def _packed_check(k, addr, n):
+    """tilert_check_args on a packed tilert_arg array at addr: the runtime's message, or ""."""
+    err = ctypes.create_string_buffer(1024)
+    st = _lib.tilert().tilert_check_args(k._meta, ctypes.cast(addr, ctypes.POINTER(_lib.TilertArg)), n,
+                                         err, len(err), None)
+    return err.value.decode() if st else ""
+
+
+def _dl_at(addr, i):
+    args = ctypes.cast(addr, ctypes.POINTER(_lib.TilertArg))
+    return ctypes.cast(args[i].u.tensor, ctypes.POINTER(_lib.DLTensor)).contents
+
+
+def test_fast_path():
+    """The packed path of a loaded kernel (_Fast): one buffer per argument
+    signature and thread, the pointers and scalars of each call written
+    into it; what the runtime reads there passes or fails its checks as
+    the arguments do. No GPU: the arrays are validated, not launched."""
+    import threading
+    with open(REF + ".ptx") as f:
+        ptx = f.read()
+    with open(REF + ".meta") as f:
+        meta = f.read()
+    k = tilec.load(ptx, meta).vadd
+    T = _FakeTorch
+    T._C = _FakeTorchC
+    fast = tilec._Fast(None, 4, T)
+    x, y, z = T.Tensor([1000]), T.Tensor([1000], addr=0x7F0000003000), T.Tensor([1000], addr=0x7F0000004000)
+    check("fast: not for an int beyond 64 bits, first", fast.pack((x, y, z, 1 << 70)) is None)
+    p = fast.pack((x, y, z, 7))
+    check("fast: then an int of that signature", p is not None and _packed_check(k, p[0], 4) == "" and
+          ctypes.cast(p[0], ctypes.POINTER(_lib.TilertArg))[3].u.i == 7)
+    p = fast.pack((x, y, z, 2.0))
+    check("fast: packed", p is not None and p[1] == 0x5000, repr(p))
+    addr = p[0]
+    check("fast: passes the runtime's checks", _packed_check(k, addr, 4) == "")
+    z2 = T.Tensor([1000], addr=0x7F0000008000)
+    p = fast.pack((y, x, z2, 0.5))
+    dl = [_dl_at(addr, i) for i in range(3)]
+    args = ctypes.cast(addr, ctypes.POINTER(_lib.TilertArg))
+    check("fast: the same signature reuses its buffer, with this call's pointers and scalar",
+          p[0] == addr and [d.data for d in dl] == [0x7F0000003000, 0x7F0000002000, 0x7F0000008000]
+          and args[3].kind == _lib.TILERT_ARG_FLOAT and args[3].u.f == 0.5
+          and (dl[0].ndim, dl[0].shape[0], dl[0].strides[0], dl[0].dtype.bits, dl[0].device.device_type)
+          == (1, 1000, 1, 32, 2))
+    check("fast: still valid", _packed_check(k, addr, 4) == "")
+    p = fast.pack((x, y, x, 1.0))
+    check("fast: in place is the runtime's error",
+          "param Z (written by the kernel) starts at the same address as param X" in _packed_check(k, p[0], 4))
+    p = fast.pack((x, y, z, 3))
+    check("fast: an int scalar is another signature", p[0] != addr and
+          ctypes.cast(p[0], ctypes.POINTER(_lib.TilertArg))[3].kind == _lib.TILERT_ARG_INT and
+          ctypes.cast(p[0], ctypes.POINTER(_lib.TilertArg))[3].u.i == 3 and _packed_check(k, p[0], 4) == "")
+    p = fast.pack((x, T.Tensor([999]), z, 2.0))
+    check("fast: another shape is another signature, and the runtime's error",
+          p[0] != addr and "param Y dim 0 (N) is 999 but param X dim 0 says 1000" in _packed_check(k, p[0], 4))
+    p = fast.pack((x, T.Tensor([1000], strides=[2]), z, 2.0))
+    check("fast: strides", "param Y: innermost stride is 2" in _packed_check(k, p[0], 4))
+    check("fast: a bool scalar", _packed_check(k, fast.pack((x, y, z, True))[0], 4) == "")
+    check("fast: not for another argument count", fast.pack((x, y, z)) is None)
+    check("fast: not for a complex dtype", fast.pack((x, T.Tensor([4], dtype="c64"), z, 1.0)) is None)
+    check("fast: not for a sparse layout", fast.pack((x, T.Tensor([4], layout="sparse"), z, 1.0)) is None)
+    check("fast: not for other objects", fast.pack((x, FakeTensor([1000]), z, 1.0)) is None)
+    check("fast: not for numpy-like scalars", fast.pack((x, y, z, _Real(2.0))) is None)
+    check("fast: not for an int beyond 64 bits", fast.pack((x, y, z, 1 << 70)) is None)
+    _FakeTorchC.device = 1
+    check("fast: not while another device is current", fast.pack((x, y, z, 2.0)) is None)
+    _FakeTorchC.device = 0
+    d1 = (T.Tensor([1000], device=1), T.Tensor([1000], device=1, addr=0x7F0000003000),
+          T.Tensor([1000], device=1, addr=0x7F0000004000), 2.0)
+    _FakeTorchC.device = 1
+    p = fast.pack(d1)
+    check("fast: the tensors' device's stream", p is not None and p[1] == 0x5001 and _dl_at(p[0], 0).device.device_id == 1)
+    _FakeTorchC.device = 0
+    other = []
+    t = threading.Thread(target=lambda: other.append(fast.pack((x, y, z, 2.0))))
+    t.start()
+    t.join()
+    check("fast: a buffer per thread", other[0] is not None and other[0][0] != addr)
+    before = len(fast.tls.__dict__)
+    for n in range(tilec._Fast.MAX_SIGNATURES + 1):
+        fast.pack((T.Tensor([n + 1]), T.Tensor([n + 1], addr=0x7F0000100000), T.Tensor([n + 1], addr=0x7F0000200000), 1.0))
+    check("fast: at most MAX_SIGNATURES buffers a thread", before > 0 and len(fast.tls.__dict__) <= tilec._Fast.MAX_SIGNATURES)
+
+
+class _Real:
+    """A number that is neither int nor float (as numpy's scalars)."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __float__(self):
+        return self.v
 
 
 def test_defines():
@@ -483,6 +601,7 @@ def main():
     test_runtime_side()
     test_tensor_maps()
     test_torch_packing()
+    test_fast_path()
     test_defines()
     test_arch_choice()
     if have_cc:

@@ -13,6 +13,7 @@ import numbers
 import os
 import struct
 import sys
+import threading
 import warnings as _warnings
 
 from . import _lib
@@ -121,9 +122,10 @@ def synchronize():
 
 
 class Param:
-    """One runtime param of a kernel, from its metadata."""
+    """One runtime param of a kernel, from its metadata. `written`: whether
+    the kernel writes it (True / False; None when the metadata does not say)."""
 
-    def __init__(self, info):
+    def __init__(self, info, written=None):
         self.name = info.name.decode()
         self.kind = "tensor" if info.kind == _lib.TILERT_PARAM_TENSOR else "scalar"
         self.dtype = info.dtype.decode()
@@ -131,6 +133,7 @@ class Param:
             info.dims[d].decode() if info.dims[d] is not None else int(info.extents[d])
             for d in range(info.rank))
         self.align = info.align
+        self.written = None if written is None or written < 0 else bool(written)
 
     def __repr__(self):
         if self.kind == "scalar":
@@ -217,7 +220,8 @@ def _pack_torch(torch, args):
     pointer with the storage offset applied, torch's shape and strides, byte
     offset 0), without the export, whose stream handshake has nothing to do
     there and which costs tens of microseconds per tensor. Returns
-    (pointer, buffer to keep alive) or None: the caller then exports."""
+    (pointer, the ctypes buffer it points into, to keep alive) or None: the
+    caller then exports."""
     if getattr(torch.version, "hip", None):
         return None
     n = len(args)
@@ -229,9 +233,8 @@ def _pack_torch(torch, args):
             size += 48 + 16 * a.dim()
         elif not isinstance(a, numbers.Real):
             return None
-    buf = bytearray(size)
-    mem = ctypes.c_char.from_buffer(buf)
-    base = ctypes.addressof(mem)
+    buf = ctypes.create_string_buffer(size)
+    base = ctypes.addressof(buf)
     off = 16 * max(n, 1)
     try:
         for i, a in enumerate(args):
@@ -250,7 +253,87 @@ def _pack_torch(torch, args):
                 _ARG_FLT.pack_into(buf, 16 * i, _lib.TILERT_ARG_FLOAT, float(a))
     except (struct.error, OverflowError):
         return None       # e.g. an int beyond 64 bits: the general path says what is wrong
-    return ctypes.cast(base, ctypes.POINTER(_lib.TilertArg)), (buf, mem)
+    return ctypes.cast(base, ctypes.POINTER(_lib.TilertArg)), buf
+
+
+class _Fast:
+    """The packed launch path of a loaded kernel: for calls whose arguments
+    are torch CUDA tensors (strided, of a dtype DLPack names) and Python
+    ints, floats and bools, launched on the current stream of the tensors'
+    device while that device is current. What _pack_torch writes is kept
+    per argument signature (each tensor's dtype, device, shape and strides;
+    each scalar's type), in a buffer of the calling thread; a call writes
+    only the data pointers and scalar values into it (8-byte words: a
+    DLTensor's data, a tilert_arg's value) and calls tilert_launch, whose
+    own cache then holds the plan of that signature (docs/runtime.md,
+    "Launch cost"). pack() returns None for anything else: the general
+    path takes the call."""
+
+    __slots__ = ("handle", "n", "tensor", "torch", "get_stream", "get_device", "launch", "tls")
+    MAX_SIGNATURES = 64   # buffers kept per thread; all are dropped beyond
+
+    def __init__(self, handle, n, torch):
+        self.handle, self.n, self.torch, self.tensor = handle, n, torch, torch.Tensor
+        self.get_stream = torch._C._cuda_getCurrentRawStream
+        self.get_device = torch._C._cuda_getDevice
+        self.launch = _lib.tilert().launch_raw
+        self.tls = threading.local()
+
+    def pack(self, args):
+        """(address of the tilert_arg array, stream handle) for args, or None."""
+        if len(args) != self.n:
+            return None
+        T = self.tensor
+        key, vals = [], []
+        try:
+            for a in args:
+                if isinstance(a, T):
+                    key.append((a.dtype, a.is_cuda, a.get_device(), a.shape, a.stride()))
+                    vals.append(a.data_ptr())
+                else:
+                    t = type(a)
+                    if t is not int and t is not float and t is not bool:
+                        return None
+                    key.append(t)
+                    vals.append(a)
+            key = tuple(key)
+            sigs = self.tls.__dict__
+            e = sigs.get(key, _Fast)        # the class itself: no entry yet
+            if e is _Fast:
+                if len(sigs) >= self.MAX_SIGNATURES:
+                    sigs.clear()
+                e = sigs[key] = self._build(args)
+            if e is None or self.get_device() != e[1]:
+                return None
+            for (view, i), v in zip(e[2], vals):
+                view[i] = v
+            return e[0], self.get_stream(e[1])
+        except (TypeError, ValueError, OverflowError, RuntimeError, AttributeError):
+            return None   # e.g. an int beyond 64 bits, a tensor without strides: the general path says
+
+    def _build(self, args):
+        """For args' signature: (address of the buffer, the tensors' device,
+        per argument (view, word index) of its data pointer or value, the
+        buffer), or None when the general path must take such calls."""
+        torch, dev = self.torch, None
+        for a in args:
+            if isinstance(a, self.tensor):
+                dev = a.get_device() if dev is None else dev
+        proto = [a if isinstance(a, self.tensor) else type(a)(0) for a in args]   # by type, not value
+        packed = _pack_torch(torch, proto) if dev is not None and dev >= 0 else None
+        if packed is None:
+            return None
+        buf = packed[1]
+        base = ctypes.addressof(buf)
+        words = memoryview(buf).cast("B")
+        u64, i64, f64 = words.cast("Q"), words.cast("q"), words.cast("d")
+        slots = []
+        for i, a in enumerate(args):          # tilert_arg i: kind, then its value at word 2i + 1
+            if isinstance(a, self.tensor):
+                slots.append((u64, (u64[2 * i + 1] - base) // 8))   # the DLTensor's data
+            else:
+                slots.append((f64 if type(a) is float else i64, 2 * i + 1))
+        return base, dev, slots, buf
 
 
 class Kernel:
@@ -270,8 +353,9 @@ class Kernel:
         for i in range(rt.tilert_kernel_num_params(handle)):
             info = _lib.TilertParamInfo()
             rt.tilert_kernel_param(handle, i, ctypes.byref(info))
-            self.params.append(Param(info))
+            self.params.append(Param(info, rt.tilert_kernel_param_written(handle, i)))
         self.num_tmaps = rt.tilert_kernel_num_tmaps(handle)
+        self._fast = None    # _Fast, once the module is loaded and a call came from torch
         fb = rt.tilert_kernel_fallback(handle)
         self.fallback = rt.tilert_kernel_name(fb).decode() if fb else None
 
@@ -314,6 +398,14 @@ class Kernel:
         """Launch on `stream` (default: torch's current stream of the tensors'
         device when the arguments are torch CUDA tensors, else the legacy
         default stream). Asynchronous, like any CUDA launch."""
+        fp = self._fast
+        if fp is not None and stream is None:
+            p = fp.pack(args)
+            if p is not None:
+                st = fp.launch(fp.handle, p[0], fp.n, p[1])
+                if st:
+                    raise _rt_error(st)
+                return
         torch, t = _torch_of(args)
         handle = _stream_handle(stream)
         fast = None
@@ -334,6 +426,9 @@ class Kernel:
         else:
             self._launch(packed, len(args), handle)
         del keep
+        if torch is not None and self._fast is None and not getattr(torch.version, "hip", None) \
+                and hasattr(torch._C, "_cuda_getCurrentRawStream") and hasattr(torch._C, "_cuda_getDevice"):
+            self._fast = _Fast(self._module._loaded_kernel(self._index), len(self.params), torch)
 
     @property
     def last_variant(self):

@@ -256,7 +256,13 @@ def tilert():
         _proto(lib, "tilert_launch", i, [vp, ctypes.POINTER(TilertArg), sz, vp])
         _proto(lib, "tilert_kernel_num_tmaps", sz, [vp])
         _proto(lib, "tilert_kernel_fallback", vp, [vp])
+        _proto(lib, "tilert_kernel_param_written", i, [vp, sz])
         _proto(lib, "tilert_kernel_last_variant", vp, [vp, cp, sz])
+        # tilert_launch with every argument an address or a size, for the
+        # packed path of tilec.Kernel (_Fast): Python ints go in as they are
+        launch_raw = lib["tilert_launch"]    # a function object of its own
+        launch_raw.restype, launch_raw.argtypes = i, [vp, vp, sz, vp]
+        lib.launch_raw = launch_raw
         _tilert = lib
     return _tilert
 

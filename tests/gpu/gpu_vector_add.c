@@ -110,17 +110,19 @@ static void run_size(tilert_kernel *k, bool has_alpha, int64_t n)
     free(z);
 }
 
-/* Launch errors found on the GPU side: host memory, misalignment. */
+/* Launch errors found on the GPU side: host memory, misalignment; and the
+ * output given the input's memory (the metadata's `writes` record). */
 static void run_errors(tilert_kernel *k, bool has_alpha)
 {
     static float host[256];
     int64_t n = 256;
-    CUdeviceptr d;
+    CUdeviceptr d, dz;
     GPU_CU(gpu_cu.MemAlloc(&d, 2048));
-    DLTensor th = vec((CUdeviceptr)(uintptr_t)host, &n), td = vec(d, &n);
+    GPU_CU(gpu_cu.MemAlloc(&dz, 2048));
+    DLTensor th = vec((CUdeviceptr)(uintptr_t)host, &n), td = vec(d, &n), tz = vec(dz, &n);
     tilert_arg args[4] = {
         {TILERT_ARG_TENSOR, {.tensor = &td}}, {TILERT_ARG_TENSOR, {.tensor = &th}},
-        {TILERT_ARG_TENSOR, {.tensor = &td}}, {TILERT_ARG_FLOAT, {.f = 1.0}}};
+        {TILERT_ARG_TENSOR, {.tensor = &tz}}, {TILERT_ARG_FLOAT, {.f = 1.0}}};
     size_t na = has_alpha ? 4 : 3;
     tilert_status st = tilert_launch(k, args, na, NULL);
     bool ok = st == TILERT_ERR_ARGS && strstr(tilert_last_error(), "is not CUDA memory");
@@ -134,7 +136,17 @@ static void run_errors(tilert_kernel *k, bool has_alpha)
     printf("%s misaligned tensor rejected: %s (%s)\n", tilert_kernel_name(k), ok ? "ok" : "FAIL",
            tilert_last_error());
     failures += !ok;
+    td.byte_offset = 0;
+    args[1].u.tensor = &td;
+    args[2].u.tensor = &td;    /* Z = X: in place */
+    st = tilert_launch(k, args, na, NULL);
+    ok = st == TILERT_ERR_ARGS && strstr(tilert_last_error(), "param Z (written by the kernel) starts "
+                                         "at the same address as param X");
+    printf("%s in-place output rejected: %s (%s)\n", tilert_kernel_name(k), ok ? "ok" : "FAIL",
+           tilert_last_error());
+    failures += !ok;
     GPU_CU(gpu_cu.MemFree(d));
+    GPU_CU(gpu_cu.MemFree(dz));
 }
 
 /* Load errors: PTX the JIT rejects (its log comes back), an arch the device lacks. */

@@ -51,6 +51,26 @@ def main():
         torch.cuda.synchronize()
         check("vadd n=%d" % n, torch.equal(z, torch.addcmul(x, y, torch.tensor(2.0, device="cuda"))),
               (z - (x + 2 * y)).abs().max().item())
+    # the packed path of a loaded kernel (tilec._Fast): new outputs, sizes,
+    # scalars of either kind, each launch right; the runtime's errors come
+    # through it as through the general path
+    check("packed path set up", k._fast is not None)
+    for n in (1000, 4096, 1000):
+        x = torch.randn(n, device="cuda")
+        y = torch.randn(n, device="cuda")
+        for alpha in (2.0, 3, True):
+            z = torch.full((n,), float("nan"), device="cuda")
+            k(x, y, z, alpha)
+            torch.cuda.synchronize()
+            check("packed path n=%d alpha=%r" % (n, alpha),
+                  torch.equal(z, torch.addcmul(x, y, torch.tensor(float(alpha), device="cuda"))))
+    expect_launch_error("in place refused (packed path)", lambda: k(x, y, x, 1.0),
+                        "param Z (written by the kernel) starts at the same address as param X")
+    expect_launch_error("overlap refused (packed path)", lambda: k(x[:500], y[:500], x[499:999], 1.0),
+                        "param Z (written by the kernel) overlaps param X")
+    k(x, x, z, 1.0)    # inputs may share memory
+    torch.cuda.synchronize()
+    check("inputs sharing memory", torch.equal(z, x + x))
     # an explicit side stream, and a tensor that requires grad
     s = torch.cuda.Stream()
     x = torch.randn(4096, device="cuda", requires_grad=True)

@@ -1,5 +1,6 @@
 /* test_runtime.c - libtilert without a GPU: metadata parsing (good and
- * malformed), launch validation messages, grid rules and ABI packing. */
+ * malformed), launch validation messages, grid rules, ABI packing and the
+ * overlap rule of the `writes` record. */
 #define _POSIX_C_SOURCE 200809L   /* mkstemp */
 #include <check.h>
 
@@ -187,6 +188,14 @@ static const struct { const char *body; const char *want; } bad_meta[] = {
     {"dim N\ngrid 1\nend\n", "metadata line 5: kernel k: dim N is not a dim of any tensor param"},
     {"grid 1\nend extra\n", "metadata line 6: expected 'end'"},
     {"grid 1\nend\ntilec-meta 2\n", "metadata line 7: metadata version 2"},
+    {"param X scalar f32\nwrites Y\n",
+     "metadata line 6: writes: 'Y' is not a param of kernel k (declared before this record)"},
+    {"writes X\nparam X scalar f32\n", "metadata line 5: writes: 'X' is not a param of kernel k"},
+    {"param X scalar f32\nwrites X\n", "metadata line 6: writes: param X is a scalar; only tensors are written"},
+    {"param X tensor f32 1 4 align 4\nwrites X X\n", "metadata line 6: writes: param X is named twice"},
+    {"writes\nwrites\n", "metadata line 6: kernel k: second 'writes' record"},
+    {"param X tensor f32 1 4 align 4\nwrites X\nparam Y tensor f32 1 4 align 4\n",
+     "metadata line 7: kernel k: 'param' after the 'writes' record (writes follows every param)"},
 };
 
 START_TEST(meta_bad)
@@ -633,6 +642,170 @@ START_TEST(load_null_arguments)
 }
 END_TEST
 
+/* ---- the `writes` record and the overlap rule ---- */
+
+/* ov writes Z, reads X and Y; ov2 writes B (rank 2, for strided views);
+ * ro writes nothing; old has no `writes` record (older metadata). */
+static const char *OV_META =
+    "tilec-meta 1\n"
+    "kernel ov\narch sm_86\nthreads 128\ndim N\n"
+    "param X tensor f32 1 N align 4\n"
+    "param Y tensor f32 1 N align 4\n"
+    "param n scalar i32\n"
+    "param Z tensor f32 1 N align 4\n"
+    "writes Z\n"
+    "grid N 128 cdiv\nend\n"
+    "kernel ov2\narch sm_86\nthreads 128\ndim M\ndim K\n"
+    "param A tensor f32 2 M K align 4\n"
+    "param B tensor f32 2 M K align 4\n"
+    "writes B\n"
+    "grid M\nend\n"
+    "kernel ro\narch sm_86\nthreads 128\ndim N\n"
+    "param X tensor f32 1 N align 4\n"
+    "param Y tensor f32 1 N align 4\n"
+    "writes\n"
+    "grid N 128 cdiv\nend\n"
+    "kernel old\narch sm_86\nthreads 128\ndim N\n"
+    "param X tensor f32 1 N align 4\n"
+    "param Z tensor f32 1 N align 4\n"
+    "grid N 128 cdiv\nend\n";
+
+typedef struct OvArgs {
+    T x, y, z;
+    tilert_arg args[4];
+} OvArgs;
+
+/* X, Y, Z: f32[1000] at FAKE_PTR + the given byte offsets; n = 3. */
+static void ov_args(OvArgs *o, uint64_t xo, uint64_t yo, uint64_t zo)
+{
+    T *t[] = {&o->x, &o->y, &o->z};
+    uint64_t off[] = {xo, yo, zo};
+    for (int i = 0; i < 3; i++) {
+        mk(t[i], kDLFloat, 32, 1, (int64_t[]){1000});
+        t[i]->t.byte_offset = off[i];
+    }
+    o->args[0] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &o->x.t}};
+    o->args[1] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &o->y.t}};
+    o->args[2] = (tilert_arg){TILERT_ARG_INT, {.i = 3}};
+    o->args[3] = (tilert_arg){TILERT_ARG_TENSOR, {.tensor = &o->z.t}};
+}
+
+static tilert_kernel *kernel_of(tilert_module *m, const char *name)
+{
+    tilert_kernel *k = NULL;
+    ck_assert_int_eq(tilert_module_get_kernel(m, name, &k), TILERT_OK);
+    return k;
+}
+
+START_TEST(meta_writes)
+{
+    tilert_module *m;
+    ck_assert_msg(tilert_module_from_meta(OV_META, &m) == TILERT_OK, "%s", tilert_last_error());
+    tilert_kernel *ov = kernel_of(m, "ov"), *ro = kernel_of(m, "ro"), *old = kernel_of(m, "old");
+    ck_assert_int_eq(tilert_kernel_param_written(ov, 0), 0);
+    ck_assert_int_eq(tilert_kernel_param_written(ov, 2), 0);      /* a scalar */
+    ck_assert_int_eq(tilert_kernel_param_written(ov, 3), 1);
+    ck_assert_int_eq(tilert_kernel_param_written(ov, 4), -1);     /* out of range */
+    ck_assert_int_eq(tilert_kernel_param_written(ro, 1), 0);
+    ck_assert_int_eq(tilert_kernel_param_written(old, 1), -1);    /* the metadata does not say */
+    ck_assert_int_eq(tilert_kernel_param_written(NULL, 0), -1);
+    tilert_module_free(m);
+}
+END_TEST
+
+START_TEST(args_overlap)
+{
+    tilert_module *m;
+    ck_assert_msg(tilert_module_from_meta(OV_META, &m) == TILERT_OK, "%s", tilert_last_error());
+    tilert_kernel *ov = kernel_of(m, "ov"), *ro = kernel_of(m, "ro"), *old = kernel_of(m, "old");
+    tilert_launch_plan pl;
+    OvArgs o;
+    /* disjoint, and touching end to end */
+    ov_args(&o, 0, 4000, 8000);
+    ck_assert_msg(tilert_check_args(ov, o.args, 4, NULL, 0, &pl) == TILERT_OK, "%s", tilert_last_error());
+    /* the two inputs overlap each other: the kernel only reads them */
+    ov_args(&o, 0, 0, 8000);
+    ck_assert_msg(tilert_check_args(ov, o.args, 4, NULL, 0, &pl) == TILERT_OK, "%s", tilert_last_error());
+    ov_args(&o, 0, 2000, 8000);
+    ck_assert_int_eq(tilert_check_args(ov, o.args, 4, NULL, 0, &pl), TILERT_OK);
+    /* the output overlaps the end of Y by one element */
+    ov_args(&o, 0, 4000, 7996);
+    expect_err(ov, o.args, 4, "kernel ov: param Z (written by the kernel) overlaps param Y: Z spans "
+               "bytes 0x7f0000002f3c..0x7f0000003edb, Y 0x7f0000001fa0..0x7f0000002f3f; tensor params "
+               "must not alias (the kernel reads them through the non-coherent cache); pass separate "
+               "tensors");
+    /* the output starts inside X */
+    ov_args(&o, 0, 8000, 2000);
+    expect_err(ov, o.args, 4, "param Z (written by the kernel) overlaps param X: Z spans bytes "
+               "0x7f00000017d0..");
+    /* in place: Z is X */
+    ov_args(&o, 0, 4000, 0);
+    expect_err(ov, o.args, 4, "kernel ov: param Z (written by the kernel) starts at the same address "
+               "as param X (0x7f0000001000): the kernel cannot work in place, since tensor params must "
+               "not alias (it reads them through the non-coherent cache); pass Z a separate tensor");
+    o.z.t.data = (char *)FAKE_PTR - 64;        /* the same address through data + byte_offset */
+    o.z.t.byte_offset = 64;
+    expect_err(ov, o.args, 4, "param Z (written by the kernel) starts at the same address as param X");
+    /* empty tensors reach no memory */
+    ov_args(&o, 0, 0, 0);
+    o.x.shape[0] = o.y.shape[0] = o.z.shape[0] = 0;
+    ck_assert_int_eq(tilert_check_args(ov, o.args, 4, NULL, 0, &pl), TILERT_OK);
+    /* a kernel that writes nothing, and metadata without the record: no rule */
+    ov_args(&o, 0, 0, 0);
+    ck_assert_int_eq(tilert_check_args(ro, o.args, 2, NULL, 0, &pl), TILERT_OK);
+    tilert_arg two[2] = {o.args[0], o.args[3]};
+    ck_assert_int_eq(tilert_check_args(old, two, 2, NULL, 0, &pl), TILERT_OK);
+    /* the rules before it come first: a bad scalar, then the overlap */
+    o.args[2].u.i = 1ll << 40;
+    expect_err(ov, o.args, 4, "param n: 1099511627776 does not fit i32");
+    tilert_module_free(m);
+}
+END_TEST
+
+/* Strided views: the span runs from the first to the last byte an argument
+ * reaches, so two views that interleave overlap even when they share no
+ * element; views one after the other do not. */
+START_TEST(args_overlap_strided)
+{
+    tilert_module *m;
+    ck_assert_msg(tilert_module_from_meta(OV_META, &m) == TILERT_OK, "%s", tilert_last_error());
+    tilert_kernel *ov2 = kernel_of(m, "ov2");
+    tilert_launch_plan pl;
+    T a, b;
+    /* a buffer of 100 rows of 2 floats: A is column 0, B column 1 */
+    mk(&a, kDLFloat, 32, 2, (int64_t[]){100, 1});
+    mk(&b, kDLFloat, 32, 2, (int64_t[]){100, 1});
+    a.t.strides = a.strides;
+    b.t.strides = b.strides;
+    a.strides[0] = b.strides[0] = 2;
+    a.strides[1] = b.strides[1] = 1;
+    b.t.byte_offset = 4;
+    tilert_arg args[2] = {{TILERT_ARG_TENSOR, {.tensor = &a.t}}, {TILERT_ARG_TENSOR, {.tensor = &b.t}}};
+    expect_err(ov2, args, 2, "param B (written by the kernel) overlaps param A: B spans bytes "
+               "0x7f0000001004..0x7f000000131f, A 0x7f0000001000..0x7f000000131b");
+    /* rows 0..49 and rows 50..99 of a [100, 2] buffer: disjoint */
+    mk(&a, kDLFloat, 32, 2, (int64_t[]){50, 2});
+    mk(&b, kDLFloat, 32, 2, (int64_t[]){50, 2});
+    b.t.byte_offset = 50 * 2 * 4;
+    ck_assert_msg(tilert_check_args(ov2, args, 2, NULL, 0, &pl) == TILERT_OK, "%s", tilert_last_error());
+    b.t.byte_offset -= 4;                       /* one element back */
+    expect_err(ov2, args, 2, "param B (written by the kernel) overlaps param A");
+    /* a stride of 0 (a broadcast row) reaches one row */
+    mk(&a, kDLFloat, 32, 2, (int64_t[]){50, 2});
+    a.t.strides = a.strides;
+    a.strides[0] = 0;
+    a.strides[1] = 1;
+    b.t.byte_offset = 8;
+    ck_assert_msg(tilert_check_args(ov2, args, 2, NULL, 0, &pl) == TILERT_OK, "%s", tilert_last_error());
+    /* a span past the end of the address space saturates, and still overlaps */
+    a.strides[0] = INT64_MAX / 4;
+    b.t.byte_offset = 1 << 20;
+    expect_err(ov2, args, 2, "param B (written by the kernel) overlaps param A: B spans bytes "
+               "0x7f0000101000..0x7f000010118f, A 0x7f0000001000..0xffffffffffffffff");
+    tilert_module_free(m);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
     Suite *s = suite_create("runtime");
@@ -664,6 +837,9 @@ static Suite *runtime_suite(void)
     tcase_add_test(tc, driver_open);
     tcase_add_test(tc, load_files_missing);
     tcase_add_test(tc, load_files_bad_meta);
+    tcase_add_test(tc, meta_writes);
+    tcase_add_test(tc, args_overlap);
+    tcase_add_test(tc, args_overlap_strided);
     suite_add_tcase(s, tc);
     return s;
 }
