@@ -198,6 +198,13 @@ if part2 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/fa4" ]; then
   grep -E "^D=|unavailable|^f16|FAIL" "$out/pallas.txt" | tail -n 24
 fi
 
+if part2 && [ -f "$root/.devcarry/launch/vector_add.meta" ]; then
+  mark launch-cost
+  echo "== host cost of a launch: Python (tilec, Triton, torch) and the C call alone, bench/launch_cost.py"
+  python3 "$root/bench/launch_cost.py" --out "$out" > "$out/launch_cost.txt" 2>&1 || status=1
+  tail -n 20 "$out/launch_cost.txt"
+fi
+
 mark end
 kill "$clocks_pid" 2>/dev/null
 echo "== GPU clocks per phase (bench/clocks.py; samples every 200 ms)"

@@ -124,3 +124,4 @@ done; done; done
 rm -f "$out/fa4/attention_f16.tile"
 python3 "$root/bench/perf_plain.py" --prepare "$tilec"
 "$root/bench/attn_prepare.sh" "$tilec"
+"$root/bench/launch_prepare.sh" "$tilec"
