@@ -203,7 +203,7 @@ python3 "$root/bench/clocks.py" "$out/clocks.csv" "$out/phases.txt" | tee "$out/
 # the third launch of the tilec kernel, full section set, text summary into $OUT/NAME.ncu.txt.
 for n in ${PROFILE:-}; do
   echo "== ncu $n"
-  ncu --set full --print-details all -k "regex:^(softmax|layernorm|gemm|attention)$" --launch-skip 2 --launch-count 1 \
+  ncu --set full --print-details all -k "regex:^(softmax|layernorm|rmsnorm|cross_entropy|layernorm_bwd|gemm|attention)$" --launch-skip 2 --launch-count 1 \
     python3 "$root/bench/ncu_one.py" "$n" > "$out/$n.ncu.txt" 2>&1 || echo "ncu of $n failed"
   grep -E "Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Eligible Warps|Issued Warp|No Eligible|Stall [A-Z]" \
     "$out/$n.ncu.txt" | awk '!/Stall/ || $NF + 0 >= 0.1' | head -n 30
