@@ -4,7 +4,13 @@ Run by bench/device.sh in one call on the GPU machine. Every check draws
 fresh random inputs, poisons outputs with NaN first, and compares against a
 float64 reference; every timing is the median of do_bench, with the peers
 (torch.softmax, F.layer_norm) and the device copy bandwidth measured in the
-same run.
+same run. The memory-bound rows: softmax, layernorm and rmsnorm rows
+(bytes: X read and Y written), the cross-entropy loss over a 128k
+vocabulary (the logits read once) and layernorm's backward pass (X and dY
+read, dX written; dW and dB by atomic_add into zeroed buffers, the zeroing
+timed with the kernel), each against its torch peer (torch.softmax,
+F.layer_norm, F.rms_norm, F.cross_entropy, autograd through F.layer_norm)
+and against copy bandwidth.
 
 Kernels come precompiled from bench/prepare.sh (.devcarry/kernels/<arch>/,
 .devcarry/perf/; the GPU host then needs only libtilert); a kernel missing
@@ -125,6 +131,87 @@ def check_layernorm(arch):
             torch.cuda.synchronize()
             ref = F.layer_norm(x.double(), (cols,), w.double(), b.double(), 1e-5)
             check(f"layernorm {arch} {dt} {rows}x{cols}", rel_err(y, ref), TOL[dt] * 2)
+
+
+def check_rmsnorm(arch):
+    for dt, b, cols in (("bf16", 4096, 1), ("bf16", 4096, 1000), ("bf16", 4096, 4096), ("f32", 1024, 1000),
+                        ("f32", 1024, 1024)):
+        rows = 37
+        k = kernel(arch, f"rmsnorm_{dt}_{b}", "rmsnorm", BLOCK=b, T=dt)
+        x = (torch.randn(rows, cols, device="cuda") * 2).to(DTYPES[dt])
+        w = torch.randn(cols, device="cuda").to(DTYPES[dt])
+        y = torch.empty_like(x)
+        poison(y)
+        k(x, w, y, 1e-5)
+        torch.cuda.synchronize()
+        x64 = x.double()
+        ref = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5) * w.double()
+        check(f"rmsnorm {arch} {dt} {rows}x{cols}", rel_err(y, ref), TOL[dt])
+
+
+def ce_targets(rows, v):
+    """Random targets, with 0, V - 1 and ignore_index (-100) among them."""
+    t = torch.randint(0, v, (rows,), device="cuda")
+    t[1::7] = 0
+    t[2::7] = v - 1
+    t[3::7] = -100
+    return t
+
+
+def check_cross_entropy(arch):
+    for v in (1, 1000, 8193, 128256):
+        rows = 37
+        k = kernel(arch, "cross_entropy", "cross_entropy")
+        x = (torch.randn(rows, v, device="cuda") * 4).to(torch.bfloat16)
+        t = ce_targets(rows, v)
+        loss = torch.empty(rows, device="cuda")
+        poison(loss)
+        k(x, t, loss)
+        torch.cuda.synchronize()
+        ref = F.cross_entropy(x.double(), t, reduction="none")
+        err = rel_err(loss, ref)
+        if (loss[t == -100] != 0).any():
+            err = float("inf")  # an ignored target must give 0
+        check(f"cross_entropy {arch} bf16 {rows}x{v} i64 targets", err, 1e-5)
+
+
+def layernorm_bwd_inputs(m, n, dt):
+    """x, dy, w, b and the forward's saved mean and rstd (f32, [M])."""
+    x = (torch.randn(m, n, device="cuda") * 2 + 0.5).to(dt)
+    dy = torch.randn(m, n, device="cuda").to(dt)
+    w = torch.randn(n, device="cuda").to(dt)
+    b = torch.randn(n, device="cuda").to(dt)
+    _, mean, rstd = torch.native_layer_norm(x, (n,), w, b, 1e-5)
+    return x, dy, w, b, mean.view(-1).float().contiguous(), rstd.view(-1).float().contiguous()
+
+
+def layernorm_bwd_ref(x, dy, w, b):
+    """dx, dw, db in float64 through autograd."""
+    x64, w64, b64 = (t.double().requires_grad_() for t in (x, w, b))
+    y = F.layer_norm(x64, (x.shape[1],), w64, b64, 1e-5)
+    return torch.autograd.grad(y, (x64, w64, b64), dy.double())
+
+
+def layernorm_bwd_err(dx, dw, db, ref, tol_x):
+    """The worst of the three relative errors, each scaled to its tolerance
+    (dx: tol_x, dw and db: 1e-3, the f32 sums against float64 through
+    statistics saved in f32)."""
+    return max(rel_err(dx, ref[0]) / tol_x, rel_err(dw, ref[1]) / 1e-3, rel_err(db, ref[2]) / 1e-3)
+
+
+def check_layernorm_bwd(arch):
+    for dt, b, m, n in (("bf16", 1024, 1, 1), ("bf16", 1024, 300, 1000), ("bf16", 4096, 133, 4000),
+                        ("bf16", 4096, 300, 4096), ("f32", 1024, 37, 1024)):
+        k = kernel(arch, f"layernorm_bwd_{dt}_{b}", "layernorm_bwd", BLOCK=b, T=dt)
+        x, dy, w, bias, mean, rstd = layernorm_bwd_inputs(m, n, DTYPES[dt])
+        dx = torch.empty_like(x)
+        poison(dx)
+        dw = torch.zeros(n, device="cuda")
+        db = torch.zeros(n, device="cuda")
+        k(x, dy, w, mean, rstd, dx, dw, db)
+        torch.cuda.synchronize()
+        err = layernorm_bwd_err(dx, dw, db, layernorm_bwd_ref(x, dy, w, bias), TOL[dt] * 2)
+        check(f"layernorm_bwd {arch} {dt} {m}x{n} (dx, dw, db; errors / tolerances)", err, 1.0)
 
 
 def strided(rows, cols, pad, dt, fill=None):
@@ -262,50 +349,127 @@ def row(name, ms, nbytes, copy_gbs, peer_ms=None, peer="", flops=None):
     return r
 
 
+# Without bench/prepare.sh's variants.txt: these (NAME, example and defines).
+DEFAULT_VARIANTS = (("softmax_4096", "softmax -DBLOCK=4096"), ("softmax_16384", "softmax -DBLOCK=16384"),
+                    ("layernorm_4096", "layernorm -DBLOCK=4096"), ("layernorm_16384", "layernorm -DBLOCK=16384"),
+                    ("rmsnorm_4096", "rmsnorm -DBLOCK=4096"), ("rmsnorm_16384", "rmsnorm -DBLOCK=16384"),
+                    ("cross_entropy_bn8192", "cross_entropy -DBN=8192"),
+                    ("layernorm_bwd_4096", "layernorm_bwd -DBLOCK=4096"))
+
+
 def perf_variants():
     """(name, env, defines, ptxas summary) of every benchmark kernel prepared."""
     path = os.path.join(CARRY, "perf", "variants.txt")
     if not os.path.exists(path):
-        return [(n, "", "", "") for n in ("softmax_4096", "softmax_16384", "layernorm_4096", "layernorm_16384")]
+        return [(n, "", d, "") for n, d in DEFAULT_VARIANTS]
     with open(path) as f:
         return [tuple((ln.rstrip("\n").split("|") + [""] * 4)[:4]) for ln in f if ln.strip()]
 
 
-def perf_kernel(name):
+# A variant's kind is its name's longest known prefix; its shape is the
+# kind's (the row kernels: by the BLOCK in the name).
+KINDS = ("layernorm_bwd", "cross_entropy", "layernorm", "softmax", "rmsnorm")
+ROW_SHAPES = {4096: (32768, 4096), 16384: (8192, 16384)}
+CE_SHAPE = (4096, 128256)     # tokens x a 128k vocabulary (Llama 3's 128256)
+LNB_SHAPE = (32768, 4096)
+
+
+def variant_kind(name):
+    return next(k for k in KINDS if name == k or name.startswith(k + "_"))
+
+
+def perf_kernel(name, defs):
+    """The precompiled perf/<name>.ptx, else tilec.compile of the variant's
+    DEFINES ("FILE -DK=V ...", FILE a path or an example's name)."""
     path = os.path.join(CARRY, "perf", name + ".ptx")
     if os.path.exists(path):
         return tilec.load_files(path)
-    kind, block = name.split("_")[:2]
-    return tilec.compile(ex(kind), arch="sm_90a", BLOCK=int(block), T="bf16")
+    words = defs.split()
+    src = words[0] if words[0].endswith(".tile") else ex(words[0])
+    consts = dict(w[2:].split("=", 1) for w in words[1:] if w.startswith("-D"))
+    return tilec.compile(src, arch="sm_90a", **consts)
 
 
-def bench_variant(name, envs, regs, copy_gbs, peers, rows):
-    kind, block = name.split("_")[:2]
-    m, n = {4096: (32768, 4096), 16384: (8192, 16384)}[int(block)]
-    x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
-    y = torch.empty_like(x)
-    poison(y)
-    k = perf_kernel(name)
+def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows):
+    kind = variant_kind(name)
+    k = perf_kernel(name, defs)
     label = f"{name} [{envs or 'default'}] {regs.strip()}"
-    if kind == "softmax":
-        k(x, y)
-        ref = torch.softmax(x.double(), -1)
-        run = lambda: k(x, y)
-        peer = ("torch.softmax", lambda: torch.softmax(x, dim=-1))
-    else:
-        w = torch.randn(n, device="cuda").to(torch.bfloat16)
-        b = torch.randn(n, device="cuda").to(torch.bfloat16)
-        k(x, w, b, y, 1e-5)
-        ref = F.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
-        run = lambda: k(x, w, b, y, 1e-5)
-        peer = ("F.layer_norm", lambda: F.layer_norm(x, (n,), w, b, 1e-5))
-    torch.cuda.synchronize()
-    check(f"{name} bench-shape {m}x{n} {envs}", rel_err(y, ref), 1e-2 if kind == "softmax" else 2e-2)
-    del ref
+    if kind in ("softmax", "layernorm", "rmsnorm"):
+        m, n = ROW_SHAPES[int(name.split("_")[1])]
+        x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
+        y = torch.empty_like(x)
+        poison(y)
+        nbytes, tol = 2 * x.numel() * 2, 1e-2 if kind == "softmax" else 2e-2
+        if kind == "softmax":
+            k(x, y)
+            ref = torch.softmax(x.double(), -1)
+            run = lambda: k(x, y)
+            peer = ("torch.softmax", lambda: torch.softmax(x, dim=-1))
+        elif kind == "layernorm":
+            w = torch.randn(n, device="cuda").to(torch.bfloat16)
+            b = torch.randn(n, device="cuda").to(torch.bfloat16)
+            k(x, w, b, y, 1e-5)
+            ref = F.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
+            run = lambda: k(x, w, b, y, 1e-5)
+            peer = ("F.layer_norm", lambda: F.layer_norm(x, (n,), w, b, 1e-5))
+        else:
+            w = torch.randn(n, device="cuda").to(torch.bfloat16)
+            k(x, w, y, 1e-5)
+            x64 = x.double()
+            ref = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5) * w.double()
+            del x64
+            run = lambda: k(x, w, y, 1e-5)
+            if hasattr(F, "rms_norm"):
+                peer = ("F.rms_norm", lambda: F.rms_norm(x, (n,), w, 1e-5))
+            else:  # the formula in bf16, as a model's RMSNorm writes it
+                peer = ("x * rsqrt(mean(x^2)) * w", lambda: (x.float() * torch.rsqrt(
+                    x.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype) * w)
+        torch.cuda.synchronize()
+        err = rel_err(y, ref)
+        del ref
+    elif kind == "cross_entropy":
+        m, n = CE_SHAPE
+        x = (torch.randn(m, n, device="cuda") * 4).to(torch.bfloat16)
+        t = ce_targets(m, n)
+        loss = torch.empty(m, device="cuda")
+        poison(loss)
+        k(x, t, loss)
+        torch.cuda.synchronize()
+        ref = torch.cat([F.cross_entropy(x[i:i + 512].double(), t[i:i + 512], reduction="none")
+                         for i in range(0, m, 512)])
+        err, tol = rel_err(loss, ref), 1e-5
+        if (loss[t == -100] != 0).any():
+            err = float("inf")
+        del ref
+        nbytes = x.numel() * 2   # the logits, read once
+        run = lambda: k(x, t, loss)
+        peer = ("F.cross_entropy", lambda: F.cross_entropy(x, t, reduction="none"))
+    else:  # layernorm_bwd
+        m, n = LNB_SHAPE
+        x, dy, w, bias, mean, rstd = layernorm_bwd_inputs(m, n, torch.bfloat16)
+        dx = torch.empty_like(x)
+        poison(dx)
+        dw = torch.zeros(n, device="cuda")
+        db = torch.zeros(n, device="cuda")
+        k(x, dy, w, mean, rstd, dx, dw, db)
+        torch.cuda.synchronize()
+        err, tol = layernorm_bwd_err(dx, dw, db, layernorm_bwd_ref(x, dy, w, bias), 2e-2), 1.0
+        nbytes = 3 * x.numel() * 2   # X and dY read, dX written
+
+        def run():
+            dw.zero_()
+            db.zero_()
+            k(x, dy, w, mean, rstd, dx, dw, db)
+
+        xg, wg, bg = (t.detach().requires_grad_() for t in (x, w, bias))
+        yg = F.layer_norm(xg, (n,), wg, bg, 1e-5)
+        peer = ("autograd F.layer_norm (dx, dw, db)",
+                lambda: torch.autograd.grad(yg, (xg, wg, bg), dy, retain_graph=True))
+    check(f"{name} bench-shape {m}x{n} {envs}", err, tol)
     key = (kind, m, n)
     if key not in peers:
         peers[key] = bench(peer[1])
-    r = row(f"{kind} bf16 {m}x{n} {label}", bench(run), 2 * x.numel() * 2, copy_gbs, peers[key], peer[0])
+    r = row(f"{kind} bf16 {m}x{n} {label}", bench(run), nbytes, copy_gbs, peers[key], peer[0])
     rows.append(r)
     print(f"  {r['name']}: {r['ms']:.4f} ms {r['GB/s']:.0f} GB/s {r['pct_copy']:.1f}% copy, "
           f"{peer[0]} {r['peer_ms']:.4f} ms -> {r['speedup']:.2f}x", flush=True)
@@ -313,8 +477,8 @@ def bench_variant(name, envs, regs, copy_gbs, peers, rows):
 
 def bench_memory_bound(copy_gbs):
     rows, peers = [], {}
-    for name, envs, _defs, regs in perf_variants():
-        guarded(f"bench {name}", lambda: bench_variant(name, envs, regs, copy_gbs, peers, rows))
+    for name, envs, defs, regs in perf_variants():
+        guarded(f"bench {name}", lambda: bench_variant(name, envs, defs, regs, copy_gbs, peers, rows))
     return rows
 
 
@@ -330,7 +494,7 @@ def main():
     for arch in arches:
         print(f"== correctness [{arch}]")
         for fn in (check_vector_add, check_softmax, check_layernorm, check_strided, check_reduction,
-                   check_transpose, check_bad_launches):
+                   check_transpose, check_rmsnorm, check_cross_entropy, check_layernorm_bwd, check_bad_launches):
             guarded(f"{fn.__name__} {arch}", lambda: fn(arch))
 
     table = []

@@ -61,6 +61,10 @@ if part1 && [ -d "$root/.devcarry/gputest" ]; then
     "$rt/tests/gpu/gpu_gather_shape" "$root/.devcarry/gputest" > "$out/c_gather_shape.txt" 2>&1 || status=1
     grep -E "FAIL|error|passed, " "$out/c_gather_shape.txt" | tail -n 6
   fi
+  if [ -x "$rt/tests/gpu/gpu_norm_loss" ]; then   # rmsnorm, cross_entropy (128k vocabulary), layernorm_bwd examples
+    "$rt/tests/gpu/gpu_norm_loss" "$root/.devcarry/gputest" > "$out/c_norm_loss.txt" 2>&1 || status=1
+    grep -E "FAIL|error|passed, " "$out/c_norm_loss.txt" | tail -n 6
+  fi
 fi
 
 # MEMCHECK=1: the C host tests again under compute-sanitizer's memcheck
@@ -80,6 +84,10 @@ if part1 && [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
   if [ -x "$rt/tests/gpu/gpu_gather_shape" ]; then
     compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
       "$rt/tests/gpu/gpu_gather_shape" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
+  fi
+  if [ -x "$rt/tests/gpu/gpu_norm_loss" ]; then
+    compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
+      "$rt/tests/gpu/gpu_norm_loss" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
   fi
   grep -E "ERROR SUMMARY|Invalid|passed, " "$out/memcheck.txt" | sort | uniq -c | sort -rn | head -n 20
 fi
@@ -216,7 +224,7 @@ python3 "$root/bench/clocks.py" "$out/clocks.csv" "$out/phases.txt" | tee "$out/
 # the third launch of the tilec kernel, full section set, text summary into $OUT/NAME.ncu.txt.
 for n in ${PROFILE:-}; do
   echo "== ncu $n"
-  ncu --set full --print-details all -k "regex:^(softmax|layernorm|gemm|attention)$" --launch-skip 2 --launch-count 1 \
+  ncu --set full --print-details all -k "regex:^(softmax|layernorm|rmsnorm|cross_entropy|layernorm_bwd|gemm|attention)$" --launch-skip 2 --launch-count 1 \
     python3 "$root/bench/ncu_one.py" "$n" > "$out/$n.ncu.txt" 2>&1 || echo "ncu of $n failed"
   grep -E "Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Eligible Warps|Issued Warp|No Eligible|Stall [A-Z]" \
     "$out/$n.ncu.txt" | awk '!/Stall/ || $NF + 0 >= 0.1' | head -n 30

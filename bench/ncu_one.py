@@ -5,6 +5,7 @@ times on its benchmark shape, for a profiler: bench/device.sh runs it
 under ncu when PROFILE="NAME ..." is set.
 
     python3 bench/ncu_one.py layernorm_16384
+    python3 bench/ncu_one.py cross_entropy_bn8192     (also rmsnorm_4096, layernorm_bwd_4096, ...)
     NCU_N=1024 python3 bench/ncu_one.py attn_bf16_sm_86_d128_m128_n64_f
 """
 import os
@@ -52,17 +53,33 @@ def main():
         return gemm(name)
     if os.path.exists(os.path.join(CARRY, "attn", name + ".ptx")):
         return attn(name)
-    kind, block = name.split("_")[:2]
-    m, n = SHAPES[int(block)]
     k = tilec.load_files(os.path.join(CARRY, "perf", name + ".ptx"))
-    x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
-    y = torch.empty_like(x)
-    if kind == "softmax":
-        run = lambda: k(x, y)
+    if name.startswith("cross_entropy_"):   # 4096 x 128256 bf16 logits, i64 targets (bench.py's shape)
+        x = torch.randn(4096, 128256, device="cuda").to(torch.bfloat16)
+        t = torch.randint(0, 128256, (4096,), device="cuda")
+        loss = torch.empty(4096, device="cuda")
+        run = lambda: k(x, t, loss)
+    elif name.startswith("layernorm_bwd_"):   # 32768 x 4096 bf16
+        m, n = 32768, 4096
+        x, dy = (torch.randn(m, n, device="cuda").to(torch.bfloat16) for _ in range(2))
+        w = torch.randn(n, device="cuda").to(torch.bfloat16)
+        mean, rstd = torch.zeros(m, device="cuda"), torch.ones(m, device="cuda")
+        dx = torch.empty_like(x)
+        dw, db = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
+        run = lambda: k(x, dy, w, mean, rstd, dx, dw, db)
     else:
+        kind, block = name.split("_")[:2]
+        m, n = SHAPES[int(block)]
+        x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
+        y = torch.empty_like(x)
         w = torch.randn(n, device="cuda").to(torch.bfloat16)
         b = torch.randn(n, device="cuda").to(torch.bfloat16)
-        run = lambda: k(x, w, b, y, 1e-5)
+        if kind == "softmax":
+            run = lambda: k(x, y)
+        elif kind == "rmsnorm":
+            run = lambda: k(x, w, y, 1e-5)
+        else:
+            run = lambda: k(x, w, b, y, 1e-5)
     for _ in range(3):
         run()
     torch.cuda.synchronize()

@@ -47,11 +47,21 @@ for arch in sm_90a sm_86; do
       compile "$d" layernorm_${t}_$b "$ex/layernorm.tile" $arch -DT=$t -DBLOCK=$b
     done
   done
+  # rmsnorm, cross_entropy (128k vocabulary) and layernorm_bwd: bench.py's checks
+  compile "$d" rmsnorm_bf16_4096 "$ex/rmsnorm.tile" $arch -DBLOCK=4096
+  compile "$d" rmsnorm_f32_1024 "$ex/rmsnorm.tile" $arch -DT=f32 -DBLOCK=1024
+  compile "$d" cross_entropy "$ex/cross_entropy.tile" $arch
+  compile "$d" layernorm_bwd_bf16_1024 "$ex/layernorm_bwd.tile" $arch -DBLOCK=1024
+  compile "$d" layernorm_bwd_bf16_4096 "$ex/layernorm_bwd.tile" $arch -DBLOCK=4096
+  compile "$d" layernorm_bwd_f32_1024 "$ex/layernorm_bwd.tile" $arch -DT=f32 -DBLOCK=1024
 done
 
 # Benchmark kernels: the defaults, plus variants given as "NAME|OPTIONS|DEFINES"
 # (OPTIONS: tilec options such as --pass-option NAME=VALUE, may be empty),
-# then $PERF_VARIANTS.
+# then $PERF_VARIANTS. bench.py takes a variant's kind (and so its shape and
+# torch peer) from its name's prefix: softmax_, layernorm_, rmsnorm_ (rows
+# of the BLOCK in the name), cross_entropy_ (4096 x 128256 bf16 logits),
+# layernorm_bwd_ (32768 x 4096 bf16).
 p="$out/perf"
 : > "$p/variants.txt"
 while IFS='|' read -r name envs defs; do
@@ -65,6 +75,15 @@ softmax_4096||$ex/softmax.tile -DBLOCK=4096
 softmax_16384||$ex/softmax.tile -DBLOCK=16384
 layernorm_4096||$ex/layernorm.tile -DBLOCK=4096
 layernorm_16384||$ex/layernorm.tile -DBLOCK=16384
+rmsnorm_4096||$ex/rmsnorm.tile -DBLOCK=4096
+rmsnorm_16384||$ex/rmsnorm.tile -DBLOCK=16384
+cross_entropy_bn8192||$ex/cross_entropy.tile -DBN=8192
+cross_entropy_bn4096||$ex/cross_entropy.tile -DBN=4096
+cross_entropy_bn16384||$ex/cross_entropy.tile -DBN=16384
+cross_entropy_plain||$root/tests/perf/cross_entropy_plain.tile -DBN=8192
+layernorm_bwd_4096||$ex/layernorm_bwd.tile -DBLOCK=4096
+layernorm_bwd_4096_g16||$ex/layernorm_bwd.tile -DBLOCK=4096 -DG=16
+layernorm_bwd_4096_g64||$ex/layernorm_bwd.tile -DBLOCK=4096 -DG=64
 ${PERF_VARIANTS:-}
 VARIANTS
 
@@ -73,7 +92,8 @@ VARIANTS
 # as the calibration).
 : > "$out/compile_times.txt"
 for spec in "vector_add" "reduction" "transpose" "softmax -DBLOCK=4096" "softmax -DBLOCK=16384" \
-            "layernorm -DBLOCK=4096" "layernorm -DBLOCK=16384" "attention -arch=sm_100a"; do
+            "layernorm -DBLOCK=4096" "layernorm -DBLOCK=16384" "rmsnorm -DBLOCK=4096" "cross_entropy" \
+            "layernorm_bwd -DBLOCK=4096" "attention -arch=sm_100a"; do
   set -- $spec
   best=
   for i in $(seq 15); do
@@ -85,7 +105,8 @@ done
 cat "$out/compile_times.txt"
 cat "$p/variants.txt"
 
-# The C-host GPU tests (tests/gpu/gpu_kernels), the GEMM variants and the
+# The C-host GPU tests (tests/gpu/gpu_kernels, gpu_atomic, gpu_rand_scan,
+# gpu_gather_shape and gpu_norm_loss: make_ptx.sh), the GEMM variants and the
 # attention variants (and the interpreter's outputs for them, .devcarry/attn_interp),
 # so that bench/device.sh runs everything in one call.
 build="$(cd "$(dirname "$tilec")/.." && pwd)"

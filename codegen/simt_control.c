@@ -6,15 +6,26 @@
 /* ---- structured control flow ---- */
 
 /* The layout a loop-carried tile keeps: the init's, or that of a load of
- * the same shape in the body (so the carried value needs no conversion). */
+ * the same shape in the body (so the carried value needs no conversion),
+ * else that of a load of the same rank whose extents are the carried
+ * tile's where these are not 1, with those dims at 1: the layout of the
+ * load's reductions expanded back (`acc += colsum(x)[*, :]` over x =
+ * X[r : +R, 0 : +N] carries [1, N] in x's layout; examples/layernorm_bwd.tile). */
 static bool find_load_layout(Func *f, Op *op, void *ctx)
 {
     const Type **want = ctx;
     const Type *t = op->nres ? ir_type(f, op->res[0]) : NULL;
-    if (op->code == OP_LOAD && t && t->kind == TY_TILE && type_same_shape(t, want[0])) {
+    if (op->code != OP_LOAD || !t || t->kind != TY_TILE)
+        return true;
+    if (type_same_shape(t, want[0])) {
         want[1] = t;
         return false;
     }
+    bool spans = t->rank == want[0]->rank && !want[2];
+    for (int d = 0; spans && d < t->rank; d++)
+        spans = want[0]->shape[d] == t->shape[d] || want[0]->shape[d] == 1;
+    if (spans)
+        want[2] = t;
     return true;
 }
 
@@ -27,12 +38,19 @@ static const Layout *carried_layout(Cg *cg, Op *op, int i)
     const Layout *mma = cg_mma_carried_layout(cg, op, i);
     if (mma)
         return mma;
-    const Type *want[2] = { t, NULL };
+    const Type *want[3] = { t, NULL, NULL };
     ir_walk(cg->f, &op->regions[0], find_load_layout, want);
     if (want[1]) {
         Type lt = *t;
         lt.dtype = want[1]->dtype;
         return cg_default_layout(cg, &lt, true);
+    }
+    if (want[2]) {
+        Layout L = layout_with_shape(cg_default_layout(cg, want[2], true), t->shape);
+        for (int a = 0; a < t->rank; a++)
+            if (t->shape[a] == 1)
+                L.rpt[layout_pdim(&L, a)] = 1;   /* one register along it, as layout_expand */
+        return cg_layout_dup(cg, L);
     }
     return cg_default_layout(cg, t, true);
 }

@@ -153,6 +153,31 @@ static LoadSum loaded(const Func *f, int nwarps)
     return s;
 }
 
+/* 32-bit registers a thread holds for the tiles loops carry (a loop's
+ * results: accumulators and prefetched chunks; 16-bit elements two to a
+ * register). */
+static bool carried_visit(Func *f, Op *op, void *ctx)
+{
+    int64_t *words = ctx;
+    if (op->code != OP_FOR)
+        return true;
+    for (int i = 0; i < op->nres; i++) {
+        const Type *t = ir_type(f, op->res[i]);
+        if (t->kind == TY_TILE) {
+            int bits = dtype_bits((DType)t->dtype);
+            *words += (type_numel(t) * (bits >= 8 ? bits : 8) + 31) / 32;
+        }
+    }
+    return true;
+}
+
+static int64_t carried_words(const Func *f, int nwarps)
+{
+    int64_t words = 0;
+    ir_walk((Func *)f, (Block *)&f->body, carried_visit, &words);
+    return words / (32 * nwarps);
+}
+
 /* Blocks per SM a SIMT kernel asks ptxas for (.minnctapersm; 0: none).
  * Blocks of 16+ warps: two (rows that load X, W and B: bf16 [16384]
  * layernorm, 63 registers; the wide rows below ask for three). Smaller
@@ -175,14 +200,15 @@ static int simt_min_blocks(LoadSum s, int nwarps)
 
 /* A row of 16+ warps is "wide" (recomputed, scheduled, three blocks per
  * SM: 93.9% of copy bandwidth on an H200 for bf16 [16384] softmax against
- * 88.5% keeping f32 values live at 2 blocks) unless its threads load more
- * than 64 elements each (layernorm's X, W and B): those keep their values
+ * 88.5% keeping f32 values live at 2 blocks) unless its threads load 64 or
+ * more elements each (layernorm's X, W and B; rmsnorm's X and W, which
+ * spilled 40 B under the wide cap of 40 registers): those keep their values
  * live at two blocks per SM, where the next wave's row prefetched to L2
  * covers the reductions (bf16 [16384] layernorm, bench/RESULTS.md
  * 2026-12-01 02:25: 16 warps at 63 registers 94.8-95.5% of copy bandwidth,
  * 8 warps at 126 registers 95.6-95.8%, compiled in three quarters of the
  * time). */
-static bool simt_wide(LoadSum s, int nwarps) { return nwarps >= 16 && !(s.elems > 64 && s.bytes <= 256); }
+static bool simt_wide(LoadSum s, int nwarps) { return nwarps >= 16 && !(s.elems >= 64 && s.bytes <= 256); }
 
 /* ---- the decision ---- */
 
@@ -272,8 +298,22 @@ void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBu
     }
     if (s->kind == SCHED_SIMT) {
         LoadSum ls = loaded(f, s->warps);
-        s->wide = simt_wide(ls, s->warps);
-        s->min_blocks = (uint8_t)(s->wide ? 3 : simt_min_blocks(ls, s->warps));
+        int64_t carried = carried_words(f, s->warps);
+        /* The caps and the wide form were measured on rows without a loop
+         * (softmax, layernorm). Tiles a loop carries stay live through
+         * every trip on top of the trip's own values, which the load count
+         * does not see: under those caps ptxas spilled 420-490 B a thread
+         * of examples/layernorm_bwd.tile's loop (its dw and db, 16
+         * registers a thread; 128-142 registers without a cap, no spill).
+         * Such a kernel gets no cap. */
+        if (carried > 0 && (simt_wide(ls, s->warps) || simt_min_blocks(ls, s->warps))) {
+            s->wide = false;
+            s->min_blocks = 0;
+            sb_printf(why, "; loops carry %lld registers a thread: no register cap", (long long)carried);
+        } else {
+            s->wide = simt_wide(ls, s->warps);
+            s->min_blocks = (uint8_t)(s->wide ? 3 : simt_min_blocks(ls, s->warps));
+        }
         if (s->wide)
             sb_puts(why, "; a wide row: recomputed after barriers, ordered by first use");
     } else {

@@ -3,7 +3,7 @@
  * (tilert, every CUDA call checked) or on the IR interpreter
  * (tilec_interpret), and the test's main: compile its own kernels and
  * examples with TILEC_EXE (or take DIR/ARCH/<module>.ptx), run its checks
- * per arch, `--print-source`, `--interp`. Included by one test file each
+ * per arch, `--print-source`, `--list-modules`, `--interp`. Included by one test file each
  * (its compile definitions TILEC_EXE, TILEC_WORK_DIR, TILEC_EXAMPLES,
  * TILEC_INTERP decide what is built). */
 #ifndef TILEC_GPU_HARNESS_H
@@ -226,16 +226,32 @@ static int interp_main(const Harness *h)
         tilec_options o;
         tilec_options_init(&o);
         o.keep_ir = 1;
-        const char *def = strchr(h->specs[i].defs, '=');
-        char name[32] = { 0 };
-        tilec_define d;
-        if (def) {   /* "-DNAME=VALUE" */
-            snprintf(name, sizeof name, "%.*s", (int)(def - h->specs[i].defs - 2), h->specs[i].defs + 2);
-            d.name = name;
-            d.value = def + 1;
-            o.defines = &d;
-            o.ndefines = 1;
+        /* "-DNAME=VALUE -DNAME=VALUE ...": split into the words' names and values */
+        enum { MAXDEFS = 8 };
+        char words[256];
+        tilec_define d[MAXDEFS];
+        size_t nd = 0;
+        snprintf(words, sizeof words, "%s", h->specs[i].defs);
+        for (char *w = words, *next; *w; w = next) {
+            while (*w == ' ')
+                w++;
+            if (!*w)
+                break;
+            next = w + strcspn(w, " ");
+            if (*next)
+                *next++ = '\0';
+            char *eq = strchr(w, '=');
+            if (strncmp(w, "-D", 2) != 0 || !eq || nd == MAXDEFS) {
+                printf("%s: cannot read the define '%s'\n", h->specs[i].name, w);
+                return 1;
+            }
+            *eq = '\0';
+            d[nd].name = w + 2;
+            d[nd].value = eq + 1;
+            nd++;
         }
+        o.defines = nd ? d : NULL;
+        o.ndefines = nd;
         if (tilec_compile_file(src, &o, &mods[i].ir) != TILEC_OK) {
             printf("%s: %s\n", src, mods[i].ir ? tilec_result_diag_text(mods[i].ir) : "?");
             return 1;
@@ -259,6 +275,12 @@ static int harness_main(const Harness *h, int argc, char **argv)
     }
     if (argc == 2 && strcmp(argv[1], "--print-source") == 0) {
         fputs(h->src, stdout);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--list-modules") == 0) {   /* "NAME EXAMPLE|- DEFINES...": make_ptx.sh */
+        for (int i = 0; i < nmod; i++)
+            printf("%s %s %s\n", h->specs[i].name, h->specs[i].example ? h->specs[i].example : "-",
+                   h->specs[i].defs);
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "--interp") == 0) {

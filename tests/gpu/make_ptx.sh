@@ -8,6 +8,8 @@
 #   gpu_atomic OUTDIR           (its kernels: OUTDIR/ARCH/atomic.ptx)
 #   gpu_rand_scan OUTDIR        (OUTDIR/ARCH/rand_scan.ptx, dropout_*.ptx, cumsum.ptx)
 #   gpu_gather_shape OUTDIR     (OUTDIR/ARCH/gather_shape.ptx, gather_rows.ptx)
+#   gpu_norm_loss OUTDIR        (OUTDIR/ARCH/<module>.ptx: rmsnorm, cross_entropy and
+#                               layernorm_bwd as its --list-modules names them)
 #
 # BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
 # tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
@@ -48,6 +50,13 @@ for arch in "$@"; do
         "$build/tests/gpu/gpu_gather_shape" --print-source > "$out/$arch/gather_shape.tile"
         "$tilec" "$out/$arch/gather_shape.tile" -arch="$arch" -o "$out/$arch/gather_shape.ptx"
         "$tilec" "$src/examples/gather_rows.tile" -arch="$arch" -o "$out/$arch/gather_rows.ptx"
+    fi
+    # gpu_norm_loss's modules: examples with defines ("NAME EXAMPLE DEFINES...").
+    if [ -x "$build/tests/gpu/gpu_norm_loss" ]; then
+        "$build/tests/gpu/gpu_norm_loss" --list-modules | while read -r name tile defs; do
+            # shellcheck disable=SC2086
+            "$tilec" "$src/examples/$tile.tile" -arch="$arch" $defs -o "$out/$arch/$name.ptx"
+        done
     fi
     echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"
 done

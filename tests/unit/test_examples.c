@@ -1,5 +1,7 @@
 /* test_examples.c - end to end on the example programs (dropout against
- * ir/philox.h's numbers, exactly): each example program
+ * ir/philox.h's numbers, exactly; rmsnorm, cross_entropy with ignored
+ * targets, layernorm_bwd with its atomic sums added into DW and DB): each
+ * example program
  * is compiled (fe_compile), run through the pass pipeline, verified, then
  * interpreted on small random inputs and compared with a plain-C reference
  * computed in double. Tolerances follow the output dtype. */
@@ -270,6 +272,172 @@ START_TEST(layernorm_shapes)
     static const int64_t cols[] = { 1, 127, 1000 };
     for (int t = 0; t < 3; t++)
         run_layernorm(3, cols[_i], dtype_names[t]);
+}
+END_TEST
+
+/* ---- rmsnorm: Y = X / sqrt(mean(X^2) + eps) * W, per row ---- */
+
+static void run_rmsnorm(int64_t rows, int64_t cols, const char *tname)
+{
+    char blk[32];
+    snprintf(blk, sizeof blk, "%lld", (long long)pow2_at_least(cols, 16));
+    FeDefine defs[] = { { "BLOCK", blk }, { "T", tname } };
+    Prog p;
+    ck_assert(prog_load(&p, "rmsnorm.tile", "rmsnorm", defs, 2));
+    DType dt = param_dtype(&p, "X");
+    int64_t shape[2] = { rows, cols };
+    uint64_t rng = 4711 + (uint64_t)cols;
+    Ten x = ten_new(dt, 2, shape), y = ten_new(param_dtype(&p, "Y"), 2, shape);
+    Ten w = ten_new(param_dtype(&p, "W"), 1, &cols);
+    ten_random(&x, &rng, 0.1, 3.0);
+    ten_random(&w, &rng, 0.5, 1.5);
+    ten_poison(&y);
+    double eps = 1e-5;
+    Binding b[] = { { "X", ten_arg(&x) }, { "W", ten_arg(&w) }, { "Y", ten_arg(&y) }, { "eps", scalar_arg(eps, 0) } };
+    ck_assert(prog_run(&p, b, 4));
+    double *want = malloc(sizeof(double) * (size_t)(rows * cols));
+    for (int64_t r = 0; r < rows; r++) {
+        double ms = 0;
+        for (int64_t c = 0; c < cols; c++)
+            ms += ten_get(&x, r * cols + c) * ten_get(&x, r * cols + c) / (double)cols;
+        for (int64_t c = 0; c < cols; c++)
+            want[r * cols + c] = ten_get(&x, r * cols + c) / sqrt(ms + (double)(float)eps) * ten_get(&w, c);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "rmsnorm %lldx%lld %s", (long long)rows, (long long)cols, tname);
+    ck_assert(ref_check(what, &y, want, tol_for(y.dt)) <= tol_for(y.dt));
+    free(want);
+    ten_free(&x), ten_free(&y), ten_free(&w);
+    prog_free(&p);
+}
+
+START_TEST(rmsnorm_shapes)
+{
+    static const int64_t cols[] = { 1, 127, 1000 };
+    for (int t = 0; t < 3; t++)
+        run_rmsnorm(3, cols[_i], dtype_names[t]);
+}
+END_TEST
+
+/* ---- cross_entropy: L[m] = logsumexp(X[m, :]) - X[m, Tgt[m]] (0 for a
+ * target outside the row) ---- */
+
+static void run_cross_entropy(int64_t rows, int64_t v, const char *tname, const char *iname)
+{
+    FeDefine defs[] = { { "BN", "64" }, { "T", tname }, { "I", iname } };
+    Prog p;
+    ck_assert(prog_load(&p, "cross_entropy.tile", "cross_entropy", defs, 3));
+    int64_t shape[2] = { rows, v };
+    uint64_t rng = 8086 + (uint64_t)(v * 7 + rows);
+    Ten x = ten_new(param_dtype(&p, "X"), 2, shape), tgt = ten_new(param_dtype(&p, "Tgt"), 1, &rows);
+    Ten l = ten_new(param_dtype(&p, "L"), 1, &rows);
+    ten_random(&x, &rng, 0.05, 8.0);
+    for (int64_t r = 0; r < rows; r++)   /* every fifth target outside the row: -100 (ignore_index) or V */
+        ten_set(&tgt, r, r % 5 == 3 ? (r % 2 ? -100.0 : (double)v) : (double)(int64_t)(ref_rand(&rng) * (double)v));
+    ten_poison(&l);
+    Binding b[] = { { "X", ten_arg(&x) }, { "Tgt", ten_arg(&tgt) }, { "L", ten_arg(&l) } };
+    ck_assert(prog_run(&p, b, 3));
+    double *want = malloc(sizeof(double) * (size_t)rows);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t t = (int64_t)ten_get(&tgt, r);
+        double mx = -INFINITY, s = 0;
+        for (int64_t c = 0; c < v; c++)
+            mx = fmax(mx, ten_get(&x, r * v + c));
+        for (int64_t c = 0; c < v; c++)
+            s += exp(ten_get(&x, r * v + c) - mx);
+        want[r] = t >= 0 && t < v ? mx + log(s) - ten_get(&x, r * v + t) : 0.0;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "cross_entropy %lldx%lld %s %s", (long long)rows, (long long)v, tname, iname);
+    ck_assert(ref_check(what, &l, want, 1e-5) <= 1e-5);
+    for (int64_t r = 0; r < rows; r++)   /* ignored rows are exactly 0 */
+        if (want[r] == 0.0)
+            ck_assert_msg(ten_get(&l, r) == 0.0, "%s: row %lld: %g for an ignored target", what, (long long)r,
+                          ten_get(&l, r));
+    free(want);
+    ten_free(&x), ten_free(&tgt), ten_free(&l);
+    prog_free(&p);
+}
+
+START_TEST(cross_entropy_shapes)
+{
+    /* V: one element, within one chunk, a chunk and one, several chunks with a tail */
+    static const int64_t vs[] = { 1, 50, 65, 300 };
+    run_cross_entropy(7, vs[_i], "bf16", "i64");
+    run_cross_entropy(6, vs[_i], "f32", "i32");
+}
+END_TEST
+
+/* ---- layernorm_bwd: dx, and dw / db added into DW / DB ---- */
+
+static void run_layernorm_bwd(int64_t rows, int64_t cols, const char *tname)
+{
+    char blk[32];
+    snprintf(blk, sizeof blk, "%lld", (long long)pow2_at_least(cols, 16));
+    FeDefine defs[] = { { "BLOCK", blk }, { "R", "4" }, { "G", "2" }, { "T", tname } };
+    Prog p;
+    ck_assert(prog_load(&p, "layernorm_bwd.tile", "layernorm_bwd", defs, 4));
+    DType dt = param_dtype(&p, "X");
+    int64_t shape[2] = { rows, cols };
+    uint64_t rng = 1789 + (uint64_t)(cols * 3 + rows);
+    Ten x = ten_new(dt, 2, shape), dy = ten_new(dt, 2, shape), dx = ten_new(dt, 2, shape);
+    Ten w = ten_new(param_dtype(&p, "W"), 1, &cols), mean = ten_new(DT_F32, 1, &rows), rstd = ten_new(DT_F32, 1, &rows);
+    Ten dw = ten_new(DT_F32, 1, &cols), db = ten_new(DT_F32, 1, &cols);
+    ten_random(&x, &rng, 0.1, 3.0);
+    ten_random(&dy, &rng, 0.1, 2.0);
+    ten_random(&w, &rng, 0.5, 1.5);
+    ten_random(&dw, &rng, 0.1, 1.0);   /* the kernel adds into DW and DB */
+    ten_random(&db, &rng, 0.1, 1.0);
+    ten_poison(&dx);
+    double eps = 1e-5;
+    for (int64_t r = 0; r < rows; r++) {   /* the forward's saved statistics, f32 */
+        double m = 0, var = 0;
+        for (int64_t c = 0; c < cols; c++)
+            m += ten_get(&x, r * cols + c) / (double)cols;
+        for (int64_t c = 0; c < cols; c++)
+            var += (ten_get(&x, r * cols + c) - m) * (ten_get(&x, r * cols + c) - m) / (double)cols;
+        ten_set(&mean, r, m);
+        ten_set(&rstd, r, 1.0 / sqrt(var + eps));
+    }
+    double *wdx = malloc(sizeof(double) * (size_t)(rows * cols));
+    double *wdw = malloc(sizeof(double) * (size_t)cols), *wdb = malloc(sizeof(double) * (size_t)cols);
+    for (int64_t c = 0; c < cols; c++)
+        wdw[c] = ten_get(&dw, c), wdb[c] = ten_get(&db, c);
+    for (int64_t r = 0; r < rows; r++) {
+        double m = ten_get(&mean, r), rs = ten_get(&rstd, r), c1 = 0, c2 = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            double xh = (ten_get(&x, r * cols + c) - m) * rs, g = ten_get(&dy, r * cols + c) * ten_get(&w, c);
+            c1 += g * xh / (double)cols;
+            c2 += g / (double)cols;
+            wdw[c] += ten_get(&dy, r * cols + c) * xh;
+            wdb[c] += ten_get(&dy, r * cols + c);
+        }
+        for (int64_t c = 0; c < cols; c++) {
+            double xh = (ten_get(&x, r * cols + c) - m) * rs, g = ten_get(&dy, r * cols + c) * ten_get(&w, c);
+            wdx[r * cols + c] = (g - c2 - xh * c1) * rs;
+        }
+    }
+    Binding b[] = { { "X", ten_arg(&x) }, { "DY", ten_arg(&dy) }, { "W", ten_arg(&w) }, { "Mean", ten_arg(&mean) },
+                    { "Rstd", ten_arg(&rstd) }, { "DX", ten_arg(&dx) }, { "DW", ten_arg(&dw) }, { "DB", ten_arg(&db) } };
+    ck_assert(prog_run(&p, b, 8));
+    char what[96];
+    snprintf(what, sizeof what, "layernorm_bwd %lldx%lld %s", (long long)rows, (long long)cols, tname);
+    double tol = tol_for(dt) * 2;
+    ck_assert(ref_check(what, &dx, wdx, tol) <= tol);
+    ck_assert(ref_check(what, &dw, wdw, 1e-5) <= 1e-5);
+    ck_assert(ref_check(what, &db, wdb, 1e-5) <= 1e-5);
+    free(wdx), free(wdw), free(wdb);
+    ten_free(&x), ten_free(&dy), ten_free(&dx), ten_free(&w), ten_free(&mean), ten_free(&rstd);
+    ten_free(&dw), ten_free(&db);
+    prog_free(&p);
+}
+
+START_TEST(layernorm_bwd_shapes)
+{
+    /* rows: one, not a multiple of R, not a multiple of a block's R * G = 8 */
+    static const int64_t sh[][2] = { { 1, 1 }, { 6, 127 }, { 37, 100 } };
+    for (int t = 0; t < 3; t++)
+        run_layernorm_bwd(sh[_i][0], sh[_i][1], dtype_names[t]);
 }
 END_TEST
 
@@ -565,6 +733,9 @@ static Suite *examples_suite(void)
     tcase_add_loop_test(tc, vector_add_sizes, 0, 3);
     tcase_add_loop_test(tc, softmax_shapes, 0, 3);
     tcase_add_loop_test(tc, layernorm_shapes, 0, 3);
+    tcase_add_loop_test(tc, rmsnorm_shapes, 0, 3);
+    tcase_add_loop_test(tc, cross_entropy_shapes, 0, 4);
+    tcase_add_loop_test(tc, layernorm_bwd_shapes, 0, 3);
     tcase_add_loop_test(tc, gemm_shapes, 0, 4);
     tcase_add_loop_test(tc, attention_cases, 0, 16);
     tcase_add_test(tc, reduction_kernels);
