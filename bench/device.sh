@@ -12,10 +12,11 @@
 #   bench/device.sh [bench.py options: --skip-bench, --arches sm_90a]
 #   SKIP_TC=1 bench/device.sh   skips the tensor-core runs (GEMM, attention)
 #   MEMCHECK=1 bench/device.sh  also runs the C host tests under compute-sanitizer
-#   PART=1 / PART=2 bench/device.sh   the run in two calls of the device tool
-#       (each under its time limit): 1 the correctness, memory-bound, GEMM and
-#       attention sections; 2 the peers and checks after them (Pallas).
-#       Unset: both, in one call.
+#   PART=1 / 2 / 3 bench/device.sh   the run in three calls of the device
+#       tool, each under its time limit: 1 the C host tests, memory-bound
+#       kernels and GEMM; 2 attention (portable grid, sm_90a, FlashAttention
+#       4's numerics, plain kernels, interpreter); 3 the Pallas peer, launch
+#       cost and the checks after them. Unset: all, in one call.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-$root/bench-out}"
@@ -32,8 +33,7 @@ nvidia-smi --query-gpu="$(python3 "$root/bench/clocks.py" --query)" \
 clocks_pid=$!
 trap 'kill "$clocks_pid" 2>/dev/null' EXIT
 mark() { echo "$(date +%s.%N) $1" >> "$out/phases.txt"; }
-part1() { [ "${PART:-all}" != 2 ]; }
-part2() { [ "${PART:-all}" != 1 ]; }
+part() { [ -z "${PART:-}" ] || [ "$PART" = "$1" ]; }
 : > "$out/phases.txt"
 mark setup
 
@@ -46,59 +46,40 @@ status=0
 
 mark c-host-tests
 echo "== C host tests (libtilert from C, PTX compiled by tilec on the build machine)"
-if part1 && [ -d "$root/.devcarry/gputest" ]; then
-  "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/c_tests.txt" 2>&1 || status=1
-  grep -E "FAIL|error|passed, " "$out/c_tests.txt" | tail -n 12
-  if [ -x "$rt/tests/gpu/gpu_atomic" ]; then   # atomic_add: split-K and column sums
-    "$rt/tests/gpu/gpu_atomic" "$root/.devcarry/gputest" > "$out/c_atomic.txt" 2>&1 || status=1
-    grep -E "FAIL|error|passed, " "$out/c_atomic.txt" | tail -n 6
-  fi
-  if [ -x "$rt/tests/gpu/gpu_rand_scan" ]; then   # rand/randint, scans, dropout and cumsum examples
-    "$rt/tests/gpu/gpu_rand_scan" "$root/.devcarry/gputest" > "$out/c_rand_scan.txt" 2>&1 || status=1
-    grep -E "FAIL|error|passed, " "$out/c_rand_scan.txt" | tail -n 6
-  fi
-  if [ -x "$rt/tests/gpu/gpu_gather_shape" ]; then   # slices, concat, reshape, gather/scatter, gather_rows example
-    "$rt/tests/gpu/gpu_gather_shape" "$root/.devcarry/gputest" > "$out/c_gather_shape.txt" 2>&1 || status=1
-    grep -E "FAIL|error|passed, " "$out/c_gather_shape.txt" | tail -n 6
-  fi
-  if [ -x "$rt/tests/gpu/gpu_norm_loss" ]; then   # rmsnorm, cross_entropy (128k vocabulary), layernorm_bwd examples
-    "$rt/tests/gpu/gpu_norm_loss" "$root/.devcarry/gputest" > "$out/c_norm_loss.txt" 2>&1 || status=1
-    grep -E "FAIL|error|passed, " "$out/c_norm_loss.txt" | tail -n 6
-  fi
+# The C host test binaries (tests/gpu, built with libtilert) and the file
+# each writes its output to: kernels of every example and op, atomic_add
+# (split-K, column sums), rand/scan (dropout, cumsum), slices/gather
+# (gather_rows), norms and losses (rmsnorm, cross_entropy, layernorm_bwd).
+c_tests="gpu_kernels:c_tests gpu_atomic:c_atomic gpu_rand_scan:c_rand_scan gpu_gather_shape:c_gather_shape
+         gpu_norm_loss:c_norm_loss"
+if part 1 && [ -d "$root/.devcarry/gputest" ]; then
+  for t in $c_tests; do
+    [ -x "$rt/tests/gpu/${t%%:*}" ] || continue
+    "$rt/tests/gpu/${t%%:*}" "$root/.devcarry/gputest" > "$out/${t##*:}.txt" 2>&1 || status=1
+    grep -E "FAIL|error|passed, " "$out/${t##*:}.txt" | tail -n 12
+  done
 fi
 
 # MEMCHECK=1: the C host tests again under compute-sanitizer's memcheck
 # (out-of-bounds and misaligned accesses of every kernel on odd shapes).
-if part1 && [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
+if part 1 && [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
   echo "== C host tests under compute-sanitizer memcheck"
-  compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
-    "$rt/tests/gpu/gpu_kernels" "$root/.devcarry/gputest" > "$out/memcheck.txt" 2>&1 || status=1
-  if [ -x "$rt/tests/gpu/gpu_atomic" ]; then
+  : > "$out/memcheck.txt"
+  for t in $c_tests; do
+    [ -x "$rt/tests/gpu/${t%%:*}" ] || continue
     compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
-      "$rt/tests/gpu/gpu_atomic" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
-  fi
-  if [ -x "$rt/tests/gpu/gpu_rand_scan" ]; then
-    compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
-      "$rt/tests/gpu/gpu_rand_scan" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
-  fi
-  if [ -x "$rt/tests/gpu/gpu_gather_shape" ]; then
-    compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
-      "$rt/tests/gpu/gpu_gather_shape" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
-  fi
-  if [ -x "$rt/tests/gpu/gpu_norm_loss" ]; then
-    compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
-      "$rt/tests/gpu/gpu_norm_loss" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
-  fi
+      "$rt/tests/gpu/${t%%:*}" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
+  done
   grep -E "ERROR SUMMARY|Invalid|passed, " "$out/memcheck.txt" | sort | uniq -c | sort -rn | head -n 20
 fi
 
-if part1; then
+if part 1; then
   mark memory-bound
   echo "== Python correctness + benchmark: memory-bound kernels"
   python3 "$root/bench/bench.py" --out "$out" "$@" 2>&1 | tee "$out/bench.txt" || status=1
 fi
 
-if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
+if part 1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   mark gemm
   echo "== GEMM (tensor cores: mma.sync on sm_86 PTX; TMA, wgmma and warp-specialized roles on sm_90a)"
   python3 "$root/bench/gemm_bench.py" --repeat 3 > "$out/gemm.txt" 2>&1 || status=1
@@ -143,7 +124,7 @@ if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   python3 "$root/bench/gemm_power.py" 2.0 2>&1 | tee "$out/gemm_power.txt" || status=1
 fi
 
-if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
+if part 2 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   mark attention
   echo "== attention"
   # Six interleaved rounds of 50 ms each rather than three of 100: the same
@@ -154,7 +135,7 @@ if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then
   tail -n 32 "$out/attn.txt"
 fi
 
-if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
+if part 2 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
   mark attention-sm90a
   echo "== attention for sm_90a (warp-specialized roles: TMA, wgmma), bench/sm90_probe.py"
   for v in "128 false 0" "128 true 1" "64 false 0" "64 true 1"; do
@@ -185,28 +166,28 @@ if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
   done
 fi
 
-if part1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/plain" ]; then
+if part 2 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/plain" ]; then
   mark plain
   echo "== kernels written plainly (tests/perf) against the examples"
   python3 "$root/bench/perf_plain.py" > "$out/plain.txt" 2>&1 || status=1
   grep -vE "^check .* ok" "$out/plain.txt" | tail -n 24
 fi
 
-if part1 && [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; then
+if part 2 && [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; then
   mark attention-interpreter
   echo "== attention: Tile IR interpreter vs GPU (small shapes, same kernels and inputs)"
   python3 "$root/bench/attn_interp_check.py" > "$out/attn_interp.txt" 2>&1 || status=1
   grep -vE "^  (ok|skip) " "$out/attn_interp.txt" | tail -n 30
 fi
 
-if part2 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/fa4" ]; then
+if part 3 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/fa4" ]; then
   mark pallas
   echo "== attention f16 on sm_90a beside JAX Pallas on Mosaic GPU (FlashAttention 3), bench/pallas_peer.py"
   python3 "$root/bench/pallas_peer.py" > "$out/pallas.txt" 2>&1 || status=1
   grep -E "^D=|unavailable|^f16|FAIL" "$out/pallas.txt" | tail -n 24
 fi
 
-if part2 && [ -f "$root/.devcarry/launch/vector_add.meta" ]; then
+if part 3 && [ -f "$root/.devcarry/launch/vector_add.meta" ]; then
   mark launch-cost
   echo "== host cost of a launch: Python (tilec, Triton, torch) and the C call alone, bench/launch_cost.py"
   python3 "$root/bench/launch_cost.py" --out "$out" > "$out/launch_cost.txt" 2>&1 || status=1
