@@ -664,7 +664,7 @@ static int list_candidates(const Cli *c)
                     p = e ? e + 1 : NULL;
                 }
             else
-                n += (size_t)snprintf(text + n, cap - n, "%zu %s\n", i - 1, line);
+                n += (size_t)snprintf(text + n, cap - n, "%zu%s%s\n", i - 1, *line ? " " : "", line);
         }
         if (!c->out || strcmp(c->out, "-") == 0)
             fputs(text, stdout);

@@ -465,6 +465,93 @@ def test_attention_variants(have_cc):
           "kernel attention (sm_86), predicted" in rep and "summed over all" in rep and "bound: " in rep, rep)
 
 
+def test_tune_runtime():
+    """Autotuning's pieces that need no compiler and no GPU: shape classes
+    (tilert_shape_class) and Python's copy of the rule, the decision store."""
+    import tempfile
+    from tilec import _tune
+    with open(REF + ".ptx") as f:
+        ptx = f.read()
+    with open(REF + ".meta") as f:
+        meta = f.read()
+    k = tilec.load(ptx, meta).vadd
+    check("kernel dims", k.dims == ["N"], repr(k.dims))
+    got = {n: tilec.shape_class(k, FakeTensor([n]), FakeTensor([n]), FakeTensor([n]), 1.0)
+           for n in (0, 1, 2, 3, 1000, 1024, 1025, 4096, 100000)}
+    check("shape classes: the next power of two", got[1000] == "N=1024" and got[1025] == "N=2048"
+          and got[0] == "N=0" and got[1] == "N=1" and got[3] == "N=4", repr(got))
+    check("python's bucket is the runtime's", all(v == "N=%d" % _tune.bucket(n) for n, v in got.items()))
+    check("class_text / class_dims", _tune.class_text(["M", "N"], {"N": 1000, "M": 3}) == "M=4,N=1024"
+          and _tune.class_dims("M=4,N=0,K=8") == {"M": 4, "K": 8})
+    e = raises(tilec.LaunchError, tilec.shape_class, k, FakeTensor([5]), FakeTensor([6]), FakeTensor([5]), 1.0)
+    check("a refused launch has no class", e is not None and "param Y dim 0 (N) is 6" in str(e), str(e))
+    with tempfile.TemporaryDirectory() as d:
+        key = "tilec-tune 1|device=X|class=N=1024"
+        check("no decision yet", _tune.load_decision(d, key) is None)
+        _tune.store_decision(os.path.join(d, "sub"), key, "index=1 defines=BM=128 ms=0.1,0.2")
+        v = _tune.load_decision(os.path.join(d, "sub"), key)
+        check("a decision stored is read back", v == "index=1 defines=BM=128 ms=0.1,0.2", repr(v))
+        check("parsed", _tune.parse_decision(v) == (1, "BM=128") and _tune.parse_decision("junk") is None)
+        check("another key misses", _tune.load_decision(os.path.join(d, "sub"), key + "0") is None)
+        check("a newline in a value is refused", raises(OSError, _tune.store_decision, d, key, "a\nb") is not None)
+
+
+def test_tune_compiler():
+    """The compiler's candidates from Python, compile(autotune=True), the
+    decision's key, and a folder of precompiled candidates."""
+    import tempfile
+    from tilec import _tune
+    gemm = os.path.join(ROOT, "examples", "gemm.tile")
+    c = tilec.candidates(gemm, arch="sm_90a")
+    check("gemm's candidates, the choice first", c[0] == {"BM": 256, "BN": 128, "BK": 64} and len(c) == 4, repr(c))
+    c = tilec.candidates(os.path.join(ROOT, "examples", "attention.tile"), arch="sm_90a", D=64, BM=128)
+    check("a pinned param is left out", c == [{"BN": 128}, {"BN": 64}], repr(c))
+    check("no auto param: the kernel as written", tilec.candidates(os.path.join(ROOT, "examples", "vector_add.tile"),
+                                                                    arch="sm_86") == [{}])
+    e = raises(tilec.CompileError, tilec.candidates, gemm, arch="sm_86", Q=1)
+    check("bad define: CompileError", e is not None and "unknown define 'Q'" in str(e), str(e))
+    a = tilec.compile(gemm, arch="sm_86", pass_options={"tiles.candidate": 2})
+    b = tilec.compile(gemm, arch="sm_86", BM=128, BN=128, BK=64)
+    check("candidate 2 compiles what its defines give", a.ptx == b.ptx)
+    t = tilec.compile(gemm, arch="sm_90a", autotune=True, pass_options={"target.sms": 132})
+    check("compile(autotune=True) is a Tuned", isinstance(t, tilec.Tuned), repr(t))
+    check("autotune takes no dims", raises(TypeError, tilec.compile, gemm, autotune=True, dims={"M": 1}) is not None)
+    k0 = t._key("NVIDIA H200", "9.0", "M=4096,K=4096,N=4096")
+    others = [t._key("NVIDIA H100", "9.0", "M=4096,K=4096,N=4096"), t._key("NVIDIA H200", "9.1", "M=4096,K=4096,N=4096"),
+              t._key("NVIDIA H200", "9.0", "M=4096,K=4096,N=8192"),
+              tilec.Tuned(gemm, arch="sm_90a", pass_options={"target.sms": 100})._key("NVIDIA H200", "9.0",
+                                                                                      "M=4096,K=4096,N=4096"),
+              tilec.Tuned(gemm, arch="sm_90a", pass_options={"target.sms": 132}, T="f16")._key(
+                  "NVIDIA H200", "9.0", "M=4096,K=4096,N=4096"),
+              tilec.Tuned(gemm.replace("gemm.tile", "attention.tile"), arch="sm_90a",
+                          pass_options={"target.sms": 132})._key("NVIDIA H200", "9.0", "M=4096,K=4096,N=4096"),
+              tilec.Tuned(gemm, arch="sm_100a", pass_options={"target.sms": 132})._key(
+                  "NVIDIA H200", "9.0", "M=4096,K=4096,N=4096")]
+    check("the key names device, capability, class, options, params, source and arch: each change is another key",
+          len(set(others + [k0])) == len(others) + 1 and
+          tilec.compile(gemm, arch="sm_90a", autotune=True, pass_options={"target.sms": 132})._key(
+              "NVIDIA H200", "9.0", "M=4096,K=4096,N=4096") == k0, repr(others))
+    with tempfile.TemporaryDirectory() as d:
+        done = tilec.precompile_candidates(gemm, d, [{"M": 4000, "N": 4096, "K": 4096}, {"M": 100, "N": 64, "K": 64}],
+                                           "sm_90a", pass_options={"target.sms": 132})
+        check("precompiled: every candidate of each class", [x[:3] for x in done[:2]] ==
+              [("M=4096,K=4096,N=4096", 0, "BM=256,BN=128,BK=64"), ("M=4096,K=4096,N=4096", 1, "BM=128,BN=256,BK=64")]
+              and len(done) == 8 and os.path.isfile(os.path.join(d, "cand_1_3.meta")), repr(done))
+        u = tilec.Tuned(gemm, arch="sm_90a", pass_options={"target.sms": 132}, ptx_dir=d)
+        check("a Tuned reads the folder", len(u._index["entries"]) == 8 and u._probe_kernel().dims == ["M", "K", "N"])
+        e = raises(ValueError, tilec.Tuned, gemm, arch="sm_90a", pass_options={"target.sms": 100}, ptx_dir=d)
+        check("a folder made for other options is refused", e is not None and "options" in str(e), str(e))
+        e = raises(ValueError, tilec.Tuned, gemm, arch="sm_90a", pass_options={"target.sms": 132}, T="f16", ptx_dir=d)
+        check("... or other params", e is not None and "defines" in str(e), str(e))
+        # decisions live in the compile cache's folder; clear_cache removes them
+        _tune.store_decision(d, "k", "index=0")
+        tilec.clear_cache(d)
+        check("clear_cache removes the tuning decisions", _tune.load_decision(d, "k") is None
+              and not [f for f in os.listdir(d) if f.endswith(".tune")])
+    check("a missing folder", raises(FileNotFoundError, tilec.Tuned, gemm, arch="sm_90a",
+                                     ptx_dir="/nonexistent/tilec") is not None)
+
+
 def main():
     try:
         _lib.tilert()
@@ -485,7 +572,9 @@ def main():
     test_torch_packing()
     test_defines()
     test_arch_choice()
+    test_tune_runtime()
     if have_cc:
+        test_tune_compiler()
         test_compile_errors()
         test_warnings()
         test_interpret()
