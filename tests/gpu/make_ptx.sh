@@ -8,6 +8,7 @@
 #   gpu_atomic OUTDIR           (its kernels: OUTDIR/ARCH/atomic.ptx)
 #   gpu_rand_scan OUTDIR        (OUTDIR/ARCH/rand_scan.ptx, dropout_*.ptx, cumsum.ptx)
 #   gpu_gather_shape OUTDIR     (OUTDIR/ARCH/gather_shape.ptx, gather_rows.ptx)
+#   gpu_tune OUTDIR             (OUTDIR/sm_86/tune.ptx, OUTDIR/ARCH/gemm_cand_I.ptx)
 #
 # BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
 # tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
@@ -48,6 +49,15 @@ for arch in "$@"; do
         "$build/tests/gpu/gpu_gather_shape" --print-source > "$out/$arch/gather_shape.tile"
         "$tilec" "$out/$arch/gather_shape.tile" -arch="$arch" -o "$out/$arch/gather_shape.ptx"
         "$tilec" "$src/examples/gather_rows.tile" -arch="$arch" -o "$out/$arch/gather_rows.ptx"
+    fi
+    # gpu_tune's modules: its Z = X kernels and examples/gemm.tile's candidates.
+    if [ -x "$build/tests/gpu/gpu_tune" ]; then
+        "$build/tests/gpu/gpu_tune" --print-source > "$out/$arch/tune.tile"
+        "$tilec" "$out/$arch/tune.tile" -arch="$arch" -o "$out/$arch/tune.ptx"
+        for i in 0 1 2 3; do
+            "$tilec" "$src/examples/gemm.tile" -arch="$arch" --pass-option tiles.candidate=$i \
+                -o "$out/$arch/gemm_cand_$i.ptx"
+        done
     fi
     echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"
 done
