@@ -552,6 +552,76 @@ def test_tune_compiler():
                                      ptx_dir="/nonexistent/tilec") is not None)
 
 
+def test_tune_flow():
+    """Tuned's first call of a shape class, the GPU's parts stood in for
+    (loading the modules, the timing and the device's name): every
+    candidate compiled for the class's sizes, the fastest kept and stored
+    in the cache folder, later calls and a new Tuned on that folder taking
+    it without timing, a changed key timing again; the same from a folder
+    of precompiled candidates."""
+    import tempfile
+    from tilec import _tune
+    gemm = os.path.join(ROOT, "examples", "gemm.tile")
+    timed = []
+
+    def fake_autotune(ks, *args, **kw):
+        timed.append(len(ks))
+        r = _tune.TuneResult.__new__(_tune.TuneResult)
+        r.ms = [1.0 + abs(i - 2) for i in range(len(ks))]   # candidate 2 is the fastest
+        r.min_ms, r.best, r.launches, r.rounds, r.wall_ms = r.ms, 2, 7, 5, 1.0
+        return r
+    saved = (tilec.Module._loaded_kernel, _tune.autotune, tilec.Tuned.key)
+    tilec.Module._loaded_kernel = lambda self, i: None
+    _tune.autotune = fake_autotune
+    tilec.Tuned.key = lambda self, cls, device=0: self._key("Fake GPU", "9.0", cls)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            args = (FakeTensor([1000, 512], code=4, bits=16), FakeTensor([512, 384], code=4, bits=16),
+                    FakeTensor([1000, 384], code=4, bits=16))
+            t = tilec.compile(gemm, arch="sm_86", autotune=True, cache="disk", cache_dir=d)
+            k = t.kernel_for(*args)
+            info = t.last_tuning
+            check("first call: 4 candidates compiled for the class and timed, the fastest kept",
+                  timed == [4] and info.shape_class == "M=1024,K=512,N=512" and info.best == 2
+                  and not info.from_cache and info.candidates[2] == "BM=128,BN=128,BK=64"
+                  and t.decisions == {"M=1024,K=512,N=512": (2, "BM=128,BN=128,BK=64")}, repr(info))
+            check("the kept kernel is candidate 2 compiled for the class's sizes",
+                  k._module.ptx == tilec.compile(gemm, arch="sm_86", BM=128, BN=128, BK=64,
+                                                 dims={"M": 1024, "K": 512, "N": 512}).ptx)
+            check("the decision is in the cache folder", [f for f in os.listdir(d) if f.endswith(".tune")]
+                  and _tune.load_decision(d, info.key).startswith("index=2 defines=BM=128,BN=128,BK=64 ms="))
+            check("a later call of the class: the same kernel, nothing timed",
+                  t.kernel_for(FakeTensor([1001, 512], code=4, bits=16), args[1],
+                               FakeTensor([1001, 384], code=4, bits=16)) is k and t.last_tuning is info
+                  and timed == [4])
+            u = tilec.compile(gemm, arch="sm_86", autotune=True, cache="disk", cache_dir=d)
+            u.kernel_for(*args)
+            check("a new Tuned on the folder takes the decision, nothing timed",
+                  u.last_tuning.from_cache and u.last_tuning.best == 2 and timed == [4], repr(u.last_tuning))
+            v = tilec.compile(gemm, arch="sm_86", autotune=True, cache="disk", cache_dir=d, T="f16")
+            v.kernel_for(*[FakeTensor(list(a.shape), code=2, bits=16) for a in args])
+            check("another key (T = f16) times again", not v.last_tuning.from_cache and timed == [4, 4])
+            w = tilec.compile(gemm, arch="sm_86", autotune=True, cache="memory")
+            w.kernel_for(*args)
+            check("a memory cache keeps no decision on disk", w.decision_dir is None and timed == [4, 4, 4])
+            # the same from precompiled candidates
+            p = os.path.join(d, "ptx")
+            tilec.precompile_candidates(gemm, p, [{"M": 1000, "K": 512, "N": 384}], "sm_86")
+            x = tilec.Tuned(gemm, arch="sm_86", ptx_dir=p, cache="disk", cache_dir=os.path.join(d, "dec2"))
+            kx = x.kernel_for(*args)
+            check("precompiled: timed, candidate 2 kept from its file", timed[-1] == 4 and x.last_tuning.best == 2
+                  and kx._module.ptx == open(os.path.join(p, "cand_0_2.ptx")).read())
+            y = tilec.Tuned(gemm, arch="sm_86", ptx_dir=p, cache="disk", cache_dir=os.path.join(d, "dec2"))
+            y.kernel_for(*args)
+            check("precompiled: the decision from the folder", y.last_tuning.from_cache and len(timed) == 4)
+            e = raises(ValueError, x.kernel_for, FakeTensor([10, 16], code=4, bits=16),
+                       FakeTensor([16, 16], code=4, bits=16), FakeTensor([10, 16], code=4, bits=16))
+            check("precompiled: a class the folder lacks is an error naming the ones it has",
+                  e is not None and "M=16,K=16,N=16" in str(e) and "M=1024,K=512,N=512" in str(e), str(e))
+    finally:
+        tilec.Module._loaded_kernel, _tune.autotune, tilec.Tuned.key = saved
+
+
 def main():
     try:
         _lib.tilert()
@@ -575,6 +645,7 @@ def main():
     test_tune_runtime()
     if have_cc:
         test_tune_compiler()
+        test_tune_flow()
         test_compile_errors()
         test_warnings()
         test_interpret()

@@ -156,7 +156,7 @@ def shape_class(kernel, *args):
     the text "M=4096,N=4096,K=1024"; no GPU needed."""
     from . import _rt_error
     k = _entry(kernel)
-    packed, keep = k._pack(args, None)
+    packed, keep, _handle, _torch, _switch = k._args(args, None)
     buf = ctypes.create_string_buffer(4096)
     st = _lib.tilert().tilert_shape_class(k._meta, packed, len(args), buf, len(buf))
     del keep
@@ -214,7 +214,8 @@ def parse_decision(value):
     """(index, defines text) of a stored value, or None if it is not one."""
     fields = dict(f.split("=", 1) for f in value.split(" ") if "=" in f)
     try:
-        return int(fields["index"]), fields.get("defines", "")
+        defines = fields.get("defines", "")
+        return int(fields["index"]), "" if defines == "-" else defines
     except (KeyError, ValueError):
         return None
 
@@ -271,6 +272,7 @@ class Tuned:
         self.ptx_dir = os.fspath(ptx_dir) if ptx_dir is not None else None
         self._index = _read_index(self.ptx_dir, self) if self.ptx_dir else None
         self._winners = {}      # shape class -> Kernel
+        self._by_shapes = {}    # the arguments' shapes -> Kernel (skips the class's computation)
         self.decisions = {}     # shape class -> (index, defines text)
         self.last_tuning = None
         self._probe = None
@@ -348,10 +350,16 @@ class Tuned:
     def kernel_for(self, *args, stream=None):
         """The kernel kept for args' shape class (tuned on args first if the
         class is new)."""
+        sig = tuple(tuple(a.shape) if hasattr(a, "shape") else type(a) for a in args)
+        k = self._by_shapes.get(sig)
+        if k is not None:
+            return k
         cls = shape_class(self._probe_kernel(), *args)
         k = self._winners.get(cls)
         if k is None:
             k = self._tune(cls, args, stream)
+        if len(self._by_shapes) < 1024:
+            self._by_shapes[sig] = k
         return k
 
     def __call__(self, *args, stream=None):
@@ -387,17 +395,16 @@ class Tuned:
             cands = [e[2] for e in entries]
         else:
             entries = None
-            cands = None if decided else [defines_text(c) for c in
-                                          candidates(self.source, self.arch, self.pass_options, dims,
-                                                     **self.consts)]
-        if decided and (cands is None or (decided[0] < len(cands) and cands[decided[0]] == decided[1])):
+            cands = [defines_text(c) for c in candidates(self.source, self.arch, self.pass_options, dims,
+                                                         **self.consts)]
+        if decided and decided[0] < len(cands) and cands[decided[0]] == decided[1]:
             idx = decided[0]
             k = self._load_file(entries[idx][3]) if entries else self._compile(idx, dims)
             t1 = time.perf_counter()
             k._module._loaded_kernel(k._index)
             t2 = time.perf_counter()
             self._keep(cls, k, idx, decided[1])
-            self.last_tuning = Tuning(shape_class=cls, candidates=cands or [decided[1]], best=idx, from_cache=True,
+            self.last_tuning = Tuning(shape_class=cls, candidates=cands, best=idx, from_cache=True,
                                       result=None, compile_s=t1 - t0, load_s=t2 - t1, time_s=0.0,
                                       total_s=time.perf_counter() - t0, key=key)
             return k

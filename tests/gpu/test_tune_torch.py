@@ -9,7 +9,7 @@ modules; the attention example tuned likewise against PyTorch's attention.
 
     python3 tests/gpu/test_tune_torch.py             compiles (needs libtilec)
     python3 tests/gpu/test_tune_torch.py DIR         the candidates precompiled by
-        tilec.precompile_candidates into DIR/gemm and DIR/attn (bench/autotune.py
+        tilec.precompile_candidates into DIR/gemm and DIR/attn_d64 (bench/autotune.py
         --prepare writes them for an H200)
 
 Exits 77 without torch, a CUDA device or (without DIR) libtilec.
@@ -113,7 +113,7 @@ def test_attention(cache_dir):
     props = torch.cuda.get_device_properties(0)
     po = {"target.sms": min(props.multi_processor_count, 1024),
           "target.smem-per-block": min(props.shared_memory_per_block_optin, 232448)}
-    t = tuned(attn, "attn", arch=tilec.device_arch(), pass_options=po, cache="disk", cache_dir=cache_dir, D=64)
+    t = tuned(attn, "attn_d64", arch=tilec.device_arch(), pass_options=po, cache="disk", cache_dir=cache_dir, D=64)
     z, h, n, d = 2, 8, 1024, 64
     q, k, v = (torch.randn(z, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o = torch.empty_like(q)
