@@ -207,8 +207,9 @@ const char *tilec_result_diag_text(const tilec_result *r);
 tilec_cache_mode tilec_result_cache(const tilec_result *r);
 
 /* Empty this process's memory cache and delete the cache entries (and
- * leftover temporary files) in the folder `dir` (NULL: the memory cache
- * only); other files there are left alone. TILEC_OK also when the folder
+ * leftover temporary files, and the tuning decisions libtilert keeps there:
+ * tilert_tune_store) in the folder `dir` (NULL: the memory cache only);
+ * other files there are left alone. TILEC_OK also when the folder
  * does not exist; TILEC_ERR_IO when it cannot be read or an entry not
  * removed. */
 tilec_status tilec_cache_clear(const char *dir);

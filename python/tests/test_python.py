@@ -570,8 +570,9 @@ def test_tune_flow():
         r.ms = [1.0 + abs(i - 2) for i in range(len(ks))]   # candidate 2 is the fastest
         r.min_ms, r.best, r.launches, r.rounds, r.wall_ms = r.ms, 2, 7, 5, 1.0
         return r
-    saved = (tilec.Module._loaded_kernel, _tune.autotune, tilec.Tuned.key)
+    saved = (tilec.Module._loaded_kernel, _tune.autotune, tilec.Tuned.key, tilec._get_driver)
     tilec.Module._loaded_kernel = lambda self, i: None
+    tilec._get_driver = lambda: None
     _tune.autotune = fake_autotune
     tilec.Tuned.key = lambda self, cls, device=0: self._key("Fake GPU", "9.0", cls)
     try:
@@ -619,7 +620,7 @@ def test_tune_flow():
             check("precompiled: a class the folder lacks is an error naming the ones it has",
                   e is not None and "M=16,K=16,N=16" in str(e) and "M=1024,K=512,N=512" in str(e), str(e))
     finally:
-        tilec.Module._loaded_kernel, _tune.autotune, tilec.Tuned.key = saved
+        tilec.Module._loaded_kernel, _tune.autotune, tilec.Tuned.key, tilec._get_driver = saved
 
 
 def main():

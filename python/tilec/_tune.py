@@ -224,10 +224,11 @@ class Tuning:
     """What the first call of a shape class did (Tuned.last_tuning):
     shape_class, candidates (their defines), best (the index kept),
     from_cache (the decision came from the cache folder: nothing timed),
-    result (the TuneResult, None from the cache), and seconds spent:
-    compile_s (listing and compiling the candidates, or loading precompiled
-    ones), load_s (loading them onto the GPU), time_s (tilert_tune),
-    total_s (the first call, its launch of the winner included)."""
+    result (the TuneResult, None from the cache), and seconds spent (wall
+    clock): compile_s (listing and compiling the candidates, in parallel, or
+    reading precompiled ones), load_s (loading them onto the GPU, in
+    parallel: the driver compiles their PTX), time_s (tilert_tune), total_s
+    (the whole, less the launch of the winner that a call then makes)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -401,18 +402,17 @@ class Tuned:
             idx = decided[0]
             k = self._load_file(entries[idx][3]) if entries else self._compile(idx, dims)
             t1 = time.perf_counter()
-            k._module._loaded_kernel(k._index)
+            self._load([k], args)
             t2 = time.perf_counter()
             self._keep(cls, k, idx, decided[1])
             self.last_tuning = Tuning(shape_class=cls, candidates=cands, best=idx, from_cache=True,
                                       result=None, compile_s=t1 - t0, load_s=t2 - t1, time_s=0.0,
                                       total_s=time.perf_counter() - t0, key=key)
             return k
-        ks = [self._load_file(e[3]) for e in entries] if entries else \
-            [self._compile(i, dims) for i in range(len(cands))]
+        make = (lambda i: self._load_file(entries[i][3])) if entries else (lambda i: self._compile(i, dims))
+        ks = _parallel(make, len(cands))
         t1 = time.perf_counter()
-        for k in ks:
-            k._module._loaded_kernel(k._index)
+        self._load(ks, args)
         t2 = time.perf_counter()
         res = autotune(ks, *args, stream=stream, **self.tune_args) if len(ks) > 1 else None
         t3 = time.perf_counter()
@@ -430,6 +430,25 @@ class Tuned:
                                   total_s=time.perf_counter() - t0, key=key)
         return ks[best]
 
+    def _load(self, ks, args):
+        """Load the kernels' modules onto the args' device, in parallel (the
+        driver compiles each module's PTX: the most of a first call with a
+        cold JIT cache)."""
+        from . import _get_driver
+        import sys
+        _get_driver()
+        torch = sys.modules.get("torch")
+        dev = self._device(args)
+
+        def one(i):
+            k = ks[i]
+            if torch is not None and torch.cuda.is_available():
+                with torch.cuda.device(dev):
+                    k._module._loaded_kernel(k._index)
+            else:
+                k._module._loaded_kernel(k._index)
+        _parallel(one, len(ks))
+
     def _keep(self, cls, k, idx, defines):
         self._winners[cls] = k
         self.decisions[cls] = (idx, defines)
@@ -438,6 +457,16 @@ class Tuned:
         return "<tilec.Tuned %s, %d shape classes decided>" % (
             self.source if isinstance(self.source, (str, os.PathLike)) and "\n" not in str(self.source)
             else "<string>", len(self.decisions))
+
+
+def _parallel(fn, n):
+    """[fn(0), ..., fn(n - 1)], run on up to n threads (the compiler's and
+    the driver's calls release the GIL); the first exception is raised."""
+    if n <= 1:
+        return [fn(i) for i in range(n)]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=min(n, os.cpu_count() or 1, 16)) as ex:
+        return list(ex.map(fn, range(n)))
 
 
 def _read_index(folder, tuned):

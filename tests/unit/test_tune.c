@@ -3,7 +3,8 @@
  * candidate 0, candidate I compiles to what its defines give, errors),
  * libtilert's shape classes, the decision store (written, read, a changed
  * key misses, a damaged entry misses, cleared with the compile cache) and
- * tilert_tune's refusals that need no GPU. That every candidate of the
+ * tilert_tune's refusals that need no GPU, and its timing through a fake
+ * driver whose kernels take known times. That every candidate of the
  * examples assembles with ptxas for sm_86 and sm_90a is
  * tests/candidates_ptxas.py (ctest cli/candidates_ptxas). */
 #define _POSIX_C_SOURCE 200809L   /* mkdtemp */
@@ -19,6 +20,7 @@
 
 #include "tilec.h"
 #include "tilert.h"
+#include "runtime/rt.h"
 #include "rtkit.h"
 
 #define GEMM TILEC_SOURCE_DIR "/examples/gemm.tile"
@@ -471,6 +473,196 @@ START_TEST(test_tune_refusals)
 }
 END_TEST
 
+/* ---- tilert_tune through a fake driver: kernels of known duration ---- */
+
+static double gpu_now;              /* the fake GPU's clock, ms */
+static double ev_time[64];
+static int n_events, n_live_events, n_launches, fail_at;
+static char launch_log[4096];       /* the kernels launched, one letter each */
+static size_t log_len;
+
+static CUresult f_ctx_current(CUcontext *c) { *c = (CUcontext)0x1000; return CUDA_SUCCESS; }
+static CUresult f_ctx_device(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
+static CUresult f_device_get(CUdevice *d, int i) { *d = i; return CUDA_SUCCESS; }
+static CUresult f_ok_ctx(CUcontext c) { (void)c; return CUDA_SUCCESS; }
+static CUresult f_ctx_pop(CUcontext *c) { *c = (CUcontext)0x1000; return CUDA_SUCCESS; }
+static CUresult f_attr(int *v, int attr, CUdevice d)
+{
+    (void)d;
+    *v = attr == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+    return CUDA_SUCCESS;
+}
+static CUresult f_name(char *s, int n, CUdevice d) { (void)d; snprintf(s, (size_t)n, "Fake GPU"); return CUDA_SUCCESS; }
+static CUresult f_load(CUmodule *m, const void *p, unsigned n, int *o, void **v)
+{
+    (void)p; (void)n; (void)o; (void)v;
+    *m = (CUmodule)0x2000;
+    return CUDA_SUCCESS;
+}
+static CUresult f_unload(CUmodule m) { (void)m; return CUDA_SUCCESS; }
+static CUresult f_get_function(CUfunction *f, CUmodule m, const char *name)
+{
+    (void)m;
+    *f = (CUfunction)(uintptr_t)name;
+    return CUDA_SUCCESS;
+}
+static CUresult f_func_attr(int *v, int a, CUfunction f) { (void)a; (void)f; *v = 1024; return CUDA_SUCCESS; }
+static CUresult f_func_set(CUfunction f, int a, int v) { (void)f; (void)a; (void)v; return CUDA_SUCCESS; }
+static CUresult f_pointer(void *v, int a, CUdeviceptr p) { (void)a; (void)p; *(int *)v = 0; return CUDA_SUCCESS; }
+static CUresult f_error_name(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_LAUNCH_FAILED"; return CUDA_SUCCESS; }
+static CUresult f_error_string(CUresult r, const char **s) { (void)r; *s = "unspecified launch failure"; return CUDA_SUCCESS; }
+/* kernel "k<ms>_<x>" takes <ms> milliseconds of the fake GPU's time */
+static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                         unsigned smem, CUstream s, void **params, void **extra)
+{
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)s; (void)params; (void)extra;
+    const char *name = (const char *)f;
+    if (++n_launches == fail_at)
+        return 719;
+    gpu_now += atof(name + 1);
+    if (log_len + 1 < sizeof launch_log)
+        launch_log[log_len++] = name[strlen(name) - 1];
+    return CUDA_SUCCESS;
+}
+static CUresult f_event_create(CUevent *e, unsigned flags)
+{
+    (void)flags;
+    if (n_events == 64)
+        return 2;
+    *e = (CUevent)(uintptr_t)(++n_events);
+    n_live_events++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_event_record(CUevent e, CUstream s) { (void)s; ev_time[(uintptr_t)e - 1] = gpu_now; return CUDA_SUCCESS; }
+static CUresult f_event_sync(CUevent e) { (void)e; return CUDA_SUCCESS; }
+static CUresult f_event_elapsed(float *ms, CUevent a, CUevent b)
+{
+    *ms = (float)(ev_time[(uintptr_t)b - 1] - ev_time[(uintptr_t)a - 1]);
+    return CUDA_SUCCESS;
+}
+static CUresult f_event_destroy(CUevent e) { (void)e; n_live_events--; return CUDA_SUCCESS; }
+
+static tilert_driver fake;
+
+static const char *FAKE_META =
+    "tilec-meta 1\n"
+    "kernel k1_a\narch sm_86\nthreads 128\ndim N\nparam X tensor f32 1 N align 16\ngrid N 128 cdiv ; 1 ; 1\nend\n"
+    "kernel k3_b\narch sm_86\nthreads 128\ndim N\nparam X tensor f32 1 N align 16\ngrid N 128 cdiv ; 1 ; 1\nend\n"
+    "kernel k2_c\narch sm_86\nthreads 128\ndim N\nparam X tensor f32 1 N align 16\ngrid N 128 cdiv ; 1 ; 1\nend\n";
+
+static tilert_module *fake_module(void)
+{
+    memset(&fake, 0, sizeof fake);
+    fake.CtxGetCurrent = f_ctx_current;
+    fake.CtxGetDevice = f_ctx_device;
+    fake.CtxPushCurrent = f_ok_ctx;
+    fake.CtxPopCurrent = f_ctx_pop;
+    fake.DeviceGetAttribute = f_attr;
+    fake.DeviceGetName = f_name;
+    fake.ModuleLoadDataEx = f_load;
+    fake.ModuleUnload = f_unload;
+    fake.ModuleGetFunction = f_get_function;
+    fake.FuncGetAttribute = f_func_attr;
+    fake.FuncSetAttribute = f_func_set;
+    fake.PointerGetAttribute = f_pointer;
+    fake.GetErrorName = f_error_name;
+    fake.GetErrorString = f_error_string;
+    fake.LaunchKernel = f_launch;
+    fake.EventCreate = f_event_create;
+    fake.EventRecord = f_event_record;
+    fake.EventSynchronize = f_event_sync;
+    fake.EventElapsedTime = f_event_elapsed;
+    fake.EventDestroy = f_event_destroy;
+    tilert_module *m;
+    ck_assert_int_eq(tilert_module_from_meta(FAKE_META, &m), TILERT_OK);
+    m->drv = &fake;             /* launchable through the fake */
+    m->ptx = strdup("");
+    gpu_now = 0;
+    n_events = n_live_events = n_launches = fail_at = 0;
+    log_len = 0;
+    return m;
+}
+
+START_TEST(test_tune_fake_driver)
+{
+    tilert_module *m = fake_module();
+    tilert_kernel *a = tilert_module_kernel_at(m, 0), *b = tilert_module_kernel_at(m, 1),
+                  *c = tilert_module_kernel_at(m, 2);
+    T x;
+    mk(&x, kDLFloat, 32, 1, (int64_t[]){ 1000 });
+    tilert_arg args[1] = { { TILERT_ARG_TENSOR, { .tensor = &x.t } } };
+    tilert_kernel *ks[3] = { b, a, c };   /* 3 ms, 1 ms, 2 ms */
+    tilert_tune_result r;
+    ck_assert_int_eq(tilert_tune(ks, 3, args, 1, NULL, NULL, &r), TILERT_OK);
+    ck_assert_uint_eq(r.n, 3);
+    ck_assert_uint_eq(r.best, 1);
+    ck_assert(r.ms[0] == 3 && r.ms[1] == 1 && r.ms[2] == 2);
+    ck_assert(r.min_ms[0] == 3 && r.min_ms[1] == 1 && r.min_ms[2] == 2);
+    /* 300 ms over 5 rounds: 60 ms a round for 6 ms of launches, 10 each */
+    ck_assert_int_eq(r.launches, 10);
+    ck_assert_int_eq(r.rounds, 5);
+    ck_assert_int_eq(n_launches, 3 * 2 + 5 * 3 * 10);
+    /* the warm-up (2 each, in order), then each round rotated by one */
+    ck_assert_int_eq((int)log_len, n_launches);
+    ck_assert(memcmp(launch_log, "bbaacc", 6) == 0);
+    static const char *const first[5] = { "b", "a", "c", "b", "a" };
+    for (int round = 0; round < 5; round++)
+        ck_assert_int_eq(launch_log[6 + round * 30], first[round][0]);
+    ck_assert_int_eq(n_live_events, 0);   /* every event destroyed */
+    ck_assert(r.wall_ms >= 0);
+    /* options: rounds, budget, the launch cap, one warm-up */
+    tilert_tune_options o;
+    tilert_tune_options_init(&o);
+    o.rounds = 3;
+    o.budget_ms = 1e6;
+    o.max_launches = 7;
+    o.warmup = 1;
+    n_launches = 0;
+    log_len = 0;
+    ck_assert_int_eq(tilert_tune(ks, 2, args, 1, NULL, &o, &r), TILERT_OK);
+    ck_assert(r.launches == 7 && r.rounds == 3 && r.best == 1 && n_launches == 2 + 3 * 2 * 7);
+    o.budget_ms = 0;
+    ck_assert_int_eq(tilert_tune(ks, 2, args, 1, NULL, &o, &r), TILERT_OK);
+    ck_assert_int_eq(r.launches, 1);
+    /* an even number of rounds: the median is the middle two's mean */
+    o.rounds = 2;
+    ck_assert_int_eq(tilert_tune(ks, 3, args, 1, NULL, &o, &r), TILERT_OK);
+    ck_assert(r.ms[2] == 2 && r.best == 1);
+    /* a launch that fails names the candidate; the events are destroyed */
+    n_launches = 0;
+    fail_at = 4;
+    ck_assert_int_eq(tilert_tune(ks, 3, args, 1, NULL, NULL, &r), TILERT_ERR_CUDA);
+    ck_assert_msg(strstr(tilert_last_error(), "autotuning: candidate 1 (kernel k1_a): ") != NULL, "%s",
+                  tilert_last_error());
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "CUDA_ERROR_LAUNCH_FAILED"));
+    ck_assert_int_eq(n_live_events, 0);
+    fail_at = 0;
+    /* refused arguments name the candidate before anything runs */
+    T y;
+    mk(&y, kDLFloat, 16, 1, (int64_t[]){ 1000 });
+    tilert_arg bad[1] = { { TILERT_ARG_TENSOR, { .tensor = &y.t } } };
+    n_launches = 0;
+    ck_assert_int_eq(tilert_tune(ks, 3, bad, 1, NULL, NULL, &r), TILERT_ERR_ARGS);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "autotuning: candidate 0 (kernel k3_b): "));
+    ck_assert_int_eq(n_launches, 0);
+    /* a driver without events */
+    fake.EventElapsedTime = NULL;
+    fake.EventElapsedTime1 = f_event_elapsed;
+    ck_assert_int_eq(tilert_tune(ks, 3, args, 1, NULL, NULL, &r), TILERT_OK);   /* the older entry point */
+    ck_assert_uint_eq(r.best, 1);
+    fake.EventElapsedTime1 = NULL;
+    ck_assert_int_eq(tilert_tune(ks, 3, args, 1, NULL, NULL, &r), TILERT_ERR_NO_DRIVER);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "autotuning needs the driver's CUDA events"));
+    /* the device's name */
+    char name[64];
+    fake.DeviceGet = f_device_get;
+    ck_assert_int_eq(tilert_device_name(&fake, 0, name, sizeof name), TILERT_OK);
+    ck_assert_str_eq(name, "Fake GPU");
+    ck_assert_int_eq(tilert_device_name(&fake, 0, name, 1), TILERT_ERR_USAGE);
+    tilert_module_free(m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("tune");
@@ -484,6 +676,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_shape_class);
     tcase_add_test(tc, test_decision_store);
     tcase_add_test(tc, test_tune_refusals);
+    tcase_add_test(tc, test_tune_fake_driver);
     suite_add_tcase(s, tc);
     return s;
 }
