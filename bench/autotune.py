@@ -150,15 +150,29 @@ def careful_times(fns, rounds):
     return [statistics.median(x) for x in t]
 
 
+_seen_ptx = set()   # the PTX loaded so far in this run: the driver's JIT cache holds it
+
+
 def tune_case(label, sub, src, consts, po, args, flop, rounds, csecs, results):
-    """tilec.Tuned's first call on args (cold JIT), then the same with the
-    JIT cache warm and with the decision cached; every candidate timed with
-    care against the pick."""
+    """tilec.Tuned's first call on args (the JIT cache cold unless an earlier
+    case loaded the same PTX: said so), then the same with the JIT cache
+    warm and with the decision cached; every candidate timed with care
+    against the pick."""
+    import hashlib
     import tilec
     import torch
     folder = os.path.join(TUNE_DIR, sub)
     dec = tempfile.mkdtemp(prefix="tilec-decisions-")
     t = tilec.Tuned(src, arch="sm_90a", pass_options=po, ptx_dir=folder, cache="disk", cache_dir=dec, **consts)
+    cls = tilec.shape_class(t._probe_kernel(), *args)
+    hashes = []
+    for e in t._index["entries"]:
+        if e[0] == cls:
+            with open(os.path.join(folder, e[3]), "rb") as f:
+                hashes.append(hashlib.sha1(f.read()).hexdigest())
+    seen = sum(h in _seen_ptx for h in hashes)
+    jit = "cold" if not seen else "warm" if seen == len(hashes) else "partly warm"
+    _seen_ptx.update(hashes)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     t(*args)
@@ -186,8 +200,9 @@ def tune_case(label, sub, src, consts, po, args, flop, rounds, csecs, results):
     ratio = ms[info.best] / ms[best]
     print("== %s: %d candidates (%s), shape class %s" % (label, len(info.candidates), "; ".join(
         "%d %s" % (i, c) for i, c in enumerate(info.candidates)), info.shape_class))
-    print("   tilec autotune, first call (cold JIT): %.3f s = load + JIT %.3f s + timing %.3f s + rest %.3f s%s"
-          % (first, info.load_s, info.time_s, first - info.load_s - info.time_s,
+    print("   tilec autotune, first call (JIT cache %s%s): %.3f s = load + JIT %.3f s + timing %.3f s + rest %.3f s%s"
+          % (jit, "" if jit == "cold" else ": an earlier case loaded the same PTX", first, info.load_s, info.time_s,
+             first - info.load_s - info.time_s,
              "; + %.3f s compiling the candidates on the build machine" % built if built is not None else ""))
     print("   picked %d (%s); the tuner's medians: %s ms, %d launches x %d rounds" % (
         info.best, info.candidates[info.best], ", ".join("%.4f" % x for x in info.result.ms), info.result.launches,
@@ -199,7 +214,7 @@ def tune_case(label, sub, src, consts, po, args, flop, rounds, csecs, results):
     print("   pick: %.1f TFLOP/s" % (flop / ms[info.best] / 1e9), flush=True)
     results.append({"case": label, "class": info.shape_class, "candidates": info.candidates, "pick": info.best,
                     "tuner_ms": info.result.ms, "check_ms": ms, "best": best, "ratio": ratio,
-                    "first_s": first, "load_s": info.load_s, "time_s": info.time_s, "warm_s": warm,
+                    "jit": jit, "first_s": first, "load_s": info.load_s, "time_s": info.time_s, "warm_s": warm,
                     "cached_s": cached, "build_compile_s": built, "pick_tflops": flop / ms[info.best] / 1e9})
     shutil.rmtree(dec, ignore_errors=True)
     return results[-1]
@@ -296,13 +311,19 @@ def triton_case(label, make, run, check, flop, results):
     import torch
     from timing import median_ms
     row = {"case": label}
+    cache = os.environ.get("TRITON_CACHE_DIR", "")
+
+    def files():
+        return sum(len(fs) for _, _, fs in os.walk(cache)) if os.path.isdir(cache) else 0
     try:
         tuner = make()
         torch.cuda.synchronize()
+        before = files()
         t0 = time.perf_counter()
         run(tuner)
         torch.cuda.synchronize()
         row["first_s"] = time.perf_counter() - t0
+        row["compiled"] = files() > before
         row["config"] = str(tuner.best_config)
         row["rel_err"] = check()
         again = make()
@@ -312,10 +333,11 @@ def triton_case(label, make, run, check, flop, results):
         row["bench_only_s"] = time.perf_counter() - t0
         ms = median_ms(lambda: run(tuner))
         row["pick_tflops"] = flop / ms / 1e9
-        print("   Triton autotune, %d configurations, cold cache: %.3f s (compile + benchmark); picked %s; "
+        print("   Triton autotune, %d configurations: %.3f s (%s); picked %s; "
               "rel. error %.1e; again, compiled: %.3f s (benchmark only); pick: %.1f TFLOP/s" % (
-                  len(tuner.configs), row["first_s"], row["config"], row["rel_err"], row["bench_only_s"],
-                  row["pick_tflops"]), flush=True)
+                  len(tuner.configs), row["first_s"], "compile, cold cache, + benchmark" if row["compiled"] else
+                  "benchmark only: an earlier case compiled the same kernels", row["config"], row["rel_err"],
+                  row["bench_only_s"], row["pick_tflops"]), flush=True)
     except Exception as e:  # noqa: BLE001 (a Triton version this kernel does not suit: say so, go on)
         row["error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
         print("   Triton autotune failed: %s" % row["error"], flush=True)
@@ -344,8 +366,9 @@ def main():
     if not os.path.isdir(TUNE_DIR):
         print("no %s: run python3 bench/autotune.py --prepare on the build machine" % TUNE_DIR)
         return 1
-    print("device %s, torch %s, tilec runtime %s" % (torch.cuda.get_device_name(), torch.__version__,
-                                                     tilec._lib.tilert().tilert_version().decode()))
+    tilec._lib.tilert()
+    print("device %s, torch %s, tilec %s (libtilert %s)" % (torch.cuda.get_device_name(), torch.__version__,
+                                                            tilec.__version__, tilec._lib.paths.get("libtilert.so", "?")))
     with open(os.path.join(TUNE_DIR, "compile_times.txt")) as f:
         print(f.readline().strip())
     csecs = compile_seconds()
@@ -406,20 +429,23 @@ def main():
             triton_case(label, lambda: triton.autotune(at_cfgs, key=["N_CTX", "HEAD_DIM"])(attn_kernel), run,
                         lambda: ((ot.float() - ref.float()).norm() / ref.float().norm()).item(), flop, theirs)
         del q, kk, v, o, lse
-    print("\n== summary (seconds; tilec: its first call on the GPU host, cold JIT cache; Triton: its first call, "
-          "cold cache)")
-    print("%-40s %8s %8s %8s %9s %7s  %-10s %8s %8s" % ("case", "tilec", "+build", "cached", "pick/best",
-                                                         "ok", "triton", "t.bench", "cands"))
+    print("\n== summary (seconds; tilec: its first call on the GPU host, JIT cache as marked, +build: compiling "
+          "the candidates on the build machine, cached: the decision from the cache folder; Triton: its first call, "
+          "* where it compiled (cold cache), t.bench: a second autotune, benchmarking only)")
+    print("%-40s %6s %8s %8s %8s %9s %5s  %-10s %8s %6s" % ("case", "JIT", "tilec", "+build", "cached", "pick/best",
+                                                             "ok", "triton", "t.bench", "cands"))
     tri_by = {r["case"]: r for r in theirs}
     bad = 0
     for r in ours:
         t = tri_by.get(r["case"], {})
         ok = r["ratio"] <= 1.03 and r["first_s"] < 2.0
         bad += not ok
-        print("%-40s %8.3f %8s %8.3f %9.4f %7s  %-10s %8s %8d" % (
-            r["case"], r["first_s"], "%.3f" % r["build_compile_s"] if r["build_compile_s"] is not None else "?",
+        print("%-40s %6s %8.3f %8s %8.3f %9.4f %5s  %-10s %8s %6d" % (
+            r["case"], r["jit"].split()[0], r["first_s"],
+            "%.3f" % r["build_compile_s"] if r["build_compile_s"] is not None else "?",
             r["cached_s"], r["ratio"], "yes" if ok else "NO",
-            "%.3f" % t["first_s"] if "first_s" in t else ("error" if "error" in t else "-"),
+            ("%.3f%s" % (t["first_s"], "*" if t.get("compiled") else "")) if "first_s" in t else
+            ("error" if "error" in t else "-"),
             "%.3f" % t["bench_only_s"] if "bench_only_s" in t else "-", len(r["candidates"])))
     print("tilec: < 2 s a shape on the GPU host and the pick within 3%% of the best candidate: %s"
           % ("all" if not bad else "%d case(s) not" % bad))
