@@ -194,6 +194,13 @@ if part 3 && [ -f "$root/.devcarry/launch/vector_add.meta" ]; then
   tail -n 20 "$out/launch_cost.txt"
 fi
 
+if part 3 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/tune" ]; then
+  mark autotune
+  echo "== autotuning (C tilert_tune, Python tilec.Tuned) beside Triton's autotune, bench/autotune.sh"
+  OUT="$out" bash "$root/bench/autotune.sh" > "$out/autotune_all.txt" 2>&1 || status=1
+  grep -vE "^\[|^--" "$out/autotune_all.txt" | tail -n 30
+fi
+
 mark end
 kill "$clocks_pid" 2>/dev/null
 echo "== GPU clocks per phase (bench/clocks.py; samples every 200 ms)"

@@ -146,3 +146,4 @@ rm -f "$out/fa4/attention_f16.tile"
 python3 "$root/bench/perf_plain.py" --prepare "$tilec"
 "$root/bench/attn_prepare.sh" "$tilec"
 "$root/bench/launch_prepare.sh" "$tilec"
+TILEC_LIB_DIR="$build/lib" python3 "$root/bench/autotune.py" --prepare

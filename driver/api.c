@@ -48,6 +48,8 @@ typedef struct Job {
     PtxasRun ptxas_run;
     bool portable;          /* compiling the portable variant (add_portable): PassCtx.portable */
     const AstModule *ast;   /* the source's AST (front_end), lowered again by add_portable */
+    TileChoice *cands;      /* tilec_candidates_*: the tile choice's candidates go here; else NULL */
+    const char *cand_kernel;   /* the kernel they are for (NULL: no `auto` param to choose) */
 } Job;
 
 /* ---- options ---- */
@@ -370,8 +372,16 @@ static void choose_auto(Job *j, const AstModule *ast, FeDefine *defs, int *ndefs
                 tc.n++;
             }
         }
-    if (!tc.n)
+    /* tiles.candidate: the candidate to take (autotuning); the portable
+     * variant keeps the choice */
+    int64_t want = j->portable ? 0 : j->popts.tile_candidate < 0 ? 0 : j->popts.tile_candidate;
+    if (!tc.n) {
+        if (want > 0)
+            diag_error(&j->r->diag, (Loc){ 0 }, "pass option tiles.candidate=%lld: no kernel of %s has an `auto` "
+                       "tile param left to choose, so its one candidate is the kernel as written (0)",
+                       (long long)want, j->name);
         return;
+    }
     Arena *a = j->r->arena;
     int base = *ndefs;
     for (int i = 0; i < tc.n; i++)
@@ -391,10 +401,24 @@ static void choose_auto(Job *j, const AstModule *ast, FeDefine *defs, int *ndefs
     StrBuf why = { 0 };
     if (pass_choose_tiles(pf, &ctx, &tc, &why)) {
         diag_error(&j->r->diag, k->loc, "%s", why.buf ? why.buf : "no tile size chosen");
+    } else if (want >= tc.ncand) {
+        diag_error(&j->r->diag, k->loc, "pass option tiles.candidate=%lld: the tile choice has %d candidate%s for "
+                   "@%s on %s (0 to %d; `tilec --candidates` lists them)", (long long)want, tc.ncand,
+                   tc.ncand == 1 ? "" : "s", k->name, pass_target_name(&ctx), tc.ncand - 1);
     } else {
         for (int i = 0; i < tc.n; i++)
-            defs[base + i].value = arena_printf(a, "%lld", (long long)tc.value[i]);
+            defs[base + i].value = arena_printf(a, "%lld", (long long)tc.cand[want][i]);
         sb_printf(&j->remarks, "tiles: @%s: %s\n", k->name, why.buf ? why.buf : "");
+        if (want > 0) {
+            sb_printf(&j->remarks, "tiles: @%s: tiles.candidate=%lld takes", k->name, (long long)want);
+            for (int i = 0; i < tc.n; i++)
+                sb_printf(&j->remarks, "%s %s = %lld", i ? ";" : "", tc.name[i], (long long)tc.cand[want][i]);
+            sb_puts(&j->remarks, "\n");
+        }
+        if (j->cands) {
+            *j->cands = tc;
+            j->cand_kernel = k->name;
+        }
     }
     sb_free(&why);
 }
@@ -408,6 +432,9 @@ static Module *front_end(Job *j, const char *src, size_t len)
     Diag *d = &j->r->diag;
     TcClock t0 = tc_clock();
     if (is_tir(j)) {
+        if (j->popts.tile_candidate > 0)
+            diag_error(d, (Loc){ 0 }, "pass option tiles.candidate=%lld: Tile IR input has no `auto` tile "
+                       "params, so its one candidate is the IR as written (0)", (long long)j->popts.tile_candidate);
         Module *m = ir_parse(a, j->name, src, len, d);
         time_row(j, "parse-tir", t0);
         return d->nerrors ? NULL : m;
@@ -750,6 +777,68 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     return r->status;
 }
 
+/* The tile choice's candidates for `len` bytes of `src` (copied): the
+ * front end to lowering (the choice runs on the probe lowering, and the
+ * kernel is lowered with it so that the source's errors show), no passes,
+ * no code, no cache. */
+static tilec_status list_candidates(tilec_result *r, const char *name, const char *src, size_t len,
+                                    const tilec_options *opts)
+{
+    Job j;
+    memset(&j, 0, sizeof j);
+    j.r = r;
+    j.t_start = tc_clock();
+    copy_options(&j.o, opts);
+    j.o.emit = TILEC_EMIT_TIR;   /* through lowering */
+    j.o.time_passes = 0;
+    j.o.report = 0;
+    j.o.nprint_after = 0;
+    j.name = arena_strdup(r->arena, name);
+    char *text = arena_strndup(r->arena, src, len);
+    diag_add_source(&r->diag, j.name, text, len);
+    r->diag.warn_off = j.o.warnings_off;
+    r->diag.warn_error = j.o.warnings_as_errors != 0;
+    r->status = TILEC_OK;
+    TileChoice tc = { .n = 0 };
+    j.cands = &tc;
+    if (!check_options(&j) || !check_language(&j)) {
+        r->status = TILEC_ERR_USAGE;
+    } else {
+        j.popts.tile_candidate = -1;   /* the list does not depend on the one taken */
+        (void)front_end(&j, text, len);
+    }
+    if (r->status == TILEC_OK)
+        r->status = status_from_diag(&r->diag, TILEC_ERR_INPUT);
+    if (r->status == TILEC_OK) {
+        /* no `auto` param (or Tile IR): one candidate, the kernel as written */
+        size_t n = j.cand_kernel ? (size_t)tc.ncand : 1;
+        r->cands = arena_alloc(r->arena, sizeof(char *) * n);
+        r->ncands = n;
+        for (size_t c = 0; c < n; c++) {
+            StrBuf sb = { 0 };
+            for (int i = 0; j.cand_kernel && i < tc.n; i++)
+                sb_printf(&sb, "%s%s=%lld", i ? "," : "", tc.name[i], (long long)tc.cand[c][i]);
+            r->cands[c] = arena_strndup(r->arena, sb.buf ? sb.buf : "", sb.len);
+            sb_free(&sb);
+        }
+        StrBuf rep = { 0 };
+        if (j.remarks.len)
+            sb_putn(&rep, j.remarks.buf, j.remarks.len);
+        else
+            sb_printf(&rep, "tiles: %s: no `auto` tile param to choose: one candidate, the kernel as written\n",
+                      j.name);
+        set_text(&j, TILEC_OUT_REPORT, &rep);
+        sb_free(&rep);
+    }
+    sb_free(&j.dump);
+    sb_free(&j.timing);
+    sb_free(&j.remarks);
+    sb_free(&j.cgreport);
+    sb_free(&j.roofline);
+    tc_result_finish_diags(r);
+    return r->status;
+}
+
 /* A result that holds one usage / I/O error. */
 static tilec_result *fail_early(tilec_status st, const char *file, const char *msg)
 {
@@ -767,6 +856,7 @@ typedef struct Call {
     const char *name, *src, *path;
     size_t len;
     const tilec_options *opts;
+    bool list;              /* tilec_candidates_*: list the tile choice's candidates instead */
 } Call;
 
 static void compile_string_job(void *p)
@@ -777,7 +867,8 @@ static void compile_string_job(void *p)
         return;
     }
     c->rc.r = tc_result_new();
-    c->rc.st = compile(c->rc.r, c->name ? c->name : "<string>", c->src, c->len, c->opts);
+    c->rc.st = (c->list ? list_candidates : compile)(c->rc.r, c->name ? c->name : "<string>", c->src, c->len,
+                                                     c->opts);
 }
 
 static void compile_file_job(void *p)
@@ -825,6 +916,26 @@ tilec_status tilec_compile_file(const char *path, const tilec_options *opts, til
 {
     Call c = { .path = path, .opts = opts };
     return tc_result_job(compile_file_job, &c.rc, out);
+}
+
+tilec_status tilec_candidates_string(const char *name, const char *src, size_t len, const tilec_options *opts,
+                                     tilec_result **out)
+{
+    Call c = { .name = name, .src = src, .len = len, .opts = opts, .list = true };
+    return tc_result_job(compile_string_job, &c.rc, out);
+}
+
+tilec_status tilec_candidates_file(const char *path, const tilec_options *opts, tilec_result **out)
+{
+    Call c = { .path = path, .opts = opts, .list = true };
+    return tc_result_job(compile_file_job, &c.rc, out);
+}
+
+size_t tilec_result_num_candidates(const tilec_result *r) { return r ? r->ncands : 0; }
+
+const char *tilec_result_candidate(const tilec_result *r, size_t i)
+{
+    return r && i < r->ncands ? r->cands[i] : NULL;
 }
 
 void tilec_result_free(tilec_result *r)

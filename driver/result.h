@@ -20,6 +20,8 @@ struct tilec_result {
     tilec_cache_mode from_cache;   /* TILEC_CACHE_OFF: compiled by this call */
     void *cache_ref;               /* a hit's entry, which the texts point into */
     Module *module;                /* the IR after the passes, with tilec_options.keep_ir; else NULL */
+    const char **cands;            /* tilec_candidates_*: each candidate's defines ("BM=128,BN=64") */
+    size_t ncands;
 };
 
 /* One API call that makes a result, run as a job (lib/alloc.h): a call's

@@ -207,8 +207,9 @@ const char *tilec_result_diag_text(const tilec_result *r);
 tilec_cache_mode tilec_result_cache(const tilec_result *r);
 
 /* Empty this process's memory cache and delete the cache entries (and
- * leftover temporary files) in the folder `dir` (NULL: the memory cache
- * only); other files there are left alone. TILEC_OK also when the folder
+ * leftover temporary files, and the tuning decisions libtilert keeps there:
+ * tilert_tune_store) in the folder `dir` (NULL: the memory cache only);
+ * other files there are left alone. TILEC_OK also when the folder
  * does not exist; TILEC_ERR_IO when it cannot be read or an entry not
  * removed. */
 tilec_status tilec_cache_clear(const char *dir);
@@ -267,6 +268,28 @@ const char *tilec_result_kernel_name(const tilec_result *r, size_t kernel);
 size_t tilec_result_kernel_num_params(const tilec_result *r, size_t kernel);
 int tilec_result_kernel_param(const tilec_result *r, size_t kernel, size_t param, const char **name,
                               const char **dtype, int *rank);
+
+/* ---- autotuning: the tile choice's candidates (docs/internals.md, "Candidates") ----
+ * The tile sizes the compiler would weigh for the `= auto` params of the
+ * file's first kernel that has some left to choose (no define pins them),
+ * for opts' arch, defines, dims and pass options: the compiler's own choice
+ * first, then the other tiles its rule considers that fit the target (at
+ * most 6). A runtime times them on the device (tilert_tune) and compiles
+ * the fastest with the pass option tiles.candidate=I; candidate I compiled
+ * that way is the file compiled with the defines the list gives. Nothing
+ * is compiled to PTX and nothing is cached; the source is lowered once, so
+ * its errors are reported as by tilec_compile_* (*out as there). A kernel
+ * without such params (or Tile IR input) has one candidate, "" (the kernel
+ * as written). TILEC_OUT_REPORT holds the choice's reasons. */
+tilec_status tilec_candidates_file(const char *path, const tilec_options *opts, tilec_result **out);
+tilec_status tilec_candidates_string(const char *name, const char *src, size_t len,
+                                     const tilec_options *opts, tilec_result **out);
+/* The number of candidates of a tilec_candidates_* result (0 for any other
+ * result, or one that failed), and candidate i as the defines it stands for,
+ * "BM=128,BN=64" (param names in the kernel's order); NULL out of range.
+ * Owned by r. */
+size_t tilec_result_num_candidates(const tilec_result *r);
+const char *tilec_result_candidate(const tilec_result *r, size_t i);
 
 /* The warnings, in bit order: name ("unused-param", as in -Wunused-param)
  * and what it reports. NULL past the end. Static strings. */

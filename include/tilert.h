@@ -304,6 +304,80 @@ tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, size_t nar
  * copied into reason[0..len) (reason may be NULL). Owned by the module. */
 tilert_kernel *tilert_kernel_last_variant(const tilert_kernel *k, char *reason, size_t len);
 
+/* ---- Autotuning (docs/runtime.md, "Autotuning") ----------------------------
+ * A computation compiled several ways (the tile choice's candidates:
+ * tilec_candidates_file, tilec --candidates) is timed on the real arguments
+ * and the fastest kept. The candidates are launched many times on `args`:
+ * that is right for kernels whose outputs depend on their inputs alone
+ * (GEMM's C, attention's O and LSE: every launch writes the same values);
+ * a kernel that reads what it writes (an atomic_add into an output, an
+ * accumulation in place) must be tuned on copies. */
+
+#define TILERT_TUNE_MAX 16       /* candidates of one tilert_tune call */
+
+typedef struct tilert_tune_options {
+    size_t struct_size;          /* set by tilert_tune_options_init: sizeof(tilert_tune_options) */
+    int warmup;                  /* launches of each candidate before any timing, 1..1000 (default
+                                    2; the first loads its module into the context); the last is
+                                    timed alone as the estimate that sets the launches per round */
+    int rounds;                  /* 1..64 (default 5): each round times every candidate once, the
+                                    candidates' order rotated by one each round */
+    double budget_ms;            /* GPU time of the timed launches, all rounds and candidates
+                                    together, from the estimates (default 300) */
+    int max_launches;            /* at most this many launches of a candidate a round (default 200);
+                                    at least 1 */
+} tilert_tune_options;
+void tilert_tune_options_init(tilert_tune_options *o);
+
+typedef struct tilert_tune_result {
+    size_t best;                       /* the fastest candidate: the smallest ms[] */
+    size_t n;                          /* candidates timed */
+    double ms[TILERT_TUNE_MAX];        /* per candidate: the median over the rounds of its mean time
+                                          a launch, milliseconds (CUDA events) */
+    double min_ms[TILERT_TUNE_MAX];    /* per candidate: its fastest round's mean time a launch */
+    int launches;                      /* launches of each candidate in each round */
+    int rounds;
+    double wall_ms;                    /* the call's wall-clock time, the warm-up (module loads)
+                                          included */
+} tilert_tune_result;
+
+/* Time kernels[0..n) (1 <= n <= TILERT_TUNE_MAX: candidates of one
+ * computation, with the same params and dims; each checked against args
+ * first, an error naming the candidate) on args, on `stream` (NULL: the
+ * legacy default stream), as described at tilert_tune_options, and fill
+ * *out. opts NULL: the defaults. Blocks until the timed launches are done;
+ * the arguments' outputs then hold some candidate's results. The launches
+ * run as tilert_launch runs them (the current context, else the tensors'
+ * device's primary context); the events are made and destroyed in that
+ * context. TILERT_ERR_NO_DRIVER when the driver lacks the event calls. */
+tilert_status tilert_tune(tilert_kernel *const *kernels, size_t n, const tilert_arg *args, size_t nargs,
+                          void *stream, const tilert_tune_options *opts, tilert_tune_result *out);
+
+/* The shape class of a launch of k with args (checked as tilert_check_args
+ * does; no GPU needed): each named dim of k in ABI order, its size rounded
+ * up to a power of two (0 and 1 stay), as "M=4096,N=4096,K=1024" into
+ * buf[0..len). Launches of one class share a tuning decision, and the
+ * candidates are compiled for the class's sizes. TILERT_ERR_USAGE when
+ * buf is too small. */
+tilert_status tilert_shape_class(const tilert_kernel *k, const tilert_arg *args, size_t nargs, char *buf,
+                                 size_t len);
+
+/* The name of CUDA device `device` ("NVIDIA H200"), into buf (NUL-terminated). */
+tilert_status tilert_device_name(tilert_driver *drv, int device, char *buf, size_t len);
+
+/* Tuning decisions kept in folder `dir` (docs/cache.md, "Tuning
+ * decisions"; the compile cache's folder, whose clearing removes them):
+ * one file per key, DIR/<16 hex digits>.tune, written to a temporary file
+ * and renamed into place. key and value are one line of text each (the
+ * caller's: the Python package's key names the device, the source, the
+ * options, the candidates and the shape class). tilert_tune_load copies
+ * the value stored for key into value[0..len): TILERT_ERR_NOT_FOUND when
+ * there is none (or the entry is damaged, or another key's),
+ * TILERT_ERR_USAGE when len is too small. tilert_tune_store creates the
+ * folder when missing; TILERT_ERR_IO when it cannot write. */
+tilert_status tilert_tune_load(const char *dir, const char *key, char *value, size_t len);
+tilert_status tilert_tune_store(const char *dir, const char *key, const char *value);
+
 #ifdef __cplusplus
 }
 #endif

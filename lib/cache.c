@@ -521,10 +521,13 @@ void tc_cache_put(const TcCacheKey *k, tilec_cache_mode mode, const char *dir, c
     tc_cache_release(b);
 }
 
+/* An entry, a leftover temporary file, or a tuning decision the runtime
+ * keeps in the same folder (<16 hex digits>.tune, runtime/tune.c). */
 static bool is_cache_file(const char *name)
 {
     size_t n = strlen(name), x = sizeof ENTRY_EXT - 1;
-    return strncmp(name, ".tmp-", 5) == 0 || (n == 32 + x && strcmp(name + 32, ENTRY_EXT) == 0);
+    return strncmp(name, ".tmp-", 5) == 0 || (n == 32 + x && strcmp(name + 32, ENTRY_EXT) == 0) ||
+           (n == 16 + 5 && strcmp(name + 16, ".tune") == 0);
 }
 
 /* Entries are removed by name relative to the open folder; nothing is

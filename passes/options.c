@@ -31,6 +31,11 @@ const PassOptionInfo tc_pass_options[] = {
       "attention's softmax exp2 on the FMA units (Cody-Waite + degree-3 polynomial) for one 8-column group "
       "of the score tile in every N (1 = all); 0 = off. Not given: 4 where the MUFU takes twice the tensor "
       "cores' time or more, 8 where at least as long (sm_90a at D = 64, sm_100a at D <= 128), else off" },
+    { "tiles.candidate", "int", 0, PASS_MAX_CAND - 1, -1, offsetof(PassOptions, tile_candidate),
+      "which of the tile choice's candidates the `= auto` tile params take (`tilec --candidates` lists them, "
+      "the compiler's choice first): the one a measurement on the device found fastest (autotuning); "
+      "a number past the list is an error. Not given: 0, the compiler's choice. The portable variant keeps "
+      "its own choice" },
 };
 
 const int tc_npass_options = (int)(sizeof tc_pass_options / sizeof tc_pass_options[0]);

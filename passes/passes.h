@@ -18,6 +18,8 @@ typedef struct PassOptions {
     int64_t sms;               /* target.sms: the device's SMs, 0 = not known */
     int64_t lazy_rescale;      /* lazy_rescale.threshold: log2 units, 0 = off, -1 (unset) = the pass decides */
     int64_t exp2_emu;          /* exp2_emu.every: one 8-column group in K, 0 = off, -1 (unset) = the pass decides */
+    int64_t tile_candidate;    /* tiles.candidate: which of the tile choice's candidates `= auto` params
+                                  take (autotuning), -1 (unset) = its pick, candidate 0 */
 } PassOptions;
 
 /* Sizes of named dims the kernel will be launched with (tilec_options.dims,
@@ -129,17 +131,23 @@ typedef struct ChainInfo {
 void pass_chain_info(const Func *f, ChainInfo *ci);
 
 /* ---- tile sizes for `= auto` params (tiles.c) ---- */
-enum { PASS_MAX_AUTO = 8 };
+enum { PASS_MAX_AUTO = 8, PASS_MAX_CAND = 6 };
 typedef struct TileChoice {
     const char *name[PASS_MAX_AUTO];
     int64_t probe[PASS_MAX_AUTO];   /* the distinct value each was lowered with */
     int64_t value[PASS_MAX_AUTO];   /* the choice */
     int n;
+    /* The candidates (autotuning, tilec_candidates_file): the tiles the
+     * rule weighed that fit the target, the choice first (cand[0] ==
+     * value), each a value per name; distinct. */
+    int64_t cand[PASS_MAX_CAND][PASS_MAX_AUTO];
+    int ncand;
 } TileChoice;
 /* Choose tc->value[] from the kernel lowered with the probes (the roles the
  * probes play in its products), ctx's target, device options and dim
- * sizes. 0 on success, the reasons in why; 1 with the message in why when
- * a param plays no role the choice knows. */
+ * sizes, and list the candidates (tc->cand). 0 on success, the reasons in
+ * why; 1 with the message in why when a param plays no role the choice
+ * knows. */
 int pass_choose_tiles(const Func *probe, const PassCtx *ctx, TileChoice *tc, StrBuf *why);
 /* Shared memory of an attention block: rows x d query, two stages of
  * cols x d keys and values, O's scratch with `scratch`. */

@@ -14,11 +14,37 @@
  * tcgen05 roles (sm_100a) those of the tensor-memory form (choose_tc); the
  * portable variant and every other target keep the mma.sync rules.
  *
+ * Each rule also lists its candidates (autotuning: tilec_candidates_file,
+ * docs/internals.md "Candidates"): the tiles it weighs that fit the target,
+ * its choice first. The runtime times them on the device and keeps the
+ * fastest; the pass option tiles.candidate=K compiles the K-th. There is no
+ * other table: a candidate is a shape this file's rules would take under
+ * other device facts or sizes.
+ *
  * Needs: the probe lowering of the kernel (verified IR, before any pass).
  */
 #include "passes.h"
 
 #include <string.h>
+
+/* One shape a rule weighs: accumulator rows, columns (key columns of a
+ * chain) and reduction step (a lone product's; 0 in a chain). */
+typedef struct TileShape {
+    int64_t bm, bn, bk;
+} TileShape;
+typedef struct ShapeList {
+    TileShape s[PASS_MAX_CAND];
+    int n;
+} ShapeList;
+
+static void add_shape(ShapeList *l, int64_t bm, int64_t bn, int64_t bk)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->s[i].bm == bm && l->s[i].bn == bn && l->s[i].bk == bk)
+            return;
+    if (l->n < PASS_MAX_CAND)
+        l->s[l->n++] = (TileShape){ bm, bn, bk };
+}
 
 /* Bytes of shared memory an attention block keeps: its query rows, two
  * stages of key and value columns, and, for a persistent grid, O's own
@@ -52,32 +78,35 @@ bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, i
  * (pass_chain_roles, the rule warp_specialize applies) and whose Q and two
  * stages of K and V fit the block's shared memory. False when none does
  * (the portable rules below choose). */
-static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t *bm, int64_t *bn, StrBuf *why)
+static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, ShapeList *l, StrBuf *why)
 {
     int64_t d = ci->first_k, dout = ci->nchain ? ci->nchain : d;
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
     Arena *a = arena_new();
     const char *wide = NULL;
     bool ok = false;
-    for (int64_t cols = 128; cols >= 64 && !ok; cols /= 2) {
+    for (int64_t cols = 128; cols >= 64; cols /= 2) {
         ChainRoles r;
         const char *no = NULL;
         if (!pass_chain_roles(ctx, 128, cols, dout, &r, a, &no)) {
-            wide = wide ? wide : arena_printf(a, "%lld key columns: %s", (long long)cols, no);
+            if (!ok)
+                wide = wide ? wide : arena_printf(a, "%lld key columns: %s", (long long)cols, no);
             continue;
         }
         if (pass_chain_smem(128, cols, d, false) > limit) {
-            wide = wide ? wide : arena_printf(a, "%lld key columns: Q and two stages of K and V take %lld B of the "
-                                              "%lld B a block has", (long long)cols,
-                                              (long long)pass_chain_smem(128, cols, d, false), (long long)limit);
+            if (!ok)
+                wide = wide ? wide : arena_printf(a, "%lld key columns: Q and two stages of K and V take %lld B "
+                                                  "of the %lld B a block has", (long long)cols,
+                                                  (long long)pass_chain_smem(128, cols, d, false), (long long)limit);
             continue;
         }
+        add_shape(l, 128, cols, 0);   /* the first is the choice, the others candidates */
+        if (ok)
+            continue;
         ok = true;
-        *bm = 128;
-        *bn = cols;
         sb_printf(why, "head dim %lld, warp-specialized roles on %s: %lld x %lld (%d consumer warp groups of 64 rows; "
                   "S, O and P take %lld of the %d registers a consumer thread has)", (long long)d,
-                  pass_target_name(ctx), (long long)*bm, (long long)*bn, r.consumers,
+                  pass_target_name(ctx), 128LL, (long long)cols, r.consumers,
                   (long long)(r.s_regs + r.o_regs + r.p_regs), r.cons_regs);
         if (wide)
             sb_printf(why, "; not %s", wide);
@@ -95,27 +124,29 @@ static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t *bm, i
  * peak fits a softmax thread (pass_chain_tc_roles, the rule
  * warp_specialize applies), with Q and two stages of K and V in the
  * block's shared memory. False when none does. */
-static bool choose_tc(const ChainInfo *ci, const PassCtx *ctx, int64_t *bm, int64_t *bn, StrBuf *why)
+static bool choose_tc(const ChainInfo *ci, const PassCtx *ctx, ShapeList *l, StrBuf *why)
 {
     int64_t d = ci->first_k, dout = ci->nchain ? ci->nchain : d;
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
     Arena *a = arena_new();
     const char *first = NULL;
     bool ok = false;
-    for (int64_t rows = 256; rows >= 128 && !ok; rows /= 2)
-        for (int64_t cols = 128; cols >= 64 && !ok; cols /= 2) {
+    for (int64_t rows = 256; rows >= 128; rows /= 2)
+        for (int64_t cols = 128; cols >= 64; cols /= 2) {
             TcChainRoles r;
             const char *no = NULL;
             if (!pass_chain_tc_roles(ctx, rows, cols, dout, &r, a, &no) ||
                 (pass_chain_smem(rows, cols, d, false) > limit &&
                  (no = arena_printf(a, "Q and two stages of K and V take %lld B of the %lld B a block has",
                                     (long long)pass_chain_smem(rows, cols, d, false), (long long)limit)))) {
-                first = first ? first : arena_printf(a, "%lld x %lld: %s", (long long)rows, (long long)cols, no);
+                if (!ok)
+                    first = first ? first : arena_printf(a, "%lld x %lld: %s", (long long)rows, (long long)cols, no);
                 continue;
             }
+            add_shape(l, rows, cols, 0);   /* the first is the choice, the others candidates */
+            if (ok)
+                continue;
             ok = true;
-            *bm = rows;
-            *bn = cols;
             sb_printf(why, "head dim %lld, tcgen05 roles on %s: %lld x %lld (%d softmax warp group%s of 128 rows; S, "
                       "P and O in %lld columns of tensor memory)", (long long)d, pass_target_name(ctx),
                       (long long)rows, (long long)cols, r.softmax, r.softmax > 1 ? "s" : "",
@@ -129,25 +160,24 @@ static bool choose_tc(const ChainInfo *ci, const PassCtx *ctx, int64_t *bm, int6
     return ok;
 }
 
-/* Attention-like kernels (a product fed by a product). */
-static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f, int64_t *bm, int64_t *bn,
-                         StrBuf *why)
+/* Attention-like kernels (a product fed by a product): the choice first
+ * in l, then the other shapes the rules weigh that fit. */
+static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f, ShapeList *l, StrBuf *why)
 {
-    if (pass_target_tc_roles(ctx) && choose_tc(ci, ctx, bm, bn, why))
+    if (pass_target_tc_roles(ctx) && choose_tc(ci, ctx, l, why))
         return;
-    if (pass_target_roles(ctx) && choose_roles(ci, ctx, bm, bn, why))
+    if (pass_target_roles(ctx) && choose_roles(ci, ctx, l, why))
         return;
     int64_t d = ci->first_k;
     int64_t n = pass_dim_size(ctx->dims, f, ci->rows_dim), nk = pass_dim_size(ctx->dims, f, ci->keys_dim);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
     /* 32 rows a warp keep the score tile and the accumulator in registers
      * while D + BN <= 192 (schedule's warp rule): BN = 128 at D <= 64, else 64. */
-    *bm = 128;
-    *bn = d + 128 <= 192 ? 128 : 64;
+    int64_t bm = 128, bn = d + 128 <= 192 ? 128 : 64;
     sb_printf(why, "head dim %lld: %lld x %lld (32 rows a warp, score and output tiles in registers)", (long long)d,
-              (long long)*bm, (long long)*bn);
-    if (*bn == 128 && 2 * pass_chain_smem(*bm, *bn, d, false) > sm_smem(ctx)) {
-        *bn = 64;   /* two blocks an SM, whose barriers overlap each other's products */
+              (long long)bm, (long long)bn);
+    if (bn == 128 && 2 * pass_chain_smem(bm, bn, d, false) > sm_smem(ctx)) {
+        bn = 64;   /* two blocks an SM, whose barriers overlap each other's products */
         sb_printf(why, "; BN = 64 so that two blocks fit the SM's %lld bytes", (long long)sm_smem(ctx));
     }
     /* The portable variant a module carries on a tensor-memory target
@@ -155,72 +185,108 @@ static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f,
      * that family spills the 128 x 64 tile at D = 128 (8 B; 0 at BN = 32,
      * 247 registers), and the fallback's speed matters less than a clean
      * assembly. */
-    if (ctx->portable && ctx->target && ctx->target->tmem && d == 128 && *bn == 64) {
-        *bn = 32;
+    if (ctx->portable && ctx->target && ctx->target->tmem && d == 128 && bn == 64) {
+        bn = 32;
         sb_printf(why, "; BN = 32 in the portable variant of %s (the family's ptxas spills 128 x 64 at D = 128)",
                   pass_target_name(ctx));
     }
+    bool big_ok = d == 128 && !ci->row_mask && pass_chain_smem(256, 64, d, false) <= limit;
     if (d != 128 || ci->row_mask || !n || !nk) {
         if (d == 128 && !ci->row_mask)
             sb_puts(why, "; no 256-row tile: the query and key lengths are not known (tilec_options.dims)");
-        return;
+    } else {
+        /* Two warp groups taking turns at the tensor cores on 256 rows share
+         * each K and V tile: half the copies per FLOP. From 2k tokens, or from
+         * 1k where the grid can be persistent (launch). */
+        ChainInfo big = *ci;
+        big.rows = 256;
+        big.first_n = 64;
+        bool persistent = pass_chain_persistent(&big, ctx, n, nk);
+        if ((persistent || (n >= 2048 && nk >= 2048)) && big_ok) {
+            bm = 256;
+            bn = 64;
+            sb_printf(why, "; 256 x 64 for %lld query and %lld key rows: two warp groups take turns, sharing K and V%s",
+                      (long long)n, (long long)nk, persistent ? " (a persistent grid: launch)" : "");
+        }
     }
-    /* Two warp groups taking turns at the tensor cores on 256 rows share
-     * each K and V tile: half the copies per FLOP. From 2k tokens, or from
-     * 1k where the grid can be persistent (launch). */
-    ChainInfo big = *ci;
-    big.rows = 256;
-    big.first_n = 64;
-    bool persistent = pass_chain_persistent(&big, ctx, n, nk);
-    int64_t need = pass_chain_smem(256, 64, d, false);
-    if ((persistent || (n >= 2048 && nk >= 2048)) && need <= limit) {
-        *bm = 256;
-        *bn = 64;
-        sb_printf(why, "; 256 x 64 for %lld query and %lld key rows: two warp groups take turns, sharing K and V%s",
-                  (long long)n, (long long)nk, persistent ? " (a persistent grid: launch)" : "");
-    }
+    add_shape(l, bm, bn, 0);
+    if (ctx->portable)
+        return;   /* the fallback variant takes the choice alone */
+    /* The candidates: the shapes above under other sizes and device facts. */
+    if (d + 128 <= 192 && pass_chain_smem(128, 128, d, false) <= limit)
+        add_shape(l, 128, 128, 0);
+    if (pass_chain_smem(128, 64, d, false) <= limit)
+        add_shape(l, 128, 64, 0);
+    if (big_ok)
+        add_shape(l, 256, 64, 0);
+}
+
+/* A lone product: examples/gemm.tile's 256 x 128 over steps of 64 where two
+ * stages of its operands fit the block's shared memory (its epilogue then
+ * goes through the dead buffers), else 128 x 128 over steps of 32. The
+ * candidates: those two, 128 x 256 over 64 and 128 x 128 over 64, where two
+ * stages fit. */
+static void choose_lone(const ChainInfo *ci, const PassCtx *ctx, const Func *f, ShapeList *l, StrBuf *why)
+{
+    static const TileShape shapes[] = { { 256, 128, 64 }, { 128, 256, 64 }, { 128, 128, 64 }, { 128, 128, 32 } };
+    int64_t esz = dtype_bits((DType)ir_type(f, ci->first->args[0])->dtype) / 8;
+    esz = esz > 0 ? esz : 2;
+    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+#define TWO_STAGES(t) (2 * ((t).bm * (t).bk + (t).bk * (t).bn) * esz)
+    int64_t two = TWO_STAGES(shapes[0]);
+    bool big = two <= limit;
+    if (big)
+        sb_printf(why, "a product: 256 x 128 accumulator tiles over steps of 64 (two stages: %lld of %lld B)",
+                  (long long)two, (long long)limit);
+    else
+        sb_printf(why, "a product: 128 x 128 accumulator tiles over steps of 32 (two stages of 256 x 128 x 64 "
+                  "would take %lld of %lld B)", (long long)two, (long long)limit);
+    const TileShape *pick = big ? &shapes[0] : &shapes[3];
+    add_shape(l, pick->bm, pick->bn, pick->bk);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !ctx->portable; i++)
+        if (TWO_STAGES(shapes[i]) <= limit)
+            add_shape(l, shapes[i].bm, shapes[i].bn, shapes[i].bk);
+#undef TWO_STAGES
 }
 
 int pass_choose_tiles(const Func *probe, const PassCtx *ctx, TileChoice *tc, StrBuf *why)
 {
     ChainInfo ci;
     pass_chain_info(probe, &ci);
-    int64_t bm = 0, bn = 0, bk = 0, rows = ci.rows, cols = ci.first_n, red = ci.first_k;
+    int64_t rows = ci.rows, cols = ci.first_n, red = ci.first_k;
     if (!ci.first) {
         sb_printf(why, "@%s has no product: `auto` chooses only the tile extents of products; pin %s with -D%s=",
                   probe->name, tc->name[0], tc->name[0]);
         return 1;
     }
-    if (ci.chained) {
-        choose_chain(&ci, ctx, probe, &bm, &bn, why);
-    } else {
-        /* A lone product: examples/gemm.tile's 256 x 128 over steps of
-         * 64 where two stages of its operands fit the block's shared
-         * memory (its epilogue then goes through the dead buffers), else
-         * 128 x 128 over steps of 32. */
-        int64_t esz = dtype_bits((DType)ir_type(probe, ci.first->args[0])->dtype) / 8;
-        int64_t two = 2 * (256 * 64 + 64 * 128) * (esz > 0 ? esz : 2);
-        int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
-        bool big = two <= limit;
-        bm = big ? 256 : 128;
-        bn = 128;
-        bk = big ? 64 : 32;
-        if (big)
-            sb_printf(why, "a product: 256 x 128 accumulator tiles over steps of 64 (two stages: %lld of %lld B)",
-                      (long long)two, (long long)limit);
-        else
-            sb_printf(why, "a product: 128 x 128 accumulator tiles over steps of 32 (two stages of 256 x 128 x 64 "
-                      "would take %lld of %lld B)", (long long)two, (long long)limit);
-    }
-    for (int i = 0; i < tc->n; i++) {
-        int64_t p = tc->probe[i];
-        tc->value[i] = p == rows ? bm : p == cols ? bn : p == red && bk ? bk : 0;
-        if (!tc->value[i]) {
-            sb_printf(why, "; %s = auto is neither the products' rows, columns nor reduction step: pin it with -D%s=",
-                      tc->name[i], tc->name[i]);
-            return 1;
+    ShapeList l = { .n = 0 };
+    if (ci.chained)
+        choose_chain(&ci, ctx, probe, &l, why);
+    else
+        choose_lone(&ci, ctx, probe, &l, why);
+    tc->ncand = 0;
+    for (int c = 0; c < l.n; c++) {
+        const TileShape *t = &l.s[c];
+        int64_t *v = tc->cand[tc->ncand];
+        for (int i = 0; i < tc->n; i++) {
+            int64_t p = tc->probe[i];
+            v[i] = p == rows ? t->bm : p == cols ? t->bn : p == red && t->bk ? t->bk : 0;
+            if (!v[i]) {
+                sb_printf(why, "; %s = auto is neither the products' rows, columns nor reduction step: pin it with "
+                          "-D%s=", tc->name[i], tc->name[i]);
+                return 1;
+            }
+            if (c == 0) {
+                tc->value[i] = v[i];
+                sb_printf(why, "; %s = %lld", tc->name[i], (long long)v[i]);
+            }
         }
-        sb_printf(why, "; %s = %lld", tc->name[i], (long long)tc->value[i]);
+        /* params pinned by defines play no part here: shapes that differ only
+         * there are one candidate */
+        bool dup = false;
+        for (int k = 0; k < tc->ncand && !dup; k++)
+            dup = memcmp(tc->cand[k], v, sizeof(int64_t) * (size_t)tc->n) == 0;
+        tc->ncand += !dup;
     }
     return 0;
 }

@@ -52,9 +52,8 @@ TILERT_API tilert_status tilert_module_from_meta(const char *meta, tilert_module
 
 /* The context to work in: the current one, else device's primary context,
  * retained and pushed for the duration of the call (*pdev = its device, else -1). */
-static tilert_status enter_ctx(tilert_module *m, int device, CUcontext *ctx, int *pdev)
+tilert_status tilert_enter_ctx(tilert_driver *drv, int device, CUcontext *ctx, int *pdev)
 {
-    tilert_driver *drv = m->drv;
     *pdev = -1;
     CUresult r = drv->CtxGetCurrent(ctx);
     if (r)
@@ -74,13 +73,13 @@ static tilert_status enter_ctx(tilert_module *m, int device, CUcontext *ctx, int
     return TILERT_OK;
 }
 
-static void leave_ctx(tilert_module *m, int pdev)
+void tilert_leave_ctx(tilert_driver *drv, int pdev)
 {
     CUcontext c;
     if (pdev < 0)
         return;
-    m->drv->CtxPopCurrent(&c);
-    m->drv->DevicePrimaryCtxRelease(pdev);
+    drv->CtxPopCurrent(&c);
+    drv->DevicePrimaryCtxRelease(pdev);
 }
 
 /* 90 and 'a' from "sm_90a". */
@@ -230,11 +229,11 @@ TILERT_API tilert_status tilert_module_load(tilert_driver *drv, const char *ptx,
     CUcontext ctx;
     int pdev;
     RtLoaded *l;
-    if (!(st = enter_ctx(m, 0, &ctx, &pdev))) {
+    if (!(st = tilert_enter_ctx(m->drv, 0, &ctx, &pdev))) {
         pthread_mutex_lock(&m->lock);
         st = get_loaded(m, ctx, pdev, &l);
         pthread_mutex_unlock(&m->lock);
-        leave_ctx(m, pdev);
+        tilert_leave_ctx(m->drv, pdev);
     }
     if (st) {
         tilert_module_free(m);
@@ -548,7 +547,7 @@ TILERT_API tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args,
     }
     CUcontext ctx;
     int pdev;
-    if ((st = enter_ctx(m, pl.device, &ctx, &pdev)))
+    if ((st = tilert_enter_ctx(m->drv, pl.device, &ctx, &pdev)))
         return st;
     _Alignas(TILERT_TMAP_HOST_ALIGN) unsigned char maps[TILERT_MAX_TMAPS][TILERT_TMAP_BYTES];
     st = make_maps(k, ctx, args, nargs, &pl, maps);
@@ -566,7 +565,7 @@ TILERT_API tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args,
         if (!st)
             st = do_launch(run, f, &pl, maps, stream);
     }
-    leave_ctx(m, pdev);
+    tilert_leave_ctx(m->drv, pdev);
     if (!st) {
         record_variant(k, &pl);
         tilert_clear_error();

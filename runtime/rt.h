@@ -146,6 +146,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 
 enum {
     CUDA_SUCCESS = 0,
@@ -215,7 +216,13 @@ typedef struct CUlaunchConfig {
         const uint64_t *, const uint64_t *, const unsigned *, const unsigned *, int, int, int, int)) \
     X(TensorMapReplaceAddress, "cuTensorMapReplaceAddress", 0, (void *, void *)) \
     X(GetErrorName, "cuGetErrorName", 1, (CUresult, const char **)) \
-    X(GetErrorString, "cuGetErrorString", 1, (CUresult, const char **))
+    X(GetErrorString, "cuGetErrorString", 1, (CUresult, const char **)) \
+    X(EventCreate, "cuEventCreate", 0, (CUevent *, unsigned)) \
+    X(EventRecord, "cuEventRecord", 0, (CUevent, CUstream)) \
+    X(EventSynchronize, "cuEventSynchronize", 0, (CUevent)) \
+    X(EventElapsedTime, "cuEventElapsedTime_v2", 0, (float *, CUevent, CUevent)) \
+    X(EventElapsedTime1, "cuEventElapsedTime", 0, (float *, CUevent, CUevent)) \
+    X(EventDestroy, "cuEventDestroy_v2", 0, (CUevent))
 
 struct tilert_driver {
     void *lib;               /* dlopen handle */
@@ -269,6 +276,12 @@ tilert_status tilert_tmap_get(const tilert_driver *drv, tilert_kernel *k, size_t
                               char *why, size_t n);
 
 /* ---- module.c ------------------------------------------------------------ */
+
+/* The context to work in: the calling thread's current one, else the
+ * primary context of `device` (device 0 when negative), retained and pushed
+ * (*pdev = that device, else -1) until tilert_leave_ctx. */
+tilert_status tilert_enter_ctx(tilert_driver *drv, int device, CUcontext *ctx, int *pdev);
+void tilert_leave_ctx(tilert_driver *drv, int pdev);
 
 #define TILERT_MAX_CTX 16
 #define TILERT_PTR_RANGES 16     /* allocations known to be memory of a context's device */

@@ -52,6 +52,7 @@ typedef struct Cli {
     char *dims;               /* --dim entries, comma-joined (heap) */
     int help, version;
     int clear_cache;          /* --clear-cache */
+    int candidates;           /* --candidates: list the tile choice's candidates, compile nothing */
     int emit_meta;            /* --emit=meta: the metadata is the output */
     const char *report_file;  /* --report=FILE */
     int no_ptxas;             /* --no-ptxas */
@@ -177,6 +178,10 @@ static void print_help(void)
            "  --cache-dir=DIR         the cache folder (implies --cache; default\n"
            "                          $XDG_CACHE_HOME/tilec, else ~/.cache/tilec)\n"
            "  --clear-cache           delete the cache folder's entries (then compile FILE, if given)\n"
+           "  --candidates            list, one a line, the tiles the compiler would weigh for the\n"
+           "                          kernel's `= auto` params with these options (the compiler's\n"
+           "                          choice first: candidate 0), as I NAME=VALUE,...; compile\n"
+           "                          candidate I with --pass-option tiles.candidate=I (autotuning)\n"
            "  --ptxas=PATH            assemble the PTX with this ptxas; PTX it rejects is an\n"
            "                          internal error (exit 4) and is not written. Default: the\n"
            "                          first of $TILEC_PTXAS, ptxas on $PATH and\n"
@@ -395,6 +400,8 @@ static int parse_flag(Cli *c, const char *a)
         c->o.cache = TILEC_CACHE_DISK;
     else if (strcmp(a, "--clear-cache") == 0)
         c->clear_cache = 1;
+    else if (strcmp(a, "--candidates") == 0)
+        c->candidates = 1;
     else if (strcmp(a, "--no-verify") == 0)
         c->o.verify_each = 0;
     else if (strcmp(a, "--no-ptxas") == 0)
@@ -621,6 +628,54 @@ static tilec_status compile(const Cli *c, tilec_result **r)
     return st;
 }
 
+/* --candidates: the listing to -o FILE or stdout: the choice's reasons as
+ * `#` lines, then `I DEFINES` per candidate. */
+static int list_candidates(const Cli *c)
+{
+    tilec_result *r = NULL;
+    tilec_status st;
+    if (strcmp(c->file, "-") != 0)
+        st = tilec_candidates_file(c->file, &c->o, &r);
+    else {
+        size_t len = 0;
+        char *src = read_stdin(&len);
+        st = tilec_candidates_string("<stdin>", src, len, &c->o, &r);
+        free(src);
+    }
+    if (!r)
+        return exit_code(st);
+    print_diags(r);
+    int rc = 0;
+    if (st == TILEC_OK) {
+        size_t cap = 256, n = 0;
+        char *text = cli_realloc(NULL, cap);
+        text[0] = 0;
+        const char *why = tilec_result_text(r, TILEC_OUT_REPORT);
+        for (size_t i = 0; i <= tilec_result_num_candidates(r); i++) {
+            const char *line = i == 0 ? why : tilec_result_candidate(r, i - 1);
+            size_t need = n + strlen(line ? line : "") + 64;
+            if (need > cap)
+                text = cli_realloc(text, cap = need * 2);
+            if (i == 0)   /* the reasons, each line commented */
+                for (const char *p = line; p && *p;) {
+                    const char *e = strchr(p, '\n');
+                    size_t l = e ? (size_t)(e - p) : strlen(p);
+                    n += (size_t)snprintf(text + n, cap - n, "# %.*s\n", (int)l, p);
+                    p = e ? e + 1 : NULL;
+                }
+            else
+                n += (size_t)snprintf(text + n, cap - n, "%zu%s%s\n", i - 1, *line ? " " : "", line);
+        }
+        if (!c->out || strcmp(c->out, "-") == 0)
+            fputs(text, stdout);
+        else
+            rc = write_file(c->out, text);
+        free(text);
+    }
+    tilec_result_free(r);
+    return rc ? rc : exit_code(st);
+}
+
 static int run(Cli *c)
 {
     c->o.defines = c->defs;
@@ -630,6 +685,8 @@ static int run(Cli *c)
     c->o.language = c->lang;
     c->o.pass_options = c->popt;
     c->o.dims = c->dims;
+    if (c->candidates)
+        return list_candidates(c);
     /* The default ptxas checks the PTX; with --no-ptxas it still gives
      * --report its registers (unchecked). */
     if (c->no_ptxas)

@@ -583,6 +583,164 @@ def test_attention_variants(have_cc):
           "kernel attention (sm_86), predicted" in rep and "summed over all" in rep and "bound: " in rep, rep)
 
 
+def test_tune_runtime():
+    """Autotuning's pieces that need no compiler and no GPU: shape classes
+    (tilert_shape_class) and Python's copy of the rule, the decision store."""
+    import tempfile
+    from tilec import _tune
+    with open(REF + ".ptx") as f:
+        ptx = f.read()
+    with open(REF + ".meta") as f:
+        meta = f.read()
+    k = tilec.load(ptx, meta).vadd
+    check("kernel dims", k.dims == ["N"], repr(k.dims))
+    got = {n: tilec.shape_class(k, FakeTensor([n]), FakeTensor([n]), FakeTensor([n]), 1.0)
+           for n in (0, 1, 2, 3, 1000, 1024, 1025, 4096, 100000)}
+    check("shape classes: the next power of two", got[1000] == "N=1024" and got[1025] == "N=2048"
+          and got[0] == "N=0" and got[1] == "N=1" and got[3] == "N=4", repr(got))
+    check("python's bucket is the runtime's", all(v == "N=%d" % _tune.bucket(n) for n, v in got.items()))
+    check("class_text / class_dims", _tune.class_text(["M", "N"], {"N": 1000, "M": 3}) == "M=4,N=1024"
+          and _tune.class_dims("M=4,N=0,K=8") == {"M": 4, "K": 8})
+    e = raises(tilec.LaunchError, tilec.shape_class, k, FakeTensor([5]), FakeTensor([6]), FakeTensor([5]), 1.0)
+    check("a refused launch has no class", e is not None and "param Y dim 0 (N) is 6" in str(e), str(e))
+    with tempfile.TemporaryDirectory() as d:
+        key = "tilec-tune 1|device=X|class=N=1024"
+        check("no decision yet", _tune.load_decision(d, key) is None)
+        _tune.store_decision(os.path.join(d, "sub"), key, "index=1 defines=BM=128 ms=0.1,0.2")
+        v = _tune.load_decision(os.path.join(d, "sub"), key)
+        check("a decision stored is read back", v == "index=1 defines=BM=128 ms=0.1,0.2", repr(v))
+        check("parsed", _tune.parse_decision(v) == (1, "BM=128") and _tune.parse_decision("junk") is None)
+        check("another key misses", _tune.load_decision(os.path.join(d, "sub"), key + "0") is None)
+        check("a newline in a value is refused", raises(OSError, _tune.store_decision, d, key, "a\nb") is not None)
+
+
+def test_tune_compiler():
+    """The compiler's candidates from Python, compile(autotune=True), the
+    decision's key, and a folder of precompiled candidates."""
+    import tempfile
+    from tilec import _tune
+    gemm = os.path.join(ROOT, "examples", "gemm.tile")
+    c = tilec.candidates(gemm, arch="sm_90a")
+    check("gemm's candidates, the choice first", c[0] == {"BM": 256, "BN": 128, "BK": 64} and len(c) == 4, repr(c))
+    c = tilec.candidates(os.path.join(ROOT, "examples", "attention.tile"), arch="sm_90a", D=64, BM=128)
+    check("a pinned param is left out", c == [{"BN": 128}, {"BN": 64}], repr(c))
+    check("no auto param: the kernel as written", tilec.candidates(os.path.join(ROOT, "examples", "vector_add.tile"),
+                                                                    arch="sm_86") == [{}])
+    e = raises(tilec.CompileError, tilec.candidates, gemm, arch="sm_86", Q=1)
+    check("bad define: CompileError", e is not None and "unknown define 'Q'" in str(e), str(e))
+    a = tilec.compile(gemm, arch="sm_86", pass_options={"tiles.candidate": 2})
+    b = tilec.compile(gemm, arch="sm_86", BM=128, BN=128, BK=64)
+    check("candidate 2 compiles what its defines give", a.ptx == b.ptx)
+    t = tilec.compile(gemm, arch="sm_90a", autotune=True, pass_options={"target.sms": 132})
+    check("compile(autotune=True) is a Tuned", isinstance(t, tilec.Tuned), repr(t))
+    check("autotune takes no dims", raises(TypeError, tilec.compile, gemm, autotune=True, dims={"M": 1}) is not None)
+    k0 = t._key("NVIDIA H200", "9.0", "M=4096,K=4096,N=4096")
+    others = [t._key("NVIDIA H100", "9.0", "M=4096,K=4096,N=4096"), t._key("NVIDIA H200", "9.1", "M=4096,K=4096,N=4096"),
+              t._key("NVIDIA H200", "9.0", "M=4096,K=4096,N=8192"),
+              tilec.Tuned(gemm, arch="sm_90a", pass_options={"target.sms": 100})._key("NVIDIA H200", "9.0",
+                                                                                      "M=4096,K=4096,N=4096"),
+              tilec.Tuned(gemm, arch="sm_90a", pass_options={"target.sms": 132}, T="f16")._key(
+                  "NVIDIA H200", "9.0", "M=4096,K=4096,N=4096"),
+              tilec.Tuned(gemm.replace("gemm.tile", "attention.tile"), arch="sm_90a",
+                          pass_options={"target.sms": 132})._key("NVIDIA H200", "9.0", "M=4096,K=4096,N=4096"),
+              tilec.Tuned(gemm, arch="sm_100a", pass_options={"target.sms": 132})._key(
+                  "NVIDIA H200", "9.0", "M=4096,K=4096,N=4096")]
+    check("the key names device, capability, class, options, params, source and arch: each change is another key",
+          len(set(others + [k0])) == len(others) + 1 and
+          tilec.compile(gemm, arch="sm_90a", autotune=True, pass_options={"target.sms": 132})._key(
+              "NVIDIA H200", "9.0", "M=4096,K=4096,N=4096") == k0, repr(others))
+    with tempfile.TemporaryDirectory() as d:
+        done = tilec.precompile_candidates(gemm, d, [{"M": 4000, "N": 4096, "K": 4096}, {"M": 100, "N": 64, "K": 64}],
+                                           "sm_90a", pass_options={"target.sms": 132})
+        check("precompiled: every candidate of each class", [x[:3] for x in done[:2]] ==
+              [("M=4096,K=4096,N=4096", 0, "BM=256,BN=128,BK=64"), ("M=4096,K=4096,N=4096", 1, "BM=128,BN=256,BK=64")]
+              and len(done) == 8 and os.path.isfile(os.path.join(d, "cand_1_3.meta")), repr(done))
+        u = tilec.Tuned(gemm, arch="sm_90a", pass_options={"target.sms": 132}, ptx_dir=d)
+        check("a Tuned reads the folder", len(u._index["entries"]) == 8 and u._probe_kernel().dims == ["M", "K", "N"])
+        e = raises(ValueError, tilec.Tuned, gemm, arch="sm_90a", pass_options={"target.sms": 100}, ptx_dir=d)
+        check("a folder made for other options is refused", e is not None and "options" in str(e), str(e))
+        e = raises(ValueError, tilec.Tuned, gemm, arch="sm_90a", pass_options={"target.sms": 132}, T="f16", ptx_dir=d)
+        check("... or other params", e is not None and "defines" in str(e), str(e))
+        # decisions live in the compile cache's folder; clear_cache removes them
+        _tune.store_decision(d, "k", "index=0")
+        tilec.clear_cache(d)
+        check("clear_cache removes the tuning decisions", _tune.load_decision(d, "k") is None
+              and not [f for f in os.listdir(d) if f.endswith(".tune")])
+    check("a missing folder", raises(FileNotFoundError, tilec.Tuned, gemm, arch="sm_90a",
+                                     ptx_dir="/nonexistent/tilec") is not None)
+
+
+def test_tune_flow():
+    """Tuned's first call of a shape class, the GPU's parts stood in for
+    (loading the modules, the timing and the device's name): every
+    candidate compiled for the class's sizes, the fastest kept and stored
+    in the cache folder, later calls and a new Tuned on that folder taking
+    it without timing, a changed key timing again; the same from a folder
+    of precompiled candidates."""
+    import tempfile
+    from tilec import _tune
+    gemm = os.path.join(ROOT, "examples", "gemm.tile")
+    timed = []
+
+    def fake_autotune(ks, *args, **kw):
+        timed.append(len(ks))
+        r = _tune.TuneResult.__new__(_tune.TuneResult)
+        r.ms = [1.0 + abs(i - 2) for i in range(len(ks))]   # candidate 2 is the fastest
+        r.min_ms, r.best, r.launches, r.rounds, r.wall_ms = r.ms, 2, 7, 5, 1.0
+        return r
+    saved = (tilec.Module._loaded_kernel, _tune.autotune, tilec.Tuned.key, tilec._get_driver)
+    tilec.Module._loaded_kernel = lambda self, i: None
+    tilec._get_driver = lambda: None
+    _tune.autotune = fake_autotune
+    tilec.Tuned.key = lambda self, cls, device=0: self._key("Fake GPU", "9.0", cls)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            args = (FakeTensor([1000, 512], code=4, bits=16), FakeTensor([512, 384], code=4, bits=16),
+                    FakeTensor([1000, 384], code=4, bits=16))
+            t = tilec.compile(gemm, arch="sm_86", autotune=True, cache="disk", cache_dir=d)
+            k = t.kernel_for(*args)
+            info = t.last_tuning
+            check("first call: 4 candidates compiled for the class and timed, the fastest kept",
+                  timed == [4] and info.shape_class == "M=1024,K=512,N=512" and info.best == 2
+                  and not info.from_cache and info.candidates[2] == "BM=128,BN=128,BK=64"
+                  and t.decisions == {"M=1024,K=512,N=512": (2, "BM=128,BN=128,BK=64")}, repr(info))
+            check("the kept kernel is candidate 2 compiled for the class's sizes",
+                  k._module.ptx == tilec.compile(gemm, arch="sm_86", BM=128, BN=128, BK=64,
+                                                 dims={"M": 1024, "K": 512, "N": 512}).ptx)
+            check("the decision is in the cache folder", [f for f in os.listdir(d) if f.endswith(".tune")]
+                  and _tune.load_decision(d, info.key).startswith("index=2 defines=BM=128,BN=128,BK=64 ms="))
+            check("a later call of the class: the same kernel, nothing timed",
+                  t.kernel_for(FakeTensor([1001, 512], code=4, bits=16), args[1],
+                               FakeTensor([1001, 384], code=4, bits=16)) is k and t.last_tuning is info
+                  and timed == [4])
+            u = tilec.compile(gemm, arch="sm_86", autotune=True, cache="disk", cache_dir=d)
+            u.kernel_for(*args)
+            check("a new Tuned on the folder takes the decision, nothing timed",
+                  u.last_tuning.from_cache and u.last_tuning.best == 2 and timed == [4], repr(u.last_tuning))
+            v = tilec.compile(gemm, arch="sm_86", autotune=True, cache="disk", cache_dir=d, T="f16")
+            v.kernel_for(*[FakeTensor(list(a.shape), code=2, bits=16) for a in args])
+            check("another key (T = f16) times again", not v.last_tuning.from_cache and timed == [4, 4])
+            w = tilec.compile(gemm, arch="sm_86", autotune=True, cache="memory")
+            w.kernel_for(*args)
+            check("a memory cache keeps no decision on disk", w.decision_dir is None and timed == [4, 4, 4])
+            # the same from precompiled candidates
+            p = os.path.join(d, "ptx")
+            tilec.precompile_candidates(gemm, p, [{"M": 1000, "K": 512, "N": 384}], "sm_86")
+            x = tilec.Tuned(gemm, arch="sm_86", ptx_dir=p, cache="disk", cache_dir=os.path.join(d, "dec2"))
+            kx = x.kernel_for(*args)
+            check("precompiled: timed, candidate 2 kept from its file", timed[-1] == 4 and x.last_tuning.best == 2
+                  and kx._module.ptx == open(os.path.join(p, "cand_0_2.ptx")).read())
+            y = tilec.Tuned(gemm, arch="sm_86", ptx_dir=p, cache="disk", cache_dir=os.path.join(d, "dec2"))
+            y.kernel_for(*args)
+            check("precompiled: the decision from the folder", y.last_tuning.from_cache and len(timed) == 4)
+            e = raises(ValueError, x.kernel_for, FakeTensor([10, 16], code=4, bits=16),
+                       FakeTensor([16, 16], code=4, bits=16), FakeTensor([10, 16], code=4, bits=16))
+            check("precompiled: a class the folder lacks is an error naming the ones it has",
+                  e is not None and "M=16,K=16,N=16" in str(e) and "M=1024,K=512,N=512" in str(e), str(e))
+    finally:
+        tilec.Module._loaded_kernel, _tune.autotune, tilec.Tuned.key, tilec._get_driver = saved
+
+
 def main():
     try:
         _lib.tilert()
@@ -604,7 +762,10 @@ def main():
     test_fast_path()
     test_defines()
     test_arch_choice()
+    test_tune_runtime()
     if have_cc:
+        test_tune_compiler()
+        test_tune_flow()
         test_compile_errors()
         test_warnings()
         test_interpret()

@@ -349,6 +349,7 @@ class Kernel:
         self.threads = rt.tilert_kernel_threads(handle)
         self.smem = rt.tilert_kernel_smem(handle)
         self.grid_rule = rt.tilert_kernel_grid_rule(handle).decode()
+        self.dims = [rt.tilert_kernel_dim(handle, i).decode() for i in range(rt.tilert_kernel_num_dims(handle))]
         self.params = []
         for i in range(rt.tilert_kernel_num_params(handle)):
             info = _lib.TilertParamInfo()
@@ -394,6 +395,25 @@ class Kernel:
         if st:
             raise LaunchError(err.value.decode(errors="replace"), st)
 
+    def _args(self, args, stream):
+        """What a launch of args on stream passes: (packed tilert_args,
+        objects to keep alive until it returns, the CUstream handle, the
+        torch module or None, the torch device index to make current around
+        it or None)."""
+        torch, t = _torch_of(args)
+        handle = _stream_handle(stream)
+        fast, switch = None, None
+        if torch is not None:
+            dev = t.get_device()
+            cur = _torch_stream(torch, dev)
+            handle = cur if handle is None else handle
+            if handle == cur:
+                fast = _pack_torch(torch, args)
+            if dev != torch.cuda.current_device():
+                switch = dev
+        packed, keep = fast if fast is not None else self._pack(args, handle)
+        return packed, keep, handle, torch, switch
+
     def __call__(self, *args, stream=None):
         """Launch on `stream` (default: torch's current stream of the tensors'
         device when the arguments are torch CUDA tensors, else the legacy
@@ -406,22 +426,13 @@ class Kernel:
                 if st:
                     raise _rt_error(st)
                 return
-        torch, t = _torch_of(args)
-        handle = _stream_handle(stream)
-        fast = None
-        if torch is not None:
-            dev = t.get_device()
-            cur = _torch_stream(torch, dev)
-            handle = cur if handle is None else handle
-            if handle == cur:
-                fast = _pack_torch(torch, args)
-        packed, keep = fast if fast is not None else self._pack(args, handle)
+        packed, keep, handle, torch, switch = self._args(args, stream)
         if self._module._handle is None:
             # before the first load, so that bad arguments are reported
             # without a GPU; afterwards tilert_launch checks them itself
             self._check(packed, len(args))
-        if torch is not None and dev != torch.cuda.current_device():
-            with torch.cuda.device(dev):
+        if switch is not None:
+            with torch.cuda.device(switch):
                 self._launch(packed, len(args), handle)
         else:
             self._launch(packed, len(args), handle)
@@ -509,13 +520,18 @@ class Module(KernelSet):
             self._handle = h
         return _lib.tilert().tilert_module_kernel_at(self._handle, i)
 
-    def __call__(self, *args, stream=None):
+    def entry(self):
+        """The module's one kernel that is not another's fallback; TypeError
+        when it has several."""
         fallbacks = {k.fallback for k in self.kernels}
         entry = [k for k in self.kernels if k.name not in fallbacks]   # a fallback runs on its own
         if len(entry) != 1:
             raise TypeError("the module has %d kernels (%s): call one by name, e.g. mod.%s(...)"
                             % (len(entry), ", ".join(k.name for k in entry), entry[0].name))
-        return entry[0](*args, stream=stream)
+        return entry[0]
+
+    def __call__(self, *args, stream=None):
+        return self.entry()(*args, stream=stream)
 
     def __repr__(self):
         return "<tilec.Module %s>" % ", ".join(k.name for k in self.kernels)
@@ -726,7 +742,7 @@ def _warning_bits(names):
 
 
 def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=None, cache=None, cache_dir=None,
-            dims=None, warnings_off=None, werror=False, lineinfo=False, interpret=False, **consts):
+            dims=None, warnings_off=None, werror=False, lineinfo=False, interpret=False, autotune=False, **consts):
     """Compile a .tile file (a path) or source text, with compile-time params
     given as keyword arguments (bools -> true/false, dtypes as "bf16" or a
     torch/numpy dtype). arch defaults to the current GPU's ("sm_90a" on
@@ -747,7 +763,17 @@ def compile(path_or_source, arch=None, opt_level=3, report=False, pass_options=N
     TilecWarning. lineinfo: .file/.loc line information in the PTX.
     interpret=True: no PTX; returns an InterpModule whose kernels run in the
     IR interpreter on host buffers (numpy arrays, CPU torch tensors, buffers;
-    docs/python.md, "Interpreter mode"); never cached."""
+    docs/python.md, "Interpreter mode"); never cached. autotune=True: returns
+    a Tuned whose first call of each shape class times the compiler's
+    candidate tiles on the call's arguments and keeps the fastest
+    (docs/python.md, "Autotuning"); dims, report, interpret, opt_level,
+    warnings and lineinfo are not taken with it."""
+    if autotune:
+        if dims or report or interpret or opt_level != 3 or warnings_off or werror or lineinfo:
+            raise TypeError("compile(autotune=True) takes arch, pass_options, cache, cache_dir and the kernel's "
+                            "params (the sizes come from each call's shape class)")
+        return Tuned(path_or_source, arch=arch, pass_options=pass_options, cache=cache, cache_dir=cache_dir,
+                     **consts)
     lib = _lib.tilec()
     opts = _lib.TilecOptions()
     lib.tilec_options_init(ctypes.byref(opts))
@@ -836,5 +862,6 @@ def interpret(path_or_source, *args, kernel=None, arch=None, **consts):
 from . import _interp  # noqa: E402  (the interpreter mode)
 from ._interp import InterpModule  # noqa: E402
 from ._attention import attention  # noqa: E402  (FlashAttention forward on torch tensors)
+from ._tune import Tuned, TuneResult, autotune, candidates, precompile_candidates, shape_class  # noqa: E402
 
-__all__.append("attention")
+__all__ += ["attention", "Tuned", "TuneResult", "autotune", "candidates", "precompile_candidates", "shape_class"]

@@ -166,6 +166,10 @@ def tilec():
         _proto(lib, "tilec_result_kernel_num_params", sz, [vp, sz])
         _proto(lib, "tilec_result_kernel_param", ctypes.c_int,
                [vp, sz, sz, ctypes.POINTER(cp), ctypes.POINTER(cp), ctypes.POINTER(ctypes.c_int)])
+        _proto(lib, "tilec_candidates_file", ctypes.c_int, [cp, opts_p, res_pp])
+        _proto(lib, "tilec_candidates_string", ctypes.c_int, [cp, cp, sz, opts_p, res_pp])
+        _proto(lib, "tilec_result_num_candidates", sz, [vp])
+        _proto(lib, "tilec_result_candidate", cp, [vp, sz])
         _tilec = lib
     return _tilec
 
@@ -173,7 +177,7 @@ def tilec():
 # ---- libtilert ------------------------------------------------------------
 
 TILERT_OK = 0
-TILERT_ERR_NO_DRIVER, TILERT_ERR_NO_DEVICE = 3, 4
+TILERT_ERR_NO_DRIVER, TILERT_ERR_NO_DEVICE, TILERT_ERR_NOT_FOUND = 3, 4, 6
 TILERT_MAX_RANK = 8
 TILERT_ARG_TENSOR, TILERT_ARG_INT, TILERT_ARG_FLOAT = 0, 1, 2
 TILERT_PARAM_TENSOR, TILERT_PARAM_SCALAR = 0, 1
@@ -220,6 +224,20 @@ class DLTensor(ctypes.Structure):
     ]
 
 
+TILERT_TUNE_MAX = 16
+
+
+class TilertTuneOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("warmup", ctypes.c_int), ("rounds", ctypes.c_int),
+                ("budget_ms", ctypes.c_double), ("max_launches", ctypes.c_int)]
+
+
+class TilertTuneResult(ctypes.Structure):
+    _fields_ = [("best", ctypes.c_size_t), ("n", ctypes.c_size_t),
+                ("ms", ctypes.c_double * TILERT_TUNE_MAX), ("min_ms", ctypes.c_double * TILERT_TUNE_MAX),
+                ("launches", ctypes.c_int), ("rounds", ctypes.c_int), ("wall_ms", ctypes.c_double)]
+
+
 _tilert = None
 
 
@@ -251,6 +269,8 @@ def tilert():
         _proto(lib, "tilert_kernel_num_params", sz, [vp])
         _proto(lib, "tilert_kernel_param", i, [vp, sz, ctypes.POINTER(TilertParamInfo)])
         _proto(lib, "tilert_kernel_grid_rule", cp, [vp])
+        _proto(lib, "tilert_kernel_num_dims", sz, [vp])
+        _proto(lib, "tilert_kernel_dim", cp, [vp, sz])
         _proto(lib, "tilert_check_args", i,
                [vp, ctypes.POINTER(TilertArg), sz, cp, sz, vp])
         _proto(lib, "tilert_launch", i, [vp, ctypes.POINTER(TilertArg), sz, vp])
@@ -263,6 +283,14 @@ def tilert():
         launch_raw = lib["tilert_launch"]    # a function object of its own
         launch_raw.restype, launch_raw.argtypes = i, [vp, vp, sz, vp]
         lib.launch_raw = launch_raw
+        _proto(lib, "tilert_device_capability", i, [vp, i, ip, ip])
+        _proto(lib, "tilert_device_name", i, [vp, i, cp, sz])
+        _proto(lib, "tilert_tune_options_init", None, [ctypes.POINTER(TilertTuneOptions)])
+        _proto(lib, "tilert_tune", i, [ctypes.POINTER(vp), sz, ctypes.POINTER(TilertArg), sz, vp,
+                                        ctypes.POINTER(TilertTuneOptions), ctypes.POINTER(TilertTuneResult)])
+        _proto(lib, "tilert_shape_class", i, [vp, ctypes.POINTER(TilertArg), sz, cp, sz])
+        _proto(lib, "tilert_tune_load", i, [cp, cp, cp, sz])
+        _proto(lib, "tilert_tune_store", i, [cp, cp, cp])
         _tilert = lib
     return _tilert
 

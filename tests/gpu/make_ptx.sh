@@ -10,6 +10,7 @@
 #   gpu_gather_shape OUTDIR     (OUTDIR/ARCH/gather_shape.ptx, gather_rows.ptx)
 #   gpu_norm_loss OUTDIR        (OUTDIR/ARCH/<module>.ptx: rmsnorm, cross_entropy and
 #                               layernorm_bwd as its --list-modules names them)
+#   gpu_tune OUTDIR             (OUTDIR/sm_86/tune.ptx, OUTDIR/ARCH/gemm_cand_I.ptx)
 #
 # BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
 # tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
@@ -56,6 +57,15 @@ for arch in "$@"; do
         "$build/tests/gpu/gpu_norm_loss" --list-modules | while read -r name tile defs; do
             # shellcheck disable=SC2086
             "$tilec" "$src/examples/$tile.tile" -arch="$arch" $defs -o "$out/$arch/$name.ptx"
+        done
+    fi
+    # gpu_tune's modules: its Z = X kernels and examples/gemm.tile's candidates.
+    if [ -x "$build/tests/gpu/gpu_tune" ]; then
+        "$build/tests/gpu/gpu_tune" --print-source > "$out/$arch/tune.tile"
+        "$tilec" "$out/$arch/tune.tile" -arch="$arch" -o "$out/$arch/tune.ptx"
+        for i in 0 1 2 3; do
+            "$tilec" "$src/examples/gemm.tile" -arch="$arch" --pass-option tiles.candidate=$i \
+                -o "$out/$arch/gemm_cand_$i.ptx"
         done
     fi
     echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"

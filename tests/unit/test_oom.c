@@ -12,7 +12,8 @@
  * and sm_100a; vector_add with each emit stage, pass dumps and timing, the
  * decisions report (which runs ptxas where installed), line info, a cache
  * in memory and on disk (a miss that stores, then a hit), a file compile,
- * Tile IR text input, and the interpreter. Every N, no stride: the counts
+ * Tile IR text input, the interpreter, and the tile choice's candidates
+ * (tilec_candidates_string, and a compile with tiles.candidate). Every N, no stride: the counts
  * are small (arena chunks are 64 KB), a few thousand calls in all.
  *
  * What it cannot reach: LLVM's own allocations (C++ new inside LLVM), which
@@ -327,6 +328,32 @@ START_TEST(test_file_and_tir)
 }
 END_TEST
 
+/* ---- the tile choice's candidates (autotuning) ---- */
+
+static tilec_status call_candidates(void *ctx, tilec_result **out)
+{
+    Src *s = ctx;
+    return tilec_candidates_string(s->name, s->text, s->len, &s->o, out);
+}
+
+START_TEST(test_candidates)
+{
+    Src s;
+    src_load(&s, "gemm.tile");
+    s.o.arch = "sm_90a";
+    sweep("gemm.tile's candidates", call_candidates, &s, TILEC_OK);
+    s.o.pass_options = "tiles.candidate=2";
+    s.o.emit = TILEC_EMIT_TIR;
+    sweep("gemm.tile, tiles.candidate=2", call_string, &s, TILEC_OK);
+    s.o.pass_options = "tiles.candidate=5";
+    sweep("gemm.tile, tiles.candidate past the list", call_string, &s, TILEC_ERR_INPUT);
+    tc_free(s.text);
+    src_load(&s, "vector_add.tile");
+    sweep("vector_add.tile's candidates (none to choose)", call_candidates, &s, TILEC_OK);
+    tc_free(s.text);
+}
+END_TEST
+
 typedef struct InterpCall { const tilec_result *c; tilec_arg *args; } InterpCall;
 
 static tilec_status call_interpret(void *ctx, tilec_result **out)
@@ -399,6 +426,7 @@ static Suite *oom_suite(void)
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_file_and_tir);
     tcase_add_test(tc, test_interpret);
+    tcase_add_test(tc, test_candidates);
     tcase_add_test(tc, test_try_zalloc);
     tcase_add_test(tc, test_summary);
     suite_add_tcase(s, tc);
