@@ -28,7 +28,11 @@ class _Managed(ctypes.Structure):
 class FakeTensor:
     """A DLPack producer over a made-up address (never dereferenced)."""
 
-    def __init__(self, shape, code=2, bits=32, device_type=2, addr=0x7F0000001000):
+    _next = 0x7F1000000000   # each tensor its own made-up range (tensor params must not overlap)
+
+    def __init__(self, shape, code=2, bits=32, device_type=2, addr=None):
+        if addr is None:
+            addr, FakeTensor._next = FakeTensor._next, FakeTensor._next + 0x10000000
         self.shape = (ctypes.c_int64 * len(shape))(*shape)
         self.m = _Managed()
         t = self.m.dl_tensor
@@ -74,7 +78,8 @@ def test_runtime_side():
     check("threads/grid", k.threads == 128 and k.grid_rule == "N 128 cdiv ; 1 ; 1")
     e = raises(TypeError, mod)
     check("module with two kernels is not callable", e is not None and "2 kernels" in str(e))
-    x, y, z = FakeTensor([1000]), FakeTensor([1000], addr=0x7F0000002000), FakeTensor([1000], addr=0x7F0000003000)
+    x, y, z = (FakeTensor([1000], addr=0x7F0000001000), FakeTensor([1000], addr=0x7F0000002000),
+               FakeTensor([1000], addr=0x7F0000003000))
     k.check(x, y, z, 2.0)
     check("valid launch passes validation", True)
     check("written params", [p.written for p in k.params] == [False, False, True, False],
@@ -119,7 +124,7 @@ def test_tensor_maps():
     e = raises(TypeError, mod)
     check("two entry kernels and a fallback: not callable",
           e is not None and "2 kernels (copy_tma, copy_tma_sw128)" in str(e), str(e))
-    x, y = FakeTensor([100, 200]), FakeTensor([100, 200], addr=0x7F0000100000)
+    x, y = FakeTensor([100, 200], addr=0x7F0000001000), FakeTensor([100, 200], addr=0x7F0000100000)
     mod.copy_tma.check(x, y)
     mod.copy_tma.check(FakeTensor([100, 200], addr=0x7F0000001004), y)   # misaligned: the fallback takes it
     check("a misaligned view passes validation (fallback)", True)
