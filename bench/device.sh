@@ -12,6 +12,10 @@
 #   bench/device.sh [bench.py options: --skip-bench, --arches sm_90a]
 #   SKIP_TC=1 bench/device.sh   skips the tensor-core runs (GEMM, attention)
 #   MEMCHECK=1 bench/device.sh  also runs the C host tests under compute-sanitizer
+# Last, bench/validate.sh: the report against Nsight Compute, line
+# information under memcheck and ncu, the interpreter against the GPU on
+# every example, and the PNG charts (roofline, attention and GEMM TFLOP/s)
+# into $OUT.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-$root/bench-out}"
@@ -181,6 +185,12 @@ if [ -z "${SKIP_TC:-}" ] && [ -f "$root/.devcarry/attn_interp/manifest.txt" ]; t
   python3 "$root/bench/attn_interp_check.py" > "$out/attn_interp.txt" 2>&1 || status=1
   grep -vE "^  (ok|skip) " "$out/attn_interp.txt" | tail -n 30
 fi
+
+# The report against Nsight Compute, the line information and the
+# interpreter mode on every example, then the charts (bench/validate.sh;
+# skipped with a note where bench/prepare.sh made no .devcarry/validate).
+mark validate
+OUT="$out" "$root/bench/validate.sh" || status=1
 
 mark end
 kill "$clocks_pid" 2>/dev/null

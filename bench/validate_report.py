@@ -2,19 +2,20 @@
 """validate_report.py - the compiler's report (`tilec --report`) against
 Nsight Compute on the H200: every example, one ncu run.
 
-Build machine (bench/prepare.sh runs it; needs tilec and ptxas):
+Build machine (bench/validate_prepare.sh runs it; needs tilec and ptxas):
     python3 bench/validate_report.py --prepare build/bin/tilec
-compiles each case of CASES for sm_90a with its launch sizes (`--dim`),
+compiles each case of CASES (every kernel of every example for sm_90a,
+the GEMM and attention also for sm_86) with its launch sizes (`--dim`),
 its defines and the H200's facts where the kernel reads them
-(`--pass-option target.sms=132`), with `--report=FILE`, into
-.devcarry/validate/NAME.ptx, .meta, .report (cases.json lists the
-commands). A case whose `module` names another case launches another
-kernel of that case's module (the portable fallbacks of the GEMM and
-attention modules, launched directly: their shared buffers are read by
-ldmatrix, which the shared-memory counters see, where the main kernels'
-are read by wgmma, which they do not).
+(`--pass-option target.sms=132`, `target.smem-per-block`), with
+`--report=FILE`, into .devcarry/validate/NAME.ptx, .meta, .report
+(cases.json lists the commands), and tests/gpu/oob_store.tile with
+-lineinfo for bench/lineinfo_check.py. A case whose `module` names
+another case launches another kernel of that case's module (the
+portable fallbacks of the GEMM and attention modules, launched
+directly).
 
-GPU machine (bench/device.sh runs it; needs ncu, torch and libtilert):
+GPU machine (bench/validate.sh runs it; needs ncu, torch and libtilert):
     python3 bench/validate_report.py [--out DIR] [--only NAME,...]
 runs ONE ncu process over `validate_report.py --launch`, which launches
 each case's kernel once on its sizes through the Python package (inputs
@@ -30,9 +31,10 @@ when ncu or the comparison could not run.
     python3 bench/validate_report.py --compare CSV [--launches JSON] [--out DIR]
 redoes the comparison on a saved CSV (no GPU).
 
-Criteria (the issue's done-when list):
-  occupancy    per kernel, the report's theoretical blocks per SM and
-               percentage (`occupancy:` in `== resources ==`) equal
+Criteria (one PASS / FAIL line each; a criterion with no kernel checked,
+or a run where ncu saw other launches than the driver made, fails):
+  occupancy    per sm_90a kernel, the report's theoretical blocks per SM
+               and percentage (`occupancy:` in `== resources ==`) equal
                Nsight Compute's: the least of launch__occupancy_limit_
                {blocks,registers,shared_mem,warps} and
                sm__maximum_warps_per_active_cycle_pct (within its 0.1%
@@ -40,20 +42,27 @@ Criteria (the issue's done-when list):
   bank         per kernel whose shared buffers (`shared buffer at L:C` in
   conflicts    `== code generation ==`) the report predicts conflict-free
                (each buffer's `swizzle:` line: wavefronts after = ideal):
-               the excess wavefronts of its shared-memory instructions
-               (smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared minus
-               its _ideal: conflicts as docs/swizzle.md counts them) are
-               under 1% of its shared-memory wavefronts. Where ncu lacks
-               the SASS metrics, l1tex__data_bank_conflicts_pipe_lsu_mem_
-               shared_op_{ld,st} over the wavefronts of the same ops
-               (printed for every kernel beside the first). Buffers
-               accessed only by TMA and wgmma are outside both counters:
-               such a kernel is listed as "not observable", not passed.
-  time         per memory-bound kernel (`bound: memory bandwidth` in
-               `== roofline ==`): the predicted time within 25% of
-               gpu__time_duration.sum (|predicted / measured - 1| <= 0.25).
-               The DRAM bytes predicted and measured
-               (dram__bytes_{read,write}.sum) are printed beside it.
+               the conflicts of the LSU operations those buffers' uses
+               issue (ldmatrix: l1tex__data_bank_conflicts_pipe_lsu_mem_
+               shared_op_ldsm over its wavefronts; cp.async: _op_ldgsts;
+               16-byte loads and stores: _op_ld, _op_st; an op this ncu
+               does not count is left out) under 1% of their wavefronts;
+               without op counters, the kernel's SASS-level excess
+               (smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared over its
+               _ideal). The kernel's whole excess is printed beside it
+               (layout conversions through shared memory, which the report
+               does not model, included). TMA writes and wgmma reads do not
+               go through the LSU: a kernel whose buffers see only those
+               is "not observable", not passed; the sm_86 cases (the same
+               GEMM and attention on mma.sync, ldmatrix and cp.async) carry
+               the check. The portable fallbacks have no prediction (their
+               pass decisions are not reported).
+  time         per sm_90a kernel bound by memory bandwidth (`bound: memory
+               bandwidth` in `== roofline ==`): the predicted time within
+               25% of gpu__time_duration.sum (|predicted / measured - 1| <=
+               0.25). The DRAM bytes predicted and measured
+               (dram__bytes_{read,write}.sum) and the SM clock are printed
+               beside it.
 """
 import argparse
 import csv
