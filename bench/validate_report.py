@@ -722,10 +722,9 @@ def run_ncu(ncu, names, out, d):
     have = available_metrics(ncu)
     metrics = METRICS_CORE + METRICS_OPTIONAL
     dropped = []
-    if have is not None:
-        keep = [m for m in metrics if m.startswith("launch__") or m.split(".")[0] in have]
-        dropped = [m for m in metrics if m not in keep]
-        metrics = keep
+    if have is not None:   # the optional metrics this ncu lists for the device; the core ones always
+        dropped = [m for m in METRICS_OPTIONAL if m.split(".")[0] not in have]
+        metrics = [m for m in metrics if m not in dropped]
     kernels = sorted({BY_NAME[n]["kernel"] for n in names})
     rep = os.path.join(out, "validate")
     record = os.path.join(out, "validate_launches.json")
@@ -733,8 +732,11 @@ def run_ncu(ncu, names, out, d):
     for stale in (rep + ".ncu-rep", record):
         if os.path.exists(stale):
             os.remove(stale)
-    for attempt in (metrics, [m for m in metrics if m not in METRICS_OPTIONAL]):
-        cmd = [ncu, "--metrics", ",".join(attempt), "-k", "regex:^(%s)$" % "|".join(kernels),
+    # A try that fails drops the optional metrics its output names (ncu:
+    # "Failed to find metric NAME"), or all of them when it names none;
+    # the core metrics are never dropped.
+    for _ in range(4):
+        cmd = [ncu, "--metrics", ",".join(metrics), "-k", "regex:^(%s)$" % "|".join(kernels),
                "--clock-control", "none", "-f", "-o", rep,
                sys.executable, os.path.abspath(__file__), "--launch", "--dir", d, "--record", record,
                "--only", ",".join(names)]
@@ -742,7 +744,12 @@ def run_ncu(ncu, names, out, d):
         log += "$ %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr)
         if r.returncode == 0 and os.path.exists(rep + ".ncu-rep"):
             break
-        dropped += [m for m in attempt if m in METRICS_OPTIONAL]
+        opt = [m for m in metrics if m in METRICS_OPTIONAL]
+        if not opt:
+            break
+        named = [m for m in opt if m in r.stdout + r.stderr or m.split(".")[0] in r.stdout + r.stderr]
+        dropped += named or opt
+        metrics = [m for m in metrics if m not in (named or opt)]
     if dropped:
         log += "metrics left out (not offered by this ncu or device): %s\n" % ", ".join(sorted(set(dropped)))
     if not os.path.exists(rep + ".ncu-rep"):

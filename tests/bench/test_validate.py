@@ -171,6 +171,81 @@ def test_compare():
     check("compare: table", "vector_add" in text and "FAIL" in text and "n/obs" in text, text)
 
 
+FAKE_NCU = r'''#!/usr/bin/env python3
+# A stand-in for ncu: --query-metrics lists a few names; a profiling run
+# refuses op_ldgsts metrics (as an ncu without them would), else records
+# its arguments, writes what the launch driver would (--record) and an
+# empty report; --import prints the sample CSV.
+import json, os, sys
+a = sys.argv[1:]
+log = os.environ["FAKE_NCU_LOG"]
+with open(log, "a") as f:
+    f.write(json.dumps(a) + "\n")
+if "--query-metrics" in a:
+    print("Device NVIDIA H200 (GH100)")
+    for n in ["dram__bytes_read", "gpu__time_duration"] + ["metric%d__x" % i for i in range(60)] + [
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts"]:
+        print("%-70s description" % n)
+    sys.exit(0)
+if "--import" in a:
+    print(open(os.environ["FAKE_NCU_CSV"]).read())
+    sys.exit(0)
+m = a[a.index("--metrics") + 1]
+bad = [x for x in m.split(",") if "ldgsts" in x]
+if bad:
+    print("==ERROR== Failed to find metric %s" % bad[0])
+    sys.exit(1)
+rec = a[a.index("--record") + 1]
+only = a[a.index("--only") + 1].split(",")
+kern = {"gemm_portable": "tilec_portable_gemm", "gemm_sm86": "gemm"}
+json.dump([{"case": n, "kernel": kern.get(n, n), "reason": ""} for n in only], open(rec, "w"))
+open(a[a.index("-o") + 1] + ".ncu-rep", "w").close()
+'''
+
+
+def test_run_ncu():
+    """The GPU side's orchestration with a stand-in ncu: one profiling
+    process, the optional metrics it lacks left out on the second try, the
+    CSV compared, validate.json written, the exit status of the verdicts."""
+    d = tempfile.mkdtemp()
+    try:
+        ncu = os.path.join(d, "ncu")
+        with open(ncu, "w") as f:
+            f.write(FAKE_NCU)
+        os.chmod(ncu, 0o755)
+        env = dict(os.environ, FAKE_NCU_LOG=os.path.join(d, "calls"),
+                   FAKE_NCU_CSV=os.path.join(DATA, "ncu_raw_sample.csv"))
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "validate_report.py"), "--ncu", ncu,
+                            "--dir", DATA, "--out", d, "--only", "vector_add,softmax,gemm,gemm_portable,gemm_sm86"],
+                           capture_output=True, text=True, env=env)
+        calls = [json.loads(x) for x in open(os.path.join(d, "calls"))]
+        prof = [c for c in calls if "--metrics" in c]
+        check("run: failed tries drop the metric each names, and only it",
+              len(prof) == 3 and prof[0][1].count("ldgsts") == 2 and prof[1][1].count("ldgsts") == 1 and
+              "ldgsts" not in prof[2][1] and "ldsm" in prof[2][1] and
+              "--clock-control" in prof[2] and prof[2][prof[2].index("--clock-control") + 1] == "none",
+              [p[1].count("ldgsts") for p in prof])
+        k = prof[-1][prof[-1].index("-k") + 1]
+        check("run: -k names the cases' kernels only", k == "regex:^(gemm|softmax|tilec_portable_gemm|vector_add)$", k)
+        imp = [c for c in calls if "--import" in c]
+        check("run: the raw page in base units", imp and imp[0][-5:] == ["--csv", "--page", "raw", "--print-units",
+                                                                          "base"], imp)
+        check("run: exit 1 (the sample's softmax time fails)", r.returncode == 1, r.stdout[-2000:] + r.stderr)
+        out = r.stdout
+        check("run: verdict lines", "PASS occupancy identical" in out and "FAIL predicted time within 25%" in out and
+              "PASS bank conflicts" in out, out[-1500:])
+        v = json.load(open(os.path.join(d, "validate.json")))
+        check("run: validate.json", [x["case"] for x in v["results"]] ==
+              ["vector_add", "softmax", "gemm", "gemm_portable", "gemm_sm86"] and len(v["verdicts"]) == 3, v.keys())
+        check("run: the log says what was left out", "metrics left out" in
+              open(os.path.join(d, "validate_ncu.log")).read())
+    finally:
+        shutil.rmtree(d)
+
+
 def test_lineinfo_verdicts():
     line, src = LC.marked_line()
     with open(LC.TILE) as f:
@@ -190,6 +265,39 @@ def test_lineinfo_verdicts():
     check("lineinfo: no error reported fails", not LC.memcheck_verdict("========= ERROR SUMMARY: 0 errors\n", line)[0])
     check("lineinfo: ncu source text", LC.ncu_verdict("  12  " + src + "  4  0\n", line, src)[0] and
           not LC.ncu_verdict("no source\n", line, src)[0])
+
+
+def test_lineinfo_main():
+    """lineinfo_check.py's runs with stand-ins for compute-sanitizer and
+    ncu on PATH: its exit status follows memcheck's report."""
+    d = tempfile.mkdtemp()
+    try:
+        os.makedirs(os.path.join(d, "carry", "validate"))
+        open(os.path.join(d, "carry", "validate", "oob_store.ptx"), "w").close()
+        line, src = LC.marked_line()
+        san = os.path.join(d, "compute-sanitizer")
+        with open(san, "w") as f:
+            f.write("#!/bin/sh\necho '========= Invalid __global__ write of size 4 bytes'\n"
+                    "echo \"=========     at oob_store+0x1f0 in /b/tests/gpu/oob_store.tile:${FAKE_LINE}\"\n")
+        ncu = os.path.join(d, "ncu")
+        with open(ncu, "w") as f:
+            f.write("#!/bin/sh\nfor a; do if [ \"$prev\" = -o ]; then : > \"$a.ncu-rep\"; fi; prev=$a; done\n"
+                    "case \"$*\" in *--page*) echo '%d   %s   12   0';; esac\n" % (line, src))
+        os.chmod(san, 0o755)
+        os.chmod(ncu, 0o755)
+        env = dict(os.environ, PATH=d + os.pathsep + os.environ["PATH"], TILEC_CARRY=os.path.join(d, "carry"))
+        cmd = [sys.executable, os.path.join(ROOT, "bench", "lineinfo_check.py"), "--out", d]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, FAKE_LINE=str(line)))
+        check("lineinfo run: memcheck and ncu name the line, exit 0", r.returncode == 0 and
+              "PASS compute-sanitizer memcheck" in r.stdout and "PASS ncu source page" in r.stdout,
+              r.stdout + r.stderr)
+        check("lineinfo run: outputs kept", os.path.exists(os.path.join(d, "lineinfo_memcheck.txt")) and
+              src in open(os.path.join(d, "lineinfo_ncu_source.txt")).read())
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, FAKE_LINE=str(line + 1)))
+        check("lineinfo run: another line, exit 1", r.returncode == 1 and "FAIL compute-sanitizer" in r.stdout,
+              r.stdout)
+    finally:
+        shutil.rmtree(d)
 
 
 def test_lineinfo_ptx(tilec):
@@ -331,7 +439,9 @@ def main():
     test_parse_report()
     test_parse_csv()
     test_compare()
+    test_run_ncu()
     test_lineinfo_verdicts()
+    test_lineinfo_main()
     test_interp_compare()
     test_charts_parsers()
     if os.access(tilec, os.X_OK):
