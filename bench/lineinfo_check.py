@@ -6,7 +6,7 @@ build machine (bench/validate_report.py --prepare writes
 .devcarry/validate/oob_store.ptx) is launched
 
   1. under compute-sanitizer's memcheck, whose report of the invalid write
-     must name oob_store.tile and the marked line ("... oob_store.tile:12");
+     must name oob_store.tile and the marked line ("... oob_store.tile:15");
   2. under Nsight Compute with the source counters (`--section
      SourceCounters --import-source yes`), whose source page
      (`--page source --print-source cuda --csv`) should show the marked
