@@ -508,6 +508,12 @@ def compare(reports, profiled, launches=None, cases=None):
     if launches is None:
         launches = [{"case": c["name"], "kernel": c["kernel"]} for c in cases]
     results, problems = [], []
+    for l in launches:
+        if l.get("error"):
+            problems.append("%s: %s" % (l["case"], l["error"]))
+            if not l.get("launched", True):
+                results.append({"case": l["case"], "kernel": l["kernel"], "error": "not launched"})
+    launches = [l for l in launches if l.get("launched", True)]
     if len(profiled) != len(launches):
         problems.append("ncu profiled %d launches, the driver made %d" % (len(profiled), len(launches)))
     for i, (l, p) in enumerate(zip(launches, profiled)):
@@ -683,7 +689,10 @@ def make_args(case, torch):
 
 
 def launch(names, d, record):
-    """Launch each case's kernel once (run under ncu), recording what ran."""
+    """Launch each case's kernel once (run under ncu), recording what ran:
+    a case that fails is recorded with its error (and whether its kernel
+    was launched, so that the profile's launches still line up) and the
+    others go on; the record is rewritten after each case."""
     import torch
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import tilec
@@ -691,20 +700,28 @@ def launch(names, d, record):
     for name in names:
         case = BY_NAME[name]
         mc = module_case(case)
-        if mc["name"] not in mods:
-            mods[mc["name"]] = tilec.load_files(os.path.join(d, mc["name"] + ".ptx"))
-        k = mods[mc["name"]][case["kernel"]]
-        args = make_args(case, torch)
-        torch.cuda.synchronize()
-        k(*args)
-        torch.cuda.synchronize()
-        ran = k.last_variant[0] if k.last_variant else case["kernel"]
-        done.append({"case": name, "kernel": ran, "reason": k.last_variant[1] if k.last_variant else ""})
-        print("launched %-20s %s" % (name, ran), flush=True)
+        rec = {"case": name, "kernel": case["kernel"], "reason": "", "launched": False}
+        args = None
+        try:
+            if mc["name"] not in mods:
+                mods[mc["name"]] = tilec.load_files(os.path.join(d, mc["name"] + ".ptx"))
+            k = mods[mc["name"]][case["kernel"]]
+            args = make_args(case, torch)
+            torch.cuda.synchronize()
+            k(*args)
+            rec["launched"] = True
+            torch.cuda.synchronize()
+            if k.last_variant:
+                rec["kernel"], rec["reason"] = k.last_variant
+            print("launched %-20s %s" % (name, rec["kernel"]), flush=True)
+        except Exception as e:  # noqa: BLE001 - record it and go on to the next case
+            rec["error"] = repr(e)[:400]
+            print("FAILED %-20s %s" % (name, rec["error"]), flush=True)
+        done.append(rec)
+        with open(record, "w") as f:
+            json.dump(done, f, indent=1)
         del args
         torch.cuda.empty_cache()
-    with open(record, "w") as f:
-        json.dump(done, f, indent=1)
 
 
 def available_metrics(ncu):
@@ -752,8 +769,8 @@ def run_ncu(ncu, names, out, d):
         metrics = [m for m in metrics if m not in (named or opt)]
     if dropped:
         log += "metrics left out (not offered by this ncu or device): %s\n" % ", ".join(sorted(set(dropped)))
-    if not os.path.exists(rep + ".ncu-rep"):
-        return None, None, log
+    if not os.path.exists(rep + ".ncu-rep") or not os.path.exists(record):
+        return None, None, log + ("" if os.path.exists(record) else "the launch driver wrote no record\n")
     r = subprocess.run([ncu, "--import", rep + ".ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
                        capture_output=True, text=True)
     log += r.stderr

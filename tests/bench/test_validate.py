@@ -163,6 +163,14 @@ def test_compare():
     res, verdict, problems = compare(rows, sw)
     check("compare: kernel names out of order", len(problems) == 2 and res[0].get("error") == "kernel mismatch",
           problems)
+    # a case that failed before its launch: the others still line up
+    failed = copy.deepcopy(LAUNCHES)
+    failed.insert(1, {"case": "layernorm", "kernel": "layernorm", "launched": False, "error": "CUDA out of memory"})
+    res, verdict, problems = compare(rows, failed)
+    check("compare: a case not launched is a problem, the rest line up",
+          problems == ["layernorm: CUDA out of memory"] and [r.get("error") for r in res].count("not launched") == 1
+          and [r["case"] for r in res if "error" not in r] == [l["case"] for l in LAUNCHES] and
+          not any(x["ok"] for x in verdict), problems)
     # no metrics at all: nothing passes
     empty = [{"id": r["id"], "kernel": r["kernel"], "metrics": {}} for r in rows]
     res, verdict, problems = compare(empty)
