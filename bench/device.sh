@@ -17,6 +17,10 @@
 #       kernels and GEMM; 2 attention (portable grid, sm_90a, FlashAttention
 #       4's numerics, plain kernels, interpreter); 3 the Pallas peer, launch
 #       cost and the checks after them. Unset: all, in one call.
+# Last, bench/validate.sh: the report against Nsight Compute, line
+# information under memcheck and ncu, the interpreter against the GPU on
+# every example, and the PNG charts (roofline, attention and GEMM TFLOP/s)
+# into $OUT.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-$root/bench-out}"
@@ -199,6 +203,14 @@ if part 3 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/tune" ]; then
   echo "== autotuning (C tilert_tune, Python tilec.Tuned) beside Triton's autotune, bench/autotune.sh"
   OUT="$out" bash "$root/bench/autotune.sh" > "$out/autotune_all.txt" 2>&1 || status=1
   grep -vE "^\[|^--" "$out/autotune_all.txt" | tail -n 30
+fi
+
+# The report against Nsight Compute, the line information and the
+# interpreter mode on every example, then the charts (bench/validate.sh;
+# skipped with a note where bench/prepare.sh made no .devcarry/validate).
+if part 3; then
+  mark validate
+  OUT="$out" "$root/bench/validate.sh" || status=1
 fi
 
 mark end

@@ -12,6 +12,8 @@
 #          .devcarry/compile_times.txt                    --time-passes totals
 #          .devcarry/attn_interp/                         the interpreter's attention outputs on
 #                                                         small cases (bench/attn_prepare.sh writes them)
+#          .devcarry/validate/, .devcarry/interp/         the report-vs-ncu, line-information and
+#                                                         interpreter checks (bench/validate_prepare.sh)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tilec="${1:-${TILEC:-$root/build/bin/tilec}}"
@@ -147,3 +149,6 @@ python3 "$root/bench/perf_plain.py" --prepare "$tilec"
 "$root/bench/attn_prepare.sh" "$tilec"
 "$root/bench/launch_prepare.sh" "$tilec"
 TILEC_LIB_DIR="$build/lib" python3 "$root/bench/autotune.py" --prepare
+# The GPU-side checks of the report, the line information and the
+# interpreter mode (bench/validate.sh, which bench/device.sh runs last).
+"$root/bench/validate_prepare.sh" "$tilec"

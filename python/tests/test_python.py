@@ -746,6 +746,28 @@ def test_tune_flow():
         tilec.Module._loaded_kernel, _tune.autotune, tilec.Tuned.key, tilec._get_driver = saved
 
 
+def test_plot_without_matplotlib():
+    """tilec.plot imports without matplotlib (it loads it when a chart is
+    drawn); where matplotlib is missing, drawing raises ImportError naming
+    it (python/tests/test_plot.py draws where it is installed)."""
+    import subprocess
+    code = ("import sys, tilec, tilec.plot; print('matplotlib' in sys.modules)\n"
+            "try:\n"
+            "    import matplotlib\n"
+            "except ImportError:\n"
+            "    try:\n"
+            "        tilec.plot.perf_report([], 'x', 'y', 'k', '/dev/null')\n"
+            "    except ImportError as e:\n"
+            "        print('ImportError', 'matplotlib' in str(e))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(HERE, "..")))
+    lines = r.stdout.split()
+    check("import tilec.plot loads no matplotlib", r.returncode == 0 and lines[:1] == ["False"], r.stdout + r.stderr)
+    if len(lines) > 1:
+        check("drawing without matplotlib raises ImportError naming it", lines[1:] == ["ImportError", "True"],
+              r.stdout)
+
+
 def main():
     try:
         _lib.tilert()
@@ -777,6 +799,7 @@ def main():
         test_package()
         test_cache()
     test_attention_variants(have_cc)
+    test_plot_without_matplotlib()
     print("%d failure(s)" % len(failures) if failures else "all passed")
     return 1 if failures else 0
 
