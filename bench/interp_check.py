@@ -80,6 +80,21 @@ def CASES():
     c.append(dict(name="layernorm_bf16", file="layernorm", kernel="layernorm", defines={"BLOCK": 1024, "T": "bf16"},
                   args=[T("X", "bf16", [5, 1000], scale=2.0), T("W", "bf16", [1000]), T("B", "bf16", [1000]),
                         T("Y", "bf16", [5, 1000], "nan", True), S("eps", 1e-5)]))
+    c.append(dict(name="rmsnorm_bf16", file="rmsnorm", kernel="rmsnorm", defines={"BLOCK": 1024, "T": "bf16"},
+                  args=[T("X", "bf16", [5, 1000], scale=2.0), T("W", "bf16", [1000]),
+                        T("Y", "bf16", [5, 1000], "nan", True), S("eps", 1e-6)]))
+    c.append(dict(name="cross_entropy", file="cross_entropy", kernel="cross_entropy",
+                  defines={"BN": 1024, "T": "bf16", "I": "i32"},
+                  args=[T("X", "bf16", [6, 3000], scale=3.0),
+                        T("Tgt", "i32", [6], lambda rng, k: [rng.randrange(0, 3000) for _ in range(k - 1)] + [-100]),
+                        T("L", "f32", [6], "nan", True)]))
+    c.append(dict(name="layernorm_bwd", file="layernorm_bwd", kernel="layernorm_bwd",
+                  defines={"BLOCK": 512, "R": 2, "G": 3, "T": "bf16"},
+                  args=[T("X", "bf16", [13, 500]), T("DY", "bf16", [13, 500]), T("W", "bf16", [500]),
+                        T("Mean", "f32", [13], scale=0.1),
+                        T("Rstd", "f32", [13], lambda rng, k: [rng.uniform(0.5, 1.5) for _ in range(k)]),
+                        T("DX", "bf16", [13, 500], "nan", True), T("DW", "f32", [500], [0.0] * 500, True),
+                        T("DB", "f32", [500], [0.0] * 500, True)]))
     c.append(dict(name="row_sum", file="reduction", kernel="row_sum",
                   args=[T("X", "f32", [70, 300]), T("S", "f32", [70], "nan", True)]))
     c.append(dict(name="partial_sum", file="reduction", kernel="partial_sum",
@@ -298,6 +313,40 @@ def reference(case, vals, rng):
             var = sum((x - mean) ** 2 for x in row) / n
             out += [(x - mean) / math.sqrt(var + 1e-5) * w + b for x, w, b in zip(row, vals["W"], vals["B"])]
         return {"Y": (out, 1e-2)}
+    if k == "rmsnorm":
+        m, n = a["X"]["shape"]
+        out = []
+        for r in range(m):
+            row = vals["X"][r * n:(r + 1) * n]
+            rs = 1.0 / math.sqrt(sum(x * x for x in row) / n + 1e-6)
+            out += [x * rs * w for x, w in zip(row, vals["W"])]
+        return {"Y": (out, 1e-2)}
+    if k == "cross_entropy":
+        m, n = a["X"]["shape"]
+        out = []
+        for r in range(m):
+            row = vals["X"][r * n:(r + 1) * n]
+            mx = max(row)
+            lse = mx + math.log(sum(math.exp(x - mx) for x in row))
+            t = vals["Tgt"][r]
+            out.append(lse - row[t] if 0 <= t < n else 0.0)
+        return {"L": (out, 1e-5)}
+    if k == "layernorm_bwd":
+        m, n = a["X"]["shape"]
+        x, dy, w = vals["X"], vals["DY"], vals["W"]
+        dx, dw, db = [], [0.0] * n, [0.0] * n
+        for r in range(m):
+            mean, rstd = vals["Mean"][r], vals["Rstd"][r]
+            xh = [(v - mean) * rstd for v in x[r * n:(r + 1) * n]]
+            d = dy[r * n:(r + 1) * n]
+            g = [a1 * b1 for a1, b1 in zip(d, w)]
+            mg = sum(g) / n
+            mgx = sum(a1 * b1 for a1, b1 in zip(g, xh)) / n
+            dx += [(gi - mg - xi * mgx) * rstd for gi, xi in zip(g, xh)]
+            for j in range(n):
+                dw[j] += d[j] * xh[j]
+                db[j] += d[j]
+        return {"DX": (dx, 1e-2), "DW": (dw, 1e-5), "DB": (db, 1e-5)}
     if k == "row_sum":
         m, n = a["X"]["shape"]
         return {"S": ([sum(vals["X"][r * n:(r + 1) * n]) for r in range(m)], 1e-5)}
