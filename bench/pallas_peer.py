@@ -7,7 +7,8 @@ compiled for sm_90a with the compiler's defaults and 132 SMs, the f16 files
 bench/prepare.sh makes in .devcarry/fa4/), JAX Pallas's FlashAttention 3 on
 Mosaic GPU (jax.experimental.pallas.ops.gpu.attention_mgpu; block_q 64, the
 first of block_kv 128 / 64 that compiles, 2 stages: its own benchmark's
-choice) and SDPA's cuDNN backend. JAX and torch launch on their own streams,
+choice; its kernel takes no softmax scale: softmax(Q K^T) V, the same
+FLOPs) and SDPA's cuDNN backend. JAX and torch launch on their own streams,
 so every entry is timed the same way: CALLS back-to-back calls after a
 warm-up, then a synchronization, wall time / CALLS (the calls queue while
 the GPU runs, so host time hides behind the kernels), in ROUNDS rounds in a
@@ -121,7 +122,7 @@ def main():
                                           for x in (jq, jk, jv))
                             with sdpa_kernel(SDPBackend.MATH):
                                 pref = F.scaled_dot_product_attention(qf[None], kf[None], vf[None],
-                                                                      is_causal=causal)[0]
+                                                                      is_causal=causal, scale=1.0)[0]
                             pout = torch.from_numpy(np.asarray(out[0, :, 0, :].astype(jnp.float32))).cuda()
                             perr = ((pout - pref).norm() / pref.norm()).item()
                             pnote = "Pallas block_kv %d O rel %.1e" % (bkv, perr)
