@@ -1,6 +1,11 @@
 /* lower_mma.c - `@` (DOT) on tensor cores: mma.sync m16n8k16 with bf16 or
  * f16 operands and f32 accumulators, operands read from shared memory with
- * ldmatrix.
+ * ldmatrix. f8e4m3 and f8e5m2 operands run as f16 products: each thread
+ * loads the f8 elements of its f16 fragments from the shared tile (a
+ * 16-bit load where the pair lies along the stored rows, else two bytes)
+ * and converts them to f16 in registers, exactly (cg_f8_to_f16_bits); a
+ * register f8 operand is converted on its way to the f16 scratch.
+ * Products of the simt family go to lower_dot_simt.c.
  *
  * Warps: the [M, N] accumulator is split over a wm x wn warp grid
  * (layout_mma_warps: 128 x 128 with 8 warps -> 2 x 4, warp tiles 64 x 32);
@@ -44,6 +49,9 @@ typedef struct FragAddr {
 typedef struct Mma {
     Op *op;
     bool f16;
+    DType dt;                      /* the operands' dtype */
+    bool a8, b8;                   /* A / B: an f8 shared view, read and converted per fragment */
+    LLVMValueRef g, t2;            /* lane / 4 and 2 (lane % 4): the f16 fragment coordinates */
     int64_t m, n, k;
     int wm, wn, tm, tn;
     const Layout *L;               /* accumulator layout */
@@ -108,6 +116,14 @@ const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i)
     return cg_layout_dup(cg, acc_layout(cg, t->shape[0], t->shape[1], &wm, &wn));
 }
 
+const Layout *cg_mma_acc_layout(Cg *cg, int64_t m, int64_t n)
+{
+    if (m % 16 || n % 16)
+        return NULL;
+    int wm, wn;
+    return cg_layout_dup(cg, acc_layout(cg, m, n, &wm, &wn));
+}
+
 /* ---- operands ---- */
 
 /* Is L the A-operand register map of this product (same thread and
@@ -136,32 +152,45 @@ static SmemView *scratch_view(Cg *cg, LLVMValueRef base, int64_t off, int64_t ro
     return sv;
 }
 
-/* Register operands go to the scratch: A as [M, K], B as [K, N]. */
-static void stage_operands(Cg *cg, Mma *mm, bool stage_a, bool stage_b)
+static bool is_f8(DType t) { return t == DT_F8E4M3 || t == DT_F8E5M2; }
+
+const SmemView **cg_dot_stage(Cg *cg, Op *op, const bool stage[2], DType to, const char *what)
 {
     Func *f = cg->f;
-    Op *op = mm->op;
-    int eb = 2;
-    int64_t abytes = stage_a ? mm->m * (mm->k * eb + 16) : 0, bbytes = stage_b ? mm->k * (mm->n * eb + 16) : 0;
-    LLVMValueRef base = cg_smem(cg, abytes + bbytes);
+    const SmemView **out = arena_alloc(cg->a, 2 * sizeof *out);
+    out[0] = out[1] = NULL;
+    int eb = dtype_bits(to) / 8;
+    int64_t bytes[2];
+    for (int i = 0; i < 2; i++) {
+        const Type *t = ir_type(f, op->args[i]);
+        bytes[i] = stage[i] ? t->shape[0] * (t->shape[1] * eb + 16) : 0;
+    }
+    LLVMValueRef base = cg_smem(cg, bytes[0] + bytes[1]);
     cg->tg->barrier(cg);
     for (int i = 0; i < 2; i++) {
-        if (!(i ? stage_b : stage_a))
+        if (!stage[i])
             continue;
         const Type *t = ir_type(f, op->args[i]);
         const TileVal *v = &cg->vals[op->args[i]];
         const Layout *L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, t, true);
-        SmemView *sv = scratch_view(cg, base, i ? abytes : 0, t->shape[0], t->shape[1], eb);
-        cg_smem_write(cg, sv, (DType)t->dtype, L, cg_materialize(cg, v, t, L, op->loc));
-        if (i)
-            mm->bv = sv;
-        else
-            mm->av = sv;
+        SmemView *sv = scratch_view(cg, base, i ? bytes[0] : 0, t->shape[0], t->shape[1], eb);
+        LLVMValueRef *r = cg_materialize(cg, v, t, L, op->loc);
+        if ((DType)t->dtype != to) {
+            int n = layout_nregs(L);
+            LLVMValueRef *c = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+            for (int j = 0; j < n; j++)
+                c[j] = cg_convert(cg, r[j], (DType)t->dtype, to);
+            r = c;
+        }
+        cg_smem_write(cg, sv, to, L, r);
+        out[i] = sv;
     }
     cg->tg->barrier(cg);
     if (cg->report)
-        sb_printf(cg->report, "  dot at %d:%d: %s%s%s staged in shared memory for ldmatrix\n", op->loc.line,
-                  op->loc.col, stage_a ? "A" : "", stage_a && stage_b ? " and " : "", stage_b ? "B" : "");
+        sb_printf(cg->report, "  dot at %d:%d: %s%s%s staged in shared memory%s for %s\n", op->loc.line, op->loc.col,
+                  stage[0] ? "A" : "", stage[0] && stage[1] ? " and " : "", stage[1] ? "B" : "",
+                  (DType)ir_type(f, op->args[0])->dtype != to ? " as f16" : "", what);
+    return out;
 }
 
 static int operands(Cg *cg, Mma *mm)
@@ -169,13 +198,21 @@ static int operands(Cg *cg, Mma *mm)
     const TileVal *a = &cg->vals[mm->op->args[0]], *b = &cg->vals[mm->op->args[1]];
     mm->av = a->kind == TV_SMEM ? a->sv : NULL;
     mm->bv = b->kind == TV_SMEM ? b->sv : NULL;
-    if (!mm->av && a->kind == TV_REGS && is_a_layout(mm, a->L)) {
+    bool f8 = is_f8(mm->dt);
+    mm->a8 = f8 && mm->av;
+    mm->b8 = f8 && mm->bv;
+    if (!f8 && !mm->av && a->kind == TV_REGS && is_a_layout(mm, a->L)) {
         mm->aregs = a->r;
         mm->aL = a->L;
     }
-    bool sa = !mm->av && !mm->aregs, sb = !mm->bv;
-    if (sa || sb)
-        stage_operands(cg, mm, sa, sb);
+    bool st[2] = { !mm->av && !mm->aregs, !mm->bv };
+    if (st[0] || st[1]) {
+        const SmemView **sv = cg_dot_stage(cg, mm->op, st, f8 ? DT_F16 : mm->dt, "ldmatrix");
+        if (st[0])
+            mm->av = sv[0];
+        if (st[1])
+            mm->bv = sv[1];
+    }
     return 0;
 }
 
@@ -188,6 +225,16 @@ static LLVMValueRef lane_bits(Cg *cg, int shift, int mask, int mul)
     return mul > 1 ? LLVMBuildMul(cg->b, x, cg_i32(cg, mul), "") : x;
 }
 
+/* x through a volatile register move: not hoisted out of a loop. */
+static LLVMValueRef opaque(Cg *cg, LLVMValueRef x)
+{
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, &cg->t_i32, 1, 0);
+    static const char code[] = "mov.b32 $0, $1;", cons[] = "=r,r";
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(cg->b, fty, as, &x, 1, "");
+}
+
 static void lane_terms(Cg *cg, Mma *mm)
 {
     mm->l15 = lane_bits(cg, 0, 15, 1);          /* P1 row: lanes 0-15 walk 16 rows */
@@ -198,6 +245,77 @@ static void lane_terms(Cg *cg, Mma *mm)
     LLVMValueRef wc = LLVMBuildURem(cg->b, cg->warp, cg_i32(cg, mm->wn), "");
     mm->wrow = LLVMBuildMul(cg->b, wr, cg_i32(cg, 16 * mm->tm), "");
     mm->wcol = LLVMBuildMul(cg->b, wc, cg_i32(cg, 8 * mm->tn), "");
+    if (mm->a8 || mm->b8) {
+        /* The f8 loads' addresses from a lane id the loop around the
+         * product cannot hoist out: LLVM would otherwise keep every
+         * fragment's address of the product live across the loop (gemm
+         * 256x128x64: 255 registers and spills on sm_86). */
+        LLVMValueRef lane = opaque(cg, cg->lane), w = opaque(cg, cg->warp);
+        mm->g = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, lane, cg_i32(cg, 2), ""), cg_i32(cg, 7), "");
+        mm->t2 = LLVMBuildMul(cg->b, LLVMBuildAnd(cg->b, lane, cg_i32(cg, 3), ""), cg_i32(cg, 2), "");
+        wr = LLVMBuildURem(cg->b, LLVMBuildUDiv(cg->b, w, cg_i32(cg, mm->wn), ""), cg_i32(cg, mm->wm), "");
+        wc = LLVMBuildURem(cg->b, w, cg_i32(cg, mm->wn), "");
+        mm->wrow = LLVMBuildMul(cg->b, wr, cg_i32(cg, 16 * mm->tm), "");
+        mm->wcol = LLVMBuildMul(cg->b, wc, cg_i32(cg, 8 * mm->tn), "");
+    }
+}
+
+/* ---- f8 fragments: loads from the f8 tile, converted to f16 pairs ---- */
+
+/* The f16x2 (i32) of the f8 elements at logical (r, c) and the next one
+ * along the k coordinate (columns of A, rows of B: `kcols`) of the shared
+ * view sv from base. A pair that lies along a stored row is one 16-bit
+ * load (it never straddles a swizzle's 16-byte chunk), else two bytes. */
+static LLVMValueRef f8_pair(Cg *cg, const Mma *mm, const SmemView *sv, LLVMValueRef base, LLVMValueRef r,
+                            LLVMValueRef c, bool kcols)
+{
+    LLVMValueRef sr = sv->trans ? c : r, sc = sv->trans ? r : c;
+    bool along = kcols != sv->trans;    /* the pair's two elements are neighbours in a stored row */
+    LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, (LLVMValueRef[]){ cg_smem_offset(cg, sv, sr, sc) }, 1, "");
+    LLVMValueRef lo, hi;
+    if (along) {
+        LLVMValueRef w = LLVMBuildLoad2(cg->b, cg->t_i16, p, "");
+        LLVMSetAlignment(w, 2);
+        lo = LLVMBuildTrunc(cg->b, w, cg->t_i8, "");
+        hi = LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, w, LLVMConstInt(cg->t_i16, 8, 0), ""), cg->t_i8, "");
+    } else {
+        LLVMValueRef one = cg_i32(cg, 1);
+        LLVMValueRef q = LLVMBuildGEP2(cg->b, cg->t_i8, base,
+                                       (LLVMValueRef[]){ cg_smem_offset(cg, sv, LLVMBuildAdd(cg->b, sr, one, ""), sc) },
+                                       1, "");
+        lo = LLVMBuildLoad2(cg->b, cg->t_i8, p, "");
+        hi = LLVMBuildLoad2(cg->b, cg->t_i8, q, "");
+    }
+    LLVMValueRef l16 = LLVMBuildZExt(cg->b, cg_f8_to_f16_bits(cg, lo, mm->dt), cg->t_i32, "");
+    LLVMValueRef h16 = LLVMBuildZExt(cg->b, cg_f8_to_f16_bits(cg, hi, mm->dt), cg->t_i32, "");
+    return LLVMBuildOr(cg->b, l16, LLVMBuildShl(cg->b, h16, cg_i32(cg, 16), ""), "");
+}
+
+/* A fragments a0..a3 of m16 tile i at k step kk: rows g and g + 8, columns
+ * 2 (lane % 4) + {0, 1} and + 8 (PTX m16n8k16 .f16). */
+static void a_frag_f8(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
+{
+    const SmemView *sv = mm->av;
+    LLVMValueRef base = mm->fa.base ? mm->fa.base : sv->base;
+    for (int q = 0; q < 4; q++) {
+        LLVMValueRef r = LLVMBuildAdd(cg->b, mm->wrow, LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 16 * i + 8 * (q & 1)), ""), "");
+        LLVMValueRef c = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, 16 * kk + 8 * (q >> 1)), "");
+        out[q] = f8_pair(cg, mm, sv, base, r, c, true);
+    }
+}
+
+/* B fragments of n8 tiles 2jp, 2jp + 1 at k step kk (out[0..1], out[2..3]):
+ * rows (k) 2 (lane % 4) + {0, 1} and + 8, column lane / 4. */
+static void b_frag_f8(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
+{
+    const SmemView *sv = mm->bv;
+    LLVMValueRef base = mm->fb.base ? mm->fb.base : sv->base;
+    for (int h = 0; h < 2; h++)
+        for (int q = 0; q < 2; q++) {
+            LLVMValueRef r = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, 16 * kk + 8 * q), "");
+            LLVMValueRef c = LLVMBuildAdd(cg->b, mm->wcol, LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 8 * (2 * jp + h)), ""), "");
+            out[2 * h + q] = f8_pair(cg, mm, sv, base, r, c, false);
+        }
 }
 
 /* ---- ldmatrix addresses ----
@@ -328,6 +446,10 @@ static LLVMValueRef pack2(Cg *cg, LLVMValueRef x, LLVMValueRef y)
 /* A fragments (4 x i32) of m16 tile i at k step kk. */
 static void a_frag(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
 {
+    if (mm->a8) {
+        a_frag_f8(cg, mm, i, kk, out);
+        return;
+    }
     if (mm->aregs) {
         for (int q = 0; q < 4; q++)
             out[q] = pack2(cg, mm->aregs[layout_mma_a_reg(mm->aL, i, kk, 2 * q)],
@@ -345,6 +467,10 @@ static void a_frag(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
 static void b_frag(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
 {
     FragAddr *fb = &mm->fb;
+    if (mm->b8) {
+        b_frag_f8(cg, mm, jp, kk, out);
+        return;
+    }
     if (!fb->trans)               /* stored [N, K]: plain ldmatrix */
         cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fb, 16 * jp, 16 * kk), false, out);
     else                          /* stored [K, N] */
@@ -354,12 +480,16 @@ static void b_frag(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
 static void frag_addrs(Cg *cg, Mma *mm)
 {
     LLVMValueRef z = cg_i32(cg, 0);
-    if (!mm->aregs) {
+    mm->fa.sv = mm->av;           /* the f8 loads read their views' bases (step_base) */
+    mm->fb.sv = mm->bv;
+    if (!mm->aregs && !mm->a8) {
         if (mm->av->trans)        /* [K, M]: rows k (lane), columns warp rows */
             frag_addr_init(cg, mm, &mm->fa, mm->av, true, true, z, mm->wrow, mm->wm, 16 * mm->tm, mm->m / mm->wm);
         else
             frag_addr_init(cg, mm, &mm->fa, mm->av, false, false, mm->wrow, z, 1, 0, mm->k);
     }
+    if (mm->b8)
+        return;
     if (mm->bv->trans)            /* [N, K]: rows warp columns, plain ldmatrix */
         frag_addr_init(cg, mm, &mm->fb, mm->bv, true, false, mm->wcol, z, 1, 0, mm->k);
     else                          /* [K, N]: ldmatrix.trans */
@@ -496,9 +626,9 @@ static int check_dot(Cg *cg, Op *op, Mma *mm)
     Func *f = cg->f;
     const Type *at = ir_type(f, op->args[0]), *bt = ir_type(f, op->args[1]), *ct = ir_type(f, op->res[0]);
     DType dt = (DType)at->dtype;
-    if ((dt != DT_BF16 && dt != DT_F16) || bt->dtype != dt || ct->dtype != DT_F32) {
-        diag_error(cg->d, op->loc, "matrix product '@' is not supported by the code generator yet for %s "
-                   "tiles (the tensor-core path takes bf16 and f16 operands with f32 accumulation)", dtype_name(dt));
+    if ((dt != DT_BF16 && dt != DT_F16 && !is_f8(dt)) || bt->dtype != dt || ct->dtype != DT_F32) {
+        diag_error(cg->d, op->loc, "matrix product '@' of %s tiles runs on the FMA units (mma = simt), not on "
+                   "mma.sync (bf16, f16 and f8 operands with f32 accumulation)", dtype_name(dt));
         return 1;
     }
     mm->m = at->shape[0];
@@ -511,12 +641,16 @@ static int check_dot(Cg *cg, Op *op, Mma *mm)
         return 1;
     }
     mm->op = op;
-    mm->f16 = dt == DT_F16;
+    mm->dt = dt;
+    mm->f16 = dt == DT_F16 || is_f8(dt);
     return 0;
 }
 
 int cg_lower_dot(Cg *cg, Op *op)
 {
+    const Type *at = ir_type(cg->f, op->args[0]), *bt = ir_type(cg->f, op->args[1]);
+    if (op->iattr[0] == MMA_SIMT || (op->iattr[0] == MMA_NONE && ir_mma_sync_problem(at, bt)))
+        return cg_lower_dot_simt(cg, op);
     Mma mm;
     memset(&mm, 0, sizeof mm);
     if (check_dot(cg, op, &mm))
@@ -534,7 +668,7 @@ int cg_lower_dot(Cg *cg, Op *op)
         return 1;
     int nk = (int)(mm.k / 16);
     Frags cur;
-    bool roll = !mm.aregs && nk >= 3 && cg->mma_rows_only;
+    bool roll = !mm.aregs && !mm.a8 && !mm.b8 && nk >= 3 && cg->mma_rows_only;
     if (roll) {
         dot_rolled(cg, &mm, acc, n, nk);
         nk = 0;
@@ -570,12 +704,14 @@ int cg_lower_dot(Cg *cg, Op *op)
     cg_chain_turn(cg, op, true);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = mm.L, .r = acc };
     if (cg->report) {
-        sb_printf(cg->report, "  dot at %d:%d: mma.sync m16n8k16 %s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
-                  op->loc.line, op->loc.col, mm.f16 ? "f16" : "bf16", (long long)mm.m, (long long)mm.n,
+        sb_printf(cg->report, "  dot at %d:%d: mma.sync m16n8k16 %s%s%s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
+                  op->loc.line, op->loc.col, mm.f16 ? "f16" : "bf16", is_f8(mm.dt) ? " from " : "",
+                  is_f8(mm.dt) ? dtype_name(mm.dt) : "", (long long)mm.m, (long long)mm.n,
                   (long long)mm.k, mm.wm, mm.wn, (long long)(mm.m / mm.wm), (long long)(mm.n / mm.wn));
         sb_printf(cg->report, "A %s, B %s, %d k steps%s\n",
-                  mm.aregs ? "from registers (accumulator layout)" : mm.av->trans ? "ldmatrix.trans" : "ldmatrix",
-                  mm.bv->trans ? "ldmatrix" : "ldmatrix.trans", (int)(mm.k / 16),
+                  mm.a8 ? "f8 loads converted to f16" : mm.aregs ? "from registers (accumulator layout)"
+                  : mm.av->trans ? "ldmatrix.trans" : "ldmatrix",
+                  mm.b8 ? "f8 loads converted to f16" : mm.bv->trans ? "ldmatrix" : "ldmatrix.trans", (int)(mm.k / 16),
                   roll ? " in a loop" : rows_outer ? " unrolled, row tiles outermost" : " unrolled");
     }
     return 0;

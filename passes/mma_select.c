@@ -4,8 +4,8 @@
  *
  * Needs: verified IR with final shapes (after bounds; nothing later
  * changes a product's operands' shapes or dtypes).
- * Guarantees: every DOT with f16 or bf16 operands carries its family in
- * iattr[0] (a MmaKind, printed `{mma = wgmma}`):
+ * Guarantees: every DOT carries its family in iattr[0] (a MmaKind,
+ * printed `{mma = wgmma}`):
  *   wgmma     the target has it (TargetInfo.mma & TC_MMA_WGMMA: sm_90a)
  *             and the product fits m64nNk16 instructions
  *             (ir_wgmma_problem: M a multiple of 64, K of 16, N of 8, at
@@ -15,23 +15,54 @@
  *             tensor memory (ir_tcgen05_problem: M a multiple of 128, K of
  *             16, N of 16 up to 256, at most 512 columns);
  *   mma_sync  otherwise: warp-level mma.sync m16n8k16, which every target
- *             has.
- * Products of other dtypes keep MMA_NONE (no tensor-core family takes
- * them; the code generator says so). A family already in the IR (a .tir
- * file) is kept. Values are unchanged: the family is how a product runs,
- * not what it computes. Each choice and its reason goes to the report.
+ *             has (ir_mma_sync_problem: M, K, N multiples of 16). f8e4m3
+ *             and f8e5m2 products always take it: their operands are
+ *             converted to f16 in registers (exactly: every e4m3 and e5m2
+ *             value is an f16 value), and only mma.sync reads both
+ *             operands from registers;
+ *   simt      products no tensor-core form computes exactly (f32, f64,
+ *             i8 with i32 accumulation) or whose extents are not
+ *             multiples of 16: each thread accumulates its own elements
+ *             of the result on the FMA (integer) units.
+ * A family already in the IR (a .tir file) is kept. Values are unchanged:
+ * the family is how a product runs, not what it computes. Each choice and
+ * its reason goes to the report.
  * warp_specialize reads the choice: only a pipelined loop whose product
  * is wgmma (or tcgen05) becomes roles; a tcgen05 product it leaves in
  * place goes back to mma_sync there, with the reason.
  */
 #include "passes.h"
 
+static bool is_f8(int dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
+
+/* Why a product runs on the FMA units (the reason mma.sync does not take it). */
+static const char *simt_why(const Type *a, const char *nosync)
+{
+    switch (a->dtype) {
+    case DT_F32:
+        return "f32 products are exact in f32 on the FMA units only (tf32 tensor cores round the operands to 10 "
+               "bits)";
+    case DT_F64:
+        return "f64 products on the FMA units in f64, each result rounded once to f32";
+    case DT_I8:
+        return "i8 products with i32 accumulation on the integer units (exact, wrapping)";
+    default:
+        return nosync;
+    }
+}
+
 /* The family of one product (into op->iattr[0]) and why, into why. */
 static MmaKind choose(const TargetInfo *t, const Type *a, const Type *b, const char **why)
 {
-    if (a->dtype != DT_BF16 && a->dtype != DT_F16) {
-        *why = "the tensor-core families take f16 and bf16 operands";
-        return MMA_NONE;
+    const char *nosync = ir_mma_sync_problem(a, b);
+    if (nosync) {
+        *why = simt_why(a, nosync);
+        return MMA_SIMT;
+    }
+    if (is_f8(a->dtype)) {
+        *why = "f8 operands are converted to f16 in registers, which only mma.sync takes (wgmma and tcgen05 "
+               "read f16 B operands from shared memory)";
+        return MMA_SYNC;
     }
     if (t && (t->mma & TC_MMA_TCGEN05)) {
         const char *no = ir_tcgen05_problem(a, b);
@@ -74,9 +105,12 @@ static bool visit(Func *f, Op *op, void *vctx)
     } else if (k == MMA_TCGEN05) {
         pass_note(ctx, "@%s: product at %s %s: tcgen05.mma m128n%lldk16, accumulator in tensor memory (%s)", f->name,
                   at, shape, (long long)b->shape[1], why);
+    } else if (k == MMA_SIMT) {
+        pass_note(ctx, "@%s: product at %s %s: simt, %s accumulation in each thread (%s)", f->name, at, shape,
+                  a->dtype == DT_I8 ? "i32" : a->dtype == DT_F64 ? "f64" : "f32 fma", why);
     } else {
-        pass_note(ctx, "@%s: product at %s %s: %s (%s)", f->name, at, shape,
-                  k == MMA_SYNC ? "mma_sync m16n8k16" : "no tensor-core instruction", why);
+        pass_note(ctx, "@%s: product at %s %s: mma_sync m16n8k16%s (%s)", f->name, at, shape,
+                  is_f8(a->dtype) ? " f16, operands converted from f8 in registers" : "", why);
     }
     return true;
 }
