@@ -55,6 +55,10 @@ if [ -d "$root/.devcarry/gputest" ]; then
     "$rt/tests/gpu/gpu_gather_shape" "$root/.devcarry/gputest" > "$out/c_gather_shape.txt" 2>&1 || status=1
     grep -E "FAIL|error|passed, " "$out/c_gather_shape.txt" | tail -n 6
   fi
+  if [ -x "$rt/tests/gpu/gpu_products" ]; then   # f8e4m3 / f32 GEMM (examples/gemm.tile), i8 GEMM, f8e5m2 A @ B^T, odd f32 tiles
+    "$rt/tests/gpu/gpu_products" "$root/.devcarry/gputest" > "$out/c_products.txt" 2>&1 || status=1
+    grep -E "FAIL|error|passed, " "$out/c_products.txt" | tail -n 6
+  fi
 fi
 
 # MEMCHECK=1: the C host tests again under compute-sanitizer's memcheck
@@ -74,6 +78,10 @@ if [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
   if [ -x "$rt/tests/gpu/gpu_gather_shape" ]; then
     compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
       "$rt/tests/gpu/gpu_gather_shape" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
+  fi
+  if [ -x "$rt/tests/gpu/gpu_products" ]; then
+    compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
+      "$rt/tests/gpu/gpu_products" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
   fi
   grep -E "ERROR SUMMARY|Invalid|passed, " "$out/memcheck.txt" | sort | uniq -c | sort -rn | head -n 20
 fi

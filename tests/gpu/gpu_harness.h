@@ -29,7 +29,7 @@ typedef struct ModSpec {
 enum { GUARD = 64, MAXARGS = 12 };
 
 typedef struct HostT {
-    const char *dt;        /* "f32", "bf16", "i32", "i64", "u32" */
+    const char *dt;        /* "f32", "bf16", "i32", "i64", "u32", "i8", "f8e4m3", "f8e5m2" */
     int rank;
     int64_t shape[2];
     unsigned char *data;   /* numel elements; outputs start poisoned (0xff) */
@@ -53,6 +53,8 @@ static bool interp_mode;
 
 static size_t esize(const char *dt)
 {
+    if (!strcmp(dt, "i8") || !strcmp(dt, "f8e4m3") || !strcmp(dt, "f8e5m2"))
+        return 1;
     return strcmp(dt, "bf16") == 0 || strcmp(dt, "f16") == 0 ? 2 : strcmp(dt, "i64") == 0 ? 8 : 4;
 }
 static size_t numel(const HostT *t) { return (size_t)(t->rank == 1 ? t->shape[0] : t->shape[0] * t->shape[1]); }
@@ -76,6 +78,10 @@ static DLDataType dl_of(const char *dt)
         d.code = kDLInt, d.bits = 64;
     else if (!strcmp(dt, "u32"))
         d.code = kDLUInt;
+    else if (!strcmp(dt, "i8"))
+        d.code = kDLInt, d.bits = 8;
+    else if (!strcmp(dt, "f8e4m3") || !strcmp(dt, "f8e5m2"))
+        d.code = kDLUInt, d.bits = 8;   /* f8 travels as its bytes */
     return d;
 }
 
