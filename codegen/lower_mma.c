@@ -50,8 +50,10 @@ typedef struct Mma {
     Op *op;
     bool f16;
     DType dt;                      /* the operands' dtype */
-    bool a8, b8;                   /* A / B: an f8 shared view, read and converted per fragment */
-    LLVMValueRef g, t2;            /* lane / 4 and 2 (lane % 4): the f16 fragment coordinates */
+    bool s8;                       /* i8 operands: m16n8k32 .s8, s32 accumulators */
+    int kstep;                     /* k of one instruction: 16, 32 for s8 */
+    bool a8, b8;                   /* A / B: an f8 or i8 shared view, read per fragment element */
+    LLVMValueRef g, t2;            /* lane / 4 and (lane % 4) * (kstep / 8): the fragment coordinates */
     int64_t m, n, k;
     int wm, wn, tm, tn;
     const Layout *L;               /* accumulator layout */
@@ -199,15 +201,16 @@ static int operands(Cg *cg, Mma *mm)
     mm->av = a->kind == TV_SMEM ? a->sv : NULL;
     mm->bv = b->kind == TV_SMEM ? b->sv : NULL;
     bool f8 = is_f8(mm->dt);
-    mm->a8 = f8 && mm->av;
-    mm->b8 = f8 && mm->bv;
-    if (!f8 && !mm->av && a->kind == TV_REGS && is_a_layout(mm, a->L)) {
+    mm->a8 = (f8 && mm->av) || mm->s8;   /* i8: always read per element (staged as i8 first) */
+    mm->b8 = (f8 && mm->bv) || mm->s8;
+    if (!f8 && !mm->s8 && !mm->av && a->kind == TV_REGS && is_a_layout(mm, a->L)) {
         mm->aregs = a->r;
         mm->aL = a->L;
     }
     bool st[2] = { !mm->av && !mm->aregs, !mm->bv };
     if (st[0] || st[1]) {
-        const SmemView **sv = cg_dot_stage(cg, mm->op, st, f8 ? DT_F16 : mm->dt, "ldmatrix");
+        const SmemView **sv = cg_dot_stage(cg, mm->op, st, f8 ? DT_F16 : mm->dt,
+                                           mm->s8 ? "the fragments' loads" : "ldmatrix");
         if (st[0])
             mm->av = sv[0];
         if (st[1])
@@ -252,7 +255,7 @@ static void lane_terms(Cg *cg, Mma *mm)
          * 256x128x64: 255 registers and spills on sm_86). */
         LLVMValueRef lane = opaque(cg, cg->lane), w = opaque(cg, cg->warp);
         mm->g = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, lane, cg_i32(cg, 2), ""), cg_i32(cg, 7), "");
-        mm->t2 = LLVMBuildMul(cg->b, LLVMBuildAnd(cg->b, lane, cg_i32(cg, 3), ""), cg_i32(cg, 2), "");
+        mm->t2 = LLVMBuildMul(cg->b, LLVMBuildAnd(cg->b, lane, cg_i32(cg, 3), ""), cg_i32(cg, mm->kstep / 8), "");
         wr = LLVMBuildURem(cg->b, LLVMBuildUDiv(cg->b, w, cg_i32(cg, mm->wn), ""), cg_i32(cg, mm->wm), "");
         wc = LLVMBuildURem(cg->b, w, cg_i32(cg, mm->wn), "");
         mm->wrow = LLVMBuildMul(cg->b, wr, cg_i32(cg, 16 * mm->tm), "");
@@ -262,59 +265,70 @@ static void lane_terms(Cg *cg, Mma *mm)
 
 /* ---- f8 fragments: loads from the f8 tile, converted to f16 pairs ---- */
 
-/* The f16x2 (i32) of the f8 elements at logical (r, c) and the next one
- * along the k coordinate (columns of A, rows of B: `kcols`) of the shared
- * view sv from base. A pair that lies along a stored row is one 16-bit
- * load (it never straddles a swizzle's 16-byte chunk), else two bytes. */
-static LLVMValueRef f8_pair(Cg *cg, const Mma *mm, const SmemView *sv, LLVMValueRef base, LLVMValueRef r,
-                            LLVMValueRef c, bool kcols)
+/* One 32-bit fragment register from the byte elements at logical (r, c)
+ * and the next ones along the k coordinate (columns of A, rows of B:
+ * `kcols`) of the shared view sv from base: two f8 elements converted to
+ * an f16x2, or four i8 elements as they are (the first in the low bits).
+ * A run that lies along a stored row is one 16- or 32-bit load (it never
+ * straddles a swizzle's 16-byte chunk), else one byte load each. */
+static LLVMValueRef frag_word(Cg *cg, const Mma *mm, const SmemView *sv, LLVMValueRef base, LLVMValueRef r,
+                              LLVMValueRef c, bool kcols)
 {
+    int n = mm->s8 ? 4 : 2;
     LLVMValueRef sr = sv->trans ? c : r, sc = sv->trans ? r : c;
-    bool along = kcols != sv->trans;    /* the pair's two elements are neighbours in a stored row */
-    LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, (LLVMValueRef[]){ cg_smem_offset(cg, sv, sr, sc) }, 1, "");
-    LLVMValueRef lo, hi;
+    bool along = kcols != sv->trans;    /* the run's elements are neighbours in a stored row */
+    LLVMValueRef e[4];
     if (along) {
-        LLVMValueRef w = LLVMBuildLoad2(cg->b, cg->t_i16, p, "");
-        LLVMSetAlignment(w, 2);
-        lo = LLVMBuildTrunc(cg->b, w, cg->t_i8, "");
-        hi = LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, w, LLVMConstInt(cg->t_i16, 8, 0), ""), cg->t_i8, "");
+        LLVMTypeRef wt = n == 4 ? cg->t_i32 : cg->t_i16;
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, (LLVMValueRef[]){ cg_smem_offset(cg, sv, sr, sc) }, 1, "");
+        LLVMValueRef w = LLVMBuildLoad2(cg->b, wt, p, "");
+        LLVMSetAlignment(w, (unsigned)n);
+        if (mm->s8)
+            return w;
+        for (int i = 0; i < n; i++)
+            e[i] = LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, w, LLVMConstInt(wt, (unsigned)(8 * i), 0), ""), cg->t_i8, "");
     } else {
-        LLVMValueRef one = cg_i32(cg, 1);
-        LLVMValueRef q = LLVMBuildGEP2(cg->b, cg->t_i8, base,
-                                       (LLVMValueRef[]){ cg_smem_offset(cg, sv, LLVMBuildAdd(cg->b, sr, one, ""), sc) },
-                                       1, "");
-        lo = LLVMBuildLoad2(cg->b, cg->t_i8, p, "");
-        hi = LLVMBuildLoad2(cg->b, cg->t_i8, q, "");
+        for (int i = 0; i < n; i++) {
+            LLVMValueRef row = i ? LLVMBuildAdd(cg->b, sr, cg_i32(cg, i), "") : sr;
+            LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, (LLVMValueRef[]){ cg_smem_offset(cg, sv, row, sc) },
+                                           1, "");
+            e[i] = LLVMBuildLoad2(cg->b, cg->t_i8, p, "");
+        }
     }
-    LLVMValueRef l16 = LLVMBuildZExt(cg->b, cg_f8_to_f16_bits(cg, lo, mm->dt), cg->t_i32, "");
-    LLVMValueRef h16 = LLVMBuildZExt(cg->b, cg_f8_to_f16_bits(cg, hi, mm->dt), cg->t_i32, "");
-    return LLVMBuildOr(cg->b, l16, LLVMBuildShl(cg->b, h16, cg_i32(cg, 16), ""), "");
+    LLVMValueRef w = cg_i32(cg, 0);
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef x = mm->s8 ? e[i] : cg_f8_to_f16_bits(cg, e[i], mm->dt);
+        x = LLVMBuildZExt(cg->b, x, cg->t_i32, "");
+        w = LLVMBuildOr(cg->b, w, i ? LLVMBuildShl(cg->b, x, cg_i32(cg, (32 / n) * i), "") : x, "");
+    }
+    return w;
 }
 
-/* A fragments a0..a3 of m16 tile i at k step kk: rows g and g + 8, columns
- * 2 (lane % 4) + {0, 1} and + 8 (PTX m16n8k16 .f16). */
+/* A fragments a0..a3 of m16 tile i at k step kk: rows g and g + 8,
+ * columns t2 .. and the same + kstep / 2, with t2 = 2 (lane % 4) (PTX
+ * m16n8k16 .f16: pairs) or 4 (lane % 4) (m16n8k32 .s8: runs of four). */
 static void a_frag_f8(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
 {
     const SmemView *sv = mm->av;
     LLVMValueRef base = mm->fa.base ? mm->fa.base : sv->base;
     for (int q = 0; q < 4; q++) {
         LLVMValueRef r = LLVMBuildAdd(cg->b, mm->wrow, LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 16 * i + 8 * (q & 1)), ""), "");
-        LLVMValueRef c = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, 16 * kk + 8 * (q >> 1)), "");
-        out[q] = f8_pair(cg, mm, sv, base, r, c, true);
+        LLVMValueRef c = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, mm->kstep * kk + mm->kstep / 2 * (q >> 1)), "");
+        out[q] = frag_word(cg, mm, sv, base, r, c, true);
     }
 }
 
 /* B fragments of n8 tiles 2jp, 2jp + 1 at k step kk (out[0..1], out[2..3]):
- * rows (k) 2 (lane % 4) + {0, 1} and + 8, column lane / 4. */
+ * rows (k) t2 .. and the same + kstep / 2, column lane / 4. */
 static void b_frag_f8(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
 {
     const SmemView *sv = mm->bv;
     LLVMValueRef base = mm->fb.base ? mm->fb.base : sv->base;
     for (int h = 0; h < 2; h++)
         for (int q = 0; q < 2; q++) {
-            LLVMValueRef r = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, 16 * kk + 8 * q), "");
+            LLVMValueRef r = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, mm->kstep * kk + mm->kstep / 2 * q), "");
             LLVMValueRef c = LLVMBuildAdd(cg->b, mm->wcol, LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 8 * (2 * jp + h)), ""), "");
-            out[2 * h + q] = f8_pair(cg, mm, sv, base, r, c, false);
+            out[2 * h + q] = frag_word(cg, mm, sv, base, r, c, false);
         }
 }
 
@@ -508,8 +522,9 @@ static LLVMValueRef step_base(Cg *cg, LLVMValueRef base, LLVMValueRef dep)
 {
     LLVMTypeRef pt[2] = { cg->t_i64, LLVMTypeOf(dep) };
     LLVMTypeRef fty = LLVMFunctionType(cg->t_i64, pt, 2, 0);
-    static const char code[] = "mov.b64 $0, $1;", cons[] = "=l,l,f";
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 0, 0,
+    static const char code[] = "mov.b64 $0, $1;", consf[] = "=l,l,f", consr[] = "=l,l,r";
+    const char *cons = LLVMTypeOf(dep) == cg->t_i32 ? consr : consf;   /* s8 accumulators are i32 */
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof consf - 1, 0, 0,
                                        LLVMInlineAsmDialectATT, 0);
     LLVMValueRef args[2] = { LLVMBuildPtrToInt(cg->b, base, cg->t_i64, ""), dep };
     LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, 2, "");
@@ -542,7 +557,10 @@ static void mma_rows(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc, 
                 reg[q] = layout_mma_acc_reg(mm->L, i, j, q);
                 c[q] = acc[reg[q]];
             }
-            cg->tg->mma_16816(cg, mm->f16, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
+            if (mm->s8)
+                cg->tg->mma_16832_s8(cg, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
+            else
+                cg->tg->mma_16816(cg, mm->f16, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
             for (int q = 0; q < 4; q++)
                 acc[reg[q]] = d[q];
         }
@@ -626,22 +644,25 @@ static int check_dot(Cg *cg, Op *op, Mma *mm)
     Func *f = cg->f;
     const Type *at = ir_type(f, op->args[0]), *bt = ir_type(f, op->args[1]), *ct = ir_type(f, op->res[0]);
     DType dt = (DType)at->dtype;
-    if ((dt != DT_BF16 && dt != DT_F16 && !is_f8(dt)) || bt->dtype != dt || ct->dtype != DT_F32) {
+    bool s8 = dt == DT_I8 && ct->dtype == DT_I32;
+    if ((dt != DT_BF16 && dt != DT_F16 && !is_f8(dt) && !s8) || bt->dtype != dt || (ct->dtype != DT_F32 && !s8)) {
         diag_error(cg->d, op->loc, "matrix product '@' of %s tiles runs on the FMA units (mma = simt), not on "
-                   "mma.sync (bf16, f16 and f8 operands with f32 accumulation)", dtype_name(dt));
+                   "mma.sync (bf16, f16 and f8 operands with f32 accumulation, i8 with i32)", dtype_name(dt));
         return 1;
     }
     mm->m = at->shape[0];
     mm->k = at->shape[1];
     mm->n = bt->shape[1];
-    if (mm->m % 16 || mm->n % 16 || mm->k % 16) {
+    mm->kstep = s8 ? 32 : 16;
+    if (mm->m % 16 || mm->n % 16 || mm->k % mm->kstep) {
         diag_error(cg->d, op->loc, "matrix product [%lld x %lld] @ [%lld x %lld]: the tensor-core path needs "
-                   "every extent to be a multiple of 16", (long long)mm->m, (long long)mm->k, (long long)mm->k,
-                   (long long)mm->n);
+                   "every extent to be a multiple of 16 (K of %d)", (long long)mm->m, (long long)mm->k,
+                   (long long)mm->k, (long long)mm->n, mm->kstep);
         return 1;
     }
     mm->op = op;
     mm->dt = dt;
+    mm->s8 = s8;
     mm->f16 = dt == DT_F16 || is_f8(dt);
     return 0;
 }
@@ -666,7 +687,7 @@ int cg_lower_dot(Cg *cg, Op *op)
     memcpy(acc, c, sizeof(LLVMValueRef) * (size_t)n);
     if (operands(cg, &mm))
         return 1;
-    int nk = (int)(mm.k / 16);
+    int nk = (int)(mm.k / mm.kstep);
     Frags cur;
     bool roll = !mm.aregs && !mm.a8 && !mm.b8 && nk >= 3 && cg->mma_rows_only;
     if (roll) {
@@ -704,14 +725,15 @@ int cg_lower_dot(Cg *cg, Op *op)
     cg_chain_turn(cg, op, true);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = mm.L, .r = acc };
     if (cg->report) {
-        sb_printf(cg->report, "  dot at %d:%d: mma.sync m16n8k16 %s%s%s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
-                  op->loc.line, op->loc.col, mm.f16 ? "f16" : "bf16", is_f8(mm.dt) ? " from " : "",
+        sb_printf(cg->report, "  dot at %d:%d: mma.sync m16n8k%d %s%s%s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
+                  op->loc.line, op->loc.col, mm.kstep, mm.s8 ? "s8" : mm.f16 ? "f16" : "bf16", is_f8(mm.dt) ? " from " : "",
                   is_f8(mm.dt) ? dtype_name(mm.dt) : "", (long long)mm.m, (long long)mm.n,
                   (long long)mm.k, mm.wm, mm.wn, (long long)(mm.m / mm.wm), (long long)(mm.n / mm.wn));
         sb_printf(cg->report, "A %s, B %s, %d k steps%s\n",
-                  mm.a8 ? "f8 loads converted to f16" : mm.aregs ? "from registers (accumulator layout)"
+                  mm.a8 ? (mm.s8 ? "i8 loads" : "f8 loads converted to f16") : mm.aregs ? "from registers (accumulator layout)"
                   : mm.av->trans ? "ldmatrix.trans" : "ldmatrix",
-                  mm.b8 ? "f8 loads converted to f16" : mm.bv->trans ? "ldmatrix" : "ldmatrix.trans", (int)(mm.k / 16),
+                  mm.b8 ? (mm.s8 ? "i8 loads" : "f8 loads converted to f16") : mm.bv->trans ? "ldmatrix" : "ldmatrix.trans",
+                  (int)(mm.k / mm.kstep),
                   roll ? " in a loop" : rows_outer ? " unrolled, row tiles outermost" : " unrolled");
     }
     return 0;

@@ -445,10 +445,12 @@ const char *ir_mma_sync_problem(const Type *a, const Type *b)
     if (a->kind != TY_TILE || b->kind != TY_TILE || a->rank != 2 || b->rank != 2)
         return "the operands are not 2-D tiles";
     DType d = (DType)a->dtype;
-    if ((d != DT_BF16 && d != DT_F16 && d != DT_F8E4M3 && d != DT_F8E5M2) || b->dtype != a->dtype)
-        return "mma.sync takes bf16, f16 and (converted to f16) f8 operands here";
+    if ((d != DT_BF16 && d != DT_F16 && d != DT_F8E4M3 && d != DT_F8E5M2 && d != DT_I8) || b->dtype != a->dtype)
+        return "mma.sync takes bf16, f16, (converted to f16) f8 and i8 operands here";
     if (a->shape[0] % 16 || a->shape[1] % 16 || b->shape[1] % 16)
         return "an extent is not a multiple of 16";
+    if (d == DT_I8 && a->shape[1] % 32)
+        return "K is not a multiple of 32 (i8 products take m16n8k32)";
     return NULL;
 }
 

@@ -103,9 +103,10 @@ extern const char *const named_bar_modes[NBAR_COUNT]; /* "sync" "arrive" */
  * FMA (or integer) units, operands read from shared memory. */
 typedef enum MmaKind { MMA_NONE = 0, MMA_SYNC, MMA_WGMMA, MMA_TCGEN05, MMA_SIMT, MMA_COUNT } MmaKind;
 extern const char *const mma_names[MMA_COUNT];      /* "none" "mma_sync" "wgmma" "tcgen05" "simt" */
-/* Why a[M,K] @ b[K,N] cannot run as mma.sync m16n8k16 f16/bf16 products,
- * or NULL: 2-D tiles of bf16, f16, f8e4m3 or f8e5m2 (f8 operands converted
- * to f16 in registers, exactly), M, K and N multiples of 16. Static text. */
+/* Why a[M,K] @ b[K,N] cannot run as mma.sync m16n8k16 f16/bf16 products
+ * (m16n8k32 .s8 for i8), or NULL: 2-D tiles of bf16, f16, f8e4m3 or
+ * f8e5m2 (f8 operands converted to f16 in registers, exactly), or i8; M, K
+ * and N multiples of 16, K of 32 for i8. Static text. */
 const char *ir_mma_sync_problem(const Type *a, const Type *b);
 /* Why a[M,K] @ b[K,N] cannot run as wgmma m64nNk16 instructions, or NULL:
  * f16 / bf16 operands, M a multiple of 64, K of 16, N of 8 (covered by

@@ -20,10 +20,13 @@
  *             converted to f16 in registers (exactly: every e4m3 and e5m2
  *             value is an f16 value), and only mma.sync reads both
  *             operands from registers;
- *   simt      products no tensor-core form computes exactly (f32, f64,
- *             i8 with i32 accumulation) or whose extents are not
- *             multiples of 16: each thread accumulates its own elements
- *             of the result on the FMA (integer) units.
+ *             i8 products take mma.sync m16n8k32 .s8 (s32 accumulators,
+ *             wrapping: exact as the interpreter) when K is a multiple of
+ *             32;
+ *   simt      products no tensor-core form computes exactly (f32, f64)
+ *             or whose extents do not fit (not multiples of 16; i8: K
+ *             not of 32): each thread accumulates its own elements of the
+ *             result on the FMA (integer) units.
  * A family already in the IR (a .tir file) is kept. Values are unchanged:
  * the family is how a product runs, not what it computes. Each choice and
  * its reason goes to the report.
@@ -35,7 +38,8 @@
 
 static bool is_f8(int dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
 
-/* Why a product runs on the FMA units (the reason mma.sync does not take it). */
+/* Why a product runs on the FMA (integer) units (the reason mma.sync does
+ * not take it). */
 static const char *simt_why(const Type *a, const char *nosync)
 {
     switch (a->dtype) {
@@ -44,9 +48,7 @@ static const char *simt_why(const Type *a, const char *nosync)
                "bits)";
     case DT_F64:
         return "f64 products on the FMA units in f64, each result rounded once to f32";
-    case DT_I8:
-        return "i8 products with i32 accumulation on the integer units (exact, wrapping)";
-    default:
+    default:   /* i8 included: mma.sync takes it, the shape does not fit */
         return nosync;
     }
 }
@@ -58,6 +60,11 @@ static MmaKind choose(const TargetInfo *t, const Type *a, const Type *b, const c
     if (nosync) {
         *why = simt_why(a, nosync);
         return MMA_SIMT;
+    }
+    if (a->dtype == DT_I8) {
+        *why = "i8 products on mma.sync m16n8k32 .s8 with s32 accumulators, exact and wrapping as the interpreter; "
+               "every target has it";
+        return MMA_SYNC;
     }
     if (is_f8(a->dtype)) {
         *why = "f8 operands are converted to f16 in registers, which only mma.sync takes (wgmma and tcgen05 "
@@ -109,8 +116,9 @@ static bool visit(Func *f, Op *op, void *vctx)
         pass_note(ctx, "@%s: product at %s %s: simt, %s accumulation in each thread (%s)", f->name, at, shape,
                   a->dtype == DT_I8 ? "i32" : a->dtype == DT_F64 ? "f64" : "f32 fma", why);
     } else {
-        pass_note(ctx, "@%s: product at %s %s: mma_sync m16n8k16%s (%s)", f->name, at, shape,
-                  is_f8(a->dtype) ? " f16, operands converted from f8 in registers" : "", why);
+        pass_note(ctx, "@%s: product at %s %s: mma_sync m16n8k%s (%s)", f->name, at, shape,
+                  a->dtype == DT_I8 ? "32 s8" : is_f8(a->dtype) ? "16 f16, operands converted from f8 in registers"
+                  : "16", why);
     }
     return true;
 }

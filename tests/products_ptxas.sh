@@ -2,11 +2,11 @@
 # The products of every dtype the code generator takes, through ptxas:
 # examples/gemm.tile with T = f8e4m3, f8e5m2 (mma.sync, operands converted
 # to f16 in registers), f32 (simt: f32 fma) and tests/products/gemm_i8.tile
-# (simt: i32 multiply-add), each for sm_86, sm_90a and sm_100a; `ptxas
-# -arch=ARCH -v` must accept the PTX with no warning and no spill, and the
-# PTX must hold the instructions the family lowers to (mma.sync ...f16 for
-# f8, fma.rn.f32 and no mma for f32, mul.lo.s32 / mad.lo.s32 and no mma for
-# i8).
+# (mma.sync m16n8k32 .s8; with BK = 16, simt: i32 multiply-add), each for
+# sm_86, sm_90a and sm_100a; `ptxas -arch=ARCH -v` must accept the PTX with
+# no warning and no spill, and the PTX must hold the instructions the
+# family lowers to (mma.sync ...f16 for f8, fma.rn.f32 and no mma for f32,
+# mma.sync ...s8 for i8, mul.lo.s32 / mad.lo.s32 and no mma for i8 at BK = 16).
 # usage: products_ptxas.sh TILEC SOURCE_DIR   (exit 77 without ptxas)
 set -u
 tilec=$1; src=$2
@@ -14,12 +14,14 @@ ptxas=$(command -v ptxas || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/loca
 [ -n "$ptxas" ] || { echo "products_ptxas: ptxas not found: skipped"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0; n=0
-for what in f8e4m3 f8e5m2 f32 i8; do
+for what in f8e4m3 f8e5m2 f32 i8 i8k16; do
   for arch in sm_86 sm_90a sm_100a; do
     name=${what}_$arch
     n=$((n + 1))
     if [ $what = i8 ]; then
       set -- "$src/tests/products/gemm_i8.tile"
+    elif [ $what = i8k16 ]; then
+      set -- "$src/tests/products/gemm_i8.tile" -DBK=16
     else
       set -- "$src/examples/gemm.tile" -DT=$what
     fi
@@ -29,7 +31,8 @@ for what in f8e4m3 f8e5m2 f32 i8; do
     case $what in
       f8*) want='mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32'; nowant='' ;;
       f32) want='fma\.rn\.f32'; nowant='mma\.' ;;
-      i8) want='ma?[du]l?\.lo\.s32'; nowant='mma\.' ;;
+      i8) want='mma\.sync\.aligned\.m16n8k32\.row\.col\.s32\.s8\.s8\.s32'; nowant='' ;;
+      i8k16) want='ma?[du]l?\.lo\.s32'; nowant='mma\.' ;;
     esac
     if ! grep -qE "$want" "$tmp/$name.ptx"; then
       echo "FAIL $name: no $want in the PTX"; fail=1

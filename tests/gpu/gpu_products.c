@@ -5,7 +5,8 @@
  *   examples/gemm.tile T = f8e4m3  mma.sync, operands converted to f16 in
  *                                  registers; C rounded to e4m3
  *   examples/gemm.tile T = f32     simt (f32 fma on the FMA units)
- *   gemm_i8 (below)                simt, i32 multiply-add: exact
+ *   gemm_i8 (below)                mma.sync m16n8k32 .s8: exact
+ *   gemm_i8 with BK = 16 (i8_k16)  simt, i32 multiply-add: exact
  *   f8_nt (below)                  f8e5m2, A from registers (staged as
  *                                  f16), B read transposed ([N, K] rows:
  *                                  16-bit loads), f32 result
@@ -46,6 +47,18 @@ static const char pr_src[] =
     "    acc += a @ b;\n"
     "  }\n"
     "  C[block.y * BM : +BM, block.x * BN : +BN] = acc;\n"
+    "}\n"
+    "\n"
+    "kernel i8_k16(A: global i8[M, K], B: global i8[K, N], C: global i32[M, N])\n"
+    "  grid(cdiv(N, 64), cdiv(M, 64))\n"
+    "{\n"
+    "  tile acc: reg i32[64, 64] = 0;\n"
+    "  for k in 0 .. cdiv(K, 16) {\n"
+    "    tile a: shared i8[64, 16] = A[block.y * 64 : +64, k * 16 : +16];\n"
+    "    tile b: shared i8[16, 64] = B[k * 16 : +16, block.x * 64 : +64];\n"
+    "    acc += a @ b;\n"
+    "  }\n"
+    "  C[block.y * 64 : +64, block.x * 64 : +64] = acc;\n"
     "}\n"
     "\n"
     "kernel f8_nt(A: global f8e5m2[M, K], B: global f8e5m2[N, K], C: global f32[M, N])\n"
@@ -227,6 +240,7 @@ static void run_all(Mod *mods, const char *arch)
     check_product(&mods[1], arch, "gemm", "f8e4m3", &e4m3, false, "f8e4m3", &e4m3, M, N, K);
     check_product(&mods[2], arch, "gemm", "f32", NULL, false, "f32", NULL, M, N, K);
     check_product(&mods[0], arch, "gemm_i8", "i8", NULL, false, "i32", NULL, M, N, K);
+    check_product(&mods[0], arch, "i8_k16", "i8", NULL, false, "i32", NULL, M, N, K);
     check_product(&mods[0], arch, "f8_nt", "f8e5m2", &e5m2, true, "f32", NULL, M, N, K);
     check_product(&mods[0], arch, "odd_f32", "f32", NULL, false, "f32", NULL, M, N, K);
     check_product(&mods[0], arch, "odd_f32", "f32", NULL, false, "f32", NULL, 7, 3, 5);
