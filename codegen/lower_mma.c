@@ -51,7 +51,8 @@ typedef struct Mma {
     bool f16;
     DType dt;                      /* the operands' dtype */
     bool s8;                       /* i8 operands: m16n8k32 .s8, s32 accumulators */
-    int kstep;                     /* k of one instruction: 16, 32 for s8 */
+    bool tf32;                     /* f32 operands (mma = mma_sync): m16n8k8 .tf32 */
+    int kstep;                     /* k of one instruction: 16, 32 for s8, 8 for tf32 */
     bool a8, b8;                   /* A / B: an f8 or i8 shared view, read per fragment element */
     LLVMValueRef g, t2;            /* lane / 4 and (lane % 4) * (kstep / 8): the fragment coordinates */
     int64_t m, n, k;
@@ -201,16 +202,16 @@ static int operands(Cg *cg, Mma *mm)
     mm->av = a->kind == TV_SMEM ? a->sv : NULL;
     mm->bv = b->kind == TV_SMEM ? b->sv : NULL;
     bool f8 = is_f8(mm->dt);
-    mm->a8 = (f8 && mm->av) || mm->s8;   /* i8: always read per element (staged as i8 first) */
-    mm->b8 = (f8 && mm->bv) || mm->s8;
-    if (!f8 && !mm->s8 && !mm->av && a->kind == TV_REGS && is_a_layout(mm, a->L)) {
+    mm->a8 = (f8 && mm->av) || mm->s8 || mm->tf32;   /* i8, f32: always read per element (staged first) */
+    mm->b8 = (f8 && mm->bv) || mm->s8 || mm->tf32;
+    if (!f8 && !mm->s8 && !mm->tf32 && !mm->av && a->kind == TV_REGS && is_a_layout(mm, a->L)) {
         mm->aregs = a->r;
         mm->aL = a->L;
     }
     bool st[2] = { !mm->av && !mm->aregs, !mm->bv };
     if (st[0] || st[1]) {
         const SmemView **sv = cg_dot_stage(cg, mm->op, st, f8 ? DT_F16 : mm->dt,
-                                           mm->s8 ? "the fragments' loads" : "ldmatrix");
+                                           mm->s8 || mm->tf32 ? "the fragments' loads" : "ldmatrix");
         if (st[0])
             mm->av = sv[0];
         if (st[1])
@@ -274,8 +275,14 @@ static void lane_terms(Cg *cg, Mma *mm)
 static LLVMValueRef frag_word(Cg *cg, const Mma *mm, const SmemView *sv, LLVMValueRef base, LLVMValueRef r,
                               LLVMValueRef c, bool kcols)
 {
-    int n = mm->s8 ? 4 : 2;
     LLVMValueRef sr = sv->trans ? c : r, sc = sv->trans ? r : c;
+    if (mm->tf32) {   /* one f32 element, rounded to tf32 */
+        LLVMValueRef o = cg_smem_offset(cg, sv, sr, LLVMBuildMul(cg->b, sc, cg_i32(cg, 4), ""));
+        LLVMValueRef x = LLVMBuildLoad2(cg->b, cg->t_f32, LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, ""), "");
+        LLVMSetAlignment(x, 4);
+        return cg->tg->to_tf32(cg, x);
+    }
+    int n = mm->s8 ? 4 : 2;
     bool along = kcols != sv->trans;    /* the run's elements are neighbours in a stored row */
     LLVMValueRef e[4];
     if (along) {
@@ -559,6 +566,8 @@ static void mma_rows(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc, 
             }
             if (mm->s8)
                 cg->tg->mma_16832_s8(cg, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
+            else if (mm->tf32)
+                cg->tg->mma_1688_tf32(cg, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
             else
                 cg->tg->mma_16816(cg, mm->f16, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
             for (int q = 0; q < 4; q++)
@@ -644,8 +653,9 @@ static int check_dot(Cg *cg, Op *op, Mma *mm)
     Func *f = cg->f;
     const Type *at = ir_type(f, op->args[0]), *bt = ir_type(f, op->args[1]), *ct = ir_type(f, op->res[0]);
     DType dt = (DType)at->dtype;
-    bool s8 = dt == DT_I8 && ct->dtype == DT_I32;
-    if ((dt != DT_BF16 && dt != DT_F16 && !is_f8(dt) && !s8) || bt->dtype != dt || (ct->dtype != DT_F32 && !s8)) {
+    bool s8 = dt == DT_I8 && ct->dtype == DT_I32, tf32 = dt == DT_F32 && op->iattr[0] == MMA_SYNC;
+    if ((dt != DT_BF16 && dt != DT_F16 && !is_f8(dt) && !s8 && !tf32) || bt->dtype != dt ||
+        (ct->dtype != DT_F32 && !s8)) {
         diag_error(cg->d, op->loc, "matrix product '@' of %s tiles runs on the FMA units (mma = simt), not on "
                    "mma.sync (bf16, f16 and f8 operands with f32 accumulation, i8 with i32)", dtype_name(dt));
         return 1;
@@ -653,8 +663,8 @@ static int check_dot(Cg *cg, Op *op, Mma *mm)
     mm->m = at->shape[0];
     mm->k = at->shape[1];
     mm->n = bt->shape[1];
-    mm->kstep = s8 ? 32 : 16;
-    if (mm->m % 16 || mm->n % 16 || mm->k % mm->kstep) {
+    mm->kstep = s8 ? 32 : tf32 ? 8 : 16;
+    if (mm->m % 16 || mm->n % 16 || mm->k % mm->kstep || (mm->k % 16 && !tf32)) {
         diag_error(cg->d, op->loc, "matrix product [%lld x %lld] @ [%lld x %lld]: the tensor-core path needs "
                    "every extent to be a multiple of 16 (K of %d)", (long long)mm->m, (long long)mm->k,
                    (long long)mm->k, (long long)mm->n, mm->kstep);
@@ -663,6 +673,7 @@ static int check_dot(Cg *cg, Op *op, Mma *mm)
     mm->op = op;
     mm->dt = dt;
     mm->s8 = s8;
+    mm->tf32 = tf32;
     mm->f16 = dt == DT_F16 || is_f8(dt);
     return 0;
 }
@@ -726,13 +737,15 @@ int cg_lower_dot(Cg *cg, Op *op)
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = mm.L, .r = acc };
     if (cg->report) {
         sb_printf(cg->report, "  dot at %d:%d: mma.sync m16n8k%d %s%s%s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
-                  op->loc.line, op->loc.col, mm.kstep, mm.s8 ? "s8" : mm.f16 ? "f16" : "bf16", is_f8(mm.dt) ? " from " : "",
+                  op->loc.line, op->loc.col, mm.kstep, mm.s8 ? "s8" : mm.tf32 ? "tf32" : mm.f16 ? "f16" : "bf16",
+                  is_f8(mm.dt) ? " from " : "",
                   is_f8(mm.dt) ? dtype_name(mm.dt) : "", (long long)mm.m, (long long)mm.n,
                   (long long)mm.k, mm.wm, mm.wn, (long long)(mm.m / mm.wm), (long long)(mm.n / mm.wn));
         sb_printf(cg->report, "A %s, B %s, %d k steps%s\n",
-                  mm.a8 ? (mm.s8 ? "i8 loads" : "f8 loads converted to f16") : mm.aregs ? "from registers (accumulator layout)"
-                  : mm.av->trans ? "ldmatrix.trans" : "ldmatrix",
-                  mm.b8 ? (mm.s8 ? "i8 loads" : "f8 loads converted to f16") : mm.bv->trans ? "ldmatrix" : "ldmatrix.trans",
+                  mm.a8 ? (mm.s8 ? "i8 loads" : mm.tf32 ? "f32 loads rounded to tf32" : "f8 loads converted to f16")
+                  : mm.aregs ? "from registers (accumulator layout)" : mm.av->trans ? "ldmatrix.trans" : "ldmatrix",
+                  mm.b8 ? (mm.s8 ? "i8 loads" : mm.tf32 ? "f32 loads rounded to tf32" : "f8 loads converted to f16")
+                  : mm.bv->trans ? "ldmatrix" : "ldmatrix.trans",
                   (int)(mm.k / mm.kstep),
                   roll ? " in a loop" : rows_outer ? " unrolled, row tiles outermost" : " unrolled");
     }

@@ -454,6 +454,17 @@ const char *ir_mma_sync_problem(const Type *a, const Type *b)
     return NULL;
 }
 
+const char *ir_mma_tf32_problem(const Type *a, const Type *b)
+{
+    if (a->kind != TY_TILE || b->kind != TY_TILE || a->rank != 2 || b->rank != 2)
+        return "the operands are not 2-D tiles";
+    if (a->dtype != DT_F32 || b->dtype != DT_F32)
+        return "mma.sync .tf32 takes f32 operands";
+    if (a->shape[0] % 16 || b->shape[1] % 16 || a->shape[1] % 8)
+        return "M or N is not a multiple of 16, or K of 8";
+    return NULL;
+}
+
 const char *ir_wgmma_problem(const Type *a, const Type *b)
 {
     const char *no = tc_operands_problem(a, b, "wgmma takes f16 or bf16 operands here");

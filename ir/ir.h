@@ -108,6 +108,10 @@ extern const char *const mma_names[MMA_COUNT];      /* "none" "mma_sync" "wgmma"
  * f8e5m2 (f8 operands converted to f16 in registers, exactly), or i8; M, K
  * and N multiples of 16, K of 32 for i8. Static text. */
 const char *ir_mma_sync_problem(const Type *a, const Type *b);
+/* The same for f32 operands on mma.sync m16n8k8 .tf32 (operands rounded
+ * to tf32: only where the mma_select.tf32 option asks): 2-D f32 tiles, M
+ * and N multiples of 16, K of 8. */
+const char *ir_mma_tf32_problem(const Type *a, const Type *b);
 /* Why a[M,K] @ b[K,N] cannot run as wgmma m64nNk16 instructions, or NULL:
  * f16 / bf16 operands, M a multiple of 64, K of 16, N of 8 (covered by
  * instructions of at most WGMMA_MAX_N columns). Static text. */

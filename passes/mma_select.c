@@ -23,6 +23,9 @@
  *             i8 products take mma.sync m16n8k32 .s8 (s32 accumulators,
  *             wrapping: exact as the interpreter) when K is a multiple of
  *             32;
+ *             f32 products take mma.sync m16n8k8 .tf32 only where the
+ *             option mma_select.tf32 = 1 asks (PassCtx.tf32; M, N
+ *             multiples of 16, K of 8): the operands are rounded;
  *   simt      products no tensor-core form computes exactly (f32, f64)
  *             or whose extents do not fit (not multiples of 16; i8: K
  *             not of 32): each thread accumulates its own elements of the
@@ -45,7 +48,7 @@ static const char *simt_why(const Type *a, const char *nosync)
     switch (a->dtype) {
     case DT_F32:
         return "f32 products are exact in f32 on the FMA units only (tf32 tensor cores round the operands to 10 "
-               "bits)";
+               "bits; the option mma_select.tf32 = 1 asks for them)";
     case DT_F64:
         return "f64 products on the FMA units in f64, each result rounded once to f32";
     default:   /* i8 included: mma.sync takes it, the shape does not fit */
@@ -54,8 +57,17 @@ static const char *simt_why(const Type *a, const char *nosync)
 }
 
 /* The family of one product (into op->iattr[0]) and why, into why. */
-static MmaKind choose(const TargetInfo *t, const Type *a, const Type *b, const char **why)
+static MmaKind choose(const TargetInfo *t, bool tf32, const Type *a, const Type *b, const char **why)
 {
+    if (a->dtype == DT_F32 && tf32) {
+        const char *no = ir_mma_tf32_problem(a, b);
+        if (!no) {
+            *why = "the option mma_select.tf32 = 1: operands rounded to tf32 (10 mantissa bits), f32 accumulation";
+            return MMA_SYNC;
+        }
+        *why = no;
+        return MMA_SIMT;
+    }
     const char *nosync = ir_mma_sync_problem(a, b);
     if (nosync) {
         *why = simt_why(a, nosync);
@@ -100,7 +112,7 @@ static bool visit(Func *f, Op *op, void *vctx)
         return true;
     }
     const char *why;
-    MmaKind k = choose(ctx->target, a, b, &why);
+    MmaKind k = choose(ctx->target, ctx->tf32, a, b, &why);
     if ((k == MMA_WGMMA || k == MMA_TCGEN05) && ctx->portable) {   /* the module's fallback variant keeps to mma.sync */
         k = MMA_SYNC;
         why = "the portable variant of a warp-specialized kernel";
@@ -118,7 +130,7 @@ static bool visit(Func *f, Op *op, void *vctx)
     } else {
         pass_note(ctx, "@%s: product at %s %s: mma_sync m16n8k%s (%s)", f->name, at, shape,
                   a->dtype == DT_I8 ? "32 s8" : is_f8(a->dtype) ? "16 f16, operands converted from f8 in registers"
-                  : "16", why);
+                  : a->dtype == DT_F32 ? "8 tf32" : "16", why);
     }
     return true;
 }

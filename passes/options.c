@@ -31,6 +31,10 @@ const PassOptionInfo tc_pass_options[] = {
       "attention's softmax exp2 on the FMA units (Cody-Waite + degree-3 polynomial) for one 8-column group "
       "of the score tile in every N (1 = all); 0 = off. Not given: 4 where the MUFU takes twice the tensor "
       "cores' time or more, 8 where at least as long (sm_90a at D = 64, sm_100a at D <= 128), else off" },
+    { "mma_select.tf32", "int", 0, 1, 0, offsetof(PassOptions, tf32),
+      "1: f32 products run on the tensor cores as mma.sync m16n8k8 .tf32 (operands rounded to 10 mantissa "
+      "bits, f32 accumulation; about 2^-10 relative to the sum of |a b|); 0 (the default): exact f32 fma on "
+      "the FMA units" },
 };
 
 const int tc_npass_options = (int)(sizeof tc_pass_options / sizeof tc_pass_options[0]);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The products of every dtype the code generator takes, through ptxas:
 # examples/gemm.tile with T = f8e4m3, f8e5m2 (mma.sync, operands converted
-# to f16 in registers), f32 (simt: f32 fma) and tests/products/gemm_i8.tile
+# to f16 in registers), f32 (simt: f32 fma; with the option mma_select.tf32=1
+# mma.sync m16n8k8 .tf32) and tests/products/gemm_i8.tile
 # (mma.sync m16n8k32 .s8; with BK = 16, simt: i32 multiply-add), each for
 # sm_86, sm_90a and sm_100a; `ptxas -arch=ARCH -v` must accept the PTX with
 # no warning and no spill, and the PTX must hold the instructions the
@@ -14,12 +15,14 @@ ptxas=$(command -v ptxas || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/loca
 [ -n "$ptxas" ] || { echo "products_ptxas: ptxas not found: skipped"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0; n=0
-for what in f8e4m3 f8e5m2 f32 i8 i8k16; do
+for what in f8e4m3 f8e5m2 f32 f32tf32 i8 i8k16; do
   for arch in sm_86 sm_90a sm_100a; do
     name=${what}_$arch
     n=$((n + 1))
     if [ $what = i8 ]; then
       set -- "$src/tests/products/gemm_i8.tile"
+    elif [ $what = f32tf32 ]; then
+      set -- "$src/examples/gemm.tile" -DT=f32 --pass-option mma_select.tf32=1
     elif [ $what = i8k16 ]; then
       set -- "$src/tests/products/gemm_i8.tile" -DBK=16
     else
@@ -31,6 +34,7 @@ for what in f8e4m3 f8e5m2 f32 i8 i8k16; do
     case $what in
       f8*) want='mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32'; nowant='' ;;
       f32) want='fma\.rn\.f32'; nowant='mma\.' ;;
+      f32tf32) want='mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32'; nowant='' ;;
       i8) want='mma\.sync\.aligned\.m16n8k32\.row\.col\.s32\.s8\.s8\.s32'; nowant='' ;;
       i8k16) want='ma?[du]l?\.lo\.s32'; nowant='mma\.' ;;
     esac

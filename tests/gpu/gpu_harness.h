@@ -232,13 +232,17 @@ static int interp_main(const Harness *h)
         tilec_options o;
         tilec_options_init(&o);
         o.keep_ir = 1;
-        const char *def = strchr(h->specs[i].defs, '=');
-        char name[32] = { 0 };
+        /* one "-DNAME=VALUE" first; what follows (pass options) changes how
+         * the GPU computes, not what the interpreter does */
+        const char *defs = h->specs[i].defs;
+        const char *def = strncmp(defs, "-D", 2) == 0 ? strchr(defs, '=') : NULL;
+        char name[32] = { 0 }, value[64] = { 0 };
         tilec_define d;
-        if (def) {   /* "-DNAME=VALUE" */
-            snprintf(name, sizeof name, "%.*s", (int)(def - h->specs[i].defs - 2), h->specs[i].defs + 2);
+        if (def) {
+            snprintf(name, sizeof name, "%.*s", (int)(def - defs - 2), defs + 2);
+            snprintf(value, sizeof value, "%.*s", (int)strcspn(def + 1, " "), def + 1);
             d.name = name;
-            d.value = def + 1;
+            d.value = value;
             o.defines = &d;
             o.ndefines = 1;
         }

@@ -5,6 +5,8 @@
  *   examples/gemm.tile T = f8e4m3  mma.sync, operands converted to f16 in
  *                                  registers; C rounded to e4m3
  *   examples/gemm.tile T = f32     simt (f32 fma on the FMA units)
+ *   the same, mma_select.tf32=1    mma.sync m16n8k8 .tf32: e = 2^-9 sum |a b|
+ *                                  more (operands rounded to tf32)
  *   gemm_i8 (below)                mma.sync m16n8k32 .s8: exact
  *   gemm_i8 with BK = 16 (i8_k16)  simt, i32 multiply-add: exact
  *   f8_nt (below)                  f8e5m2, A from registers (staged as
@@ -89,6 +91,7 @@ static const ModSpec specs[] = {
     { "products", NULL, "" },
     { "gemm_f8e4m3", "gemm", "-DT=f8e4m3" },
     { "gemm_f32", "gemm", "-DT=f32" },
+    { "gemm_tf32", "gemm", "-DT=f32 --pass-option mma_select.tf32=1" },
 };
 enum { NMOD = sizeof specs / sizeof specs[0] };
 
@@ -168,7 +171,7 @@ static double opnd(const HostT *t, const F8 *fmt, int64_t i, int64_t j)
 /* A (M x K) @ B: B is K x N, or N x K when bt. Checks C (f32, e4m3 with
  * out8, or i32) against the bounds in the header; returns the bad count. */
 static int64_t check_c(const HostT *a, const HostT *b, bool bt, const F8 *fmt, const HostT *c, const F8 *out8,
-                       int64_t *worst_at)
+                       double extra, int64_t *worst_at)
 {
     int64_t m = a->shape[0], k = a->shape[1], n = c->shape[1], bad = 0;
     bool ints = !strcmp(c->dt, "i32");
@@ -187,7 +190,7 @@ static int64_t check_c(const HostT *a, const HostT *b, bool bt, const F8 *fmt, c
             if (ints) {
                 ok = i32_of(c, at) == (int32_t)(uint32_t)(uint64_t)si;
             } else {
-                double e = ldexp(sa, -21) * (double)k;
+                double e = ldexp(sa, -21) * (double)k + extra * sa;
                 if (out8) {
                     double g = f8_decode(out8, c->data[at]);
                     ok = g >= f8_round(out8, s - e) && g <= f8_round(out8, s + e);
@@ -214,9 +217,10 @@ static void fill_operand(HostT *t, const F8 *fmt)
         fill(t, 2.0f);
 }
 
-/* One product C = A @ B (B transposed when bt) of kernel `kernel` in m. */
+/* One product C = A @ B (B transposed when bt) of kernel `kernel` in m;
+ * extra: a relative error beyond f32 accumulation's (tf32 operands). */
 static void check_product(Mod *m, const char *arch, const char *kernel, const char *dt, const F8 *fmt, bool bt,
-                          const char *cdt, const F8 *out8, int64_t M, int64_t N, int64_t K)
+                          const char *cdt, const F8 *out8, double extra, int64_t M, int64_t N, int64_t K)
 {
     char label[160];
     snprintf(label, sizeof label, "%s %s %s %lldx%lldx%lld", arch, kernel, dt, (long long)M, (long long)N,
@@ -227,7 +231,7 @@ static void check_product(Mod *m, const char *arch, const char *kernel, const ch
     fill_operand(&b, fmt);
     Arg args[3] = { { &a, 0, 0, false }, { &b, 0, 0, false }, { &c, 0, 0, false } };
     bool ok = run_kernel(m, kernel, args, 3, label);
-    int64_t at = -1, bad = ok ? check_c(&a, &b, bt, fmt, &c, out8, &at) : -1;
+    int64_t at = -1, bad = ok ? check_c(&a, &b, bt, fmt, &c, out8, extra, &at) : -1;
     gpu_result(ok && bad == 0, "%s: %lld of %lld elements outside the bounds (first at row %lld, column %lld)",
                label, (long long)bad, (long long)(M * N), (long long)(at < 0 ? -1 : at / N),
                (long long)(at < 0 ? -1 : at % N));
@@ -237,13 +241,14 @@ static void check_product(Mod *m, const char *arch, const char *kernel, const ch
 static void run_all(Mod *mods, const char *arch)
 {
     const int64_t M = 129, N = 257, K = 65;
-    check_product(&mods[1], arch, "gemm", "f8e4m3", &e4m3, false, "f8e4m3", &e4m3, M, N, K);
-    check_product(&mods[2], arch, "gemm", "f32", NULL, false, "f32", NULL, M, N, K);
-    check_product(&mods[0], arch, "gemm_i8", "i8", NULL, false, "i32", NULL, M, N, K);
-    check_product(&mods[0], arch, "i8_k16", "i8", NULL, false, "i32", NULL, M, N, K);
-    check_product(&mods[0], arch, "f8_nt", "f8e5m2", &e5m2, true, "f32", NULL, M, N, K);
-    check_product(&mods[0], arch, "odd_f32", "f32", NULL, false, "f32", NULL, M, N, K);
-    check_product(&mods[0], arch, "odd_f32", "f32", NULL, false, "f32", NULL, 7, 3, 5);
+    check_product(&mods[1], arch, "gemm", "f8e4m3", &e4m3, false, "f8e4m3", &e4m3, 0, M, N, K);
+    check_product(&mods[2], arch, "gemm", "f32", NULL, false, "f32", NULL, 0, M, N, K);
+    check_product(&mods[3], arch, "gemm", "f32", NULL, false, "f32", NULL, ldexp(1.0, -9), M, N, K);
+    check_product(&mods[0], arch, "gemm_i8", "i8", NULL, false, "i32", NULL, 0, M, N, K);
+    check_product(&mods[0], arch, "i8_k16", "i8", NULL, false, "i32", NULL, 0, M, N, K);
+    check_product(&mods[0], arch, "f8_nt", "f8e5m2", &e5m2, true, "f32", NULL, 0, M, N, K);
+    check_product(&mods[0], arch, "odd_f32", "f32", NULL, false, "f32", NULL, 0, M, N, K);
+    check_product(&mods[0], arch, "odd_f32", "f32", NULL, false, "f32", NULL, 0, 7, 3, 5);
 }
 
 int main(int argc, char **argv)

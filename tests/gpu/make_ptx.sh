@@ -8,7 +8,7 @@
 #   gpu_atomic OUTDIR           (its kernels: OUTDIR/ARCH/atomic.ptx)
 #   gpu_rand_scan OUTDIR        (OUTDIR/ARCH/rand_scan.ptx, dropout_*.ptx, cumsum.ptx)
 #   gpu_gather_shape OUTDIR     (OUTDIR/ARCH/gather_shape.ptx, gather_rows.ptx)
-#   gpu_products OUTDIR         (OUTDIR/ARCH/products.ptx, gemm_f8e4m3.ptx, gemm_f32.ptx)
+#   gpu_products OUTDIR         (OUTDIR/ARCH/products.ptx, gemm_f8e4m3.ptx, gemm_f32.ptx, gemm_tf32.ptx)
 #
 # BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
 # tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
@@ -50,12 +50,14 @@ for arch in "$@"; do
         "$tilec" "$out/$arch/gather_shape.tile" -arch="$arch" -o "$out/$arch/gather_shape.ptx"
         "$tilec" "$src/examples/gather_rows.tile" -arch="$arch" -o "$out/$arch/gather_rows.ptx"
     fi
-    # gpu_products' modules: its own kernels and examples/gemm.tile for f8e4m3 and f32.
+    # gpu_products' modules: its own kernels and examples/gemm.tile for f8e4m3, f32 and f32 on tf32.
     if [ -x "$build/tests/gpu/gpu_products" ]; then
         "$build/tests/gpu/gpu_products" --print-source > "$out/$arch/products.tile"
         "$tilec" "$out/$arch/products.tile" -arch="$arch" -o "$out/$arch/products.ptx"
         "$tilec" "$src/examples/gemm.tile" -arch="$arch" -DT=f8e4m3 -o "$out/$arch/gemm_f8e4m3.ptx"
         "$tilec" "$src/examples/gemm.tile" -arch="$arch" -DT=f32 -o "$out/$arch/gemm_f32.ptx"
+        "$tilec" "$src/examples/gemm.tile" -arch="$arch" -DT=f32 --pass-option mma_select.tf32=1 \
+            -o "$out/$arch/gemm_tf32.ptx"
     fi
     echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"
 done

@@ -193,14 +193,15 @@ START_TEST(test_pass_options)
     ck_assert_int_eq(big_attention("target.smem-per-block=232448"), TILEC_OK);
     ck_assert_int_eq(big_attention("target.smem-per-block=100000"), TILEC_ERR_INPUT);
     ck_assert_int_eq(big_attention(NULL), TILEC_ERR_INPUT);   /* nothing left over from the last compile */
-    ck_assert_int_eq(tilec_num_pass_options(), 4);
+    ck_assert_int_eq(tilec_num_pass_options(), 5);
     ck_assert_str_eq(tilec_pass_option_name(0), "target.smem-per-block");
     ck_assert_str_eq(tilec_pass_option_type(0), "bytes");
     ck_assert_str_eq(tilec_pass_option_name(1), "target.sms");
     ck_assert_ptr_nonnull(tilec_pass_option_help(1));
     ck_assert_str_eq(tilec_pass_option_name(2), "lazy_rescale.threshold");
     ck_assert_str_eq(tilec_pass_option_name(3), "exp2_emu.every");
-    ck_assert_ptr_null(tilec_pass_option_name(4));
+    ck_assert_str_eq(tilec_pass_option_name(4), "mma_select.tf32");
+    ck_assert_ptr_null(tilec_pass_option_name(5));
 }
 END_TEST
 
@@ -286,7 +287,8 @@ START_TEST(test_bad_pass_options)
                           "target.smem-per-block=1x", "target.smem-per-block=1,,x=2",
                           "target.smem-per-block=232449", "target.smem-per-block=-1", "TILEC_PV_ROWS=1",
                           "lazy_rescale.threshold=-1", "lazy_rescale.threshold=33", "exp2_emu.every=-1",
-                          "exp2_emu.every=1025", "exp2_emu.every=0.5", "exp2_emu=4" };
+                          "exp2_emu.every=1025", "exp2_emu.every=0.5", "exp2_emu=4", "mma_select.tf32=2",
+                          "mma_select.tf32=-1", "mma_select.tf32=tf32" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tilec_options o;
         tilec_options_init(&o);
