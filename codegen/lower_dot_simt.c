@@ -1,7 +1,8 @@
 /* lower_dot_simt.c - `@` (DOT) on the FMA units: the simt family of the
  * mma_select pass, for the products no tensor-core form computes exactly
- * (f32, f64, i8 with i32 accumulation) and for those whose extents are not
- * multiples of 16 (any dtype).
+ * (f32 unless the mma_select.tf32 option asks for tf32, f64) and for those
+ * whose extents mma.sync does not take (not multiples of 16, any dtype;
+ * i8 with K not a multiple of 32).
  *
  * The result keeps the mma.sync accumulator layout where its extents allow
  * (the same warp grid: a loop-carried accumulator, the epilogue and the

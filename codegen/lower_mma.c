@@ -4,8 +4,12 @@
  * loads the f8 elements of its f16 fragments from the shared tile (a
  * 16-bit load where the pair lies along the stored rows, else two bytes)
  * and converts them to f16 in registers, exactly (cg_f8_to_f16_bits); a
- * register f8 operand is converted on its way to the f16 scratch.
- * Products of the simt family go to lower_dot_simt.c.
+ * register f8 operand is converted on its way to the f16 scratch. i8
+ * operands run as mma.sync m16n8k32 .s8 (s32 accumulators) and, where the
+ * mma_select.tf32 option chose mma_sync for them, f32 operands as
+ * m16n8k8 .tf32, their fragments loaded the same way (runs of four bytes;
+ * single f32 elements rounded by cvt.rna.tf32). Products of the simt
+ * family go to lower_dot_simt.c.
  *
  * Warps: the [M, N] accumulator is split over a wm x wn warp grid
  * (layout_mma_warps: 128 x 128 with 8 warps -> 2 x 4, warp tiles 64 x 32);
@@ -53,7 +57,7 @@ typedef struct Mma {
     bool s8;                       /* i8 operands: m16n8k32 .s8, s32 accumulators */
     bool tf32;                     /* f32 operands (mma = mma_sync): m16n8k8 .tf32 */
     int kstep;                     /* k of one instruction: 16, 32 for s8, 8 for tf32 */
-    bool a8, b8;                   /* A / B: an f8 or i8 shared view, read per fragment element */
+    bool a8, b8;                   /* A / B: a shared view read per fragment element (f8, i8, tf32) */
     LLVMValueRef g, t2;            /* lane / 4 and (lane % 4) * (kstep / 8): the fragment coordinates */
     int64_t m, n, k;
     int wm, wn, tm, tn;
@@ -250,7 +254,7 @@ static void lane_terms(Cg *cg, Mma *mm)
     mm->wrow = LLVMBuildMul(cg->b, wr, cg_i32(cg, 16 * mm->tm), "");
     mm->wcol = LLVMBuildMul(cg->b, wc, cg_i32(cg, 8 * mm->tn), "");
     if (mm->a8 || mm->b8) {
-        /* The f8 loads' addresses from a lane id the loop around the
+        /* The element loads' addresses from a lane id the loop around the
          * product cannot hoist out: LLVM would otherwise keep every
          * fragment's address of the product live across the loop (gemm
          * 256x128x64: 255 registers and spills on sm_86). */
@@ -264,7 +268,8 @@ static void lane_terms(Cg *cg, Mma *mm)
     }
 }
 
-/* ---- f8 fragments: loads from the f8 tile, converted to f16 pairs ---- */
+/* ---- fragments loaded element by element: f8 (converted to f16 pairs),
+ * i8 (m16n8k32: runs of four bytes), f32 (m16n8k8 .tf32: one element) ---- */
 
 /* One 32-bit fragment register from the byte elements at logical (r, c)
  * and the next ones along the k coordinate (columns of A, rows of B:
