@@ -292,13 +292,15 @@ static LLVMValueRef frag_word(Cg *cg, const Mma *mm, const SmemView *sv, LLVMVal
     LLVMValueRef e[4];
     if (along) {
         LLVMTypeRef wt = n == 4 ? cg->t_i32 : cg->t_i16;
-        LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, (LLVMValueRef[]){ cg_smem_offset(cg, sv, sr, sc) }, 1, "");
+        LLVMValueRef o = cg_smem_offset(cg, sv, sr, sc);
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, "");
         LLVMValueRef w = LLVMBuildLoad2(cg->b, wt, p, "");
         LLVMSetAlignment(w, (unsigned)n);
         if (mm->s8)
             return w;
         for (int i = 0; i < n; i++)
-            e[i] = LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, w, LLVMConstInt(wt, (unsigned)(8 * i), 0), ""), cg->t_i8, "");
+            e[i] = LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, w, LLVMConstInt(wt, (unsigned)(8 * i), 0), ""),
+                                  cg->t_i8, "");
     } else {
         for (int i = 0; i < n; i++) {
             LLVMValueRef row = i ? LLVMBuildAdd(cg->b, sr, cg_i32(cg, i), "") : sr;
@@ -324,7 +326,8 @@ static void a_frag_f8(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
     const SmemView *sv = mm->av;
     LLVMValueRef base = mm->fa.base ? mm->fa.base : sv->base;
     for (int q = 0; q < 4; q++) {
-        LLVMValueRef r = LLVMBuildAdd(cg->b, mm->wrow, LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 16 * i + 8 * (q & 1)), ""), "");
+        LLVMValueRef r = LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 16 * i + 8 * (q & 1)), "");
+        r = LLVMBuildAdd(cg->b, mm->wrow, r, "");
         LLVMValueRef c = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, mm->kstep * kk + mm->kstep / 2 * (q >> 1)), "");
         out[q] = frag_word(cg, mm, sv, base, r, c, true);
     }
@@ -339,7 +342,8 @@ static void b_frag_f8(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
     for (int h = 0; h < 2; h++)
         for (int q = 0; q < 2; q++) {
             LLVMValueRef r = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, mm->kstep * kk + mm->kstep / 2 * q), "");
-            LLVMValueRef c = LLVMBuildAdd(cg->b, mm->wcol, LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 8 * (2 * jp + h)), ""), "");
+            LLVMValueRef c = LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 8 * (2 * jp + h)), "");
+            c = LLVMBuildAdd(cg->b, mm->wcol, c, "");
             out[2 * h + q] = frag_word(cg, mm, sv, base, r, c, false);
         }
 }
@@ -741,7 +745,8 @@ int cg_lower_dot(Cg *cg, Op *op)
     cg_chain_turn(cg, op, true);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = mm.L, .r = acc };
     if (cg->report) {
-        sb_printf(cg->report, "  dot at %d:%d: mma.sync m16n8k%d %s%s%s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
+        sb_printf(cg->report,
+                  "  dot at %d:%d: mma.sync m16n8k%d %s%s%s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
                   op->loc.line, op->loc.col, mm.kstep, mm.s8 ? "s8" : mm.tf32 ? "tf32" : mm.f16 ? "f16" : "bf16",
                   is_f8(mm.dt) ? " from " : "",
                   is_f8(mm.dt) ? dtype_name(mm.dt) : "", (long long)mm.m, (long long)mm.n,

@@ -86,17 +86,19 @@ LLVMValueRef cg_f8_to_f16_bits(Cg *cg, LLVMValueRef byte, DType from)
     if (from == DT_F8E5M2)   /* e5m2 is the top byte of an f16 */
         return LLVMBuildShl(b, x, LLVMConstInt(i16, 8, 0), "");
     LLVMValueRef m7 = LLVMBuildAnd(b, x, LLVMConstInt(i16, 0x7f, 0), "");
-    LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, x, LLVMConstInt(i16, 0x80, 0), ""), LLVMConstInt(i16, 8, 0), "");
+    LLVMValueRef sign = LLVMBuildAnd(b, x, LLVMConstInt(i16, 0x80, 0), "");
+    sign = LLVMBuildShl(b, sign, LLVMConstInt(i16, 8, 0), "");
     /* normal: exponent rebiased 7 -> 15, mantissa 3 -> 10 bits */
-    LLVMValueRef norm = LLVMBuildAdd(b, LLVMBuildShl(b, m7, LLVMConstInt(i16, 7, 0), ""), LLVMConstInt(i16, 0x2000, 0), "");
+    LLVMValueRef norm = LLVMBuildShl(b, m7, LLVMConstInt(i16, 7, 0), "");
+    norm = LLVMBuildAdd(b, norm, LLVMConstInt(i16, 0x2000, 0), "");
     /* subnormal m * 2^-9 (m = 0..7): the top byte of its f16 from a table */
     LLVMValueRef sh = LLVMBuildShl(b, LLVMBuildZExt(b, m7, cg->t_i64, ""), cg_i64(cg, 3), "");
     LLVMValueRef tab = LLVMBuildLShr(b, cg_i64(cg, (int64_t)0x232221201E1C1800LL), sh, "");
     LLVMValueRef sub = LLVMBuildShl(b, LLVMBuildAnd(b, LLVMBuildTrunc(b, tab, i16, ""), LLVMConstInt(i16, 0xff, 0), ""),
                                     LLVMConstInt(i16, 8, 0), "");
     LLVMValueRef mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, m7, LLVMConstInt(i16, 8, 0), ""), sub, norm, "");
-    mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, m7, LLVMConstInt(i16, 0x7f, 0), ""), LLVMConstInt(i16, 0x7e00, 0),
-                          mag, "");
+    LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntEQ, m7, LLVMConstInt(i16, 0x7f, 0), "");
+    mag = LLVMBuildSelect(b, nan, LLVMConstInt(i16, 0x7e00, 0), mag, "");
     return LLVMBuildOr(b, mag, sign, "");
 }
 
@@ -119,8 +121,9 @@ static LLVMValueRef round_to_f8(Cg *cg, LLVMValueRef x, bool f64, DType to)
     /* q = 2^(ex - mt) and 1 / q, built from their exponent fields */
     LLVMValueRef qe = LLVMBuildAdd(b, ex, cg_i32(cg, sbias - mt), "");
     LLVMValueRef ie = LLVMBuildSub(b, cg_i32(cg, sbias + mt), ex, "");
-    LLVMValueRef q = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildZExt(b, qe, it, ""), LLVMConstInt(it, (unsigned)sm, 0), ""), ft, "");
-    LLVMValueRef iq = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildZExt(b, ie, it, ""), LLVMConstInt(it, (unsigned)sm, 0), ""), ft, "");
+    LLVMValueRef sh = LLVMConstInt(it, (unsigned)sm, 0);
+    LLVMValueRef q = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildZExt(b, qe, it, ""), sh, ""), ft, "");
+    LLVMValueRef iq = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildZExt(b, ie, it, ""), sh, ""), ft, "");
     LLVMValueRef n = LLVMBuildFMul(b, a, iq, "");
     n = cg_call(cg, f64 ? "llvm.roundeven.f64" : "llvm.roundeven.f32", ft, &n, 1);
     LLVMValueRef r = LLVMBuildFMul(b, n, q, "");
@@ -134,7 +137,8 @@ static LLVMValueRef round_to_f8(Cg *cg, LLVMValueRef x, bool f64, DType to)
     LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
     h = LLVMBuildSelect(b, nan, LLVMConstInt(cg->t_i16, e4 ? 0x7f : 0x7e, 0), h, "");
     LLVMValueRef sign = LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstInt(it, 0, 0), "");
-    h = LLVMBuildOr(b, h, LLVMBuildSelect(b, sign, LLVMConstInt(cg->t_i16, 0x80, 0), LLVMConstInt(cg->t_i16, 0, 0), ""), "");
+    LLVMValueRef sbit = LLVMBuildSelect(b, sign, LLVMConstInt(cg->t_i16, 0x80, 0), LLVMConstInt(cg->t_i16, 0, 0), "");
+    h = LLVMBuildOr(b, h, sbit, "");
     return LLVMBuildTrunc(b, h, cg->t_i8, "");
 }
 
