@@ -9,6 +9,7 @@
  * lower_shape.c  slice, concat, reshape; gather and scatter through an index tile
  * lower_async.c  shared buffers, cp.async copies, wait groups, barriers
  * lower_mma.c    `@` on tensor cores (ldmatrix + mma.sync m16n8k16)
+ * lower_dot_simt.c `@` on the FMA units (f32, f64, i8, odd extents)
  * lower_chain.c  products feeding products (attention): warps along M only
  */
 #ifndef TILEC_CG_INTERNAL_H
@@ -262,6 +263,8 @@ bool cg_simt_kernel(const Cg *cg);
 /* i1: is this thread's register r the primary owner of its element? */
 LLVMValueRef cg_primary(Cg *cg, const Layout *L, int r);
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
+/* The f16 bits (i16) of an f8e4m3 / f8e5m2 value given as its i8 bits (exact). */
+LLVMValueRef cg_f8_to_f16_bits(Cg *cg, LLVMValueRef byte, DType from);
 /* After optimisation: pure values of a SIMT kernel move to their first use. */
 void cg_schedule_simt(LLVMContextRef ctx, LLVMValueRef fn, bool epilogue);
 
@@ -442,6 +445,17 @@ void cg_smem_write(Cg *cg, const SmemView *sv, DType dt, const Layout *L, LLVMVa
 
 /* ---- lower_mma.c ---- */
 int cg_lower_dot(Cg *cg, Op *op);
+/* The mma.sync accumulator layout of an [m, n] result (the warp grid the
+ * kernel's products use), or NULL when m or n is not a multiple of 16. */
+const Layout *cg_mma_acc_layout(Cg *cg, int64_t m, int64_t n);
+/* Operands i (stage[i]) of DOT op written to a shared scratch as
+ * row-major [rows, cols] tiles of dtype `to` (rows padded by 16 bytes),
+ * converted from their own dtype, between two barriers; their views (NULL
+ * where not staged). `what` names the reader for the report. */
+const SmemView **cg_dot_stage(Cg *cg, Op *op, const bool stage[2], DType to, const char *what);
+/* lower_dot_simt.c: a DOT of the simt family (or of none, where mma.sync
+ * does not take it): each thread accumulates its own elements. */
+int cg_lower_dot_simt(Cg *cg, Op *op);
 int cg_lower_trans_view(Cg *cg, Op *op);        /* TRANS of a shared tile: a transposed view */
 /* The accumulator layout of the DOT that yields carried value i of FOR op, or NULL. */
 const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i);

@@ -1,6 +1,15 @@
 /* lower_mma.c - `@` (DOT) on tensor cores: mma.sync m16n8k16 with bf16 or
  * f16 operands and f32 accumulators, operands read from shared memory with
- * ldmatrix.
+ * ldmatrix. f8e4m3 and f8e5m2 operands run as f16 products: each thread
+ * loads the f8 elements of its f16 fragments from the shared tile (a
+ * 16-bit load where the pair lies along the stored rows, else two bytes)
+ * and converts them to f16 in registers, exactly (cg_f8_to_f16_bits); a
+ * register f8 operand is converted on its way to the f16 scratch. i8
+ * operands run as mma.sync m16n8k32 .s8 (s32 accumulators) and, where the
+ * mma_select.tf32 option chose mma_sync for them, f32 operands as
+ * m16n8k8 .tf32, their fragments loaded the same way (runs of four bytes;
+ * single f32 elements rounded by cvt.rna.tf32). Products of the simt
+ * family go to lower_dot_simt.c.
  *
  * Warps: the [M, N] accumulator is split over a wm x wn warp grid
  * (layout_mma_warps: 128 x 128 with 8 warps -> 2 x 4, warp tiles 64 x 32);
@@ -44,6 +53,12 @@ typedef struct FragAddr {
 typedef struct Mma {
     Op *op;
     bool f16;
+    DType dt;                      /* the operands' dtype */
+    bool s8;                       /* i8 operands: m16n8k32 .s8, s32 accumulators */
+    bool tf32;                     /* f32 operands (mma = mma_sync): m16n8k8 .tf32 */
+    int kstep;                     /* k of one instruction: 16, 32 for s8, 8 for tf32 */
+    bool a8, b8;                   /* A / B: a shared view read per fragment element (f8, i8, tf32) */
+    LLVMValueRef g, t2;            /* lane / 4 and (lane % 4) * (kstep / 8): the fragment coordinates */
     int64_t m, n, k;
     int wm, wn, tm, tn;
     const Layout *L;               /* accumulator layout */
@@ -108,6 +123,14 @@ const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i)
     return cg_layout_dup(cg, acc_layout(cg, t->shape[0], t->shape[1], &wm, &wn));
 }
 
+const Layout *cg_mma_acc_layout(Cg *cg, int64_t m, int64_t n)
+{
+    if (m % 16 || n % 16)
+        return NULL;
+    int wm, wn;
+    return cg_layout_dup(cg, acc_layout(cg, m, n, &wm, &wn));
+}
+
 /* ---- operands ---- */
 
 /* Is L the A-operand register map of this product (same thread and
@@ -136,32 +159,45 @@ static SmemView *scratch_view(Cg *cg, LLVMValueRef base, int64_t off, int64_t ro
     return sv;
 }
 
-/* Register operands go to the scratch: A as [M, K], B as [K, N]. */
-static void stage_operands(Cg *cg, Mma *mm, bool stage_a, bool stage_b)
+static bool is_f8(DType t) { return t == DT_F8E4M3 || t == DT_F8E5M2; }
+
+const SmemView **cg_dot_stage(Cg *cg, Op *op, const bool stage[2], DType to, const char *what)
 {
     Func *f = cg->f;
-    Op *op = mm->op;
-    int eb = 2;
-    int64_t abytes = stage_a ? mm->m * (mm->k * eb + 16) : 0, bbytes = stage_b ? mm->k * (mm->n * eb + 16) : 0;
-    LLVMValueRef base = cg_smem(cg, abytes + bbytes);
+    const SmemView **out = arena_alloc(cg->a, 2 * sizeof *out);
+    out[0] = out[1] = NULL;
+    int eb = dtype_bits(to) / 8;
+    int64_t bytes[2];
+    for (int i = 0; i < 2; i++) {
+        const Type *t = ir_type(f, op->args[i]);
+        bytes[i] = stage[i] ? t->shape[0] * (t->shape[1] * eb + 16) : 0;
+    }
+    LLVMValueRef base = cg_smem(cg, bytes[0] + bytes[1]);
     cg->tg->barrier(cg);
     for (int i = 0; i < 2; i++) {
-        if (!(i ? stage_b : stage_a))
+        if (!stage[i])
             continue;
         const Type *t = ir_type(f, op->args[i]);
         const TileVal *v = &cg->vals[op->args[i]];
         const Layout *L = v->kind == TV_REGS ? v->L : cg_default_layout(cg, t, true);
-        SmemView *sv = scratch_view(cg, base, i ? abytes : 0, t->shape[0], t->shape[1], eb);
-        cg_smem_write(cg, sv, (DType)t->dtype, L, cg_materialize(cg, v, t, L, op->loc));
-        if (i)
-            mm->bv = sv;
-        else
-            mm->av = sv;
+        SmemView *sv = scratch_view(cg, base, i ? bytes[0] : 0, t->shape[0], t->shape[1], eb);
+        LLVMValueRef *r = cg_materialize(cg, v, t, L, op->loc);
+        if ((DType)t->dtype != to) {
+            int n = layout_nregs(L);
+            LLVMValueRef *c = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+            for (int j = 0; j < n; j++)
+                c[j] = cg_convert(cg, r[j], (DType)t->dtype, to);
+            r = c;
+        }
+        cg_smem_write(cg, sv, to, L, r);
+        out[i] = sv;
     }
     cg->tg->barrier(cg);
     if (cg->report)
-        sb_printf(cg->report, "  dot at %d:%d: %s%s%s staged in shared memory for ldmatrix\n", op->loc.line,
-                  op->loc.col, stage_a ? "A" : "", stage_a && stage_b ? " and " : "", stage_b ? "B" : "");
+        sb_printf(cg->report, "  dot at %d:%d: %s%s%s staged in shared memory%s for %s\n", op->loc.line, op->loc.col,
+                  stage[0] ? "A" : "", stage[0] && stage[1] ? " and " : "", stage[1] ? "B" : "",
+                  (DType)ir_type(f, op->args[0])->dtype != to ? " as f16" : "", what);
+    return out;
 }
 
 static int operands(Cg *cg, Mma *mm)
@@ -169,13 +205,22 @@ static int operands(Cg *cg, Mma *mm)
     const TileVal *a = &cg->vals[mm->op->args[0]], *b = &cg->vals[mm->op->args[1]];
     mm->av = a->kind == TV_SMEM ? a->sv : NULL;
     mm->bv = b->kind == TV_SMEM ? b->sv : NULL;
-    if (!mm->av && a->kind == TV_REGS && is_a_layout(mm, a->L)) {
+    bool f8 = is_f8(mm->dt);
+    mm->a8 = (f8 && mm->av) || mm->s8 || mm->tf32;   /* i8, f32: always read per element (staged first) */
+    mm->b8 = (f8 && mm->bv) || mm->s8 || mm->tf32;
+    if (!f8 && !mm->s8 && !mm->tf32 && !mm->av && a->kind == TV_REGS && is_a_layout(mm, a->L)) {
         mm->aregs = a->r;
         mm->aL = a->L;
     }
-    bool sa = !mm->av && !mm->aregs, sb = !mm->bv;
-    if (sa || sb)
-        stage_operands(cg, mm, sa, sb);
+    bool st[2] = { !mm->av && !mm->aregs, !mm->bv };
+    if (st[0] || st[1]) {
+        const SmemView **sv = cg_dot_stage(cg, mm->op, st, f8 ? DT_F16 : mm->dt,
+                                           mm->s8 || mm->tf32 ? "the fragments' loads" : "ldmatrix");
+        if (st[0])
+            mm->av = sv[0];
+        if (st[1])
+            mm->bv = sv[1];
+    }
     return 0;
 }
 
@@ -188,6 +233,16 @@ static LLVMValueRef lane_bits(Cg *cg, int shift, int mask, int mul)
     return mul > 1 ? LLVMBuildMul(cg->b, x, cg_i32(cg, mul), "") : x;
 }
 
+/* x through a volatile register move: not hoisted out of a loop. */
+static LLVMValueRef opaque(Cg *cg, LLVMValueRef x)
+{
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, &cg->t_i32, 1, 0);
+    static const char code[] = "mov.b32 $0, $1;", cons[] = "=r,r";
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(cg->b, fty, as, &x, 1, "");
+}
+
 static void lane_terms(Cg *cg, Mma *mm)
 {
     mm->l15 = lane_bits(cg, 0, 15, 1);          /* P1 row: lanes 0-15 walk 16 rows */
@@ -198,6 +253,99 @@ static void lane_terms(Cg *cg, Mma *mm)
     LLVMValueRef wc = LLVMBuildURem(cg->b, cg->warp, cg_i32(cg, mm->wn), "");
     mm->wrow = LLVMBuildMul(cg->b, wr, cg_i32(cg, 16 * mm->tm), "");
     mm->wcol = LLVMBuildMul(cg->b, wc, cg_i32(cg, 8 * mm->tn), "");
+    if (mm->a8 || mm->b8) {
+        /* The element loads' addresses from a lane id the loop around the
+         * product cannot hoist out: LLVM would otherwise keep every
+         * fragment's address of the product live across the loop (gemm
+         * 256x128x64: 255 registers and spills on sm_86). */
+        LLVMValueRef lane = opaque(cg, cg->lane), w = opaque(cg, cg->warp);
+        mm->g = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, lane, cg_i32(cg, 2), ""), cg_i32(cg, 7), "");
+        mm->t2 = LLVMBuildMul(cg->b, LLVMBuildAnd(cg->b, lane, cg_i32(cg, 3), ""), cg_i32(cg, mm->kstep / 8), "");
+        wr = LLVMBuildURem(cg->b, LLVMBuildUDiv(cg->b, w, cg_i32(cg, mm->wn), ""), cg_i32(cg, mm->wm), "");
+        wc = LLVMBuildURem(cg->b, w, cg_i32(cg, mm->wn), "");
+        mm->wrow = LLVMBuildMul(cg->b, wr, cg_i32(cg, 16 * mm->tm), "");
+        mm->wcol = LLVMBuildMul(cg->b, wc, cg_i32(cg, 8 * mm->tn), "");
+    }
+}
+
+/* ---- fragments loaded element by element: f8 (converted to f16 pairs),
+ * i8 (m16n8k32: runs of four bytes), f32 (m16n8k8 .tf32: one element) ---- */
+
+/* One 32-bit fragment register from the byte elements at logical (r, c)
+ * and the next ones along the k coordinate (columns of A, rows of B:
+ * `kcols`) of the shared view sv from base: two f8 elements converted to
+ * an f16x2, or four i8 elements as they are (the first in the low bits).
+ * A run that lies along a stored row is one 16- or 32-bit load (it never
+ * straddles a swizzle's 16-byte chunk), else one byte load each. */
+static LLVMValueRef frag_word(Cg *cg, const Mma *mm, const SmemView *sv, LLVMValueRef base, LLVMValueRef r,
+                              LLVMValueRef c, bool kcols)
+{
+    LLVMValueRef sr = sv->trans ? c : r, sc = sv->trans ? r : c;
+    if (mm->tf32) {   /* one f32 element, rounded to tf32 */
+        LLVMValueRef o = cg_smem_offset(cg, sv, sr, LLVMBuildMul(cg->b, sc, cg_i32(cg, 4), ""));
+        LLVMValueRef x = LLVMBuildLoad2(cg->b, cg->t_f32, LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, ""), "");
+        LLVMSetAlignment(x, 4);
+        return cg->tg->to_tf32(cg, x);
+    }
+    int n = mm->s8 ? 4 : 2;
+    bool along = kcols != sv->trans;    /* the run's elements are neighbours in a stored row */
+    LLVMValueRef e[4];
+    if (along) {
+        LLVMTypeRef wt = n == 4 ? cg->t_i32 : cg->t_i16;
+        LLVMValueRef o = cg_smem_offset(cg, sv, sr, sc);
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, "");
+        LLVMValueRef w = LLVMBuildLoad2(cg->b, wt, p, "");
+        LLVMSetAlignment(w, (unsigned)n);
+        if (mm->s8)
+            return w;
+        for (int i = 0; i < n; i++)
+            e[i] = LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, w, LLVMConstInt(wt, (unsigned)(8 * i), 0), ""),
+                                  cg->t_i8, "");
+    } else {
+        for (int i = 0; i < n; i++) {
+            LLVMValueRef row = i ? LLVMBuildAdd(cg->b, sr, cg_i32(cg, i), "") : sr;
+            LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, (LLVMValueRef[]){ cg_smem_offset(cg, sv, row, sc) },
+                                           1, "");
+            e[i] = LLVMBuildLoad2(cg->b, cg->t_i8, p, "");
+        }
+    }
+    LLVMValueRef w = cg_i32(cg, 0);
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef x = mm->s8 ? e[i] : cg_f8_to_f16_bits(cg, e[i], mm->dt);
+        x = LLVMBuildZExt(cg->b, x, cg->t_i32, "");
+        w = LLVMBuildOr(cg->b, w, i ? LLVMBuildShl(cg->b, x, cg_i32(cg, (32 / n) * i), "") : x, "");
+    }
+    return w;
+}
+
+/* A fragments a0..a3 of m16 tile i at k step kk: rows g and g + 8,
+ * columns t2 .. and the same + kstep / 2, with t2 = 2 (lane % 4) (PTX
+ * m16n8k16 .f16: pairs) or 4 (lane % 4) (m16n8k32 .s8: runs of four). */
+static void a_frag_f8(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
+{
+    const SmemView *sv = mm->av;
+    LLVMValueRef base = mm->fa.base ? mm->fa.base : sv->base;
+    for (int q = 0; q < 4; q++) {
+        LLVMValueRef r = LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 16 * i + 8 * (q & 1)), "");
+        r = LLVMBuildAdd(cg->b, mm->wrow, r, "");
+        LLVMValueRef c = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, mm->kstep * kk + mm->kstep / 2 * (q >> 1)), "");
+        out[q] = frag_word(cg, mm, sv, base, r, c, true);
+    }
+}
+
+/* B fragments of n8 tiles 2jp, 2jp + 1 at k step kk (out[0..1], out[2..3]):
+ * rows (k) t2 .. and the same + kstep / 2, column lane / 4. */
+static void b_frag_f8(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
+{
+    const SmemView *sv = mm->bv;
+    LLVMValueRef base = mm->fb.base ? mm->fb.base : sv->base;
+    for (int h = 0; h < 2; h++)
+        for (int q = 0; q < 2; q++) {
+            LLVMValueRef r = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, mm->kstep * kk + mm->kstep / 2 * q), "");
+            LLVMValueRef c = LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 8 * (2 * jp + h)), "");
+            c = LLVMBuildAdd(cg->b, mm->wcol, c, "");
+            out[2 * h + q] = frag_word(cg, mm, sv, base, r, c, false);
+        }
 }
 
 /* ---- ldmatrix addresses ----
@@ -328,6 +476,10 @@ static LLVMValueRef pack2(Cg *cg, LLVMValueRef x, LLVMValueRef y)
 /* A fragments (4 x i32) of m16 tile i at k step kk. */
 static void a_frag(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
 {
+    if (mm->a8) {
+        a_frag_f8(cg, mm, i, kk, out);
+        return;
+    }
     if (mm->aregs) {
         for (int q = 0; q < 4; q++)
             out[q] = pack2(cg, mm->aregs[layout_mma_a_reg(mm->aL, i, kk, 2 * q)],
@@ -345,6 +497,10 @@ static void a_frag(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
 static void b_frag(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
 {
     FragAddr *fb = &mm->fb;
+    if (mm->b8) {
+        b_frag_f8(cg, mm, jp, kk, out);
+        return;
+    }
     if (!fb->trans)               /* stored [N, K]: plain ldmatrix */
         cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fb, 16 * jp, 16 * kk), false, out);
     else                          /* stored [K, N] */
@@ -354,12 +510,16 @@ static void b_frag(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
 static void frag_addrs(Cg *cg, Mma *mm)
 {
     LLVMValueRef z = cg_i32(cg, 0);
-    if (!mm->aregs) {
+    mm->fa.sv = mm->av;           /* the f8 loads read their views' bases (step_base) */
+    mm->fb.sv = mm->bv;
+    if (!mm->aregs && !mm->a8) {
         if (mm->av->trans)        /* [K, M]: rows k (lane), columns warp rows */
             frag_addr_init(cg, mm, &mm->fa, mm->av, true, true, z, mm->wrow, mm->wm, 16 * mm->tm, mm->m / mm->wm);
         else
             frag_addr_init(cg, mm, &mm->fa, mm->av, false, false, mm->wrow, z, 1, 0, mm->k);
     }
+    if (mm->b8)
+        return;
     if (mm->bv->trans)            /* [N, K]: rows warp columns, plain ldmatrix */
         frag_addr_init(cg, mm, &mm->fb, mm->bv, true, false, mm->wcol, z, 1, 0, mm->k);
     else                          /* [K, N]: ldmatrix.trans */
@@ -378,8 +538,9 @@ static LLVMValueRef step_base(Cg *cg, LLVMValueRef base, LLVMValueRef dep)
 {
     LLVMTypeRef pt[2] = { cg->t_i64, LLVMTypeOf(dep) };
     LLVMTypeRef fty = LLVMFunctionType(cg->t_i64, pt, 2, 0);
-    static const char code[] = "mov.b64 $0, $1;", cons[] = "=l,l,f";
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 0, 0,
+    static const char code[] = "mov.b64 $0, $1;", consf[] = "=l,l,f", consr[] = "=l,l,r";
+    const char *cons = LLVMTypeOf(dep) == cg->t_i32 ? consr : consf;   /* s8 accumulators are i32 */
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof consf - 1, 0, 0,
                                        LLVMInlineAsmDialectATT, 0);
     LLVMValueRef args[2] = { LLVMBuildPtrToInt(cg->b, base, cg->t_i64, ""), dep };
     LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, 2, "");
@@ -412,7 +573,12 @@ static void mma_rows(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc, 
                 reg[q] = layout_mma_acc_reg(mm->L, i, j, q);
                 c[q] = acc[reg[q]];
             }
-            cg->tg->mma_16816(cg, mm->f16, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
+            if (mm->s8)
+                cg->tg->mma_16832_s8(cg, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
+            else if (mm->tf32)
+                cg->tg->mma_1688_tf32(cg, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
+            else
+                cg->tg->mma_16816(cg, mm->f16, &fr->a[4 * i], &fr->b[4 * (j / 2) + 2 * (j % 2)], c, d);
             for (int q = 0; q < 4; q++)
                 acc[reg[q]] = d[q];
         }
@@ -496,27 +662,36 @@ static int check_dot(Cg *cg, Op *op, Mma *mm)
     Func *f = cg->f;
     const Type *at = ir_type(f, op->args[0]), *bt = ir_type(f, op->args[1]), *ct = ir_type(f, op->res[0]);
     DType dt = (DType)at->dtype;
-    if ((dt != DT_BF16 && dt != DT_F16) || bt->dtype != dt || ct->dtype != DT_F32) {
-        diag_error(cg->d, op->loc, "matrix product '@' is not supported by the code generator yet for %s "
-                   "tiles (the tensor-core path takes bf16 and f16 operands with f32 accumulation)", dtype_name(dt));
+    bool s8 = dt == DT_I8 && ct->dtype == DT_I32, tf32 = dt == DT_F32 && op->iattr[0] == MMA_SYNC;
+    if ((dt != DT_BF16 && dt != DT_F16 && !is_f8(dt) && !s8 && !tf32) || bt->dtype != dt ||
+        (ct->dtype != DT_F32 && !s8)) {
+        diag_error(cg->d, op->loc, "matrix product '@' of %s tiles runs on the FMA units (mma = simt), not on "
+                   "mma.sync (bf16, f16 and f8 operands with f32 accumulation, i8 with i32)", dtype_name(dt));
         return 1;
     }
     mm->m = at->shape[0];
     mm->k = at->shape[1];
     mm->n = bt->shape[1];
-    if (mm->m % 16 || mm->n % 16 || mm->k % 16) {
+    mm->kstep = s8 ? 32 : tf32 ? 8 : 16;
+    if (mm->m % 16 || mm->n % 16 || mm->k % mm->kstep || (mm->k % 16 && !tf32)) {
         diag_error(cg->d, op->loc, "matrix product [%lld x %lld] @ [%lld x %lld]: the tensor-core path needs "
-                   "every extent to be a multiple of 16", (long long)mm->m, (long long)mm->k, (long long)mm->k,
-                   (long long)mm->n);
+                   "every extent to be a multiple of 16 (K of %d)", (long long)mm->m, (long long)mm->k,
+                   (long long)mm->k, (long long)mm->n, mm->kstep);
         return 1;
     }
     mm->op = op;
-    mm->f16 = dt == DT_F16;
+    mm->dt = dt;
+    mm->s8 = s8;
+    mm->tf32 = tf32;
+    mm->f16 = dt == DT_F16 || is_f8(dt);
     return 0;
 }
 
 int cg_lower_dot(Cg *cg, Op *op)
 {
+    const Type *at = ir_type(cg->f, op->args[0]), *bt = ir_type(cg->f, op->args[1]);
+    if (op->iattr[0] == MMA_SIMT || (op->iattr[0] == MMA_NONE && ir_mma_sync_problem(at, bt)))
+        return cg_lower_dot_simt(cg, op);
     Mma mm;
     memset(&mm, 0, sizeof mm);
     if (check_dot(cg, op, &mm))
@@ -532,9 +707,9 @@ int cg_lower_dot(Cg *cg, Op *op)
     memcpy(acc, c, sizeof(LLVMValueRef) * (size_t)n);
     if (operands(cg, &mm))
         return 1;
-    int nk = (int)(mm.k / 16);
+    int nk = (int)(mm.k / mm.kstep);
     Frags cur;
-    bool roll = !mm.aregs && nk >= 3 && cg->mma_rows_only;
+    bool roll = !mm.aregs && !mm.a8 && !mm.b8 && nk >= 3 && cg->mma_rows_only;
     if (roll) {
         dot_rolled(cg, &mm, acc, n, nk);
         nk = 0;
@@ -570,12 +745,18 @@ int cg_lower_dot(Cg *cg, Op *op)
     cg_chain_turn(cg, op, true);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = mm.L, .r = acc };
     if (cg->report) {
-        sb_printf(cg->report, "  dot at %d:%d: mma.sync m16n8k16 %s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
-                  op->loc.line, op->loc.col, mm.f16 ? "f16" : "bf16", (long long)mm.m, (long long)mm.n,
+        sb_printf(cg->report,
+                  "  dot at %d:%d: mma.sync m16n8k%d %s%s%s, %lldx%lldx%lld, warps %dx%d (warp tile %lldx%lld), ",
+                  op->loc.line, op->loc.col, mm.kstep, mm.s8 ? "s8" : mm.tf32 ? "tf32" : mm.f16 ? "f16" : "bf16",
+                  is_f8(mm.dt) ? " from " : "",
+                  is_f8(mm.dt) ? dtype_name(mm.dt) : "", (long long)mm.m, (long long)mm.n,
                   (long long)mm.k, mm.wm, mm.wn, (long long)(mm.m / mm.wm), (long long)(mm.n / mm.wn));
         sb_printf(cg->report, "A %s, B %s, %d k steps%s\n",
-                  mm.aregs ? "from registers (accumulator layout)" : mm.av->trans ? "ldmatrix.trans" : "ldmatrix",
-                  mm.bv->trans ? "ldmatrix" : "ldmatrix.trans", (int)(mm.k / 16),
+                  mm.a8 ? (mm.s8 ? "i8 loads" : mm.tf32 ? "f32 loads rounded to tf32" : "f8 loads converted to f16")
+                  : mm.aregs ? "from registers (accumulator layout)" : mm.av->trans ? "ldmatrix.trans" : "ldmatrix",
+                  mm.b8 ? (mm.s8 ? "i8 loads" : mm.tf32 ? "f32 loads rounded to tf32" : "f8 loads converted to f16")
+                  : mm.bv->trans ? "ldmatrix" : "ldmatrix.trans",
+                  (int)(mm.k / mm.kstep),
                   roll ? " in a loop" : rows_outer ? " unrolled, row tiles outermost" : " unrolled");
     }
     return 0;

@@ -17,6 +17,7 @@
  */
 #include "cg_internal.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -66,12 +67,96 @@ static LLVMValueRef float_to_int(Cg *cg, LLVMValueRef v, DType from, DType to)
     return cg_call(cg, name, rt, &v, 1);
 }
 
+/* ---- f8 (e4m3, e5m2) <-> wider types, in integer and exact float steps ----
+ * An f8 value is an i8 of its bits. Every e4m3 and e5m2 value is an f16
+ * value, so f8 -> anything goes through its f16 bits (exact); anything ->
+ * f8 rounds once, to nearest even, from f32 (f16, bf16 and integers first
+ * converted to f32, exactly in the range f8 can hold) or from f64 itself,
+ * as the interpreter's tc_round_to: e4m3 saturates at +-448 (no infinity),
+ * e5m2 overflows to infinity; NaN keeps its sign (e4m3 S.1111.111, e5m2
+ * S.11111.10). No f8 instruction is used: sm_86 has none. */
+
+static bool is_f8(DType t) { return t == DT_F8E4M3 || t == DT_F8E5M2; }
+
+LLVMValueRef cg_f8_to_f16_bits(Cg *cg, LLVMValueRef byte, DType from)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMTypeRef i16 = cg->t_i16;
+    LLVMValueRef x = LLVMBuildZExt(b, byte, i16, "");
+    if (from == DT_F8E5M2)   /* e5m2 is the top byte of an f16 */
+        return LLVMBuildShl(b, x, LLVMConstInt(i16, 8, 0), "");
+    LLVMValueRef m7 = LLVMBuildAnd(b, x, LLVMConstInt(i16, 0x7f, 0), "");
+    LLVMValueRef sign = LLVMBuildAnd(b, x, LLVMConstInt(i16, 0x80, 0), "");
+    sign = LLVMBuildShl(b, sign, LLVMConstInt(i16, 8, 0), "");
+    /* normal: exponent rebiased 7 -> 15, mantissa 3 -> 10 bits */
+    LLVMValueRef norm = LLVMBuildShl(b, m7, LLVMConstInt(i16, 7, 0), "");
+    norm = LLVMBuildAdd(b, norm, LLVMConstInt(i16, 0x2000, 0), "");
+    /* subnormal m * 2^-9 (m = 0..7): the top byte of its f16 from a table */
+    LLVMValueRef sh = LLVMBuildShl(b, LLVMBuildZExt(b, m7, cg->t_i64, ""), cg_i64(cg, 3), "");
+    LLVMValueRef tab = LLVMBuildLShr(b, cg_i64(cg, (int64_t)0x232221201E1C1800LL), sh, "");
+    LLVMValueRef sub = LLVMBuildShl(b, LLVMBuildAnd(b, LLVMBuildTrunc(b, tab, i16, ""), LLVMConstInt(i16, 0xff, 0), ""),
+                                    LLVMConstInt(i16, 8, 0), "");
+    LLVMValueRef mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, m7, LLVMConstInt(i16, 8, 0), ""), sub, norm, "");
+    LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntEQ, m7, LLVMConstInt(i16, 0x7f, 0), "");
+    mag = LLVMBuildSelect(b, nan, LLVMConstInt(i16, 0x7e00, 0), mag, "");
+    return LLVMBuildOr(b, mag, sign, "");
+}
+
+/* Round x (f32 or f64) to f8 `to`: the i8 bits. */
+static LLVMValueRef round_to_f8(Cg *cg, LLVMValueRef x, bool f64, DType to)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMTypeRef ft = f64 ? cg->t_f64 : cg->t_f32, it = f64 ? cg->t_i64 : cg->t_i32;
+    int sm = f64 ? 52 : 23, sbias = f64 ? 1023 : 127, emask = f64 ? 0x7ff : 0xff;
+    bool e4 = to == DT_F8E4M3;
+    int mt = e4 ? 3 : 2, emin = e4 ? -6 : -14;
+    double maxv = e4 ? 448.0 : 57344.0;
+    LLVMValueRef bits = LLVMBuildBitCast(b, x, it, "");
+    LLVMValueRef a = cg_call(cg, f64 ? "llvm.fabs.f64" : "llvm.fabs.f32", ft, &x, 1);
+    LLVMValueRef ex = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, LLVMConstInt(it, (unsigned)sm, 0), ""),
+                                   LLVMConstInt(it, (unsigned)emask, 0), "");
+    ex = LLVMBuildSub(b, LLVMBuildTrunc(b, ex, cg->t_i32, ""), cg_i32(cg, sbias), "");   /* floor(log2 |x|) */
+    LLVMValueRef lo = cg_i32(cg, emin);
+    ex = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, ex, lo, ""), lo, ex, "");      /* subnormal quantum */
+    /* q = 2^(ex - mt) and 1 / q, built from their exponent fields */
+    LLVMValueRef qe = LLVMBuildAdd(b, ex, cg_i32(cg, sbias - mt), "");
+    LLVMValueRef ie = LLVMBuildSub(b, cg_i32(cg, sbias + mt), ex, "");
+    LLVMValueRef sh = LLVMConstInt(it, (unsigned)sm, 0);
+    LLVMValueRef q = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildZExt(b, qe, it, ""), sh, ""), ft, "");
+    LLVMValueRef iq = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildZExt(b, ie, it, ""), sh, ""), ft, "");
+    LLVMValueRef n = LLVMBuildFMul(b, a, iq, "");
+    n = cg_call(cg, f64 ? "llvm.roundeven.f64" : "llvm.roundeven.f32", ft, &n, 1);
+    LLVMValueRef r = LLVMBuildFMul(b, n, q, "");
+    LLVMValueRef over = LLVMBuildFCmp(b, LLVMRealOGT, r, LLVMConstReal(ft, maxv), "");
+    r = LLVMBuildSelect(b, over, LLVMConstReal(ft, e4 ? maxv : INFINITY), r, "");
+    /* r is an f16 value: e5m2 is its top byte; e4m3 that of r * 2^-8 shifted by 7 */
+    if (e4)
+        r = LLVMBuildFMul(b, r, LLVMConstReal(ft, 1.0 / 256.0), "");
+    LLVMValueRef h = LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, r, cg->t_f16, ""), cg->t_i16, "");
+    h = LLVMBuildLShr(b, h, LLVMConstInt(cg->t_i16, e4 ? 7 : 8, 0), "");
+    LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+    h = LLVMBuildSelect(b, nan, LLVMConstInt(cg->t_i16, e4 ? 0x7f : 0x7e, 0), h, "");
+    LLVMValueRef sign = LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstInt(it, 0, 0), "");
+    LLVMValueRef sbit = LLVMBuildSelect(b, sign, LLVMConstInt(cg->t_i16, 0x80, 0), LLVMConstInt(cg->t_i16, 0, 0), "");
+    h = LLVMBuildOr(b, h, sbit, "");
+    return LLVMBuildTrunc(b, h, cg->t_i8, "");
+}
+
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to)
 {
     LLVMBuilderRef b = cg->b;
     LLVMTypeRef rt = cg_type(cg, to);
     if (from == to)
         return v;
+    if (is_f8(from)) {
+        v = LLVMBuildBitCast(b, cg_f8_to_f16_bits(cg, v, from), cg->t_f16, "");
+        return cg_convert(cg, v, DT_F16, to);
+    }
+    if (is_f8(to)) {
+        if (from == DT_F64)
+            return round_to_f8(cg, v, true, to);
+        return round_to_f8(cg, cg_convert(cg, v, from, DT_F32), false, to);
+    }
     if (to == DT_BOOL)
         return is_f(from) ? LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "")
                           : LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
@@ -199,9 +284,9 @@ static bool elem_supported(Cg *cg, Op *op, DType dt)
     bool float_only = c == OP_EXP || c == OP_EXP2 || c == OP_LOG || c == OP_LOG2 || c == OP_RSQRT ||
                       c == OP_TANH || c == OP_SQRT || c == OP_ERF || c == OP_SIGMOID || c == OP_SIN ||
                       c == OP_COS || c == OP_FLOOR || c == OP_CEIL || c == OP_ROUND || c == OP_POW;
-    if (dt == DT_F8E4M3 || dt == DT_F8E5M2) {
+    if ((dt == DT_F8E4M3 || dt == DT_F8E5M2) && c != OP_CAST) {
         diag_error(cg->d, op->loc, "'%s' on %s tiles is not supported by the code generator yet; "
-                   "load f8 data and cast it on the tensor-core path", op_info[c].name, dtype_name(dt));
+                   "cast them to a wider float first", op_info[c].name, dtype_name(dt));
         return false;
     }
     if (!is_f(dt) && float_only) {

@@ -35,6 +35,14 @@ typedef struct Target {
      * with a[4], b[2] packed pairs (i32) of f16 (`f16`) or bf16 values. */
     void (*mma_16816)(struct Cg *cg, bool f16, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c,
                       LLVMValueRef *d);
+    /* mma.sync m16n8k32 .s8 with s32 accumulators (wrapping: no
+     * .satfinite): d = a b + c, a[4] and b[2] i32 words of four s8 each,
+     * c, d i32. */
+    void (*mma_16832_s8)(struct Cg *cg, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d);
+    /* mma.sync m16n8k8 .tf32, f32 accumulators: a[4], b[2] tf32 words (i32), c, d f32;
+     * and cvt.rna.tf32.f32 (the i32 bits of x rounded to tf32, ties away). */
+    void (*mma_1688_tf32)(struct Cg *cg, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d);
+    LLVMValueRef (*to_tf32)(struct Cg *cg, LLVMValueRef x);
     /* ldmatrix.x4 (.trans): four 8x8 b16 matrices from shared memory; each
      * lane gives one 16-byte row address. out[4]: i32 fragments. */
     void (*ldmatrix_x4)(struct Cg *cg, LLVMValueRef sptr, bool trans, LLVMValueRef *out);
@@ -112,6 +120,9 @@ LLVMValueRef cg_tg_cos_approx(struct Cg *cg, LLVMValueRef x);
 void cg_tg_bar_sync(struct Cg *cg);
 /* mma.sync / ldmatrix / cp.async (sm_80 and later). */
 void cg_tg_mma_16816(struct Cg *cg, bool f16, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d);
+void cg_tg_mma_16832_s8(struct Cg *cg, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d);
+void cg_tg_mma_1688_tf32(struct Cg *cg, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d);
+LLVMValueRef cg_tg_to_tf32(struct Cg *cg, LLVMValueRef x);
 void cg_tg_ldmatrix_x4(struct Cg *cg, LLVMValueRef sptr, bool trans, LLVMValueRef *out);
 void cg_tg_cp_async16(struct Cg *cg, LLVMValueRef sptr, LLVMValueRef gptr, LLVMValueRef src_bytes);
 void cg_tg_async_commit(struct Cg *cg);
@@ -121,7 +132,9 @@ void cg_tg_async_wait(struct Cg *cg, int pending);
 #define CG_SM80_HOOKS                                                                                   \
     .exp2_f32 = cg_tg_ex2_approx, .log2_f32 = cg_tg_lg2_approx, .tanh_f32 = cg_tg_tanh_approx,         \
     .rsqrt_f32 = cg_tg_rsqrt_approx, .sin_f32 = cg_tg_sin_approx, .cos_f32 = cg_tg_cos_approx,         \
-    .barrier = cg_tg_bar_sync, .mma_16816 = cg_tg_mma_16816, .ldmatrix_x4 = cg_tg_ldmatrix_x4,         \
+    .barrier = cg_tg_bar_sync, .mma_16816 = cg_tg_mma_16816, .mma_16832_s8 = cg_tg_mma_16832_s8,       \
+    .mma_1688_tf32 = cg_tg_mma_1688_tf32, .to_tf32 = cg_tg_to_tf32,                                     \
+    .ldmatrix_x4 = cg_tg_ldmatrix_x4,                                                                   \
     .cp_async16 = cg_tg_cp_async16, .async_commit = cg_tg_async_commit, .async_wait = cg_tg_async_wait
 extern const Target cg_family_sm80;   /* sm80/hooks.c */
 extern const Target cg_family_sm90;   /* sm90/hooks.c */

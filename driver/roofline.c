@@ -209,6 +209,10 @@ static void count_product(Roof *R, const Op *op, ValId a, ValId b)
     if (ta->rank < 2 || tb->rank < 2)
         return;
     int64_t m = ta->shape[ta->rank - 2], k = ta->shape[ta->rank - 1], n = tb->shape[tb->rank - 1];
+    if (op->code == OP_DOT && op->iattr[0] == MMA_SIMT) {   /* FMA units: one multiply-add an FMA-pipe op */
+        R->c.elem += m * n * k;
+        return;
+    }
     R->c.tc_flops += 2 * m * n * k;
     if (op->code == OP_DOT && op->iattr[0] != MMA_WGMMA && op->iattr[0] != MMA_TCGEN05)
         R->c.sync_flops += 2 * m * n * k;

@@ -59,7 +59,7 @@ const char *const swizzle_names[SWZ_COUNT] = { "none", "32B", "64B", "128B", "pa
 const char *const reduce_names[RED_COUNT] = { "sum", "max", "min", "prod" };
 const char *const role_names[ROLE_COUNT] = { "producer", "consumer", "mma", "epilogue" };
 const char *const named_bar_modes[NBAR_COUNT] = { "sync", "arrive" };
-const char *const mma_names[MMA_COUNT] = { "none", "mma_sync", "wgmma", "tcgen05" };
+const char *const mma_names[MMA_COUNT] = { "none", "mma_sync", "wgmma", "tcgen05", "simt" };
 
 const char *space_name(Space s)
 {
@@ -437,6 +437,31 @@ static const char *tc_operands_problem(const Type *a, const Type *b, const char 
         return "the operands are not 2-D tiles";
     if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
         return wrong_dtype;
+    return NULL;
+}
+
+const char *ir_mma_sync_problem(const Type *a, const Type *b)
+{
+    if (a->kind != TY_TILE || b->kind != TY_TILE || a->rank != 2 || b->rank != 2)
+        return "the operands are not 2-D tiles";
+    DType d = (DType)a->dtype;
+    if ((d != DT_BF16 && d != DT_F16 && d != DT_F8E4M3 && d != DT_F8E5M2 && d != DT_I8) || b->dtype != a->dtype)
+        return "mma.sync takes bf16, f16, (converted to f16) f8 and i8 operands here";
+    if (a->shape[0] % 16 || a->shape[1] % 16 || b->shape[1] % 16)
+        return "an extent is not a multiple of 16";
+    if (d == DT_I8 && a->shape[1] % 32)
+        return "K is not a multiple of 32 (i8 products take m16n8k32)";
+    return NULL;
+}
+
+const char *ir_mma_tf32_problem(const Type *a, const Type *b)
+{
+    if (a->kind != TY_TILE || b->kind != TY_TILE || a->rank != 2 || b->rank != 2)
+        return "the operands are not 2-D tiles";
+    if (a->dtype != DT_F32 || b->dtype != DT_F32)
+        return "mma.sync .tf32 takes f32 operands";
+    if (a->shape[0] % 16 || b->shape[1] % 16 || a->shape[1] % 8)
+        return "M or N is not a multiple of 16, or K of 8";
     return NULL;
 }
 

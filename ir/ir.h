@@ -97,9 +97,21 @@ enum { WS_MAXROLES = 8, WG_THREADS = 128, BLOCK_REGS = 65536, NAMED_BAR_IDS = 16
 typedef enum NamedBarMode { NBAR_SYNC, NBAR_ARRIVE, NBAR_COUNT } NamedBarMode;
 extern const char *const named_bar_modes[NBAR_COUNT]; /* "sync" "arrive" */
 /* DOT / DOT_ASYNC iattr[0]: the matrix instruction family the mma_select
- * pass chose (MMA_NONE: not chosen; the code generator's default). */
-typedef enum MmaKind { MMA_NONE = 0, MMA_SYNC, MMA_WGMMA, MMA_TCGEN05, MMA_COUNT } MmaKind;
-extern const char *const mma_names[MMA_COUNT];      /* "none" "mma_sync" "wgmma" "tcgen05" */
+ * pass chose (MMA_NONE: not chosen; the code generator then takes mma_sync
+ * where ir_mma_sync_problem finds none, else simt). MMA_SIMT: no tensor
+ * core; each thread accumulates its own elements of the result on the
+ * FMA (or integer) units, operands read from shared memory. */
+typedef enum MmaKind { MMA_NONE = 0, MMA_SYNC, MMA_WGMMA, MMA_TCGEN05, MMA_SIMT, MMA_COUNT } MmaKind;
+extern const char *const mma_names[MMA_COUNT];      /* "none" "mma_sync" "wgmma" "tcgen05" "simt" */
+/* Why a[M,K] @ b[K,N] cannot run as mma.sync m16n8k16 f16/bf16 products
+ * (m16n8k32 .s8 for i8), or NULL: 2-D tiles of bf16, f16, f8e4m3 or
+ * f8e5m2 (f8 operands converted to f16 in registers, exactly), or i8; M, K
+ * and N multiples of 16, K of 32 for i8. Static text. */
+const char *ir_mma_sync_problem(const Type *a, const Type *b);
+/* The same for f32 operands on mma.sync m16n8k8 .tf32 (operands rounded
+ * to tf32: only where the mma_select.tf32 option asks): 2-D f32 tiles, M
+ * and N multiples of 16, K of 8. */
+const char *ir_mma_tf32_problem(const Type *a, const Type *b);
 /* Why a[M,K] @ b[K,N] cannot run as wgmma m64nNk16 instructions, or NULL:
  * f16 / bf16 operands, M a multiple of 64, K of 16, N of 8 (covered by
  * instructions of at most WGMMA_MAX_N columns). Static text. */

@@ -372,6 +372,14 @@ void vfy_mma_kind(Verifier *V, const Op *op)
     const char *why;
     if (k < 0 || k >= MMA_COUNT)
         vfy_err(V, op, "unknown matrix instruction family %lld", (long long)k);
+    else if (k == MMA_SYNC && T(V, op->args[0])->dtype == DT_F32 &&
+             (why = ir_mma_tf32_problem(T(V, op->args[0]), T(V, op->args[1]))))
+        vfy_err(V, op, "mma = mma_sync, but %s", why);
+    else if (k == MMA_SYNC && T(V, op->args[0])->dtype != DT_F32 &&
+             (why = ir_mma_sync_problem(T(V, op->args[0]), T(V, op->args[1]))))
+        vfy_err(V, op, "mma = mma_sync, but %s", why);
+    else if (k == MMA_SIMT && op->code != OP_DOT)
+        vfy_err(V, op, "mma = simt is a dot's family, not a %s's", op_info[op->code].name);
     else if (k == MMA_WGMMA && (why = ir_wgmma_problem(T(V, op->args[0]), T(V, op->args[1]))))
         vfy_err(V, op, "mma = wgmma, but %s", why);
     else if (k == MMA_TCGEN05 && op->code == OP_DOT_ASYNC)

@@ -4,8 +4,8 @@
  *
  * Needs: verified IR with final shapes (after bounds; nothing later
  * changes a product's operands' shapes or dtypes).
- * Guarantees: every DOT with f16 or bf16 operands carries its family in
- * iattr[0] (a MmaKind, printed `{mma = wgmma}`):
+ * Guarantees: every DOT carries its family in iattr[0] (a MmaKind,
+ * printed `{mma = wgmma}`):
  *   wgmma     the target has it (TargetInfo.mma & TC_MMA_WGMMA: sm_90a)
  *             and the product fits m64nNk16 instructions
  *             (ir_wgmma_problem: M a multiple of 64, K of 16, N of 8, at
@@ -15,23 +15,73 @@
  *             tensor memory (ir_tcgen05_problem: M a multiple of 128, K of
  *             16, N of 16 up to 256, at most 512 columns);
  *   mma_sync  otherwise: warp-level mma.sync m16n8k16, which every target
- *             has.
- * Products of other dtypes keep MMA_NONE (no tensor-core family takes
- * them; the code generator says so). A family already in the IR (a .tir
- * file) is kept. Values are unchanged: the family is how a product runs,
- * not what it computes. Each choice and its reason goes to the report.
+ *             has (ir_mma_sync_problem: M, K, N multiples of 16). f8e4m3
+ *             and f8e5m2 products always take it: their operands are
+ *             converted to f16 in registers (exactly: every e4m3 and e5m2
+ *             value is an f16 value), and only mma.sync reads both
+ *             operands from registers;
+ *             i8 products take mma.sync m16n8k32 .s8 (s32 accumulators,
+ *             wrapping: exact as the interpreter) when K is a multiple of
+ *             32;
+ *             f32 products take mma.sync m16n8k8 .tf32 only where the
+ *             option mma_select.tf32 = 1 asks (PassCtx.tf32; M, N
+ *             multiples of 16, K of 8): the operands are rounded;
+ *   simt      products no tensor-core form computes exactly (f32, f64)
+ *             or whose extents do not fit (not multiples of 16; i8: K
+ *             not of 32): each thread accumulates its own elements of the
+ *             result on the FMA (integer) units.
+ * A family already in the IR (a .tir file) is kept. Values are unchanged:
+ * the family is how a product runs, not what it computes. Each choice and
+ * its reason goes to the report.
  * warp_specialize reads the choice: only a pipelined loop whose product
  * is wgmma (or tcgen05) becomes roles; a tcgen05 product it leaves in
  * place goes back to mma_sync there, with the reason.
  */
 #include "passes.h"
 
-/* The family of one product (into op->iattr[0]) and why, into why. */
-static MmaKind choose(const TargetInfo *t, const Type *a, const Type *b, const char **why)
+static bool is_f8(int dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
+
+/* Why a product runs on the FMA (integer) units (the reason mma.sync does
+ * not take it). */
+static const char *simt_why(const Type *a, const char *nosync)
 {
-    if (a->dtype != DT_BF16 && a->dtype != DT_F16) {
-        *why = "the tensor-core families take f16 and bf16 operands";
-        return MMA_NONE;
+    switch (a->dtype) {
+    case DT_F32:
+        return "f32 products are exact in f32 on the FMA units only (tf32 tensor cores round the operands to 10 "
+               "bits; the option mma_select.tf32 = 1 asks for them)";
+    case DT_F64:
+        return "f64 products on the FMA units in f64, each result rounded once to f32";
+    default:   /* i8 included: mma.sync takes it, the shape does not fit */
+        return nosync;
+    }
+}
+
+/* The family of one product (into op->iattr[0]) and why, into why. */
+static MmaKind choose(const TargetInfo *t, bool tf32, const Type *a, const Type *b, const char **why)
+{
+    if (a->dtype == DT_F32 && tf32) {
+        const char *no = ir_mma_tf32_problem(a, b);
+        if (!no) {
+            *why = "the option mma_select.tf32 = 1: operands rounded to tf32 (10 mantissa bits), f32 accumulation";
+            return MMA_SYNC;
+        }
+        *why = no;
+        return MMA_SIMT;
+    }
+    const char *nosync = ir_mma_sync_problem(a, b);
+    if (nosync) {
+        *why = simt_why(a, nosync);
+        return MMA_SIMT;
+    }
+    if (a->dtype == DT_I8) {
+        *why = "i8 products on mma.sync m16n8k32 .s8 with s32 accumulators, exact and wrapping as the interpreter; "
+               "every target has it";
+        return MMA_SYNC;
+    }
+    if (is_f8(a->dtype)) {
+        *why = "f8 operands are converted to f16 in registers, which only mma.sync takes (wgmma and tcgen05 "
+               "read f16 B operands from shared memory)";
+        return MMA_SYNC;
     }
     if (t && (t->mma & TC_MMA_TCGEN05)) {
         const char *no = ir_tcgen05_problem(a, b);
@@ -62,7 +112,7 @@ static bool visit(Func *f, Op *op, void *vctx)
         return true;
     }
     const char *why;
-    MmaKind k = choose(ctx->target, a, b, &why);
+    MmaKind k = choose(ctx->target, ctx->tf32, a, b, &why);
     if ((k == MMA_WGMMA || k == MMA_TCGEN05) && ctx->portable) {   /* the module's fallback variant keeps to mma.sync */
         k = MMA_SYNC;
         why = "the portable variant of a warp-specialized kernel";
@@ -74,9 +124,13 @@ static bool visit(Func *f, Op *op, void *vctx)
     } else if (k == MMA_TCGEN05) {
         pass_note(ctx, "@%s: product at %s %s: tcgen05.mma m128n%lldk16, accumulator in tensor memory (%s)", f->name,
                   at, shape, (long long)b->shape[1], why);
+    } else if (k == MMA_SIMT) {
+        pass_note(ctx, "@%s: product at %s %s: simt, %s accumulation in each thread (%s)", f->name, at, shape,
+                  a->dtype == DT_I8 ? "i32" : a->dtype == DT_F64 ? "f64" : "f32 fma", why);
     } else {
-        pass_note(ctx, "@%s: product at %s %s: %s (%s)", f->name, at, shape,
-                  k == MMA_SYNC ? "mma_sync m16n8k16" : "no tensor-core instruction", why);
+        pass_note(ctx, "@%s: product at %s %s: mma_sync m16n8k%s (%s)", f->name, at, shape,
+                  a->dtype == DT_I8 ? "32 s8" : is_f8(a->dtype) ? "16 f16, operands converted from f8 in registers"
+                  : a->dtype == DT_F32 ? "8 tf32" : "16", why);
     }
     return true;
 }

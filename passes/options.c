@@ -36,6 +36,10 @@ const PassOptionInfo tc_pass_options[] = {
       "the compiler's choice first): the one a measurement on the device found fastest (autotuning); "
       "a number past the list is an error. Not given: 0, the compiler's choice. The portable variant keeps "
       "its own choice" },
+    { "mma_select.tf32", "int", 0, 1, 0, offsetof(PassOptions, tf32),
+      "1: f32 products run on the tensor cores as mma.sync m16n8k8 .tf32 (operands rounded to 10 mantissa "
+      "bits, f32 accumulation; about 2^-10 relative to the sum of |a b|); 0 (the default): exact f32 fma on "
+      "the FMA units" },
 };
 
 const int tc_npass_options = (int)(sizeof tc_pass_options / sizeof tc_pass_options[0]);

@@ -24,7 +24,8 @@ const PassInfo tc_pass_table[] = {
     { "bounds", pass_bounds,
       "prove loads/stores in bounds per dim and drop the masks that are not needed" },
     { "mma_select", pass_mma_select,
-      "choose each matrix product's instruction family (wgmma or mma.sync) from the target and its shape" },
+      "choose each matrix product's instruction family (wgmma, tcgen05, mma.sync, or simt on the FMA units) "
+      "from the target, its dtype and its shape" },
     { "exp2_emu", pass_exp2_emu,
       "compute a fraction of attention's softmax exp2 on the FMA units (Cody-Waite + polynomial) where the MUFU sets the pace" },
     { "mask_split", pass_mask_split,

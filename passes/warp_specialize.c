@@ -379,7 +379,7 @@ static const char *match_loop(WsLoop *W, Arena *a)
 /* Why a product cannot run in the roles (NULL: it can). */
 static const char *product_problem(const Op *dot, Arena *a, const char *which)
 {
-    if (dot->iattr[0] == MMA_NONE)
+    if (dot->iattr[0] == MMA_NONE || dot->iattr[0] == MMA_SIMT)
         return arena_printf(a, "its %s has no tensor-core instruction (mma_select says why)", which);
     if (dot->iattr[0] != MMA_WGMMA && dot->iattr[0] != MMA_TCGEN05)
         return arena_printf(a, "its %s runs on %s (mma_select says why)", which, mma_names[dot->iattr[0]]);

@@ -47,6 +47,7 @@ DTYPES = ["bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
           "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"]
 SCALARS = ["bool", "i32", "i64", "f32", "f64"]
 FLOATS = ["f16", "bf16", "f32", "f64"]
+F8 = ["f8e4m3", "f8e5m2"]
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 
 W = "r : +16, 0 : +32"          # a 16 x 32 window of a [M, N] tensor
@@ -141,9 +142,11 @@ for op in ["transpose", "slice", "slice_row", "concat0", "concat1", "reshape", "
 MUST["gather64"] = FLOATS + INTS
 for op in ["land", "lor", "lnot"]:
     MUST[op] = ["bool"]
-MUST["dot"] = ["bf16", "f16"]
+# bf16, f16, f8 on mma.sync (f8 converted to f16); f32, f64, i8 on the FMA units
+MUST["dot"] = FLOATS + F8 + ["i8"]
+# casts to and from f8 are the code generator's only f8 elementwise ops
 for to in DTYPES:
-    MUST["cast_" + to] = [d for d in FLOATS + INTS + ["bool"] if "f8" not in to]
+    MUST["cast_" + to] = FLOATS + INTS + ["bool"] + F8
 for op in SCALAR:
     base = op[2:]
     MUST[op] = [d for d in MUST.get(base, []) if d in SCALARS]

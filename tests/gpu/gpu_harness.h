@@ -29,7 +29,7 @@ typedef struct ModSpec {
 enum { GUARD = 64, MAXARGS = 12 };
 
 typedef struct HostT {
-    const char *dt;        /* "f32", "bf16", "i32", "i64", "u32" */
+    const char *dt;        /* "f32", "bf16", "i32", "i64", "u32", "i8", "f8e4m3", "f8e5m2" */
     int rank;
     int64_t shape[2];
     unsigned char *data;   /* numel elements; outputs start poisoned (0xff) */
@@ -53,6 +53,8 @@ static bool interp_mode;
 
 static size_t esize(const char *dt)
 {
+    if (!strcmp(dt, "i8") || !strcmp(dt, "f8e4m3") || !strcmp(dt, "f8e5m2"))
+        return 1;
     return strcmp(dt, "bf16") == 0 || strcmp(dt, "f16") == 0 ? 2 : strcmp(dt, "i64") == 0 ? 8 : 4;
 }
 static size_t numel(const HostT *t) { return (size_t)(t->rank == 1 ? t->shape[0] : t->shape[0] * t->shape[1]); }
@@ -76,6 +78,10 @@ static DLDataType dl_of(const char *dt)
         d.code = kDLInt, d.bits = 64;
     else if (!strcmp(dt, "u32"))
         d.code = kDLUInt;
+    else if (!strcmp(dt, "i8"))
+        d.code = kDLInt, d.bits = 8;
+    else if (!strcmp(dt, "f8e4m3") || !strcmp(dt, "f8e5m2"))
+        d.code = kDLUInt, d.bits = 8;   /* f8 travels as its bytes */
     return d;
 }
 
@@ -226,11 +232,14 @@ static int interp_main(const Harness *h)
         tilec_options o;
         tilec_options_init(&o);
         o.keep_ir = 1;
-        /* "-DNAME=VALUE -DNAME=VALUE ...": split into the words' names and values */
+        /* "-DNAME=VALUE ... [--pass-option NAME=VALUE ...]": the words'
+         * defines; a pass option changes how the GPU computes, not what
+         * the interpreter does, so it and its value are passed over */
         enum { MAXDEFS = 8 };
         char words[256];
         tilec_define d[MAXDEFS];
         size_t nd = 0;
+        bool skip = false;
         snprintf(words, sizeof words, "%s", h->specs[i].defs);
         for (char *w = words, *next; *w; w = next) {
             while (*w == ' ')
@@ -240,6 +249,10 @@ static int interp_main(const Harness *h)
             next = w + strcspn(w, " ");
             if (*next)
                 *next++ = '\0';
+            if (skip || strcmp(w, "--pass-option") == 0) {
+                skip = !skip;
+                continue;
+            }
             char *eq = strchr(w, '=');
             if (strncmp(w, "-D", 2) != 0 || !eq || nd == MAXDEFS) {
                 printf("%s: cannot read the define '%s'\n", h->specs[i].name, w);

@@ -11,6 +11,7 @@
 #   gpu_norm_loss OUTDIR        (OUTDIR/ARCH/<module>.ptx: rmsnorm, cross_entropy and
 #                               layernorm_bwd as its --list-modules names them)
 #   gpu_tune OUTDIR             (OUTDIR/sm_86/tune.ptx, OUTDIR/ARCH/gemm_cand_I.ptx)
+#   gpu_products OUTDIR         (OUTDIR/ARCH/products.ptx, gemm_f8e4m3.ptx, gemm_f32.ptx, gemm_tf32.ptx)
 #
 # BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
 # tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
@@ -67,6 +68,16 @@ for arch in "$@"; do
             "$tilec" "$src/examples/gemm.tile" -arch="$arch" --pass-option tiles.candidate=$i \
                 -o "$out/$arch/gemm_cand_$i.ptx"
         done
+        done
+    fi
+    # gpu_products' modules: its own kernels and examples/gemm.tile for f8e4m3, f32 and f32 on tf32.
+    if [ -x "$build/tests/gpu/gpu_products" ]; then
+        "$build/tests/gpu/gpu_products" --print-source > "$out/$arch/products.tile"
+        "$tilec" "$out/$arch/products.tile" -arch="$arch" -o "$out/$arch/products.ptx"
+        "$tilec" "$src/examples/gemm.tile" -arch="$arch" -DT=f8e4m3 -o "$out/$arch/gemm_f8e4m3.ptx"
+        "$tilec" "$src/examples/gemm.tile" -arch="$arch" -DT=f32 -o "$out/$arch/gemm_f32.ptx"
+        "$tilec" "$src/examples/gemm.tile" -arch="$arch" -DT=f32 --pass-option mma_select.tf32=1 \
+            -o "$out/$arch/gemm_tf32.ptx"
     fi
     echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"
 done

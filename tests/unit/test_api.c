@@ -201,6 +201,7 @@ START_TEST(test_pass_options)
     ck_assert_str_eq(tilec_pass_option_name(2), "lazy_rescale.threshold");
     ck_assert_str_eq(tilec_pass_option_name(3), "exp2_emu.every");
     ck_assert_str_eq(tilec_pass_option_name(4), "tiles.candidate");
+    ck_assert_str_eq(tilec_pass_option_name(5), "mma_select.tf32");
     ck_assert_ptr_null(tilec_pass_option_name(5));
 }
 END_TEST
@@ -287,7 +288,8 @@ START_TEST(test_bad_pass_options)
                           "target.smem-per-block=1x", "target.smem-per-block=1,,x=2",
                           "target.smem-per-block=232449", "target.smem-per-block=-1", "TILEC_PV_ROWS=1",
                           "lazy_rescale.threshold=-1", "lazy_rescale.threshold=33", "exp2_emu.every=-1",
-                          "exp2_emu.every=1025", "exp2_emu.every=0.5", "exp2_emu=4" };
+                          "exp2_emu.every=1025", "exp2_emu.every=0.5", "exp2_emu=4", "mma_select.tf32=2",
+                          "mma_select.tf32=-1", "mma_select.tf32=tf32" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tilec_options o;
         tilec_options_init(&o);
