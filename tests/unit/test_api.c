@@ -193,7 +193,7 @@ START_TEST(test_pass_options)
     ck_assert_int_eq(big_attention("target.smem-per-block=232448"), TILEC_OK);
     ck_assert_int_eq(big_attention("target.smem-per-block=100000"), TILEC_ERR_INPUT);
     ck_assert_int_eq(big_attention(NULL), TILEC_ERR_INPUT);   /* nothing left over from the last compile */
-    ck_assert_int_eq(tilec_num_pass_options(), 5);
+    ck_assert_int_eq(tilec_num_pass_options(), 6);
     ck_assert_str_eq(tilec_pass_option_name(0), "target.smem-per-block");
     ck_assert_str_eq(tilec_pass_option_type(0), "bytes");
     ck_assert_str_eq(tilec_pass_option_name(1), "target.sms");
@@ -202,7 +202,7 @@ START_TEST(test_pass_options)
     ck_assert_str_eq(tilec_pass_option_name(3), "exp2_emu.every");
     ck_assert_str_eq(tilec_pass_option_name(4), "tiles.candidate");
     ck_assert_str_eq(tilec_pass_option_name(5), "mma_select.tf32");
-    ck_assert_ptr_null(tilec_pass_option_name(5));
+    ck_assert_ptr_null(tilec_pass_option_name(6));
 }
 END_TEST
 
