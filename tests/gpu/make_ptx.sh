@@ -68,7 +68,6 @@ for arch in "$@"; do
             "$tilec" "$src/examples/gemm.tile" -arch="$arch" --pass-option tiles.candidate=$i \
                 -o "$out/$arch/gemm_cand_$i.ptx"
         done
-        done
     fi
     # gpu_products' modules: its own kernels and examples/gemm.tile for f8e4m3, f32 and f32 on tf32.
     if [ -x "$build/tests/gpu/gpu_products" ]; then
