@@ -232,27 +232,8 @@ def triton_kernels():
                                         (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 32, 32, 4, 4),
                                         (128, 256, 64, 4, 8), (256, 128, 64, 3, 8)]]
 
-    @triton.jit
-    def mm_kernel(a, b, c, M, N, K, sam, sbk, scm, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                  GROUP: tl.constexpr):
-        pid = tl.program_id(0)
-        nbn = tl.cdiv(N, BN)
-        width = GROUP * nbn
-        first = (pid // width) * GROUP
-        rows = min(tl.cdiv(M, BM) - first, GROUP)
-        pm = first + (pid % width) % rows
-        pn = (pid % width) // rows
-        om = pm * BM + tl.arange(0, BM)
-        on = pn * BN + tl.arange(0, BN)
-        ok = tl.arange(0, BK)
-        pa = a + om[:, None] * sam + ok[None, :]
-        pb = b + ok[:, None] * sbk + on[None, :]
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for _ in range(0, tl.cdiv(K, BK)):
-            acc += tl.dot(tl.load(pa), tl.load(pb))
-            pa += BK
-            pb += BK * sbk
-        tl.store(c + om[:, None] * scm + on[None, :], acc.to(tl.bfloat16))
+    # the same GEMM kernel bench/triton_mma.py times (without its DISABLE_MMA_V3)
+    from triton_gemm import gemm as mm_kernel
 
     at_cfgs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_stages=s, num_warps=w)
                for bm, bn, s, w in [(128, 64, 3, 8), (128, 128, 3, 8), (128, 64, 4, 4), (64, 64, 3, 4),

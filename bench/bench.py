@@ -158,16 +158,23 @@ def ce_targets(rows, v):
     return t
 
 
+def run_cross_entropy(k, rows, v):
+    """One launch of the cross_entropy kernel k on random bf16 logits
+    (rows x v, ce_targets' targets) into a poisoned loss: (x, t, loss)."""
+    x = (torch.randn(rows, v, device="cuda") * 4).to(torch.bfloat16)
+    t = ce_targets(rows, v)
+    loss = torch.empty(rows, device="cuda")
+    poison(loss)
+    k(x, t, loss)
+    torch.cuda.synchronize()
+    return x, t, loss
+
+
 def check_cross_entropy(arch):
     for v in (1, 1000, 8193, 128256):
         rows = 37
         k = kernel(arch, "cross_entropy", "cross_entropy")
-        x = (torch.randn(rows, v, device="cuda") * 4).to(torch.bfloat16)
-        t = ce_targets(rows, v)
-        loss = torch.empty(rows, device="cuda")
-        poison(loss)
-        k(x, t, loss)
-        torch.cuda.synchronize()
+        x, t, loss = run_cross_entropy(k, rows, v)
         ref = F.cross_entropy(x.double(), t, reduction="none")
         # relative to the terms the loss is the difference of (logsumexp
         # and the target's logit): with one logit a row every loss is 0,
@@ -436,12 +443,7 @@ def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows):
         del ref
     elif kind == "cross_entropy":
         m, n = CE_SHAPE
-        x = (torch.randn(m, n, device="cuda") * 4).to(torch.bfloat16)
-        t = ce_targets(m, n)
-        loss = torch.empty(m, device="cuda")
-        poison(loss)
-        k(x, t, loss)
-        torch.cuda.synchronize()
+        x, t, loss = run_cross_entropy(k, m, n)
         ref = torch.cat([F.cross_entropy(x[i:i + 512].double(), t[i:i + 512], reduction="none")
                          for i in range(0, m, 512)])
         err, tol = rel_err(loss, ref), 1e-5

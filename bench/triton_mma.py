@@ -20,33 +20,10 @@ os.environ["DISABLE_MMA_V3"] = "1"  # before Triton compiles anything
 
 import torch  # noqa: E402
 import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import median_ms  # noqa: E402
-
-
-@triton.jit
-def gemm(a, b, c, M, N, K, sam, sbk, scm, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-         GROUP: tl.constexpr):
-    pid = tl.program_id(0)
-    nbn = tl.cdiv(N, BN)
-    width = GROUP * nbn
-    first = (pid // width) * GROUP
-    rows = min(tl.cdiv(M, BM) - first, GROUP)
-    pm = first + (pid % width) % rows
-    pn = (pid % width) // rows
-    om = pm * BM + tl.arange(0, BM)
-    on = pn * BN + tl.arange(0, BN)
-    ok = tl.arange(0, BK)
-    pa = a + om[:, None] * sam + ok[None, :]
-    pb = b + ok[:, None] * sbk + on[None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(K, BK)):
-        acc += tl.dot(tl.load(pa), tl.load(pb))
-        pa += BK
-        pb += BK * sbk
-    tl.store(c + om[:, None] * scm + on[None, :], acc.to(tl.bfloat16))
+from triton_gemm import gemm  # noqa: E402
 
 
 # BM, BN, BK, warps, stages

@@ -736,21 +736,41 @@ static void cache_store(const tilec_result *r, const TcCacheKey *k, const tilec_
 
 tilec_cache_mode tilec_result_cache(const tilec_result *r) { return r ? r->from_cache : TILEC_CACHE_OFF; }
 
+/* A job on `len` bytes of `src` (copied) into r, with a copy of opts:
+ * the source registered for diagnostics, r->status TILEC_OK. Returns the
+ * copied text. */
+static char *job_begin(Job *j, tilec_result *r, const char *name, const char *src, size_t len,
+                       const tilec_options *opts)
+{
+    memset(j, 0, sizeof *j);
+    j->r = r;
+    j->t_start = tc_clock();
+    copy_options(&j->o, opts);
+    j->name = arena_strdup(r->arena, name);
+    char *text = arena_strndup(r->arena, src, len);
+    diag_add_source(&r->diag, j->name, text, len);
+    r->diag.warn_off = j->o.warnings_off;
+    r->diag.warn_error = j->o.warnings_as_errors != 0;
+    r->status = TILEC_OK;
+    return text;
+}
+
+/* The job's own buffers (r's are kept). */
+static void job_free(Job *j)
+{
+    sb_free(&j->dump);
+    sb_free(&j->timing);
+    sb_free(&j->remarks);
+    sb_free(&j->cgreport);
+    sb_free(&j->roofline);
+}
+
 /* Compile `len` bytes of `src` (copied). `r` already holds any earlier diags. */
 static tilec_status compile(tilec_result *r, const char *name, const char *src, size_t len,
                             const tilec_options *opts)
 {
     Job j;
-    memset(&j, 0, sizeof j);
-    j.r = r;
-    j.t_start = tc_clock();
-    copy_options(&j.o, opts);
-    j.name = arena_strdup(r->arena, name);
-    char *text = arena_strndup(r->arena, src, len);
-    diag_add_source(&r->diag, j.name, text, len);
-    r->diag.warn_off = j.o.warnings_off;
-    r->diag.warn_error = j.o.warnings_as_errors != 0;
-    r->status = TILEC_OK;
+    char *text = job_begin(&j, r, name, src, len, opts);
     TcCacheKey key;
     bool cacheable = false;
     if (!check_options(&j) || !check_language(&j))
@@ -767,11 +787,7 @@ static tilec_status compile(tilec_result *r, const char *name, const char *src, 
     if (r->status == TILEC_OK)
         r->status = status_from_diag(&r->diag, TILEC_ERR_INPUT);
     finish_outputs(&j);
-    sb_free(&j.dump);
-    sb_free(&j.timing);
-    sb_free(&j.remarks);
-    sb_free(&j.cgreport);
-    sb_free(&j.roofline);
+    job_free(&j);
     tc_result_finish_diags(r);
     if (cacheable && r->status == TILEC_OK)
         cache_store(r, &key, &j.o);
@@ -786,20 +802,11 @@ static tilec_status list_candidates(tilec_result *r, const char *name, const cha
                                     const tilec_options *opts)
 {
     Job j;
-    memset(&j, 0, sizeof j);
-    j.r = r;
-    j.t_start = tc_clock();
-    copy_options(&j.o, opts);
+    char *text = job_begin(&j, r, name, src, len, opts);
     j.o.emit = TILEC_EMIT_TIR;   /* through lowering */
     j.o.time_passes = 0;
     j.o.report = 0;
     j.o.nprint_after = 0;
-    j.name = arena_strdup(r->arena, name);
-    char *text = arena_strndup(r->arena, src, len);
-    diag_add_source(&r->diag, j.name, text, len);
-    r->diag.warn_off = j.o.warnings_off;
-    r->diag.warn_error = j.o.warnings_as_errors != 0;
-    r->status = TILEC_OK;
     TileChoice tc = { .n = 0 };
     j.cands = &tc;
     if (!check_options(&j) || !check_language(&j)) {
@@ -831,11 +838,7 @@ static tilec_status list_candidates(tilec_result *r, const char *name, const cha
         set_text(&j, TILEC_OUT_REPORT, &rep);
         sb_free(&rep);
     }
-    sb_free(&j.dump);
-    sb_free(&j.timing);
-    sb_free(&j.remarks);
-    sb_free(&j.cgreport);
-    sb_free(&j.roofline);
+    job_free(&j);
     tc_result_finish_diags(r);
     return r->status;
 }

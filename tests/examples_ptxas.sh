@@ -9,8 +9,8 @@
 # usage: examples_ptxas.sh TILEC EXAMPLES_DIR   (exit 77 without ptxas)
 set -u
 tilec=$1; ex=$2
-ptxas=$(command -v ptxas || { [ -x /usr/local/cuda/bin/ptxas ] && echo /usr/local/cuda/bin/ptxas; })
-[ -n "$ptxas" ] || { echo "examples_ptxas: ptxas not found: skipped"; exit 77; }
+. "$(dirname "$0")/ptxas_check.sh"
+ptxas_find examples_ptxas
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0; n=0
 for f in "$ex"/*.tile; do
@@ -20,20 +20,7 @@ for f in "$ex"/*.tile; do
     if ! "$tilec" "$f" -arch=$arch --no-ptxas -o "$tmp/$name.ptx" 2> "$tmp/$name.err"; then
       echo "FAIL $name: tilec: $(head -3 "$tmp/$name.err")"; fail=1; continue
     fi
-    if ! "$ptxas" -arch=$arch -v "$tmp/$name.ptx" -o "$tmp/$name.cubin" > "$tmp/$name.log" 2>&1; then
-      echo "FAIL $name: ptxas rejects it: $(grep -m3 -i error "$tmp/$name.log")"; fail=1; continue
-    fi
-    if grep -qi "warning" "$tmp/$name.log"; then
-      echo "FAIL $name: $(grep -m3 -i warning "$tmp/$name.log")"; fail=1
-    fi
-    # per entry function: "Function properties for F" then its stack/spill line
-    spilled=$(awk '/Function properties for/ { f = $NF } /bytes spill/ && ($5 + 0 > 0 || $9 + 0 > 0) { print f }' \
-              "$tmp/$name.log")
-    for fn in $spilled; do
-      echo "FAIL $name: $fn spills: $(grep -A1 "properties for $fn" "$tmp/$name.log" | tail -1 | tr -s ' ')"; fail=1
-    done
-    regs=$(grep -oE "Used [0-9]+ registers" "$tmp/$name.log" | head -1)
-    echo "ok   $name: $regs"
+    ptxas_check "$name" $arch || fail=1
   done
 done
 echo "$n compiles"

@@ -83,9 +83,11 @@ void cg_tg_mma_16816(Cg *cg, bool f16, LLVMValueRef *a, LLVMValueRef *b, LLVMVal
         d[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
 }
 
-/* No LLVM intrinsic is relied on here: the instruction as a pure inline
- * asm (no side effects: it is scheduled like the f16 intrinsic). */
-void cg_tg_mma_16832_s8(Cg *cg, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d)
+/* A warp mma.sync as a pure inline asm (no side effects: it is scheduled
+ * like the f16 intrinsic): a[4], b[2] in 32-bit registers, c[4] and d[4]
+ * of type acc; code and cons the instruction and its constraints. */
+static void mma_asm(Cg *cg, LLVMTypeRef acc, const char *code, size_t code_len, const char *cons, size_t cons_len,
+                    LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d)
 {
     LLVMValueRef args[10];
     LLVMTypeRef pt[10];
@@ -96,39 +98,31 @@ void cg_tg_mma_16832_s8(Cg *cg, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *
     for (int i = 0; i < 4; i++)
         args[6 + i] = c[i];
     for (int i = 0; i < 10; i++)
-        pt[i] = cg->t_i32;
-    LLVMTypeRef rt = struct4(cg, cg->t_i32), fty = LLVMFunctionType(rt, pt, 10, 0);
-    static const char code[] = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, "
-                               "{$8, $9}, {$10, $11, $12, $13};";
-    static const char cons[] = "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r";
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 0, 0,
+        pt[i] = i < 6 ? cg->t_i32 : acc;
+    LLVMTypeRef rt = struct4(cg, acc), fty = LLVMFunctionType(rt, pt, 10, 0);
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, code_len, (char *)cons, cons_len, 0, 0,
                                        LLVMInlineAsmDialectATT, 0);
     LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, 10, "");
     for (int i = 0; i < 4; i++)
         d[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
 }
 
+/* No LLVM intrinsic is relied on here: the instruction as a pure inline
+ * asm (see mma_asm). */
+void cg_tg_mma_16832_s8(Cg *cg, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d)
+{
+    static const char code[] = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, "
+                               "{$8, $9}, {$10, $11, $12, $13};";
+    static const char cons[] = "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r";
+    mma_asm(cg, cg->t_i32, code, sizeof code - 1, cons, sizeof cons - 1, a, b, c, d);
+}
+
 void cg_tg_mma_1688_tf32(Cg *cg, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c, LLVMValueRef *d)
 {
-    LLVMValueRef args[10];
-    LLVMTypeRef pt[10];
-    for (int i = 0; i < 4; i++)
-        args[i] = a[i];
-    args[4] = b[0];
-    args[5] = b[1];
-    for (int i = 0; i < 4; i++)
-        args[6 + i] = c[i];
-    for (int i = 0; i < 10; i++)
-        pt[i] = i < 6 ? cg->t_i32 : cg->t_f32;
-    LLVMTypeRef rt = struct4(cg, cg->t_f32), fty = LLVMFunctionType(rt, pt, 10, 0);
     static const char code[] = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, "
                                "{$8, $9}, {$10, $11, $12, $13};";
     static const char cons[] = "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f";
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 0, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, 10, "");
-    for (int i = 0; i < 4; i++)
-        d[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
+    mma_asm(cg, cg->t_f32, code, sizeof code - 1, cons, sizeof cons - 1, a, b, c, d);
 }
 
 LLVMValueRef cg_tg_to_tf32(Cg *cg, LLVMValueRef x)

@@ -25,6 +25,17 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path, title):
+    """The figure's title (if any), laid out, written to path and closed;
+    returns path."""
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _key(v):
     """Sort numbers by value, then everything else by its text."""
     return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
@@ -106,12 +117,7 @@ def perf_report(rows, x, y, line, path, panel=None, title=None, xlabel=None, yla
         ax.legend(fontsize=7, loc="best")
     for j in range(n, nrows * cols):
         axes[j // cols][j % cols].axis("off")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, title)
 
 
 def roofline(points, path, peak_tflops, dram_gbs, title=None, peak_label="tensor cores"):
@@ -177,9 +183,4 @@ def roofline(points, path, peak_tflops, dram_gbs, title=None, peak_label="tensor
     bx.set_title("DRAM bandwidth, peak %.0f GB/s dashed" % dram_gbs, fontsize=10)
     bx.legend(fontsize=8, loc="lower right")
     bx.grid(True, axis="x", alpha=0.3)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, title)
