@@ -27,10 +27,10 @@
  *                  buffers) as 16-byte rows where the key loop is short:
  *                  256-row tiles, else at most 4096 keys without a row
  *                  mask, at most 16 key blocks with one (32 at D >= 128);
- *                  in a kernel that takes roles, where each block takes
- *                  one tile (its grid ordered longest first, or no SM
- *                  count known), unless the staging beside Q and two
- *                  stages of K and V would not fit (D = 256);
+ *                  in a kernel that takes roles, where its grid takes
+ *                  the longest tiles first (one tile a block), unless the
+ *                  staging beside Q and two stages of K and V would not
+ *                  fit (D = 256);
  *                  a lone product's 16-bit output tile (a GEMM's C)
  *                  when the product is in a loop.
  * The numbers behind the rules were measured on an H200 (bench/RESULTS.md).
@@ -299,8 +299,8 @@ static void launch_kernel(Func *f, PassCtx *ctx)
         return;
     }
     bool stage;
-    if (roles)   /* one tile a block (warp_specialize keeps the grid ordered longest first, or knows no SM count) */
-        stage = !(ctx->sms > 0 && !ordered);
+    if (roles)   /* one tile a block of uneven lengths: warp_specialize keeps a grid ordered longest first */
+        stage = ordered;
     else if (ci.rows == 256)
         stage = true;
     else if (!nk)
@@ -321,12 +321,13 @@ static void launch_kernel(Func *f, PassCtx *ctx)
     if (st) {
         ir_type(f, st->args[st->nargs - 1])->space = SP_SHARED;
         pass_note(ctx, "@%s: the output tile leaves through shared memory as 16-byte rows (%s)", f->name,
-                  roles       ? "warp-specialized roles, one tile a block: the block ends with its stores"
+                  roles       ? "warp-specialized roles, one tile a block, longest first: the block ends with its stores"
                   : ci.rows == 256 ? "256-row tile"
                                    : "a short key loop");
     } else if (roles && !stage) {
-        pass_note(ctx, "@%s: the output tile is stored from registers: the roles' persistent grid loads the next "
-                  "tile under this one's stores", f->name);
+        pass_note(ctx, "@%s: the output tile is stored from registers: %s", f->name,
+                  ctx->sms > 0 ? "the roles' persistent grid loads the next tile under this one's stores"
+                               : "staged only where the grid takes the longest tiles first");
     }
 }
 
