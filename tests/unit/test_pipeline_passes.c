@@ -545,6 +545,35 @@ START_TEST(gemm_tc_stages)
 }
 END_TEST
 
+/* A source through the whole pipeline on sm_90a (wgmma roles) and on
+ * sm_100a (tcgen05 roles), each run by the interpreter on r's tensors:
+ * the outputs equal bit for bit ("what" names the case). pending1: trip
+ * loops of the sm_90a roles that wait with one product in flight (-1:
+ * not checked). */
+static void check_tc_against_sm90(const char *file, const char *src, size_t len, const FeDefine *defs, int ndefs,
+                                  Run *r, int pending1, const char *what)
+{
+    unsigned char **ref = NULL;
+    static const char *const archs[2] = { "sm_90a", "sm_100a" };
+    for (int a = 0; a < 2; a++) {
+        Prog p;
+        prog_compile(&p, file, src, len, defs, ndefs);
+        ck_assert_int_eq(run_passes(&p, NULL, archs[a]), 0);
+        ck_assert_msg(find_ws(p.f) != NULL, "%s: %s: no roles", what, archs[a]);
+        ck_assert(has_op(p.f, a ? OP_TC_MMA : OP_DOT_ASYNC));
+        ck_assert(!has_op(p.f, a ? OP_DOT_ASYNC : OP_TC_MMA));
+        if (pending1 >= 0)
+            ck_assert_int_eq(waits_pending1(p.f), a ? 0 : pending1);
+        run_interp(&p, r);
+        if (a)
+            compare(r, ref, what);
+        else
+            ref = snapshot(r);
+        arena_free(p.a);
+    }
+    free_snapshot(r, ref);
+}
+
 /* The GEMM example with the whole pipeline on sm_90a (wgmma consumer
  * roles) and on sm_100a (tcgen05: an mma role and epilogue warp groups
  * around tensor memory), the same tiles and inputs: C equal bit for bit,
@@ -562,25 +591,9 @@ START_TEST(gemm_tc_matches_sm90)
         ten_random(&t[1], &rng, -1, 1);
         static const int argmap[3] = { 0, 1, 2 };
         Run r = { t, 3, 2, { { 0 } }, 3, argmap, NULL };
-        unsigned char **ref = NULL;
-        static const char *const archs[2] = { "sm_90a", "sm_100a" };
-        for (int a = 0; a < 2; a++) {
-            Prog p;
-            prog_compile(&p, "gemm.tile", gemm_pinned, sizeof gemm_pinned - 1, defs, 4);
-            ck_assert_int_eq(run_passes(&p, NULL, archs[a]), 0);
-            ck_assert_msg(find_ws(p.f) != NULL, "%s: no roles", archs[a]);
-            ck_assert(has_op(p.f, a ? OP_TC_MMA : OP_DOT_ASYNC));
-            ck_assert(!has_op(p.f, a ? OP_DOT_ASYNC : OP_TC_MMA));
-            run_interp(&p, &r);
-            char what[96];
-            snprintf(what, sizeof what, "gemm K=%lld: sm_100a against sm_90a", (long long)ks[i]);
-            if (a)
-                compare(&r, ref, what);
-            else
-                ref = snapshot(&r);
-            arena_free(p.a);
-        }
-        free_snapshot(&r, ref);
+        char what[96];
+        snprintf(what, sizeof what, "gemm K=%lld: sm_100a against sm_90a", (long long)ks[i]);
+        check_tc_against_sm90("gemm.tile", gemm_pinned, sizeof gemm_pinned - 1, defs, 4, &r, -1, what);
         for (int k = 0; k < 3; k++)
             ten_free(&t[k]);
     }
@@ -882,26 +895,9 @@ START_TEST(attention_tc_matches_sm90)
             InterpArg scale = scalar_arg(0.25, 0);
             static const int argmap[6] = { 0, 1, 2, 3, 4, -1 };
             Run r = { t, 5, 3, { { 0 } }, 6, argmap, &scale };
-            unsigned char **ref = NULL;
-            static const char *const archs[2] = { "sm_90a", "sm_100a" };
-            for (int a = 0; a < 2; a++) {
-                Prog p;
-                prog_compile(&p, "attention.tile", src, len, defs, 4);
-                ck_assert_int_eq(run_passes(&p, NULL, archs[a]), 0);
-                const Op *ws = find_ws(p.f);
-                ck_assert_msg(ws != NULL, "%s: no roles", archs[a]);
-                ck_assert(has_op(p.f, a ? OP_TC_MMA : OP_DOT_ASYNC));
-                ck_assert_int_eq(waits_pending1(p.f), a ? 0 : 1);
-                run_interp(&p, &r);
-                char what[96];
-                snprintf(what, sizeof what, "attention causal=%d NK=%lld: sm_100a against sm_90a", c, (long long)NK);
-                if (a)
-                    compare(&r, ref, what);
-                else
-                    ref = snapshot(&r);
-                arena_free(p.a);
-            }
-            free_snapshot(&r, ref);
+            char what[96];
+            snprintf(what, sizeof what, "attention causal=%d NK=%lld: sm_100a against sm_90a", c, (long long)NK);
+            check_tc_against_sm90("attention.tile", src, len, defs, 4, &r, 1, what);
             for (int k = 0; k < 5; k++)
                 ten_free(&t[k]);
         }
