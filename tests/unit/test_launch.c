@@ -387,16 +387,23 @@ START_TEST(sig_eviction)
 }
 END_TEST
 
+/* The tensor-map kernel's two 64 x 32 f32 tensors, X at MEM0 and Y 64 KB
+ * after it. */
+static void tma_pair(T *x, T *y)
+{
+    mk(x, kDLFloat, 32, 2, (int64_t[]){64, 32});
+    mk(y, kDLFloat, 32, 2, (int64_t[]){64, 32});
+    x->t.data = (void *)(uintptr_t)MEM0;
+    y->t.data = (void *)(uintptr_t)(MEM0 + 65536);
+}
+
 /* A tensor map: a hit carries the new address into the map; a misaligned
  * address takes the fallback (not kept: it follows from the address); an
  * aligned one then hits the map's plan again. */
 START_TEST(sig_tmap_and_fallback)
 {
     T x, y;
-    mk(&x, kDLFloat, 32, 2, (int64_t[]){64, 32});
-    mk(&y, kDLFloat, 32, 2, (int64_t[]){64, 32});
-    x.t.data = (void *)(uintptr_t)MEM0;
-    y.t.data = (void *)(uintptr_t)(MEM0 + 65536);
+    tma_pair(&x, &y);
     tilert_arg args[2] = {{TILERT_ARG_TENSOR, {.tensor = &x.t}}, {TILERT_ARG_TENSOR, {.tensor = &y.t}}};
     launch_ok(tma, args, 2, false, tma);
     ck_assert_uint_eq(launched_map_addr, MEM0);
@@ -470,10 +477,7 @@ END_TEST
 START_TEST(sig_no_reencode)
 {
     T x, y;
-    mk(&x, kDLFloat, 32, 2, (int64_t[]){64, 32});
-    mk(&y, kDLFloat, 32, 2, (int64_t[]){64, 32});
-    x.t.data = (void *)(uintptr_t)MEM0;
-    y.t.data = (void *)(uintptr_t)(MEM0 + 65536);
+    tma_pair(&x, &y);
     tilert_arg args[2] = {{TILERT_ARG_TENSOR, {.tensor = &x.t}}, {TILERT_ARG_TENSOR, {.tensor = &y.t}}};
     for (int i = 0; i < 5; i++)
         launch_ok(tma, args, 2, i > 0, tma);
@@ -542,10 +546,7 @@ START_TEST(sig_random)
     OvArgs o;
     ov_args(&o, 1000, 0, 4096, 8192);
     T x, y;
-    mk(&x, kDLFloat, 32, 2, (int64_t[]){64, 32});
-    mk(&y, kDLFloat, 32, 2, (int64_t[]){64, 32});
-    x.t.data = (void *)(uintptr_t)MEM0;
-    y.t.data = (void *)(uintptr_t)(MEM0 + 65536);
+    tma_pair(&x, &y);
     tilert_arg targs[2] = {{TILERT_ARG_TENSOR, {.tensor = &x.t}}, {TILERT_ARG_TENSOR, {.tensor = &y.t}}};
     for (int it = 0; it < 20000; it++) {
         if (pick(2)) {
@@ -566,10 +567,7 @@ START_TEST(sig_random)
             same_as_check(ov, o.args, 4);
         } else {
             if (!pick(3)) {
-                mk(&x, kDLFloat, 32, 2, (int64_t[]){64, 32});
-                mk(&y, kDLFloat, 32, 2, (int64_t[]){64, 32});
-                x.t.data = (void *)(uintptr_t)MEM0;
-                y.t.data = (void *)(uintptr_t)(MEM0 + 65536);
+                tma_pair(&x, &y);
             }
             T *t = pick(2) ? &x : &y;
             switch (pick(5)) {
