@@ -404,12 +404,16 @@ def perf_kernel(name, defs):
     return tilec.compile(src, arch="sm_90a", **consts)
 
 
-def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows):
+def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows, small=False):
+    """Check the variant at its benchmark shape, then time it against its
+    peer; small: at 5 rows of that width, checked and not timed (for
+    compute-sanitizer)."""
     kind = variant_kind(name)
     k = perf_kernel(name, defs)
     label = f"{name} [{envs or 'default'}] {regs.strip()}"
     if kind in ("softmax", "layernorm", "rmsnorm"):
         m, n = ROW_SHAPES[int(name.split("_")[1])]
+        m = 5 if small else m
         x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
         y = torch.empty_like(x)
         poison(y)
@@ -443,6 +447,7 @@ def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows):
         del ref
     elif kind == "cross_entropy":
         m, n = CE_SHAPE
+        m = 5 if small else m
         x, t, loss = run_cross_entropy(k, m, n)
         ref = torch.cat([F.cross_entropy(x[i:i + 512].double(), t[i:i + 512], reduction="none")
                          for i in range(0, m, 512)])
@@ -455,6 +460,7 @@ def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows):
         peer = ("F.cross_entropy", lambda: F.cross_entropy(x, t, reduction="none"))
     else:  # layernorm_bwd
         m, n = LNB_SHAPE
+        m = 5 if small else m
         x, dy, w, bias, mean, rstd = layernorm_bwd_inputs(m, n, torch.bfloat16)
         dx = torch.empty_like(x)
         poison(dx)
@@ -474,7 +480,9 @@ def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows):
         yg = F.layer_norm(xg, (n,), wg, bg, 1e-5)
         peer = ("autograd F.layer_norm (dx, dw, db)",
                 lambda: torch.autograd.grad(yg, (xg, wg, bg), dy, retain_graph=True))
-    check(f"{name} bench-shape {m}x{n} {envs}", err, tol)
+    check(f"{name} {'small' if small else 'bench-shape'} {m}x{n} {envs}", err, tol)
+    if small:
+        return
     key = (kind, m, n)
     if key not in peers:
         peers[key] = bench(peer[1])
@@ -496,6 +504,8 @@ def main():
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--arches", default="sm_90a,sm_86")
     ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--sanitize", action="store_true",
+                    help="the checks, then every benchmark kernel on 5 rows, untimed (for compute-sanitizer)")
     args = ap.parse_args()
     arches = args.arches.split(",")
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  cudnn {torch.backends.cudnn.version()}")
@@ -507,7 +517,11 @@ def main():
             guarded(f"{fn.__name__} {arch}", lambda: fn(arch))
 
     table = []
-    if not args.skip_bench:
+    if args.sanitize:
+        print("== benchmark kernels on 5 rows of their widths (not timed)")
+        for name, envs, defs, regs in perf_variants():
+            guarded(f"small {name}", lambda: bench_variant(name, envs, defs, regs, 0, {}, [], small=True))
+    elif not args.skip_bench:
         copy_gbs = copy_bandwidth()
         print(f"== benchmark (copy bandwidth {copy_gbs:.0f} GB/s)")
         table.extend(bench_memory_bound(copy_gbs))

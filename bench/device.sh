@@ -11,12 +11,18 @@
 # Writes the full results under $OUT (or ./bench-out when OUT is unset).
 #   bench/device.sh [bench.py options: --skip-bench, --arches sm_90a]
 #   SKIP_TC=1 bench/device.sh   skips the tensor-core runs (GEMM, attention)
-#   MEMCHECK=1 bench/device.sh  also runs the C host tests under compute-sanitizer
 #   PART=1 / 2 / 3 bench/device.sh   the run in three calls of the device
 #       tool, each under its time limit: 1 the C host tests, memory-bound
 #       kernels and GEMM; 2 attention (portable grid, sm_90a, FlashAttention
 #       4's numerics, plain kernels, interpreter); 3 the Pallas peer, launch
-#       cost and the checks after them. Unset: all, in one call.
+#       cost, the checks after them and the sanitizer pass. Unset: all, in
+#       one call (longer than one call of the device tool: start it with
+#       setsid and collect its outputs in a later call).
+# The sanitizer pass: every kernel file the run launches (the C host
+# tests' kernels, the memory-bound benchmark kernels on small rows, every
+# attention and GEMM file by bench/sanitize.py, the examples of the
+# interpreter check) under compute-sanitizer memcheck, racecheck and
+# synccheck; any finding fails the run.
 # Last, bench/validate.sh: the report against Nsight Compute, line
 # information under memcheck and ncu, the interpreter against the GPU on
 # every example, and the PNG charts (roofline, attention and GEMM TFLOP/s)
@@ -65,19 +71,6 @@ if part 1 && [ -d "$root/.devcarry/gputest" ]; then
   done
 fi
 
-# MEMCHECK=1: the C host tests again under compute-sanitizer's memcheck
-# (out-of-bounds and misaligned accesses of every kernel on odd shapes).
-if part 1 && [ -n "${MEMCHECK:-}" ] && [ -d "$root/.devcarry/gputest" ]; then
-  echo "== C host tests under compute-sanitizer memcheck"
-  : > "$out/memcheck.txt"
-  for t in $c_tests; do
-    [ -x "$rt/tests/gpu/${t%%:*}" ] || continue
-    compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
-      "$rt/tests/gpu/${t%%:*}" "$root/.devcarry/gputest" >> "$out/memcheck.txt" 2>&1 || status=1
-  done
-  grep -E "ERROR SUMMARY|Invalid|passed, " "$out/memcheck.txt" | sort | uniq -c | sort -rn | head -n 20
-fi
-
 if part 1; then
   mark memory-bound
   echo "== Python correctness + benchmark: memory-bound kernels"
@@ -89,17 +82,7 @@ if part 1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   echo "== GEMM (tensor cores: mma.sync on sm_86 PTX; TMA, wgmma and warp-specialized roles on sm_90a)"
   python3 "$root/bench/gemm_bench.py" --repeat 3 > "$out/gemm.txt" 2>&1 || status=1
   grep -vE "^check .* ok" "$out/gemm.txt" | tail -n 30
-  # The warp-specialized sm_90a GEMMs on ragged shapes under each
-  # compute-sanitizer tool (a finding fails the run), and their SASS: the
-  # Hopper instructions the PTX asked for.
-  mark gemm-sanitize
-  echo "== sm_90a GEMM under compute-sanitizer (memcheck, racecheck, synccheck)"
-  for tool in memcheck racecheck synccheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 10 \
-      python3 "$root/bench/gemm_sanitize.py" > "$out/gemm_$tool.txt" 2>&1 || status=1
-    echo "$tool: $(grep -cE ' ok$' "$out/gemm_$tool.txt") ok, $(grep -cE 'FAIL' "$out/gemm_$tool.txt") failed;" \
-         "$(grep -E 'ERROR SUMMARY' "$out/gemm_$tool.txt" | tail -n 1)"
-  done
+  # The SASS of the sm_90a GEMMs: the Hopper instructions the PTX asked for.
   for p in "$root"/.devcarry/gemm/default_sm90a*.ptx; do
     [ -f "$p" ] || continue
     ptxas -arch=sm_90a "$p" -o /tmp/sm90a.cubin && cuobjdump -sass /tmp/sm90a.cubin > "$out/$(basename "$p" .ptx).sass" &&
@@ -160,15 +143,6 @@ if part 2 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/wsa" ]; then
     sed -n '/^attention forward/,/^portable path/p' "$out/attn_fa4.txt" | head -20
     sed -n '/^GQA/,$p' "$out/attn_fa4.txt" | head -4
   fi
-  for tool in memcheck racecheck synccheck; do
-    for v in "128 false 0 300" "64 true 1 257"; do
-      set -- $v
-      compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 10 python3 "$root/bench/sm90_probe.py" attn \
-        "$root/.devcarry/wsa/attn_d$1_$2.ptx" 1 2 $4 $1 $3 --check > "$out/attn_sm90a_$tool.txt" 2>&1 || status=1
-      echo "attention sm_90a D=$1 causal=$2 N=$4 $tool: $(grep -E '^attn' "$out/attn_sm90a_$tool.txt" | cut -c1-60)" \
-           "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/attn_sm90a_$tool.txt" | tail -n 1)"
-    done
-  done
 fi
 
 if part 2 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/plain" ]; then
@@ -212,6 +186,40 @@ fi
 if part 3; then
   mark validate
   OUT="$out" "$root/bench/validate.sh" || status=1
+fi
+
+# Every kernel the run launches, under compute-sanitizer: memcheck, then
+# racecheck and synccheck (one case a kernel for those two: they are the
+# slow tools). API errors are not reported: the launch checks' refusals
+# call the driver on host memory on purpose. Any finding fails the run.
+if part 3; then
+  mark sanitize
+  echo "== compute-sanitizer: every kernel the run launches (memcheck, racecheck, synccheck)"
+  san() {   # TOOL NAME COMMAND...: one process under the tool, its verdict in one line
+    local tool=$1 name=$2 t0 f
+    shift 2
+    f="$out/san_${name}_$tool.txt"
+    t0=$(date +%s)
+    compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 10 --report-api-errors no "$@" > "$f" 2>&1 ||
+      { echo "FAIL $name under $tool (exit $?): see $(basename "$f")"; status=1; }
+    echo "$tool $name ($(( $(date +%s) - t0 )) s): $(grep -E 'passed, |files run|[0-9]+ passed|cases' "$f" | tail -n 1)" \
+         "| $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -n 1)"
+    grep -qE "ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]" "$f" && { status=1; echo "FAIL $name: $tool findings"; }
+  }
+  for tool in memcheck racecheck synccheck; do
+    quick=(); [ "$tool" = memcheck ] || quick=(--quick)
+    if [ -d "$root/.devcarry/gputest" ]; then
+      for t in $c_tests gpu_tune:c_tune; do
+        [ -x "$rt/tests/gpu/${t%%:*}" ] || continue
+        dir="$root/.devcarry/gputest"; [ "${t%%:*}" = gpu_tune ] && dir="$root/.devcarry/tune/gputest"
+        [ -d "$dir" ] && san "$tool" "${t##*:}" "$rt/tests/gpu/${t%%:*}" "$dir"
+      done
+    fi
+    mkdir -p "$out/san_membound_$tool"
+    san "$tool" membound python3 "$root/bench/bench.py" --sanitize --out "$out/san_membound_$tool"
+    [ -z "${SKIP_TC:-}" ] && san "$tool" tc python3 "$root/bench/sanitize.py" "${quick[@]}"
+    [ -f "$root/.devcarry/interp/manifest.json" ] && san "$tool" examples python3 "$root/bench/interp_check.py"
+  done
 fi
 
 mark end
