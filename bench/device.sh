@@ -11,11 +11,11 @@
 # Writes the full results under $OUT (or ./bench-out when OUT is unset).
 #   bench/device.sh [bench.py options: --skip-bench, --arches sm_90a]
 #   SKIP_TC=1 bench/device.sh   skips the tensor-core runs (GEMM, attention)
-#   PART=1 / 2 / 3 bench/device.sh   the run in three calls of the device
+#   PART=1 / 2 / 3 / 4 bench/device.sh   the run in four calls of the device
 #       tool, each under its time limit: 1 the C host tests, memory-bound
 #       kernels and GEMM; 2 attention (portable grid, sm_90a, FlashAttention
 #       4's numerics, plain kernels, interpreter); 3 the Pallas peer, launch
-#       cost, the checks after them and the sanitizer pass. Unset: all, in
+#       cost and the checks after them; 4 the sanitizer pass. Unset: all, in
 #       one call (longer than one call of the device tool: start it with
 #       setsid and collect its outputs in a later call).
 # The sanitizer pass: every kernel file the run launches (the C host
@@ -192,7 +192,7 @@ fi
 # racecheck and synccheck (one case a kernel for those two: they are the
 # slow tools). API errors are not reported: the launch checks' refusals
 # call the driver on host memory on purpose. Any finding fails the run.
-if part 3; then
+if part 4; then
   mark sanitize
   echo "== compute-sanitizer: every kernel the run launches (memcheck, racecheck, synccheck)"
   san() {   # TOOL NAME COMMAND...: one process under the tool, its verdict in one line
