@@ -60,9 +60,11 @@ echo "== C host tests (libtilert from C, PTX compiled by tilec on the build mach
 # each writes its output to: kernels of every example and op, atomic_add
 # (split-K, column sums), rand/scan (dropout, cumsum), slices/gather
 # (gather_rows), norms and losses (rmsnorm, cross_entropy, layernorm_bwd),
-# products beyond bf16/f16 (f8e4m3, f32, tf32, i8).
+# products beyond bf16/f16 (f8e4m3, f32, tf32, i8), every math builtin on
+# f32/bf16/f16 against the C library in double (c_math: the largest error
+# per builtin and dtype).
 c_tests="gpu_kernels:c_tests gpu_atomic:c_atomic gpu_rand_scan:c_rand_scan gpu_gather_shape:c_gather_shape
-         gpu_norm_loss:c_norm_loss gpu_products:c_products"
+         gpu_norm_loss:c_norm_loss gpu_products:c_products gpu_math:c_math"
 if part 1 && [ -d "$root/.devcarry/gputest" ]; then
   for t in $c_tests; do
     [ -x "$rt/tests/gpu/${t%%:*}" ] || continue

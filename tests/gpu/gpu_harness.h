@@ -29,7 +29,7 @@ typedef struct ModSpec {
 enum { GUARD = 64, MAXARGS = 12 };
 
 typedef struct HostT {
-    const char *dt;        /* "f32", "bf16", "i32", "i64", "u32", "i8", "f8e4m3", "f8e5m2" */
+    const char *dt;        /* "f32", "bf16", "f16", "i32", "i64", "u32", "i8", "f8e4m3", "f8e5m2" */
     int rank;
     int64_t shape[2];
     unsigned char *data;   /* numel elements; outputs start poisoned (0xff) */
@@ -72,6 +72,8 @@ static DLDataType dl_of(const char *dt)
     DLDataType d = { kDLFloat, 32, 1 };
     if (!strcmp(dt, "bf16"))
         d.code = kDLBfloat, d.bits = 16;
+    else if (!strcmp(dt, "f16"))
+        d.bits = 16;
     else if (!strcmp(dt, "i32"))
         d.code = kDLInt;
     else if (!strcmp(dt, "i64"))

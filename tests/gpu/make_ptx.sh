@@ -12,6 +12,7 @@
 #                               layernorm_bwd as its --list-modules names them)
 #   gpu_tune OUTDIR             (OUTDIR/sm_86/tune.ptx, OUTDIR/ARCH/gemm_cand_I.ptx)
 #   gpu_products OUTDIR         (OUTDIR/ARCH/products.ptx, gemm_f8e4m3.ptx, gemm_f32.ptx, gemm_tf32.ptx)
+#   gpu_math OUTDIR             (OUTDIR/ARCH/math.ptx: every math builtin on f32, bf16, f16)
 #
 # BUILD_DIR is a full build: it holds bin/tilec (or set $TILEC) and
 # tests/gpu/gpu_kernels, whose --list-configs gives the configurations.
@@ -77,6 +78,11 @@ for arch in "$@"; do
         "$tilec" "$src/examples/gemm.tile" -arch="$arch" -DT=f32 -o "$out/$arch/gemm_f32.ptx"
         "$tilec" "$src/examples/gemm.tile" -arch="$arch" -DT=f32 --pass-option mma_select.tf32=1 \
             -o "$out/$arch/gemm_tf32.ptx"
+    fi
+    # gpu_math's kernels: one per math builtin and dtype, from its own source.
+    if [ -x "$build/tests/gpu/gpu_math" ]; then
+        "$build/tests/gpu/gpu_math" --print-source > "$out/$arch/math.tile"
+        "$tilec" "$out/$arch/math.tile" -arch="$arch" -o "$out/$arch/math.ptx"
     fi
     echo "$arch: $(ls "$out/$arch"/*.ptx | wc -l) modules in $out/$arch"
 done
