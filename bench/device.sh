@@ -13,7 +13,7 @@
 #   SKIP_TC=1 bench/device.sh   skips the tensor-core runs (GEMM, attention)
 #   PART=1 / 2 / 3 / 4 bench/device.sh   the run in four calls of the device
 #       tool, each under its time limit: 1 the C host tests, memory-bound
-#       kernels and GEMM; 2 attention (portable grid, sm_90a, FlashAttention
+#       kernels, GEMM and the f8e4m3 GEMM; 2 attention (portable grid, sm_90a, FlashAttention
 #       4's numerics, plain kernels, interpreter); 3 the Pallas peer, launch
 #       cost and the checks after them; 4 the sanitizer pass. Unset: all, in
 #       one call (longer than one call of the device tool: start it with
@@ -112,6 +112,17 @@ if part 1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
   mark gemm-power
   echo "== power and energy per FLOP: warp-MMA GEMMs and the mainloop probes (bench/gemm_power.py)"
   python3 "$root/bench/gemm_power.py" 2.0 2>&1 | tee "$out/gemm_power.txt" || status=1
+fi
+
+# f8e4m3 GEMMs (tests/perf/gemm_f8_nt.tile, examples/gemm.tile -DT=f8e4m3)
+# against torch._scaled_mm at 4096^3 and 8192^3: checked against float32,
+# then timed interleaved (bench/gemm_f8_bench.py; bench/prepare.sh compiles
+# them into .devcarry/gemm_f8).
+if part 1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm_f8" ]; then
+  mark gemm-f8
+  echo "== f8e4m3 GEMM against torch._scaled_mm (bench/gemm_f8_bench.py)"
+  python3 "$root/bench/gemm_f8_bench.py" > "$out/gemm_f8.txt" 2>&1 || status=1
+  grep -E "FAIL|ERROR|skip|^--|^   |^f8_" "$out/gemm_f8.txt" | tail -n 30
 fi
 
 if part 2 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/attn" ]; then

@@ -9,6 +9,7 @@
 #          .devcarry/kernels/<arch>/<name>.ptx + .meta   correctness kernels
 #          .devcarry/perf/<name>.ptx + .meta              benchmark kernels
 #          .devcarry/perf/variants.txt                    what each variant is
+#          .devcarry/gemm_f8/                             f8e4m3 GEMMs (bench/gemm_f8_bench.py)
 #          .devcarry/compile_times.txt                    --time-passes totals
 #          .devcarry/attn_interp/                         the interpreter's attention outputs on
 #                                                         small cases (bench/attn_prepare.sh writes them)
@@ -115,6 +116,7 @@ build="$(cd "$(dirname "$tilec")/.." && pwd)"
 rm -rf "$out/gputest"
 "$root/tests/gpu/make_ptx.sh" "$build" "$out/gputest" sm_90a sm_86
 python3 "$root/bench/gemm_bench.py" --prepare "$tilec"
+python3 "$root/bench/gemm_f8_bench.py" --prepare "$tilec"
 # The attention example for sm_90a (warp-specialized roles), launched by
 # bench/sm90_probe.py on the GPU machine; told the H200's 132 SMs, as
 # tilec.compile and tilec.attention tell the compiler the GPU's (a
