@@ -112,8 +112,8 @@ LLVMValueRef cg_math_f32(Cg *cg, OpCode code, LLVMValueRef x)
 }
 
 /* x^y = 2^(y log2|x|) on the MUFU, with C's special cases: |x| = 1 gives
- * magnitude 1, a negative x needs an integer y (else NaN), a negative x or
- * -0 takes the sign when y is an odd integer, y = 0 gives 1. */
+ * magnitude 1, a finite negative x needs an integer y (else NaN), a
+ * negative x or -0 takes the sign when y is an odd integer, y = 0 gives 1. */
 LLVMValueRef cg_pow_f32(Cg *cg, LLVMValueRef x, LLVMValueRef y)
 {
     LLVMBuilderRef b = cg->b;
@@ -128,8 +128,10 @@ LLVMValueRef cg_pow_f32(Cg *cg, LLVMValueRef x, LLVMValueRef y)
     /* the sign bit, not x < 0: pow(-0, -3) is -inf and pow(-0, 3) is -0, as in C */
     LLVMValueRef sign = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, x, cg->t_i32, ""), cg_i32(cg, 0), "");
     r = LLVMBuildSelect(b, LLVMBuildAnd(b, sign, yodd, ""), LLVMBuildFNeg(b, r, ""), r, "");
-    LLVMValueRef bad = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fconst(cg, 0.0), ""),
-                                    LLVMBuildNot(b, yint, ""), "");
+    /* a finite negative x with a non-integer y: NaN (-inf gives +inf or +0, as C) */
+    LLVMValueRef finneg = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fconst(cg, 0.0), ""),
+                                       LLVMBuildFCmp(b, LLVMRealOGT, x, fconst(cg, -__builtin_inf()), ""), "");
+    LLVMValueRef bad = LLVMBuildAnd(b, finneg, LLVMBuildNot(b, yint, ""), "");
     r = LLVMBuildSelect(b, bad, fconst(cg, __builtin_nan("")), r, "");
     return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, y, fconst(cg, 0.0), ""), one, r, "");
 }
