@@ -105,9 +105,15 @@ class Tilec:
         return c.float() if self.nt else c.view(E4M3).float()
 
 
+_ONE = []
+
+
 def scaled_mm(a, b_nt, fast):
-    """torch._scaled_mm of a and b_nt^T (column-major), scales 1.0, bf16 out."""
-    one = torch.ones((), device="cuda", dtype=torch.float32)
+    """torch._scaled_mm of a and b_nt^T (column-major), scales 1.0 (one
+    tensor made once, outside the timed calls), bf16 out."""
+    if not _ONE:
+        _ONE.append(torch.ones((), device="cuda", dtype=torch.float32))
+    one = _ONE[0]
     r = torch._scaled_mm(a, b_nt.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=fast)
     return r[0] if isinstance(r, tuple) else r   # torch before 2.4 returned (out, amax)
 
