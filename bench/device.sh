@@ -209,12 +209,17 @@ if part 4; then
   mark sanitize
   echo "== compute-sanitizer: every kernel the run launches (memcheck, racecheck, synccheck)"
   san() {   # TOOL NAME COMMAND...: one process under the tool, its verdict in one line
-    local tool=$1 name=$2 t0 f
+    local tool=$1 name=$2 t0 f rc
     shift 2
     f="$out/san_${name}_$tool.txt"
     t0=$(date +%s)
-    compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 10 --report-api-errors no "$@" > "$f" 2>&1 ||
-      { echo "FAIL $name under $tool (exit $?): see $(basename "$f")"; status=1; }
+    compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 10 --report-api-errors no "$@" > "$f" 2>&1
+    rc=$?
+    # gpu_tune's timing checks (a kernel made twice as slow measures so)
+    # do not hold under an instrumenting tool: there only the tool's findings count
+    if [ $rc = 9 ] || { [ $rc != 0 ] && [ "$name" != c_tune ]; }; then
+      echo "FAIL $name under $tool (exit $rc): see $(basename "$f")"; status=1
+    fi
     echo "$tool $name ($(( $(date +%s) - t0 )) s): $(grep -E 'passed, |files run|[0-9]+ passed|cases' "$f" | tail -n 1)" \
          "| $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -n 1)"
     grep -qE "ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]" "$f" && { status=1; echo "FAIL $name: $tool findings"; }

@@ -10,7 +10,10 @@ A file's kind comes from its metadata, not its name: params (Q, K, V, O,
 LSE, scale) are attention over [Z, H, N, D] (GQA: K and V [Z, HK, NK, D]),
 (Q, K, V, O, scale) attention over [BH, S, D]; (A, B, C) a GEMM, (A, B,
 bias, C) a GEMM with the bias + GELU epilogue (GELU in the sigmoid form,
-as tests/perf/gemm_bias_gelu.tile writes it). Causal: the file name's
+as tests/perf/gemm_bias_gelu.tile writes it); B given as [N, K] is read
+transposed. The references are computed on the CPU, in float32 from the
+inputs as rounded, so that only tilec's kernels (and torch's fills and
+copies) run under the tool. Causal: the file name's
 `_c` / `true` (the prepared files are named so). A module with a portable
 fallback (TMA kernels) also gets a view TMA cannot take, so that the
 fallback runs under the tools too. Files of an arch the device cannot run
@@ -27,7 +30,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 CARRY = os.path.join(ROOT, ".devcarry")
-GLOBS = ("attn/*.ptx", "attn/lib/*.ptx", "wsa/*.ptx", "fa4/*.ptx", "plain/*.ptx", "gemm/*.ptx",
+GLOBS = ("attn/*.ptx", "attn/lib/*.ptx", "wsa/*.ptx", "fa4/*.ptx", "plain/*.ptx", "gemm/*.ptx", "gemm_f8/*.ptx",
          "tune/*/*.ptx", "validate/attention*.ptx", "validate/gemm*.ptx")
 ARCH_CC = {"sm_86": (8, 0), "sm_90a": (9, 0), "sm_100a": (10, 0)}
 
@@ -67,8 +70,21 @@ def causal_of(path):
 
 
 def rel(a, b):
+    a = a.float().cpu()
     den = b.norm().item()
-    return (a.float() - b).norm().item() / (den if den > 0 else 1.0)
+    return (a - b).norm().item() / (den if den > 0 else 1.0)
+
+
+def dtype(name):
+    import torch
+    return {"bf16": torch.bfloat16, "f16": torch.float16, "f8e4m3": torch.float8_e4m3fn,
+            "f8e5m2": torch.float8_e5m2, "f32": torch.float32}[name]
+
+
+def rand(shape, dt, scale=1.0):
+    """Random values on the GPU in dtype dt (f8 through float32)."""
+    import torch
+    return (torch.randn(shape, device="cuda") * scale).to(dt)
 
 
 def misaligned(t):
@@ -84,17 +100,17 @@ def misaligned(t):
 def attn_ref(q, k, v, causal, scale):
     import torch
     g = q.shape[1] // k.shape[1]
-    qf, kf, vf = q.float(), k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1)
+    qf, kf, vf = q.float().cpu(), k.float().cpu().repeat_interleave(g, 1), v.float().cpu().repeat_interleave(g, 1)
     s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
     if causal:
         n, nk = s.shape[-2], s.shape[-1]
-        s = s.masked_fill(torch.ones(n, nk, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+        s = s.masked_fill(torch.ones(n, nk, dtype=torch.bool).triu(1), float("-inf"))
     return torch.matmul(torch.softmax(s, -1), vf), torch.logsumexp(s, -1) / 0.6931471805599453
 
 
 def run_attn4(mod, k, causal, bad_view, quick):
     import torch
-    dt = {"bf16": torch.bfloat16, "f16": torch.float16}[k.params[0].dtype]
+    dt = dtype(k.params[0].dtype)
     d = k.params[0].shape[-1]
     res = []
     for n, hk, g in ((130, 1, 2),) if quick else ((300, 1, 2), (65, 2, 1)):
@@ -108,14 +124,14 @@ def run_attn4(mod, k, causal, bad_view, quick):
         torch.cuda.synchronize()
         ro, rl = attn_ref(q, kk, v, causal, d ** -0.5)
         eo = rel(o, ro)
-        ok = eo <= 1e-2 and rel(lse, rl) <= 1e-3 and not torch.isnan(o).any().item()
+        ok = eo <= 1e-2 and rel(lse, rl) <= 1e-3 and not torch.isnan(o.float()).any().item()
         res.append(("N=%d H/HK=%d%s" % (n, g, " misaligned" if bad_view else ""), eo, ok))
     return res
 
 
 def run_attn3(mod, k, causal):
     import torch
-    dt = {"bf16": torch.bfloat16, "f16": torch.float16}[k.params[0].dtype]
+    dt = dtype(k.params[0].dtype)
     d = k.params[0].shape[-1]
     q, kk, v = (torch.randn(2, 300, d, device="cuda", dtype=dt) for _ in range(3))
     o = torch.full_like(q, float("nan"))
@@ -123,28 +139,33 @@ def run_attn3(mod, k, causal):
     torch.cuda.synchronize()
     ro, _ = attn_ref(q.unsqueeze(0), kk.unsqueeze(0), v.unsqueeze(0), causal, d ** -0.5)
     eo = rel(o, ro[0])
-    return [("BH=2 S=300", eo, eo <= 1e-2 and not torch.isnan(o).any().item())]
+    return [("BH=2 S=300", eo, eo <= 1e-2 and not torch.isnan(o.float()).any().item())]
 
 
 def run_gemm(mod, k, bias, bad_view, quick):
     import torch
-    dt = {"bf16": torch.bfloat16, "f16": torch.float16}[k.params[0].dtype]
+    pa, pb, pc = k.params[0], k.params[1], k.params[-1]
+    da, db, dc = dtype(pa.dtype), dtype(pb.dtype), dtype(pc.dtype)
+    nt = pb.shape[0] == pc.shape[1]          # B given as [N, K]
+    tol = 6e-2 if pc.dtype.startswith("f8") else 1e-2   # an f8 result rounds to 3 mantissa bits
     res = []
     for m, n, kd in ((300, 264, 1000),) if quick else ((300, 264, 1000), (17, 1000, 64), (129, 136, 0)):
-        a = torch.randn(m, kd, device="cuda", dtype=dt)
-        b = (torch.randn(kd, n, device="cuda") / max(kd, 1) ** 0.5).to(dt)
-        c = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+        a = rand((m, kd), da)
+        b = rand((n, kd) if nt else (kd, n), db, 1.0 / max(kd, 1) ** 0.5)
+        c = torch.empty((m, n), device="cuda", dtype=dc)
+        c.view(torch.uint8).fill_(0x7f) if c.element_size() == 1 else c.fill_(float("nan"))
         bv = torch.randn(n, device="cuda")
         ins = [misaligned(a), b] if bad_view else [a, b]
         mod(*ins, bv, c) if bias else mod(*ins, c)
         torch.cuda.synchronize()
-        ref = a.float() @ b.float()
+        bf = b.float().cpu()
+        ref = a.float().cpu() @ (bf.t() if nt else bf)
         if bias:
-            z = ref + bv
+            z = ref + bv.cpu()
             ref = z * torch.sigmoid(1.702 * z)
         e = rel(c, ref)
         res.append(("%dx%dx%d%s" % (m, n, kd, " misaligned" if bad_view else ""), e,
-                    e <= 1e-2 and not torch.isnan(c).any().item()))
+                    e <= tol and not torch.isnan(c.float()).any().item()))
     return res
 
 
