@@ -54,10 +54,35 @@ const char *shape_problem(Func *f, const Op *op)
     return NULL;
 }
 
+typedef struct WriteFind { ValId t; bool found; } WriteFind;
+
+static bool write_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    WriteFind *w = ctx;
+    if ((op->code == OP_STORE || op->code == OP_ATOMIC_ADD || op->code == OP_SCATTER) && op->args[0] == w->t)
+        w->found = true;
+    return !w->found;
+}
+
+/* A load of one element of a tensor the kernel never writes (a page number
+ * read from a block table): repeating it for a later trip reads the same
+ * value, and the copies that need it run only for trips inside the loop's
+ * bounds (emit_guarded_stage), where the loop itself would read it. */
+static bool readonly_scalar_load(const Loop *L, const Op *d)
+{
+    if (d->code != OP_LOAD || d->nres != 1 || ir_type(L->f, d->res[0])->kind != TY_SCALAR || d->nregions)
+        return false;
+    WriteFind w = { d->args[0], false };
+    ir_walk(L->f, &L->f->body, write_visit, &w);
+    return !w.found;
+}
+
 /* Does v depend only on the induction variable and values from outside the
- * loop, through pure region-free ops of the body? With L->outer set (a
- * rotated loop's inner loop), values from outside L must pass the same test
- * for the outer loop. */
+ * loop, through pure region-free ops of the body and scalar loads of
+ * tensors the kernel never writes (readonly_scalar_load)? With L->outer set
+ * (a rotated loop's inner loop), values from outside L must pass the same
+ * test for the outer loop. */
 bool invariant_but_iv(const Loop *L, ValId v, int depth)
 {
     if (v == L->iv)
@@ -68,7 +93,7 @@ bool invariant_but_iv(const Loop *L, ValId v, int depth)
     const Op *d = ir_val(L->f, v)->def;
     if (!d || d->parent != L->body)
         return L->outer ? invariant_but_iv(L->outer, v, 0) : true;
-    if (!(op_info[d->code].flags & OPF_PURE) || d->nregions || depth > 64)
+    if ((!(op_info[d->code].flags & OPF_PURE) && !readonly_scalar_load(L, d)) || d->nregions || depth > 64)
         return false;
     for (int i = 0; i < d->nargs; i++)
         if (!invariant_but_iv(L, d->args[i], depth + 1))
