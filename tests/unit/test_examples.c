@@ -1,6 +1,7 @@
 /* test_examples.c - end to end on the example programs (dropout against
  * ir/philox.h's numbers, exactly; rmsnorm, cross_entropy with ignored
- * targets, layernorm_bwd with its atomic sums added into DW and DB): each
+ * targets, layernorm_bwd with its atomic sums added into DW and DB,
+ * decode_attention through a shuffled block table): each
  * example program
  * is compiled (fe_compile), run through the pass pipeline, verified, then
  * interpreted on small random inputs and compared with a plain-C reference
@@ -725,6 +726,99 @@ START_TEST(gather_scatter_rows)
 }
 END_TEST
 
+
+/* ---- decode_attention: one query token per (sequence, head) against a
+ * paged cache read through a shuffled block table, split over the keys,
+ * then the splits combined (decode_combine) ---- */
+
+static void run_decode_attention(int64_t hk, int64_t g, const int64_t *lens, int64_t nb)
+{
+    const int64_t d = 32, page = 32, chunk = 64;   /* two trips of 16 keys a page */
+    FeDefine defs[] = { { "D", "32" },     { "G", g == 4 ? "4" : "2" }, { "PAGE", "32" },
+                        { "BN", "16" },    { "CHUNK", "64" },           { "SB", "2" } };
+    int64_t h = hk * g, mp = 0, npages = 2, maxlen = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t pages = (lens[b] + page - 1) / page;
+        mp = pages > mp ? pages : mp;
+        npages += (lens[b] + page - 1) / page;
+        maxlen = lens[b] > maxlen ? lens[b] : maxlen;
+    }
+    int64_t s = (maxlen + chunk - 1) / chunk;
+    uint64_t rng = 5150 + (uint64_t)(hk * 10 + g);
+    int64_t sq[3] = { nb, h, d }, sc[4] = { npages, page, hk, d }, sbt[2] = { nb, mp };
+    int64_t sop[4] = { nb, h, s, d }, slp[3] = { nb, h, s };
+    Ten q = ten_new(DT_BF16, 3, sq), kc = ten_new(DT_BF16, 4, sc), vc = ten_new(DT_BF16, 4, sc);
+    Ten bt = ten_new(DT_I32, 2, sbt), ln = ten_new(DT_I32, 1, &nb), o = ten_new(DT_BF16, 3, sq);
+    Ten op = ten_new(DT_F32, 4, sop), lp = ten_new(DT_F32, 3, slp);
+    ten_random(&q, &rng, 0.1, 2.0);
+    ten_random(&kc, &rng, 0.1, 2.0);
+    ten_random(&vc, &rng, 0.1, 2.0);
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)npages);   /* pages in a random order */
+    for (int64_t i = 0; i < npages; i++)
+        perm[i] = i;
+    for (int64_t i = npages - 1; i > 0; i--) {
+        int64_t j = (int64_t)(ref_rand(&rng) * (double)(i + 1)), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    int64_t at = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        ten_set(&ln, b, (double)lens[b]);
+        for (int64_t j = 0; j < mp; j++)
+            ten_set(&bt, b * mp + j, j < (lens[b] + page - 1) / page ? (double)perm[at++] : -1.0);
+    }
+    ten_poison(&op), ten_poison(&lp), ten_poison(&o);
+    double scale = 1.0 / sqrt((double)d);
+    Prog p;
+    ck_assert(prog_load(&p, "decode_attention.tile", "decode_attention", defs, 6));
+    Binding b1[] = { { "Q", ten_arg(&q) }, { "Kc", ten_arg(&kc) }, { "Vc", ten_arg(&vc) }, { "BT", ten_arg(&bt) },
+                     { "Lens", ten_arg(&ln) }, { "Op", ten_arg(&op) }, { "Lp", ten_arg(&lp) },
+                     { "scale", scalar_arg(scale, 0) } };
+    ck_assert(prog_run(&p, b1, 8));
+    prog_free(&p);
+    ck_assert(prog_load(&p, "decode_attention.tile", "decode_combine", defs, 6));
+    Binding b2[] = { { "Op", ten_arg(&op) }, { "Lp", ten_arg(&lp) }, { "Lens", ten_arg(&ln) }, { "O", ten_arg(&o) } };
+    ck_assert(prog_run(&p, b2, 4));
+    prog_free(&p);
+    double *want = calloc((size_t)(nb * h * d), sizeof(double)), *sc2 = malloc(sizeof(double) * (size_t)maxlen);
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t qh = 0; qh < h; qh++) {
+            int64_t kh = qh / g;
+            double mx = -INFINITY, sum = 0;
+            for (int64_t t = 0; t < lens[b]; t++) {
+                int64_t row = ((int64_t)ten_get(&bt, b * mp + t / page) * page + t % page) * hk + kh;
+                double dot = 0;
+                for (int64_t e = 0; e < d; e++)
+                    dot += ten_get(&q, (b * h + qh) * d + e) * ten_get(&kc, row * d + e);
+                sc2[t] = dot * scale;
+                mx = fmax(mx, sc2[t]);
+            }
+            for (int64_t t = 0; t < lens[b]; t++)
+                sum += exp(sc2[t] - mx);
+            for (int64_t t = 0; t < lens[b]; t++) {
+                int64_t row = ((int64_t)ten_get(&bt, b * mp + t / page) * page + t % page) * hk + kh;
+                for (int64_t e = 0; e < d; e++)
+                    want[(b * h + qh) * d + e] += exp(sc2[t] - mx) / sum * ten_get(&vc, row * d + e);
+            }
+        }
+    char what[96];
+    snprintf(what, sizeof what, "decode_attention HK=%lld G=%lld", (long long)hk, (long long)g);
+    ck_assert(ref_check(what, &o, want, 1e-2) <= 1e-2);
+    free(want), free(sc2), free(perm);
+    ten_free(&q), ten_free(&kc), ten_free(&vc), ten_free(&bt), ten_free(&ln), ten_free(&o), ten_free(&op), ten_free(&lp);
+}
+
+START_TEST(decode_attention_cases)
+{
+    /* lengths: one key, within a page, a page and one, several splits with a
+     * tail (5 splits of 64: the combine's loop takes 2 a trip) */
+    static const int64_t lens[] = { 1, 17, 300, 64 };   /* 300: 5 splits, 10 pages */
+    if (_i == 0)
+        run_decode_attention(2, 4, lens, 4);   /* 8 query heads on 2 KV heads */
+    else
+        run_decode_attention(3, 2, lens, 3);   /* G = 2: the 16-row window reaches past H */
+}
+END_TEST
+
 static Suite *examples_suite(void)
 {
     Suite *s = suite_create("examples");
@@ -743,6 +837,7 @@ static Suite *examples_suite(void)
     tcase_add_loop_test(tc, dropout_cases, 0, 3);
     tcase_add_loop_test(tc, cumsum_shapes, 0, 3);
     tcase_add_loop_test(tc, gather_scatter_rows, 0, 3);
+    tcase_add_loop_test(tc, decode_attention_cases, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
