@@ -62,9 +62,10 @@ echo "== C host tests (libtilert from C, PTX compiled by tilec on the build mach
 # (gather_rows), norms and losses (rmsnorm, cross_entropy, layernorm_bwd),
 # products beyond bf16/f16 (f8e4m3, f32, tf32, i8), every math builtin on
 # f32/bf16/f16 against the C library in double (c_math: the largest error
-# per builtin and dtype).
+# per builtin and dtype), decode attention through a block table
+# (c_decode).
 c_tests="gpu_kernels:c_tests gpu_atomic:c_atomic gpu_rand_scan:c_rand_scan gpu_gather_shape:c_gather_shape
-         gpu_norm_loss:c_norm_loss gpu_products:c_products gpu_math:c_math"
+         gpu_norm_loss:c_norm_loss gpu_products:c_products gpu_math:c_math gpu_decode:c_decode"
 if part 1 && [ -d "$root/.devcarry/gputest" ]; then
   for t in $c_tests; do
     [ -x "$rt/tests/gpu/${t%%:*}" ] || continue

@@ -31,7 +31,7 @@ enum { GUARD = 64, MAXARGS = 12 };
 typedef struct HostT {
     const char *dt;        /* "f32", "bf16", "f16", "i32", "i64", "u32", "i8", "f8e4m3", "f8e5m2" */
     int rank;
-    int64_t shape[2];
+    int64_t shape[4];      /* host_t: rank 1 or 2; host_tn: up to 4 */
     unsigned char *data;   /* numel elements; outputs start poisoned (0xff) */
 } HostT;
 
@@ -57,14 +57,30 @@ static size_t esize(const char *dt)
         return 1;
     return strcmp(dt, "bf16") == 0 || strcmp(dt, "f16") == 0 ? 2 : strcmp(dt, "i64") == 0 ? 8 : 4;
 }
-static size_t numel(const HostT *t) { return (size_t)(t->rank == 1 ? t->shape[0] : t->shape[0] * t->shape[1]); }
-
-static HostT host_t(const char *dt, int rank, int64_t m, int64_t n)
+static size_t numel(const HostT *t)
 {
-    HostT t = { dt, rank, { m, n }, NULL };
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= (size_t)t->shape[d];
+    return n;
+}
+
+/* A poisoned tensor (0xff bytes, one element more than it holds) of rank
+ * 1 to 4. */
+static HostT host_tn(const char *dt, int rank, const int64_t *shape)
+{
+    HostT t = { dt, rank, { 1, 1, 1, 1 }, NULL };
+    memcpy(t.shape, shape, sizeof(int64_t) * (size_t)rank);
     t.data = gpu_calloc(numel(&t) + 1, esize(dt));
     memset(t.data, 0xff, (numel(&t) + 1) * esize(dt));
     return t;
+}
+
+/* host_tn of rank 1 ([m]) or 2 ([m, n]). */
+static HostT host_t(const char *dt, int rank, int64_t m, int64_t n)
+{
+    int64_t shape[2] = { m, n };
+    return host_tn(dt, rank, shape);
 }
 
 static DLDataType dl_of(const char *dt)

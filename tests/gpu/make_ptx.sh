@@ -10,6 +10,8 @@
 #   gpu_gather_shape OUTDIR     (OUTDIR/ARCH/gather_shape.ptx, gather_rows.ptx)
 #   gpu_norm_loss OUTDIR        (OUTDIR/ARCH/<module>.ptx: rmsnorm, cross_entropy and
 #                               layernorm_bwd as its --list-modules names them)
+#   gpu_decode OUTDIR           (OUTDIR/ARCH/<module>.ptx: decode_attention with its
+#                               defines, as its --list-modules names them)
 #   gpu_tune OUTDIR             (OUTDIR/sm_86/tune.ptx, OUTDIR/ARCH/gemm_cand_I.ptx)
 #   gpu_products OUTDIR         (OUTDIR/ARCH/products.ptx, gemm_f8e4m3.ptx, gemm_f32.ptx, gemm_tf32.ptx)
 #   gpu_math OUTDIR             (OUTDIR/ARCH/math.ptx: every math builtin on f32, bf16, f16)
@@ -57,6 +59,13 @@ for arch in "$@"; do
     # gpu_norm_loss's modules: examples with defines ("NAME EXAMPLE DEFINES...").
     if [ -x "$build/tests/gpu/gpu_norm_loss" ]; then
         "$build/tests/gpu/gpu_norm_loss" --list-modules | while read -r name tile defs; do
+            # shellcheck disable=SC2086
+            "$tilec" "$src/examples/$tile.tile" -arch="$arch" $defs -o "$out/$arch/$name.ptx"
+        done
+    fi
+    # gpu_decode's modules: examples/decode_attention.tile with defines.
+    if [ -x "$build/tests/gpu/gpu_decode" ]; then
+        "$build/tests/gpu/gpu_decode" --list-modules | while read -r name tile defs; do
             # shellcheck disable=SC2086
             "$tilec" "$src/examples/$tile.tile" -arch="$arch" $defs -o "$out/$arch/$name.ptx"
         done
