@@ -10,7 +10,11 @@ vocabulary (the logits read once) and layernorm's backward pass (X and dY
 read, dX written; dW and dB by atomic_add into zeroed buffers, the zeroing
 timed with the kernel), each against its torch peer (torch.softmax,
 F.layer_norm, F.rms_norm, F.cross_entropy, autograd through F.layer_norm)
-and against copy bandwidth.
+and against copy bandwidth. Decode attention (examples/decode_attention.tile:
+batch 8, 32 query heads on 8 KV heads, D 128, a 32k context in pages of
+64 read through a shuffled block table; both kernels timed together)
+reports the GB/s of its KV cache read against the pages gathered by
+indexing and F.scaled_dot_product_attention with enable_gqa.
 
 Kernels come precompiled from bench/prepare.sh (.devcarry/kernels/<arch>/,
 .devcarry/perf/; the GPU host then needs only libtilert); a kernel missing
@@ -337,6 +341,69 @@ def check_bad_launches(arch):
         print(f"  {'ok  ' if ok else 'FAIL'} bad launch ({name}): {msg}")
 
 
+def decode_inputs(b, hq, hk, d, lens, page, seed=0):
+    """Random bf16 Q [b, hq, d], a paged K/V cache [pages, page, hk, d] with
+    every sequence's pages in a random order (a shuffled block table, i32
+    [b, max pages]; unused entries -1) and the lengths (i32 [b])."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    mp = max((n + page - 1) // page for n in lens)
+    need = sum((n + page - 1) // page for n in lens)
+    npages = need + 3                            # a few pages nobody uses
+    q = torch.randn(b, hq, d, device="cuda", generator=g).to(torch.bfloat16)
+    kc = torch.randn(npages, page, hk, d, device="cuda", generator=g).to(torch.bfloat16)
+    vc = torch.randn(npages, page, hk, d, device="cuda", generator=g).to(torch.bfloat16)
+    perm = torch.randperm(npages, device="cuda", generator=g)
+    bt = torch.full((b, mp), -1, dtype=torch.int32, device="cuda")
+    at = 0
+    for i, n in enumerate(lens):
+        k = (n + page - 1) // page
+        bt[i, :k] = perm[at:at + k].int()
+        at += k
+    return q, kc, vc, bt, torch.tensor(lens, dtype=torch.int32, device="cuda")
+
+
+def decode_torch(q, kc, vc, bt, lens, scale, dtype=None):
+    """The natural torch form: gather each sequence's pages, then
+    F.scaled_dot_product_attention with enable_gqa (one query token). In
+    dtype (float64 for the reference), else the inputs' bf16."""
+    out = []
+    for i in range(q.shape[0]):
+        n = int(lens[i])
+        pages = bt[i, :(n + kc.shape[1] - 1) // kc.shape[1]].long()
+        k = kc[pages].flatten(0, 1)[:n].transpose(0, 1)     # [hk, n, d]
+        v = vc[pages].flatten(0, 1)[:n].transpose(0, 1)
+        qi = q[i][:, None, :]                                # [hq, 1, d]
+        if dtype is not None:
+            qi, k, v = qi.to(dtype), k.to(dtype), v.to(dtype)
+        out.append(F.scaled_dot_product_attention(qi, k, v, scale=scale, enable_gqa=True)[:, 0])
+    return torch.stack(out)
+
+
+def run_decode(mod, q, kc, vc, bt, lens, scale, chunk=1024):
+    """Both kernels of examples/decode_attention.tile into poisoned
+    partials and output: O [b, hq, d] bf16."""
+    b, hq, d = q.shape
+    s = (int(lens.max()) + chunk - 1) // chunk
+    op = torch.empty(b, hq, s, d, device="cuda")
+    lp = torch.empty(b, hq, s, device="cuda")
+    o = torch.empty(b, hq, d, device="cuda", dtype=torch.bfloat16)
+    poison(op, lp, o)
+    mod.decode_attention(q, kc, vc, bt, lens, op, lp, scale)
+    mod.decode_combine(op, lp, lens, o)
+    return o, op, lp
+
+
+def check_decode_attention(arch):
+    mod = kernel(arch, "decode_attention", "decode_attention")
+    for lens in ((1, 100, 4097, 32768), (1025, 63, 64, 2048)):
+        q, kc, vc, bt, ln = decode_inputs(len(lens), 32, 8, 128, lens, 64, seed=sum(lens))
+        scale = 128 ** -0.5
+        o, _, _ = run_decode(mod, q, kc, vc, bt, ln, scale)
+        torch.cuda.synchronize()
+        ref = decode_torch(q, kc, vc, bt, ln, scale, torch.float64)
+        check(f"decode_attention {arch} bf16 lens={lens} GQA 32/8 D=128 page 64", rel_err(o, ref), TOL["bf16"])
+
+
 # ---------------------------------------------------------------- benchmarks
 
 def bench(fn):
@@ -492,6 +559,48 @@ def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows, small=False):
           f"{peer[0]} {r['peer_ms']:.4f} ms -> {r['speedup']:.2f}x", flush=True)
 
 
+DECODE_SHAPE = (8, 32, 8, 128, 32768, 64)   # batch, query heads, KV heads, D, context, page
+
+
+def decode_torch_batched(q, kc, vc, bt, n, scale):
+    """decode_torch for equal lengths n: one gather of every page, one SDPA."""
+    b, hq, d = q.shape
+    k = kc[bt.long()].flatten(1, 2)[:, :n].transpose(1, 2)   # [b, hk, n, d]
+    v = vc[bt.long()].flatten(1, 2)[:, :n].transpose(1, 2)
+    return F.scaled_dot_product_attention(q[:, :, None, :], k, v, scale=scale, enable_gqa=True)[:, :, 0]
+
+
+def bench_decode_attention(copy_gbs, name="decode_attention", chunk=1024, page=None):
+    """Decode attention at batch 8, 32 query heads on 8 KV heads, D 128, a
+    32k context in pages of 64 (bf16): GB/s of the KV cache read (K and V,
+    once), both kernels timed together; the peer gathers the pages and runs
+    F.scaled_dot_product_attention (enable_gqa), timed whole. name, chunk
+    and page: another prepared perf/<name>.ptx of the example (its CHUNK
+    and PAGE defines)."""
+    b, hq, hk, d, n, page0 = DECODE_SHAPE
+    page = page or page0
+    mod = perf_kernel(name, "decode_attention")
+    q, kc, vc, bt, lens = decode_inputs(b, hq, hk, d, [n] * b, page, seed=7)
+    scale = d ** -0.5
+    o, op, lp = run_decode(mod, q, kc, vc, bt, lens, scale, chunk)
+    torch.cuda.synchronize()
+    ref = decode_torch(q, kc, vc, bt, lens, scale, torch.float32)
+    check(f"decode_attention bench-shape b{b} h{hq}/{hk} n{n}", rel_err(o, ref), TOL["bf16"])
+    del ref
+    nbytes = 2 * b * n * hk * d * 2             # K and V of every sequence, read once
+
+    def run():
+        mod.decode_attention(q, kc, vc, bt, lens, op, lp, scale)
+        mod.decode_combine(op, lp, lens, o)
+
+    peer = "gather pages + F.sdpa(enable_gqa)"
+    r = row(f"{name} bf16 b{b} h{hq}/{hk} d{d} n{n} page{page}", bench(run), nbytes, copy_gbs,
+            bench(lambda: decode_torch_batched(q, kc, vc, bt, n, scale)), peer)
+    print(f"  {r['name']}: {r['ms']:.4f} ms {r['GB/s']:.0f} GB/s {r['pct_copy']:.1f}% copy, "
+          f"{peer} {r['peer_ms']:.4f} ms -> {r['speedup']:.2f}x", flush=True)
+    return r
+
+
 def bench_memory_bound(copy_gbs):
     rows, peers = [], {}
     for name, envs, defs, regs in perf_variants():
@@ -513,7 +622,8 @@ def main():
     for arch in arches:
         print(f"== correctness [{arch}]")
         for fn in (check_vector_add, check_softmax, check_layernorm, check_strided, check_reduction,
-                   check_transpose, check_rmsnorm, check_cross_entropy, check_layernorm_bwd, check_bad_launches):
+                   check_transpose, check_rmsnorm, check_cross_entropy, check_layernorm_bwd, check_decode_attention,
+                   check_bad_launches):
             guarded(f"{fn.__name__} {arch}", lambda: fn(arch))
 
     table = []
@@ -525,6 +635,7 @@ def main():
         copy_gbs = copy_bandwidth()
         print(f"== benchmark (copy bandwidth {copy_gbs:.0f} GB/s)")
         table.extend(bench_memory_bound(copy_gbs))
+        guarded("bench decode_attention", lambda: table.append(bench_decode_attention(copy_gbs)))
         copy2 = copy_bandwidth()
         print(f"== copy bandwidth again after the benchmark: {copy2:.0f} GB/s")
         results["copy_GBps"] = copy_gbs

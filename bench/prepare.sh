@@ -57,6 +57,7 @@ for arch in sm_90a sm_86; do
   compile "$d" layernorm_bwd_bf16_1024 "$ex/layernorm_bwd.tile" $arch -DBLOCK=1024
   compile "$d" layernorm_bwd_bf16_4096 "$ex/layernorm_bwd.tile" $arch -DBLOCK=4096
   compile "$d" layernorm_bwd_f32_1024 "$ex/layernorm_bwd.tile" $arch -DT=f32 -DBLOCK=1024
+  compile "$d" decode_attention "$ex/decode_attention.tile" $arch
 done
 
 # Benchmark kernels: the defaults, plus variants given as "NAME|OPTIONS|DEFINES"
@@ -89,6 +90,10 @@ layernorm_bwd_4096_g16||$ex/layernorm_bwd.tile -DBLOCK=4096 -DG=16
 layernorm_bwd_4096_g64||$ex/layernorm_bwd.tile -DBLOCK=4096 -DG=64
 ${PERF_VARIANTS:-}
 VARIANTS
+
+# Decode attention (bench.py's bench_decode_attention: pages of 64, its
+# defaults), outside the variants above (its shape and peer are its own).
+"$tilec" "$ex/decode_attention.tile" -arch=sm_90a -o "$p/decode_attention.ptx"
 
 # Compile time per example (best of 15 --time-passes totals: the 2-core
 # build machine's wall clock swings with its neighbours; vector_add first
