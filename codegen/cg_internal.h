@@ -133,6 +133,13 @@ typedef struct Cg {
      * whether this thread leads it (i1: the role's thread 0). */
     struct CgWs *ws;
     int role_bar, role_threads;
+    /* Turns of the consumer warp groups on the epilogue's staging (the ws
+     * op's `ordered`; lower_ws.c): the first of four named barrier ids
+     * (group 0 done reading, group 1 done reading, each group's own), 0
+     * outside such a role. xfer_turns: the conversion now under way takes
+     * its turn (lower_mma.c, lower_xfer.c). */
+    int turn_bar;
+    bool xfer_turns;
     LLVMValueRef role_leader;
     /* Tensor memory (sm100/tcgen05.c): the shared word holding its address
      * and the columns allocated (0: none). */
@@ -494,6 +501,9 @@ int cg_chain_copy_group(Cg *cg, const Op *op);   /* 0/1: that group alone; 2: ea
 bool cg_chain_group_barrier(Cg *cg, const Op *op);
 /* Each warp group's warps meet on its own named barrier (4 + group). */
 void cg_chain_group_sync(Cg *cg);
+/* `bar.sync|bar.arrive id, threads` for warp group g of two, ordering
+ * memory accesses (lower_chain.c). */
+void cg_group_bar(Cg *cg, int g, bool sync, int id, int threads);
 /* Decoupled turns: before such a loop, every thread waits for its copies
  * and the block meets. */
 void cg_chain_loop_entry(Cg *cg, const Op *forop);

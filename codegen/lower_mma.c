@@ -865,6 +865,37 @@ static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *n
     return true;
 }
 
+/* Does warp w of 8 hold rows [16 w, 16 w + 16) of each 128-row block of
+ * L's rows (the wgmma accumulator's rows, two m64 blocks a warp group)? */
+static bool rows_by_warp16(const Layout *L)
+{
+    return L->prank == 2 && !L->slice && L->nwarps == 8 && L->wpc[0] == 8 && L->wpc[1] == 1 &&
+           layout_cta(L, 0) == 128 && L->pshape[0] % 128 == 0 &&
+           (int64_t)layout_espt(L, 0) * L->tpw[0] * layout_rpt(L, 0) == 16;
+}
+
+/* Turns of two consumer warp groups on the epilogue's staging (Cg.turn_bar,
+ * the ws op's `ordered`): the coalesced layout L with 16 rows a warp in
+ * each 128-row block (16 / tpw rows a thread), so that in both layouts a
+ * warp group holds the same rows (lower_xfer.c, pack_row) and its rows fit
+ * one region of half the tile's; *need gets the half. */
+static bool turn_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *need)
+{
+    if (!cg->turn_bar || cg->nwarps != 8 || !rows_by_warp16(v->L) || L->rpt[0] > 1 || L->tpw[0] > 16 ||
+        16 % L->tpw[0])
+        return false;
+    Layout W = *L;
+    W.spt[0] = 16 / L->tpw[0];
+    if (!rows_by_warp16(&W) || layout_nregs(&W) != layout_nregs(v->L))
+        return false;
+    int64_t half = cg_convert_scratch_bytes(&W, dt, NULL) / 2;
+    if (cg->dsmem_base + half > pass_smem_limit(cg->ti, cg->smem_per_block))
+        return false;
+    *L = W;
+    *need = half;
+    return true;
+}
+
 void cg_mma_prepare_store(Cg *cg, Op *op)
 {
     ValId vv = op->args[op->nargs - 1];
@@ -914,6 +945,8 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
      * their space instead and the kernel's shared memory does not grow. A
      * tile declared shared may grow it up to the arch's limit. */
     int64_t limit = pass_smem_limit(cg->ti, cg->smem_per_block);
+    Layout TW = *L;
+    bool turns = !over && asked && turn_rows(cg, v, &TW, (DType)t->dtype, &need);
     bool fits = cg->dsmem_base + need <= limit;
     if (!over && cg->dsmem && (!fits || (!asked && cg->dsmem_base > 0 && need > cg->dsmem_base / 4))) {
         if (asked && cg->report)
@@ -924,11 +957,14 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
         return;
     }
     Layout W = *L;
-    bool grouped = (over || cg->groups_apart) && group_rows(cg, v, &W, (DType)t->dtype, &need, over);
+    bool grouped = !turns && (over || cg->groups_apart) && group_rows(cg, v, &W, (DType)t->dtype, &need, over);
     if (grouped)
         L = cg_layout_dup(cg, W);
+    if (turns)
+        L = cg_layout_dup(cg, TW);
     cg->scratch_over_buffers = over;
     cg->xfer_groups = grouped;
+    cg->xfer_turns = turns;
     if (over) {
         /* The epilogue's thread coordinates from a fresh tid, not merged
          * with the prologue's and kept live across the loop: attention
@@ -939,11 +975,16 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     v->r = cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
     cg->scratch_over_buffers = false;
     cg->xfer_groups = false;
+    cg->xfer_turns = false;
     v->L = L;
+    char turn_why[160] = "";
+    if (turns)
+        snprintf(turn_why, sizeof turn_why, "; the two warp groups in turns, group 0 first, each its own rows "
+                 "(named barriers %d-%d)", cg->turn_bar, cg->turn_bar + 3);
     if (!over && asked && cg->report)
         sb_printf(cg->report, "  store at %d:%d: the tile declared shared goes out as 16-byte rows through %lld "
                   "bytes of shared memory after the buffers%s\n", op->loc.line, op->loc.col, (long long)need,
-                  grouped ? "; each warp group its own rows, behind its own barrier" : "");
+                  grouped ? "; each warp group its own rows, behind its own barrier" : turn_why);
     if (over && cg->report)
         sb_printf(cg->report, "  store at %d:%d: converted to 16-byte rows through the dead buffers' shared memory "
                   "(%lld bytes at offset 0, no growth)%s\n", op->loc.line, op->loc.col, (long long)need,

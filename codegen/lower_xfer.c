@@ -138,8 +138,19 @@ typedef struct Slots {
     const int64_t *shape;
     int rank, pad;
     bool affine;
+    bool turns;                   /* rows packed: pack_row (Cg.xfer_turns) */
     int64_t stride[TILE_MAXRANK]; /* elements per step of each logical dim */
 } Slots;
+
+/* Turns of two warp groups (Cg.xfer_turns): in both layouts warp w of 8
+ * holds rows [16 w, 16 w + 16) of each 128-row block, so group g (warps
+ * 4g..4g+3) holds rows 64 g .. 64 g + 63 of each block, and its rows pack
+ * into one region of half the tile: row -> row % 64 + 64 (row / 128).
+ * Within a thread's rows (a 16-row run of one block, then whole blocks)
+ * the packing adds: pack(a + b) = pack(a) + pack(b). */
+enum { TURN_HALF = 64 };
+
+static int64_t pack_row(int64_t row) { return row % TURN_HALF + TURN_HALF * (row / (2 * TURN_HALF)); }
 
 static int slot_dim(const Slots *s, int k) { return layout_pdim(s->L, s->perm ? s->perm[k] : k); }
 
@@ -148,6 +159,10 @@ static LLVMValueRef slot_ptr(Cg *cg, const Slots *s, int r)
     LLVMValueRef c[TILE_MAXRANK];
     for (int k = 0; k < s->rank; k++)
         c[k] = cg_coord(cg, s->L, r, s->perm ? s->perm[k] : k);
+    if (s->turns)
+        c[0] = LLVMBuildOr(cg->b, LLVMBuildAnd(cg->b, c[0], cg_i32(cg, TURN_HALF - 1), ""),
+                           LLVMBuildShl(cg->b, LLVMBuildLShr(cg->b, c[0], cg_i32(cg, 7), ""), cg_i32(cg, 6), ""),
+                           "");
     LLVMValueRef o = smem_offset(cg, c, s->shape, s->rank, s->pad);
     return LLVMBuildGEP2(cg->b, s->mty, s->sm, &o, 1, "");
 }
@@ -156,7 +171,7 @@ static void slots_init(Cg *cg, Slots *s, const Layout *L, const int *perm, LLVMV
                        const int64_t *shape, int rank, int pad)
 {
     *s = (Slots){ .L = L, .perm = perm, .sm = sm, .mty = mty, .shape = shape, .rank = rank, .pad = pad,
-                  .affine = true };
+                  .affine = true, .turns = cg->xfer_turns };
     int64_t st = 1;
     for (int k = rank - 1; k >= 0; k--) {
         s->stride[k] = st;
@@ -174,7 +189,8 @@ static LLVMValueRef slots_at(Cg *cg, const Slots *s, int r)
     int64_t d = 0;
     for (int k = 0; k < s->rank; k++) {
         int p = slot_dim(s, k);
-        d += (cg_reg_offset(s->L, r, p) - cg_reg_offset(s->L, 0, p)) * s->stride[k];
+        int64_t a = cg_reg_offset(s->L, r, p), z = cg_reg_offset(s->L, 0, p);
+        d += (s->turns && k == 0 ? pack_row(a) - pack_row(z) : a - z) * s->stride[k];
     }
     LLVMValueRef o = cg_i64(cg, d);
     return d ? LLVMBuildGEP2(cg->b, s->mty, s->base, &o, 1, "") : s->base;
@@ -191,9 +207,20 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
     int64_t shape[TILE_MAXRANK];
     logical_shape(to, shape);
     LLVMTypeRef mty = cg_mem_type(cg, dt);
-    LLVMValueRef sm = cg_smem(cg, cg_convert_scratch_bytes(to, dt, perm));
+    int64_t sbytes = cg_convert_scratch_bytes(to, dt, perm);
+    bool turns = cg->xfer_turns;
+    LLVMValueRef sm = cg_smem(cg, turns ? sbytes / 2 : sbytes);
     int gw = xfer_group(from, shape, rank, eb, pad, perm, dt), gr = xfer_group(to, shape, rank, eb, pad, perm, dt);
-    cg_xfer_barrier(cg);
+    if (turns) {
+        /* Turns (Cg.turn_bar): each group's rows packed into one region of
+         * M/2 rows (pack_row). Group 0 writes after group 1's reads of the
+         * last turn (barrier T + 1), group 1 after group 0's reads of this
+         * one (barrier T). */
+        cg_group_bar(cg, 0, true, cg->turn_bar + 1, 256);
+        cg_group_bar(cg, 1, true, cg->turn_bar, 256);
+        cg->epoch++;
+    } else
+        cg_xfer_barrier(cg);
     Slots ws, rs;
     slots_init(cg, &ws, from, perm, sm, mty, shape, rank, pad);
     for (int r = 0, n = layout_nregs(from); r < n; r += gw) {
@@ -206,7 +233,12 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
         }
         LLVMSetAlignment(LLVMBuildStore(cg->b, v, p), (unsigned)(gw * eb));
     }
-    cg_xfer_barrier(cg);
+    if (turns) {   /* each group's own rows: its own barrier */
+        cg_group_bar(cg, 0, true, cg->turn_bar + 2, 128);
+        cg_group_bar(cg, 1, true, cg->turn_bar + 3, 128);
+        cg->epoch++;
+    } else
+        cg_xfer_barrier(cg);
     int n = layout_nregs(to);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     slots_init(cg, &rs, to, NULL, sm, mty, shape, rank, pad);
@@ -221,6 +253,10 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
             continue;
         }
         out[r] = dt == DT_BOOL ? LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->t_i8, 0, 0), "") : v;
+    }
+    if (turns) {   /* this turn's reads are done: the other group's turn */
+        cg_group_bar(cg, 0, false, cg->turn_bar, 256);
+        cg_group_bar(cg, 1, false, cg->turn_bar + 1, 256);
     }
     if (cg->report) {
         sb_puts(cg->report, "  layout conversion through shared memory: ");

@@ -471,6 +471,13 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
     Other other = { W, W->chain ? WS_MBAR_BYTES : 0 };   /* chains: the once-loaded operand's barrier */
     ir_walk(f, &f->body, other_visit, &other);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+    /* Turns (option warp_specialize.ordered-epilogue): the two consumer
+     * groups of one product stage their halves of the tile one after the
+     * other through one region of half the size. */
+    bool lone = !W->chain && W->dot->iattr[0] == MMA_WGMMA;
+    W->ordered = ctx->ordered_epilogue && lone && W->consumers == 2 && staging > 0;
+    if (W->ordered)
+        staging /= 2;
     /* a full and an empty ring: one for both operands, or one per operand; tcgen05 chains three more */
     int bars = W->chain ? (W->dots[0]->iattr[0] == MMA_TCGEN05 ? 7 : 4) : 2;
     int64_t budget = limit - staging - other.bytes, stage = W->stage_bytes + bars * WS_MBAR_BYTES;
@@ -484,9 +491,11 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
         sb_printf(why, "pipeline(%d) hint", hint);
     else
         sb_printf(why, "%s%lld B a stage with its barriers; %lld B of shared memory on %s less %lld B of other "
-                  "buffers and %lld B of epilogue staging fit %lld", hint > 0 ? arena_printf(f->mod->arena,
+                  "buffers and %lld B of epilogue staging%s fit %lld", hint > 0 ? arena_printf(f->mod->arena,
                   "pipeline(%d) hint does not fit: ", hint) : "no hint: ", (long long)stage, (long long)limit,
-                  pass_target_name(ctx), (long long)other.bytes, (long long)staging, (long long)fit);
+                  pass_target_name(ctx), (long long)other.bytes, (long long)staging,
+                  W->ordered ? " (the consumer warp groups' halves in turns: warp_specialize.ordered-epilogue)" : "",
+                  (long long)fit);
 }
 
 /* ---- the report ---- */
