@@ -133,12 +133,13 @@ typedef struct Cg {
      * whether this thread leads it (i1: the role's thread 0). */
     struct CgWs *ws;
     int role_bar, role_threads;
-    /* Turns of the consumer warp groups on the epilogue's staging (the ws
-     * op's `ordered`; lower_ws.c): the first of four named barrier ids
-     * (group 0 done reading, group 1 done reading, each group's own), 0
-     * outside such a role. xfer_turns: the conversion now under way takes
-     * its turn (lower_mma.c, lower_xfer.c). */
-    int turn_bar;
+    /* Two consumer warp groups staging the epilogue's tile in turns or
+     * apart (the ws op's `epilogue`, WsEpilogue; lower_ws.c): turn_mode,
+     * and the first of four named barrier ids (group 0 done reading, group
+     * 1 done reading, each group's own); 0 outside such a role.
+     * xfer_turns: the conversion now under way is staged so (lower_mma.c,
+     * lower_xfer.c). */
+    int turn_bar, turn_mode;
     bool xfer_turns;
     LLVMValueRef role_leader;
     /* Tensor memory (sm100/tcgen05.c): the shared word holding its address

@@ -878,7 +878,8 @@ static bool rows_by_warp16(const Layout *L)
  * the ws op's `ordered`): the coalesced layout L with 16 rows a warp in
  * each 128-row block (16 / tpw rows a thread), so that in both layouts a
  * warp group holds the same rows (lower_xfer.c, pack_row) and its rows fit
- * one region of half the tile's; *need gets the half. */
+ * one region of half the tile's; *need gets the half (turns) or the whole
+ * (apart: group 1's region after group 0's). */
 static bool turn_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *need)
 {
     if (!cg->turn_bar || cg->nwarps != 8 || !rows_by_warp16(v->L) || L->rpt[0] > 1 || L->tpw[0] > 16 ||
@@ -888,11 +889,13 @@ static bool turn_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *ne
     W.spt[0] = 16 / L->tpw[0];
     if (!rows_by_warp16(&W) || layout_nregs(&W) != layout_nregs(v->L))
         return false;
-    int64_t half = cg_convert_scratch_bytes(&W, dt, NULL) / 2;
-    if (cg->dsmem_base + half > pass_smem_limit(cg->ti, cg->smem_per_block))
+    int64_t bytes = cg_convert_scratch_bytes(&W, dt, NULL);
+    if (cg->turn_mode == WS_EPI_TURNS)
+        bytes /= 2;
+    if (cg->dsmem_base + bytes > pass_smem_limit(cg->ti, cg->smem_per_block))
         return false;
     *L = W;
-    *need = half;
+    *need = bytes;
     return true;
 }
 
@@ -978,9 +981,12 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     cg->xfer_turns = false;
     v->L = L;
     char turn_why[160] = "";
-    if (turns)
+    if (turns && cg->turn_mode == WS_EPI_TURNS)
         snprintf(turn_why, sizeof turn_why, "; the two warp groups in turns, group 0 first, each its own rows "
                  "(named barriers %d-%d)", cg->turn_bar, cg->turn_bar + 3);
+    else if (turns)
+        snprintf(turn_why, sizeof turn_why, "; each warp group its own rows and region, behind its own barrier "
+                 "(named barriers %d-%d)", cg->turn_bar + 2, cg->turn_bar + 3);
     if (!over && asked && cg->report)
         sb_printf(cg->report, "  store at %d:%d: the tile declared shared goes out as 16-byte rows through %lld "
                   "bytes of shared memory after the buffers%s\n", op->loc.line, op->loc.col, (long long)need,

@@ -204,7 +204,7 @@ int cg_ws_plan(Cg *cg, Func *f)
         ir_walk(f, &ws_op->regions[k], plan_visit, &p);
     }
     ws->first_bar = p.max_bar + 1;
-    int turns = ws_op->iattr[0] ? WS_TURN_BARS : 0;
+    int turns = ws_op->iattr[0] != WS_EPI_TOGETHER ? WS_TURN_BARS : 0;
     if (ws->first_bar + ws_op->nregions + turns > NAMED_BAR_IDS) {
         diag_error(cg->d, ws_op->loc, "the roles need %d named barriers of their own above id %d; there are %d",
                    ws_op->nregions + turns, p.max_bar, NAMED_BAR_IDS);
@@ -480,8 +480,10 @@ int cg_lower_ws(Cg *cg, Op *op)
          * turn's reads; group 0 syncs before each turn and once more at
          * the end, so every arrival is met), group 1 after group 0's
          * reads (barrier T: group 0 arrives after its reads). */
-        bool turns = op->iattr[0] && op->list[3 * k] == ROLE_CONSUMER && wgs == 2;
-        cg->turn_bar = turns ? ws->first_bar + op->nregions : 0;
+        bool grouped = op->iattr[0] != WS_EPI_TOGETHER && op->list[3 * k] == ROLE_CONSUMER && wgs == 2;
+        bool turns = grouped && op->iattr[0] == WS_EPI_TURNS;
+        cg->turn_bar = grouped ? ws->first_bar + op->nregions : 0;
+        cg->turn_mode = grouped ? (int)op->iattr[0] : WS_EPI_TOGETHER;
         if (turns)
             cg_group_bar(cg, 1, false, cg->turn_bar + 1, 256);
         if (cg->report)
@@ -496,6 +498,7 @@ int cg_lower_ws(Cg *cg, Op *op)
             cg_group_bar(cg, 0, true, cg->turn_bar + 1, 256);
         }
         cg->turn_bar = 0;
+        cg->turn_mode = WS_EPI_TOGETHER;
         if (!e) {
             cg_tmem_release(cg, ws->nwarps * 32, base == 0);   /* warp 0 (role 0's) frees tensor memory */
             LLVMBuildBr(cg->b, done);

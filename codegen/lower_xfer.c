@@ -208,7 +208,8 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
     logical_shape(to, shape);
     LLVMTypeRef mty = cg_mem_type(cg, dt);
     int64_t sbytes = cg_convert_scratch_bytes(to, dt, perm);
-    bool turns = cg->xfer_turns;
+    bool turns = cg->xfer_turns && cg->turn_mode == WS_EPI_TURNS;
+    bool apart = cg->xfer_turns && cg->turn_mode == WS_EPI_APART;
     LLVMValueRef sm = cg_smem(cg, turns ? sbytes / 2 : sbytes);
     int gw = xfer_group(from, shape, rank, eb, pad, perm, dt), gr = xfer_group(to, shape, rank, eb, pad, perm, dt);
     if (turns) {
@@ -218,6 +219,15 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
          * one (barrier T). */
         cg_group_bar(cg, 0, true, cg->turn_bar + 1, 256);
         cg_group_bar(cg, 1, true, cg->turn_bar, 256);
+        cg->epoch++;
+    } else if (apart) {
+        /* Apart: the same packed rows, group 1's region after group 0's;
+         * each group meets on its own barrier (its own last reads). */
+        LLVMValueRef off = LLVMBuildSelect(cg->b, cg_chain_in_group(cg, 1), cg_i32(cg, (int)(sbytes / 2)),
+                                           cg_i32(cg, 0), "");
+        sm = LLVMBuildGEP2(cg->b, cg->t_i8, sm, &off, 1, "group.base");
+        cg_group_bar(cg, 0, true, cg->turn_bar + 2, 128);
+        cg_group_bar(cg, 1, true, cg->turn_bar + 3, 128);
         cg->epoch++;
     } else
         cg_xfer_barrier(cg);
@@ -233,7 +243,7 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
         }
         LLVMSetAlignment(LLVMBuildStore(cg->b, v, p), (unsigned)(gw * eb));
     }
-    if (turns) {   /* each group's own rows: its own barrier */
+    if (turns || apart) {   /* each group's own rows: its own barrier */
         cg_group_bar(cg, 0, true, cg->turn_bar + 2, 128);
         cg_group_bar(cg, 1, true, cg->turn_bar + 3, 128);
         cg->epoch++;

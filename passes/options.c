@@ -40,12 +40,12 @@ const PassOptionInfo tc_pass_options[] = {
       "1: f32 products run on the tensor cores as mma.sync m16n8k8 .tf32 (operands rounded to 10 mantissa "
       "bits, f32 accumulation; about 2^-10 relative to the sum of |a b|); 0 (the default): exact f32 fma on "
       "the FMA units" },
-    { "warp_specialize.ordered-epilogue", "int", 0, 1, 0, offsetof(PassOptions, ordered_epilogue),
-      "1: where two consumer warp groups stage a product's tile through shared memory on its way out "
-      "(a tile declared shared and stored), they take turns on one region of half the tile's rows, "
-      "group 0 first (named barriers order the turns), so the staging takes half the shared memory (a "
-      "fourth stage may fit) and one group's epilogue runs under the other's products; 0 (the default): "
-      "both groups stage the whole tile together" },
+    { "warp_specialize.epilogue-groups", "int", 0, 2, 0, offsetof(PassOptions, epilogue_groups),
+      "how two consumer warp groups of one wgmma product stage a tile declared shared on its way out: "
+      "1 = in turns, group 0's rows then group 1's, through one region of half the tile (named barriers "
+      "order the turns; the stage budget counts half the staging, so a fourth stage may fit); 2 = apart, "
+      "each group its own rows behind its own barrier (the same shared memory as together); 0 (the "
+      "default): together, the whole tile behind the consumers' barrier" },
 };
 
 const int tc_npass_options = (int)(sizeof tc_pass_options / sizeof tc_pass_options[0]);

@@ -471,12 +471,12 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
     Other other = { W, W->chain ? WS_MBAR_BYTES : 0 };   /* chains: the once-loaded operand's barrier */
     ir_walk(f, &f->body, other_visit, &other);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
-    /* Turns (option warp_specialize.ordered-epilogue): the two consumer
-     * groups of one product stage their halves of the tile one after the
-     * other through one region of half the size. */
+    /* Option warp_specialize.epilogue-groups: the two consumer groups of
+     * one product stage their rows in turns through one region of half
+     * the size (the budget counts half), or apart (each its own barrier). */
     bool lone = !W->chain && W->dot->iattr[0] == MMA_WGMMA;
-    W->ordered = ctx->ordered_epilogue && lone && W->consumers == 2 && staging > 0;
-    if (W->ordered)
+    W->epilogue = lone && W->consumers == 2 && staging > 0 ? ctx->epilogue_groups : WS_EPI_TOGETHER;
+    if (W->epilogue == WS_EPI_TURNS)
         staging /= 2;
     /* a full and an empty ring: one for both operands, or one per operand; tcgen05 chains three more */
     int bars = W->chain ? (W->dots[0]->iattr[0] == MMA_TCGEN05 ? 7 : 4) : 2;
@@ -494,7 +494,10 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
                   "buffers and %lld B of epilogue staging%s fit %lld", hint > 0 ? arena_printf(f->mod->arena,
                   "pipeline(%d) hint does not fit: ", hint) : "no hint: ", (long long)stage, (long long)limit,
                   pass_target_name(ctx), (long long)other.bytes, (long long)staging,
-                  W->ordered ? " (the consumer warp groups' halves in turns: warp_specialize.ordered-epilogue)" : "",
+                  W->epilogue == WS_EPI_TURNS ? " (the consumer warp groups' halves in turns: "
+                                                "warp_specialize.epilogue-groups=1)"
+                  : W->epilogue == WS_EPI_APART ? " (each consumer warp group its own rows: "
+                                                  "warp_specialize.epilogue-groups=2)" : "",
                   (long long)fit);
 }
 
