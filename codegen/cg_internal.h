@@ -141,6 +141,7 @@ typedef struct Cg {
      * lower_xfer.c). */
     int turn_bar, turn_mode;
     bool xfer_turns;
+    int xfer_halves;   /* > 1: the conversion now under way goes in this many column chunks (halves) */
     LLVMValueRef role_leader;
     /* Tensor memory (sm100/tcgen05.c): the shared word holding its address
      * and the columns allocated (0: none). */

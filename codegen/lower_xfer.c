@@ -196,12 +196,81 @@ static LLVMValueRef slots_at(Cg *cg, const Slots *s, int r)
     return d ? LLVMBuildGEP2(cg->b, s->mty, s->base, &o, 1, "") : s->base;
 }
 
+/* The column chunk of register r of L (chunks of cw columns; half_cols in
+ * lower_mma.c made it a function of r). */
+static int col_chunk(const Layout *L, int r, int64_t cw)
+{
+    return (int)(cg_reg_offset(L, r, layout_pdim(L, 1)) / cw);
+}
+
+/* A conversion in column chunks (Cg.xfer_halves): each chunk written by
+ * the registers of `from` in it, then read by those of `to`, through one
+ * region of rows x (N / chunks + pad), behind the block's (role's)
+ * barriers. */
+static LLVMValueRef *convert_chunks(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to, DType dt)
+{
+    int chunks = cg->xfer_halves, eb = elem_bytes(dt), pad = xfer_pad(to, 2, eb, NULL);
+    int64_t shape[TILE_MAXRANK];
+    logical_shape(to, shape);
+    int64_t cw = shape[1] / chunks, cshape[2] = { shape[0], cw };
+    LLVMTypeRef mty = cg_mem_type(cg, dt);
+    LLVMValueRef sm = cg_smem(cg, smem_elems(cshape, 2, pad) * eb);
+    int gw = xfer_group(from, shape, 2, eb, pad, NULL, dt), gr = xfer_group(to, shape, 2, eb, pad, NULL, dt);
+    Slots ws, rs;
+    slots_init(cg, &ws, from, NULL, sm, mty, cshape, 2, pad);
+    slots_init(cg, &rs, to, NULL, sm, mty, cshape, 2, pad);
+    int n = layout_nregs(to);
+    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
+    for (int h = 0; h < chunks; h++) {
+        LLVMValueRef back = cg_i64(cg, -(int64_t)h * cw);
+        cg_xfer_barrier(cg);
+        for (int r = 0, nf = layout_nregs(from); r < nf; r += gw) {
+            if (col_chunk(from, r, cw) != h)
+                continue;
+            LLVMValueRef p = LLVMBuildGEP2(cg->b, mty, slots_at(cg, &ws, r), &back, 1, "");
+            LLVMValueRef v = regs[r];
+            if (gw > 1) {
+                v = LLVMGetUndef(LLVMVectorType(mty, (unsigned)gw));
+                for (int e = 0; e < gw; e++)
+                    v = LLVMBuildInsertElement(cg->b, v, regs[r + e], cg_i32(cg, e), "");
+            }
+            LLVMSetAlignment(LLVMBuildStore(cg->b, v, p), (unsigned)(gw * eb));
+        }
+        cg_xfer_barrier(cg);
+        for (int r = 0; r < n; r += gr) {
+            if (col_chunk(to, r, cw) != h)
+                continue;
+            LLVMValueRef p = LLVMBuildGEP2(cg->b, mty, slots_at(cg, &rs, r), &back, 1, "");
+            LLVMTypeRef vty = gr > 1 ? LLVMVectorType(mty, (unsigned)gr) : mty;
+            LLVMValueRef v = LLVMBuildLoad2(cg->b, vty, p, "");
+            LLVMSetAlignment(v, (unsigned)(gr * eb));
+            if (gr > 1) {
+                for (int e = 0; e < gr; e++)
+                    out[r + e] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, e), "");
+                continue;
+            }
+            out[r] = v;
+        }
+    }
+    if (cg->report) {
+        sb_puts(cg->report, "  layout conversion through shared memory: ");
+        layout_print(from, cg->report);
+        sb_puts(cg->report, " -> ");
+        layout_print(to, cg->report);
+        sb_printf(cg->report, " (%d-byte writes, %d-byte reads; %d column chunks of %lld)\n", gw * eb, gr * eb, chunks,
+                  (long long)cw);
+    }
+    return out;
+}
+
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
                                 DType dt, const int *perm)
 {
     LLVMValueRef *same = perm ? NULL : cg_chain_renumber(cg, regs, from, to);
     if (same)
         return same;
+    if (cg->xfer_halves > 1 && !perm && dt != DT_BOOL && layout_rank(to) == 2)
+        return convert_chunks(cg, regs, from, to, dt);
     int rank = layout_rank(to), eb = elem_bytes(dt);
     int pad = xfer_pad(to, rank, eb, perm);
     int64_t shape[TILE_MAXRANK];

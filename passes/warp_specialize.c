@@ -476,7 +476,7 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
      * the size (the budget counts half), or apart (each its own barrier). */
     bool lone = !W->chain && W->dot->iattr[0] == MMA_WGMMA;
     W->epilogue = lone && W->consumers == 2 && staging > 0 ? ctx->epilogue_groups : WS_EPI_TOGETHER;
-    if (W->epilogue == WS_EPI_TURNS)
+    if (W->epilogue == WS_EPI_TURNS || W->epilogue == WS_EPI_CHUNKS)
         staging /= 2;
     /* a full and an empty ring: one for both operands, or one per operand; tcgen05 chains three more */
     int bars = W->chain ? (W->dots[0]->iattr[0] == MMA_TCGEN05 ? 7 : 4) : 2;
@@ -497,7 +497,9 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
                   W->epilogue == WS_EPI_TURNS ? " (the consumer warp groups' halves in turns: "
                                                 "warp_specialize.epilogue-groups=1)"
                   : W->epilogue == WS_EPI_APART ? " (each consumer warp group its own rows: "
-                                                  "warp_specialize.epilogue-groups=2)" : "",
+                                                  "warp_specialize.epilogue-groups=2)"
+                  : W->epilogue == WS_EPI_CHUNKS ? " (the tile's column chunks in turn: "
+                                                   "warp_specialize.epilogue-groups=3)" : "",
                   (long long)fit);
 }
 
