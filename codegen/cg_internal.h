@@ -133,15 +133,6 @@ typedef struct Cg {
      * whether this thread leads it (i1: the role's thread 0). */
     struct CgWs *ws;
     int role_bar, role_threads;
-    /* Two consumer warp groups staging the epilogue's tile in turns or
-     * apart (the ws op's `epilogue`, WsEpilogue; lower_ws.c): turn_mode,
-     * and the first of four named barrier ids (group 0 done reading, group
-     * 1 done reading, each group's own); 0 outside such a role.
-     * xfer_turns: the conversion now under way is staged so (lower_mma.c,
-     * lower_xfer.c). */
-    int turn_bar, turn_mode;
-    bool xfer_turns;
-    int xfer_halves;   /* > 1: the conversion now under way goes in this many column chunks (halves) */
     LLVMValueRef role_leader;
     /* Tensor memory (sm100/tcgen05.c): the shared word holding its address
      * and the columns allocated (0: none). */
@@ -503,9 +494,6 @@ int cg_chain_copy_group(Cg *cg, const Op *op);   /* 0/1: that group alone; 2: ea
 bool cg_chain_group_barrier(Cg *cg, const Op *op);
 /* Each warp group's warps meet on its own named barrier (4 + group). */
 void cg_chain_group_sync(Cg *cg);
-/* `bar.sync|bar.arrive id, threads` for warp group g of two, ordering
- * memory accesses (lower_chain.c). */
-void cg_group_bar(Cg *cg, int g, bool sync, int id, int threads);
 /* Decoupled turns: before such a loop, every thread waits for its copies
  * and the block meets. */
 void cg_chain_loop_entry(Cg *cg, const Op *forop);

@@ -306,11 +306,6 @@ static void turn_bar(Cg *cg, int g, bool sync, int id)
     group_bar(cg, g, sync, id, cg->nwarps * 32, false);
 }
 
-void cg_group_bar(Cg *cg, int g, bool sync, int id, int threads)
-{
-    group_bar(cg, g, sync, id, threads, true);
-}
-
 void cg_chain_group_sync(Cg *cg)
 {
     for (int g = 0; g < 2; g++)

@@ -865,78 +865,6 @@ static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *n
     return true;
 }
 
-/* Does warp w of 8 hold rows [16 w, 16 w + 16) of each 128-row block of
- * L's rows (the wgmma accumulator's rows, two m64 blocks a warp group)? */
-static bool rows_by_warp16(const Layout *L)
-{
-    return L->prank == 2 && !L->slice && L->nwarps == 8 && L->wpc[0] == 8 && L->wpc[1] == 1 &&
-           layout_cta(L, 0) == 128 && L->pshape[0] % 128 == 0 &&
-           (int64_t)layout_espt(L, 0) * L->tpw[0] * layout_rpt(L, 0) == 16;
-}
-
-/* Turns of two consumer warp groups on the epilogue's staging (Cg.turn_bar,
- * the ws op's `ordered`): the coalesced layout L with 16 rows a warp in
- * each 128-row block (16 / tpw rows a thread), so that in both layouts a
- * warp group holds the same rows (lower_xfer.c, pack_row) and its rows fit
- * one region of half the tile's; *need gets the half (turns) or the whole
- * (apart: group 1's region after group 0's). */
-static bool turn_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *need)
-{
-    if (!cg->turn_bar || cg->nwarps != 8 || !rows_by_warp16(v->L) || L->rpt[0] > 1 || L->tpw[0] > 16 ||
-        16 % L->tpw[0])
-        return false;
-    Layout W = *L;
-    W.spt[0] = 16 / L->tpw[0];
-    if (!rows_by_warp16(&W) || layout_nregs(&W) != layout_nregs(v->L))
-        return false;
-    int64_t bytes = cg_convert_scratch_bytes(&W, dt, NULL);
-    if (cg->turn_mode == WS_EPI_TURNS)
-        bytes /= 2;
-    if (cg->dsmem_base + bytes > pass_smem_limit(cg->ti, cg->smem_per_block))
-        return false;
-    *L = W;
-    *need = bytes;
-    return true;
-}
-
-/* Column chunks (the ws op's `epilogue = chunks`): the coalesced layout L
- * with 1 / C of the threads along a row (C times along the rows), so that a
- * thread's columns repeat every N / C; the conversion then goes through a
- * region of rows x (N / C + the row padding), one column chunk after the
- * other (lower_xfer.c). C is the fewest of 2, 4, 8 whose region fits after
- * the buffers. Needs each register's chunk fixed by its register index in
- * both layouts: a warp's columns in one repeat (espt x tpw) dividing N / C,
- * no warps along the columns. *need gets the region's bytes, *chunks C. */
-static bool col_chunks(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *need, int *chunks)
-{
-    const Layout *F = v->L;
-    if (L->prank != 2 || L->slice || L->wpc[1] != 1 || F->prank != 2 || F->slice || F->wpc[1] != 1 ||
-        L->rpt[1] > 1)
-        return false;
-    int eb = dtype_bits(dt) / 8;
-    int64_t n = L->pshape[1], frow = (int64_t)layout_espt(F, 1) * F->tpw[1];
-    int64_t rowb = cg_convert_scratch_bytes(L, dt, NULL) / L->pshape[0], padb = rowb - n * eb;
-    for (int c = 2; c <= 8; c *= 2) {
-        if (L->tpw[1] % c || n % c)
-            return false;
-        Layout W = *L;
-        W.tpw[1] = L->tpw[1] / c;
-        W.tpw[0] = L->tpw[0] * c;
-        int64_t cw = n / c, wrow = (int64_t)layout_espt(&W, 1) * W.tpw[1];
-        if (wrow != cw || cw % frow || layout_cta(&W, 0) > W.pshape[0] || W.pshape[0] % layout_cta(&W, 0) ||
-            layout_nregs(&W) != layout_nregs(L) || padb < 0)
-            return false;
-        int64_t hb = W.pshape[0] * (cw * eb + padb);
-        if (cg->dsmem_base + hb > pass_smem_limit(cg->ti, cg->smem_per_block))
-            continue;
-        *L = W;
-        *need = hb;
-        *chunks = c;
-        return true;
-    }
-    return false;
-}
-
 void cg_mma_prepare_store(Cg *cg, Op *op)
 {
     ValId vv = op->args[op->nargs - 1];
@@ -986,11 +914,6 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
      * their space instead and the kernel's shared memory does not grow. A
      * tile declared shared may grow it up to the arch's limit. */
     int64_t limit = pass_smem_limit(cg->ti, cg->smem_per_block);
-    Layout TW = *L;
-    int nchunks = 0;
-    bool halves = cg->turn_mode == WS_EPI_CHUNKS && !over && asked &&
-                  col_chunks(cg, v, &TW, (DType)t->dtype, &need, &nchunks);
-    bool turns = !halves && !over && asked && turn_rows(cg, v, &TW, (DType)t->dtype, &need);
     bool fits = cg->dsmem_base + need <= limit;
     if (!over && cg->dsmem && (!fits || (!asked && cg->dsmem_base > 0 && need > cg->dsmem_base / 4))) {
         if (asked && cg->report)
@@ -1001,15 +924,11 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
         return;
     }
     Layout W = *L;
-    bool grouped = !turns && (over || cg->groups_apart) && group_rows(cg, v, &W, (DType)t->dtype, &need, over);
+    bool grouped = (over || cg->groups_apart) && group_rows(cg, v, &W, (DType)t->dtype, &need, over);
     if (grouped)
         L = cg_layout_dup(cg, W);
-    if (turns || halves)
-        L = cg_layout_dup(cg, TW);
     cg->scratch_over_buffers = over;
     cg->xfer_groups = grouped;
-    cg->xfer_turns = turns;
-    cg->xfer_halves = halves ? nchunks : 0;
     if (over) {
         /* The epilogue's thread coordinates from a fresh tid, not merged
          * with the prologue's and kept live across the loop: attention
@@ -1020,23 +939,11 @@ void cg_mma_prepare_store(Cg *cg, Op *op)
     v->r = cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
     cg->scratch_over_buffers = false;
     cg->xfer_groups = false;
-    cg->xfer_turns = false;
-    cg->xfer_halves = 0;
     v->L = L;
-    char turn_why[160] = "";
-    if (halves)
-        snprintf(turn_why, sizeof turn_why, "; %d column chunks one after the other, both warp groups together",
-                 nchunks);
-    else if (turns && cg->turn_mode == WS_EPI_TURNS)
-        snprintf(turn_why, sizeof turn_why, "; the two warp groups in turns, group 0 first, each its own rows "
-                 "(named barriers %d-%d)", cg->turn_bar, cg->turn_bar + 3);
-    else if (turns)
-        snprintf(turn_why, sizeof turn_why, "; each warp group its own rows and region, behind its own barrier "
-                 "(named barriers %d-%d)", cg->turn_bar + 2, cg->turn_bar + 3);
     if (!over && asked && cg->report)
         sb_printf(cg->report, "  store at %d:%d: the tile declared shared goes out as 16-byte rows through %lld "
                   "bytes of shared memory after the buffers%s\n", op->loc.line, op->loc.col, (long long)need,
-                  grouped ? "; each warp group its own rows, behind its own barrier" : turn_why);
+                  grouped ? "; each warp group its own rows, behind its own barrier" : "");
     if (over && cg->report)
         sb_printf(cg->report, "  store at %d:%d: converted to 16-byte rows through the dead buffers' shared memory "
                   "(%lld bytes at offset 0, no growth)%s\n", op->loc.line, op->loc.col, (long long)need,

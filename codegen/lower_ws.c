@@ -177,8 +177,6 @@ static bool plan_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
-enum { WS_TURN_BARS = 4 };   /* named barriers of the epilogue's turns (cg_lower_ws) */
-
 int cg_ws_plan(Cg *cg, Func *f)
 {
     Op *ws_op = ir_find_op(f, OP_WS);
@@ -204,10 +202,9 @@ int cg_ws_plan(Cg *cg, Func *f)
         ir_walk(f, &ws_op->regions[k], plan_visit, &p);
     }
     ws->first_bar = p.max_bar + 1;
-    int turns = ws_op->iattr[0] != WS_EPI_TOGETHER ? WS_TURN_BARS : 0;
-    if (ws->first_bar + ws_op->nregions + turns > NAMED_BAR_IDS) {
+    if (ws->first_bar + ws_op->nregions > NAMED_BAR_IDS) {
         diag_error(cg->d, ws_op->loc, "the roles need %d named barriers of their own above id %d; there are %d",
-                   ws_op->nregions + turns, p.max_bar, NAMED_BAR_IDS);
+                   ws_op->nregions, p.max_bar, NAMED_BAR_IDS);
         return 1;
     }
     if (ws->nwarps * 32 > cg->ti->lim.threads_per_block) {
@@ -474,18 +471,6 @@ int cg_lower_ws(Cg *cg, Op *op)
         cg->role_threads = wgs * 128;
         cg->role_bar = ws->first_bar + k;
         cg->role_leader = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
-        /* Turns on the epilogue's staging (the ws op's `ordered`): group 0
-         * writes the region after group 1's last reads (barrier T + 1:
-         * group 1 arrives once here, before its first turn, and after each
-         * turn's reads; group 0 syncs before each turn and once more at
-         * the end, so every arrival is met), group 1 after group 0's
-         * reads (barrier T: group 0 arrives after its reads). */
-        bool grouped = op->iattr[0] != WS_EPI_TOGETHER && op->list[3 * k] == ROLE_CONSUMER && wgs == 2;
-        bool turns = grouped && op->iattr[0] == WS_EPI_TURNS;
-        cg->turn_bar = grouped ? ws->first_bar + op->nregions : 0;
-        cg->turn_mode = grouped ? (int)op->iattr[0] : WS_EPI_TOGETHER;
-        if (turns)
-            cg_group_bar(cg, 1, false, cg->turn_bar + 1, 256);
         if (cg->report)
             sb_printf(cg->report, "  role %d (%s): threads %d-%d, %d registers%s, barrier %d\n", k,
                       role_names[op->list[3 * k] < ROLE_COUNT ? op->list[3 * k] : 0], 128 * base,
@@ -493,12 +478,6 @@ int cg_lower_ws(Cg *cg, Op *op)
                                                                                  : " (setmaxnreg.dec)",
                       cg->role_bar);
         e = cg_lower_block(cg, &op->regions[k]);
-        if (!e && turns) {
-            cg_thread_ids(cg, cg_opaque_tid(cg));
-            cg_group_bar(cg, 0, true, cg->turn_bar + 1, 256);
-        }
-        cg->turn_bar = 0;
-        cg->turn_mode = WS_EPI_TOGETHER;
         if (!e) {
             cg_tmem_release(cg, ws->nwarps * 32, base == 0);   /* warp 0 (role 0's) frees tensor memory */
             LLVMBuildBr(cg->b, done);

@@ -138,19 +138,8 @@ typedef struct Slots {
     const int64_t *shape;
     int rank, pad;
     bool affine;
-    bool turns;                   /* rows packed: pack_row (Cg.xfer_turns) */
     int64_t stride[TILE_MAXRANK]; /* elements per step of each logical dim */
 } Slots;
-
-/* Turns of two warp groups (Cg.xfer_turns): in both layouts warp w of 8
- * holds rows [16 w, 16 w + 16) of each 128-row block, so group g (warps
- * 4g..4g+3) holds rows 64 g .. 64 g + 63 of each block, and its rows pack
- * into one region of half the tile: row -> row % 64 + 64 (row / 128).
- * Within a thread's rows (a 16-row run of one block, then whole blocks)
- * the packing adds: pack(a + b) = pack(a) + pack(b). */
-enum { TURN_HALF = 64 };
-
-static int64_t pack_row(int64_t row) { return row % TURN_HALF + TURN_HALF * (row / (2 * TURN_HALF)); }
 
 static int slot_dim(const Slots *s, int k) { return layout_pdim(s->L, s->perm ? s->perm[k] : k); }
 
@@ -159,10 +148,6 @@ static LLVMValueRef slot_ptr(Cg *cg, const Slots *s, int r)
     LLVMValueRef c[TILE_MAXRANK];
     for (int k = 0; k < s->rank; k++)
         c[k] = cg_coord(cg, s->L, r, s->perm ? s->perm[k] : k);
-    if (s->turns)
-        c[0] = LLVMBuildOr(cg->b, LLVMBuildAnd(cg->b, c[0], cg_i32(cg, TURN_HALF - 1), ""),
-                           LLVMBuildShl(cg->b, LLVMBuildLShr(cg->b, c[0], cg_i32(cg, 7), ""), cg_i32(cg, 6), ""),
-                           "");
     LLVMValueRef o = smem_offset(cg, c, s->shape, s->rank, s->pad);
     return LLVMBuildGEP2(cg->b, s->mty, s->sm, &o, 1, "");
 }
@@ -171,7 +156,7 @@ static void slots_init(Cg *cg, Slots *s, const Layout *L, const int *perm, LLVMV
                        const int64_t *shape, int rank, int pad)
 {
     *s = (Slots){ .L = L, .perm = perm, .sm = sm, .mty = mty, .shape = shape, .rank = rank, .pad = pad,
-                  .affine = true, .turns = cg->xfer_turns };
+                  .affine = true };
     int64_t st = 1;
     for (int k = rank - 1; k >= 0; k--) {
         s->stride[k] = st;
@@ -189,78 +174,10 @@ static LLVMValueRef slots_at(Cg *cg, const Slots *s, int r)
     int64_t d = 0;
     for (int k = 0; k < s->rank; k++) {
         int p = slot_dim(s, k);
-        int64_t a = cg_reg_offset(s->L, r, p), z = cg_reg_offset(s->L, 0, p);
-        d += (s->turns && k == 0 ? pack_row(a) - pack_row(z) : a - z) * s->stride[k];
+        d += (cg_reg_offset(s->L, r, p) - cg_reg_offset(s->L, 0, p)) * s->stride[k];
     }
     LLVMValueRef o = cg_i64(cg, d);
     return d ? LLVMBuildGEP2(cg->b, s->mty, s->base, &o, 1, "") : s->base;
-}
-
-/* The column chunk of register r of L (chunks of cw columns; half_cols in
- * lower_mma.c made it a function of r). */
-static int col_chunk(const Layout *L, int r, int64_t cw)
-{
-    return (int)(cg_reg_offset(L, r, layout_pdim(L, 1)) / cw);
-}
-
-/* A conversion in column chunks (Cg.xfer_halves): each chunk written by
- * the registers of `from` in it, then read by those of `to`, through one
- * region of rows x (N / chunks + pad), behind the block's (role's)
- * barriers. */
-static LLVMValueRef *convert_chunks(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to, DType dt)
-{
-    int chunks = cg->xfer_halves, eb = elem_bytes(dt), pad = xfer_pad(to, 2, eb, NULL);
-    int64_t shape[TILE_MAXRANK];
-    logical_shape(to, shape);
-    int64_t cw = shape[1] / chunks, cshape[2] = { shape[0], cw };
-    LLVMTypeRef mty = cg_mem_type(cg, dt);
-    LLVMValueRef sm = cg_smem(cg, smem_elems(cshape, 2, pad) * eb);
-    int gw = xfer_group(from, shape, 2, eb, pad, NULL, dt), gr = xfer_group(to, shape, 2, eb, pad, NULL, dt);
-    Slots ws, rs;
-    slots_init(cg, &ws, from, NULL, sm, mty, cshape, 2, pad);
-    slots_init(cg, &rs, to, NULL, sm, mty, cshape, 2, pad);
-    int n = layout_nregs(to);
-    LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
-    for (int h = 0; h < chunks; h++) {
-        LLVMValueRef back = cg_i64(cg, -(int64_t)h * cw);
-        cg_xfer_barrier(cg);
-        for (int r = 0, nf = layout_nregs(from); r < nf; r += gw) {
-            if (col_chunk(from, r, cw) != h)
-                continue;
-            LLVMValueRef p = LLVMBuildGEP2(cg->b, mty, slots_at(cg, &ws, r), &back, 1, "");
-            LLVMValueRef v = regs[r];
-            if (gw > 1) {
-                v = LLVMGetUndef(LLVMVectorType(mty, (unsigned)gw));
-                for (int e = 0; e < gw; e++)
-                    v = LLVMBuildInsertElement(cg->b, v, regs[r + e], cg_i32(cg, e), "");
-            }
-            LLVMSetAlignment(LLVMBuildStore(cg->b, v, p), (unsigned)(gw * eb));
-        }
-        cg_xfer_barrier(cg);
-        for (int r = 0; r < n; r += gr) {
-            if (col_chunk(to, r, cw) != h)
-                continue;
-            LLVMValueRef p = LLVMBuildGEP2(cg->b, mty, slots_at(cg, &rs, r), &back, 1, "");
-            LLVMTypeRef vty = gr > 1 ? LLVMVectorType(mty, (unsigned)gr) : mty;
-            LLVMValueRef v = LLVMBuildLoad2(cg->b, vty, p, "");
-            LLVMSetAlignment(v, (unsigned)(gr * eb));
-            if (gr > 1) {
-                for (int e = 0; e < gr; e++)
-                    out[r + e] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, e), "");
-                continue;
-            }
-            out[r] = v;
-        }
-    }
-    if (cg->report) {
-        sb_puts(cg->report, "  layout conversion through shared memory: ");
-        layout_print(from, cg->report);
-        sb_puts(cg->report, " -> ");
-        layout_print(to, cg->report);
-        sb_printf(cg->report, " (%d-byte writes, %d-byte reads; %d column chunks of %lld)\n", gw * eb, gr * eb, chunks,
-                  (long long)cw);
-    }
-    return out;
 }
 
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
@@ -269,37 +186,14 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
     LLVMValueRef *same = perm ? NULL : cg_chain_renumber(cg, regs, from, to);
     if (same)
         return same;
-    if (cg->xfer_halves > 1 && !perm && dt != DT_BOOL && layout_rank(to) == 2)
-        return convert_chunks(cg, regs, from, to, dt);
     int rank = layout_rank(to), eb = elem_bytes(dt);
     int pad = xfer_pad(to, rank, eb, perm);
     int64_t shape[TILE_MAXRANK];
     logical_shape(to, shape);
     LLVMTypeRef mty = cg_mem_type(cg, dt);
-    int64_t sbytes = cg_convert_scratch_bytes(to, dt, perm);
-    bool turns = cg->xfer_turns && cg->turn_mode == WS_EPI_TURNS;
-    bool apart = cg->xfer_turns && cg->turn_mode == WS_EPI_APART;
-    LLVMValueRef sm = cg_smem(cg, turns ? sbytes / 2 : sbytes);
+    LLVMValueRef sm = cg_smem(cg, cg_convert_scratch_bytes(to, dt, perm));
     int gw = xfer_group(from, shape, rank, eb, pad, perm, dt), gr = xfer_group(to, shape, rank, eb, pad, perm, dt);
-    if (turns) {
-        /* Turns (Cg.turn_bar): each group's rows packed into one region of
-         * M/2 rows (pack_row). Group 0 writes after group 1's reads of the
-         * last turn (barrier T + 1), group 1 after group 0's reads of this
-         * one (barrier T). */
-        cg_group_bar(cg, 0, true, cg->turn_bar + 1, 256);
-        cg_group_bar(cg, 1, true, cg->turn_bar, 256);
-        cg->epoch++;
-    } else if (apart) {
-        /* Apart: the same packed rows, group 1's region after group 0's;
-         * each group meets on its own barrier (its own last reads). */
-        LLVMValueRef off = LLVMBuildSelect(cg->b, cg_chain_in_group(cg, 1), cg_i32(cg, (int)(sbytes / 2)),
-                                           cg_i32(cg, 0), "");
-        sm = LLVMBuildGEP2(cg->b, cg->t_i8, sm, &off, 1, "group.base");
-        cg_group_bar(cg, 0, true, cg->turn_bar + 2, 128);
-        cg_group_bar(cg, 1, true, cg->turn_bar + 3, 128);
-        cg->epoch++;
-    } else
-        cg_xfer_barrier(cg);
+    cg_xfer_barrier(cg);
     Slots ws, rs;
     slots_init(cg, &ws, from, perm, sm, mty, shape, rank, pad);
     for (int r = 0, n = layout_nregs(from); r < n; r += gw) {
@@ -312,12 +206,7 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
         }
         LLVMSetAlignment(LLVMBuildStore(cg->b, v, p), (unsigned)(gw * eb));
     }
-    if (turns || apart) {   /* each group's own rows: its own barrier */
-        cg_group_bar(cg, 0, true, cg->turn_bar + 2, 128);
-        cg_group_bar(cg, 1, true, cg->turn_bar + 3, 128);
-        cg->epoch++;
-    } else
-        cg_xfer_barrier(cg);
+    cg_xfer_barrier(cg);
     int n = layout_nregs(to);
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     slots_init(cg, &rs, to, NULL, sm, mty, shape, rank, pad);
@@ -332,10 +221,6 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
             continue;
         }
         out[r] = dt == DT_BOOL ? LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->t_i8, 0, 0), "") : v;
-    }
-    if (turns) {   /* this turn's reads are done: the other group's turn */
-        cg_group_bar(cg, 0, false, cg->turn_bar, 256);
-        cg_group_bar(cg, 1, false, cg->turn_bar + 1, 256);
     }
     if (cg->report) {
         sb_puts(cg->report, "  layout conversion through shared memory: ");

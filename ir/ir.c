@@ -59,7 +59,6 @@ const char *const swizzle_names[SWZ_COUNT] = { "none", "32B", "64B", "128B", "pa
 const char *const reduce_names[RED_COUNT] = { "sum", "max", "min", "prod" };
 const char *const role_names[ROLE_COUNT] = { "producer", "consumer", "mma", "epilogue" };
 const char *const named_bar_modes[NBAR_COUNT] = { "sync", "arrive" };
-const char *const ws_epilogue_names[WS_EPI_COUNT] = { "together", "turns", "apart", "chunks" };
 const char *const mma_names[MMA_COUNT] = { "none", "mma_sync", "wgmma", "tcgen05", "simt" };
 
 const char *space_name(Space s)

@@ -96,9 +96,6 @@ extern const char *const role_names[ROLE_COUNT];    /* "producer" "consumer" "mm
 enum { WS_MAXROLES = 8, WG_THREADS = 128, BLOCK_REGS = 65536, NAMED_BAR_IDS = 16 };
 typedef enum NamedBarMode { NBAR_SYNC, NBAR_ARRIVE, NBAR_COUNT } NamedBarMode;
 extern const char *const named_bar_modes[NBAR_COUNT]; /* "sync" "arrive" */
-/* How two consumer warp groups stage the epilogue's tile (WS iattr[0]). */
-typedef enum WsEpilogue { WS_EPI_TOGETHER, WS_EPI_TURNS, WS_EPI_APART, WS_EPI_CHUNKS, WS_EPI_COUNT } WsEpilogue;
-extern const char *const ws_epilogue_names[WS_EPI_COUNT]; /* "together" "turns" "apart" "chunks" */
 /* DOT / DOT_ASYNC iattr[0]: the matrix instruction family the mma_select
  * pass chose (MMA_NONE: not chosen; the code generator then takes mma_sync
  * where ir_mma_sync_problem finds none, else simt). MMA_SIMT: no tensor

@@ -140,11 +140,6 @@ OP(SMEM_STORE,   "smem_store",   3,  0, 0, 0)
  *                 (kind, warp groups, registers) per role (RoleKind; the
  *                 setmaxnreg budget per thread). Values never cross roles:
  *                 roles meet only through shared buffers and barriers.
- *                 iattr[0] = epilogue (WsEpilogue): how two consumer warp
- *                 groups stage the epilogue's tile: together (0), in turns
- *                 (group 0's rows, then group 1's, through one region of
- *                 half the size), apart (each its own rows and barrier);
- *                 the code generator emits the named barriers
  *   NAMED_BAR     iattr[0] = id 0..15, iattr[1] = threads (a multiple of
  *                 32), iattr[2] = NamedBarMode (sync waits, arrive does not)
  *   MBAR_ALLOC    result: the ring. iattr[0] = arrivals expected per phase,

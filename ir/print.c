@@ -200,12 +200,7 @@ static void put_roles(Printer *p, const Op *op)
         put_name_or_int(p->out, op->list[i], role_names, ROLE_COUNT);
         sb_printf(p->out, ", %lld, %lld)", (long long)op->list[i + 1], (long long)op->list[i + 2]);
     }
-    sb_putc(p->out, ']');
-    if (op->iattr[0]) {
-        sb_puts(p->out, ", epilogue = ");
-        put_name_or_int(p->out, op->iattr[0], ws_epilogue_names, WS_EPI_COUNT);
-    }
-    sb_putc(p->out, '}');
+    sb_puts(p->out, "]}");
 }
 
 static void put_attrs(Printer *p, const Op *op)

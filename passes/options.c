@@ -40,14 +40,6 @@ const PassOptionInfo tc_pass_options[] = {
       "1: f32 products run on the tensor cores as mma.sync m16n8k8 .tf32 (operands rounded to 10 mantissa "
       "bits, f32 accumulation; about 2^-10 relative to the sum of |a b|); 0 (the default): exact f32 fma on "
       "the FMA units" },
-    { "warp_specialize.epilogue-groups", "int", 0, 3, 0, offsetof(PassOptions, epilogue_groups),
-      "how two consumer warp groups of one wgmma product stage a tile declared shared on its way out: "
-      "1 = in turns, group 0's rows then group 1's, through one region of half the tile (named barriers "
-      "order the turns; the stage budget counts half the staging, so a fourth stage may fit); 2 = apart, "
-      "each group its own rows behind its own barrier (the same shared memory as together); 3 = chunks, "
-      "both groups together, the tile's columns in 2, 4 or 8 chunks one after the other through one region "
-      "of a chunk's columns (the stage budget counts half the tile); 0 (the default): together, the whole tile behind "
-      "the consumers' barrier" },
 };
 
 const int tc_npass_options = (int)(sizeof tc_pass_options / sizeof tc_pass_options[0]);

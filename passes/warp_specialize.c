@@ -471,13 +471,6 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
     Other other = { W, W->chain ? WS_MBAR_BYTES : 0 };   /* chains: the once-loaded operand's barrier */
     ir_walk(f, &f->body, other_visit, &other);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
-    /* Option warp_specialize.epilogue-groups: the two consumer groups of
-     * one product stage their rows in turns through one region of half
-     * the size (the budget counts half), or apart (each its own barrier). */
-    bool lone = !W->chain && W->dot->iattr[0] == MMA_WGMMA;
-    W->epilogue = lone && W->consumers == 2 && staging > 0 ? ctx->epilogue_groups : WS_EPI_TOGETHER;
-    if (W->epilogue == WS_EPI_TURNS || W->epilogue == WS_EPI_CHUNKS)
-        staging /= 2;
     /* a full and an empty ring: one for both operands, or one per operand; tcgen05 chains three more */
     int bars = W->chain ? (W->dots[0]->iattr[0] == MMA_TCGEN05 ? 7 : 4) : 2;
     int64_t budget = limit - staging - other.bytes, stage = W->stage_bytes + bars * WS_MBAR_BYTES;
@@ -491,16 +484,9 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
         sb_printf(why, "pipeline(%d) hint", hint);
     else
         sb_printf(why, "%s%lld B a stage with its barriers; %lld B of shared memory on %s less %lld B of other "
-                  "buffers and %lld B of epilogue staging%s fit %lld", hint > 0 ? arena_printf(f->mod->arena,
+                  "buffers and %lld B of epilogue staging fit %lld", hint > 0 ? arena_printf(f->mod->arena,
                   "pipeline(%d) hint does not fit: ", hint) : "no hint: ", (long long)stage, (long long)limit,
-                  pass_target_name(ctx), (long long)other.bytes, (long long)staging,
-                  W->epilogue == WS_EPI_TURNS ? " (the consumer warp groups' halves in turns: "
-                                                "warp_specialize.epilogue-groups=1)"
-                  : W->epilogue == WS_EPI_APART ? " (each consumer warp group its own rows: "
-                                                  "warp_specialize.epilogue-groups=2)"
-                  : W->epilogue == WS_EPI_CHUNKS ? " (the tile's column chunks in turn: "
-                                                   "warp_specialize.epilogue-groups=3)" : "",
-                  (long long)fit);
+                  pass_target_name(ctx), (long long)other.bytes, (long long)staging, (long long)fit);
 }
 
 /* ---- the report ---- */

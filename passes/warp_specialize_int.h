@@ -55,7 +55,6 @@ typedef struct WsLoop {
     bool tc_entry;             /* tcgen05 chains: every role at the count threads start with */
     int64_t acc_regs;          /* accumulator f32 registers per consumer thread */
     int stages;
-    int epilogue;              /* WsEpilogue: how the consumer groups stage the epilogue's tile (decide_stages) */
     int64_t stage_bytes;       /* the operands' slots */
     /* chained products (warp_specialize_chain.c): opnd[0] feeds the first
      * product (K), opnd[1] the second (V) */

@@ -300,7 +300,6 @@ void ws_rewrite(PassCtx *ctx, WsLoop *W, const char *at)
     Op *ws = build0(&b, OP_WS, NULL, 0);
     ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_CONSUMER, W->consumers, W->cons_regs);
-    ws->iattr[0] = W->epilogue;   /* how the code generator stages the epilogue's tile */
     ws_fill_producer(W, &ws->regions[0], r.bounds, r.cs, r.full, r.empty);
     Op *cf = fill_consumer(W, &ws->regions[1], r.bounds, r.cs, r.full, r.empty);
     ws_finish(W, &ws->regions[1], cf->res[0]);
