@@ -230,7 +230,7 @@ class Tuning:
     it: parallel ptxas processes, or the driver's JIT of each PTX in turn),
     time_s (tilert_tune), total_s (the whole, less the launch of the winner
     that a call then makes); jit: how the code was made ("ptxas",
-    "driver": its JIT or its cache, "mixed")."""
+    "driver": its JIT or its cache, "mixed", "loaded": before)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -450,7 +450,8 @@ class Tuned:
         loaded yet are first compiled to cubins by parallel ptxas
         processes, and a candidate whose cubin fails loads its PTX.
         Returns how the code was made: "ptxas" (every cubin loaded),
-        "driver" (the driver's JIT, or code loaded before) or "mixed"."""
+        "driver" (the driver's JIT or its cache), "mixed", or "loaded"
+        (every module was loaded before)."""
         from . import LaunchError, _get_driver, _ptxas
         import sys
         drv = _get_driver()
@@ -475,8 +476,7 @@ class Tuned:
                 k._module._loaded_kernel(k._index)
         for k in ks:
             m = k._module
-            if m._handle is not None:
-                made.add("driver")
+            if m._handle is not None:   # loaded by an earlier call
                 continue
             try:
                 load(k)
@@ -487,7 +487,7 @@ class Tuned:
                 m.image = None   # the driver refused the cubin: its JIT compiles the PTX
                 load(k)
                 made.add("driver")
-        return made.pop() if len(made) == 1 else "mixed" if made else "driver"
+        return made.pop() if len(made) == 1 else "mixed" if made else "loaded"
 
     def _keep(self, cls, k, idx, defines):
         self._winners[cls] = k
