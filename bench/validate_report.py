@@ -64,8 +64,11 @@ which are also printed as PROBLEM lines just above the verdicts):
                on ncu's op_st / op_ld counters; ops that a buffer predicted
                to conflict also issues are left out of the check, and for
                ops only such buffers issue the predicted and measured
-               excess are printed side by side. Reductions across warps go
-               through shared memory unmodelled (named beside the kernel).
+               excess are printed side by side. A reduction across warps
+               through shared memory (softmax, layernorm, partial_sum)
+               carries the same prediction on its line and is checked
+               the same way; a conversion or reduction without one is
+               named beside the kernel as not modelled.
                The portable fallbacks have no prediction (their pass
                decisions are not reported).
   time         per sm_90a kernel bound by memory bandwidth or the integer
@@ -230,19 +233,23 @@ def parse_report(text):
                 m = re.match(r"\s+shared buffer at (\d+:\d+):", line)
                 if m and m.group(1) not in cur["buffers"]:
                     cur["buffers"].append(m.group(1))
-                if "layout conversion through shared memory" in line:
+                conv = "layout conversion through shared memory" in line
+                red = re.search(r"reduce .* via shared memory", line)
+                if conv:
                     cur["conversions"] += 1
-                    w = re.search(r"st\.shared (\d+) wavefronts \(ideal (\d+)\), ld\.shared (\d+) \(ideal (\d+)\)",
-                                  line)
-                    if w:   # the code generator's bank model of the conversion's scratch (warp 0)
-                        n = cur["conversions"]
-                        cur.setdefault("xfers", []).extend([
-                            {"at": "conversion %d writes" % n, "loc": "conversion %d writes" % n, "layout": "scratch",
-                             "uses": ["st.shared"], "after": int(w.group(1)), "ideal": int(w.group(2))},
-                            {"at": "conversion %d reads" % n, "loc": "conversion %d reads" % n, "layout": "scratch",
-                             "uses": ["ld.shared"], "after": int(w.group(3)), "ideal": int(w.group(4))}])
-                if re.search(r"reduce .* via shared memory", line):
+                if red:
                     cur["smem_reductions"] = cur.get("smem_reductions", 0) + 1
+                w = re.search(r"bank model, warp 0: st\.shared (\d+) wavefronts \(ideal (\d+)\), "
+                              r"ld\.shared (\d+) \(ideal (\d+)\)", line)
+                if w and (conv or red):   # the code generator's bank model of the scratch (warp 0)
+                    what = "conversion %d" % cur["conversions"] if conv else "reduction %d" % cur["smem_reductions"]
+                    cur["modelled_" + ("conversions" if conv else "reductions")] = \
+                        cur.get("modelled_" + ("conversions" if conv else "reductions"), 0) + 1
+                    cur.setdefault("xfers", []).extend([
+                        {"at": what + " writes", "loc": what + " writes", "layout": "scratch",
+                         "uses": ["st.shared"], "after": int(w.group(1)), "ideal": int(w.group(2))},
+                        {"at": what + " reads", "loc": what + " reads", "layout": "scratch",
+                         "uses": ["ld.shared"], "after": int(w.group(3)), "ideal": int(w.group(4))}])
         elif section == "resources":
             m = re.match(r"kernel (\S+) \((\S+)\)", line)
             if m:
@@ -499,12 +506,13 @@ def bank_result(rep, k, kernel, m):
     mine = [] if portable else [bufs[loc] for loc in k.get("buffers", []) if loc in bufs] + k.get("xfers", [])
     ops, sass = conflict_counts(m)
     unmodelled = []
-    nconv = k.get("conversions", 0) - len(k.get("xfers", [])) // 2
+    nconv = k.get("conversions", 0) - k.get("modelled_conversions", 0)
     if nconv > 0:
         unmodelled.append("%d layout conversion%s through shared memory" % (nconv, "s" if nconv > 1 else ""))
-    if k.get("smem_reductions"):
+    nred = k.get("smem_reductions", 0) - k.get("modelled_reductions", 0)
+    if nred > 0:
         unmodelled.append("%d reduction%s across warps through shared memory (ld/st)" % (
-            k["smem_reductions"], "s" if k["smem_reductions"] > 1 else ""))
+            nred, "s" if nred > 1 else ""))
     res = {"buffers": [{"at": b["at"], "layout": b["layout"], "uses": b["uses"], "after": b.get("after"),
                         "ideal": b.get("ideal")} for b in mine],
            "ops": {op: list(v) for op, v in ops.items()}, "sass": list(sass) if sass else None,

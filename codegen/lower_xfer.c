@@ -388,6 +388,39 @@ static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const 
     }
 }
 
+/* The bank-conflict model of reduce_across_warps' scratch for warp 0
+ * (another warp's slots are warp 0's moved by its position along p, a
+ * whole word: the same pattern of banks): every lane stores register r's
+ * partial at word (logical offset of its element) x nw + 0, then loads the
+ * nw words from (logical offset) x nw, one load a warp, per register. */
+static void red_cost(const Layout *Lr, int nw, int eb, SmemCost *w, SmemCost *rd)
+{
+    int rank = layout_rank(Lr);
+    int64_t shape[TILE_MAXRANK], addr[32], off[32];
+    logical_shape(Lr, shape);
+    *w = *rd = (SmemCost){ 0, 0 };
+    for (int r = 0, n = layout_nregs(Lr); r < n; r++) {
+        for (int t = 0; t < 32; t++) {
+            int64_t c[TILE_MAXRANK] = { 0 }, o = 0;
+            layout_coord(Lr, t, r, c);
+            for (int k = 0; k < rank; k++)
+                o = o * shape[k] + c[k];
+            off[t] = o * nw;
+            addr[t] = off[t] * eb;
+        }
+        SmemCost one = pass_smem_bank_cost(addr, 32, eb);
+        w->wavefronts += one.wavefronts;
+        w->ideal += one.ideal;
+        for (int k = 0; k < nw; k++) {
+            for (int t = 0; t < 32; t++)
+                addr[t] = (off[t] + k) * eb;
+            one = pass_smem_bank_cost(addr, 32, eb);
+            rd->wavefronts += one.wavefronts;
+            rd->ideal += one.ideal;
+        }
+    }
+}
+
 int cg_lower_reduce(Cg *cg, Op *op)
 {
     Func *f = cg->f;
@@ -426,6 +459,13 @@ int cg_lower_reduce(Cg *cg, Op *op)
         else
             sb_puts(cg->report, "no shared memory -> ");
         layout_print(Lr, cg->report);
+        if (L->wpc[p] > 1) {
+            SmemCost w, rd;
+            red_cost(Lr, L->wpc[p], elem_bytes(rc.acc), &w, &rd);
+            sb_printf(cg->report, "; bank model, warp 0: st.shared %lld wavefronts (ideal %lld), ld.shared %lld "
+                      "(ideal %lld)", (long long)w.wavefronts, (long long)w.ideal, (long long)rd.wavefronts,
+                      (long long)rd.ideal);
+        }
         sb_putc(cg->report, '\n');
     }
     return 0;

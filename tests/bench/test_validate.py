@@ -217,6 +217,17 @@ def test_conversions_problems_imul():
     b = V.bank_result(report("softmax"), soft, "softmax", rows[1]["metrics"])
     check("reductions through shared memory named as unmodelled",
           b["unmodelled"] == ["2 reductions across warps through shared memory (ld/st)"], b)
+    with open(os.path.join(DATA, "softmax.report")) as f:
+        stext = f.read()
+    model = "; bank model, warp 0: st.shared 1 wavefronts (ideal 1), ld.shared 16 (ideal 16)"
+    srep = V.parse_report(re.sub(r"(reduce .* via shared memory -> .*)", lambda mm: mm.group(1) + model, stext))
+    sk = srep["kernels"]["softmax"]
+    sm = dict(rows[1]["metrics"])
+    sm[V.HW % "st"], sm[V.HW_WF % "st"], sm[V.HW % "ld"], sm[V.HW_WF % "ld"] = 0.0, 2048.0, 4.0, 32768.0
+    b = V.bank_result(srep, sk, "softmax", sm)
+    check("modelled reductions: checked on st/ld, none left unmodelled",
+          len(sk["xfers"]) == 4 and b["unmodelled"] == [] and b["ok"] and b["source"] == "l1tex ld+st" and
+          abs(b["measured_pct"] - 100.0 * 4 / (2048 + 32768)) < 1e-9, b)
     # a problem fails every verdict, and every verdict line names it
     res, verdict, problems = compare(rows[:4])
     check("problems named in each verdict line", problems and all(
