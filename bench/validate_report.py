@@ -32,7 +32,9 @@ when ncu or the comparison could not run.
 redoes the comparison on a saved CSV (no GPU).
 
 Criteria (one PASS / FAIL line each; a criterion with no kernel checked,
-or a run where ncu saw other launches than the driver made, fails):
+or a run with a problem (a case that failed to launch, ncu seeing other
+launches than the driver made), fails, and its line names the problems,
+which are also printed as PROBLEM lines just above the verdicts):
   occupancy    per sm_90a kernel, the report's theoretical blocks per SM
                and percentage (`occupancy:` in `== resources ==`) equal
                Nsight Compute's: the least of launch__occupancy_limit_
@@ -55,10 +57,23 @@ or a run where ncu saw other launches than the driver made, fails):
                go through the LSU: a kernel whose buffers see only those
                is "not observable", not passed; the sm_86 cases (the same
                GEMM and attention on mma.sync, ldmatrix and cp.async) carry
-               the check. The portable fallbacks have no prediction (their
-               pass decisions are not reported).
-  time         per sm_90a kernel bound by memory bandwidth (`bound: memory
-               bandwidth` in `== roofline ==`): the predicted time within
+               the check. A layout conversion through shared memory
+               (transpose, the GEMM's and attention's epilogues) carries the
+               code generator's prediction for its st.shared writes and
+               ld.shared reads (`bank model, warp 0:` on its line), checked
+               on ncu's op_st / op_ld counters; ops that a buffer predicted
+               to conflict also issues are left out of the check, and for
+               ops only such buffers issue the predicted and measured
+               excess are printed side by side. A reduction across warps
+               through shared memory (softmax, layernorm, partial_sum)
+               carries the same prediction on its line and is checked
+               the same way; a conversion or reduction without one is
+               named beside the kernel as not modelled.
+               The portable fallbacks have no prediction (their pass
+               decisions are not reported).
+  time         per sm_90a kernel bound by memory bandwidth or the integer
+               multipliers (`bound: memory bandwidth` or `bound: integer
+               multiplies` in `== roofline ==`): the predicted time within
                25% of gpu__time_duration.sum (|predicted / measured - 1| <=
                0.25). The DRAM bytes predicted and measured
                (dram__bytes_{read,write}.sum) and the SM clock are printed
@@ -118,6 +133,9 @@ CASES = [
 CHECKS = ("occupancy", "bank", "time")
 BY_NAME = {c["name"]: c for c in CASES}
 TIME_TOL = 0.25          # |predicted / measured - 1|
+# The bounds whose predicted time is checked: memory bandwidth, and the
+# integer multipliers (the SIMT unit the roofline counts: dropout's Philox).
+TIME_BOUNDS = ("memory bandwidth", "integer multiplies")
 CONFLICT_TOL = 1.0       # percent of shared-memory wavefronts
 OCC_TOL = 0.06           # percent points: the report prints one decimal
 
@@ -215,8 +233,23 @@ def parse_report(text):
                 m = re.match(r"\s+shared buffer at (\d+:\d+):", line)
                 if m and m.group(1) not in cur["buffers"]:
                     cur["buffers"].append(m.group(1))
-                if "layout conversion through shared memory" in line:
+                conv = "layout conversion through shared memory" in line
+                red = re.search(r"reduce .* via shared memory", line)
+                if conv:
                     cur["conversions"] += 1
+                if red:
+                    cur["smem_reductions"] = cur.get("smem_reductions", 0) + 1
+                w = re.search(r"bank model, warp 0: st\.shared (\d+) wavefronts \(ideal (\d+)\), "
+                              r"ld\.shared (\d+) \(ideal (\d+)\)", line)
+                if w and (conv or red):   # the code generator's bank model of the scratch (warp 0)
+                    what = "conversion %d" % cur["conversions"] if conv else "reduction %d" % cur["smem_reductions"]
+                    cur["modelled_" + ("conversions" if conv else "reductions")] = \
+                        cur.get("modelled_" + ("conversions" if conv else "reductions"), 0) + 1
+                    cur.setdefault("xfers", []).extend([
+                        {"at": what + " writes", "loc": what + " writes", "layout": "scratch",
+                         "uses": ["st.shared"], "after": int(w.group(1)), "ideal": int(w.group(2))},
+                        {"at": what + " reads", "loc": what + " reads", "layout": "scratch",
+                         "uses": ["ld.shared"], "after": int(w.group(3)), "ideal": int(w.group(4))}])
         elif section == "resources":
             m = re.match(r"kernel (\S+) \((\S+)\)", line)
             if m:
@@ -410,7 +443,8 @@ def parse_ncu_csv(text):
 # (passes/bank_model.c) issues; TMA writes and wgmma/tcgen05 operand reads
 # do not go through the LSU and no shared-memory counter sees them.
 USE_OP = {"cp.async 16B": "ldgsts", "st.shared.v4": "st", "ld.shared.v4": "ld", "ldmatrix": "ldsm",
-          "ldmatrix.trans": "ldsm", "TMA": None, "wgmma/tcgen05 operand": None}
+          "ldmatrix.trans": "ldsm", "TMA": None, "wgmma/tcgen05 operand": None,
+          "st.shared": "st", "ld.shared": "ld"}
 HW = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_%s.sum"
 HW_WF = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_%s.sum"
 SASS_WF = "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum"
@@ -469,26 +503,45 @@ def bank_result(rep, k, kernel, m):
     # add_portable): the swizzle lines at its buffers' places are the main
     # kernel's, of other tiles
     portable = kernel.startswith("tilec_portable_")
-    mine = [] if portable else [bufs[loc] for loc in k.get("buffers", []) if loc in bufs]
+    mine = [] if portable else [bufs[loc] for loc in k.get("buffers", []) if loc in bufs] + k.get("xfers", [])
     ops, sass = conflict_counts(m)
+    unmodelled = []
+    nconv = k.get("conversions", 0) - k.get("modelled_conversions", 0)
+    if nconv > 0:
+        unmodelled.append("%d layout conversion%s through shared memory" % (nconv, "s" if nconv > 1 else ""))
+    nred = k.get("smem_reductions", 0) - k.get("modelled_reductions", 0)
+    if nred > 0:
+        unmodelled.append("%d reduction%s across warps through shared memory (ld/st)" % (
+            nred, "s" if nred > 1 else ""))
     res = {"buffers": [{"at": b["at"], "layout": b["layout"], "uses": b["uses"], "after": b.get("after"),
                         "ideal": b.get("ideal")} for b in mine],
            "ops": {op: list(v) for op, v in ops.items()}, "sass": list(sass) if sass else None,
-           "unmodelled": ["%d layout conversion%s through shared memory" % (
-               k["conversions"], "s" if k["conversions"] > 1 else "")] if k.get("conversions") else []}
+           "unmodelled": unmodelled}
     res["kernel_pct"], res["kernel_source"] = measured_conflicts(m)
     if portable:
         res["status"] = "no prediction"
         return res
     if not mine:
         return res
-    free = all(b.get("after") is not None and b["after"] == b.get("ideal") for b in mine)
+    is_free = lambda b: b.get("after") is not None and b["after"] == b.get("ideal")  # noqa: E731
+    free = all(is_free(b) for b in mine)
     res["predicted_free"] = free
-    wanted = {USE_OP.get(u, "other") for b in mine for u in b["uses"]} - {None}
-    if not free:
-        return res
+    # The LSU ops of the buffers predicted conflict-free, less those that a
+    # buffer predicted to conflict also issues (ncu counts per op, not per
+    # buffer): what the criterion can check.
+    ops_free = {USE_OP.get(u, "other") for b in mine if is_free(b) for u in b["uses"]} - {None}
+    ops_bad = {USE_OP.get(u, "other") for b in mine if not is_free(b) for u in b["uses"]} - {None}
+    wanted = ops_free - ops_bad
+    # predicted against measured excess for the ops only conflicted buffers issue (informational)
+    only_bad = sorted(op for op in ops_bad - ops_free if op in ops)
+    if only_bad:
+        aft = sum(b["after"] for b in mine if not is_free(b) for u in b["uses"] if USE_OP.get(u) in only_bad)
+        ide = sum(b["ideal"] for b in mine if not is_free(b) for u in b["uses"] if USE_OP.get(u) in only_bad)
+        bc, wf = sum(ops[op][0] for op in only_bad), sum(ops[op][1] for op in only_bad)
+        res["conflicted"] = {"ops": only_bad, "predicted_pct": 100.0 * (aft - ide) / aft if aft else None,
+                             "measured_pct": 100.0 * bc / wf if wf else None}
     if not wanted:
-        res["status"] = "not observable"   # TMA writes and wgmma reads only
+        res["status"] = "not observable" if not ops_free and free else "predicted conflicts"
         return res
     pct, src = measured_conflicts(m, wanted - {"other"} if "other" not in wanted else None)
     res["measured_pct"], res["source"] = pct, src
@@ -551,7 +604,7 @@ def compare(reports, profiled, launches=None, cases=None):
              "peaks": roof.get("peaks"), "note": roof.get("note", "") if "us" not in roof else ""}
         if roof.get("us") and meas_us:
             t["ratio"] = roof["us"] / meas_us
-            if roof.get("bound") == "memory bandwidth" and "time" in checks:
+            if roof.get("bound") in TIME_BOUNDS and "time" in checks:
                 t["ok"] = abs(t["ratio"] - 1.0) <= TIME_TOL
         r["time"] = t
     return results, verdicts(results, problems), problems
@@ -562,8 +615,14 @@ def verdicts(results, problems):
         checked = [r for r in results if r.get(key, {}).get("ok") is not None]
         bad = [r for r in checked if not r[key]["ok"]]
         ok = bool(checked) and not bad and not problems
+        text = fmt(checked, bad)
+        if not checked:
+            text += "; no kernel checked"
+        if problems:   # a run with a problem passes nothing: say which, here
+            text += "; and %d problem%s in the run: %s" % (len(problems), "s" if len(problems) > 1 else "",
+                                                           " | ".join(problems))
         return {"criterion": name, "ok": ok, "checked": len(checked), "failed": [r["case"] for r in bad],
-                "text": fmt(checked, bad)}
+                "text": text}
 
     def occ(c, b):
         return "%d of %d kernels identical%s" % (len(c) - len(b), len(c), "; differ: " + ", ".join(
@@ -579,22 +638,24 @@ def verdicts(results, problems):
         elif c:
             worst = max(c, key=lambda r: r["bank"]["measured_pct"])
             text += " (worst %s %.3f%%)" % (worst["case"], worst["bank"]["measured_pct"])
-        for status in ("not observable", "no data"):
+        for status in ("not observable", "no data", "predicted conflicts"):
             names = [r["case"] for r in results if r.get("bank", {}).get("status") == status]
             if names:
-                text += "; %s: %s" % (status + (" (TMA writes and wgmma reads only)"
-                                                if status == "not observable" else ""), ", ".join(names))
+                text += "; %s: %s" % (status + {"not observable": " (TMA writes and wgmma reads only)",
+                                                 "predicted conflicts": " (every op observed also serves a "
+                                                 "buffer predicted to conflict)"}.get(status, ""), ", ".join(names))
         return text
 
     def tm(c, b):
-        return "%d of %d memory-bound kernels within 25%%%s" % (len(c) - len(b), len(c), "; outside: " + ", ".join(
+        return "%d of %d kernels bound by memory or integer multiplies within 25%%%s" % (
+            len(c) - len(b), len(c), "; outside: " + ", ".join(
             "%s (predicted %.1f us, measured %.1f us, %.2f)" % (
                 r["case"], r["time"]["predicted_us"], r["time"]["measured_us"], r["time"]["ratio"])
             for r in b) if b else "")
 
     return [crit("occupancy identical", "occupancy", occ),
             crit("bank conflicts under 1% where predicted conflict-free", "bank", bank),
-            crit("predicted time within 25% for memory-bound kernels", "time", tm)]
+            crit("predicted time within 25% for kernels bound by memory or integer multiplies", "time", tm)]
 
 
 def fmt_table(results):
@@ -617,8 +678,8 @@ def fmt_table(results):
         nb = len(b["buffers"])
         bs = ("%d free" % nb if b.get("predicted_free") else "%d confl" % nb) if nb else "-"
         pct = lambda v: "%.3f%%" % v if v is not None else "-"  # noqa: E731
-        st = ok(b) or {"not observable": "n/obs", "no prediction": "-", "no data": "nodata"}.get(
-            b.get("status"), "")
+        st = ok(b) or {"not observable": "n/obs", "no prediction": "-", "no data": "nodata",
+                       "predicted conflicts": "confl"}.get(b.get("status"), "")
         out.append(row % (
             r["case"][:18], r["kernel"][:20], ps, ms, ok(o), bs, pct(b.get("measured_pct")), st,
             pct(b.get("kernel_pct")), (t["bound"] or t["note"] or "-")[:17],
@@ -798,6 +859,11 @@ def report(results, verdict, problems, out):
             notes.append("l1tex " + ", ".join("%s %d/%d" % (op, c, w) for op, (c, w) in sorted(b["ops"].items())))
         if b.get("sass"):
             notes.append("sass wavefronts %d, ideal %d" % tuple(b["sass"]))
+        cf = b.get("conflicted")
+        if cf:
+            notes.append("predicted to conflict (%s): %s excess predicted, %s measured" % (
+                "+".join(cf["ops"]), "%.1f%%" % cf["predicted_pct"] if cf["predicted_pct"] is not None else "?",
+                "%.1f%%" % cf["measured_pct"] if cf["measured_pct"] is not None else "?"))
         t = r.get("time", {})
         if t.get("sm_hz"):
             notes.append("SM clock %.0f MHz" % (t["sm_hz"] / 1e6))
@@ -807,9 +873,9 @@ def report(results, verdict, problems, out):
             notes.append("registers: report %d, driver %d" % (o["regs_predicted"], o["regs_measured"]))
         if notes:
             print("  %-18s %s" % (r["case"], "; ".join(notes)))
-    for p in problems:
-        print("PROBLEM", p)
     print()
+    for p in problems:   # beside the verdicts, which a problem fails: the end of the log shows both
+        print("PROBLEM", p)
     for v in verdict:
         print("%s %s: %s" % ("PASS" if v["ok"] else "FAIL", v["criterion"], v["text"]))
     if out:

@@ -9,6 +9,8 @@
 
 #include <math.h>
 
+#include "passes/smem_model.h"
+
 /* Every barrier starts a new epoch: values from before it are recomputed,
  * not kept live, where lower_simt.c can (rematerialisation). A conversion
  * whose rows stay inside each warp group after decoupled turns
@@ -180,6 +182,31 @@ static LLVMValueRef slots_at(Cg *cg, const Slots *s, int r)
     return d ? LLVMBuildGEP2(cg->b, s->mty, s->base, &o, 1, "") : s->base;
 }
 
+/* The bank-conflict model (passes/bank_model.c) on warp 0's accesses to
+ * the scratch for the registers of L, g elements an access: the byte
+ * addresses the code computes (slot_ptr, smem_offset) for lanes 0-31, one
+ * warp instruction per register group, wavefronts and ideal summed. Every
+ * warp's accesses are warp 0's shifted by whole rows or tiles, the same
+ * banks up to a rotation for the padded rows, so warp 0 stands for all. */
+static SmemCost xfer_cost(const Layout *L, const int *perm, const int64_t *shape, int rank, int pad, int eb, int g)
+{
+    SmemCost tot = { 0, 0 };
+    int64_t addr[32];
+    for (int r = 0, n = layout_nregs(L); r < n; r += g) {
+        for (int t = 0; t < 32; t++) {
+            int64_t c[TILE_MAXRANK] = { 0 }, o = 0;
+            layout_coord(L, t, r, c);
+            for (int k = 0; k < rank; k++)
+                o = o * padded_ext(shape, k, rank, pad) + c[perm ? perm[k] : k];
+            addr[t] = o * eb;
+        }
+        SmemCost one = pass_smem_bank_cost(addr, 32, g * eb);
+        tot.wavefronts += one.wavefronts;
+        tot.ideal += one.ideal;
+    }
+    return tot;
+}
+
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,
                                 DType dt, const int *perm)
 {
@@ -229,6 +256,9 @@ LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, 
         layout_print(to, cg->report);
         if (gw > 1 || gr > 1)
             sb_printf(cg->report, " (%d-byte writes, %d-byte reads)", gw * eb, gr * eb);
+        SmemCost w = xfer_cost(from, perm, shape, rank, pad, eb, gw), rd = xfer_cost(to, NULL, shape, rank, pad, eb, gr);
+        sb_printf(cg->report, "; bank model, warp 0: st.shared %lld wavefronts (ideal %lld), ld.shared %lld (ideal "
+                  "%lld)", (long long)w.wavefronts, (long long)w.ideal, (long long)rd.wavefronts, (long long)rd.ideal);
         sb_putc(cg->report, '\n');
     }
     return out;
@@ -358,6 +388,39 @@ static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const 
     }
 }
 
+/* The bank-conflict model of reduce_across_warps' scratch for warp 0
+ * (another warp's slots are warp 0's moved by its position along p, a
+ * whole word: the same pattern of banks): every lane stores register r's
+ * partial at word (logical offset of its element) x nw + 0, then loads the
+ * nw words from (logical offset) x nw, one load a warp, per register. */
+static void red_cost(const Layout *Lr, int nw, int eb, SmemCost *w, SmemCost *rd)
+{
+    int rank = layout_rank(Lr);
+    int64_t shape[TILE_MAXRANK], addr[32], off[32];
+    logical_shape(Lr, shape);
+    *w = *rd = (SmemCost){ 0, 0 };
+    for (int r = 0, n = layout_nregs(Lr); r < n; r++) {
+        for (int t = 0; t < 32; t++) {
+            int64_t c[TILE_MAXRANK] = { 0 }, o = 0;
+            layout_coord(Lr, t, r, c);
+            for (int k = 0; k < rank; k++)
+                o = o * shape[k] + c[k];
+            off[t] = o * nw;
+            addr[t] = off[t] * eb;
+        }
+        SmemCost one = pass_smem_bank_cost(addr, 32, eb);
+        w->wavefronts += one.wavefronts;
+        w->ideal += one.ideal;
+        for (int k = 0; k < nw; k++) {
+            for (int t = 0; t < 32; t++)
+                addr[t] = (off[t] + k) * eb;
+            one = pass_smem_bank_cost(addr, 32, eb);
+            rd->wavefronts += one.wavefronts;
+            rd->ideal += one.ideal;
+        }
+    }
+}
+
 int cg_lower_reduce(Cg *cg, Op *op)
 {
     Func *f = cg->f;
@@ -396,6 +459,13 @@ int cg_lower_reduce(Cg *cg, Op *op)
         else
             sb_puts(cg->report, "no shared memory -> ");
         layout_print(Lr, cg->report);
+        if (L->wpc[p] > 1) {
+            SmemCost w, rd;
+            red_cost(Lr, L->wpc[p], elem_bytes(rc.acc), &w, &rd);
+            sb_printf(cg->report, "; bank model, warp 0: st.shared %lld wavefronts (ideal %lld), ld.shared %lld "
+                      "(ideal %lld)", (long long)w.wavefronts, (long long)w.ideal, (long long)rd.wavefronts,
+                      (long long)rd.ideal);
+        }
         sb_putc(cg->report, '\n');
     }
     return 0;

@@ -17,7 +17,8 @@
  *   async_copy, tma_load,      bytes written to shared memory; smem_load
  *   smem_store                 bytes read from it (once a block: warps that
  *                              share an operand each read it, not counted);
- *   exp, exp2, log, ...        MUFU results (roofline.h lists the ops).
+ *   exp, exp2, log, ...        MUFU results (roofline.h lists the ops);
+ *   philox, integer multiplies IMAD slots (below).
  * A scalar that depends on a block id is marked; when a loop bound, a
  * branch or a masked window's offset reads one, the counts differ per
  * block and every block is walked (a causal loop's hi = min(NK, m0 + BM)
@@ -30,9 +31,30 @@
  * Times: each count over the target's peak rate (TargetInfo.peak; SMs
  * from target.sms when given): tensor cores mma_flops_clk x SMs x clock,
  * DRAM bandwidth on the bytes each tensor would move once (L2 catching
- * every re-read), MUFU 16 a clock a SM, shared memory 128 B a clock a SM;
- * per-SM units count min(SMs, blocks) SMs. The prediction is the largest
- * of the four (perfect overlap); its unit is the bound.
+ * every re-read), MUFU 16 a clock a SM, shared memory 128 B a clock a SM,
+ * integer multiplies 64 IMAD slots a clock a SM; per-SM units count
+ * min(SMs, blocks) SMs. The prediction is the largest of the five (perfect
+ * overlap); its unit is the bound.
+ *
+ * Integer multiplies. The CUDA C++ Programming Guide's throughput table
+ * gives 64 32-bit integer multiplies (IMAD) a clock a SM on every arch
+ * here: one pipe of 16 lanes in each of the 4 sub-partitions, a warp's
+ * IMAD occupying it 2 clocks. A product whose high word is used (PTX
+ * mul.wide.u32, mul.hi.u32: SASS IMAD.WIDE.U32, IMAD.HI.U32) occupies it
+ * twice as long, 2 slots: on the H200, dropout's 16 elements a thread
+ * compile to 13 IMAD.WIDE.U32, 3 IMAD.HI.U32 and 4 other IMADs an element,
+ * and Nsight Compute found the FMA-heavy pipe busy 617 us of the kernel's
+ * 742 (83%); 4 clocks a warp for the wide and high products and 2 for the
+ * others make 587 us at the 1.95 GHz it ran at (2 clocks for all: 326
+ * us). A philox element (word 0 of Philox4x32-10, ir/philox.h) takes 10
+ * rounds of two 32x32 -> 64-bit products, less what is constant or
+ * unused: round 1's second product multiplies the counter's word 2,
+ * always 0; of the last three rounds only what feeds word 0 is computed
+ * (round 8: one wide product and one high word; round 9: one high word
+ * and one low word; round 10: one high word); rounds 1-7 take 13 wide
+ * products. 14 wide and 3 high products at 2 slots and 1 low word at 1:
+ * TC_PHILOX_IMUL = 35 slots an element. The counter's arithmetic and the
+ * rest of what the code generator adds is not counted (a floor).
  */
 #include "roofline.h"
 
@@ -150,10 +172,48 @@ static int64_t window_bytes(Roof *R, const Op *op, ValId tensor, const ValId *of
     return bytes_of(numel, (DType)t->dtype);
 }
 
+/* Bytes of a gather's or scatter's window of `tensor` (op->list extents):
+ * along the indexed dim iattr[2] element i sits at offset + index[i],
+ * anywhere in the tensor, so that dim counts its whole extent (every index
+ * taken as inside the tensor) and the other dims mask as window_bytes's.
+ * Each index starts a run of contiguous bytes in DRAM: the window's
+ * extent along the last dim (the whole window when the indexed dim is the
+ * last, one element). DRAM and L2 move whole 32-byte sectors (CUDA C++
+ * Best Practices Guide, "Coalesced Access to Global Memory"), and a run
+ * at a random place starts at a sector boundary only by chance: it is
+ * counted as its bytes rounded up to sectors (exact for a run of whole
+ * aligned sectors, such as gather_rows' 512-byte rows; a floor for
+ * unaligned runs, which touch one sector more). */
+static int64_t indexed_bytes(Roof *R, const Op *op, ValId tensor, const ValId *offs)
+{
+    const Type *t = ir_type(R->f, tensor);
+    int dim = (int)op->iattr[2], last = t->rank - 1;
+    int64_t runs = 1, run = 1;
+    for (int d = 0; d < t->rank && d < op->nlist; d++) {
+        int64_t ext = op->list[d], n = ext == 0 ? 1 : ext;
+        if (d != dim && ext > 0 && (op->iattr[0] >> d & 1)) {
+            RVal off = get(R, offs[d]);
+            decide(R, off);
+            int64_t size = tensor_dim(R, t, d);
+            if (off.known && size > 0) {
+                int64_t lo = off.v > 0 ? off.v : 0, hi = off.v + ext < size ? off.v + ext : size;
+                n = hi > lo ? hi - lo : 0;
+            }
+        }
+        if (d == last && d != dim)
+            run = n;
+        else
+            runs = sat_mul(runs, n);
+    }
+    int64_t rb = bytes_of(run, (DType)t->dtype);
+    return sat_mul(runs, (rb + 31) / 32 * 32);
+}
+
 static void global_access(Roof *R, const Op *op, int tensor_arg, bool write, int64_t *count)
 {
     ValId tv = op->args[tensor_arg];
-    int64_t b = window_bytes(R, op, tv, op->args + tensor_arg + 1);
+    int64_t b = op->code == OP_GATHER || op->code == OP_SCATTER ? indexed_bytes(R, op, tv, op->args + tensor_arg + 1)
+                                                                : window_bytes(R, op, tv, op->args + tensor_arg + 1);
     *count = sat_add(*count, b);
     int p = param_index(R->f, tv);
     if (p >= 0)
@@ -183,6 +243,10 @@ static void count_elem(Roof *R, const Op *op)
 {
     const Func *f = R->f;
     DType dt = (DType)ir_type(f, op->res[0])->dtype;
+    if (op->code == OP_MUL && dtype_is_int(dt)) {   /* a 64-bit low product: a wide one and two cross terms */
+        R->c.imul = sat_add(R->c.imul, sat_mul(numel_of(f, op->res[0]), dtype_bits(dt) > 32 ? 4 : 1));
+        return;
+    }
     if (op->code == OP_CMP || op->code == OP_SELECT || op->code == OP_CAST || !dtype_is_float(dt))
         return;
     int64_t n = numel_of(f, op->res[0]);
@@ -359,6 +423,9 @@ static void exec_op(Roof *R, const Op *op)
     case OP_TC_MMA:
         count_product(R, op, op->args[0], op->args[1]);
         return;
+    case OP_PHILOX:
+        R->c.imul = sat_add(R->c.imul, sat_mul(numel_of(f, op->res[0]), TC_PHILOX_IMUL));
+        return;
     case OP_LOAD:
         global_access(R, op, 0, false, &R->c.load_bytes);
         return;
@@ -367,6 +434,12 @@ static void exec_op(Roof *R, const Op *op)
         return;
     case OP_ATOMIC_ADD:
         global_access(R, op, 0, true, &R->c.atomic_bytes);
+        return;
+    case OP_GATHER:
+        global_access(R, op, 0, false, &R->c.load_bytes);
+        return;
+    case OP_SCATTER:
+        global_access(R, op, 0, true, &R->c.store_bytes);
         return;
     case OP_ASYNC_COPY:
     case OP_TMA_LOAD: {
@@ -424,6 +497,7 @@ static void add_counts(RoofCounts *to, const RoofCounts *from, int64_t times)
     to->sync_flops = sat_add(to->sync_flops, sat_mul(from->sync_flops, times));
     to->mufu = sat_add(to->mufu, sat_mul(from->mufu, times));
     to->elem = sat_add(to->elem, sat_mul(from->elem, times));
+    to->imul = sat_add(to->imul, sat_mul(from->imul, times));
     to->load_bytes = sat_add(to->load_bytes, sat_mul(from->load_bytes, times));
     to->store_bytes = sat_add(to->store_bytes, sat_mul(from->store_bytes, times));
     to->atomic_bytes = sat_add(to->atomic_bytes, sat_mul(from->atomic_bytes, times));
@@ -516,7 +590,7 @@ int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts 
     out->sampled = R.c.block_dependent || first.block_dependent ? nwalk : 1;
     if (first.block_dependent && nwalk < out->blocks) {   /* a sample: scale to the grid */
         double k = (double)out->blocks / (double)nwalk;
-        int64_t *fields[] = { &out->tc_flops, &out->sync_flops, &out->mufu, &out->elem, &out->load_bytes,
+        int64_t *fields[] = { &out->tc_flops, &out->sync_flops, &out->mufu, &out->elem, &out->imul, &out->load_bytes,
                               &out->store_bytes, &out->atomic_bytes, &out->smem_bytes };
         for (size_t i = 0; i < TC_COUNTOF(fields); i++)
             *fields[i] = sat_scale(*fields[i], k);
@@ -560,6 +634,8 @@ RoofTimes tc_roofline_times(const RoofCounts *c, const TargetInfo *t, int64_t sm
             r.t[RB_MUFU] = (double)c->mufu / ((double)p->mufu_clk * (double)n * clk);
         if (p->smem_bytes_clk > 0)
             r.t[RB_SMEM] = (double)c->smem_bytes / ((double)p->smem_bytes_clk * (double)n * clk);
+        if (p->imul_clk > 0)
+            r.t[RB_IMUL] = (double)c->imul / ((double)p->imul_clk * (double)n * clk);
     }
     if (bw > 0) {
         r.t[RB_MEMORY] = (double)c->dram_bytes / bw;
@@ -575,7 +651,7 @@ RoofTimes tc_roofline_times(const RoofCounts *c, const TargetInfo *t, int64_t sm
 /* ---- the report ---- */
 
 static const char *const bound_names[RB_COUNT] = { "tensor cores", "memory bandwidth", "MUFU (exp units)",
-                                                   "shared memory" };
+                                                   "shared memory", "integer multiplies" };
 
 /* x with an SI prefix: "137.4 G". */
 static void put_si(StrBuf *out, double x, const char *unit)
@@ -642,7 +718,10 @@ static void put_kernel(Arena *a, StrBuf *out, const Func *f, const PassDims *dim
         sb_printf(out, "; %lld of them on mma.sync, which runs below the peak counted here",
                   (long long)c.sync_flops);
     sb_putc(out, '\n');
-    sb_printf(out, "  MUFU: %lld ops; other elementwise: %lld ops\n", (long long)c.mufu, (long long)c.elem);
+    sb_printf(out, "  MUFU: %lld ops; other elementwise: %lld ops", (long long)c.mufu, (long long)c.elem);
+    if (c.imul > 0)
+        sb_printf(out, "; integer multiplies: %lld IMAD slots (a wide or high product 2)", (long long)c.imul);
+    sb_putc(out, '\n');
     int64_t acc = c.load_bytes + c.store_bytes + c.atomic_bytes;
     sb_printf(out, "  global memory: %lld B accessed (loads %lld B, stores %lld B, atomics %lld B); DRAM %lld B (",
               (long long)acc, (long long)c.load_bytes, (long long)c.store_bytes, (long long)c.atomic_bytes,
@@ -655,9 +734,10 @@ static void put_kernel(Arena *a, StrBuf *out, const Func *f, const PassDims *dim
                        " (all FLOPs: tensor-core, MUFU and elementwise)\n",
                   ops / (double)c.dram_bytes, ops / (double)acc);
     RoofTimes r = tc_roofline_times(&c, t, sms);
-    sb_printf(out, "  peaks: %s, %d SMs%s, %d MHz, %d GB/s, %d FLOP/clk/SM, %d MUFU/clk/SM, %d B/clk/SM shared\n",
+    sb_printf(out, "  peaks: %s, %d SMs%s, %d MHz, %d GB/s, %d FLOP/clk/SM, %d MUFU/clk/SM, %d B/clk/SM shared, "
+                   "%d IMAD/clk/SM\n",
               t->peak.device, sms > 0 ? (int)sms : t->peak.sms, sms > 0 ? " (target.sms)" : "", t->peak.clock_mhz,
-              t->peak.mem_gbs, t->mma_flops_clk, t->peak.mufu_clk, t->peak.smem_bytes_clk);
+              t->peak.mem_gbs, t->mma_flops_clk, t->peak.mufu_clk, t->peak.smem_bytes_clk, t->peak.imul_clk);
     sb_puts(out, "  time: tensor cores ");
     put_time(out, r.t[RB_TENSOR]);
     sb_puts(out, ", memory ");
@@ -668,6 +748,10 @@ static void put_kernel(Arena *a, StrBuf *out, const Func *f, const PassDims *dim
     put_time(out, r.t[RB_MUFU]);
     sb_puts(out, ", shared memory ");
     put_time(out, r.t[RB_SMEM]);
+    if (c.imul > 0) {
+        sb_puts(out, ", integer multiplies ");
+        put_time(out, r.t[RB_IMUL]);
+    }
     sb_putc(out, '\n');
     sb_printf(out, "  bound: %s; predicted time ", bound_names[r.bound]);
     put_time(out, r.t[r.bound]);

@@ -22,6 +22,8 @@ typedef struct RoofCounts {
     int64_t mufu;             /* exp, exp2 (less its FMA-emulated elements), log, log2, sqrt, rsqrt,
                                  tanh, sin, cos: 1 an element; sigmoid, pow: 2; f32 division: 1 (rcp) */
     int64_t elem;             /* other float elementwise ops and reductions: 1 an element (informational) */
+    int64_t imul;             /* 32-bit integer multiply issues (IMAD slots): an integer tile multiply 1 an
+                                 element (4 at 64 bits), philox TC_PHILOX_IMUL an element (roofline.c) */
     int64_t load_bytes;       /* load, async_copy, tma_load windows (masked dims by their true extents) */
     int64_t store_bytes;      /* store windows */
     int64_t atomic_bytes;     /* atomic_add windows */
@@ -42,9 +44,12 @@ typedef struct RoofCounts {
  * reason. */
 int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts *out, const char **missing);
 
+/* IMAD slots of one element of philox (Philox4x32-10's word 0), roofline.c. */
+enum { TC_PHILOX_IMUL = 35 };
+
 /* The times (seconds) each peak rate of t would take for c on `sms` SMs
  * (0: the target's reference device's count); the largest is the bound. */
-typedef enum RoofBound { RB_TENSOR, RB_MEMORY, RB_MUFU, RB_SMEM, RB_COUNT } RoofBound;
+typedef enum RoofBound { RB_TENSOR, RB_MEMORY, RB_MUFU, RB_SMEM, RB_IMUL, RB_COUNT } RoofBound;
 typedef struct RoofTimes {
     double t[RB_COUNT];
     double t_accessed;        /* every access from DRAM (load + store + atomic bytes) */

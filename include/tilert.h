@@ -117,7 +117,17 @@ typedef struct tilert_kernel tilert_kernel;
  * the message. */
 tilert_status tilert_module_load(tilert_driver *drv, const char *ptx, const char *meta,
                                  tilert_module **out);
-/* The same, reading the two files. */
+/* The same for code already compiled for the device: `size` bytes of a
+ * cubin (an ELF image, as `ptxas -arch=sm_90a -o X.cubin X.ptx` writes it
+ * for the device's compute capability) or of PTX text. A cubin loads
+ * without the driver's JIT: cuModuleLoadDataEx compiles PTX under a lock
+ * of the driver's, one module after another in a process, while separate
+ * ptxas processes compile in parallel (tilec.Tuned does so with its
+ * candidates). The image is copied. TILERT_ERR_JIT when the driver refuses
+ * it (a cubin for another GPU, or from a newer CUDA than the driver's). */
+tilert_status tilert_module_load_image(tilert_driver *drv, const void *image, size_t size, const char *meta,
+                                       tilert_module **out);
+/* The same as tilert_module_load, reading the two files. */
 tilert_status tilert_module_load_files(tilert_driver *drv, const char *ptx_path,
                                        const char *meta_path, tilert_module **out);
 /* Parse metadata alone, without a driver: kernels can be queried and

@@ -209,23 +209,21 @@ static tilert_status read_file(const char *path, char **out)
     return TILERT_OK;
 }
 
-TILERT_API tilert_status tilert_module_load(tilert_driver *drv, const char *ptx,
-                                            const char *meta, tilert_module **out)
+/* The module of `size` bytes of code (PTX text or a cubin) and metadata. */
+static tilert_status load_code(tilert_driver *drv, const void *code, size_t size, const char *meta,
+                               tilert_module **out)
 {
-    if (out)
-        *out = NULL;
-    if (!drv || !ptx || !out)
-        return tilert_fail(TILERT_ERR_USAGE, "tilert_module_load: NULL driver, PTX or out");
     tilert_module *m;
     tilert_status st = new_module(drv, meta, &m);
     if (st)
         return st;
-    m->ptx = malloc(strlen(ptx) + 1);
+    m->ptx = malloc(size + 1);
     if (!m->ptx) {
         tilert_module_free(m);
         return tilert_fail(TILERT_ERR_NOMEM, "out of memory");
     }
-    strcpy(m->ptx, ptx);
+    memcpy(m->ptx, code, size);
+    m->ptx[size] = '\0';
     CUcontext ctx;
     int pdev;
     RtLoaded *l;
@@ -242,6 +240,35 @@ TILERT_API tilert_status tilert_module_load(tilert_driver *drv, const char *ptx,
     *out = m;
     tilert_clear_error();
     return TILERT_OK;
+}
+
+TILERT_API tilert_status tilert_module_load(tilert_driver *drv, const char *ptx,
+                                            const char *meta, tilert_module **out)
+{
+    if (out)
+        *out = NULL;
+    if (!drv || !ptx || !out)
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_module_load: NULL driver, PTX or out");
+    return load_code(drv, ptx, strlen(ptx), meta, out);
+}
+
+/* An ELF cubin starts with "\x7f" "ELF"; anything else is taken for PTX
+ * text, which must then hold no NUL byte before its end. */
+TILERT_API tilert_status tilert_module_load_image(tilert_driver *drv, const void *image, size_t size,
+                                                  const char *meta, tilert_module **out)
+{
+    if (out)
+        *out = NULL;
+    if (!drv || !image || !size || !out)
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_module_load_image: NULL driver, image or out, or an "
+                           "empty image");
+    bool elf = size >= 4 && memcmp(image, "\x7f" "ELF", 4) == 0;
+    if (!elf && memchr(image, '\0', size) && strlen(image) + 1 != size)
+        return tilert_fail(TILERT_ERR_USAGE, "tilert_module_load_image: the image is neither a cubin (ELF) nor "
+                           "PTX text (a NUL byte inside it)");
+    if (!elf && ((const char *)image)[size - 1] == '\0')
+        size--;
+    return load_code(drv, image, size, meta, out);
 }
 
 TILERT_API tilert_status tilert_module_load_files(tilert_driver *drv, const char *ptx_path,

@@ -52,6 +52,7 @@ typedef struct TargetPeaks {
     int clock_mhz;             /* its boost clock, MHz */
     int mem_gbs;               /* its DRAM bandwidth, GB/s (10^9 bytes a second) */
     int mufu_clk;              /* MUFU (ex2, lg2, rcp, rsqrt, sin, cos, tanh) results per SM per clock */
+    int imul_clk;              /* 32-bit integer multiply (IMAD) results per SM per clock */
     int smem_bytes_clk;        /* shared memory bytes per SM per clock */
 } TargetPeaks;
 

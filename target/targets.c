@@ -43,10 +43,11 @@
  *     whitepaper).
  * MUFU: 16 results per SM per clock for ex2, lg2, rcp, rsqrt, sin, cos on
  * every arch here (CUDA C++ Programming Guide, "Arithmetic Instructions"
- * throughput table); shared memory: 32 banks of 4 bytes, 128 bytes per SM
- * per clock. */
+ * throughput table); 32-bit integer multiply and multiply-add: 64 results
+ * per SM per clock on every arch here (the same table); shared memory: 32
+ * banks of 4 bytes, 128 bytes per SM per clock. */
 #define PEAK(dev, n, mhz, gbs) { .device = dev, .sms = n, .clock_mhz = mhz, .mem_gbs = gbs, .mufu_clk = 16, \
-                                 .smem_bytes_clk = 128 }
+                                 .imul_clk = 64, .smem_bytes_clk = 128 }
 #define A100_PEAK PEAK("A100 SXM4 80GB", 108, 1410, 2039)
 #define RTX3090_PEAK PEAK("RTX 3090", 82, 1695, 936)
 #define RTX4090_PEAK PEAK("RTX 4090", 128, 2520, 1008)

@@ -499,6 +499,7 @@ class Module(KernelSet):
             raise _rt_error(st)
         self._meta_handle = h
         self._handle = None
+        self.image = None    # compiled code (a cubin) loaded instead of the PTX when set before the first launch
         self._rt = rt  # kept for __del__ at interpreter exit
         self.kernels = [Kernel(self, i, rt.tilert_module_kernel_at(h, i))
                         for i in range(rt.tilert_module_num_kernels(h))]
@@ -513,8 +514,12 @@ class Module(KernelSet):
         if self._handle is None:
             rt = _lib.tilert()
             h = ctypes.c_void_p()
-            st = rt.tilert_module_load(_get_driver(), self.ptx.encode(), self.meta.encode(),
-                                       ctypes.byref(h))
+            if self.image is not None:
+                st = rt.tilert_module_load_image(_get_driver(), self.image, len(self.image), self.meta.encode(),
+                                                 ctypes.byref(h))
+            else:
+                st = rt.tilert_module_load(_get_driver(), self.ptx.encode(), self.meta.encode(),
+                                           ctypes.byref(h))
             if st:
                 raise _rt_error(st)
             self._handle = h

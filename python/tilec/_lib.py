@@ -257,6 +257,7 @@ def tilert():
         _proto(lib, "tilert_device_count", i, [vp, ip])
         _proto(lib, "tilert_synchronize", i, [vp])
         _proto(lib, "tilert_module_load", i, [vp, cp, cp, pp])
+        _proto(lib, "tilert_module_load_image", i, [vp, cp, sz, cp, pp])
         _proto(lib, "tilert_module_from_meta", i, [cp, pp])
         _proto(lib, "tilert_module_free", None, [vp])
         _proto(lib, "tilert_module_num_kernels", sz, [vp])

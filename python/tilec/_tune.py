@@ -226,9 +226,11 @@ class Tuning:
     from_cache (the decision came from the cache folder: nothing timed),
     result (the TuneResult, None from the cache), and seconds spent (wall
     clock): compile_s (listing and compiling the candidates, in parallel, or
-    reading precompiled ones), load_s (loading them onto the GPU, in
-    parallel: the driver compiles their PTX), time_s (tilert_tune), total_s
-    (the whole, less the launch of the winner that a call then makes)."""
+    reading precompiled ones), load_s (making the GPU's code and loading
+    it: parallel ptxas processes, or the driver's JIT of each PTX in turn),
+    time_s (tilert_tune), total_s (the whole, less the launch of the winner
+    that a call then makes); jit: how the code was made ("ptxas",
+    "driver": its JIT or its cache, "mixed", "loaded": before)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -250,10 +252,18 @@ class Tuned:
     the cache folder, and launches it; later calls of the class launch it
     directly. ptx_dir: a folder written by tilec.precompile_candidates, whose
     modules are used instead of compiling (a GPU host without libtilec).
-    warmup, rounds, budget_ms, max_launches: tilec.autotune's."""
+    warmup, rounds, budget_ms, max_launches: tilec.autotune's. ptxas: how
+    the candidates' PTX becomes the GPU's code: the driver compiles a
+    module's PTX when it is loaded (its JIT, cached on disk by CUDA), one
+    module after another in a process; with a ptxas (None: the one the
+    tilec command finds, tilec._ptxas(); a path; False: none) the
+    candidates of a new shape class are compiled to cubins by parallel
+    ptxas processes for the device's compute capability and those are
+    loaded, a candidate whose cubin fails (ptxas missing or refusing, a
+    cubin the driver does not take) falling back to its PTX."""
 
     def __init__(self, path_or_source, arch=None, pass_options=None, cache=None, cache_dir=None, kernel=None,
-                 ptx_dir=None, warmup=2, rounds=5, budget_ms=300.0, max_launches=200, **consts):
+                 ptx_dir=None, warmup=2, rounds=5, budget_ms=300.0, max_launches=200, ptxas=None, **consts):
         from . import _cache_dir, _cache_mode, _check_exists, _is_path, _with_device_sms, default_cache_dir
         _check_exists(path_or_source)
         self.source = path_or_source
@@ -277,6 +287,7 @@ class Tuned:
         self.decisions = {}     # shape class -> (index, defines text)
         self.last_tuning = None
         self._probe = None
+        self.ptxas = ptxas
 
     # -- what is compiled -------------------------------------------------
 
@@ -402,17 +413,17 @@ class Tuned:
             idx = decided[0]
             k = self._load_file(entries[idx][3]) if entries else self._compile(idx, dims)
             t1 = time.perf_counter()
-            self._load([k], args)
+            jit = self._load([k], args)
             t2 = time.perf_counter()
             self._keep(cls, k, idx, decided[1])
             self.last_tuning = Tuning(shape_class=cls, candidates=cands, best=idx, from_cache=True,
                                       result=None, compile_s=t1 - t0, load_s=t2 - t1, time_s=0.0,
-                                      total_s=time.perf_counter() - t0, key=key)
+                                      total_s=time.perf_counter() - t0, key=key, jit=jit)
             return k
         make = (lambda i: self._load_file(entries[i][3])) if entries else (lambda i: self._compile(i, dims))
         ks = _parallel(make, len(cands))
         t1 = time.perf_counter()
-        self._load(ks, args)
+        jit = self._load(ks, args)
         t2 = time.perf_counter()
         res = autotune(ks, *args, stream=stream, **self.tune_args) if len(ks) > 1 else None
         t3 = time.perf_counter()
@@ -427,27 +438,56 @@ class Tuned:
                 pass   # a read-only folder: kept in memory only, as the compile cache does
         self.last_tuning = Tuning(shape_class=cls, candidates=cands, best=best, from_cache=False, result=res,
                                   compile_s=t1 - t0, load_s=t2 - t1, time_s=t3 - t2,
-                                  total_s=time.perf_counter() - t0, key=key)
+                                  total_s=time.perf_counter() - t0, key=key, jit=jit)
         return ks[best]
 
     def _load(self, ks, args):
-        """Load the kernels' modules onto the args' device, in parallel (the
-        driver compiles each module's PTX: the most of a first call with a
-        cold JIT cache)."""
-        from . import _get_driver
+        """Load the kernels' modules onto the args' device. The driver
+        compiles PTX at the load under a lock of its own (modules loaded
+        from several threads are compiled one after another: measured on
+        the H200 with CUDA 13.0), the most of a first call with a cold JIT
+        cache; so, with a ptxas (the ptxas argument), the candidates not
+        loaded yet are first compiled to cubins by parallel ptxas
+        processes, and a candidate whose cubin fails loads its PTX.
+        Returns how the code was made: "ptxas" (every cubin loaded),
+        "driver" (the driver's JIT or its cache), "mixed", or "loaded"
+        (every module was loaded before)."""
+        from . import LaunchError, _get_driver, _ptxas
         import sys
-        _get_driver()
+        drv = _get_driver()
         torch = sys.modules.get("torch")
         dev = self._device(args)
+        todo = [k for k in ks if k._module._handle is None]
+        px = _ptxas() if self.ptxas is None else self.ptxas
+        if px and len(todo) > 1:
+            major, minor = ctypes.c_int(), ctypes.c_int()
+            if not _lib.tilert().tilert_device_capability(drv, dev, ctypes.byref(major), ctypes.byref(minor)):
+                cc = "sm_%d%d" % (major.value, minor.value)
+                images = _parallel(lambda i: _ptxas_cubin(px, todo[i], cc), len(todo))
+                for k, img in zip(todo, images):
+                    k._module.image = img
+        made = set()
 
-        def one(i):
-            k = ks[i]
+        def load(k):
             if torch is not None and torch.cuda.is_available():
                 with torch.cuda.device(dev):
                     k._module._loaded_kernel(k._index)
             else:
                 k._module._loaded_kernel(k._index)
-        _parallel(one, len(ks))
+        for k in ks:
+            m = k._module
+            if m._handle is not None:   # loaded by an earlier call
+                continue
+            try:
+                load(k)
+                made.add("ptxas" if m.image is not None else "driver")
+            except LaunchError:
+                if m.image is None:
+                    raise
+                m.image = None   # the driver refused the cubin: its JIT compiles the PTX
+                load(k)
+                made.add("driver")
+        return made.pop() if len(made) == 1 else "mixed" if made else "loaded"
 
     def _keep(self, cls, k, idx, defines):
         self._winners[cls] = k
@@ -467,6 +507,42 @@ def _parallel(fn, n):
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=min(n, os.cpu_count() or 1, 16)) as ex:
         return list(ex.map(fn, range(n)))
+
+
+_cubins = {}   # (ptxas, target, sha256 of the PTX) -> cubin: the process's own, as the driver's JIT cache
+
+
+def _ptxas_cubin(ptxas, kernel, cc):
+    """The cubin of kernel's module for the device's `cc` ("sm_90"), an
+    arch-specific PTX target ("sm_90a") keeping its suffix, made by one
+    ptxas process (or kept from an earlier one in this process); None when
+    ptxas fails (the PTX is loaded instead)."""
+    arch = kernel.arch or ""
+    target = cc + (arch[-1] if arch[-1:] in ("a", "f") else "")
+    key = (ptxas, target, hashlib.sha256(kernel._module.ptx.encode()).hexdigest())
+    if key not in _cubins:
+        img = _run_ptxas(ptxas, kernel._module.ptx, target)
+        if img is None:
+            return None
+        _cubins[key] = img
+    return _cubins[key]
+
+
+def _run_ptxas(ptxas, ptx, target):
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="tilec-ptxas-") as d:
+        src, out = os.path.join(d, "m.ptx"), os.path.join(d, "m.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        try:
+            r = subprocess.run([ptxas, "-arch=" + target, "-o", out, src], capture_output=True, timeout=600)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if r.returncode != 0 or not os.path.exists(out):
+            return None
+        with open(out, "rb") as f:
+            return f.read()
 
 
 def _read_index(folder, tuned):

@@ -179,6 +179,67 @@ def test_compare():
     check("compare: table", "vector_add" in text and "FAIL" in text and "n/obs" in text, text)
 
 
+def test_conversions_problems_imul():
+    """The code generator's bank model of a conversion's scratch: parsed,
+    checked on op_st / op_ld where predicted conflict-free, left out of the
+    check (and compared, informationally) where predicted to conflict;
+    problems named in every verdict line; the integer-multiply bound timed."""
+    rows = V.parse_ncu_csv(open(os.path.join(DATA, "ncu_raw_sample.csv")).read())
+    with open(os.path.join(DATA, "gemm_sm86.report")) as f:
+        text = f.read()
+    conv = "(4-byte writes, 16-byte reads)"
+    free = V.parse_report(text.replace(conv, conv + "; bank model, warp 0: st.shared 64 wavefronts (ideal 64), "
+                                       "ld.shared 64 (ideal 64)"))
+    x = free["kernels"]["gemm"].get("xfers", [])
+    check("conversion: writes and reads parsed", [(b["uses"], b["after"], b["ideal"]) for b in x] ==
+          [(["st.shared"], 64, 64), (["ld.shared"], 64, 64)], x)
+    m = dict(rows[4]["metrics"])
+    m[V.HW % "st"], m[V.HW_WF % "st"], m[V.HW % "ld"], m[V.HW_WF % "ld"] = 0.0, 1000.0, 0.0, 1000.0
+    b = V.bank_result(free, free["kernels"]["gemm"], "gemm", m)
+    check("conversion predicted free: its ops join the check, nothing left unmodelled",
+          b["source"] == "l1tex ld+ldgsts+ldsm+st" and b["ok"] and b["unmodelled"] == [], b)
+    confl = V.parse_report(text.replace(conv, conv + "; bank model, warp 0: st.shared 128 wavefronts (ideal 64), "
+                                        "ld.shared 64 (ideal 64)"))
+    m[V.HW % "st"] = 900.0
+    b = V.bank_result(confl, confl["kernels"]["gemm"], "gemm", m)
+    check("conversion writes predicted to conflict: st left out of the check, excess beside the measured",
+          b["source"] == "l1tex ld+ldgsts+ldsm" and b["ok"] and not b["predicted_free"] and
+          b["conflicted"]["ops"] == ["st"] and b["conflicted"]["predicted_pct"] == 50.0 and
+          abs(b["conflicted"]["measured_pct"] - 90.0) < 1e-9, b)
+    only = V.parse_report(text.replace(conv, conv + "; bank model, warp 0: st.shared 128 wavefronts (ideal 64), "
+                                       "ld.shared 128 (ideal 64)"))
+    for buf in only["buffers"]:   # as on sm_90a: TMA writes, wgmma reads
+        buf["uses"] = ["TMA", "wgmma/tcgen05 operand"]
+    b = V.bank_result(only, only["kernels"]["gemm"], "gemm", m)
+    check("every observable op predicted to conflict: not checked, said so", b.get("status") == "predicted conflicts"
+          and "ok" not in b, b)
+    soft = report("softmax")["kernels"]["softmax"]
+    b = V.bank_result(report("softmax"), soft, "softmax", rows[1]["metrics"])
+    check("reductions through shared memory named as unmodelled",
+          b["unmodelled"] == ["2 reductions across warps through shared memory (ld/st)"], b)
+    with open(os.path.join(DATA, "softmax.report")) as f:
+        stext = f.read()
+    model = "; bank model, warp 0: st.shared 1 wavefronts (ideal 1), ld.shared 16 (ideal 16)"
+    srep = V.parse_report(re.sub(r"(reduce .* via shared memory -> .*)", lambda mm: mm.group(1) + model, stext))
+    sk = srep["kernels"]["softmax"]
+    sm = dict(rows[1]["metrics"])
+    sm[V.HW % "st"], sm[V.HW_WF % "st"], sm[V.HW % "ld"], sm[V.HW_WF % "ld"] = 0.0, 2048.0, 4.0, 32768.0
+    b = V.bank_result(srep, sk, "softmax", sm)
+    check("modelled reductions: checked on st/ld, none left unmodelled",
+          len(sk["xfers"]) == 4 and b["unmodelled"] == [] and b["ok"] and b["source"] == "l1tex ld+st" and
+          abs(b["measured_pct"] - 100.0 * 4 / (2048 + 32768)) < 1e-9, b)
+    # a problem fails every verdict, and every verdict line names it
+    res, verdict, problems = compare(rows[:4])
+    check("problems named in each verdict line", problems and all(
+        "problem" in v["text"] and problems[0] in v["text"] for v in verdict), [v["text"] for v in verdict])
+    # the integer multipliers' bound is timed like memory's
+    reps = {n: report(n) for n in ("vector_add", "softmax", "gemm", "gemm_sm86")}
+    reps["softmax"]["roofline"]["softmax"]["bound"] = "integer multiplies"
+    res, verdict, problems = V.compare(reps, rows, copy.deepcopy(LAUNCHES))
+    t = [r for r in res if r["case"] == "softmax"][0]["time"]
+    check("a kernel bound by integer multiplies is timed", t.get("ok") is False and "ratio" in t, t)
+
+
 FAKE_NCU = r'''#!/usr/bin/env python3
 # A stand-in for ncu: --query-metrics lists a few names; a profiling run
 # refuses op_ldgsts metrics (as an ncu without them would), else records
@@ -447,6 +508,7 @@ def main():
     test_parse_report()
     test_parse_csv()
     test_compare()
+    test_conversions_problems_imul()
     test_run_ncu()
     test_lineinfo_verdicts()
     test_lineinfo_main()

@@ -2,7 +2,9 @@
 """GPU test of autotuning from Python (docs/python.md, "Autotuning") with
 PyTorch tensors: tilec.compile(examples/gemm.tile, autotune=True) tunes on
 the first call of a shape class (every candidate timed, the fastest kept,
-the result right), launches the kept kernel directly on later calls of the
+the result right; the candidates' code made by parallel ptxas processes
+where a ptxas is found, and by the driver's JIT with ptxas=False, the
+result right too), launches the kept kernel directly on later calls of the
 class, tunes again for a new class, and a second Tuned sharing the cache
 folder takes the decision from it without timing; tilec.autotune on two
 modules; the attention example tuned likewise against PyTorch's attention.
@@ -58,6 +60,8 @@ def rel(a, b):
 def tuned(path, sub, **kw):
     if PTX_DIR:
         return tilec.Tuned(path, ptx_dir=os.path.join(PTX_DIR, sub), **kw)
+    if "ptxas" in kw:     # a Tuned argument that compile(autotune=True) does not take
+        return tilec.Tuned(path, **kw)
     return tilec.compile(path, autotune=True, **kw)
 
 
@@ -80,6 +84,16 @@ def test_gemm(cache_dir):
     check("the kept candidate is the fastest measured",
           info.result.ms[info.best] == min(info.result.ms), info.result.ms)
     check("the result is right", rel(c, a.float() @ b.float()) < 1e-2, rel(c, a.float() @ b.float()))
+    check("the candidates' code: cubins from parallel ptxas processes where a ptxas is found, else the driver's JIT",
+          info.jit == ("ptxas" if tilec._ptxas() else "driver"), (info.jit, tilec._ptxas()))
+    # the same class with the driver's JIT of each PTX: the same pick's result, bit for bit
+    dj = tuned(gemm, "gemm", ptxas=False, **dict(kw, cache="off"))
+    cd = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    dj(a, b, cd)
+    check("ptxas=False: the driver's JIT, the result right", dj.last_tuning.jit == "driver" and
+          rel(cd, a.float() @ b.float()) < 1e-2, (dj.last_tuning.jit, rel(cd, a.float() @ b.float())))
+    print("  first call: %.3f s with %s code, %.3f s with the driver's JIT (load %.3f s against %.3f s)" % (
+        info.total_s, info.jit, dj.last_tuning.total_s, info.load_s, dj.last_tuning.load_s))
     c2 = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     t(a, b, c2)
     check("a later call of the class launches the kept kernel, no tuning", t.last_tuning is info and

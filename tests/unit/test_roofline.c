@@ -4,7 +4,9 @@
  * (A read once per column block, B once per row block) and with tails,
  * vector_add with and without a tail block, softmax with a masked row,
  * attention non-causal and causal (the causal key loop summed over query
- * blocks), the missing-dims answer, the times and the report text. */
+ * blocks), gather_rows and scatter_rows (the indexed rows counted, in
+ * 32-byte sectors), dropout (Philox on the integer multipliers), the
+ * missing-dims answer, the times and the report text. */
 #include <check.h>
 
 #include "check_main.h"
@@ -22,9 +24,10 @@ typedef struct Compiled {
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* The example `name` compiled to Tile IR for arch with the given dims and
+/* The example `file` compiled to Tile IR for arch with the given dims and
  * defines ("BM=128,BN=64"); its kernel `name`. */
-static Compiled compile(const char *name, const char *arch, const char *dims, const char *defs)
+static Compiled compile_kernel(const char *file, const char *name, const char *arch, const char *dims,
+                               const char *defs)
 {
     Compiled c;
     memset(&c, 0, sizeof c);
@@ -51,7 +54,7 @@ static Compiled compile(const char *name, const char *arch, const char *dims, co
     o.defines = dv;
     o.ndefines = nd;
     char path[512];
-    snprintf(path, sizeof path, TILEC_SOURCE_DIR "/examples/%s.tile", name);
+    snprintf(path, sizeof path, TILEC_SOURCE_DIR "/examples/%s.tile", file);
     tilec_status st = tilec_compile_file(path, &o, &c.r);
     if (st != TILEC_OK)
         fprintf(stderr, "%s\n", c.r ? c.r->diag_text : "(no result)");
@@ -64,6 +67,12 @@ static Compiled compile(const char *name, const char *arch, const char *dims, co
     StrBuf err = { 0 };
     ck_assert_int_eq(pass_dims_parse(dims, &c.dims, &err), 0);
     return c;
+}
+
+/* The example `name`'s kernel `name`. */
+static Compiled compile(const char *name, const char *arch, const char *dims, const char *defs)
+{
+    return compile_kernel(name, name, arch, dims, defs);
 }
 
 static RoofCounts count(const Compiled *c)
@@ -324,6 +333,62 @@ START_TEST(missing_dims_and_text)
 END_TEST
 
 /* Every target row has its peak numbers. */
+/* ---- gather_rows / scatter_rows: R 16 rows of D 256 bf16 a block ---- */
+
+START_TEST(gather_scatter)
+{
+    /* The indexed side moves its rows too: gather_rows reads N rows of E
+     * (wherever the ids put them) and writes N rows of Y; scatter_rows
+     * reads N rows of X and writes N rows of Y. Each row is 512 bytes,
+     * whole 32-byte sectors; the ids are read once. */
+    const int64_t n = 1 << 20, v = 1 << 20, row = 256 * 2;
+    const char *kernels[] = { "gather_rows", "scatter_rows" };
+    for (int i = 0; i < 2; i++) {
+        Compiled c = compile_kernel("gather_rows", kernels[i], "sm_90a", "V=1048576,N=1048576", NULL);
+        RoofCounts rc = count(&c);
+        ck_assert_int_eq(rc.blocks, n / 16);
+        ck_assert_int_eq(rc.load_bytes, n * 4 + n * row);
+        ck_assert_int_eq(rc.store_bytes, n * row);
+        ck_assert_int_eq(rc.dram_bytes, n * 4 + n * row + (i == 0 ? n : v) * row);
+        RoofTimes t = tc_roofline_times(&rc, tc_target("sm_90a"), 0);
+        ck_assert_int_eq(t.bound, RB_MEMORY);
+        double want = (double)(n * 4 + 2 * n * row) / 4.8e12;
+        ck_assert(t.t[RB_MEMORY] > want * 0.9999 && t.t[RB_MEMORY] < want * 1.0001);
+        tilec_result_free(c.r);
+    }
+    /* Rows of 8 bf16 (16 bytes) at random places: each takes a whole
+     * 32-byte sector of the table, the rows written in order do not. */
+    Compiled c = compile_kernel("gather_rows", "gather_rows", "sm_90a", "V=1048576,N=4096", "D=8");
+    RoofCounts rc = count(&c);
+    ck_assert_int_eq(rc.load_bytes, 4096 * 4 + 4096 * 32);
+    ck_assert_int_eq(rc.store_bytes, 4096 * 16);
+    tilec_result_free(c.r);
+}
+END_TEST
+
+/* ---- dropout: Philox4x32-10 an element on the integer multipliers ---- */
+
+START_TEST(dropout_philox)
+{
+    /* 2^28 f32 elements: 2 GiB through DRAM (447 us at 4.8 TB/s) and 35
+     * IMAD slots an element (roofline.c: 14 wide and 3 high products at 2
+     * slots, 1 low product) at 64 a clock on 132 SMs at 1980 MHz: 562 us,
+     * the bound. */
+    const int64_t n = (int64_t)1 << 28;
+    Compiled c = compile("dropout", "sm_90a", "N=268435456", "T=f32");
+    RoofCounts rc = count(&c);
+    ck_assert_int_eq(rc.imul, n * 35);
+    ck_assert_int_eq(rc.dram_bytes, 2 * n * 4);
+    RoofTimes t = tc_roofline_times(&rc, tc_target("sm_90a"), 0);
+    ck_assert_int_eq(t.bound, RB_IMUL);
+    double want = 35.0 * (double)n / (64.0 * 132 * 1.98e9);
+    ck_assert(t.t[RB_IMUL] > want * 0.9999 && t.t[RB_IMUL] < want * 1.0001);
+    ck_assert(t.t[RB_IMUL] > 561e-6 && t.t[RB_IMUL] < 562e-6);
+    ck_assert(t.t[RB_MEMORY] > 447e-6 && t.t[RB_MEMORY] < 448e-6);
+    tilec_result_free(c.r);
+}
+END_TEST
+
 START_TEST(target_peaks)
 {
     for (int i = 0; i < tc_target_count(); i++) {
@@ -334,6 +399,7 @@ START_TEST(target_peaks)
         ck_assert_int_gt(t->peak.mem_gbs, 0);
         ck_assert_int_eq(t->peak.mufu_clk, 16);
         ck_assert_int_eq(t->peak.smem_bytes_clk, 128);
+        ck_assert_int_eq(t->peak.imul_clk, 64);
     }
     ck_assert_int_eq(tc_target("sm_90a")->peak.sms, 132);
     ck_assert_int_eq(tc_target("sm_90a")->peak.clock_mhz, 1980);
@@ -357,6 +423,8 @@ int main(void)
     tcase_add_test(tc, attention_causal);
     tcase_add_test(tc, attention_causal_sampled);
     tcase_add_test(tc, missing_dims_and_text);
+    tcase_add_test(tc, gather_scatter);
+    tcase_add_test(tc, dropout_philox);
     tcase_add_test(tc, target_peaks);
     suite_add_tcase(s, tc);
     return tc_check_run(s);

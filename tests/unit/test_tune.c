@@ -493,9 +493,11 @@ static CUresult f_attr(int *v, int attr, CUdevice d)
     return CUDA_SUCCESS;
 }
 static CUresult f_name(char *s, int n, CUdevice d) { (void)d; snprintf(s, (size_t)n, "Fake GPU"); return CUDA_SUCCESS; }
+static unsigned char loaded[64];     /* the first bytes of the last image loaded */
 static CUresult f_load(CUmodule *m, const void *p, unsigned n, int *o, void **v)
 {
-    (void)p; (void)n; (void)o; (void)v;
+    (void)n; (void)o; (void)v;
+    memcpy(loaded, p, sizeof loaded);
     *m = (CUmodule)0x2000;
     return CUDA_SUCCESS;
 }
@@ -582,6 +584,38 @@ static tilert_module *fake_module(void)
     log_len = 0;
     return m;
 }
+
+/* tilert_module_load_image: a cubin (ELF, NUL bytes inside) reaches the
+ * driver byte for byte; PTX text with or without its final NUL loads;
+ * PTX with a NUL inside and an empty image are refused. */
+START_TEST(test_load_image)
+{
+    tilert_module *m = fake_module();    /* sets the fake driver up */
+    tilert_module_free(m);
+    static const unsigned char elf[40] = { 0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0xbe, 0,
+                                           1, 0, 0, 0, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0xff, 0, 0, 0, 0 };
+    memset(loaded, 0xaa, sizeof loaded);
+    ck_assert_int_eq(tilert_module_load_image(&fake, elf, sizeof elf, FAKE_META, &m), TILERT_OK);
+    ck_assert_mem_eq(loaded, elf, sizeof elf);
+    ck_assert_uint_eq(tilert_module_num_kernels(m), 3);
+    tilert_module_free(m);
+    const char ptx[] = ".version 8.0\n.target sm_86\n";
+    ck_assert_int_eq(tilert_module_load_image(&fake, ptx, sizeof ptx, FAKE_META, &m), TILERT_OK);
+    ck_assert_str_eq((const char *)loaded, ptx);
+    tilert_module_free(m);
+    ck_assert_int_eq(tilert_module_load_image(&fake, ptx, sizeof ptx - 1, FAKE_META, &m), TILERT_OK);
+    ck_assert_str_eq((const char *)loaded, ptx);
+    tilert_module_free(m);
+    const char bad[] = ".version 8.0\0.target sm_86\n";
+    ck_assert_int_eq(tilert_module_load_image(&fake, bad, sizeof bad, FAKE_META, &m), TILERT_ERR_USAGE);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "neither a cubin"));
+    ck_assert_int_eq(tilert_module_load_image(&fake, ptx, 0, FAKE_META, &m), TILERT_ERR_USAGE);
+    ck_assert_int_eq(tilert_module_load_image(NULL, ptx, sizeof ptx, FAKE_META, &m), TILERT_ERR_USAGE);
+    ck_assert_int_eq(tilert_module_load_image(&fake, elf, sizeof elf, "not metadata", &m), TILERT_ERR_META);
+    ck_assert_ptr_null(m);
+}
+END_TEST
 
 START_TEST(test_tune_fake_driver)
 {
@@ -677,6 +711,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_decision_store);
     tcase_add_test(tc, test_tune_refusals);
     tcase_add_test(tc, test_tune_fake_driver);
+    tcase_add_test(tc, test_load_image);
     suite_add_tcase(s, tc);
     return s;
 }
