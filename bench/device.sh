@@ -202,43 +202,60 @@ if part 3; then
   OUT="$out" "$root/bench/validate.sh" || status=1
 fi
 
-# Every kernel the run launches, under compute-sanitizer: memcheck, then
-# racecheck and synccheck (one case a kernel for those two: they are the
-# slow tools). API errors are not reported: the launch checks' refusals
-# call the driver on host memory on purpose. Any finding fails the run.
+# Every kernel the run launches, under compute-sanitizer: memcheck,
+# racecheck and synccheck (one case a kernel for the last two: they are
+# the slow tools). The tools' work is mostly the host's (instrumenting
+# each kernel's code), so the processes run side by side, SAN_JOBS at a
+# time (default 12; bench/sanitize.py's files in 6 shards a tool). API
+# errors are not reported: the launch checks' refusals call the driver on
+# host memory on purpose. Any finding fails the run.
 if part 4; then
   mark sanitize
   echo "== compute-sanitizer: every kernel the run launches (memcheck, racecheck, synccheck)"
-  san() {   # TOOL NAME COMMAND...: one process under the tool, its verdict in one line
-    local tool=$1 name=$2 t0 f rc
+  san() {   # TOOL NAME COMMAND...: one process under the tool; its verdict line in $out/san_NAME_TOOL.sum
+    local tool=$1 name=$2 t0 f rc v
     shift 2
     f="$out/san_${name}_$tool.txt"
     t0=$(date +%s)
     compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 10 --report-api-errors no "$@" > "$f" 2>&1
     rc=$?
+    v="$tool $name ($(( $(date +%s) - t0 )) s): $(grep -E 'passed, |files run|[0-9]+ passed' "$f" | tail -n 1)"
+    v="$v | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -n 1)"
     # gpu_tune's timing checks (a kernel made twice as slow measures so)
     # do not hold under an instrumenting tool: there only the tool's findings count
-    if [ $rc = 9 ] || { [ $rc != 0 ] && [ "$name" != c_tune ]; }; then
-      echo "FAIL $name under $tool (exit $rc): see $(basename "$f")"; status=1
+    if [ $rc = 9 ] || { [ $rc != 0 ] && [ "$name" != c_tune ]; } ||
+       grep -qE "ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]" "$f"; then
+      v="FAIL $v (exit $rc: $(basename "$f"))"
     fi
-    echo "$tool $name ($(( $(date +%s) - t0 )) s): $(grep -E 'passed, |files run|[0-9]+ passed|cases' "$f" | tail -n 1)" \
-         "| $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -n 1)"
-    grep -qE "ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]" "$f" && { status=1; echo "FAIL $name: $tool findings"; }
+    echo "$v" > "${f%.txt}.sum"
   }
+  jobs_max=${SAN_JOBS:-12}
+  throttle() { while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done; }
+  rm -f "$out"/san_*.sum
   for tool in memcheck racecheck synccheck; do
     quick=(); [ "$tool" = memcheck ] || quick=(--quick)
+    if [ -z "${SKIP_TC:-}" ]; then
+      for i in 0 1 2 3 4 5; do
+        throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" --shard "$i/6" &
+      done
+    fi
     if [ -d "$root/.devcarry/gputest" ]; then
       for t in $c_tests gpu_tune:c_tune; do
         [ -x "$rt/tests/gpu/${t%%:*}" ] || continue
         dir="$root/.devcarry/gputest"; [ "${t%%:*}" = gpu_tune ] && dir="$root/.devcarry/tune/gputest"
-        [ -d "$dir" ] && san "$tool" "${t##*:}" "$rt/tests/gpu/${t%%:*}" "$dir"
+        [ -d "$dir" ] || continue
+        throttle; san "$tool" "${t##*:}" "$rt/tests/gpu/${t%%:*}" "$dir" &
       done
     fi
     mkdir -p "$out/san_membound_$tool"
-    san "$tool" membound python3 "$root/bench/bench.py" --sanitize --out "$out/san_membound_$tool"
-    [ -z "${SKIP_TC:-}" ] && san "$tool" tc python3 "$root/bench/sanitize.py" "${quick[@]}"
-    [ -f "$root/.devcarry/interp/manifest.json" ] && san "$tool" examples python3 "$root/bench/interp_check.py"
+    throttle; san "$tool" membound python3 "$root/bench/bench.py" --sanitize --out "$out/san_membound_$tool" &
+    if [ -f "$root/.devcarry/interp/manifest.json" ]; then
+      throttle; san "$tool" examples python3 "$root/bench/interp_check.py" &
+    fi
   done
+  wait
+  for tool in memcheck racecheck synccheck; do cat "$out"/san_*_"$tool".sum; done
+  grep -l "^FAIL" "$out"/san_*.sum > /dev/null 2>&1 && status=1
 fi
 
 mark end

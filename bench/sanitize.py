@@ -173,6 +173,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", default="", help="files whose path contains this text")
     ap.add_argument("--list", action="store_true", help="list the files and their kinds (no GPU)")
+    ap.add_argument("--shard", default="0/1", metavar="I/K",
+                    help="the I-th of K equal parts of the distinct files (processes side by side)")
     ap.add_argument("--quick", action="store_true",
                     help="one case a kernel (and one for its fallback): for the slower tools")
     a = ap.parse_args()
@@ -182,12 +184,13 @@ def main():
     else:
         import torch
         cc = torch.cuda.get_device_capability()
+    shard, nshards = (int(v) for v in a.shard.split("/"))
     bad = ran = skipped = same = 0
     seen = {}
+    distinct = []
     for path in files():
         if a.only not in path:
             continue
-        name = os.path.relpath(path, CARRY)
         # PTX and metadata byte-identical to a file run already: that kernel, launched alike
         with open(path, "rb") as f, open(path[:-4] + ".meta", "rb") as g:
             body = hashlib.sha256(f.read() + b"".join(ln for ln in g.readlines()
@@ -195,7 +198,10 @@ def main():
         if body in seen:
             same += 1
             continue
-        seen[body] = name
+        seen[body] = path
+        distinct.append(path)
+    for path in distinct[shard::nshards]:
+        name = os.path.relpath(path, CARRY)
         mod = tilec.load_files(path)
         k = mod.kernels[0]
         kd = kind(k)
@@ -229,8 +235,8 @@ def main():
         bad += not ok
         print("%-60s %-7s %s  %s" % (name, kd, "  ".join("%s %.1e" % (c, e) for c, e, _ in res),
                                      "ok" if ok else "FAIL"), flush=True)
-    print("sanitize.py: %d files run, %d failed, %d byte-identical to one run, %d of another arch left out"
-          % (ran, bad, same, skipped))
+    print("sanitize.py%s: %d files run, %d failed, %d byte-identical to one run, %d of another arch left out"
+          % (" shard %s" % a.shard if nshards > 1 else "", ran, bad, same, skipped))
     return 1 if bad else 0
 
 
