@@ -16,8 +16,9 @@
 #       kernels, GEMM and the f8e4m3 GEMM; 2 attention (portable grid, sm_90a, FlashAttention
 #       4's numerics, plain kernels, interpreter); 3 the Pallas peer, launch
 #       cost and the checks after them; 4 the sanitizer pass. Unset: all, in
-#       one call (longer than one call of the device tool: start it with
-#       setsid and collect its outputs in a later call).
+#       one run (longer than one command of the device tool may take:
+#       bench/device_bg.sh starts it in its own process session and waits
+#       for it over several commands).
 # The sanitizer pass: every kernel file the run launches (the C host
 # tests' kernels, the memory-bound benchmark kernels on small rows, every
 # attention and GEMM file by bench/sanitize.py, the examples of the
