@@ -128,6 +128,19 @@ def CASES():
                             T("V", "bf16", [1, hk, nq, d]), T("O", "bf16", [1, h, nq, d], "nan", True),
                             T("LSE", "f32", [1, h, nq], "nan", True), S("scale", d ** -0.5)],
                       lse="LSE"))
+    # decode attention's two kernels: pages of 32 keys through a shuffled
+    # block table, chunks of 64 keys (every split of these lengths holds
+    # keys, so every partial is defined); the combine on 3 splits, of
+    # which the second sequence uses 2 (its third partial must be ignored)
+    dd = {"D": 64, "G": 4, "PAGE": 32, "BN": 32, "CHUNK": 64}
+    c.append(dict(name="decode_attention", file="decode_attention", kernel="decode_attention", defines=dd,
+                  args=[T("Q", "bf16", [2, 8, 64]), T("Kc", "bf16", [10, 32, 2, 64]), T("Vc", "bf16", [10, 32, 2, 64]),
+                        T("BT", "i32", [2, 4], perm_ids(0, 10, 8)), T("Lens", "i32", [2], [128, 100]),
+                        T("Op", "f32", [2, 8, 2, 64], "nan", True), T("Lp", "f32", [2, 8, 2], "nan", True),
+                        S("scale", 0.125)]))
+    c.append(dict(name="decode_combine", file="decode_attention", kernel="decode_combine", defines=dd,
+                  args=[T("Op", "f32", [2, 8, 3, 64]), T("Lp", "f32", [2, 8, 3], scale=3.0),
+                        T("Lens", "i32", [2], [150, 100]), T("O", "bf16", [2, 8, 64], "nan", True)]))
     return c
 
 
@@ -271,6 +284,11 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+def case_define(case, name):
+    """A define of the case as an int (the manifest keeps them as text)."""
+    return int(case.get("defines", {})[name])
+
+
 def reference(case, vals, rng):
     """{output name: (float64 reference values, tolerance or "exact")} for
     the interpreter's outputs, in plain Python; rows / entries sampled
@@ -365,6 +383,44 @@ def reference(case, vals, rng):
     if k == "dropout":
         p = next(r["scalar"] for r in case["args"] if r["name"] == "p")
         return {"Y": ([x / (1 - p) for x in vals["X"]], "dropout")}
+    if k == "decode_attention":
+        bq, hq, d = a["Q"]["shape"]
+        _, page, hk, _ = a["Kc"]["shape"]
+        mp = a["BT"]["shape"][1]
+        ns = a["Op"]["shape"][2]
+        chunk = case_define(case, "CHUNK")
+        c = next(r["scalar"] for r in case["args"] if r["name"] == "scale") * 1.4426950408889634
+        op, lp = [], []
+        for b in range(bq):
+            n = vals["Lens"][b]
+            for h in range(hq):
+                kh = h // (hq // hk)
+                q = vals["Q"][(b * hq + h) * d:(b * hq + h + 1) * d]
+                for sp in range(ns):
+                    rows = []
+                    for t in range(sp * chunk, min(n, sp * chunk + chunk)):
+                        at = ((vals["BT"][b * mp + t // page] * page + t % page) * hk + kh) * d
+                        rows.append((sum(x * y for x, y in zip(q, vals["Kc"][at:at + d])) * c, at))
+                    mx = max(r[0] for r in rows)
+                    w = [2.0 ** (r[0] - mx) for r in rows]
+                    tot = sum(w)
+                    op += [sum(wi * vals["Vc"][at + j] for wi, (_, at) in zip(w, rows)) / tot for j in range(d)]
+                    lp.append(mx + math.log2(tot))
+        return {"Op": (op, 1e-2), "Lp": (lp, 1e-3)}
+    if k == "decode_combine":
+        bq, hq, ns, d = a["Op"]["shape"]
+        chunk = case_define(case, "CHUNK")
+        out = []
+        for b in range(bq):
+            used = -(-vals["Lens"][b] // chunk)
+            for h in range(hq):
+                base = (b * hq + h) * ns
+                lse = vals["Lp"][base:base + used]
+                mx = max(lse)
+                w = [2.0 ** (x - mx) for x in lse]
+                out += [sum(wi * vals["Op"][(base + sp) * d + j] for sp, wi in enumerate(w)) / sum(w)
+                        for j in range(d)]
+        return {"O": (out, 1e-2)}
     if k == "gemm":
         mm, kk = a["A"]["shape"]
         nn = a["B"]["shape"][1]
