@@ -31,8 +31,8 @@
  *    checked there too (interp_sched.c's header).
  *
  * Files: this one (values, arithmetic, shapes, control flow, dispatch),
- * interp_mem.c (tensors, shared buffers), interp_tile.c (scans, random words), interp_sched.c and
- * interp_roles.c (the schedule), interp_launch.c (arguments, the grid, the
+ * interp_mem.c (tensors, shared buffers), interp_tile.c (scans, random words), interp_sched.c,
+ * interp_tmem.c and interp_roles.c (the schedule), interp_launch.c (arguments, the grid, the
  * entry points); interp_int.h holds what they share.
  *
  * Memory: each value owns one buffer, allocated on its first definition

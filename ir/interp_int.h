@@ -2,7 +2,8 @@
  * interp.c (values, arithmetic, shapes, control flow, dispatch),
  * interp_mem.c (tensor windows, shared buffers, async copies),
  * interp_tile.c (scans, random words),
- * interp_sched.c (WS roles, barriers, TMA, asynchronous products) and
+ * interp_sched.c, interp_tmem.c and interp_roles.c (WS roles, barriers,
+ * TMA, asynchronous products, tensor memory; sched_int.h) and
  * interp_launch.c (argument binding, the grid, the public entry points).
  * Not part of the IR's interface (ir.h). */
 #ifndef TILEC_INTERP_INT_H
@@ -106,7 +107,8 @@ bool ip_axis_split(Interp *I, const Op *op, int64_t rnumel, int64_t *outer, int6
 int ip_exec_tile(Interp *I, const Op *op);
 
 /* ---- the schedule (interp_sched.c) ---- */
-/* WS, NAMED_BAR, MBAR_*, TMA_LOAD, DOT_ASYNC, DOT_WAIT, CONVERT_LAYOUT. */
+/* WS, NAMED_BAR, MBAR_*, TMA_LOAD, DOT_ASYNC, DOT_WAIT, CONVERT_LAYOUT and
+ * the tensor memory ops (interp_tmem.c). */
 int ip_exec_sched(Interp *I, const Op *op);
 /* An SMEM_LOAD of buffer[slot] into res: the full-phase check of a
  * TMA-filled slot and the read's record (for the refill check). */

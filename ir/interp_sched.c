@@ -50,23 +50,8 @@
  * DOT_ASYNC fed by the loaded value or its TRANS (wgmma reads shared memory
  * in place).
  *
- * Tensor memory (TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD, TMEM_STORE). A
- * TC_MMA computes at issue into its tensor memory (a role's products run
- * in order); the slots and tensor memory it reads stay read, and the
- * accumulator unpublished, until the role's next TC_COMMIT, whose arrival
- * publishes them on the role's product lane (sched_int.h: the issuing
- * role itself does not learn it, so a plain arrive after the commit
- * publishes nothing about the products). A TMEM_LOAD or TMEM_STORE is done when
- * it is; the role's next arrival publishes it. Checked: a refill of a slot
- * a TC_MMA still reads (a release by mbar_arrive instead of the commit); a
- * TMEM_LOAD of tensor memory never written, written by a product no
- * TC_COMMIT followed yet, or not ordered after that commit's arrival (or
- * another role's store's) through a wait of the reading role; a
- * TMEM_STORE while another role's product writes or reads it, or before
- * that product's commit or another role's access was observed; a TC_MMA
- * reading or writing tensor memory another role loaded or stored, before
- * that role's next arrival was observed; a product accumulating into
- * tensor memory nothing wrote.
+ * Tensor memory (TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD, TMEM_STORE) and
+ * its checks: interp_tmem.c.
  */
 #include "sched_int.h"
 
@@ -75,7 +60,7 @@
 /* ---- state ---- */
 
 /* Appends v to a growing list of values (rings, tensor memories). */
-static void val_push(Interp *I, ValId **list, int *n, int *cap, ValId v)
+void sched_val_push(Interp *I, ValId **list, int *n, int *cap, ValId v)
 {
     if (*n == *cap) {
         int c = *cap ? 2 * *cap : 8;
@@ -131,7 +116,7 @@ static int64_t slot_of(Interp *I, const Op *op, int i, int64_t stages, const cha
     return s;
 }
 
-static MBar *mbar_at(Interp *I, const Op *op, int i, int64_t *slot)
+MBar *sched_mbar_at(Interp *I, const Op *op, int i, int64_t *slot)
 {
     ValId ring = op->args[i];
     if (!I->slots[ring].mbar) {
@@ -144,7 +129,7 @@ static MBar *mbar_at(Interp *I, const Op *op, int i, int64_t *slot)
     return s < 0 ? NULL : &I->slots[ring].mbar[s];
 }
 
-static Fill *fills(Interp *I, ValId buf)
+Fill *sched_fills(Interp *I, ValId buf)
 {
     Slot *s = &I->slots[buf];
     if (!s->fill) {
@@ -168,7 +153,7 @@ static int exec_mbar_alloc(Interp *I, const Op *op)
     for (int64_t k = 0; k < n; k++)
         m[k].count = m[k].pending = op->iattr[0];
     I->slots[v].mbar = m;
-    val_push(I, &S->rings, &S->nrings, &S->caprings, v);
+    sched_val_push(I, &S->rings, &S->nrings, &S->caprings, v);
     return RUN_OK;
 }
 
@@ -196,7 +181,7 @@ static int mbar_settle(Interp *I, MBar *m, int64_t slot, Loc loc)
 
 /* An arrival of the running role; extra (may be NULL): a clock the
  * arrival publishes beside the role's own (a commit's lane). */
-static int mbar_arrive_with(Interp *I, const Op *op, MBar *m, int64_t slot, VClock *extra)
+int sched_mbar_arrive_with(Interp *I, const Op *op, MBar *m, int64_t slot, VClock *extra)
 {
     Sched *S = I->sched;
     if (m->pending == 0) {
@@ -215,13 +200,16 @@ static int mbar_arrive_with(Interp *I, const Op *op, MBar *m, int64_t slot, VClo
     return mbar_settle(I, m, slot, op->loc);
 }
 
-static int mbar_arrive(Interp *I, const Op *op, MBar *m, int64_t slot) { return mbar_arrive_with(I, op, m, slot, NULL); }
+static int mbar_arrive(Interp *I, const Op *op, MBar *m, int64_t slot)
+{
+    return sched_mbar_arrive_with(I, op, m, slot, NULL);
+}
 
 static int exec_mbar(Interp *I, const Op *op)
 {
     Sched *S = sched_get(I);
     int64_t slot;
-    MBar *m = mbar_at(I, op, 0, &slot);
+    MBar *m = sched_mbar_at(I, op, 0, &slot);
     if (!m)
         return RUN_ERR;
     if (op->code == OP_MBAR_EXPECT) {
@@ -303,7 +291,7 @@ int ip_sched_read(Interp *I, const Op *op, ValId buf, int64_t s, ValId res)
     I->slots[res].src_buf = 0;
     if (!S || !S->tma_buf[buf])
         return 0;
-    Fill *fl = &fills(I, buf)[s];
+    Fill *fl = &sched_fills(I, buf)[s];
     int r = S->cur;
     if (fl->state == FILL_NONE) {
         diag_error(I->d, op->loc, "%s reads slot %lld before its full phase completed: no copy into it "
@@ -363,7 +351,7 @@ static int exec_tma_load(Interp *I, const Op *op)
     ValId buf = op->args[0];
     const Type *bt = ir_type(I->f, buf);
     int64_t s = slot_of(I, op, 1, bt->shape[0], "buffer"), rslot;
-    MBar *m = mbar_at(I, op, 2, &rslot);
+    MBar *m = sched_mbar_at(I, op, 2, &rslot);
     Window w;
     bool bad = false;
     if (s < 0 || !m || ip_window_init(I, op, &w, 4, 0))
@@ -373,7 +361,7 @@ static int exec_tma_load(Interp *I, const Op *op)
         diag_internal(I->d, op->loc, "tma_load: box has %lld elements, slot %lld", (long long)w.n, (long long)n);
         return RUN_ERR;
     }
-    Fill *fl = &fills(I, buf)[s];
+    Fill *fl = &sched_fills(I, buf)[s];
     if (check_refill(I, op, fl, s))
         return RUN_ERR;
     int64_t mine = m->exp_phase[S->cur] - 1;   /* the phase this role declared bytes for */
@@ -415,7 +403,7 @@ static int land_copy(Interp *I, int k)
     memmove(&S->copy[k], &S->copy[k + 1], sizeof(Copy) * (size_t)(S->ncopy - k - 1));
     S->ncopy--;
     memcpy(I->slots[c.buf].e + c.slot * c.n, c.data, sizeof(Elem) * (size_t)c.n);
-    fills(I, c.buf)[c.slot].state = FILL_LANDED;
+    sched_fills(I, c.buf)[c.slot].state = FILL_LANDED;
     MBar *m = &I->slots[c.ring].mbar[c.rslot];
     m->tx -= c.bytes;
     m->inflight--;
@@ -451,7 +439,7 @@ static int exec_dot_async(Interp *I, const Op *op)
         const Slot *src = &I->slots[op->args[i]];
         if (!src->src_buf)
             continue;
-        Fill *fl = &fills(I, src->src_buf)[src->src_slot];
+        Fill *fl = &sched_fills(I, src->src_buf)[src->src_slot];
         fl->reader[S->cur] = READ_FLYING;
         p->rbuf[i] = src->src_buf;
         p->rslot[i] = src->src_slot;
@@ -482,7 +470,7 @@ static void retire(Interp *I, int r)
         if (I->slots[p->acc].locked == i + 1)
             I->slots[p->acc].locked = 0;
         for (int k = 0; k < 2; k++) {
-            Fill *fl = p->rbuf[k] ? &fills(I, p->rbuf[k])[p->rslot[k]] : NULL;
+            Fill *fl = p->rbuf[k] ? &sched_fills(I, p->rbuf[k])[p->rslot[k]] : NULL;
             if (fl && fl->reader[r] == READ_FLYING) {
                 fl->reader[r] = S->vc[r].c[r] + 1;
                 fl->read_loc[r] = p->loc;
@@ -513,201 +501,6 @@ static int exec_dot_wait(Interp *I, const Op *op)
     retire(I, S->cur);
     Elem *o = ip_out(I, op->res[0]);
     memcpy(o, p->val, sizeof(Elem) * (size_t)ip_vnumel(I, op->res[0]));
-    return RUN_OK;
-}
-
-/* ---- tensor memory ---- */
-
-static int exec_tmem_alloc(Interp *I, const Op *op)
-{
-    Sched *S = sched_get(I);
-    ValId v = op->res[0];
-    Elem *e = ip_out(I, v);
-    memset(e, 0, sizeof(Elem) * (size_t)ip_vnumel(I, v));
-    Tmem *t = arena_alloc(I->a, sizeof *t);
-    memset(t, 0, sizeof *t);
-    t->writer = t->reader = t->toucher = -1;
-    I->slots[v].tmem = t;
-    val_push(I, &S->tmems, &S->ntmem, &S->captmem, v);
-    return RUN_OK;
-}
-
-/* Is role cur ordered after the last load or store of t by another role
- * (that role arrived after it, and cur observed the arrival)? */
-static bool after_touch(Interp *I, const Op *op, const Tmem *t, const char *what)
-{
-    Sched *S = sched_get(I);
-    if (t->toucher < 0 || t->toucher == S->cur || S->vc[S->cur].c[t->toucher] >= t->touched)
-        return true;
-    diag_error(I->d, op->loc, "%s by %s is not ordered after the %s at %d:%d by %s: no mbar_wait observed an "
-               "arrival of that role after it", what, sched_role_desc(I, S->cur), t->stored ? "tmem_store" :
-               "tmem_load", t->tloc.line, t->tloc.col, sched_role_desc(I, t->toucher));
-    return false;
-}
-
-/* The role's load or store of t is done: its next arrival publishes it. */
-static void touch(Interp *I, const Op *op, Tmem *t, bool store)
-{
-    Sched *S = sched_get(I);
-    t->toucher = S->cur;
-    t->stored = store;
-    t->touched = S->vc[S->cur].c[S->cur] + 1;
-    t->tloc = op->loc;
-}
-
-static int exec_tc_mma(Interp *I, const Op *op)
-{
-    Sched *S = sched_get(I);
-    ValId tv = op->args[2];
-    Tmem *t = I->slots[tv].tmem, *ta = I->slots[op->args[0]].tmem;
-    int64_t n = ip_vnumel(I, tv);
-    bool acc = I->slots[op->args[3]].e[0].i != 0;
-    if (!t) {
-        diag_internal(I->d, op->loc, "tc_mma into tensor memory the interpreter did not allocate");
-        return RUN_ERR;
-    }
-    if (ta && !ta->written) {
-        diag_error(I->d, op->loc, "tc_mma reads its A operand from tensor memory nothing wrote");
-        return RUN_ERR;
-    }
-    if (acc && !t->written) {
-        diag_error(I->d, op->loc, "tc_mma accumulates into tensor memory nothing wrote");
-        return RUN_ERR;
-    }
-    if ((ta && !after_touch(I, op, ta, "tc_mma reading it")) || !after_touch(I, op, t, "tc_mma into it"))
-        return RUN_ERR;
-    if (!acc)   /* overwrite: the product alone */
-        memset(I->slots[tv].e, 0, sizeof(Elem) * (size_t)n);
-    Elem *o = arena_alloc(I->a, sizeof(Elem) * (size_t)n);
-    if (ip_dot(I, op->loc, op->args[0], op->args[1], tv, ir_type(I->f, tv), o))
-        return RUN_ERR;
-    memcpy(I->slots[tv].e, o, sizeof(Elem) * (size_t)n);
-    t->written = true;
-    t->writer = S->cur;
-    t->uncommitted = true;
-    t->loc = op->loc;
-    if (ta) {
-        ta->reader = S->cur;
-        ta->read_open = true;
-        ta->rloc = op->loc;
-    }
-    for (int i = 0; i < 2; i++) {
-        const Slot *src = &I->slots[op->args[i]];
-        if (!src->src_buf)
-            continue;
-        Fill *fl = &fills(I, src->src_buf)[src->src_slot];
-        fl->reader[sched_lane(S->cur)] = READ_FLYING;
-        fl->read_loc[sched_lane(S->cur)] = op->loc;
-        if (S->ntcread == S->captcread) {
-            int cap = S->captcread ? 2 * S->captcread : 8;
-            S->tcread = arena_grow(I->a, S->tcread, sizeof(TcRead), (size_t)S->ntcread, (size_t)cap);
-            S->captcread = cap;
-        }
-        S->tcread[S->ntcread++] = (TcRead){ S->cur, src->src_buf, src->src_slot };
-    }
-    return RUN_OK;
-}
-
-/* The role's products are done when its commit arrives: their reads are
- * released and their accumulators published by that arrival. */
-static int exec_tc_commit(Interp *I, const Op *op)
-{
-    Sched *S = sched_get(I);
-    int r = S->cur;
-    int64_t slot;
-    MBar *m = mbar_at(I, op, 0, &slot);
-    if (!m)
-        return RUN_ERR;
-    if (r == MAIN) {
-        diag_error(I->d, op->loc, "tc_commit outside the warp-specialized roles");
-        return RUN_ERR;
-    }
-    int lane = sched_lane(r);
-    int64_t next = ++S->commits[r];   /* the lane entry the arrival publishes */
-    int keep = 0;
-    for (int i = 0; i < S->ntcread; i++) {
-        TcRead *rd = &S->tcread[i];
-        if (rd->role != r) {
-            S->tcread[keep++] = *rd;
-            continue;
-        }
-        Fill *fl = &fills(I, rd->buf)[rd->slot];
-        if (fl->reader[lane] == READ_FLYING) {
-            fl->reader[lane] = next;
-            fl->read_loc[lane] = op->loc;
-        }
-    }
-    S->ntcread = keep;
-    for (int i = 0; i < S->ntmem; i++) {
-        Tmem *t = I->slots[S->tmems[i]].tmem;
-        if (t->writer == r && t->uncommitted) {
-            t->uncommitted = false;
-            t->ready = next;
-        }
-        if (t->reader == r && t->read_open) {
-            t->read_open = false;
-            t->read_done = next;
-        }
-    }
-    VClock pub = S->vc[r];   /* the arrival publishes the lane; the role itself does not learn it */
-    pub.c[lane] = next;
-    return mbar_arrive_with(I, op, m, slot, &pub);
-}
-
-static int exec_tmem_load(Interp *I, const Op *op)
-{
-    Sched *S = sched_get(I);
-    Tmem *t = I->slots[op->args[0]].tmem;
-    if (!t || !t->written) {
-        diag_error(I->d, op->loc, "tmem_load reads tensor memory nothing wrote");
-        return RUN_ERR;
-    }
-    if (!after_touch(I, op, t, "tmem_load"))
-        return RUN_ERR;
-    if (t->writer < 0)
-        ;
-    else if (t->uncommitted) {
-        diag_error(I->d, op->loc, "tmem_load reads tensor memory the tc_mma at %d:%d writes, with no tc_commit "
-                   "after that product", t->loc.line, t->loc.col);
-        return RUN_ERR;
-    }
-    else if (S->vc[S->cur].c[sched_lane(t->writer)] < t->ready) {
-        diag_error(I->d, op->loc, "tmem_load by %s is not ordered after the tc_commit that completes the tc_mma at "
-                   "%d:%d: no mbar_wait observed that commit's arrival", sched_role_desc(I, S->cur), t->loc.line,
-                   t->loc.col);
-        return RUN_ERR;
-    }
-    touch(I, op, t, false);
-    return ip_copy_val(I, op->res[0], op->args[0], op->loc);
-}
-
-static int exec_tmem_store(Interp *I, const Op *op)
-{
-    Sched *S = sched_get(I);
-    Tmem *t = I->slots[op->args[0]].tmem;
-    if (!t) {
-        diag_internal(I->d, op->loc, "tmem_store into tensor memory the interpreter did not allocate");
-        return RUN_ERR;
-    }
-    if (t->writer >= 0 && (t->uncommitted || S->vc[S->cur].c[sched_lane(t->writer)] < t->ready)) {
-        diag_error(I->d, op->loc, "tmem_store by %s while the tc_mma at %d:%d may still write it: %s",
-                   sched_role_desc(I, S->cur), t->loc.line, t->loc.col, t->uncommitted ?
-                   "no tc_commit after that product" : "no mbar_wait observed the arrival of its tc_commit");
-        return RUN_ERR;
-    }
-    if (t->reader >= 0 && (t->read_open || S->vc[S->cur].c[sched_lane(t->reader)] < t->read_done)) {
-        diag_error(I->d, op->loc, "tmem_store by %s while the tc_mma at %d:%d may still read it: %s",
-                   sched_role_desc(I, S->cur), t->rloc.line, t->rloc.col, t->read_open ?
-                   "no tc_commit after that product" : "no mbar_wait observed the arrival of its tc_commit");
-        return RUN_ERR;
-    }
-    if (!after_touch(I, op, t, "tmem_store"))
-        return RUN_ERR;
-    if (ip_copy_val(I, op->args[0], op->args[1], op->loc))
-        return RUN_ERR;
-    t->written = true;
-    t->writer = t->reader = -1;
-    touch(I, op, t, true);
     return RUN_OK;
 }
 
@@ -778,11 +571,11 @@ static int exec_one(Interp *I, const Op *op)
     case OP_DOT_ASYNC: return exec_dot_async(I, op);
     case OP_DOT_WAIT: return exec_dot_wait(I, op);
     case OP_CONVERT_LAYOUT: return ip_copy_val(I, op->res[0], op->args[0], op->loc);
-    case OP_TMEM_ALLOC: return exec_tmem_alloc(I, op);
-    case OP_TC_MMA: return exec_tc_mma(I, op);
-    case OP_TC_COMMIT: return exec_tc_commit(I, op);
-    case OP_TMEM_LOAD: return exec_tmem_load(I, op);
-    case OP_TMEM_STORE: return exec_tmem_store(I, op);
+    case OP_TMEM_ALLOC: return sched_exec_tmem_alloc(I, op);
+    case OP_TC_MMA: return sched_exec_tc_mma(I, op);
+    case OP_TC_COMMIT: return sched_exec_tc_commit(I, op);
+    case OP_TMEM_LOAD: return sched_exec_tmem_load(I, op);
+    case OP_TMEM_STORE: return sched_exec_tmem_store(I, op);
     default: break;
     }
     diag_internal(I->d, op->loc, "interpreter: '%s' is not a schedule op", op_info[op->code].name);

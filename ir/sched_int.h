@@ -1,7 +1,8 @@
 /* sched_int.h - the state of the interpreter's schedule, shared by
- * interp_sched.c (barriers, TMA, asynchronous products, dispatch) and
- * interp_roles.c (WS roles as coroutines, the scheduler, deadlocks).
- * interp_sched.c's header describes the model. */
+ * interp_sched.c (barriers, TMA, asynchronous products, dispatch),
+ * interp_tmem.c (tensor memory, tcgen05 products) and interp_roles.c (WS
+ * roles as coroutines, the scheduler, deadlocks). interp_sched.c's header
+ * describes the model. */
 #ifndef TILEC_SCHED_INT_H
 #define TILEC_SCHED_INT_H
 
@@ -144,6 +145,22 @@ int sched_flying(Sched *S, int r);         /* role r's products in flight */
 int sched_completions(Interp *I);
 int sched_complete(Interp *I, int id);
 int sched_complete_first(Interp *I, bool *any);   /* *any = false: nothing in flight */
+/* Appends v to a growing list of values (rings, tensor memories). */
+void sched_val_push(Interp *I, ValId **list, int *n, int *cap, ValId v);
+/* The barrier slot named by operands i (ring) and i + 1 (slot), its index
+ * in *slot (slot may be NULL); NULL after reporting. */
+MBar *sched_mbar_at(Interp *I, const Op *op, int i, int64_t *slot);
+Fill *sched_fills(Interp *I, ValId buf);   /* buf's per-slot fill state, made on first use */
+/* An arrival of the running role; extra (may be NULL): a clock the arrival
+ * publishes beside the role's own (a commit's lane). */
+int sched_mbar_arrive_with(Interp *I, const Op *op, MBar *m, int64_t slot, VClock *extra);
+
+/* interp_tmem.c: TMEM_ALLOC, TC_MMA, TC_COMMIT, TMEM_LOAD, TMEM_STORE (RUN_*) */
+int sched_exec_tmem_alloc(Interp *I, const Op *op);
+int sched_exec_tc_mma(Interp *I, const Op *op);
+int sched_exec_tc_commit(Interp *I, const Op *op);
+int sched_exec_tmem_load(Interp *I, const Op *op);
+int sched_exec_tmem_store(Interp *I, const Op *op);
 
 /* interp_roles.c */
 int sched_run_ws(Interp *I, const Op *ws);

@@ -1,6 +1,8 @@
-/* verify_int.h - the verifier's state and helpers, shared by verify.c (the
- * core rules), verify_sched.c (the schedule's ops: roles, barriers,
- * asynchronous products) and verify_tile.c (scans, random words). Not part of the IR's interface (ir.h). */
+/* verify_int.h - the verifier's state and helpers, shared by verify.c
+ * (definitions and scopes, arity, blocks, kernels), verify_ops.c (the type
+ * rules of the core ops), verify_sched.c (the schedule's ops: roles,
+ * barriers, asynchronous products) and verify_tile.c (scans, random
+ * words). Not part of the IR's interface (ir.h). */
 #ifndef TILEC_VERIFY_INT_H
 #define TILEC_VERIFY_INT_H
 
@@ -37,6 +39,10 @@ static inline bool valid_id(Verifier *V, ValId v) { return v > 0 && v < V->f->nv
 /* "verifier failed after pass 'P': 'op': what" at op's Loc. */
 void vfy_err(Verifier *V, const Op *op, const char *fmt, ...) TC_PRINTF(3, 4);
 const char *vfy_tstr(Verifier *V, const Type *t);
+
+/* verify_ops.c: the type rule of op, once its operands, results and counts
+ * are checked (here, in verify_tile.c or in verify_sched.c). */
+void vfy_op_rule(Verifier *V, const Op *op);
 void vfy_result_is(Verifier *V, const Op *op, const Type *want, const char *rule);
 /* The window of a LOAD-like op whose tensor is operand `base`. */
 bool vfy_window_type(Verifier *V, const Op *op, const Type *tt, int base, int nextra, Type *win);
@@ -46,13 +52,13 @@ bool vfy_buffer_slot(Verifier *V, const Op *op, Type *slot);
 bool vfy_dot_operands(Verifier *V, const Op *op);
 /* DOT / DOT_ASYNC: iattr[0] a MmaKind, wgmma only on shapes it takes. */
 void vfy_mma_kind(Verifier *V, const Op *op);
+/* REDUCE / SCAN: iattr[0] an axis of the tile operand, iattr[1] a
+ * ReduceKind; false after reporting. */
+bool vfy_axis_kind(Verifier *V, const Op *op);
 
 /* verify_sched.c: the type rule of a schedule op (WS, NAMED_BAR, MBAR_*,
  * TMA_LOAD, DOT_ASYNC, DOT_WAIT, CONVERT_LAYOUT); false if op is none. */
 bool vfy_sched_rule(Verifier *V, const Op *op);
-/* REDUCE / SCAN: iattr[0] an axis of the tile operand, iattr[1] a
- * ReduceKind; false after reporting. */
-bool vfy_axis_kind(Verifier *V, const Op *op);
 /* verify_tile.c: the type rule of SCAN, PHILOX, SLICE, CONCAT, RESHAPE,
  * GATHER or SCATTER; false if op is none. */
 bool vfy_tile_rule(Verifier *V, const Op *op);
