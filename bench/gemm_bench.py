@@ -33,7 +33,6 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-import subprocess  # noqa: E402
 
 # NAME | ARCH | FILE | DEFINES | OPTIONS (tilec options, e.g. --pass-option NAME=VALUE; the sm_90a
 # variants are told the H200's 132 SMs, as tilec.compile tells the compiler the current GPU's: a
@@ -71,26 +70,11 @@ RAW = "default_bf16_256x128x64_s2"
 
 
 def prepare(tilec_bin):
-    """Compile VARIANTS into .devcarry/gemm (build machine: needs tilec, ptxas)."""
-    d = os.path.join(ROOT, ".devcarry", "gemm")
-    os.makedirs(d, exist_ok=True)
-    for f in os.listdir(d):
-        os.remove(os.path.join(d, f))
-    lines = []
-    for row in VARIANTS.strip().splitlines():
-        name, arch, src, defs, opts = [x.strip() for x in row.split("|")]
-        ptx = os.path.join(d, name + ".ptx")
-        subprocess.run([tilec_bin, os.path.join(ROOT, src), "-arch=" + arch] + defs.split() + opts.split() +
-                       ["-o", ptx], check=True)
-        r = subprocess.run(["ptxas", "-arch=" + (arch if arch != "sm_86" else "sm_90a"), "-v", ptx, "-o", "/dev/null"],
-                           capture_output=True, text=True)
-        info = r.stderr
-        regs = info.split("Used ")[1].split()[0] if "Used " in info else "?"
-        spill = info.split("bytes spill stores")[0].split()[-1] if "spill stores" in info else "?"
-        lines.append("%s %s %s" % (name, regs, spill))
-        print("%-32s %-7s regs %s spill %s  %s %s" % (name, arch, regs, spill, defs, opts))
-    with open(os.path.join(d, "variants.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    """Compile VARIANTS into .devcarry/gemm (build machine: needs tilec, ptxas;
+    the sm_86 PTX assembled for sm_90a, the GPU it runs on)."""
+    from variants import compile_variants
+    compile_variants(tilec_bin, os.path.join(ROOT, ".devcarry", "gemm"), VARIANTS,
+                     ptxas_arch=lambda a: a if a != "sm_86" else "sm_90a")
 
 
 if len(sys.argv) > 2 and sys.argv[1] == "--prepare":

@@ -28,7 +28,6 @@ failed.
   python3 bench/gemm_f8_bench.py [--rounds R]                 (GPU machine, after bench/runtime.sh)
 """
 import os
-import subprocess
 import sys
 import time
 
@@ -46,24 +45,8 @@ f8_nn_e4m3_sm90a | sm_90a | examples/gemm.tile | -DT=f8e4m3 | --pass-option targ
 
 def prepare(tilec_bin):
     """Compile VARIANTS into .devcarry/gemm_f8 with ptxas's registers and spills."""
-    os.makedirs(DIR, exist_ok=True)
-    for f in os.listdir(DIR):
-        os.remove(os.path.join(DIR, f))
-    lines = []
-    for row in VARIANTS.strip().splitlines():
-        name, arch, src, defs, opts = [x.strip() for x in row.split("|")]
-        ptx = os.path.join(DIR, name + ".ptx")
-        subprocess.run([tilec_bin, os.path.join(ROOT, src), "-arch=" + arch] + defs.split() + opts.split() +
-                       ["-o", ptx], check=True)
-        r = subprocess.run(["ptxas", "-arch=" + arch, "-v", ptx, "-o", "/dev/null"], capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit("ptxas rejected %s: %s" % (ptx, r.stderr))
-        regs = r.stderr.split("Used ")[1].split()[0] if "Used " in r.stderr else "?"
-        spill = r.stderr.split("bytes spill stores")[0].split()[-1] if "spill stores" in r.stderr else "?"
-        lines.append("%s %s %s" % (name, regs, spill))
-        print("%-20s %-7s regs %s spill %s  %s %s" % (name, arch, regs, spill, defs, opts))
-    with open(os.path.join(DIR, "variants.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    from variants import compile_variants
+    compile_variants(tilec_bin, DIR, VARIANTS, width=20)
 
 
 if len(sys.argv) > 2 and sys.argv[1] == "--prepare":

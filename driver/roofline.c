@@ -150,25 +150,32 @@ static int64_t tensor_bytes(const Roof *R, const Type *t)
     return n < INT64_MAX / 8 ? bytes_of(n, (DType)t->dtype) : INT64_MAX;
 }
 
+/* Elements of a window (op->list extents, iattr[0] mask bits) along dim d
+ * of `t` at offset offs[d]: a masked dim by the part inside the tensor
+ * when the offset and the dim are known, else its whole extent. */
+static int64_t window_extent(Roof *R, const Op *op, const Type *t, const ValId *offs, int d)
+{
+    int64_t ext = op->list[d], n = ext == 0 ? 1 : ext;
+    if (ext > 0 && (op->iattr[0] >> d & 1)) {
+        RVal off = get(R, offs[d]);
+        decide(R, off);
+        int64_t size = tensor_dim(R, t, d);
+        if (off.known && size > 0) {
+            int64_t lo = off.v > 0 ? off.v : 0, hi = off.v + ext < size ? off.v + ext : size;
+            n = hi > lo ? hi - lo : 0;
+        }
+    }
+    return n;
+}
+
 /* Bytes of the window of `tensor` at `offs` (op->list extents, iattr[0]
  * mask bits); masked dims by their true extents. */
 static int64_t window_bytes(Roof *R, const Op *op, ValId tensor, const ValId *offs)
 {
     const Type *t = ir_type(R->f, tensor);
     int64_t numel = 1;
-    for (int d = 0; d < t->rank && d < op->nlist; d++) {
-        int64_t ext = op->list[d], n = ext == 0 ? 1 : ext;
-        if (ext > 0 && (op->iattr[0] >> d & 1)) {
-            RVal off = get(R, offs[d]);
-            decide(R, off);
-            int64_t size = tensor_dim(R, t, d);
-            if (off.known && size > 0) {
-                int64_t lo = off.v > 0 ? off.v : 0, hi = off.v + ext < size ? off.v + ext : size;
-                n = hi > lo ? hi - lo : 0;
-            }
-        }
-        numel *= n;
-    }
+    for (int d = 0; d < t->rank && d < op->nlist; d++)
+        numel *= window_extent(R, op, t, offs, d);
     return bytes_of(numel, (DType)t->dtype);
 }
 
@@ -190,16 +197,7 @@ static int64_t indexed_bytes(Roof *R, const Op *op, ValId tensor, const ValId *o
     int dim = (int)op->iattr[2], last = t->rank - 1;
     int64_t runs = 1, run = 1;
     for (int d = 0; d < t->rank && d < op->nlist; d++) {
-        int64_t ext = op->list[d], n = ext == 0 ? 1 : ext;
-        if (d != dim && ext > 0 && (op->iattr[0] >> d & 1)) {
-            RVal off = get(R, offs[d]);
-            decide(R, off);
-            int64_t size = tensor_dim(R, t, d);
-            if (off.known && size > 0) {
-                int64_t lo = off.v > 0 ? off.v : 0, hi = off.v + ext < size ? off.v + ext : size;
-                n = hi > lo ? hi - lo : 0;
-            }
-        }
+        int64_t n = d == dim ? (op->list[d] == 0 ? 1 : op->list[d]) : window_extent(R, op, t, offs, d);
         if (d == last && d != dim)
             run = n;
         else
