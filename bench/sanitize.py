@@ -29,7 +29,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
-CARRY = os.path.join(ROOT, ".devcarry")
+CARRY = os.environ.get("TILEC_CARRY", os.path.join(ROOT, ".devcarry"))   # as bench.py
 GLOBS = ("attn/*.ptx", "attn/lib/*.ptx", "wsa/*.ptx", "fa4/*.ptx", "plain/*.ptx", "gemm/*.ptx", "gemm_f8/*.ptx",
          "tune/*/*.ptx", "validate/attention*.ptx", "validate/gemm*.ptx")
 ARCH_CC = {"sm_86": (8, 0), "sm_90a": (9, 0), "sm_100a": (10, 0)}
@@ -40,6 +40,25 @@ def files():
     for g in GLOBS:
         out.extend(sorted(glob.glob(os.path.join(CARRY, g))))
     return out
+
+
+def select(only=""):
+    """(the distinct files whose path contains `only`, how many others were
+    byte-identical to one of them): PTX and metadata (but its compiler
+    line) the same make the same kernel, launched alike."""
+    seen, distinct, same = set(), [], 0
+    for path in files():
+        if only not in path:
+            continue
+        with open(path, "rb") as f, open(path[:-4] + ".meta", "rb") as g:
+            body = hashlib.sha256(f.read() + b"".join(ln for ln in g.readlines()
+                                                      if not ln.startswith(b"compiler "))).hexdigest()
+        if body in seen:
+            same += 1
+            continue
+        seen.add(body)
+        distinct.append(path)
+    return distinct, same
 
 
 def kind(k):
@@ -185,21 +204,8 @@ def main():
         import torch
         cc = torch.cuda.get_device_capability()
     shard, nshards = (int(v) for v in a.shard.split("/"))
-    bad = ran = skipped = same = 0
-    seen = {}
-    distinct = []
-    for path in files():
-        if a.only not in path:
-            continue
-        # PTX and metadata byte-identical to a file run already: that kernel, launched alike
-        with open(path, "rb") as f, open(path[:-4] + ".meta", "rb") as g:
-            body = hashlib.sha256(f.read() + b"".join(ln for ln in g.readlines()
-                                                      if not ln.startswith(b"compiler "))).hexdigest()
-        if body in seen:
-            same += 1
-            continue
-        seen[body] = path
-        distinct.append(path)
+    bad = ran = skipped = 0
+    distinct, same = select(a.only)
     for path in distinct[shard::nshards]:
         name = os.path.relpath(path, CARRY)
         mod = tilec.load_files(path)

@@ -471,6 +471,45 @@ def test_interp_prepare():
         shutil.rmtree(d)
 
 
+def test_sanitize_selection(tilec):
+    """bench/sanitize.py on a folder like .devcarry: each file's kind from
+    its params, a byte-identical copy run once, an arch the GPU cannot run
+    left out, the shards a partition of the distinct files."""
+    d = tempfile.mkdtemp()
+    try:
+        for sub in ("gemm", "attn", "tune/gemm"):
+            os.makedirs(os.path.join(d, sub))
+        ex = os.path.join(ROOT, "examples")
+        for out, src, arch in (("gemm/g90.ptx", "gemm", "sm_90a"), ("gemm/g86.ptx", "gemm", "sm_86"),
+                               ("gemm/g100.ptx", "gemm", "sm_100a"), ("attn/a86_c.ptx", "attention", "sm_86")):
+            subprocess.run([tilec, os.path.join(ex, src + ".tile"), "-arch=" + arch, "--no-ptxas",
+                            "-o", os.path.join(d, out)], check=True)
+        for e in (".ptx", ".meta"):
+            shutil.copy(os.path.join(d, "gemm", "g90" + e), os.path.join(d, "tune", "gemm", "c" + e))
+        env = dict(os.environ, TILEC_CARRY=d, PYTHONPATH=os.path.join(ROOT, "python"))
+        if "TILEC_LIB_DIR" not in env:
+            env["TILEC_LIB_DIR"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(tilec))), "lib")
+
+        def listing(*args):
+            r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "sanitize.py"), "--list"] + list(args),
+                               capture_output=True, text=True, env=env)
+            return r.returncode, r.stdout
+
+        rc, out = listing()
+        rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines() if not ln.startswith("sanitize.py")}
+        check("sanitize: kinds from the params", rows.get("gemm/g90.ptx") == ["sm_90a", "gemm", "+", "fallback"] and
+              rows.get("gemm/g86.ptx") == ["sm_86", "gemm"] and rows.get("attn/a86_c.ptx") == ["sm_86", "attn4"],
+              out)
+        check("sanitize: the copy counted once, sm_100a left out", rc == 0 and "tune/gemm/c.ptx" not in rows and
+              "gemm/g100.ptx" not in rows and "1 byte-identical" in out and "1 of another arch" in out, out)
+        shards = [set(ln.split()[0] for ln in listing("--shard", "%d/2" % i)[1].splitlines()
+                      if not ln.startswith("sanitize.py")) for i in (0, 1)]
+        check("sanitize: two shards partition the files", shards[0] | shards[1] == set(rows) and
+              not shards[0] & shards[1] and all(shards), shards)
+    finally:
+        shutil.rmtree(d)
+
+
 def test_charts_parsers():
     rows = charts.parse_attn(open(os.path.join(ROOT, "bench", "attn_results_h200.txt")).read())
     ks = {r["kernel"] for r in rows}
@@ -530,6 +569,8 @@ def main():
         have_lib = False
     if have_lib:
         test_interp_prepare()
+        if os.access(tilec, os.X_OK):
+            test_sanitize_selection(tilec)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
