@@ -8,8 +8,11 @@ same run. The memory-bound rows: softmax, layernorm and rmsnorm rows
 (bytes: X read and Y written), the cross-entropy loss over a 128k
 vocabulary (the logits read once) and layernorm's backward pass (X and dY
 read, dX written; dW and dB by atomic_add into zeroed buffers, the zeroing
-timed with the kernel), each against its torch peer (torch.softmax,
-F.layer_norm, F.rms_norm, F.cross_entropy, autograd through F.layer_norm)
+timed with the kernel), the row-wise cumsum (f32), dropout (p 0.25, f32
+and bf16), the gather and scatter of rows by an index tensor (bf16 rows
+of 256; the rows and indices moved), each against its torch peer
+(torch.softmax, F.layer_norm, F.rms_norm, F.cross_entropy, autograd
+through F.layer_norm, torch.cumsum, F.dropout, F.embedding, index_copy_)
 and against copy bandwidth. Decode attention (examples/decode_attention.tile:
 batch 8, 32 query heads on 8 KV heads, D 128, a 32k context in pages of
 64 read through a shuffled block table; both kernels timed together)
@@ -449,10 +452,14 @@ def perf_variants():
 
 # A variant's kind is its name's longest known prefix; its shape is the
 # kind's (the row kernels: by the BLOCK in the name).
-KINDS = ("layernorm_bwd", "cross_entropy", "layernorm", "softmax", "rmsnorm")
+KINDS = ("layernorm_bwd", "cross_entropy", "layernorm", "softmax", "rmsnorm", "cumsum", "dropout", "gather_rows",
+         "scatter_rows")
 ROW_SHAPES = {4096: (32768, 4096), 16384: (8192, 16384)}
 CE_SHAPE = (4096, 128256)     # tokens x a 128k vocabulary (Llama 3's 128256)
 LNB_SHAPE = (32768, 4096)
+CUMSUM_SHAPE = (16384, 8192)  # f32 rows
+DROPOUT_N = 1 << 28           # f32 or bf16 (the variant's name) elements, p = 0.25
+GATHER_SHAPE = (1 << 20, 1 << 20, 256)   # table rows V, index count N, row width (bf16)
 
 
 def variant_kind(name):
@@ -525,6 +532,67 @@ def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows, small=False):
         nbytes = x.numel() * 2   # the logits, read once
         run = lambda: k(x, t, loss)
         peer = ("F.cross_entropy", lambda: F.cross_entropy(x, t, reduction="none"))
+    elif kind == "cumsum":
+        m, n = CUMSUM_SHAPE
+        m = 5 if small else m
+        x = torch.randn(m, n, device="cuda")
+        y = torch.empty_like(x)
+        poison(y)
+        k(x, y)
+        torch.cuda.synchronize()
+        err, tol = rel_err(y, torch.cumsum(x.double(), 1)), 1e-5
+        nbytes = 2 * x.numel() * 4
+        run = lambda: k(x, y)
+        peer = ("torch.cumsum", lambda: torch.cumsum(x, 1))
+    elif kind == "dropout":
+        m, n = 1, (1 << 12 if small else DROPOUT_N)
+        dt = torch.bfloat16 if "bf16" in name else torch.float32
+        x = (torch.rand(n, device="cuda") + 0.5).to(dt)   # no zero among the inputs
+        y = torch.empty_like(x)
+        poison(y)
+        p_drop, seed = 0.25, 20261203
+        k(x, y, p_drop, seed)
+        torch.cuda.synchronize()
+        kept = y != 0
+        frac = 1 - kept.float().mean().item()
+        # every kept element f32(x) * (1 / (1 - p)) in f32, rounded to the dtype as the kernel does,
+        # and (on the large shape) the dropped share within 0.01 of p
+        scale = 1.0 / (1.0 - torch.tensor(p_drop, dtype=torch.float32))
+        want = (x.float() * scale).to(dt)
+        err = float("inf") if torch.isnan(y.float()).any() or (n >= 1 << 20 and abs(frac - p_drop) > 0.01) else \
+            (y[kept].float() - want[kept].float()).abs().max().item()
+        tol = 0.0
+        nbytes = 2 * x.numel() * x.element_size()
+        run = lambda: k(x, y, p_drop, seed)
+        peer = ("F.dropout(training=True)", lambda: F.dropout(x, p_drop, training=True))
+    elif kind in ("gather_rows", "scatter_rows"):
+        v, m, n = GATHER_SHAPE
+        v, m = (64, 37) if small else (v, m)
+        mod = k
+        if kind == "gather_rows":
+            e = torch.randn(v, n, device="cuda").to(torch.bfloat16)
+            ids = torch.randint(0, v, (m,), device="cuda", dtype=torch.int32)
+            y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            poison(y)
+            mod.gather_rows(e, ids, y)
+            torch.cuda.synchronize()
+            err = float(not torch.equal(y, e[ids.long()]))
+            run = lambda: mod.gather_rows(e, ids, y)
+            peer = ("F.embedding", lambda: F.embedding(ids, e))
+        else:
+            x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
+            ids = torch.randperm(v, device="cuda")[:m].to(torch.int32)
+            y = torch.randn(v, n, device="cuda").to(torch.bfloat16)
+            want = y.clone()
+            want.index_copy_(0, ids.long(), x)
+            mod.scatter_rows(x, ids, y)
+            torch.cuda.synchronize()
+            err = float(not torch.equal(y, want))
+            run = lambda: mod.scatter_rows(x, ids, y)
+            idl = ids.long()
+            peer = ("index_copy_", lambda: y.index_copy_(0, idl, x))
+        tol = 0.0
+        nbytes = 2 * m * n * 2 + m * 4    # rows read and written, the indices read
     else:  # layernorm_bwd
         m, n = LNB_SHAPE
         m = 5 if small else m
@@ -550,10 +618,11 @@ def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows, small=False):
     check(f"{name} {'small' if small else 'bench-shape'} {m}x{n} {envs}", err, tol)
     if small:
         return
-    key = (kind, m, n)
+    dname = {"cumsum": "f32", "dropout": "bf16" if "bf16" in name else "f32"}.get(kind, "bf16")
+    key = (kind, m, n, dname)
     if key not in peers:
         peers[key] = bench(peer[1])
-    r = row(f"{kind} bf16 {m}x{n} {label}", bench(run), nbytes, copy_gbs, peers[key], peer[0])
+    r = row(f"{kind} {dname} {m}x{n} {label}", bench(run), nbytes, copy_gbs, peers[key], peer[0])
     rows.append(r)
     print(f"  {r['name']}: {r['ms']:.4f} ms {r['GB/s']:.0f} GB/s {r['pct_copy']:.1f}% copy, "
           f"{peer[0]} {r['peer_ms']:.4f} ms -> {r['speedup']:.2f}x", flush=True)

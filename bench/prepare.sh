@@ -65,7 +65,9 @@ done
 # then $PERF_VARIANTS. bench.py takes a variant's kind (and so its shape and
 # torch peer) from its name's prefix: softmax_, layernorm_, rmsnorm_ (rows
 # of the BLOCK in the name), cross_entropy_ (4096 x 128256 bf16 logits),
-# layernorm_bwd_ (32768 x 4096 bf16).
+# layernorm_bwd_ (32768 x 4096 bf16), cumsum (16384 x 8192 f32), dropout_
+# (2^28 elements, f32 or bf16 by the name), gather_rows / scatter_rows
+# (2^20 rows of 256 bf16 by 2^20 indices; the module has both kernels).
 p="$out/perf"
 : > "$p/variants.txt"
 while IFS='|' read -r name envs defs; do
@@ -88,6 +90,11 @@ cross_entropy_plain||$root/tests/perf/cross_entropy_plain.tile -DBN=8192
 layernorm_bwd_4096||$ex/layernorm_bwd.tile -DBLOCK=4096
 layernorm_bwd_4096_g16||$ex/layernorm_bwd.tile -DBLOCK=4096 -DG=16
 layernorm_bwd_4096_g64||$ex/layernorm_bwd.tile -DBLOCK=4096 -DG=64
+cumsum||$ex/cumsum.tile
+dropout_f32||$ex/dropout.tile -DT=f32
+dropout_bf16||$ex/dropout.tile -DT=bf16
+gather_rows||$ex/gather_rows.tile
+scatter_rows||$ex/gather_rows.tile
 ${PERF_VARIANTS:-}
 VARIANTS
 
