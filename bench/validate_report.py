@@ -499,7 +499,7 @@ def measured_conflicts(m, ops_wanted=None):
 def bank_result(rep, k, kernel, m):
     """The bank-conflict comparison of one kernel."""
     bufs = {b["loc"]: b for b in rep["buffers"]}
-    # the portable variant's pass decisions are not reported (driver/api.c
+    # the portable variant's pass decisions are not reported (driver/job.c
     # add_portable): the swizzle lines at its buffers' places are the main
     # kernel's, of other tiles
     portable = kernel.startswith("tilec_portable_")

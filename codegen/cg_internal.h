@@ -9,6 +9,8 @@
  * lower_shape.c  slice, concat, reshape; gather and scatter through an index tile
  * lower_async.c  shared buffers, cp.async copies, wait groups, barriers
  * lower_mma.c    `@` on tensor cores (ldmatrix + mma.sync m16n8k16)
+ * mma_frag.c     its fragments: ldmatrix addresses, f8 / i8 / tf32 element loads
+ * mma_store.c    a product's tile stored through shared memory (16-byte rows)
  * lower_dot_simt.c `@` on the FMA units (f32, f64, i8, odd extents)
  * lower_chain.c  products feeding products (attention): warps along M only
  */
@@ -459,8 +461,8 @@ int cg_lower_dot_simt(Cg *cg, Op *op);
 int cg_lower_trans_view(Cg *cg, Op *op);        /* TRANS of a shared tile: a transposed view */
 /* The accumulator layout of the DOT that yields carried value i of FOR op, or NULL. */
 const Layout *cg_mma_carried_layout(Cg *cg, Op *forop, int i);
-/* Before a STORE of an accumulator-layout tile: move it to the coalesced
- * layout (16-byte stores) through shared memory. */
+/* mma_store.c: before a STORE of an accumulator-layout tile, move it to
+ * the coalesced layout (16-byte stores) through shared memory. */
 void cg_mma_prepare_store(Cg *cg, Op *op);
 
 /* DOT ops in b and its nested regions (lower_async.c). */

@@ -128,7 +128,7 @@ void cg_thread_ids(Cg *cg, LLVMValueRef tid)
 LLVMValueRef cg_smem(Cg *cg, int64_t bytes)
 {
     if (cg->scratch_over_buffers && cg->dsmem && bytes <= cg->dsmem_base)
-        return cg->dsmem;   /* the buffers' space: every buffer is dead here (lower_mma.c) */
+        return cg->dsmem;   /* the buffers' space: every buffer is dead here (mma_store.c) */
     if (!cg->smem) {
         LLVMTypeRef ty = LLVMArrayType2(cg->t_i8, 1);
         cg->smem = LLVMAddGlobalInAddressSpace(cg->mod, ty, "tilec.smem.tmp", 3);

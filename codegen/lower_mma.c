@@ -27,48 +27,16 @@
  * reads are conflict-free) unless it is already in the A-operand layout
  * (the accumulator of an earlier product with wn = 1 cast elementwise: the
  * FlashAttention-2 reuse), which needs no data movement at all.
+ *
+ * The fragments (lane terms, ldmatrix addresses, the element loads of f8,
+ * i8 and tf32 operands) are mma_frag.c's; the store of a product's tile
+ * through shared memory is mma_store.c's.
  */
-#include "cg_internal.h"
+#include "mma_frag.h"
 #include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct FragAddr {
-    const SmemView *sv;
-    bool p2, trans;               /* lane pattern; ldmatrix.trans */
-    LLVMValueRef rt, ct;          /* thread row / column (elements) */
-    LLVMValueRef T;               /* byte offset of (rt, ct) */
-    int64_t w;                    /* swizzle panel bytes (0: none) */
-    bool fast;                    /* the split above holds for every fragment */
-    LLVMValueRef xo[16];          /* T ^ (bc % W), by bc % W / 16 */
-    LLVMValueRef base;            /* the tile's base for this k step (see step_base) */
-    /* Rolled k loop (dot_rolled): the k step is the run-time value kv; the
-     * k coordinate (rows when krow, else columns) adds 16 * kv, folded into
-     * kbase and Tk on the fast path. */
-    LLVMValueRef kv, kbase, Tk;
-    bool krow;
-} FragAddr;
-
-typedef struct Mma {
-    Op *op;
-    bool f16;
-    DType dt;                      /* the operands' dtype */
-    bool s8;                       /* i8 operands: m16n8k32 .s8, s32 accumulators */
-    bool tf32;                     /* f32 operands (mma = mma_sync): m16n8k8 .tf32 */
-    int kstep;                     /* k of one instruction: 16, 32 for s8, 8 for tf32 */
-    bool a8, b8;                   /* A / B: a shared view read per fragment element (f8, i8, tf32) */
-    LLVMValueRef g, t2;            /* lane / 4 and (lane % 4) * (kstep / 8): the fragment coordinates */
-    int64_t m, n, k;
-    int wm, wn, tm, tn;
-    const Layout *L;               /* accumulator layout */
-    const SmemView *av, *bv;       /* shared operands (NULL: A from registers) */
-    LLVMValueRef *aregs;           /* A in the A-operand layout (registers) */
-    const Layout *aL;
-    LLVMValueRef wrow, wcol;       /* this warp's first row / column */
-    LLVMValueRef l15, l7, hi8, mid8;  /* lane terms of the ldmatrix addresses */
-    FragAddr fa, fb;               /* ldmatrix addresses of A (shared) and B */
-} Mma;
 
 static Layout acc_layout(Cg *cg, int64_t m, int64_t n, int *wm, int *wn)
 {
@@ -224,345 +192,6 @@ static int operands(Cg *cg, Mma *mm)
     return 0;
 }
 
-/* ---- fragments ---- */
-
-static LLVMValueRef lane_bits(Cg *cg, int shift, int mask, int mul)
-{
-    LLVMValueRef x = shift ? LLVMBuildLShr(cg->b, cg->lane, cg_i32(cg, shift), "") : cg->lane;
-    x = LLVMBuildAnd(cg->b, x, cg_i32(cg, mask), "");
-    return mul > 1 ? LLVMBuildMul(cg->b, x, cg_i32(cg, mul), "") : x;
-}
-
-/* x through a volatile register move: not hoisted out of a loop. */
-static LLVMValueRef opaque(Cg *cg, LLVMValueRef x)
-{
-    LLVMTypeRef fty = LLVMFunctionType(cg->t_i32, &cg->t_i32, 1, 0);
-    static const char code[] = "mov.b32 $0, $1;", cons[] = "=r,r";
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1, 1, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(cg->b, fty, as, &x, 1, "");
-}
-
-static void lane_terms(Cg *cg, Mma *mm)
-{
-    mm->l15 = lane_bits(cg, 0, 15, 1);          /* P1 row: lanes 0-15 walk 16 rows */
-    mm->hi8 = lane_bits(cg, 4, 1, 8);           /* P1 column / P2 row: lanes 16-31 +8 */
-    mm->l7 = lane_bits(cg, 0, 7, 1);            /* P2 row inside a matrix */
-    mm->mid8 = lane_bits(cg, 3, 1, 8);          /* P2 column: lanes 8-15, 24-31 +8 */
-    LLVMValueRef wr = LLVMBuildURem(cg->b, LLVMBuildUDiv(cg->b, cg->warp, cg_i32(cg, mm->wn), ""), cg_i32(cg, mm->wm), "");
-    LLVMValueRef wc = LLVMBuildURem(cg->b, cg->warp, cg_i32(cg, mm->wn), "");
-    mm->wrow = LLVMBuildMul(cg->b, wr, cg_i32(cg, 16 * mm->tm), "");
-    mm->wcol = LLVMBuildMul(cg->b, wc, cg_i32(cg, 8 * mm->tn), "");
-    if (mm->a8 || mm->b8) {
-        /* The element loads' addresses from a lane id the loop around the
-         * product cannot hoist out: LLVM would otherwise keep every
-         * fragment's address of the product live across the loop (gemm
-         * 256x128x64: 255 registers and spills on sm_86). */
-        LLVMValueRef lane = opaque(cg, cg->lane), w = opaque(cg, cg->warp);
-        mm->g = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, lane, cg_i32(cg, 2), ""), cg_i32(cg, 7), "");
-        mm->t2 = LLVMBuildMul(cg->b, LLVMBuildAnd(cg->b, lane, cg_i32(cg, 3), ""), cg_i32(cg, mm->kstep / 8), "");
-        wr = LLVMBuildURem(cg->b, LLVMBuildUDiv(cg->b, w, cg_i32(cg, mm->wn), ""), cg_i32(cg, mm->wm), "");
-        wc = LLVMBuildURem(cg->b, w, cg_i32(cg, mm->wn), "");
-        mm->wrow = LLVMBuildMul(cg->b, wr, cg_i32(cg, 16 * mm->tm), "");
-        mm->wcol = LLVMBuildMul(cg->b, wc, cg_i32(cg, 8 * mm->tn), "");
-    }
-}
-
-/* ---- fragments loaded element by element: f8 (converted to f16 pairs),
- * i8 (m16n8k32: runs of four bytes), f32 (m16n8k8 .tf32: one element) ---- */
-
-/* One 32-bit fragment register from the byte elements at logical (r, c)
- * and the next ones along the k coordinate (columns of A, rows of B:
- * `kcols`) of the shared view sv from base: two f8 elements converted to
- * an f16x2, or four i8 elements as they are (the first in the low bits).
- * A run that lies along a stored row is one 16- or 32-bit load (it never
- * straddles a swizzle's 16-byte chunk), else one byte load each. */
-static LLVMValueRef frag_word(Cg *cg, const Mma *mm, const SmemView *sv, LLVMValueRef base, LLVMValueRef r,
-                              LLVMValueRef c, bool kcols)
-{
-    LLVMValueRef sr = sv->trans ? c : r, sc = sv->trans ? r : c;
-    if (mm->tf32) {   /* one f32 element, rounded to tf32 */
-        LLVMValueRef o = cg_smem_offset(cg, sv, sr, LLVMBuildMul(cg->b, sc, cg_i32(cg, 4), ""));
-        LLVMValueRef x = LLVMBuildLoad2(cg->b, cg->t_f32, LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, ""), "");
-        LLVMSetAlignment(x, 4);
-        return cg->tg->to_tf32(cg, x);
-    }
-    int n = mm->s8 ? 4 : 2;
-    bool along = kcols != sv->trans;    /* the run's elements are neighbours in a stored row */
-    LLVMValueRef e[4];
-    if (along) {
-        LLVMTypeRef wt = n == 4 ? cg->t_i32 : cg->t_i16;
-        LLVMValueRef o = cg_smem_offset(cg, sv, sr, sc);
-        LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, "");
-        LLVMValueRef w = LLVMBuildLoad2(cg->b, wt, p, "");
-        LLVMSetAlignment(w, (unsigned)n);
-        if (mm->s8)
-            return w;
-        for (int i = 0; i < n; i++)
-            e[i] = LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, w, LLVMConstInt(wt, (unsigned)(8 * i), 0), ""),
-                                  cg->t_i8, "");
-    } else {
-        for (int i = 0; i < n; i++) {
-            LLVMValueRef row = i ? LLVMBuildAdd(cg->b, sr, cg_i32(cg, i), "") : sr;
-            LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, (LLVMValueRef[]){ cg_smem_offset(cg, sv, row, sc) },
-                                           1, "");
-            e[i] = LLVMBuildLoad2(cg->b, cg->t_i8, p, "");
-        }
-    }
-    LLVMValueRef w = cg_i32(cg, 0);
-    for (int i = 0; i < n; i++) {
-        LLVMValueRef x = mm->s8 ? e[i] : cg_f8_to_f16_bits(cg, e[i], mm->dt);
-        x = LLVMBuildZExt(cg->b, x, cg->t_i32, "");
-        w = LLVMBuildOr(cg->b, w, i ? LLVMBuildShl(cg->b, x, cg_i32(cg, (32 / n) * i), "") : x, "");
-    }
-    return w;
-}
-
-/* A fragments a0..a3 of m16 tile i at k step kk: rows g and g + 8,
- * columns t2 .. and the same + kstep / 2, with t2 = 2 (lane % 4) (PTX
- * m16n8k16 .f16: pairs) or 4 (lane % 4) (m16n8k32 .s8: runs of four). */
-static void a_frag_f8(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
-{
-    const SmemView *sv = mm->av;
-    LLVMValueRef base = mm->fa.base ? mm->fa.base : sv->base;
-    for (int q = 0; q < 4; q++) {
-        LLVMValueRef r = LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 16 * i + 8 * (q & 1)), "");
-        r = LLVMBuildAdd(cg->b, mm->wrow, r, "");
-        LLVMValueRef c = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, mm->kstep * kk + mm->kstep / 2 * (q >> 1)), "");
-        out[q] = frag_word(cg, mm, sv, base, r, c, true);
-    }
-}
-
-/* B fragments of n8 tiles 2jp, 2jp + 1 at k step kk (out[0..1], out[2..3]):
- * rows (k) t2 .. and the same + kstep / 2, column lane / 4. */
-static void b_frag_f8(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
-{
-    const SmemView *sv = mm->bv;
-    LLVMValueRef base = mm->fb.base ? mm->fb.base : sv->base;
-    for (int h = 0; h < 2; h++)
-        for (int q = 0; q < 2; q++) {
-            LLVMValueRef r = LLVMBuildAdd(cg->b, mm->t2, cg_i32(cg, mm->kstep * kk + mm->kstep / 2 * q), "");
-            LLVMValueRef c = LLVMBuildAdd(cg->b, mm->g, cg_i32(cg, 8 * (2 * jp + h)), "");
-            c = LLVMBuildAdd(cg->b, mm->wcol, c, "");
-            out[2 * h + q] = frag_word(cg, mm, sv, base, r, c, false);
-        }
-}
-
-/* ---- ldmatrix addresses ----
- * An ldmatrix.x4 lane address is (thread row + rc, thread column + cc) of
- * the stored tile, with the thread part fixed for the whole product and
- * (rc, cc) constants per fragment (multiples of 16). The thread's byte
- * offset T is computed once (loop-invariant: lane and warp only). Row-major
- * and padded tiles add the constant. In a Swizzle<B,4,3> tile the XOR term
- * depends on row % 8, which rc keeps, and on the 16-byte chunk: when the
- * constant column bytes bc share no bit inside a W-byte panel with any
- * thread's column bytes, offset(rt + rc, bt + bc) = (T ^ (bc % W)) +
- * (bc / W) * rows * W + rc * W: one XOR per distinct bc % W (a k step),
- * the rest an immediate of the ldmatrix. Otherwise the full swizzle is
- * computed per fragment. */
-
-
-/* wbase: warp part of the thread column (per warp index 0..nw-1: w * wstep). */
-static void frag_addr_init(Cg *cg, const Mma *mm, FragAddr *fa, const SmemView *sv, bool p2, bool trans,
-                           LLVMValueRef wrow, LLVMValueRef wcol, int nw, int64_t wstep, int64_t cmax)
-{
-    memset(fa, 0, sizeof *fa);
-    fa->sv = sv;
-    fa->p2 = p2;
-    fa->trans = trans;
-    fa->rt = LLVMBuildAdd(cg->b, wrow, p2 ? LLVMBuildAdd(cg->b, mm->l7, mm->hi8, "") : mm->l15, "");
-    fa->ct = LLVMBuildAdd(cg->b, wcol, p2 ? mm->mid8 : mm->hi8, "");
-    fa->T = cg_smem_offset(cg, sv, fa->rt, LLVMBuildMul(cg->b, fa->ct, cg_i32(cg, sv->eb), ""));
-    fa->w = cg_swz_width(sv->swz);
-    if (!fa->w) {
-        fa->fast = true;
-        return;
-    }
-    int64_t tbits = 0;                  /* every bit some thread's column bytes set inside a panel */
-    for (int w = 0; w < nw; w++)
-        for (int h = 0; h < 2; h++)
-            tbits |= ((w * wstep + 8 * h) * sv->eb) % fa->w;
-    int64_t cbits = 0;
-    for (int64_t c = 0; c < cmax; c += 16)
-        cbits |= (c * sv->eb) % fa->w;
-    fa->fast = (tbits & cbits) == 0 && fa->w / 16 <= 16;
-}
-
-/* Pointer to this lane's row of the ldmatrix block at constant (rc, cc)
- * (plus 16 * kv along the k coordinate in a rolled k loop). */
-static LLVMValueRef frag_ptr(Cg *cg, FragAddr *fa, int64_t rc, int64_t cc)
-{
-    const SmemView *sv = fa->sv;
-    LLVMValueRef base = fa->base ? fa->base : sv->base;
-    if (!fa->fast) {
-        LLVMValueRef row = LLVMBuildAdd(cg->b, fa->rt, cg_i32(cg, rc), "");
-        LLVMValueRef col = LLVMBuildAdd(cg->b, fa->ct, cg_i32(cg, cc), "");
-        if (fa->kv) {
-            LLVMValueRef k16 = LLVMBuildShl(cg->b, fa->kv, cg_i32(cg, 4), "");
-            if (fa->krow)
-                row = LLVMBuildAdd(cg->b, row, k16, "");
-            else
-                col = LLVMBuildAdd(cg->b, col, k16, "");
-        }
-        LLVMValueRef o = cg_smem_offset(cg, sv, row, LLVMBuildMul(cg->b, col, cg_i32(cg, sv->eb), ""));
-        return LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, "");
-    }
-    int64_t bc = cc * sv->eb, imm;
-    LLVMValueRef t = fa->T;
-    if (fa->kv)
-        base = fa->kbase;
-    if (fa->w) {
-        int x = (int)(bc % fa->w / 16);
-        if (fa->Tk)                   /* dynamic column bytes: the constant part is 0 */
-            t = fa->Tk;
-        else {
-            if (!fa->xo[x])
-                fa->xo[x] = x ? LLVMBuildXor(cg->b, fa->T, cg_i32(cg, bc % fa->w), "") : fa->T;
-            t = fa->xo[x];
-        }
-        imm = bc / fa->w * sv->rows * fa->w + rc * fa->w;
-    } else {
-        imm = rc * (sv->cols * sv->eb + (sv->swz == SWZ_PAD ? sv->pad : 0)) + bc;
-    }
-    LLVMValueRef o = LLVMBuildZExt(cg->b, t, cg->t_i64, "");
-    LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, &o, 1, "");
-    o = cg_i64(cg, imm);
-    return imm ? LLVMBuildGEP2(cg->b, cg->t_i8, p, &o, 1, "") : p;
-}
-
-/* Rolled k loop: fragments of k step kv (i32, run time). Rows of the
- * stored tile are the k coordinate for A stored [K, M] and B stored [K, N],
- * columns otherwise; the constant part of that coordinate is then 0. On
- * the fast path a k row step adds 16 * kv rows (rows are W bytes apart in
- * a swizzled panel), and a k column step of bc = 32 * kv bytes XORs
- * bc % W into T and adds bc / W panels. */
-static void frag_k(Cg *cg, FragAddr *fa, LLVMValueRef kv)
-{
-    const SmemView *sv = fa->sv;
-    fa->kv = kv;
-    fa->krow = fa->trans;
-    fa->Tk = NULL;
-    fa->kbase = NULL;
-    if (!fa->fast)
-        return;
-    LLVMValueRef base = fa->base ? fa->base : sv->base, off;
-    if (fa->krow) {
-        int64_t rs = fa->w ? fa->w : sv->cols * sv->eb + (sv->swz == SWZ_PAD ? sv->pad : 0);
-        off = LLVMBuildMul(cg->b, kv, cg_i32(cg, 16 * rs), "");
-    } else {
-        LLVMValueRef bc = LLVMBuildMul(cg->b, kv, cg_i32(cg, 16 * sv->eb), "");
-        if (fa->w) {
-            int lw = 0;
-            while ((1 << lw) < fa->w)
-                lw++;
-            fa->Tk = LLVMBuildXor(cg->b, fa->T, LLVMBuildAnd(cg->b, bc, cg_i32(cg, fa->w - 1), ""), "");
-            off = LLVMBuildMul(cg->b, LLVMBuildLShr(cg->b, bc, cg_i32(cg, lw), ""), cg_i32(cg, sv->rows * fa->w), "");
-        } else {
-            off = bc;
-        }
-    }
-    off = LLVMBuildZExt(cg->b, off, cg->t_i64, "");
-    fa->kbase = LLVMBuildGEP2(cg->b, cg->t_i8, base, &off, 1, "");
-}
-
-static LLVMValueRef pack2(Cg *cg, LLVMValueRef x, LLVMValueRef y)
-{
-    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), 2);
-    LLVMValueRef v = LLVMBuildInsertElement(cg->b, LLVMGetUndef(vt), x, cg_i32(cg, 0), "");
-    v = LLVMBuildInsertElement(cg->b, v, y, cg_i32(cg, 1), "");
-    return LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
-}
-
-/* A fragments (4 x i32) of m16 tile i at k step kk. */
-static void a_frag(Cg *cg, Mma *mm, int i, int kk, LLVMValueRef *out)
-{
-    if (mm->a8) {
-        a_frag_f8(cg, mm, i, kk, out);
-        return;
-    }
-    if (mm->aregs) {
-        for (int q = 0; q < 4; q++)
-            out[q] = pack2(cg, mm->aregs[layout_mma_a_reg(mm->aL, i, kk, 2 * q)],
-                           mm->aregs[layout_mma_a_reg(mm->aL, i, kk, 2 * q + 1)]);
-        return;
-    }
-    FragAddr *fa = &mm->fa;
-    if (fa->trans)                /* stored [K, M] */
-        cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fa, 16 * kk, 16 * i), true, out);
-    else                          /* stored [M, K] */
-        cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fa, 16 * i, 16 * kk), false, out);
-}
-
-/* B fragments of n8 tiles 2jp, 2jp+1 at k step kk: out[0..1], out[2..3]. */
-static void b_frag(Cg *cg, Mma *mm, int jp, int kk, LLVMValueRef *out)
-{
-    FragAddr *fb = &mm->fb;
-    if (mm->b8) {
-        b_frag_f8(cg, mm, jp, kk, out);
-        return;
-    }
-    if (!fb->trans)               /* stored [N, K]: plain ldmatrix */
-        cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fb, 16 * jp, 16 * kk), false, out);
-    else                          /* stored [K, N] */
-        cg->tg->ldmatrix_x4(cg, frag_ptr(cg, fb, 16 * kk, 16 * jp), true, out);
-}
-
-static void frag_addrs(Cg *cg, Mma *mm)
-{
-    LLVMValueRef z = cg_i32(cg, 0);
-    mm->fa.sv = mm->av;           /* the f8 loads read their views' bases (step_base) */
-    mm->fb.sv = mm->bv;
-    if (!mm->aregs && !mm->a8) {
-        if (mm->av->trans)        /* [K, M]: rows k (lane), columns warp rows */
-            frag_addr_init(cg, mm, &mm->fa, mm->av, true, true, z, mm->wrow, mm->wm, 16 * mm->tm, mm->m / mm->wm);
-        else
-            frag_addr_init(cg, mm, &mm->fa, mm->av, false, false, mm->wrow, z, 1, 0, mm->k);
-    }
-    if (mm->b8)
-        return;
-    if (mm->bv->trans)            /* [N, K]: rows warp columns, plain ldmatrix */
-        frag_addr_init(cg, mm, &mm->fb, mm->bv, true, false, mm->wcol, z, 1, 0, mm->k);
-    else                          /* [K, N]: ldmatrix.trans */
-        frag_addr_init(cg, mm, &mm->fb, mm->bv, false, true, z, mm->wcol, mm->wn, 8 * mm->tn, mm->n / mm->wn);
-}
-
-typedef struct Frags { LLVMValueRef *a, *b; } Frags;   /* a: tm x 4, b: tn/2 x 4 */
-
-/* The NVPTX scheduler would hoist every ldmatrix of the product above the
- * first mma (the mma intrinsics carry no chain), keeping all K/16 steps'
- * fragments live at once: 64 x 64 warp tiles with BK = 64 then spill. A
- * step's base address goes through an opaque register move that takes an
- * accumulator of the step before as an (unused) operand, so step k + 1's
- * loads stay after step k - 1's products; the move costs nothing in SASS. */
-static LLVMValueRef step_base(Cg *cg, LLVMValueRef base, LLVMValueRef dep)
-{
-    LLVMTypeRef pt[2] = { cg->t_i64, LLVMTypeOf(dep) };
-    LLVMTypeRef fty = LLVMFunctionType(cg->t_i64, pt, 2, 0);
-    static const char code[] = "mov.b64 $0, $1;", consf[] = "=l,l,f", consr[] = "=l,l,r";
-    const char *cons = LLVMTypeOf(dep) == cg->t_i32 ? consr : consf;   /* s8 accumulators are i32 */
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof consf - 1, 0, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef args[2] = { LLVMBuildPtrToInt(cg->b, base, cg->t_i64, ""), dep };
-    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, as, args, 2, "");
-    return LLVMBuildIntToPtr(cg->b, r, LLVMTypeOf(base), "");
-}
-
-static Frags load_frags(Cg *cg, Mma *mm, int kk, LLVMValueRef dep)
-{
-    if (dep && !mm->aregs)
-        mm->fa.base = step_base(cg, mm->fa.sv->base, dep);
-    if (dep)
-        mm->fb.base = step_base(cg, mm->fb.sv->base, dep);
-    Frags fr;
-    fr.a = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(4 * mm->tm));
-    fr.b = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)(2 * mm->tn));
-    for (int i = 0; i < mm->tm; i++)
-        a_frag(cg, mm, i, kk, &fr.a[4 * i]);
-    for (int jp = 0; jp < mm->tn / 2; jp++)
-        b_frag(cg, mm, jp, kk, &fr.b[4 * jp]);
-    return fr;
-}
-
 static void mma_rows(Cg *cg, const Mma *mm, const Frags *fr, LLVMValueRef *acc, int i0, int i1)
 {
     for (int i = i0; i < i1; i++)
@@ -625,9 +254,9 @@ static void close_phis(LLVMValueRef *p, LLVMValueRef *v, int n, LLVMBasicBlockRe
 
 static void dot_rolled(Cg *cg, Mma *mm, LLVMValueRef *acc, int nacc, int nk)
 {
-    lane_terms(cg, mm);
-    frag_addrs(cg, mm);
-    Frags cur = load_frags(cg, mm, 0, NULL);
+    cg_mma_lane_terms(cg, mm);
+    cg_mma_frag_addrs(cg, mm);
+    Frags cur = cg_mma_load_frags(cg, mm, 0, NULL);
     int na = 4 * mm->tm, nb = 2 * mm->tn;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b), head = cg_new_block(cg, "kstep"),
                       done = cg_new_block(cg, "kdone");
@@ -638,9 +267,9 @@ static void dot_rolled(Cg *cg, Mma *mm, LLVMValueRef *acc, int nacc, int nk)
     LLVMValueRef *ap = phis(cg, acc, nacc, pre, "acc");
     Frags fp = { phis(cg, cur.a, na, pre, "fa"), phis(cg, cur.b, nb, pre, "fb") };
     LLVMValueRef k1 = LLVMBuildAdd(cg->b, kv, cg_i32(cg, 1), "");
-    frag_k(cg, &mm->fa, k1);
-    frag_k(cg, &mm->fb, k1);
-    Frags next = load_frags(cg, mm, 0, NULL);
+    cg_mma_frag_k(cg, &mm->fa, k1);
+    cg_mma_frag_k(cg, &mm->fb, k1);
+    Frags next = cg_mma_load_frags(cg, mm, 0, NULL);
     mm->fa.kv = mm->fb.kv = mm->fa.kbase = mm->fb.kbase = mm->fa.Tk = mm->fb.Tk = NULL;
     memcpy(acc, ap, sizeof(LLVMValueRef) * (size_t)nacc);
     mma_step(cg, mm, &fp, acc);
@@ -714,9 +343,9 @@ int cg_lower_dot(Cg *cg, Op *op)
         dot_rolled(cg, &mm, acc, n, nk);
         nk = 0;
     } else {
-        lane_terms(cg, &mm);
-        frag_addrs(cg, &mm);
-        cur = load_frags(cg, &mm, 0, NULL);
+        cg_mma_lane_terms(cg, &mm);
+        cg_mma_frag_addrs(cg, &mm);
+        cur = cg_mma_load_frags(cg, &mm, 0, NULL);
     }
     /* Cg.pv_rows: a product with A from registers (attention's p @ v)
      * issues its mma.sync row tile by row tile (every k step and column
@@ -729,7 +358,7 @@ int cg_lower_dot(Cg *cg, Op *op)
         for (int i = 0; i < mm.tm; i++)
             for (int kk = 0; kk < nk; kk++) {
                 if (i == 0)
-                    all[kk] = kk == 0 ? cur : load_frags(cg, &mm, kk, NULL);
+                    all[kk] = kk == 0 ? cur : cg_mma_load_frags(cg, &mm, kk, NULL);
                 mma_rows(cg, &mm, &all[kk], acc, i, i + 1);
             }
         nk = 0;
@@ -738,7 +367,7 @@ int cg_lower_dot(Cg *cg, Op *op)
         LLVMValueRef dep = kk > 0 ? acc[layout_mma_acc_reg(mm.L, mm.tm - 1, mm.tn - 1, 3)] : NULL;
         Frags next = cur;
         if (kk + 1 < nk)
-            next = load_frags(cg, &mm, kk + 1, dep);
+            next = cg_mma_load_frags(cg, &mm, kk + 1, dep);
         mma_step(cg, &mm, &cur, acc);
         cur = next;
     }
@@ -770,182 +399,4 @@ int cg_lower_trans_view(Cg *cg, Op *op)
     sv->trans = !sv->trans;
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_SMEM, .sv = sv };
     return 0;
-}
-
-/* Is every shared buffer dead from `op` on: op in the function's top-level
- * block, every async copy before it retired by an `async_wait 0` (also at
- * top level, after the last copy), and no op after it that allocates,
- * copies into, reads or writes a buffer, multiplies (a product may read a
- * buffer in place) or uses a shared view made before it? Then a layout
- * conversion at op may use the buffers' space as its scratch (its first
- * barrier orders it after every read). */
-static bool buffers_dead_at(Cg *cg, const Op *op)
-{
-    const Block *b = &cg->f->body;
-    int at = -1;
-    for (int i = 0; i < b->nops; i++)
-        if (b->ops[i] == op)
-            at = i;
-    if (at < 0)
-        return false;
-    bool waited = true;
-    for (int i = 0; i < at; i++) {
-        const Op *o = b->ops[i];
-        if (o->code == OP_ASYNC_COPY || o->nregions > 0)
-            waited = false;   /* a loop or if may hold copies: wait 0 after it */
-        if (o->code == OP_ASYNC_WAIT)
-            waited = o->iattr[0] == 0;
-    }
-    if (!waited)
-        return false;
-    for (int i = at + 1; i < b->nops; i++) {
-        const Op *o = b->ops[i];
-        if (o->nregions > 0 || o->code == OP_SMEM_ALLOC || o->code == OP_ASYNC_COPY || o->code == OP_SMEM_LOAD ||
-            o->code == OP_SMEM_STORE || o->code == OP_DOT)
-            return false;
-        for (int k = 0; k < o->nargs; k++)   /* a view read in place later (a shared tile used after) */
-            if (cg->vals[o->args[k]].kind == TV_SMEM)
-                return false;
-    }
-    return true;
-}
-
-/* Does each warp of L hold one run of rows, warp w the w-th (warps only
- * along dim 0, one repeat)? Then rows [g * M / 2, (g + 1) * M / 2) belong
- * to warp group g. */
-static bool rows_by_warp(const Layout *L, int nwarps)
-{
-    return L->prank == 2 && !L->slice && L->wpc[0] == nwarps && L->wpc[1] == 1 &&
-           (int64_t)layout_espt(L, 0) * L->tpw[0] * layout_rpt(L, 0) * L->wpc[0] == L->pshape[0];
-}
-
-/* After decoupled turns (Cg.groups_apart) each warp group stages and
- * stores its own rows of a product's tile: the coalesced layout L is made
- * warp-major (each thread's rows one run, spt along dim 0 instead of
- * repeats: a warp still writes two 256-byte row pieces per instruction),
- * so that every row is written and read by one group's warps and the
- * conversion meets per group. The scratch lies over the dead buffers from
- * offset 0, group 0's rows first: they must miss the second product's
- * buffer, which group 1 still reads when group 0 gets there
- * (cg_chain_group_barrier); group 1 comes last. The whole scratch must fit
- * in the buffers' space. Not over the buffers (over false: the groups
- * stay apart across the trips of a loop over tiles, whose next copies fill
- * them), the scratch is its own after them, up to the arch's limit. *need
- * gets its size. */
-static bool group_rows(Cg *cg, const TileVal *v, Layout *L, DType dt, int64_t *need, bool over)
-{
-    if (!cg->groups_apart || cg->nsplit != 1 || !rows_by_warp(v->L, cg->nwarps))
-        return false;
-    Layout W = *L;
-    int64_t per = (int64_t)L->tpw[0] * L->wpc[0];
-    if (L->pshape[0] % per)
-        return false;
-    W.spt[0] = (int)(L->pshape[0] / per);
-    W.rpt[0] = 1;
-    if (!rows_by_warp(&W, cg->nwarps) || layout_nregs(&W) != layout_nregs(L))
-        return false;
-    if (!over) {   /* a scratch of its own after the buffers (groups apart across a loop's trips) */
-        int64_t bytes = cg_convert_scratch_bytes(&W, dt, NULL);
-        if (cg->dsmem_base + bytes > pass_smem_limit(cg->ti, cg->smem_per_block))
-            return false;
-        *L = W;
-        *need = bytes;
-        return true;
-    }
-    const Op *alloc = ir_val(cg->f, cg->split[0].buf[1])->def;
-    if (!alloc || alloc->code != OP_SMEM_ALLOC)
-        return false;
-    const Type *bt = ir_type(cg->f, cg->split[0].buf[1]);
-    int64_t lo = alloc->iattr[1], hi = lo + type_numel(bt) * (dtype_bits((DType)bt->dtype) / 8);
-    int64_t bytes = cg_convert_scratch_bytes(&W, dt, NULL);
-    if (bytes > cg->dsmem_base || (lo < bytes / 2 && hi > 0))
-        return false;
-    *L = W;
-    *need = bytes;
-    return true;
-}
-
-void cg_mma_prepare_store(Cg *cg, Op *op)
-{
-    ValId vv = op->args[op->nargs - 1];
-    TileVal *v = &cg->vals[vv];
-    const Type *t = ir_type(cg->f, vv);
-    if (v->kind != TV_REGS || !layout_is_mma(v->L) || t->rank != 2 || op->nlist < 1 || op->list[op->nlist - 1] <= 0) {
-        if (t->space == SP_SHARED && cg->report)
-            sb_printf(cg->report, "  store at %d:%d: the tile declared shared stays in registers (only a 2-D "
-                      "product's fragments are staged; this layout stores its rows directly)\n",
-                      op->loc.line, op->loc.col);
-        return;
-    }
-    const Layout *L = cg_default_layout(cg, t, true);
-    int eb = dtype_bits((DType)t->dtype) / 8;
-    /* A tile declared `shared` (`tile o: shared bf16[BM, D] = ...; O[..] =
-     * o;`) asks for this staging: its fragments go through shared memory
-     * and leave as 16-byte rows. The dead pipeline buffers' space holds it
-     * when every buffer is dead at the store; otherwise a scratch after
-     * them, up to the arch's limit. For every other store it is the
-     * compiler's choice: fragments stored directly unless the conversion
-     * is cheap in shared memory. The dead-buffer form measured +3% to
-     * +3.8% on attention at 1k tokens and -1.8% to -5.7% on D=128 causal
-     * at 2k-16k on the H200 (2026-11-30 16:22), gemm within the spread,
-     * for 14-21% more compile time (docs/codegen.md, "Epilogue"), so the
-     * compiler does not pick it by itself and tilec.attention asks for it
-     * on short rows only (examples/attention.tile's STAGE_O). */
-    bool asked = t->space == SP_SHARED;
-    bool over = cg->dsmem && asked && buffers_dead_at(cg, op);
-    /* Chained products make the accumulator layout the tile's default
-     * (cg_chain_anchors): the coalesced rows are then the plain blocked
-     * layout, taken when the conversion costs no shared memory. */
-    if ((over || asked) && layout_vec(L) <= layout_vec(v->L))
-        L = cg_layout_dup(cg, layout_blocked(t->rank, t->shape, eb ? eb : 1, true, cg->nwarps));
-    if (layout_vec(L) <= layout_vec(v->L)) {
-        if (asked && cg->report)
-            sb_printf(cg->report, "  store at %d:%d: the tile declared shared stays in registers (its fragments "
-                      "already hold whole 16-byte rows)\n", op->loc.line, op->loc.col);
-        return;
-    }
-    int64_t need = cg_convert_scratch_bytes(L, (DType)t->dtype, NULL);
-    over = over && cg->dsmem_base >= need;
-    /* Growing a pipelined kernel's shared memory by more than a quarter for
-     * the epilogue costs blocks per SM: gemm 128x128x64 on sm_90a, 96 KB of
-     * buffers + 33 KB of scratch -> one block per SM, 306 TFLOP/s against
-     * 375 with the fragment stores (H200). When every buffer is dead at the
-     * store (the epilogue after the pipelined loop), the conversion uses
-     * their space instead and the kernel's shared memory does not grow. A
-     * tile declared shared may grow it up to the arch's limit. */
-    int64_t limit = pass_smem_limit(cg->ti, cg->smem_per_block);
-    bool fits = cg->dsmem_base + need <= limit;
-    if (!over && cg->dsmem && (!fits || (!asked && cg->dsmem_base > 0 && need > cg->dsmem_base / 4))) {
-        if (asked && cg->report)
-            sb_printf(cg->report, "  store at %d:%d: the tile declared shared stays in registers (fragment "
-                      "stores): %lld bytes of scratch after %lld bytes of buffers exceed the %lld-byte limit\n",
-                      op->loc.line, op->loc.col, (long long)need, (long long)cg->dsmem_base,
-                      (long long)limit);
-        return;
-    }
-    Layout W = *L;
-    bool grouped = (over || cg->groups_apart) && group_rows(cg, v, &W, (DType)t->dtype, &need, over);
-    if (grouped)
-        L = cg_layout_dup(cg, W);
-    cg->scratch_over_buffers = over;
-    cg->xfer_groups = grouped;
-    if (over) {
-        /* The epilogue's thread coordinates from a fresh tid, not merged
-         * with the prologue's and kept live across the loop: attention
-         * D=128 causal 32 -> 8 B of spills (sm_90), 459M -> 403M
-         * instructions to compile on sm_86 D=128. */
-        cg_thread_ids(cg, cg_opaque_tid(cg));
-    }
-    v->r = cg_convert_layout(cg, v->r, v->L, L, (DType)t->dtype, NULL);
-    cg->scratch_over_buffers = false;
-    cg->xfer_groups = false;
-    v->L = L;
-    if (!over && asked && cg->report)
-        sb_printf(cg->report, "  store at %d:%d: the tile declared shared goes out as 16-byte rows through %lld "
-                  "bytes of shared memory after the buffers%s\n", op->loc.line, op->loc.col, (long long)need,
-                  grouped ? "; each warp group its own rows, behind its own barrier" : "");
-    if (over && cg->report)
-        sb_printf(cg->report, "  store at %d:%d: converted to 16-byte rows through the dead buffers' shared memory "
-                  "(%lld bytes at offset 0, no growth)%s\n", op->loc.line, op->loc.col, (long long)need,
-                  grouped ? "; each warp group its own rows, behind its own barrier" : "");
 }

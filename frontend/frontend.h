@@ -1,5 +1,6 @@
 /* frontend.h - the .tile front end: lexer (lexer.re, re2c), parser
- * (parse.c, recursive descent), AST (ast_print.c), semantic analysis and
+ * (parse.c, parse_stmt.c, parse_expr.c: recursive descent; their shared
+ * internal header is parser.h), AST (ast_print.c), semantic analysis and
  * lowering to Tile IR (lower.c, sema_expr.c, sema_call.c, sema_window.c,
  * consts.c, scope.c; their shared internal header is sema.h), and the
  * lex-parse-lower driver (compile.c).

@@ -195,7 +195,7 @@ typedef struct Func {
     int64_t smem_bytes;                      /* dynamic shared memory of one block (smem_alloc pass); 0 = none */
     Schedule sched;                          /* the schedule pass's decisions */
     const char *fallback;                    /* a kernel of the module with the same params launched instead
-                                                when a tensor cannot be read through TMA (driver/api.c), or NULL */
+                                                when a tensor cannot be read through TMA (driver/job.c), or NULL */
 } Func;
 
 typedef struct Module {

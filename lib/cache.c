@@ -128,7 +128,7 @@ void tc_cache_key(TcCacheKey *k, const char *name, const char *src, size_t len, 
     put_int(&sb, o->warnings_as_errors != 0);
     put_int(&sb, (long long)o->debug_info);
     /* Line information names the source's folder: a relative name is
-     * completed with the working directory (driver/api.c). */
+     * completed with the working directory (driver/job.c). */
     char cwd[4096];
     if (o->debug_info && name && name[0] != '/' && getcwd(cwd, sizeof cwd))
         put_cstr(&sb, cwd);

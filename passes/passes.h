@@ -65,7 +65,7 @@ typedef struct PassCtx {
     const PassDims *dims;      /* sizes given for named dims (NULL: none) */
     int opt_level;
     bool portable;             /* no warp specialization: the fallback variant of a module whose kernels
-                                  read through TMA (driver/api.c) */
+                                  read through TMA (driver/job.c) */
     /* observability */
     const char *const *print_after; int nprint_after;  /* pass names; "*" = all */
     bool verify_each;          /* run the verifier after each pass (default on) */

@@ -79,7 +79,7 @@ typedef struct RtTmap {
 } RtTmap;
 
 typedef struct RtTmapCache RtTmapCache;   /* tmap.c */
-typedef struct RtSigCache RtSigCache;     /* check.c */
+typedef struct RtSigCache RtSigCache;     /* sigcache.c */
 
 struct tilert_kernel {
     tilert_module *mod;
@@ -103,7 +103,7 @@ struct tilert_kernel {
     RtTmapCache *cache;      /* encoded maps of recent launches, one per tmap; NULL without tmaps */
     tilert_kernel *last_ran; /* tilert_kernel_last_variant */
     char last_reason[256];
-    RtSigCache *sig;         /* plans of recent signatures (check.c), NULL before the first launch */
+    RtSigCache *sig;         /* plans of recent signatures (sigcache.c), NULL before the first launch */
     unsigned long sig_hits, sig_misses;   /* launches whose plan came from it / did not */
 };
 
@@ -127,6 +127,28 @@ tilert_status tilert_check_plan(const tilert_kernel *k, const tilert_arg *args, 
  * unless it depends on an address. Takes the module's state_lock. */
 tilert_status tilert_check_launch(tilert_kernel *k, const tilert_arg *args, size_t nargs,
                                   tilert_launch_plan *plan);
+/* The last byte of a non-empty span from addr, saturating. */
+uint64_t tilert_span_last(uint64_t addr, uint64_t span);
+/* A scalar argument as param p's bytes (its slot, host byte order), or
+ * the rule it breaks. The launch check and the signature cache's
+ * per-launch check share it. */
+typedef enum ScalarErr {
+    SC_OK, SC_KIND, SC_F32_RANGE, SC_NOT_INT, SC_INT_RANGE, SC_BOOL_FLOAT
+} ScalarErr;
+ScalarErr tilert_scalar_value(const RtParam *p, const tilert_arg *a, uint64_t *slot, int64_t *iv);
+
+/* ---- sigcache.c --------------------------------------------------------- */
+
+/* The plan of a launch with a known signature, with this launch's
+ * addresses and scalars, into pl: false when no plan is kept for it or a
+ * rule may be broken (the full check then says which). Takes the
+ * module's state_lock. */
+bool tilert_sig_lookup(tilert_kernel *k, const tilert_arg *args, size_t nargs, tilert_launch_plan *pl);
+/* Keep the plan of a launch that passed every rule (addr, span: its
+ * tensors' addresses and spans, per param), unless it depends on an
+ * address. Takes the module's state_lock. */
+void tilert_sig_insert(tilert_kernel *k, const tilert_arg *args, size_t nargs, const tilert_launch_plan *pl,
+                       const uint64_t *addr, const uint64_t *span);
 /* Free k's signature cache (tilert_module_free). */
 void tilert_sig_free(tilert_kernel *k);
 
