@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import torch  # noqa: E402
-from timing import median_ms  # noqa: E402 (bench/timing.py)
+from timing import median_ms, run_timed  # noqa: E402 (bench/timing.py)
 import torch.nn.functional as F  # noqa: E402
 import tilec  # noqa: E402
 from tilec import _attention as A  # noqa: E402
@@ -470,7 +470,4 @@ def main():
 
 
 if __name__ == "__main__":
-    t0 = time.time()
-    r = main()
-    print("total %.0f s" % (time.time() - t0))
-    sys.exit(r)
+    run_timed(main)

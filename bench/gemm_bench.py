@@ -82,7 +82,7 @@ if len(sys.argv) > 2 and sys.argv[1] == "--prepare":
     sys.exit(0)
 
 import torch  # noqa: E402
-from timing import median_ms  # noqa: E402 (bench/timing.py)
+from timing import median_ms, run_timed  # noqa: E402 (bench/timing.py)
 import tilec  # noqa: E402
 
 SIZES = [1, 17, 128, 1000, 4096]
@@ -416,7 +416,4 @@ def main():
 
 
 if __name__ == "__main__":
-    t0 = time.time()
-    r = main()
-    print("total %.0f s" % (time.time() - t0))
-    sys.exit(r)
+    run_timed(main)

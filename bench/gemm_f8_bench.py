@@ -54,7 +54,7 @@ if len(sys.argv) > 2 and sys.argv[1] == "--prepare":
     sys.exit(0)
 
 import torch  # noqa: E402
-from timing import interleaved  # noqa: E402 (bench/timing.py)
+from timing import interleaved, run_timed  # noqa: E402 (bench/timing.py)
 import tilec  # noqa: E402
 
 E4M3 = torch.float8_e4m3fn
@@ -188,7 +188,4 @@ def main():
 
 
 if __name__ == "__main__":
-    t0 = time.time()
-    r = main()
-    print("total %.0f s" % (time.time() - t0))
-    sys.exit(r)
+    run_timed(main)

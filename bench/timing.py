@@ -66,3 +66,14 @@ def ab_args(argv, load):
     shapes = [tuple(int(x) for x in s.split()) for s in argv[1:cut]]
     kernels = [(p.rsplit("/", 1)[-1][:-4], load(p)) for p in argv[cut + 1:]]
     return check_only, 0 if check_only else int(argv[0]), shapes, kernels
+
+
+def run_timed(main):
+    """A benchmark script's entry: main()'s status as the exit status, the
+    whole run's wall time printed last."""
+    import sys
+    import time
+    t0 = time.time()
+    r = main()
+    print("total %.0f s" % (time.time() - t0))
+    sys.exit(r)
