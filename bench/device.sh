@@ -108,11 +108,8 @@ if part 1 && [ -z "${SKIP_TC:-}" ] && [ -d "$root/.devcarry/gemm" ]; then
       echo "FAIL $(basename "$p"): ptxas or cuobjdump for sm_100a"; status=1
     fi
   done
-  mark mma-probes
-  echo "== warp-MMA issue-rate probes (bench/mma_probe.py)"
-  python3 "$root/bench/mma_probe.py" 2>&1 | tee "$out/mma_probe.txt" || status=1
   mark gemm-power
-  echo "== power and energy per FLOP: warp-MMA GEMMs and the mainloop probes (bench/gemm_power.py)"
+  echo "== power and energy per FLOP: tilec's GEMMs, Triton's mma.sync GEMM and cuBLAS (bench/gemm_power.py)"
   python3 "$root/bench/gemm_power.py" 2.0 2>&1 | tee "$out/gemm_power.txt" || status=1
 fi
 

@@ -18,7 +18,10 @@ At the GPU's power limit a kernel's speed is its power over the energy it
 spends per FLOP: the table gives TFLOP/s, the median SM clock and power
 while it ran, and joules per PFLOP.
 
-    TILEC_LIB_DIR=... PYTHONPATH=python python3 bench/gemm_power.py [SECONDS]
+    TILEC_LIB_DIR=... PYTHONPATH=python python3 bench/gemm_power.py [SECONDS] [--probes]
+
+The two probe rows (hand-written PTX, not tilec's kernels) run with
+--probes only.
 """
 import ctypes
 import os
@@ -66,8 +69,10 @@ def probe(nm, nn, ldsm, warps_per_sm=8, iters=8192):
 
 
 def main():
-    if len(sys.argv) > 1:
-        power_probe.SECONDS = float(sys.argv[1])
+    args = [a for a in sys.argv[1:] if a != "--probes"]
+    if args:
+        power_probe.SECONDS = float(args[0])
+    probes = "--probes" in sys.argv[1:]
     torch.zeros(1, device="cuda")
     n = 8192
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -75,10 +80,12 @@ def main():
     c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
     flop = 2.0 * n ** 3
     src = torch.randn(8 << 20, device="cuda", dtype=torch.bfloat16)     # 16 MB: stays in L2
-    kern = [("mma.sync bare, 8 acc/warp", *probe(1, 8, False), 0.0)]   # (label, fn, flop, bytes copied per FLOP)
-    for copies in (0, 2, 3, 4):
-        fn, fl, bpf = fed_probe(copies, src)
-        kern.append(("mainloop + %d cp.async (%.1f B/kFLOP)" % (copies, 1e3 * bpf), fn, fl, bpf))
+    kern = []   # (label, fn, flop, bytes copied per FLOP)
+    if probes:
+        kern.append(("mma.sync bare, 8 acc/warp", *probe(1, 8, False), 0.0))
+        for copies in (0, 2, 3, 4):
+            fn, fl, bpf = fed_probe(copies, src)
+            kern.append(("mainloop + %d cp.async (%.1f B/kFLOP)" % (copies, 1e3 * bpf), fn, fl, bpf))
     # tilec's GEMM: the sm_86 PTX (mma.sync) and, on an H100/H200, the
     # sm_90a one (wgmma, warp-specialized, persistent): energy per PFLOP
     # beside cuBLAS's
