@@ -369,12 +369,8 @@ def main():
     mods = {os.path.basename(p)[:-4]: tilec.load_files(p) for p in here}
     mods = {k: BiasGelu(v) if "bias_gelu" in k else v for k, v in mods.items()}
     print("device:", torch.cuda.get_device_name(0), "|", time.strftime("%Y-%m-%d"), flush=True)
-    regs = {}
-    vt = os.path.join(d, "variants.txt")
-    if os.path.exists(vt):
-        for line in open(vt):
-            w = line.split()
-            regs[w[0]] = "%s/%s" % (w[1], w[2])
+    from variants import read_variants
+    regs = {k: "%s/%s" % v for k, v in read_variants(d).items()}
     full = [(m, n, k) for m in SIZES for n in SIZES for k in SIZES]
     small = [(m, n, k) for (m, n, k) in full if m * n * k <= 128 * 1000 * 4096 and (m in (17, 1000) or k == 1000)]
     ok = True

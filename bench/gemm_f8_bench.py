@@ -114,12 +114,8 @@ def main():
     cc = torch.cuda.get_device_capability(0)
     print("device:", torch.cuda.get_device_name(0), "| compute capability %d.%d |" % cc, time.strftime("%Y-%m-%d"),
           "| torch", torch.__version__, flush=True)
-    regs = {}
-    vt = os.path.join(DIR, "variants.txt")
-    if os.path.exists(vt):
-        for line in open(vt):
-            w = line.split()
-            regs[w[0]] = "regs %s, spill %s B" % (w[1], w[2])
+    from variants import read_variants
+    regs = {k: "regs %s, spill %s B" % v for k, v in read_variants(DIR).items()}
     kernels = []
     for row in VARIANTS.strip().splitlines():
         name, arch = [x.strip() for x in row.split("|")][:2]

@@ -32,3 +32,13 @@ def compile_variants(tilec_bin, d, table, ptxas_arch=None, width=32):
         print("%-*s %-7s regs %s spill %s  %s %s" % (width, name, arch, regs, spill, defs, opts))
     with open(os.path.join(d, "variants.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def read_variants(d):
+    """{NAME: (REGS, SPILL)} from d/variants.txt as compile_variants wrote
+    it (empty when the folder has none)."""
+    vt = os.path.join(d, "variants.txt")
+    if not os.path.exists(vt):
+        return {}
+    with open(vt) as f:
+        return {w[0]: (w[1], w[2]) for w in (line.split() for line in f) if len(w) >= 3}
