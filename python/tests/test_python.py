@@ -66,9 +66,19 @@ def raises(exc, fn, *args, **kw):
     return None
 
 
-def test_runtime_side():
+def ref_module():
+    """The reference vector-add module (REF's PTX and metadata), loaded from
+    their text: no GPU needed until a launch."""
     with open(REF + ".ptx") as f:
         ptx = f.read()
+    with open(REF + ".meta") as f:
+        meta = f.read()
+    return tilec.load(ptx, meta)
+
+
+def test_runtime_side():
+    with open(REF + ".ptx") as f:
+        ptx = f.read()      # also given with bad metadata below
     with open(REF + ".meta") as f:
         meta = f.read()
     mod = tilec.load(ptx, meta)
@@ -179,11 +189,7 @@ def _prod(xs):
 def test_torch_packing():
     """What _pack_torch writes is what the runtime reads: validated against
     the reference kernel's metadata (no GPU), field by field."""
-    with open(REF + ".ptx") as f:
-        ptx = f.read()
-    with open(REF + ".meta") as f:
-        meta = f.read()
-    k = tilec.load(ptx, meta).vadd
+    k = ref_module().vadd
     T = _FakeTorch
     x, y, z = T.Tensor([1000]), T.Tensor([1000], addr=0x7F0000003000), T.Tensor([1000], addr=0x7F0000004000)
     packed, keep = tilec._pack_torch(T, (x, y, z, 2.0))
@@ -248,11 +254,7 @@ def test_fast_path():
     into it; what the runtime reads there passes or fails its checks as
     the arguments do. No GPU: the arrays are validated, not launched."""
     import threading
-    with open(REF + ".ptx") as f:
-        ptx = f.read()
-    with open(REF + ".meta") as f:
-        meta = f.read()
-    k = tilec.load(ptx, meta).vadd
+    k = ref_module().vadd
     T = _FakeTorch
     T._C = _FakeTorchC
     fast = tilec._Fast(None, 4, T)
@@ -593,11 +595,7 @@ def test_tune_runtime():
     (tilert_shape_class) and Python's copy of the rule, the decision store."""
     import tempfile
     from tilec import _tune
-    with open(REF + ".ptx") as f:
-        ptx = f.read()
-    with open(REF + ".meta") as f:
-        meta = f.read()
-    k = tilec.load(ptx, meta).vadd
+    k = ref_module().vadd
     check("kernel dims", k.dims == ["N"], repr(k.dims))
     got = {n: tilec.shape_class(k, FakeTensor([n]), FakeTensor([n]), FakeTensor([n]), 1.0)
            for n in (0, 1, 2, 3, 1000, 1024, 1025, 4096, 100000)}
