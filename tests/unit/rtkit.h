@@ -1,6 +1,7 @@
-/* rtkit.h - what the runtime's unit tests (test_runtime.c, test_tmap.c)
- * share: DLTensor fixtures over a made-up device address, and the checks
- * that a launch or metadata text is refused with a given message. */
+/* rtkit.h - what the runtime's unit tests (test_runtime.c, test_tmap.c,
+ * test_launch.c, test_tune.c) share: DLTensor fixtures over a made-up
+ * device address, the overlap rule's kernels, and the checks that a launch
+ * or metadata text is refused with a given message. */
 #ifndef TILEC_TEST_RTKIT_H
 #define TILEC_TEST_RTKIT_H
 
@@ -9,6 +10,23 @@
 #include "tilert.h"
 
 #define FAKE_PTR ((void *)0x7f0000001000ull)   /* never dereferenced */
+
+/* Metadata of two kernels for the overlap rule (test_runtime.c,
+ * test_launch.c): ov writes Z and reads X and Y; ov2 (rank 2, for strided
+ * views) writes B and reads A. */
+#define OV_KERNELS \
+    "kernel ov\narch sm_86\nthreads 128\ndim N\n" \
+    "param X tensor f32 1 N align 4\n" \
+    "param Y tensor f32 1 N align 4\n" \
+    "param n scalar i32\n" \
+    "param Z tensor f32 1 N align 4\n" \
+    "writes Z\n" \
+    "grid N 128 cdiv\nend\n" \
+    "kernel ov2\narch sm_86\nthreads 128\ndim M\ndim K\n" \
+    "param A tensor f32 2 M K align 4\n" \
+    "param B tensor f32 2 M K align 4\n" \
+    "writes B\n" \
+    "grid M\nend\n"
 
 /* A DLTensor with room for its shape and strides. */
 typedef struct T {

@@ -648,18 +648,7 @@ END_TEST
  * ro writes nothing; old has no `writes` record (older metadata). */
 static const char *OV_META =
     "tilec-meta 1\n"
-    "kernel ov\narch sm_86\nthreads 128\ndim N\n"
-    "param X tensor f32 1 N align 4\n"
-    "param Y tensor f32 1 N align 4\n"
-    "param n scalar i32\n"
-    "param Z tensor f32 1 N align 4\n"
-    "writes Z\n"
-    "grid N 128 cdiv\nend\n"
-    "kernel ov2\narch sm_86\nthreads 128\ndim M\ndim K\n"
-    "param A tensor f32 2 M K align 4\n"
-    "param B tensor f32 2 M K align 4\n"
-    "writes B\n"
-    "grid M\nend\n"
+    OV_KERNELS
     "kernel ro\narch sm_86\nthreads 128\ndim N\n"
     "param X tensor f32 1 N align 4\n"
     "param Y tensor f32 1 N align 4\n"
