@@ -220,17 +220,25 @@ def layernorm_bwd_err(dx, dw, db, ref, tol_x):
     return max(rel_err(dx, ref[0]) / tol_x, rel_err(dw, ref[1]) / 1e-3, rel_err(db, ref[2]) / 1e-3)
 
 
+def run_layernorm_bwd(k, m, n, dt):
+    """One launch of the layernorm_bwd kernel k on layernorm_bwd_inputs
+    into a poisoned dX and zeroed dW, dB: (x, dy, w, bias, mean, rstd, dx,
+    dw, db)."""
+    x, dy, w, bias, mean, rstd = layernorm_bwd_inputs(m, n, dt)
+    dx = torch.empty_like(x)
+    poison(dx)
+    dw = torch.zeros(n, device="cuda")
+    db = torch.zeros(n, device="cuda")
+    k(x, dy, w, mean, rstd, dx, dw, db)
+    torch.cuda.synchronize()
+    return x, dy, w, bias, mean, rstd, dx, dw, db
+
+
 def check_layernorm_bwd(arch):
     for dt, b, m, n in (("bf16", 1024, 1, 1), ("bf16", 1024, 300, 1000), ("bf16", 4096, 133, 4000),
                         ("bf16", 4096, 300, 4096), ("f32", 1024, 37, 1024)):
         k = kernel(arch, f"layernorm_bwd_{dt}_{b}", "layernorm_bwd", BLOCK=b, T=dt)
-        x, dy, w, bias, mean, rstd = layernorm_bwd_inputs(m, n, DTYPES[dt])
-        dx = torch.empty_like(x)
-        poison(dx)
-        dw = torch.zeros(n, device="cuda")
-        db = torch.zeros(n, device="cuda")
-        k(x, dy, w, mean, rstd, dx, dw, db)
-        torch.cuda.synchronize()
+        x, dy, w, bias, mean, rstd, dx, dw, db = run_layernorm_bwd(k, m, n, DTYPES[dt])
         err = layernorm_bwd_err(dx, dw, db, layernorm_bwd_ref(x, dy, w, bias), TOL[dt] * 2)
         check(f"layernorm_bwd {arch} {dt} {m}x{n} (dx, dw, db; errors / tolerances)", err, 1.0)
 
@@ -596,13 +604,7 @@ def bench_variant(name, envs, defs, regs, copy_gbs, peers, rows, small=False):
     else:  # layernorm_bwd
         m, n = LNB_SHAPE
         m = 5 if small else m
-        x, dy, w, bias, mean, rstd = layernorm_bwd_inputs(m, n, torch.bfloat16)
-        dx = torch.empty_like(x)
-        poison(dx)
-        dw = torch.zeros(n, device="cuda")
-        db = torch.zeros(n, device="cuda")
-        k(x, dy, w, mean, rstd, dx, dw, db)
-        torch.cuda.synchronize()
+        x, dy, w, bias, mean, rstd, dx, dw, db = run_layernorm_bwd(k, m, n, torch.bfloat16)
         err, tol = layernorm_bwd_err(dx, dw, db, layernorm_bwd_ref(x, dy, w, bias), 2e-2), 1.0
         nbytes = 3 * x.numel() * 2   # X and dY read, dX written
 
