@@ -30,12 +30,12 @@ import argparse
 import csv
 import json
 import os
-import re
 import subprocess
 import sys
 
+from validate_report import parse_report   # the report's sections, as the validation reads them
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-UNITS = {"s": 1e6, "ms": 1e3, "us": 1.0, "ns": 1e-3}
 
 
 def read_rows(path):
@@ -65,27 +65,7 @@ def predict(tilec, row, arch, sms):
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError("%s: %s" % (" ".join(cmd), out.stderr.strip()))
-    text = out.stdout.split("== roofline ==", 1)[-1]
-    kernels, cur = [], None
-    for line in text.splitlines():
-        m = re.match(r"kernel (\S+) \((\S+)\)(.*)", line)
-        if m:
-            cur = {"kernel": m.group(1), "note": m.group(3).lstrip(", :")}
-            kernels.append(cur)
-            continue
-        if cur is None:
-            continue
-        m = re.search(r"tensor cores: (\d+) FLOP", line)
-        if m:
-            cur["flops"] = int(m.group(1))
-        m = re.search(r"DRAM (\d+) B", line)
-        if m:
-            cur["dram"] = int(m.group(1))
-        m = re.search(r"bound: ([^;]+); predicted time ([\d.]+) (\w+)", line)
-        if m:
-            cur["bound"] = m.group(1)
-            cur["us"] = float(m.group(2)) * UNITS[m.group(3)]
-    return kernels
+    return list(parse_report(out.stdout)["roofline"].values())
 
 
 def main():
