@@ -185,13 +185,21 @@ static int64_t pow2_at_least(int64_t n, int64_t lo)
     return b;
 }
 
+/* p <- examples/NAME.tile's kernel NAME for rows of `cols` elements of
+ * dtype tname: BLOCK the power of two at or above cols (at least 16). */
+static void load_row_kernel(Prog *p, const char *name, int64_t cols, const char *tname)
+{
+    char blk[32], file[64];
+    snprintf(blk, sizeof blk, "%lld", (long long)pow2_at_least(cols, 16));
+    snprintf(file, sizeof file, "%s.tile", name);
+    FeDefine defs[] = { { "BLOCK", blk }, { "T", tname } };
+    ck_assert(prog_load(p, file, name, defs, 2));
+}
+
 static void run_softmax(int64_t rows, int64_t cols, const char *tname)
 {
-    char blk[32];
-    snprintf(blk, sizeof blk, "%lld", (long long)pow2_at_least(cols, 16));
-    FeDefine defs[] = { { "BLOCK", blk }, { "T", tname } };
     Prog p;
-    ck_assert(prog_load(&p, "softmax.tile", "softmax", defs, 2));
+    load_row_kernel(&p, "softmax", cols, tname);
     DType dt = param_dtype(&p, "X");
     int64_t shape[2] = { rows, cols };
     uint64_t rng = 1234567 + (uint64_t)(rows * 1000 + cols);
@@ -230,11 +238,8 @@ END_TEST
 
 static void run_layernorm(int64_t rows, int64_t cols, const char *tname)
 {
-    char blk[32];
-    snprintf(blk, sizeof blk, "%lld", (long long)pow2_at_least(cols, 16));
-    FeDefine defs[] = { { "BLOCK", blk }, { "T", tname } };
     Prog p;
-    ck_assert(prog_load(&p, "layernorm.tile", "layernorm", defs, 2));
+    load_row_kernel(&p, "layernorm", cols, tname);
     DType dt = param_dtype(&p, "X");
     int64_t shape[2] = { rows, cols };
     uint64_t rng = 777 + (uint64_t)cols;
@@ -280,11 +285,8 @@ END_TEST
 
 static void run_rmsnorm(int64_t rows, int64_t cols, const char *tname)
 {
-    char blk[32];
-    snprintf(blk, sizeof blk, "%lld", (long long)pow2_at_least(cols, 16));
-    FeDefine defs[] = { { "BLOCK", blk }, { "T", tname } };
     Prog p;
-    ck_assert(prog_load(&p, "rmsnorm.tile", "rmsnorm", defs, 2));
+    load_row_kernel(&p, "rmsnorm", cols, tname);
     DType dt = param_dtype(&p, "X");
     int64_t shape[2] = { rows, cols };
     uint64_t rng = 4711 + (uint64_t)cols;
