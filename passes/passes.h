@@ -164,6 +164,14 @@ bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, i
  * setmaxnreg: sm_90a), in this variant (not the portable one)? */
 bool pass_target_roles(const PassCtx *ctx);
 
+/* Why the f8e4m3 / f8e5m2 product `dot` of f cannot read both operands
+ * K-major from shared memory, as an 8-bit wgmma must (the PTX ISA allows
+ * no transpose for operands that are not 16-bit), or NULL when it can: A
+ * is not a transpose (stored [M, K]) and B is the transpose of a tile
+ * stored [N, K] (`a @ b^T`). Static text. mma_select and the tile choice
+ * both read it. */
+const char *pass_f8_kmajor_problem(const Func *f, const Op *dot);
+
 /* How chained products (attention's s = q @ k^T, o += p @ v) split over
  * consumer warp groups, and what that leaves each consumer thread. */
 typedef struct ChainRoles {

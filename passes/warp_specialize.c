@@ -21,6 +21,8 @@
  *    (or tcgen05)
  *    whose accumulator is the carried value and whose result is yielded;
  *    both operands are SMEM_LOADs of two ring buffers refilled in the body
+ *    (B, of a wgmma product, may be the TRANS of one: stored [N, K], read
+ *    K-major)
  *    by one ASYNC_COPY each, and the rest of the body is the ring's
  *    bookkeeping (pure ops, the guarded prefetch, commits, waits,
  *    barriers); the buffers are used nowhere else but in the prologue;
@@ -257,7 +259,10 @@ const char *ws_find_operand(WsLoop *W, int i, Op *dot, int arg)
     Block *body = &W->loop->regions[0];
     const Op *rd = ir_val(W->f, dot->args[arg])->def;
     Op *tr = NULL;
-    if (W->chain && rd && rd->code == OP_TRANS && rd->parent == body) {
+    /* A transposed read: k^T of a chain; a lone wgmma product's B given as
+     * [N, K] rows (K-major, as f8 operands must be) */
+    bool trans_ok = W->chain || (arg == 1 && dot->iattr[0] == MMA_WGMMA);
+    if (trans_ok && rd && rd->code == OP_TRANS && rd->parent == body) {
         tr = (Op *)rd;
         rd = ir_val(W->f, rd->args[0])->def;
     }
