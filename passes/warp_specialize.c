@@ -21,9 +21,8 @@
  *    (or tcgen05)
  *    whose accumulator is the carried value and whose result is yielded;
  *    both operands are SMEM_LOADs of two ring buffers refilled in the body
- *    (B, of a wgmma product, may be the TRANS of one: stored [N, K], read
- *    K-major)
- *    by one ASYNC_COPY each, and the rest of the body is the ring's
+ *    by one ASYNC_COPY each (B of a wgmma product may be the TRANS of its
+ *    read: stored [N, K], read K-major), and the rest of the body is the ring's
  *    bookkeeping (pure ops, the guarded prefetch, commits, waits,
  *    barriers); the buffers are used nowhere else but in the prologue;
  *  - each copy's offsets depend only on the iteration it fetches (iv +
