@@ -17,6 +17,7 @@ struct Cg;
 typedef struct WgmmaInst {
     LLVMValueRef desc_a, *a, desc_b;
     bool tnsp_a, tnsp_b;
+    bool zero_d;               /* scale-d = 0: the accumulators' values are not read (start from zero) */
     const int *acc;            /* N/2 indices into the product's accumulators */
 } WgmmaInst;
 

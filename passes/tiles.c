@@ -229,7 +229,10 @@ static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f,
  * 1-byte elements at 256 x 128 x 128 take the bytes 256 x 128 x 64 bf16
  * does. The candidates: 128 x 256 and 128 x 128 over 128, and the three
  * over steps of 64 (64-byte rows, a 64-byte swizzle), where two stages
- * fit. False when the product does not take that form. */
+ * fit and the consumers' registers hold the accumulator and the
+ * promotion's temporary (pass_lone_roles_fit: not 128 x 256, whose 128 +
+ * 128 registers a thread exceed 232). False when the product does not
+ * take that form. */
 static bool choose_f8_wgmma(const ChainInfo *ci, const PassCtx *ctx, const Func *f, ShapeList *l, StrBuf *why)
 {
     DType dt = (DType)ir_type(f, ci->first->args[0])->dtype;
@@ -240,7 +243,7 @@ static bool choose_f8_wgmma(const ChainInfo *ci, const PassCtx *ctx, const Func 
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
 #define TWO_STAGES(t) (2 * ((t).bm * (t).bk + (t).bk * (t).bn))   /* 1-byte elements */
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        if (TWO_STAGES(shapes[i]) > limit)
+        if (TWO_STAGES(shapes[i]) > limit || !pass_lone_roles_fit(dt, shapes[i].bm, shapes[i].bn))
             continue;
         if (!l->n)
             sb_printf(why, "an f8 product on wgmma m64nNk32 (both operands K-major): %lld x %lld accumulator tiles "

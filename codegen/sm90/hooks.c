@@ -140,6 +140,11 @@ static void wgmma(Cg *cg, int dt, int n, const WgmmaInst *ins, int ninst, LLVMVa
     StrBuf code = { 0 }, cons = { 0 };
     const char *ty = dt == DT_F16 ? "f16" : dt == DT_F8E4M3 ? "e4m3" : dt == DT_F8E5M2 ? "e5m2" : "bf16";
     sb_puts(&code, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;");
+    bool zero = false;   /* scale-d = 0 somewhere: predicate z is false */
+    for (int t = 0; t < ninst; t++)
+        zero = zero || ins[t].zero_d;
+    if (zero)
+        sb_puts(&code, "\n\t.reg .pred z;\n\tsetp.ne.b32 z, 0, 0;");
     for (int i = 0; i < nacc; i++)
         sb_printf(&cons, "%s=f", i ? "," : "");
     LLVMTypeRef *pt = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)nin);
@@ -152,20 +157,21 @@ static void wgmma(Cg *cg, int dt, int n, const WgmmaInst *ins, int ninst, LLVMVa
             sb_printf(&code, "%s$%d", i ? ", " : "", w->acc[i]);
         int op = nacc + k;
         if (w->a) {
-            sb_printf(&code, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;", op, op + 1, op + 2, op + 3, op + 4,
-                      w->tnsp_b ? 1 : 0);
+            sb_printf(&code, "}, {$%d, $%d, $%d, $%d}, $%d, %s, 1, 1, %d;", op, op + 1, op + 2, op + 3, op + 4,
+                      w->zero_d ? "z" : "p", w->tnsp_b ? 1 : 0);
             sb_puts(&cons, ",r,r,r,r");
             for (int q = 0; q < 4; q++) {
                 args[k] = w->a[q];
                 pt[k++] = cg->t_i32;
             }
         } else if (f8) {   /* both K-major: no transpose immediates */
-            sb_printf(&code, "}, $%d, $%d, p, 1, 1;", op, op + 1);
+            sb_printf(&code, "}, $%d, $%d, %s, 1, 1;", op, op + 1, w->zero_d ? "z" : "p");
             sb_puts(&cons, ",l");
             args[k] = w->desc_a;
             pt[k++] = cg->t_i64;
         } else {
-            sb_printf(&code, "}, $%d, $%d, p, 1, 1, %d, %d;", op, op + 1, w->tnsp_a ? 1 : 0, w->tnsp_b ? 1 : 0);
+            sb_printf(&code, "}, $%d, $%d, %s, 1, 1, %d, %d;", op, op + 1, w->zero_d ? "z" : "p", w->tnsp_a ? 1 : 0,
+                      w->tnsp_b ? 1 : 0);
             sb_puts(&cons, ",l");
             args[k] = w->desc_a;
             pt[k++] = cg->t_i64;

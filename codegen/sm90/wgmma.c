@@ -85,6 +85,48 @@ static LLVMValueRef pack2(Cg *cg, LLVMValueRef x, LLVMValueRef y)
     return LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
 }
 
+/* An 8-bit product (both operands K-major descriptors), promoted: the
+ * tensor cores' 8-bit path keeps about 13 mantissa bits of its
+ * accumulator (the D it reads included; DeepSeek-V3's report, CUTLASS's
+ * FP8 "2xAcc" mainloop and DeepGEMM measure and work around it), so each
+ * row block's K/32 instructions accumulate from zero (scale-d = 0 on the
+ * first) into a temporary of N/2 registers, and once they complete the
+ * temporary is added into the f32 accumulator on the FMA units: at most
+ * one product of the loop's step (BK: 128 elements at the tiles the
+ * compiler chooses) is summed at the lower precision. The row blocks run
+ * one after another through one temporary (N/2 registers beside the
+ * accumulator's, which 256 x 128 tiles leave room for), each waited for
+ * before its sum: the product is complete when this returns (its
+ * DOT_WAIT then waits for nothing). */
+static void f8_promoted(Cg *cg, DType dt, int64_t n, int64_t k, int64_t reps, int groups, const Layout *L,
+                        LLVMValueRef *acc, const SmemView *sa, LLVMValueRef abase, const SmemView *sb,
+                        LLVMValueRef bbase)
+{
+    int64_t ks = ir_wgmma_k(dt), steps = k / ks;
+    int nt = (int)(n / 2);
+    int *ix = arena_alloc(cg->a, sizeof(int) * (size_t)nt);
+    for (int q = 0; q < nt; q++)
+        ix[q] = q;
+    WgmmaInst *ins = arena_alloc(cg->a, sizeof(WgmmaInst) * (size_t)steps);
+    LLVMValueRef *tmp = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nt);
+    for (int64_t i = 0; i < reps; i++) {
+        for (int q = 0; q < nt; q++)   /* no value: the first instruction does not read it (scale-d = 0) */
+            tmp[q] = cg->tg->fence_f32(cg, LLVMGetUndef(cg->t_f32));
+        cg->tg->wgmma_fence(cg);
+        for (int64_t kk = 0; kk < steps; kk++)
+            ins[kk] = (WgmmaInst){ .desc_a = cg_desc_a(cg, abase, sa, i * 64 * groups, kk, 0),
+                                   .desc_b = cg_desc_b(cg, bbase, sb, kk, 0), .acc = ix, .zero_d = kk == 0 };
+        cg->tg->wgmma(cg, (int)dt, (int)n, ins, (int)steps, tmp, nt);
+        cg->tg->wgmma_commit(cg);
+        cg->tg->wgmma_wait(cg, 0);
+        for (int j = 0; j < n / 8; j++)
+            for (int q = 0; q < 4; q++) {
+                int r = layout_mma_acc_reg(L, (int)i, j, q);
+                acc[r] = LLVMBuildFAdd(cg->b, acc[r], cg->tg->fence_f32(cg, tmp[4 * j + q]), "");
+            }
+    }
+}
+
 const Layout *cg_wgmma_acc_layout(Cg *cg, int64_t m, int64_t n)
 {
     return cg_layout_dup(cg, layout_wgmma_acc(m, n, cg->nwarps));
@@ -147,31 +189,37 @@ int cg_lower_dot_async(Cg *cg, Op *op)
                         cg, pack2(cg, ar[layout_mma_a_reg(aL, (int)i, (int)kk, 2 * q)],
                                   ar[layout_mma_a_reg(aL, (int)i, (int)kk, 2 * q + 1)]));
     }
-    for (int r = 0; r < nr; r++)
-        acc[r] = cg->tg->fence_f32(cg, src[r]);
-    cg->tg->wgmma_fence(cg);
     LLVMValueRef wg = LLVMBuildLShr(cg->b, cg->warp, cg_i32(cg, 2), "");
     int wa = a_regs ? 0 : cg_swz_width(sa->swz), wb = cg_swz_width(sb->swz);
     LLVMValueRef abase = a_regs ? NULL : LLVMBuildAdd(cg->b, LLVMBuildPtrToInt(cg->b, sa->base, cg->t_i32, ""),
                                                       LLVMBuildMul(cg->b, wg, cg_i32(cg, 64 * wa), ""), "");
     LLVMValueRef bbase = LLVMBuildPtrToInt(cg->b, sb->base, cg->t_i32, "");
     bool b_mn = !sb->trans;   /* stored [K, N]: MN-major */
-    int ninst = (int)(k / ks * reps);
-    WgmmaInst *ins = arena_alloc(cg->a, sizeof(WgmmaInst) * (size_t)ninst);
-    int t = 0;
-    for (int64_t kk = 0; kk < k / ks; kk++) {
-        for (int64_t i = 0; i < reps; i++, t++) {
-            int *ix = arena_alloc(cg->a, sizeof(int) * (size_t)(n / 2));
-            for (int j = 0; j < n / 8; j++)
-                for (int q = 0; q < 4; q++)
-                    ix[4 * j + q] = layout_mma_acc_reg(L, (int)i, j, q);
-            ins[t] = (WgmmaInst){ .desc_a = a_regs ? NULL : cg_desc_a(cg, abase, sa, i * 64 * groups, kk, 0),
-                                  .a = a_regs ? &apk[(i * (k / 16) + kk) * 4] : NULL,
-                                  .desc_b = cg_desc_b(cg, bbase, sb, kk, 0), .tnsp_b = b_mn, .acc = ix };
+    if (f8) {
+        for (int r = 0; r < nr; r++)
+            acc[r] = src[r];
+        f8_promoted(cg, dt, n, k, reps, groups, L, acc, sa, abase, sb, bbase);
+    } else {
+        for (int r = 0; r < nr; r++)
+            acc[r] = cg->tg->fence_f32(cg, src[r]);
+        cg->tg->wgmma_fence(cg);
+        int ninst = (int)(k / ks * reps);
+        WgmmaInst *ins = arena_alloc(cg->a, sizeof(WgmmaInst) * (size_t)ninst);
+        int t = 0;
+        for (int64_t kk = 0; kk < k / ks; kk++) {
+            for (int64_t i = 0; i < reps; i++, t++) {
+                int *ix = arena_alloc(cg->a, sizeof(int) * (size_t)(n / 2));
+                for (int j = 0; j < n / 8; j++)
+                    for (int q = 0; q < 4; q++)
+                        ix[4 * j + q] = layout_mma_acc_reg(L, (int)i, j, q);
+                ins[t] = (WgmmaInst){ .desc_a = a_regs ? NULL : cg_desc_a(cg, abase, sa, i * 64 * groups, kk, 0),
+                                      .a = a_regs ? &apk[(i * (k / 16) + kk) * 4] : NULL,
+                                      .desc_b = cg_desc_b(cg, bbase, sb, kk, 0), .tnsp_b = b_mn, .acc = ix };
+            }
         }
+        cg->tg->wgmma(cg, (int)dt, (int)n, ins, ninst, acc, nr);
+        cg->tg->wgmma_commit(cg);
     }
-    cg->tg->wgmma(cg, (int)dt, (int)n, ins, ninst, acc, nr);
-    cg->tg->wgmma_commit(cg);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = acc };
     if (cg->report)
         sb_printf(cg->report, "  dot_async at %d:%d: wgmma m64n%lldk%lld %s, %lldx%lldx%lld over %d warp group%s, "
@@ -182,6 +230,11 @@ int cg_lower_dot_async(Cg *cg, Op *op)
                   a_regs ? "from registers" : wa == 128 ? "K-major 128B swizzle" : wa == 64 ? "K-major 64B swizzle"
                                                                                 : "K-major 32B swizzle",
                   b_mn ? "MN-major" : "K-major", wb);
+    if (cg->report && f8)
+        sb_printf(cg->report, "  dot_async at %d:%d: promoted: each row block's %lld k32 products summed from zero "
+                  "in the tensor cores (whose 8-bit path keeps about 13 mantissa bits), then added into the f32 "
+                  "accumulator on the FMA units; the row blocks one after another through %lld temporary "
+                  "registers\n", op->loc.line, op->loc.col, (long long)(k / ks), (long long)(n / 2));
     return 0;
 }
 
