@@ -62,8 +62,11 @@ def prepare(tilec_bin):
         r = subprocess.run(["ptxas", "-arch=" + arch, "-v", ptx, "-o", "/dev/null"], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit("ptxas rejected %s: %s" % (ptx, r.stderr))
-        regs = r.stderr.split("Used ")[1].split()[0] if "Used " in r.stderr else "?"
-        spill = r.stderr.split("bytes spill stores")[0].split()[-1] if "spill stores" in r.stderr else "?"
+        # the kernel's own entry (a module with warp-specialized roles also
+        # carries its portable variant, tilec_portable_gemm, compiled first)
+        log = r.stderr.split("Compiling entry function 'gemm'")[-1]
+        regs = log.split("Used ")[1].split()[0] if "Used " in log else "?"
+        spill = log.split("bytes spill stores")[0].split()[-1] if "spill stores" in log else "?"
         lines.append("%s %s %s" % (name, regs, spill))
         print("%-20s %-7s regs %s spill %s  %s %s" % (name, arch, regs, spill, defs, opts))
     with open(os.path.join(DIR, "variants.txt"), "w") as f:
