@@ -14,7 +14,8 @@
  *             accumulation: K a multiple of 32) when both operands can be
  *             read K-major from shared memory (pass_f8_kmajor_problem: A
  *             stored [M, K], B given transposed from [N, K] rows, as in
- *             `a @ b^T`), since an 8-bit wgmma cannot transpose;
+ *             `a @ b^T`, both shared tiles), since an 8-bit wgmma cannot
+ *             transpose;
  *   tcgen05   the target has it (TC_MMA_TCGEN05: sm_100a) and the product
  *             fits one CTA's tcgen05.mma kind::f16 with the accumulator in
  *             tensor memory (ir_tcgen05_problem: M a multiple of 128, K of
@@ -55,6 +56,9 @@ const char *pass_f8_kmajor_problem(const Func *f, const Op *dot)
     if (!db || db->code != OP_TRANS)
         return "B is stored [K, N] (N-major), and an 8-bit wgmma cannot transpose: it reads both operands K-major "
                "(B given as [N, K] rows, `a @ b^T`, would be)";
+    if (ir_type(f, dot->args[0])->space != SP_SHARED || ir_type(f, db->args[0])->space != SP_SHARED)
+        return "an operand is a register tile, and an 8-bit wgmma reads both from shared memory here (declare them "
+               "`shared`)";
     return NULL;
 }
 

@@ -168,8 +168,8 @@ bool pass_target_roles(const PassCtx *ctx);
  * K-major from shared memory, as an 8-bit wgmma must (the PTX ISA allows
  * no transpose for operands that are not 16-bit), or NULL when it can: A
  * is not a transpose (stored [M, K]) and B is the transpose of a tile
- * stored [N, K] (`a @ b^T`). Static text. mma_select and the tile choice
- * both read it. */
+ * stored [N, K] (`a @ b^T`), both shared tiles. Static text. mma_select
+ * and the tile choice both read it. */
 const char *pass_f8_kmajor_problem(const Func *f, const Op *dot);
 /* Registers a consumer thread of the roles needs for a lone wgmma product
  * of dtype dt over an [m, n] f32 accumulator: the accumulator's share (m n
