@@ -2,14 +2,18 @@
 """gemm_f8_bench.py - f8e4m3 GEMMs of tilec against torch._scaled_mm
 (cuBLAS's fp8 GEMM) on the GPU, at 4096^3 and 8192^3.
 
-tilec's f8 products run on mma.sync with the operands converted to f16 in
-registers (docs/language.md, "What the compiler decides"); cuBLAS's on the
-arch's fp8 tensor cores (wgmma on an H200). The kernels:
+tilec's f8 products run on sm_90a on wgmma m64nNk32 with 8-bit operands
+where both are K-major (the NT kernel), else on mma.sync with the operands
+converted to f16 in registers (docs/language.md, "What the compiler
+decides"); cuBLAS's on the arch's fp8 tensor cores (wgmma on an H200). The
+kernels:
   f8_nt_bf16_*   tests/perf/gemm_f8_nt.tile: A [M, K] e4m3, B as [N, K] rows
                  (the column-major K x N operand torch._scaled_mm takes), C
-                 bf16: the same inputs, layout and output as the peer
+                 bf16: the same inputs, layout and output as the peer; on
+                 sm_90a wgmma e4m3 in TMA / wgmma roles (sm_86: mma.sync)
   f8_nn_e4m3_*   examples/gemm.tile -DT=f8e4m3: B [K, N] row-major, C rounded
-                 to e4m3 (the example as written)
+                 to e4m3 (the example as written); mma.sync on every arch,
+                 since an 8-bit wgmma cannot read B N-major
 both compiled for sm_90a (told the H200's 132 SMs, as gemm_bench.py's
 variants), the first also for sm_86 (portable PTX); sm_90a PTX runs only on
 compute capability 9.0.
@@ -46,7 +50,7 @@ f8_nn_e4m3_sm90a | sm_90a | examples/gemm.tile | -DT=f8e4m3 | --pass-option targ
 def prepare(tilec_bin):
     """Compile VARIANTS into .devcarry/gemm_f8 with ptxas's registers and spills."""
     from variants import compile_variants
-    compile_variants(tilec_bin, DIR, VARIANTS, width=20)
+    compile_variants(tilec_bin, DIR, VARIANTS, width=20, entry="gemm")
 
 
 if len(sys.argv) > 2 and sys.argv[1] == "--prepare":

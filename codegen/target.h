@@ -17,6 +17,7 @@ struct Cg;
 typedef struct WgmmaInst {
     LLVMValueRef desc_a, *a, desc_b;
     bool tnsp_a, tnsp_b;
+    bool zero_d;               /* scale-d = 0: the accumulators' values are not read (start from zero) */
     const int *acc;            /* N/2 indices into the product's accumulators */
 } WgmmaInst;
 
@@ -68,14 +69,16 @@ typedef struct Target {
     void (*wgmma_fence)(struct Cg *cg);
     void (*wgmma_commit)(struct Cg *cg);
     void (*wgmma_wait)(struct Cg *cg, int pending);
-    /* One asynchronous product's wgmma.mma_async m64nNk16 instructions,
-     * in order, as one asm: instruction t reads A from shared memory
+    /* One asynchronous product's wgmma.mma_async instructions (m64nNk16
+     * for f16 / bf16 dt, m64nNk32 for f8e4m3 / f8e5m2, whose operands are
+     * both K-major descriptors), in order, as one asm: instruction t reads A from shared memory
      * (ins[t].desc_a, tnsp_a) or, when ins[t].a is not NULL, from registers
      * a[4] (i32 pairs of 16-bit values, as mma.sync's a0..a3), B from
      * shared memory (desc_b; tnsp_b: MN-major), and accumulates into the
      * N/2 f32 registers acc[ins[t].acc[0 .. N/2)]; acc[0 .. nacc) are
      * replaced by their values after the instructions. */
-    void (*wgmma)(struct Cg *cg, bool f16, int n, const struct WgmmaInst *ins, int ninst, LLVMValueRef *acc, int nacc);
+    void (*wgmma)(struct Cg *cg, int dt, int n, const struct WgmmaInst *ins, int ninst, LLVMValueRef *acc,
+                  int nacc);
     /* An f32 register tied to the asm stream (orders it against the wgmma ops). */
     LLVMValueRef (*fence_f32)(struct Cg *cg, LLVMValueRef x);
     LLVMValueRef (*fence_b32)(struct Cg *cg, LLVMValueRef x);   /* the same for an i32 */

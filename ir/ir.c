@@ -465,13 +465,24 @@ const char *ir_mma_tf32_problem(const Type *a, const Type *b)
     return NULL;
 }
 
+int64_t ir_wgmma_k(DType dt) { return WGMMA_K_BYTES / (dtype_bits(dt) / 8 > 0 ? dtype_bits(dt) / 8 : 2); }
+
 const char *ir_wgmma_problem(const Type *a, const Type *b)
 {
-    const char *no = tc_operands_problem(a, b, "wgmma takes f16 or bf16 operands here");
-    if (no)
-        return no;
+    bool f8 = a->kind == TY_TILE && b->kind == TY_TILE && (a->dtype == DT_F8E4M3 || a->dtype == DT_F8E5M2) &&
+              b->dtype == a->dtype;
+    if (f8) {
+        if (a->rank != 2 || b->rank != 2)
+            return "the operands are not 2-D tiles";
+    } else {
+        const char *no = tc_operands_problem(a, b, "wgmma takes f16, bf16, f8e4m3 or f8e5m2 operands here");
+        if (no)
+            return no;
+    }
     if (a->shape[0] % WGMMA_M)
         return "M is not a multiple of 64";
+    if (f8 && a->shape[1] % 32)
+        return "K is not a multiple of 32 (f8 products take m64nNk32)";
     if (a->shape[1] % WGMMA_K)
         return "K is not a multiple of 16";
     if (b->shape[1] % 8)

@@ -112,11 +112,17 @@ const char *ir_mma_sync_problem(const Type *a, const Type *b);
  * to tf32: only where the mma_select.tf32 option asks): 2-D f32 tiles, M
  * and N multiples of 16, K of 8. */
 const char *ir_mma_tf32_problem(const Type *a, const Type *b);
-/* Why a[M,K] @ b[K,N] cannot run as wgmma m64nNk16 instructions, or NULL:
- * f16 / bf16 operands, M a multiple of 64, K of 16, N of 8 (covered by
- * instructions of at most WGMMA_MAX_N columns). Static text. */
-enum { WGMMA_M = 64, WGMMA_K = 16, WGMMA_MAX_N = 256 };
+/* Why a[M,K] @ b[K,N] cannot run as wgmma m64nNkK instructions, or NULL:
+ * f16 / bf16 operands (m64nNk16) or f8e4m3 / f8e5m2 ones (m64nNk32, f32
+ * accumulation), M a multiple of 64, K of the instruction's K
+ * (ir_wgmma_k), N of 8 (covered by instructions of at most WGMMA_MAX_N
+ * columns). Static text. Types only: an 8-bit wgmma also needs both
+ * operands K-major in shared memory (mma_select checks that). */
+enum { WGMMA_M = 64, WGMMA_K = 16, WGMMA_MAX_N = 256, WGMMA_K_BYTES = 32 };
 const char *ir_wgmma_problem(const Type *a, const Type *b);
+/* K of one wgmma instruction for operands of dtype dt: 32 bytes of K, so
+ * 16 for f16 / bf16 and 32 for f8e4m3 / f8e5m2. */
+int64_t ir_wgmma_k(DType dt);
 /* Why a[M,K] @ b[K,N] cannot run as tcgen05.mma kind::f16 instructions of
  * one CTA with its accumulator in tensor memory, or NULL: f16 / bf16
  * operands, M a multiple of 128 (one instruction a 128-row block), K of 16,

@@ -9,14 +9,21 @@
  *   wgmma     the target has it (TargetInfo.mma & TC_MMA_WGMMA: sm_90a)
  *             and the product fits m64nNk16 instructions
  *             (ir_wgmma_problem: M a multiple of 64, K of 16, N of 8, at
- *             most 256 columns an instruction);
+ *             most 256 columns an instruction); f8e4m3 and f8e5m2
+ *             products fit m64nNk32 (native 8-bit operands, f32
+ *             accumulation: K a multiple of 32) when both operands can be
+ *             read K-major from shared memory (pass_f8_kmajor_problem: A
+ *             stored [M, K], B given transposed from [N, K] rows, as in
+ *             `a @ b^T`, both shared tiles), since an 8-bit wgmma cannot
+ *             transpose;
  *   tcgen05   the target has it (TC_MMA_TCGEN05: sm_100a) and the product
  *             fits one CTA's tcgen05.mma kind::f16 with the accumulator in
  *             tensor memory (ir_tcgen05_problem: M a multiple of 128, K of
  *             16, N of 16 up to 256, at most 512 columns);
  *   mma_sync  otherwise: warp-level mma.sync m16n8k16, which every target
  *             has (ir_mma_sync_problem: M, K, N multiples of 16). f8e4m3
- *             and f8e5m2 products always take it: their operands are
+ *             and f8e5m2 products take it where wgmma does not (another
+ *             target, or B stored [K, N]: N-major): their operands are
  *             converted to f16 in registers (exactly: every e4m3 and e5m2
  *             value is an f16 value), and only mma.sync reads both
  *             operands from registers;
@@ -41,6 +48,20 @@
 
 static bool is_f8(int dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
 
+const char *pass_f8_kmajor_problem(const Func *f, const Op *dot)
+{
+    const Op *da = ir_val(f, dot->args[0])->def, *db = ir_val(f, dot->args[1])->def;
+    if (da && da->code == OP_TRANS)
+        return "A is given transposed (stored [K, M]: M-major), and an 8-bit wgmma reads both operands K-major";
+    if (!db || db->code != OP_TRANS)
+        return "B is stored [K, N] (N-major), and an 8-bit wgmma cannot transpose: it reads both operands K-major "
+               "(B given as [N, K] rows, `a @ b^T`, would be)";
+    if (ir_type(f, dot->args[0])->space != SP_SHARED || ir_type(f, db->args[0])->space != SP_SHARED)
+        return "an operand is a register tile, and an 8-bit wgmma reads both from shared memory here (declare them "
+               "`shared`)";
+    return NULL;
+}
+
 /* Why a product runs on the FMA (integer) units (the reason mma.sync does
  * not take it). */
 static const char *simt_why(const Type *a, const char *nosync)
@@ -57,8 +78,9 @@ static const char *simt_why(const Type *a, const char *nosync)
 }
 
 /* The family of one product (into op->iattr[0]) and why, into why. */
-static MmaKind choose(const TargetInfo *t, bool tf32, const Type *a, const Type *b, const char **why)
+static MmaKind choose(const TargetInfo *t, bool tf32, const Func *f, const Op *dot, const char **why)
 {
+    const Type *a = ir_type(f, dot->args[0]), *b = ir_type(f, dot->args[1]);
     if (a->dtype == DT_F32 && tf32) {
         const char *no = ir_mma_tf32_problem(a, b);
         if (!no) {
@@ -79,9 +101,24 @@ static MmaKind choose(const TargetInfo *t, bool tf32, const Type *a, const Type 
         return MMA_SYNC;
     }
     if (is_f8(a->dtype)) {
-        *why = "f8 operands are converted to f16 in registers, which only mma.sync takes (wgmma and tcgen05 "
-               "read f16 B operands from shared memory)";
-        return MMA_SYNC;
+        if (!t || !(t->mma & TC_MMA_WGMMA)) {
+            *why = t && (t->mma & TC_MMA_TCGEN05)
+                       ? "f8 operands are converted to f16 in registers, which only mma.sync takes (tcgen05's 8-bit "
+                         "kind::f8f6f4 is not emitted)"
+                       : "the target has no wgmma; f8 operands are converted to f16 in registers, which only "
+                         "mma.sync takes";
+            return MMA_SYNC;
+        }
+        const char *no = ir_wgmma_problem(a, b);
+        if (!no)
+            no = pass_f8_kmajor_problem(f, dot);
+        if (no) {
+            *why = no;
+            return MMA_SYNC;
+        }
+        *why = "the target has wgmma with 8-bit operands, both K-major in shared memory (B given as [N, K] rows), "
+               "and the shape fits m64nNk32";
+        return MMA_WGMMA;
     }
     if (t && (t->mma & TC_MMA_TCGEN05)) {
         const char *no = ir_tcgen05_problem(a, b);
@@ -112,7 +149,7 @@ static bool visit(Func *f, Op *op, void *vctx)
         return true;
     }
     const char *why;
-    MmaKind k = choose(ctx->target, ctx->tf32, a, b, &why);
+    MmaKind k = choose(ctx->target, ctx->tf32, f, op, &why);
     if ((k == MMA_WGMMA || k == MMA_TCGEN05) && ctx->portable) {   /* the module's fallback variant keeps to mma.sync */
         k = MMA_SYNC;
         why = "the portable variant of a warp-specialized kernel";
@@ -120,7 +157,8 @@ static bool visit(Func *f, Op *op, void *vctx)
     op->iattr[0] = k;
     if (k == MMA_WGMMA) {
         int64_t n = b->shape[1] < WGMMA_MAX_N ? b->shape[1] : WGMMA_MAX_N;
-        pass_note(ctx, "@%s: product at %s %s: wgmma m64n%lldk16 (%s)", f->name, at, shape, (long long)n, why);
+        pass_note(ctx, "@%s: product at %s %s: wgmma m64n%lldk%lld%s (%s)", f->name, at, shape, (long long)n,
+                  (long long)ir_wgmma_k((DType)a->dtype), is_f8(a->dtype) ? " f8, f32 accumulation" : "", why);
     } else if (k == MMA_TCGEN05) {
         pass_note(ctx, "@%s: product at %s %s: tcgen05.mma m128n%lldk16, accumulator in tensor memory (%s)", f->name,
                   at, shape, (long long)b->shape[1], why);

@@ -164,6 +164,25 @@ bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, i
  * setmaxnreg: sm_90a), in this variant (not the portable one)? */
 bool pass_target_roles(const PassCtx *ctx);
 
+/* Why the f8e4m3 / f8e5m2 product `dot` of f cannot read both operands
+ * K-major from shared memory, as an 8-bit wgmma must (the PTX ISA allows
+ * no transpose for operands that are not 16-bit), or NULL when it can: A
+ * is not a transpose (stored [M, K]) and B is the transpose of a tile
+ * stored [N, K] (`a @ b^T`), both shared tiles. Static text. mma_select
+ * and the tile choice both read it. */
+const char *pass_f8_kmajor_problem(const Func *f, const Op *dot);
+/* Registers a consumer thread of the roles needs for a lone wgmma product
+ * of dtype dt over an [m, n] f32 accumulator: the accumulator's share (m n
+ * over the consumer warp groups' threads: two groups from 128 rows), an f8
+ * product's promotion temporary (n / 2: the code generator sums each row
+ * block's 8-bit products apart before adding them in), and the headroom
+ * for addresses and the loop. warp_specialize's rule (against the
+ * consumers' setmaxnreg budget), which the tile choice reads too. */
+int64_t pass_lone_consumer_regs(DType dt, int64_t m, int64_t n);
+/* Does that need fit the consumers' setmaxnreg budget (232, or 240 from
+ * 208 accumulator registers; 256 for one consumer warp group)? */
+bool pass_lone_roles_fit(DType dt, int64_t m, int64_t n);
+
 /* How chained products (attention's s = q @ k^T, o += p @ v) split over
  * consumer warp groups, and what that leaves each consumer thread. */
 typedef struct ChainRoles {

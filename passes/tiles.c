@@ -221,13 +221,50 @@ static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f,
         add_shape(l, 256, 64, 0);
 }
 
+/* An f8e4m3 / f8e5m2 product that takes wgmma in warp-specialized roles
+ * (pass_target_roles, both operands K-major: pass_f8_kmajor_problem): the
+ * bf16 roles' tiles with a step of 128 bytes of K, so that a row of each
+ * operand's slot is one 128-byte swizzle atom (128 elements of K; bf16's
+ * 64 are the same 128 bytes) and a slot is one TMA box; two stages of
+ * 1-byte elements at 256 x 128 x 128 take the bytes 256 x 128 x 64 bf16
+ * does. The candidates: 128 x 256 and 128 x 128 over 128, and the three
+ * over steps of 64 (64-byte rows, a 64-byte swizzle), where two stages
+ * fit and the consumers' registers hold the accumulator and the
+ * promotion's temporary (pass_lone_roles_fit: not 128 x 256, whose 128 +
+ * 128 registers a thread exceed 232). False when the product does not
+ * take that form. */
+static bool choose_f8_wgmma(const ChainInfo *ci, const PassCtx *ctx, const Func *f, ShapeList *l, StrBuf *why)
+{
+    DType dt = (DType)ir_type(f, ci->first->args[0])->dtype;
+    if ((dt != DT_F8E4M3 && dt != DT_F8E5M2) || !pass_target_roles(ctx) || pass_f8_kmajor_problem(f, ci->first))
+        return false;
+    static const TileShape shapes[] = { { 256, 128, 128 }, { 128, 256, 128 }, { 128, 128, 128 },
+                                        { 256, 128, 64 },  { 128, 256, 64 },  { 128, 128, 64 } };
+    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+#define TWO_STAGES(t) (2 * ((t).bm * (t).bk + (t).bk * (t).bn))   /* 1-byte elements */
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        if (TWO_STAGES(shapes[i]) > limit || !pass_lone_roles_fit(dt, shapes[i].bm, shapes[i].bn))
+            continue;
+        if (!l->n)
+            sb_printf(why, "an f8 product on wgmma m64nNk32 (both operands K-major): %lld x %lld accumulator tiles "
+                      "over steps of %lld, rows of %lld bytes in one swizzle atom (two stages of 1-byte elements: "
+                      "%lld of %lld B)", (long long)shapes[i].bm, (long long)shapes[i].bn, (long long)shapes[i].bk,
+                      (long long)shapes[i].bk, (long long)TWO_STAGES(shapes[i]), (long long)limit);
+        add_shape(l, shapes[i].bm, shapes[i].bn, shapes[i].bk);
+    }
+#undef TWO_STAGES
+    return l->n > 0;
+}
+
 /* A lone product: examples/gemm.tile's 256 x 128 over steps of 64 where two
  * stages of its operands fit the block's shared memory (its epilogue then
  * goes through the dead buffers), else 128 x 128 over steps of 32. The
  * candidates: those two, 128 x 256 over 64 and 128 x 128 over 64, where two
- * stages fit. */
+ * stages fit. An f8 product on wgmma takes choose_f8_wgmma's tiles. */
 static void choose_lone(const ChainInfo *ci, const PassCtx *ctx, const Func *f, ShapeList *l, StrBuf *why)
 {
+    if (choose_f8_wgmma(ci, ctx, f, l, why))
+        return;
     static const TileShape shapes[] = { { 256, 128, 64 }, { 128, 256, 64 }, { 128, 128, 64 }, { 128, 128, 32 } };
     int64_t esz = dtype_bits((DType)ir_type(f, ci->first->args[0])->dtype) / 8;
     esz = esz > 0 ? esz : 2;

@@ -21,7 +21,8 @@
  *    (or tcgen05)
  *    whose accumulator is the carried value and whose result is yielded;
  *    both operands are SMEM_LOADs of two ring buffers refilled in the body
- *    by one ASYNC_COPY each, and the rest of the body is the ring's
+ *    by one ASYNC_COPY each (B of a wgmma product may be the TRANS of its
+ *    read: stored [N, K], read K-major), and the rest of the body is the ring's
  *    bookkeeping (pure ops, the guarded prefetch, commits, waits,
  *    barriers); the buffers are used nowhere else but in the prologue;
  *  - each copy's offsets depend only on the iteration it fetches (iv +
@@ -257,7 +258,10 @@ const char *ws_find_operand(WsLoop *W, int i, Op *dot, int arg)
     Block *body = &W->loop->regions[0];
     const Op *rd = ir_val(W->f, dot->args[arg])->def;
     Op *tr = NULL;
-    if (W->chain && rd && rd->code == OP_TRANS && rd->parent == body) {
+    /* A transposed read: k^T of a chain; a lone wgmma product's B given as
+     * [N, K] rows (K-major, as f8 operands must be) */
+    bool trans_ok = W->chain || (arg == 1 && dot->iattr[0] == MMA_WGMMA);
+    if (trans_ok && rd && rd->code == OP_TRANS && rd->parent == body) {
         tr = (Op *)rd;
         rd = ir_val(W->f, rd->args[0])->def;
     }
@@ -414,11 +418,31 @@ static const char *match(WsLoop *W, Arena *a)
 
 /* ---- decisions ---- */
 
+static bool is_f8(int dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
+
+int64_t pass_lone_consumer_regs(DType dt, int64_t m, int64_t n)
+{
+    int consumers = m >= WS_TWO_GROUPS_ROWS ? 2 : 1;
+    return m * n / (consumers * WG_THREADS) + (is_f8(dt) ? n / 2 : 0) + WS_REG_HEADROOM;
+}
+
+/* The consumers' setmaxnreg budget for an [m, n] accumulator (decide_roles'
+ * split). */
+static int cons_budget(int64_t m, int64_t n)
+{
+    if (m < WS_TWO_GROUPS_ROWS)
+        return 256;
+    return m * n / (2 * WG_THREADS) >= 208 ? 240 : 232;
+}
+
+bool pass_lone_roles_fit(DType dt, int64_t m, int64_t n) { return pass_lone_consumer_regs(dt, m, n) <= cons_budget(m, n); }
+
 /* Consumer warp groups and the register split; why not, or NULL. */
 static const char *decide_roles(WsLoop *W, Arena *a)
 {
     const Type *acc = ir_type(W->f, W->dot->res[0]);
     int64_t m = acc->shape[0], n = acc->shape[1];
+    DType dt = (DType)ir_type(W->f, W->dot->args[0])->dtype;
     W->consumers = m >= WS_TWO_GROUPS_ROWS ? 2 : 1;
     if ((m / W->consumers) % WGMMA_M)
         return arena_printf(a, "its %lld accumulator rows do not split into %d warp groups of a multiple of 64",
@@ -435,6 +459,10 @@ static const char *decide_roles(WsLoop *W, Arena *a)
     if (W->acc_regs + WS_REG_HEADROOM > W->cons_regs)
         return arena_printf(a, "its accumulator takes %lld f32 registers a consumer thread, leaving fewer than %d of "
                             "the %d a consumer may have", (long long)W->acc_regs, WS_REG_HEADROOM, W->cons_regs);
+    if (pass_lone_consumer_regs(dt, m, n) > W->cons_regs)
+        return arena_printf(a, "its accumulator takes %lld f32 registers a consumer thread and the 8-bit product's "
+                            "promotion %lld more, leaving fewer than %d of the %d a consumer may have",
+                            (long long)W->acc_regs, (long long)(n / 2), WS_REG_HEADROOM, W->cons_regs);
     return NULL;
 }
 

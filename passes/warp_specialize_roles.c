@@ -165,6 +165,10 @@ static Op *fill_consumer(WsLoop *W, Block *role, const ValId bounds[3], ValId cs
         ValId a[2] = { W->opnd[i].buf, t.slot };
         b.loc = W->opnd[i].read->loc;
         ops[i] = ir_build1(&b, OP_SMEM_LOAD, a, 2, *ir_type(f, W->opnd[i].read->res[0]));
+        if (W->opnd[i].trans) {   /* B stored [N, K]: read K-major */
+            b.loc = W->opnd[i].trans->loc;
+            ops[i] = ir_build1(&b, OP_TRANS, &ops[i], 1, *ir_type(f, W->opnd[i].trans->res[0]));
+        }
     }
     b.loc = dot->loc;
     Type tok = type_scalar(DT_TOKEN), acc = *ir_type(f, dot->res[0]);

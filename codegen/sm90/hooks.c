@@ -124,20 +124,27 @@ static LLVMValueRef fence_reg(Cg *cg, LLVMTypeRef t, const char *cons, LLVMValue
 static LLVMValueRef fence_f32(Cg *cg, LLVMValueRef x) { return fence_reg(cg, cg->t_f32, "=f,0,~{memory}", x); }
 static LLVMValueRef fence_b32(Cg *cg, LLVMValueRef x) { return fence_reg(cg, cg->t_i32, "=r,0,~{memory}", x); }
 
-/* One product's wgmma.mma_async m64nNk16 instructions in one asm (the
+/* One product's wgmma.mma_async m64nNk16 (m64nNk32 for 8-bit dt: .e4m3 /
+ * .e5m2, which take no transpose immediates) instructions in one asm (the
  * order and the PTX instructions as one asm each would give them; one asm
  * ties the accumulators once instead of once an instruction: attention's
  * 8-16 instructions a product, GEMM's 8). Operands: the nacc accumulators
  * out ($0 ..), then per instruction its A (a descriptor, or 4 registers)
  * and B descriptors, then the accumulators in, tied to the outputs. */
-static void wgmma(Cg *cg, bool f16, int n, const WgmmaInst *ins, int ninst, LLVMValueRef *acc, int nacc)
+static void wgmma(Cg *cg, int dt, int n, const WgmmaInst *ins, int ninst, LLVMValueRef *acc, int nacc)
 {
+    bool f8 = dt == DT_F8E4M3 || dt == DT_F8E5M2;
     int nin = nacc;
     for (int t = 0; t < ninst; t++)
         nin += (ins[t].a ? 4 : 1) + 1;
     StrBuf code = { 0 }, cons = { 0 };
-    const char *ty = f16 ? "f16" : "bf16";
+    const char *ty = dt == DT_F16 ? "f16" : dt == DT_F8E4M3 ? "e4m3" : dt == DT_F8E5M2 ? "e5m2" : "bf16";
     sb_puts(&code, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;");
+    bool zero = false;   /* scale-d = 0 somewhere: predicate z is false */
+    for (int t = 0; t < ninst; t++)
+        zero = zero || ins[t].zero_d;
+    if (zero)
+        sb_puts(&code, "\n\t.reg .pred z;\n\tsetp.ne.b32 z, 0, 0;");
     for (int i = 0; i < nacc; i++)
         sb_printf(&cons, "%s=f", i ? "," : "");
     LLVMTypeRef *pt = arena_alloc(cg->a, sizeof(LLVMTypeRef) * (size_t)nin);
@@ -145,20 +152,26 @@ static void wgmma(Cg *cg, bool f16, int n, const WgmmaInst *ins, int ninst, LLVM
     int k = 0;   /* the next input */
     for (int t = 0; t < ninst; t++) {
         const WgmmaInst *w = &ins[t];
-        sb_printf(&code, "\n\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", n, ty, ty);
+        sb_printf(&code, "\n\twgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", n, f8 ? 32 : 16, ty, ty);
         for (int i = 0; i < n / 2; i++)
             sb_printf(&code, "%s$%d", i ? ", " : "", w->acc[i]);
         int op = nacc + k;
         if (w->a) {
-            sb_printf(&code, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;", op, op + 1, op + 2, op + 3, op + 4,
-                      w->tnsp_b ? 1 : 0);
+            sb_printf(&code, "}, {$%d, $%d, $%d, $%d}, $%d, %s, 1, 1, %d;", op, op + 1, op + 2, op + 3, op + 4,
+                      w->zero_d ? "z" : "p", w->tnsp_b ? 1 : 0);
             sb_puts(&cons, ",r,r,r,r");
             for (int q = 0; q < 4; q++) {
                 args[k] = w->a[q];
                 pt[k++] = cg->t_i32;
             }
+        } else if (f8) {   /* both K-major: no transpose immediates */
+            sb_printf(&code, "}, $%d, $%d, %s, 1, 1;", op, op + 1, w->zero_d ? "z" : "p");
+            sb_puts(&cons, ",l");
+            args[k] = w->desc_a;
+            pt[k++] = cg->t_i64;
         } else {
-            sb_printf(&code, "}, $%d, $%d, p, 1, 1, %d, %d;", op, op + 1, w->tnsp_a ? 1 : 0, w->tnsp_b ? 1 : 0);
+            sb_printf(&code, "}, $%d, $%d, %s, 1, 1, %d, %d;", op, op + 1, w->zero_d ? "z" : "p", w->tnsp_a ? 1 : 0,
+                      w->tnsp_b ? 1 : 0);
             sb_puts(&cons, ",l");
             args[k] = w->desc_a;
             pt[k++] = cg->t_i64;

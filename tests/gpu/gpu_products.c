@@ -12,6 +12,19 @@
  *   f8_nt (below)                  f8e5m2, A from registers (staged as
  *                                  f16), B read transposed ([N, K] rows:
  *                                  16-bit loads), f32 result
+ *   f8_nt_wg_e4m3, _e5m2 (below)   B given as [N, K] rows, 128 x 128 x 128
+ *                                  tiles, f32 result: on sm_90a wgmma
+ *                                  m64n128k32 .e4m3 / .e5m2 in TMA / wgmma
+ *                                  roles; K = 80 (one partial trip) and
+ *                                  1040 (nine, the last partial), row
+ *                                  strides multiples of 16 bytes as TMA
+ *                                  needs (at K = 65 the module's portable
+ *                                  kernel would run instead); e = 2^-7
+ *                                  sum |a b| more: the 8-bit path aligns
+ *                                  each k32 group's products to the largest
+ *                                  and keeps 14 bits (at most 32 x 2^-12 of
+ *                                  that group's largest product lost),
+ *                                  before tilec's promotion into f32
  *   odd_f32 (below)                f32 tiles of extents that are not
  *                                  multiples of 16 (24 x 40 x 20: simt in
  *                                  the default layout)
@@ -73,6 +86,30 @@ static const char pr_src[] =
     "    acc += a @ b^T;\n"
     "  }\n"
     "  C[block.y * 64 : +64, block.x * 64 : +64] = acc;\n"
+    "}\n"
+    "\n"
+    "kernel f8_nt_wg_e4m3(A: global f8e4m3[M, K], B: global f8e4m3[N, K], C: global f32[M, N])\n"
+    "  grid(cdiv(N, 128), cdiv(M, 128))\n"
+    "{\n"
+    "  tile acc: reg f32[128, 128] = 0;\n"
+    "  for k in 0 .. cdiv(K, 128) {\n"
+    "    tile a: shared f8e4m3[128, 128] = A[block.y * 128 : +128, k * 128 : +128];\n"
+    "    tile b: shared f8e4m3[128, 128] = B[block.x * 128 : +128, k * 128 : +128];\n"
+    "    acc += a @ b^T;\n"
+    "  }\n"
+    "  C[block.y * 128 : +128, block.x * 128 : +128] = acc;\n"
+    "}\n"
+    "\n"
+    "kernel f8_nt_wg_e5m2(A: global f8e5m2[M, K], B: global f8e5m2[N, K], C: global f32[M, N])\n"
+    "  grid(cdiv(N, 128), cdiv(M, 128))\n"
+    "{\n"
+    "  tile acc: reg f32[128, 128] = 0;\n"
+    "  for k in 0 .. cdiv(K, 128) {\n"
+    "    tile a: shared f8e5m2[128, 128] = A[block.y * 128 : +128, k * 128 : +128];\n"
+    "    tile b: shared f8e5m2[128, 128] = B[block.x * 128 : +128, k * 128 : +128];\n"
+    "    acc += a @ b^T;\n"
+    "  }\n"
+    "  C[block.y * 128 : +128, block.x * 128 : +128] = acc;\n"
     "}\n"
     "\n"
     "kernel odd_f32(A: global f32[M, K], B: global f32[K, N], C: global f32[M, N])\n"
@@ -247,6 +284,10 @@ static void run_all(Mod *mods, const char *arch)
     check_product(&mods[0], arch, "gemm_i8", "i8", NULL, false, "i32", NULL, 0, M, N, K);
     check_product(&mods[0], arch, "i8_k16", "i8", NULL, false, "i32", NULL, 0, M, N, K);
     check_product(&mods[0], arch, "f8_nt", "f8e5m2", &e5m2, true, "f32", NULL, 0, M, N, K);
+    for (int64_t kw = 80; kw <= 1040; kw += 960) {
+        check_product(&mods[0], arch, "f8_nt_wg_e4m3", "f8e4m3", &e4m3, true, "f32", NULL, ldexp(1.0, -7), M, N, kw);
+        check_product(&mods[0], arch, "f8_nt_wg_e5m2", "f8e5m2", &e5m2, true, "f32", NULL, ldexp(1.0, -7), M, N, kw);
+    }
     check_product(&mods[0], arch, "odd_f32", "f32", NULL, false, "f32", NULL, 0, M, N, K);
     check_product(&mods[0], arch, "odd_f32", "f32", NULL, false, "f32", NULL, 0, 7, 3, 5);
 }

@@ -3,9 +3,10 @@
  * after EACH pass of the pipeline verified and interpreted again on the
  * same inputs; outputs must match bit for bit. Trip counts cover 0 (hi <=
  * lo), 1, fewer than the stages, and non-multiples of them. On sm_90a the
- * GEMM and the attention example become warp-specialized roles
- * (warp_specialize): they run under several interleavings of their roles
- * too, and the protocol pass proves their rings.
+ * GEMM (also with f8 operands on wgmma, B given as [N, K] rows) and the
+ * attention example become warp-specialized roles (warp_specialize): they
+ * run under several interleavings of their roles too, and the protocol
+ * pass proves their rings.
  * Also: the shared-memory limit diagnostic, and kernels without dots are
  * left untouched. */
 #include <check.h>
@@ -80,6 +81,30 @@ static const char gemm_pinned[] =
     "    acc += a @ b;\n"
     "  }\n"
     "  tile c: shared T[BM, BN] = T(acc);\n"
+    "  C[bm * BM : +BM, bn * BN : +BN] = c;\n"
+    "}\n"
+;
+
+/* tests/perf/gemm_f8_nt.tile with a pipeline(STAGES) pin: A [M, K] and B
+ * given as [N, K] rows of f8 (T), C bf16. Both operands are K-major, so on
+ * sm_90a the product takes wgmma m64nNk32 in roles (mma_select). */
+static const char gemm_f8_nt_pinned[] =
+    "kernel gemm<T: dtype = f8e4m3, BM: int = 256, BN: int = 128, BK: int = 128, STAGES: int = 2, GROUP: int = 8>(\n"
+    "    A: global T[M, K], B: global T[N, K], C: global bf16[M, N])\n"
+    "  grid(cdiv(M, BM) * cdiv(N, BN))\n"
+    "{\n"
+    "  let band = GROUP * cdiv(N, BN);\n"
+    "  let r0 = block.x / band * GROUP;\n"
+    "  let rows = min(cdiv(M, BM) - r0, GROUP);\n"
+    "  let bm = r0 + block.x % band % rows;\n"
+    "  let bn = block.x % band / rows;\n"
+    "  tile acc: reg f32[BM, BN] = 0;\n"
+    "  for k in 0 .. cdiv(K, BK) pipeline(STAGES) {\n"
+    "    tile a: shared T[BM, BK] = A[bm * BM : +BM, k * BK : +BK];\n"
+    "    tile b: shared T[BN, BK] = B[bn * BN : +BN, k * BK : +BK];\n"
+    "    acc += a @ b^T;\n"
+    "  }\n"
+    "  tile c: shared bf16[BM, BN] = bf16(acc);\n"
     "  C[bm * BM : +BM, bn * BN : +BN] = c;\n"
     "}\n"
 ;
@@ -376,28 +401,39 @@ static void check_interleavings(Prog *p, Run *r, unsigned char **ref, const char
  * once). Told of `sms` SMs (> 0), the roles loop over the tiles of a
  * persistent grid of min(sms, tiles) blocks, the ring running on across a
  * block's tiles. */
-static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int regs, const int64_t *ks, int nk,
-                            int64_t m, int64_t n, int64_t sms)
+/* A GEMM source for roles_case: its file name, text, operand dtype (the
+ * define T), and whether B is given as [N, K] rows (`a @ b^T`). */
+typedef struct RolesSrc {
+    const char *file, *src;
+    size_t len;
+    const char *dt;
+    bool nt;
+} RolesSrc;
+
+static void roles_case(const RolesSrc *rs, const char *tiles[3], int stages, int consumers, int regs,
+                       const int64_t *ks, int nk, int64_t m, int64_t n, int64_t sms)
 {
     g_sms = sms;
-    size_t len = sizeof gemm_pinned - 1;
-    const char *src = gemm_pinned;
     char st[8];
     snprintf(st, sizeof st, "%d", stages);
-    FeDefine defs[4] = { { "BM", tiles[0] }, { "BN", tiles[1] }, { "BK", tiles[2] }, { "STAGES", st } };
+    FeDefine defs[5] = { { "BM", tiles[0] }, { "BN", tiles[1] }, { "BK", tiles[2] }, { "STAGES", st },
+                         { "T", rs->dt } };
+    DType dt = strcmp(rs->dt, "f8e4m3") == 0 ? DT_F8E4M3 : strcmp(rs->dt, "f8e5m2") == 0 ? DT_F8E5M2 : DT_BF16;
     for (int i = 0; i < nk; i++) {
         Prog p;
-        prog_compile(&p, "gemm.tile", src, len, defs, 4);
+        prog_compile(&p, rs->file, rs->src, rs->len, defs, 5);
         int64_t sa[2] = { m, ks[i] }, sb[2] = { ks[i], n }, sc[2] = { m, n };
-        Ten t[3] = { ten_new(DT_BF16, 2, sa), ten_new(DT_BF16, 2, sb), ten_new(DT_BF16, 2, sc) };
+        if (rs->nt)
+            sb[0] = n, sb[1] = ks[i];
+        Ten t[3] = { ten_new(dt, 2, sa), ten_new(dt, 2, sb), ten_new(DT_BF16, 2, sc) };
         uint64_t rng = 0x5eedu + (uint64_t)(ks[i] * 7 + stages);
         ten_random(&t[0], &rng, -1, 1);
         ten_random(&t[1], &rng, -1, 1);
         static const int argmap[3] = { 0, 1, 2 };
         Run r = { t, 3, 2, { { 0 } }, 3, argmap, NULL };
         char what[128];
-        snprintf(what, sizeof what, "gemm sm_90a tiles %s/%s/%s S=%d M=%lld N=%lld K=%lld", tiles[0], tiles[1],
-                 tiles[2], stages, (long long)m, (long long)n, (long long)ks[i]);
+        snprintf(what, sizeof what, "%s %s sm_90a tiles %s/%s/%s S=%d M=%lld N=%lld K=%lld", rs->file, rs->dt,
+                 tiles[0], tiles[1], tiles[2], stages, (long long)m, (long long)n, (long long)ks[i]);
         check_passes(&p, &r, "sm_90a", what, true);
         unsigned char **ref = snapshot(&r);   /* the reference's outputs: check_passes compared them */
         int nws = 0;
@@ -411,6 +447,8 @@ static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int
         ck_assert_int_eq(ws->list[5], regs);
         ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
         ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_BARRIER) && has_op(p.f, OP_TMA_LOAD));
+        ck_assert(has_op(p.f, OP_DOT_ASYNC) && !has_op(p.f, OP_DOT));
+        ck_assert_int_eq(has_op(p.f, OP_TRANS), rs->nt);   /* B read K-major */
         for (int k = 0; k < ws->nregions; k++) {   /* persistent: a loop over tiles around the trip loop */
             const Op *tl = NULL, *trips = NULL;
             ck_assert_int_eq(count_fors(&ws->regions[k], &tl), 1);
@@ -428,6 +466,13 @@ static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int
         arena_free(p.a);
     }
     g_sms = 0;
+}
+
+static void gemm_roles_case(const char *tiles[3], int stages, int consumers, int regs, const int64_t *ks, int nk,
+                            int64_t m, int64_t n, int64_t sms)
+{
+    const RolesSrc rs = { "gemm.tile", gemm_pinned, sizeof gemm_pinned - 1, "bf16", false };
+    roles_case(&rs, tiles, stages, consumers, regs, ks, nk, m, n, sms);
 }
 
 /* The example's own tiles (256 x 128 x 64, pipeline(2)): 2 consumer warp
@@ -466,6 +511,26 @@ START_TEST(gemm_roles_one_group)
     const char *tiles[3] = { "64", "64", "32" };
     static const int64_t ks[] = { 0, 32, 200 };
     gemm_roles_case(tiles, 1, 1, 256, ks, (int)TC_COUNTOF(ks), 100, 70, 0);
+}
+END_TEST
+
+/* f8 products on wgmma m64nNk32 (tests/perf/gemm_f8_nt.tile: B given as
+ * [N, K] rows) in roles: e4m3 at the tiles the compiler chooses (256 x 128
+ * over steps of 128, 2 stages) and e5m2 at 128 x 64 over 64 (3 stages,
+ * persistent over 2 blocks); 0, 1, fewer trips than stages, a partial
+ * last step and many trips, bit-identical after every pass and under
+ * seeded interleavings of the roles. The same kernel on bf16 takes the
+ * roles too (B read K-major, m64nNk16). */
+START_TEST(gemm_roles_f8)
+{
+    const RolesSrc e4 = { "gemm_f8_nt.tile", gemm_f8_nt_pinned, sizeof gemm_f8_nt_pinned - 1, "f8e4m3", true };
+    const RolesSrc e5 = { "gemm_f8_nt.tile", gemm_f8_nt_pinned, sizeof gemm_f8_nt_pinned - 1, "f8e5m2", true };
+    const RolesSrc bf = { "gemm_f8_nt.tile", gemm_f8_nt_pinned, sizeof gemm_f8_nt_pinned - 1, "bf16", true };
+    const char *big[3] = { "256", "128", "128" }, *small[3] = { "128", "64", "64" };
+    static const int64_t ks[] = { 0, 128, 200, 1100 }, ks5[] = { 0, 64, 100, 700 }, ksb[] = { 0, 64, 330 };
+    roles_case(&e4, big, 2, 2, 232, ks, (int)TC_COUNTOF(ks), 100, 130, 0);
+    roles_case(&e5, small, 3, 2, 232, ks5, (int)TC_COUNTOF(ks5), 300, 150, 2);
+    roles_case(&bf, small, 3, 2, 232, ksb, (int)TC_COUNTOF(ksb), 150, 70, 0);
 }
 END_TEST
 
@@ -1054,6 +1119,7 @@ static Suite *suite(void)
     tcase_add_test(tc, gemm_roles_example);
     tcase_add_test(tc, gemm_roles_stages);
     tcase_add_test(tc, gemm_roles_one_group);
+    tcase_add_test(tc, gemm_roles_f8);
     tcase_add_test(tc, gemm_roles_persistent);
     tcase_add_test(tc, gemm_tc_example);
     tcase_add_test(tc, gemm_tc_stages);
