@@ -170,6 +170,133 @@ static void sched_block(LLVMBasicBlockRef bb, LLVMBuilderRef b, bool epilogue)
     tc_free(order);
 }
 
+/* ---- scalar loads of read-only tensors above the block's barriers ----
+ * A scalar load carrying !invariant.load (a tensor the kernel never
+ * writes, lower_mem.c) moves, with the pure instructions of its address,
+ * to the first point of its block where everything that address needs is
+ * computed, when a block barrier lies between: its latency then runs
+ * under the barrier and the work around it instead of after them
+ * (layernorm_bwd reads each row's Mean and Rstd after its first row sum,
+ * whose two barriers stood before the loads). Moving a load of memory
+ * nothing writes above a barrier cannot change what it reads; vector
+ * loads (a tile's rows) stay where the lowering put them. */
+static bool hoist_barrier(LLVMValueRef I)
+{
+    if (LLVMGetInstructionOpcode(I) != LLVMCall)
+        return false;
+    LLVMValueRef callee = LLVMGetCalledValue(I);
+    size_t n = 0;
+    const char *name = callee && LLVMIsAFunction(callee) ? LLVMGetValueName2(callee, &n) : NULL;
+    return name && n >= 17 && strncmp(name, "llvm.nvvm.barrier", 17) == 0;
+}
+
+static bool hoist_candidate(LLVMValueRef I, unsigned inv)
+{
+    return LLVMGetInstructionOpcode(I) == LLVMLoad && !LLVMGetVolatile(I) && LLVMGetMetadata(I, inv) &&
+           LLVMGetTypeKind(LLVMTypeOf(I)) != LLVMVectorTypeKind;
+}
+
+/* The pure in-block instructions v needs (into cone, deduplicated) and the
+ * last index in `order` of an in-block instruction with effects among its
+ * needs (phis: -1); -2 when the cone overflows. */
+static int hoist_cone(LLVMValueRef v, LLVMBasicBlockRef bb, const Sched *pos, const int *index, LLVMValueRef *cone,
+                      int *ncone, int cap)
+{
+    int last = -1;
+    for (int k = 0, n = LLVMGetNumOperands(v); k < n; k++) {
+        LLVMValueRef o = LLVMGetOperand(v, (unsigned)k);
+        if (!o || !LLVMIsAInstruction(o) || LLVMGetInstructionParent(o) != bb || LLVMIsAPHINode(o))
+            continue;
+        int at = index[sched_slot(pos, o)];
+        if (!sched_movable(o)) {
+            last = at > last ? at : last;
+            continue;
+        }
+        bool seen = false;
+        for (int c = 0; c < *ncone && !seen; c++)
+            seen = cone[c] == o;
+        if (seen)
+            continue;
+        if (*ncone == cap)
+            return -2;
+        cone[(*ncone)++] = o;
+        int l = hoist_cone(o, bb, pos, index, cone, ncone, cap);
+        if (l == -2)
+            return -2;
+        last = l > last ? l : last;
+    }
+    return last;
+}
+
+static void hoist_block(LLVMBasicBlockRef bb, LLVMBuilderRef b, unsigned inv)
+{
+    size_t n = 0;
+    bool any = false;
+    for (LLVMValueRef I = LLVMGetFirstInstruction(bb); I; I = LLVMGetNextInstruction(I))
+        n++, any |= hoist_barrier(I);
+    if (!any)
+        return;
+    Sched pos = { .cap = 16 };
+    while (pos.cap < 2 * n)
+        pos.cap *= 2;
+    enum { CONE = 64 };
+    pos.key = tc_try_zalloc(pos.cap, sizeof(LLVMValueRef));
+    int *index = tc_try_zalloc(pos.cap, sizeof(int));
+    LLVMValueRef *order = tc_try_zalloc(n, sizeof(LLVMValueRef)), cone[CONE];
+    if (pos.key && index && order) {
+        bool renumber = true;
+        for (size_t at = 0; at < n; at++) {
+            /* number the block as it stands (a move reorders [first, at];
+             * what follows keeps its place) */
+            for (size_t i = 0; renumber && i < n; i++) {
+                order[i] = i ? LLVMGetNextInstruction(order[i - 1]) : LLVMGetFirstInstruction(bb);
+                size_t h = sched_slot(&pos, order[i]);
+                pos.key[h] = order[i];
+                index[h] = (int)i;
+            }
+            renumber = false;
+            LLVMValueRef L = order[at];
+            if (!hoist_candidate(L, inv))
+                continue;
+            int ncone = 0, last = hoist_cone(L, bb, &pos, index, cone, &ncone, CONE);
+            if (last == -2)
+                continue;
+            int first = last + 1;
+            while (first < (int)at && LLVMIsAPHINode(order[first]))
+                first++;
+            bool crosses = false;
+            for (int k = first; k < (int)at && !crosses; k++)
+                crosses = hoist_barrier(order[k]);
+            if (!crosses)
+                continue;
+            /* the cone in its order, then the load, before order[first] */
+            for (int k = first; k < (int)at; k++)
+                for (int c = 0; c < ncone; c++)
+                    if (cone[c] == order[k]) {
+                        LLVMPositionBuilderBefore(b, order[first]);
+                        LLVMInstructionRemoveFromParent(order[k]);
+                        LLVMInsertIntoBuilder(b, order[k]);
+                    }
+            LLVMPositionBuilderBefore(b, order[first]);
+            LLVMInstructionRemoveFromParent(L);
+            LLVMInsertIntoBuilder(b, L);
+            renumber = true;
+        }
+    }
+    tc_free(pos.key);
+    tc_free(index);
+    tc_free(order);
+}
+
+void cg_hoist_loads(LLVMContextRef ctx, LLVMValueRef fn)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    unsigned inv = LLVMGetMDKindIDInContext(ctx, "invariant.load", 14);
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        hoist_block(bb, b, inv);
+    LLVMDisposeBuilder(b);
+}
+
 void cg_schedule_simt(LLVMContextRef ctx, LLVMValueRef fn, bool epilogue)
 {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
