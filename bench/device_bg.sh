@@ -9,7 +9,8 @@
 #   bench/device_bg.sh wait SECONDS     print the log's new lines for up to
 #                                       SECONDS; once the run has ended, its
 #                                       exit status, and every output file
-#                                       packed in $OUT/run.tgz
+#                                       packed in $OUT/run.tgz (disassemblies
+#                                       in $OUT/sass.tgz)
 #
 # The outputs go to $DEVRUN (default /tmp/devrun), not $OUT: the device
 # tool empties $OUT before each command. Issue the `wait` commands back to
@@ -41,7 +42,10 @@ case "${1:-}" in
     done
     echo "bench/device.sh ended: exit status $(cat "$run/rc")"
     if [ -n "${OUT:-}" ]; then
-      (cd "$run" && tar czf "$OUT/run.tgz" log.txt out) && echo "outputs: \$OUT/run.tgz"
+      # the device tool returns files up to 16 MiB: the disassemblies apart
+      (cd "$run" && tar czf "$OUT/run.tgz" --exclude='*.sass' log.txt out &&
+        tar czf "$OUT/sass.tgz" --files-from <(cd "$run" && find out -name '*.sass')) &&
+        echo "outputs: \$OUT/run.tgz, \$OUT/sass.tgz ($(du -h "$OUT/run.tgz" | cut -f1), $(du -h "$OUT/sass.tgz" | cut -f1))"
     fi
     ;;
   *)
