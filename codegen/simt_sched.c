@@ -269,25 +269,17 @@ static void hoist_block(LLVMBasicBlockRef bb, LLVMBuilderRef b, unsigned inv)
                 crosses = hoist_barrier(order[k]);
             if (!crosses)
                 continue;
-            /* the cone in its order, then the load, before the first
-             * instruction from `first` on that is neither (a barrier at
-             * the latest); cone members before it stay */
-            int anchor = first;
-            for (bool in = true; in && anchor < (int)at; anchor += in) {
-                in = false;
-                for (int c = 0; c < ncone && !in; c++)
-                    in = cone[c] == order[anchor];
-            }
-            for (int k = anchor + 1; k <= (int)at; k++) {
-                bool in = k == (int)at;
-                for (int c = 0; c < ncone && !in; c++)
-                    in = cone[c] == order[k];
-                if (in) {
-                    LLVMPositionBuilderBefore(b, order[anchor]);
-                    LLVMInstructionRemoveFromParent(order[k]);
-                    LLVMInsertIntoBuilder(b, order[k]);
-                }
-            }
+            /* the cone in its order, then the load, before order[first] */
+            for (int k = first; k < (int)at; k++)
+                for (int c = 0; c < ncone; c++)
+                    if (cone[c] == order[k]) {
+                        LLVMPositionBuilderBefore(b, order[first]);
+                        LLVMInstructionRemoveFromParent(order[k]);
+                        LLVMInsertIntoBuilder(b, order[k]);
+                    }
+            LLVMPositionBuilderBefore(b, order[first]);
+            LLVMInstructionRemoveFromParent(L);
+            LLVMInsertIntoBuilder(b, L);
             renumber = true;
         }
     }
