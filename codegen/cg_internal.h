@@ -269,9 +269,6 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to);
 LLVMValueRef cg_f8_to_f16_bits(Cg *cg, LLVMValueRef byte, DType from);
 /* After optimisation: pure values of a SIMT kernel move to their first use. */
 void cg_schedule_simt(LLVMContextRef ctx, LLVMValueRef fn, bool epilogue);
-/* Scalar loads of read-only tensors above the block barriers before them
- * (simt_sched.c; SIMT kernels, after optimisation). */
-void cg_hoist_loads(LLVMContextRef ctx, LLVMValueRef fn);
 
 /* ---- codegen.c: one kernel ---- */
 void cg_init_types(Cg *cg);                           /* cg->t_* in cg->ctx */

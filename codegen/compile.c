@@ -53,8 +53,7 @@ static void time_row(StrBuf *timing, const char *what, double t0)
  * (simt_sched.c): every block of a SIMT kernel in rows of 16+ warps, under
  * a register cap (without a cap ptxas then takes more registers,
  * docs/codegen.md); the epilogue blocks of a tensor-core kernel (value
- * "epilogue"). In every SIMT kernel ("tilec.simt"), scalar loads of
- * read-only tensors then move above the block barriers before them. */
+ * "epilogue"). */
 static void schedule_simt(LLVMModuleRef mod, int opt)
 {
     if (opt <= 0)
@@ -64,8 +63,6 @@ static void schedule_simt(LLVMModuleRef mod, int opt)
         unsigned n = 0;
         if (at)
             cg_schedule_simt(LLVMGetModuleContext(mod), fn, LLVMGetStringAttributeValue(at, &n) && n > 0);
-        if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "tilec.simt", 10))
-            cg_hoist_loads(LLVMGetModuleContext(mod), fn);
     }
 }
 
