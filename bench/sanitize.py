@@ -107,13 +107,11 @@ def rand(shape, dt, scale=1.0):
 
 
 def misaligned(t):
-    """A copy of t as a view that starts 16 bytes in (8 elements of bf16,
-    16 of f8: the portable variant's 16-byte base alignment holds) with
-    rows one element wider than that: strides no TMA box can take."""
+    """A copy of t as a view whose rows are 9 elements wider than its last
+    dim and start 8 elements in: strides no TMA box can take."""
     import torch
-    off = 16 // t.element_size()
-    big = torch.empty(t.shape[:-1] + (t.shape[-1] + off + 1,), device=t.device, dtype=t.dtype)
-    v = big[..., off:off + t.shape[-1]]
+    big = torch.empty(t.shape[:-1] + (t.shape[-1] + 9,), device=t.device, dtype=t.dtype)
+    v = big[..., 8:8 + t.shape[-1]]
     v.copy_(t)
     return v
 

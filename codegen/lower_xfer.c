@@ -361,18 +361,6 @@ static LLVMValueRef *reduce_in_thread(Cg *cg, const CgRed *rc, const Layout *L, 
     return acc;
 }
 
-/* The partials a thread reads at once in step 3: a register's nw partials
- * are consecutive from a multiple of nw, so 16-byte vectors where nw is a
- * multiple of their width (the reads of 16 warps' partials of a row: four
- * ld.shared.v4 instead of sixteen loads). */
-static int red_vec(int nw, int eb)
-{
-    int vw = 16 / eb;
-    while (vw > 1 && nw % vw)
-        vw /= 2;
-    return vw;
-}
-
 /* Step 3: partials of the wpc[p] warps along p meet in shared memory. */
 static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const Layout *Lr,
                                 LLVMValueRef *acc, int p)
@@ -389,18 +377,12 @@ static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const 
         LLVMBuildStore(cg->b, acc[r], LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""));
     }
     cg_xfer_barrier(cg);
-    int vw = red_vec(nw, elem_bytes(rc->acc));
-    LLVMTypeRef vty = vw > 1 ? LLVMVectorType(rc->ty, (unsigned)vw) : rc->ty;
     for (int r = 0; r < nout; r++) {
         LLVMValueRef v = NULL;
-        for (int w = 0; w < nw; w += vw) {
+        for (int w = 0; w < nw; w++) {
             LLVMValueRef o = LLVMBuildAdd(cg->b, slot[r], cg_i32(cg, w), "");
-            LLVMValueRef x = LLVMBuildLoad2(cg->b, vty, LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""), "");
-            LLVMSetAlignment(x, (unsigned)(vw * elem_bytes(rc->acc)));
-            for (int k = 0; k < vw; k++) {   /* the partials in warp order, as one at a time */
-                LLVMValueRef e = vw > 1 ? LLVMBuildExtractElement(cg->b, x, cg_i32(cg, k), "") : x;
-                v = v ? cg_red_combine(cg, rc, v, e) : e;
-            }
+            LLVMValueRef x = LLVMBuildLoad2(cg->b, rc->ty, LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""), "");
+            v = v ? cg_red_combine(cg, rc, v, x) : x;
         }
         acc[r] = v;
     }
@@ -410,8 +392,7 @@ static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const 
  * (another warp's slots are warp 0's moved by its position along p, a
  * whole word: the same pattern of banks): every lane stores register r's
  * partial at word (logical offset of its element) x nw + 0, then loads the
- * nw words from (logical offset) x nw, red_vec of them a load, per
- * register. */
+ * nw words from (logical offset) x nw, one load a warp, per register. */
 static void red_cost(const Layout *Lr, int nw, int eb, SmemCost *w, SmemCost *rd)
 {
     int rank = layout_rank(Lr);
@@ -430,10 +411,10 @@ static void red_cost(const Layout *Lr, int nw, int eb, SmemCost *w, SmemCost *rd
         SmemCost one = pass_smem_bank_cost(addr, 32, eb);
         w->wavefronts += one.wavefronts;
         w->ideal += one.ideal;
-        for (int k = 0, vw = red_vec(nw, eb); k < nw; k += vw) {
+        for (int k = 0; k < nw; k++) {
             for (int t = 0; t < 32; t++)
                 addr[t] = (off[t] + k) * eb;
-            one = pass_smem_bank_cost(addr, 32, vw * eb);
+            one = pass_smem_bank_cost(addr, 32, eb);
             rd->wavefronts += one.wavefronts;
             rd->ideal += one.ideal;
         }
