@@ -23,7 +23,9 @@
 # tests' kernels, the memory-bound benchmark kernels on small rows, every
 # attention and GEMM file by bench/sanitize.py, the examples of the
 # interpreter check) under compute-sanitizer memcheck, racecheck and
-# synccheck; any finding fails the run.
+# synccheck; any finding fails the run. SAN_TOOLS="racecheck" runs only
+# the tools named; SAN_ONLY=TEXT only the attention and GEMM files whose
+# path holds TEXT (bench/sanitize.py --only), for a pass split over calls.
 # Last, bench/validate.sh: the report against Nsight Compute, line
 # information under memcheck and ncu, the interpreter against the GPU on
 # every example, and the PNG charts (roofline, attention and GEMM TFLOP/s)
@@ -230,13 +232,17 @@ if part 4; then
   jobs_max=${SAN_JOBS:-12}
   throttle() { while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done; }
   rm -f "$out"/san_*.sum
-  for tool in memcheck racecheck synccheck; do
+  tools=${SAN_TOOLS:-memcheck racecheck synccheck}
+  only=(); [ -n "${SAN_ONLY:-}" ] && only=(--only "$SAN_ONLY")
+  for tool in $tools; do
     quick=(); [ "$tool" = memcheck ] || quick=(--quick)
     if [ -z "${SKIP_TC:-}" ]; then
       for i in 0 1 2 3 4 5; do
-        throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" --shard "$i/6" &
+        throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/6" &
       done
     fi
+    # SAN_ONLY: the attention and GEMM files alone (a pass split over calls)
+    [ -n "${SAN_ONLY:-}" ] && continue
     if [ -d "$root/.devcarry/gputest" ]; then
       for t in $c_tests gpu_tune:c_tune; do
         [ -x "$rt/tests/gpu/${t%%:*}" ] || continue
@@ -252,7 +258,7 @@ if part 4; then
     fi
   done
   wait
-  for tool in memcheck racecheck synccheck; do cat "$out"/san_*_"$tool".sum; done
+  for tool in $tools; do cat "$out"/san_*_"$tool".sum; done
   grep -l "^FAIL" "$out"/san_*.sum > /dev/null 2>&1 && status=1
 fi
 
