@@ -5,24 +5,11 @@
  */
 #include "cg_internal.h"
 
-typedef struct StoreFind { ValId t; bool found; } StoreFind;
-
-static bool store_visit(Func *f, Op *op, void *ctx)
-{
-    (void)f;
-    StoreFind *s = ctx;
-    if ((op->code == OP_STORE || op->code == OP_ATOMIC_ADD || op->code == OP_SCATTER) && op->args[0] == s->t)
-        s->found = true;
-    return !s->found;
-}
-
-/* A tensor the kernel never stores to (nor adds to atomically) is read-only for the whole launch
- * (params are noalias): its loads may use the non-coherent path (ld.global.nc). */
+/* A tensor the kernel never stores to, adds to atomically or scatters
+ * into is read-only for the whole launch (params are noalias): its loads may use the non-coherent path (ld.global.nc). */
 bool cg_tensor_readonly(Cg *cg, ValId t)
 {
-    StoreFind s = { t, false };
-    ir_walk(cg->f, &cg->f->body, store_visit, &s);
-    return !s.found;
+    return !ir_tensor_written(cg->f, t);
 }
 
 int access_init(Cg *cg, Op *op, Access *ac, int ntile)

@@ -430,6 +430,24 @@ bool ir_walk_op(Func *f, Op *op, OpVisitor fn, void *ctx)
     return true;
 }
 
+typedef struct WriteFind { ValId t; bool found; } WriteFind;
+
+static bool write_visit(Func *f, Op *op, void *ctx)
+{
+    (void)f;
+    WriteFind *w = ctx;
+    if ((op->code == OP_STORE || op->code == OP_ATOMIC_ADD || op->code == OP_SCATTER) && op->args[0] == w->t)
+        w->found = true;
+    return !w->found;
+}
+
+bool ir_tensor_written(Func *f, ValId t)
+{
+    WriteFind w = { t, false };
+    ir_walk(f, &f->body, write_visit, &w);
+    return w.found;
+}
+
 /* What both warp-group families ask of the operands (NULL: nothing). */
 static const char *tc_operands_problem(const Type *a, const Type *b, const char *wrong_dtype)
 {

@@ -283,6 +283,9 @@ bool ir_walk(Func *f, Block *b, OpVisitor fn, void *ctx);
 bool ir_walk_op(Func *f, Op *op, OpVisitor fn, void *ctx);
 /* The first op of this code in f's body (walk order), or NULL. */
 Op *ir_find_op(Func *f, OpCode code);
+/* Whether any op of f's body writes tensor t (a store, an atomic add or a
+ * scatter into it): a tensor none writes is read-only for the launch. */
+bool ir_tensor_written(Func *f, ValId t);
 
 /* ---- textual form (print.c / parse.c) ---- */
 typedef struct PrintOpts { bool locs; } PrintOpts;

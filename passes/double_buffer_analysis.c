@@ -54,17 +54,6 @@ const char *shape_problem(Func *f, const Op *op)
     return NULL;
 }
 
-typedef struct WriteFind { ValId t; bool found; } WriteFind;
-
-static bool write_visit(Func *f, Op *op, void *ctx)
-{
-    (void)f;
-    WriteFind *w = ctx;
-    if ((op->code == OP_STORE || op->code == OP_ATOMIC_ADD || op->code == OP_SCATTER) && op->args[0] == w->t)
-        w->found = true;
-    return !w->found;
-}
-
 /* A load of one element of a tensor the kernel never writes (a page number
  * read from a block table): repeating it for a later trip reads the same
  * value, and the copies that need it run only for trips inside the loop's
@@ -73,9 +62,7 @@ static bool readonly_scalar_load(const Loop *L, const Op *d)
 {
     if (d->code != OP_LOAD || d->nres != 1 || ir_type(L->f, d->res[0])->kind != TY_SCALAR || d->nregions)
         return false;
-    WriteFind w = { d->args[0], false };
-    ir_walk(L->f, &L->f->body, write_visit, &w);
-    return !w.found;
+    return !ir_tensor_written(L->f, d->args[0]);
 }
 
 /* Does v depend only on the induction variable and values from outside the
