@@ -162,6 +162,22 @@ void fe_parse_push(Parser *p, PtrVec *vec, void *x)
     vec->v[vec->n++] = x;
 }
 
+void fe_parse_close_list(Parser *p, TokKind close)
+{
+    if (!p->panic && !at(p, close))
+        fe_parse_expected(p, arena_printf(p->a, "',' or '%s'", tok_names[close]));
+    else
+        accept(p, close);
+}
+
+void fe_parse_list(Parser *p, PtrVec *v, Expr *(*item)(Parser *), TokKind close)
+{
+    do
+        fe_parse_push(p, v, item(p));
+    while (!p->panic && accept(p, T_COMMA));
+    fe_parse_close_list(p, close);
+}
+
 /* ---- kernels ---- */
 
 /* const_param := NAME ':' ('int' | 'bool' | 'float' | 'dtype') ['=' binary] */
@@ -269,10 +285,7 @@ static void parse_grid(Parser *p, AstKernel *k)
         }
         fe_parse_push(p, &v, fe_parse_expr(p));
     } while (!p->panic && accept(p, T_COMMA));
-    if (!p->panic && !at(p, T_RPAREN))
-        fe_parse_expected(p, "',' or ')'");
-    else
-        accept(p, T_RPAREN);
+    fe_parse_close_list(p, T_RPAREN);
     k->grid = (Expr **)v.v;
     k->ngrid = v.n;
 }

@@ -117,13 +117,7 @@ static Expr *parse_index(Parser *p, Expr *base)
     Expr *e = new_expr(p, E_INDEX, lb->loc);
     e->a = base;
     PtrVec args = { 0 };
-    do
-        fe_parse_push(p, &args, parse_index_elem(p));
-    while (!p->panic && accept(p, T_COMMA));
-    if (!p->panic && !at(p, T_RBRACK))
-        fe_parse_expected(p, "',' or ']'");
-    else
-        accept(p, T_RBRACK);
+    fe_parse_list(p, &args, parse_index_elem, T_RBRACK);
     e->args = (Expr **)args.v;
     e->nargs = args.n;
     return grown(p, e);
@@ -152,15 +146,10 @@ static Expr *parse_call(Parser *p, Expr *callee)
         fe_parse_error(p, lp, "only a builtin or a dtype name can be called");
     e->name = callee->name;
     PtrVec args = { 0 };
-    if (!at(p, T_RPAREN)) {
-        do
-            fe_parse_push(p, &args, parse_arg(p));
-        while (!p->panic && accept(p, T_COMMA));
-    }
-    if (!p->panic && !at(p, T_RPAREN))
-        fe_parse_expected(p, "',' or ')'");
+    if (at(p, T_RPAREN))
+        advance(p);
     else
-        accept(p, T_RPAREN);
+        fe_parse_list(p, &args, parse_arg, T_RPAREN);
     e->args = (Expr **)args.v;
     e->nargs = args.n;
     return grown(p, e);

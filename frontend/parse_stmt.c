@@ -21,13 +21,7 @@ static Expr **parse_shape(Parser *p, int *rank)
     PtrVec v = { 0 };
     if (!fe_parse_expect(p, T_LBRACK))
         return NULL;
-    do
-        fe_parse_push(p, &v, fe_parse_expr(p));
-    while (!p->panic && accept(p, T_COMMA));
-    if (!p->panic && !at(p, T_RBRACK))
-        fe_parse_expected(p, "',' or ']'");
-    else
-        accept(p, T_RBRACK);
+    fe_parse_list(p, &v, fe_parse_expr, T_RBRACK);
     *rank = v.n;
     return (Expr **)v.v;
 }

@@ -69,6 +69,11 @@ bool fe_parse_enter(Parser *p, const char *what);
 
 typedef struct PtrVec { void **v; int n, cap; } PtrVec;
 void fe_parse_push(Parser *p, PtrVec *vec, void *x);
+/* The end of a list whose last item was just parsed: `close`, else
+ * "expected ',' or 'close'" (in panic mode `close` is taken if there). */
+void fe_parse_close_list(Parser *p, TokKind close);
+/* item {',' item} close: one or more items into v. */
+void fe_parse_list(Parser *p, PtrVec *v, Expr *(*item)(Parser *), TokKind close);
 
 /* ---- parse_expr.c ---- */
 
