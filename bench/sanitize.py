@@ -107,11 +107,13 @@ def rand(shape, dt, scale=1.0):
 
 
 def misaligned(t):
-    """A copy of t as a view whose rows are 9 elements wider than its last
-    dim and start 8 elements in: strides no TMA box can take."""
+    """A copy of t as a view whose rows start 16 bytes in and are one element
+    wider than that: a row stride no TMA box can take, a start the portable
+    kernels' 16-byte vectors still can."""
     import torch
-    big = torch.empty(t.shape[:-1] + (t.shape[-1] + 9,), device=t.device, dtype=t.dtype)
-    v = big[..., 8:8 + t.shape[-1]]
+    off = 16 // t.element_size()
+    big = torch.empty(t.shape[:-1] + (t.shape[-1] + off + 1,), device=t.device, dtype=t.dtype)
+    v = big[..., off:off + t.shape[-1]]
     v.copy_(t)
     return v
 

@@ -290,26 +290,27 @@ static void convergent(Cg *cg, LLVMValueRef call)
     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, k, 0));
 }
 
-/* `@p bar.sync|bar.arrive id, threads` for group g, convergent; with
- * `memory` the asm also keeps memory accesses on their side of it. */
-static void group_bar(Cg *cg, int g, bool sync, int id, int threads, bool memory)
+/* `@p bar.sync|bar.arrive id, threads` for group g, convergent, keeping
+ * memory accesses on their side of it (the decoupled turns' barriers order
+ * the groups' copies and reads of shared slots). */
+static void group_bar(Cg *cg, int g, bool sync, int id, int threads)
 {
     char instr[64];
     snprintf(instr, sizeof instr, "bar.%s %d, %d;", sync ? "sync" : "arrive", id, threads);
-    convergent(cg, group_asm(cg, g, instr, memory ? "r,~{memory}" : "r"));
+    convergent(cg, group_asm(cg, g, instr, "r,~{memory}"));
 }
 
 /* A turn barrier: group g syncs on or arrives at barrier id with the whole
  * block counted. */
 static void turn_bar(Cg *cg, int g, bool sync, int id)
 {
-    group_bar(cg, g, sync, id, cg->nwarps * 32, false);
+    group_bar(cg, g, sync, id, cg->nwarps * 32);
 }
 
 void cg_chain_group_sync(Cg *cg)
 {
     for (int g = 0; g < 2; g++)
-        group_bar(cg, g, true, 4 + g, cg->nwarps * 16, true);
+        group_bar(cg, g, true, 4 + g, cg->nwarps * 16);
 }
 
 /* Decoupled turns (attention's 256-row tile; the
@@ -458,9 +459,9 @@ bool cg_chain_group_barrier(Cg *cg, const Op *op)
         }
     }
     if (split_drain(cg, op)) {
-        group_bar(cg, 0, false, 6, n, true);
-        group_bar(cg, 0, true, 4, n / 2, true);
-        group_bar(cg, 1, true, 6, n, true);
+        group_bar(cg, 0, false, 6, n);
+        group_bar(cg, 0, true, 4, n / 2);
+        group_bar(cg, 1, true, 6, n);
         cg->groups_apart = true;
         return true;
     }
@@ -531,7 +532,13 @@ void cg_chain_turn(Cg *cg, const Op *dot, bool after)
                 turn_bar(cg, 1, true, 1);    /* group 1 waits for group 0's first product */
         } else if (which == 0) {
             turn_bar(cg, 0, false, 1);
-            turn_bar(cg, 1, false, 2);       /* group 0's second product may start */
+            /* group 0's second product may start. Decoupled, barrier 2
+               also frees the K slot that group 1's first product just
+               read (group 0 copies into it at the next trip's top), so
+               group 1 syncs there rather than arrives: compute-sanitizer
+               racecheck orders the sync before that copy, the arrival
+               not (bench/RESULTS.md, 2026-12-03 20:40-21:05). */
+            turn_bar(cg, 1, split_dot(cg, dot, 0), 2);
         } else if (which == 1 && !after) {
             if (split_dot(cg, dot, 1))
                 group_asm(cg, 0, "cp.async.wait_group 0;", "r,~{memory}");   /* group 0's K(j+1) in, before its warps meet at 2 */
