@@ -10,8 +10,9 @@ Python package's chart helpers (tilec.plot, matplotlib):
   attention_tflops.png TFLOP/s against N per (D, causal): flash, cuDNN and
                        every tilec variant of bench/attn_bench.py's table
                        (attn.txt)
-  attention_fa4_tflops.png  the same for FlashAttention 4's numerics
-                       (attn_fa4.txt), where that run was made
+  attention_fa4_tflops.png  the same for the sm_90a attention as
+                       compiled by default (attn_fa4.txt), where that run
+                       was made
   gemm_tflops.png      TFLOP/s against the size of bench/gemm_bench.py's
                        table (gemm.txt): cuBLAS, the Triton peer and every
                        variant, square sizes and the LLM projection shapes
@@ -155,7 +156,7 @@ def main():
         print("charts: no %s (bench/validate_report.py): no roofline" % vpath)
     for src, png, what in (("attn.txt", "attention_tflops.png", "attention forward, bf16, 16384 tokens"),
                            ("attn_fa4.txt", "attention_fa4_tflops.png",
-                            "attention forward, FlashAttention 4's numerics (sm_90a)")):
+                            "attention forward, sm_90a as compiled by default")):
         p = os.path.join(a.out, src)
         if not os.path.exists(p):
             print("charts: no %s: no %s" % (p, png))
