@@ -420,7 +420,9 @@ int cg_lower_scatter(Cg *cg, Op *op);
 int cg_lower_philox(Cg *cg, Op *op);
 /* Word 0 of Philox4x32-10 (ir/philox.h) of counter (c0, c1, 0, 0) and key
  * (k0, k1), all i32 (simt_math.c). */
-LLVMValueRef cg_philox_word(Cg *cg, LLVMValueRef c0, LLVMValueRef c1, LLVMValueRef k0, LLVMValueRef k1);
+/* Word w (an i32, 0..3) of Philox4x32-10 (ir/philox.h) at counter (c0, c1, 0, 0), key (k0, k1). */
+LLVMValueRef cg_philox_word(Cg *cg, LLVMValueRef c0, LLVMValueRef c1, LLVMValueRef k0, LLVMValueRef k1,
+                            LLVMValueRef w);
 /* Move registers from layout `from` to `to` through shared memory; `perm`
  * (or NULL) maps destination dim k to source dim perm[k] (transpose). */
 LLVMValueRef *cg_convert_layout(Cg *cg, LLVMValueRef *regs, const Layout *from, const Layout *to,

@@ -651,8 +651,58 @@ int lower_trans(Cg *cg, Op *op)
     return 0;
 }
 
-/* PHILOX: word 0 of Philox4x32-10 per offset, in the layout of the
- * offsets (a uniform offset gives a uniform word). */
+/* The leaves of x's tree of adds (and disjoint ors, which are adds), the
+ * constants summed into *c: x = leaves + *c modulo 2^bits. False when
+ * there are more than `max` non-constant leaves. */
+static bool add_leaves(LLVMValueRef x, LLVMValueRef *leaf, int *n, int max, uint64_t *c, int depth)
+{
+    if (LLVMIsAConstantInt(x)) {
+        *c += LLVMConstIntGetZExtValue(x);
+        return true;
+    }
+    LLVMValueRef in = LLVMIsAInstruction(x);
+    LLVMOpcode opc = in ? LLVMGetInstructionOpcode(in) : (LLVMOpcode)0;
+    if (depth < 6 && in && (opc == LLVMAdd || (opc == LLVMOr && LLVMGetIsDisjoint(in))))
+        return add_leaves(LLVMGetOperand(in, 0), leaf, n, max, c, depth + 1) &&
+               add_leaves(LLVMGetOperand(in, 1), leaf, n, max, c, depth + 1);
+    if (*n == max)
+        return false;
+    leaf[(*n)++] = x;
+    return true;
+}
+
+/* Offset x (i32 or i64) as counter q = x >> 2 and word w = x & 3, built
+ * as a + j with j = the low two bits of x's constant part: offsets that
+ * differ only there (a thread's consecutive elements of iota(B) + i0)
+ * get the same a, so their counters are one value once LLVM knows a's
+ * low bits are 0, and their rounds one computation. Exact also where
+ * a + j wraps. */
+static void philox_counter(Cg *cg, LLVMValueRef x, bool wide, LLVMValueRef *q, LLVMValueRef *w)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMTypeRef t = wide ? cg->t_i64 : cg->t_i32;
+    LLVMValueRef leaf[8], a = x;
+    int n = 0;
+    uint64_t c = 0;
+    unsigned j = 0;
+    if (add_leaves(x, leaf, &n, 8, &c, 0)) {
+        j = (unsigned)(c & 3);
+        a = LLVMConstInt(t, c & ~(uint64_t)3, 0);
+        for (int i = n - 1; i >= 0; i--)
+            a = LLVMBuildAdd(b, leaf[i], a, "");
+    }
+    LLVMValueRef s = LLVMBuildAdd(b, LLVMBuildAnd(b, a, LLVMConstInt(t, 3, 0), ""), LLVMConstInt(t, j, 0), "");
+    LLVMValueRef two = LLVMConstInt(t, 2, 0);
+    *q = LLVMBuildAnd(b, LLVMBuildAdd(b, LLVMBuildLShr(b, a, two, ""), LLVMBuildLShr(b, s, two, ""), ""),
+                      LLVMConstInt(t, wide ? UINT64_MAX >> 2 : UINT32_MAX >> 2, 0), "");
+    *w = LLVMBuildAnd(b, wide ? LLVMBuildTrunc(b, s, cg->t_i32, "") : s, cg_i32(cg, 3), "");
+}
+
+/* PHILOX: per offset o, word (o & 3) of Philox4x32-10 at counter o >> 2
+ * (ir/philox.h), in the layout of the offsets (a uniform offset gives a
+ * uniform word). A thread's registers whose offsets differ only in their
+ * low two bits (consecutive offsets from a multiple of 4) build the same
+ * rounds (philox_counter), which early-cse keeps once. */
 int cg_lower_philox(Cg *cg, Op *op)
 {
     const Type *ot = ir_type(cg->f, op->args[1]), *rt = ir_type(cg->f, op->res[0]);
@@ -672,11 +722,12 @@ int cg_lower_philox(Cg *cg, Op *op)
     }
     LLVMValueRef *out = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)n);
     for (int r = 0; r < n; r++) {
-        LLVMValueRef x = in ? in[r] : one;
-        LLVMValueRef lo = wide ? LLVMBuildTrunc(b, x, cg->t_i32, "") : x;
-        LLVMValueRef hi = wide ? LLVMBuildTrunc(b, LLVMBuildLShr(b, x, cg_i64(cg, 32), ""), cg->t_i32, "")
+        LLVMValueRef q, w;
+        philox_counter(cg, in ? in[r] : one, wide, &q, &w);
+        LLVMValueRef lo = wide ? LLVMBuildTrunc(b, q, cg->t_i32, "") : q;
+        LLVMValueRef hi = wide ? LLVMBuildTrunc(b, LLVMBuildLShr(b, q, cg_i64(cg, 32), ""), cg->t_i32, "")
                                : cg_i32(cg, 0);
-        out[r] = cg_philox_word(cg, lo, hi, k0, k1);
+        out[r] = cg_philox_word(cg, lo, hi, k0, k1, w);
     }
     if (!L)
         cg->vals[op->res[0]] = (TileVal){ .kind = rt->kind == TY_TILE ? TV_SPLAT : TV_SCALAR, .s = out[0] };

@@ -144,7 +144,8 @@ static void mul_wide(Cg *cg, uint32_t m, LLVMValueRef x, LLVMValueRef *hi, LLVMV
     *lo = LLVMBuildTrunc(cg->b, p, cg->t_i32, "");
 }
 
-LLVMValueRef cg_philox_word(Cg *cg, LLVMValueRef c0, LLVMValueRef c1, LLVMValueRef k0, LLVMValueRef k1)
+LLVMValueRef cg_philox_word(Cg *cg, LLVMValueRef c0, LLVMValueRef c1, LLVMValueRef k0, LLVMValueRef k1,
+                            LLVMValueRef w)
 {
     LLVMBuilderRef b = cg->b;
     LLVMValueRef c2 = cg_i32(cg, 0), c3 = cg_i32(cg, 0);
@@ -159,5 +160,7 @@ LLVMValueRef cg_philox_word(Cg *cg, LLVMValueRef c0, LLVMValueRef c1, LLVMValueR
         k0 = LLVMBuildAdd(b, k0, LLVMConstInt(cg->t_i32, TC_PHILOX_W0, 0), "");
         k1 = LLVMBuildAdd(b, k1, LLVMConstInt(cg->t_i32, TC_PHILOX_W1, 0), "");
     }
-    return c0;
+    LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, w, cg_i32(cg, 2), ""), c2, c3, "");
+    r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, w, cg_i32(cg, 1), ""), c1, r, "");
+    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, w, cg_i32(cg, 0), ""), c0, r, "");
 }

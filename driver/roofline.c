@@ -46,15 +46,15 @@
  * and Nsight Compute found the FMA-heavy pipe busy 617 us of the kernel's
  * 742 (83%); 4 clocks a warp for the wide and high products and 2 for the
  * others make 587 us at the 1.95 GHz it ran at (2 clocks for all: 326
- * us). A philox element (word 0 of Philox4x32-10, ir/philox.h) takes 10
- * rounds of two 32x32 -> 64-bit products, less what is constant or
- * unused: round 1's second product multiplies the counter's word 2,
- * always 0; of the last three rounds only what feeds word 0 is computed
- * (round 8: one wide product and one high word; round 9: one high word
- * and one low word; round 10: one high word); rounds 1-7 take 13 wide
- * products. 14 wide and 3 high products at 2 slots and 1 low word at 1:
- * TC_PHILOX_IMUL = 35 slots an element. The counter's arithmetic and the
- * rest of what the code generator adds is not counted (a floor).
+ * us). A philox counter (Philox4x32-10, ir/philox.h; its four words serve
+ * four consecutive offsets) takes 10 rounds of two 32x32 -> 64-bit
+ * products, less round 1's second, which multiplies the counter's word 2,
+ * always 0: as compiled, 15 wide products, 2 high words and 2 low words,
+ * 36 slots, TC_PHILOX_IMUL = 9 slots an element where a thread holds the
+ * four offsets of each counter (the code generator computes the rounds
+ * once for them; dropout's 1024-element blocks: 4 or 8 counters a thread).
+ * Other offsets cost up to four times as much; the counter's arithmetic
+ * and the rest of what the code generator adds is not counted (a floor).
  */
 #include "roofline.h"
 

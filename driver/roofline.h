@@ -44,8 +44,8 @@ typedef struct RoofCounts {
  * reason. */
 int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts *out, const char **missing);
 
-/* IMAD slots of one element of philox (Philox4x32-10's word 0), roofline.c. */
-enum { TC_PHILOX_IMUL = 35 };
+/* IMAD slots of one element of philox (a quarter of Philox4x32-10's rounds), roofline.c. */
+enum { TC_PHILOX_IMUL = 9 };
 
 /* The times (seconds) each peak rate of t would take for c on `sms` SMs
  * (0: the target's reference device's count); the largest is the bound. */

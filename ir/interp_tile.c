@@ -7,7 +7,8 @@
  * or the dtype's minimum, min +inf or its maximum). float max/min return
  * the non-NaN operand (fmax/fmin).
  *
- * PHILOX gives word 0 of Philox4x32-10 (philox.h) per offset.
+ * PHILOX gives word (o & 3) of Philox4x32-10 at counter o >> 2 (philox.h)
+ * per offset o.
  *
  * SLICE, CONCAT and RESHAPE move elements between register tiles: a slice
  * reads the operand at start + index, a concat takes its first operand's

@@ -73,10 +73,10 @@ OP(SCAN,      "scan",      1,  1, 0, OPF_PURE)   /* iattr[0] = axis, iattr[1] = 
                                                    exclusive (element i combines 0..i-1; the first is the
                                                    kind's identity); the result has the operand's type */
 OP(PHILOX,    "philox",    2,  1, 0, OPF_PURE)   /* seed (i64 scalar), offsets (i32/u32/i64/u64 scalar or
-                                                   tile) -> u32 of the offsets' shape: word 0 of
-                                                   Philox4x32-10 (ir/philox.h) with counter (lo(off),
-                                                   hi(off), 0, 0), hi 0 for 32-bit offsets, and key
-                                                   (lo(seed), hi(seed)) */
+                                                   tile) -> u32 of the offsets' shape: word
+                                                   (off & 3) of Philox4x32-10 (ir/philox.h) with
+                                                   counter (lo(off >> 2), hi(off >> 2), 0, 0), hi 0
+                                                   for 32-bit offsets, and key (lo(seed), hi(seed)) */
 OP(DOT,       "dot",       3,  1, 0, OPF_PURE)   /* a[M,K] @ b[K,N] + acc[M,N]; acc/result f32 (or i32 for ints);
                                                    iattr[0] = MmaKind (mma_select; 0 = not chosen) */
 /* memory: windows of global tensors

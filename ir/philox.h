@@ -9,9 +9,11 @@
  *   (c0, c1, c2, c3) <- (hi(M1 c2) ^ c1 ^ k0, lo(M1 c2), hi(M0 c0) ^ c3 ^ k1, lo(M0 c0))
  * then the key is bumped by (0x9E3779B9, 0xBB67AE85) before the next round.
  *
- * The builtins take counter (lo(offset), hi(offset), 0, 0) and key
- * (lo(seed), hi(seed)), as tl.randint does, and return word 0; `rand` maps
- * it to (w >> 8) * 2^-24, exact in f32 and in [0, 1).
+ * The builtins give offset o word (o & 3) of the generator at counter
+ * (lo(o >> 2), hi(o >> 2), 0, 0) and key (lo(seed), hi(seed)): four
+ * consecutive offsets share one counter and take its four words, so a
+ * thread holding them runs the rounds once. `rand` maps the word to
+ * (w >> 8) * 2^-24, exact in f32 and in [0, 1).
  */
 #ifndef TILEC_PHILOX_H
 #define TILEC_PHILOX_H
@@ -39,13 +41,15 @@ static inline void tc_philox4x32(uint32_t ctr[4], uint32_t k0, uint32_t k1, int 
     }
 }
 
-/* randint(seed, offset): word 0 of Philox4x32-10 at counter (lo, hi, 0, 0). */
+/* randint(seed, offset): word (offset & 3) of Philox4x32-10 at counter
+ * (lo(offset >> 2), hi(offset >> 2), 0, 0). */
 static inline uint32_t tc_philox_randint(int64_t seed, uint64_t offset)
 {
-    uint32_t c[4] = { (uint32_t)offset, (uint32_t)(offset >> 32), 0, 0 };
+    uint64_t q = offset >> 2;
+    uint32_t c[4] = { (uint32_t)q, (uint32_t)(q >> 32), 0, 0 };
     uint64_t s = (uint64_t)seed;
     tc_philox4x32(c, (uint32_t)s, (uint32_t)(s >> 32), TC_PHILOX_ROUNDS);
-    return c[0];
+    return c[offset & 3];
 }
 
 /* rand(seed, offset): the top 24 bits of randint times 2^-24. */

@@ -40,16 +40,21 @@ START_TEST(philox_known_answers)
             ck_assert_msg(c[w] == kat[i][6 + w], "vector %d word %d: 0x%08x, want 0x%08x", i, w, c[w],
                           kat[i][6 + w]);
     }
-    /* The builtins' counter and key: (lo, hi, 0, 0) and (lo(seed), hi(seed)). */
+    /* The builtins' counter and key: offset 4 q + w takes word w at counter
+       (lo(q), hi(q), 0, 0), key (lo(seed), hi(seed)). */
     uint32_t c[4] = { 0x03707344, 0x13198a2e, 0, 0 };
     tc_philox4x32(c, 0xa4093822, 0x299f31d0, TC_PHILOX_ROUNDS);
-    ck_assert_uint_eq(tc_philox_randint(0x299f31d0a4093822LL, 0x13198a2e03707344ULL), c[0]);
-    ck_assert(tc_philox_rand(0x299f31d0a4093822LL, 0x13198a2e03707344ULL) == (float)(c[0] >> 8) / 16777216.0f);
+    for (unsigned w = 0; w < 4; w++) {
+        uint64_t off = (0x13198a2e03707344ULL << 2) | w;
+        ck_assert_uint_eq(tc_philox_randint(0x299f31d0a4093822LL, off), c[w]);
+        ck_assert(tc_philox_rand(0x299f31d0a4093822LL, off) == (float)(c[w] >> 8) / 16777216.0f);
+    }
 }
 END_TEST
 
-/* randint with i32 offsets (a negative one reads as its u32 bits, high
- * word 0), i64 offsets (high word kept), a scalar offset; rand of iota. */
+/* randint with i32 offsets (a negative one reads as its u32 bits, the
+ * counter's high word 0), i64 offsets (high word kept), a scalar offset;
+ * rand of iota. */
 START_TEST(randint_and_rand_vs_philox)
 {
     const char *src =
@@ -91,9 +96,11 @@ START_TEST(randint_and_rand_vs_philox)
             ck_assert_msg(fabs(mean - 0.5) < 0.02, "seed %lld: mean %g", (long long)seeds[si], mean);
             arena_free(p.a);
         }
-    /* different seeds and neighbouring offsets give different words */
+    /* different seeds and neighbouring offsets give different words (the
+       words of one counter and those of the next) */
     ck_assert_uint_ne(tc_philox_randint(1, 0), tc_philox_randint(2, 0));
-    ck_assert_uint_ne(tc_philox_randint(1, 0), tc_philox_randint(1, 1));
+    for (uint64_t k = 0; k < 8; k++)
+        ck_assert_uint_ne(tc_philox_randint(1, k), tc_philox_randint(1, k + 1));
 }
 END_TEST
 
