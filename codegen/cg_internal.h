@@ -418,9 +418,8 @@ int cg_lower_shape(Cg *cg, Op *op);     /* SLICE, CONCAT, RESHAPE */
 int cg_lower_gather(Cg *cg, Op *op);
 int cg_lower_scatter(Cg *cg, Op *op);
 int cg_lower_philox(Cg *cg, Op *op);
-/* Word 0 of Philox4x32-10 (ir/philox.h) of counter (c0, c1, 0, 0) and key
- * (k0, k1), all i32 (simt_math.c). */
-/* Word w (an i32, 0..3) of Philox4x32-10 (ir/philox.h) at counter (c0, c1, 0, 0), key (k0, k1). */
+/* Word w (0..3) of Philox4x32-10 (ir/philox.h) at counter (c0, c1, 0, 0)
+ * and key (k0, k1), all i32 (simt_math.c). */
 LLVMValueRef cg_philox_word(Cg *cg, LLVMValueRef c0, LLVMValueRef c1, LLVMValueRef k0, LLVMValueRef k1,
                             LLVMValueRef w);
 /* Move registers from layout `from` to `to` through shared memory; `perm`
