@@ -196,7 +196,14 @@ def test_conversions_problems_imul():
     m = dict(rows[4]["metrics"])
     m[V.HW % "st"], m[V.HW_WF % "st"], m[V.HW % "ld"], m[V.HW_WF % "ld"] = 0.0, 1000.0, 0.0, 1000.0
     b = V.bank_result(free, free["kernels"]["gemm"], "gemm", m)
-    check("conversion predicted free: its ops join the check, nothing left unmodelled",
+    check("everything modelled and predicted free: the SASS-level excess decides, the l1tex ops beside it",
+          b["source"] == "sass" and b["ok"] and b["unmodelled"] == [] and
+          abs(b["measured_pct"] - 100.0 * (m[V.SASS_WF] - m[V.SASS_IDEAL]) / m[V.SASS_WF]) < 1e-9 and
+          b["l1tex_pct"] is not None, b)
+    for k in (V.SASS_WF, V.SASS_IDEAL):
+        m.pop(k)
+    b = V.bank_result(free, free["kernels"]["gemm"], "gemm", m)
+    check("conversion predicted free, no SASS-level counters: its ops join the l1tex check",
           b["source"] == "l1tex ld+ldgsts+ldsm+st" and b["ok"] and b["unmodelled"] == [], b)
     confl = V.parse_report(text.replace(conv, conv + "; bank model, warp 0: st.shared 128 wavefronts (ideal 64), "
                                         "ld.shared 64 (ideal 64)"))
@@ -225,9 +232,19 @@ def test_conversions_problems_imul():
     sm = dict(rows[1]["metrics"])
     sm[V.HW % "st"], sm[V.HW_WF % "st"], sm[V.HW % "ld"], sm[V.HW_WF % "ld"] = 0.0, 2048.0, 4.0, 32768.0
     b = V.bank_result(srep, sk, "softmax", sm)
-    check("modelled reductions: checked on st/ld, none left unmodelled",
-          len(sk["xfers"]) == 4 and b["unmodelled"] == [] and b["ok"] and b["source"] == "l1tex ld+st" and
-          abs(b["measured_pct"] - 100.0 * 4 / (2048 + 32768)) < 1e-9, b)
+    check("modelled reductions: the SASS-level excess (none), the l1tex counters of ld and st beside it",
+          len(sk["xfers"]) == 4 and b["unmodelled"] == [] and b["ok"] and b["source"] == "sass" and
+          b["measured_pct"] == 0.0 and abs(b["l1tex_pct"] - 100.0 * 4 / (2048 + 32768)) < 1e-9, b)
+    sm[V.SASS_WF], sm[V.SASS_IDEAL] = 34000.0, 32768.0
+    b = V.bank_result(srep, sk, "softmax", sm)
+    check("modelled reductions: SASS-level excess of 1% or more fails",
+          b["ok"] is False and abs(b["measured_pct"] - 100.0 * 1232 / 34000) < 1e-9, b)
+    for k in (V.SASS_WF, V.SASS_IDEAL):
+        sm.pop(k)
+    b = V.bank_result(srep, sk, "softmax", sm)
+    check("modelled reductions without SASS-level counters: checked on st/ld",
+          b["ok"] and b["source"] == "l1tex ld+st" and abs(b["measured_pct"] - 100.0 * 4 / (2048 + 32768)) < 1e-9,
+          b)
     # a problem fails every verdict, and every verdict line names it
     res, verdict, problems = compare(rows[:4])
     check("problems named in each verdict line", problems and all(
