@@ -446,6 +446,48 @@ def parse_ncu_csv(text):
     return out
 
 
+def parse_source_csv(text):
+    """Per profiled launch, in profile order, of ncu's source page
+    (`--page source --csv --print-source sass`, the SourceCounters
+    section): {"kernel", "wavefronts", "ideal"}, the sums over the
+    kernel's SASS instructions of L1 Wavefronts Shared and L1 Wavefronts
+    Shared Ideal (each instruction's shared-memory wavefronts and the
+    fewest its addresses need). [] for text without such blocks."""
+    out, cur, col = [], None, None
+    for r in csv.reader(io.StringIO("\n".join(l for l in text.splitlines() if not l.startswith("==")))):
+        if len(r) >= 2 and r[0] == "Kernel Name":
+            cur, col = {"kernel": r[1], "wavefronts": 0.0, "ideal": 0.0}, None
+            out.append(cur)
+        elif r and r[0] == "Address" and cur is not None:
+            h = {name: i for i, name in enumerate(r)}
+            col = (h.get("L1 Wavefronts Shared"), h.get("L1 Wavefronts Shared Ideal"))
+            if None in col:
+                col = None
+        elif cur is not None and col and len(r) > max(col):
+            for key, i in zip(("wavefronts", "ideal"), col):
+                v = to_number(r[i])
+                cur[key] += v or 0.0
+    return [b for b in out if b is not None]
+
+
+def attach_source(profiled, sources):
+    """The source page's SASS-level wavefronts and ideal of each launch as
+    its SASS_WF / SASS_IDEAL metrics. Some ncu versions print a launch's
+    block twice: then every other block is taken. Launches whose kernel
+    name differs from the block's are left as they are."""
+    if sources and len(sources) == 2 * len(profiled) and all(
+            sources[2 * i]["kernel"] == sources[2 * i + 1]["kernel"] for i in range(len(profiled))):
+        sources = sources[::2]
+    if len(sources) != len(profiled):
+        return 0
+    n = 0
+    for p, s in zip(profiled, sources):
+        if p["kernel"] == s["kernel"] and s["wavefronts"] > 0:
+            p["metrics"][SASS_WF], p["metrics"][SASS_IDEAL] = s["wavefronts"], s["ideal"]
+            n += 1
+    return n
+
+
 # ---------------------------------------------------------------- comparison
 
 # The LSU operation each access kind of the bank-conflict model
@@ -659,7 +701,7 @@ def verdicts(results, problems):
     def bank(c, b):
         text = "%d kernels with every buffer predicted conflict-free checked" % len(c)
         if b:
-            text += "; 1%% or more: " + ", ".join("%s %.2f%% (%s)" % (
+            text += "; 1% or more: " + ", ".join("%s %.2f%% (%s)" % (
                 r["case"], r["bank"]["measured_pct"], r["bank"]["source"]) for r in b)
         elif c:
             worst = max(c, key=lambda r: r["bank"]["measured_pct"])
@@ -840,7 +882,8 @@ def run_ncu(ncu, names, out, d):
     # "Failed to find metric NAME"), or all of them when it names none;
     # the core metrics are never dropped.
     for _ in range(4):
-        cmd = [ncu, "--metrics", ",".join(metrics), "-k", "regex:^(%s)$" % "|".join(kernels),
+        cmd = [ncu, "--metrics", ",".join(metrics), "--section", "SourceCounters",
+               "-k", "regex:^(%s)$" % "|".join(kernels),
                "--clock-control", "none", "-f", "-o", rep,
                sys.executable, os.path.abspath(__file__), "--launch", "--dir", d, "--record", record,
                "--only", ",".join(names)]
@@ -861,6 +904,11 @@ def run_ncu(ncu, names, out, d):
     r = subprocess.run([ncu, "--import", rep + ".ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
                        capture_output=True, text=True)
     log += r.stderr
+    src = subprocess.run([ncu, "--import", rep + ".ncu-rep", "--csv", "--page", "source", "--print-source", "sass"],
+                         capture_output=True, text=True)
+    log += src.stderr
+    with open(os.path.join(out, "validate_source.csv"), "w") as f:
+        f.write(src.stdout)
     with open(record) as f:
         launches = json.load(f)
     return r.stdout, launches, log
@@ -918,6 +966,7 @@ def main():
     ap.add_argument("--launch", action="store_true", help="launch each case once (run under ncu)")
     ap.add_argument("--compare", metavar="CSV", help="compare a saved ncu CSV with the reports (no GPU)")
     ap.add_argument("--launches", metavar="JSON", help="with --compare: what the driver launched")
+    ap.add_argument("--source", metavar="CSV", help="with --compare: the saved source page (validate_source.csv)")
     ap.add_argument("--dir", default=DIR, help="the prepared files (default .devcarry/validate)")
     ap.add_argument("--record", help="with --launch: where to write what ran")
     ap.add_argument("--only", help="comma-separated case names")
@@ -954,6 +1003,11 @@ def main():
         with open(os.path.join(a.out, "validate_ncu.csv"), "w") as f:
             f.write(text)
     profiled = parse_ncu_csv(text)
+    spath = a.source if a.compare else os.path.join(a.out, "validate_source.csv")
+    if spath and os.path.exists(spath):
+        with open(spath) as f:
+            attached = attach_source(profiled, parse_source_csv(f.read()))
+        print("source page: SASS-level shared-memory wavefronts of %d of %d launches" % (attached, len(profiled)))
     results, verdict, problems = compare(reps, profiled, launches)
     report(results, verdict, problems, a.out)
     return 0 if all(v["ok"] for v in verdict) else 1

@@ -257,6 +257,57 @@ def test_conversions_problems_imul():
     check("a kernel bound by integer multiplies is timed", t.get("ok") is False and "ratio" in t, t)
 
 
+SOURCE_PAGE = (
+    '"Kernel Name","softmax",\n'
+    '"Address","Source","Warp Stall Sampling (All Samples)","L1 Wavefronts Shared Excessive",'
+    '"L1 Wavefronts Shared","L1 Wavefronts Shared Ideal",\n'
+    '"0x7f00","      STS [R36], R3","12","0","131,072","131,072",\n'
+    '"0x7f10","      LDS.128 R20, [UR4]","3","0","262,144","262,144",\n'
+    '"0x7f20","      FADD R1, R2, R3","40","0","0","0",\n'
+    '"Kernel Name","gemm",\n'
+    '"Address","Source","L1 Wavefronts Shared","L1 Wavefronts Shared Ideal",\n'
+    '"0x7f00","      LDSM.16.M88.4 R16, [R207+UR11]","1,048,576","1,048,576",\n'
+    '"0x7f10","      STS [R3], R48","8,192","4,096",\n')
+
+
+def test_source_page():
+    """ncu's source page: per launch, the SASS-level shared-memory
+    wavefronts and their ideal summed over the instructions, attached as
+    the launch's SASS_WF / SASS_IDEAL (a doubled listing taken once, a
+    name mismatch or a count mismatch left alone)."""
+    b = V.parse_source_csv("==PROF== x\n" + SOURCE_PAGE)
+    check("source: two launches, sums over instructions, thousands separators",
+          b == [{"kernel": "softmax", "wavefronts": 393216.0, "ideal": 393216.0},
+                {"kernel": "gemm", "wavefronts": 1056768.0, "ideal": 1052672.0}], b)
+    check("source: other text gives nothing", V.parse_source_csv("a,b\n1,2\n") == [] and
+          V.parse_source_csv(open(os.path.join(DATA, "ncu_raw_sample.csv")).read()) == [])
+    prof = [{"kernel": "softmax", "metrics": {}}, {"kernel": "gemm", "metrics": {V.SASS_WF: 1.0}}]
+    n = V.attach_source(prof, b)
+    check("source: attached to each launch", n == 2 and prof[0]["metrics"][V.SASS_IDEAL] == 393216.0 and
+          prof[1]["metrics"][V.SASS_WF] == 1056768.0, prof)
+    prof = [{"kernel": "softmax", "metrics": {}}, {"kernel": "gemm", "metrics": {}}]
+    check("source: each block twice, taken once", V.attach_source(prof, [b[0], b[0], b[1], b[1]]) == 2 and
+          prof[1]["metrics"][V.SASS_IDEAL] == 1052672.0, prof)
+    prof = [{"kernel": "layernorm", "metrics": {}}, {"kernel": "gemm", "metrics": {}}]
+    check("source: a kernel name that differs is left alone", V.attach_source(prof, b) == 1 and
+          prof[0]["metrics"] == {}, prof)
+    check("source: a count mismatch attaches nothing", V.attach_source(prof[:1], b) == 0)
+    rows = V.parse_ncu_csv(open(os.path.join(DATA, "ncu_raw_sample.csv")).read())
+    with open(os.path.join(DATA, "softmax.report")) as f:
+        stext = f.read()
+    model = "; bank model, warp 0: st.shared 1 wavefronts (ideal 1), ld.shared 16 (ideal 16)"
+    srep = V.parse_report(re.sub(r"(reduce .* via shared memory -> .*)", lambda mm: mm.group(1) + model, stext))
+    sm = dict(rows[1]["metrics"])
+    for k in (V.SASS_WF, V.SASS_IDEAL):
+        sm.pop(k, None)
+    sm[V.HW % "ld"], sm[V.HW_WF % "ld"] = 0.05 * sm.get(V.HW_WF % "ld", 1e6), sm.get(V.HW_WF % "ld", 1e6)
+    prof = [{"kernel": "softmax", "metrics": sm}]
+    V.attach_source(prof, b[:1])
+    r = V.bank_result(srep, srep["kernels"]["softmax"], "softmax", prof[0]["metrics"])
+    check("source: an l1tex count over 1% with every instruction at its ideal passes on the SASS-level measure",
+          r["ok"] and r["source"] == "sass" and r["measured_pct"] == 0.0 and r["l1tex_pct"] > 1.0, r)
+
+
 FAKE_NCU = r'''#!/usr/bin/env python3
 # A stand-in for ncu: --query-metrics lists a few names; a profiling run
 # refuses op_ldgsts metrics (as an ncu without them would), else records
@@ -314,11 +365,16 @@ def test_run_ncu():
               "ldgsts" not in prof[2][1] and "ldsm" in prof[2][1] and
               "--clock-control" in prof[2] and prof[2][prof[2].index("--clock-control") + 1] == "none",
               [p[1].count("ldgsts") for p in prof])
+        check("run: the SourceCounters section asked for", all(
+            "--section" in p and p[p.index("--section") + 1] == "SourceCounters" for p in prof), prof[-1])
         k = prof[-1][prof[-1].index("-k") + 1]
         check("run: -k names the cases' kernels only", k == "regex:^(gemm|softmax|tilec_portable_gemm|vector_add)$", k)
         imp = [c for c in calls if "--import" in c]
         check("run: the raw page in base units", imp and imp[0][-5:] == ["--csv", "--page", "raw", "--print-units",
                                                                           "base"], imp)
+        check("run: then the source page's SASS view", len(imp) == 2 and imp[1][-5:] == [
+            "--csv", "--page", "source", "--print-source", "sass"] and
+            os.path.exists(os.path.join(d, "validate_source.csv")), imp)
         check("run: exit 1 (the sample's softmax time fails)", r.returncode == 1, r.stdout[-2000:] + r.stderr)
         out = r.stdout
         check("run: verdict lines", "PASS occupancy identical" in out and "FAIL predicted time within 25%" in out and
@@ -610,6 +666,7 @@ def main():
     test_parse_csv()
     test_compare()
     test_conversions_problems_imul()
+    test_source_page()
     test_run_ncu()
     test_lineinfo_verdicts()
     test_lineinfo_main()
