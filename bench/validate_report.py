@@ -472,12 +472,15 @@ def parse_source_csv(text):
 
 def attach_source(profiled, sources):
     """The source page's SASS-level wavefronts and ideal of each launch as
-    its SASS_WF / SASS_IDEAL metrics. Some ncu versions print a launch's
-    block twice: then every other block is taken. Launches whose kernel
-    name differs from the block's are left as they are."""
-    if sources and len(sources) == 2 * len(profiled) and all(
-            sources[2 * i]["kernel"] == sources[2 * i + 1]["kernel"] for i in range(len(profiled))):
-        sources = sources[::2]
+    its SASS_WF / SASS_IDEAL metrics; returns how many were attached. ncu
+    prints a launch's block twice when its module holds more kernels (the
+    GEMM's and attention's portable variants): a block equal to the one
+    before it is dropped when that makes the blocks as many as the
+    launches. Launches whose kernel name differs from the block's are left
+    as they are; a count that still differs attaches nothing."""
+    if len(sources) != len(profiled):
+        once = [b for i, b in enumerate(sources) if i == 0 or b != sources[i - 1]]
+        sources = once if len(once) == len(profiled) else sources
     if len(sources) != len(profiled):
         return 0
     n = 0

@@ -288,6 +288,13 @@ def test_source_page():
     prof = [{"kernel": "softmax", "metrics": {}}, {"kernel": "gemm", "metrics": {}}]
     check("source: each block twice, taken once", V.attach_source(prof, [b[0], b[0], b[1], b[1]]) == 2 and
           prof[1]["metrics"][V.SASS_IDEAL] == 1052672.0, prof)
+    prof = [{"kernel": "softmax", "metrics": {}}, {"kernel": "gemm", "metrics": {}}, {"kernel": "gemm", "metrics": {}}]
+    check("source: one block twice (a module of two kernels), two launches of one kernel kept apart",
+          V.attach_source(prof, [b[0], b[1], b[1], b[1]]) == 0 and
+          V.attach_source(prof, [b[0], b[0], b[1], b[1]]) == 0 and
+          V.attach_source(prof, [b[0], b[1], b[1]]) == 3, prof)
+    prof = [{"kernel": "softmax", "metrics": {}}, {"kernel": "gemm", "metrics": {}}]
+    check("source: one of two blocks doubled", V.attach_source(prof, [b[0], b[1], b[1]]) == 2, prof)
     prof = [{"kernel": "layernorm", "metrics": {}}, {"kernel": "gemm", "metrics": {}}]
     check("source: a kernel name that differs is left alone", V.attach_source(prof, b) == 1 and
           prof[0]["metrics"] == {}, prof)
