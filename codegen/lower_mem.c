@@ -56,6 +56,10 @@ static void load_raw(Cg *cg, const Access *ac, LLVMValueRef p, int n, bool vol, 
         out[i] = from_mem(cg, n > 1 ? LLVMBuildExtractElement(cg->b, v, cg_i32(cg, i), "") : v, ac->dt);
 }
 
+/* `other` all zero bits (a constant): what the guard bytes read as, so a
+ * masked-out element that reads them needs no select. */
+static bool guard_value(LLVMValueRef other) { return other && LLVMIsConstant(other) && LLVMIsNull(other); }
+
 /* One element at p if pred, else `other` (read at the guard address). */
 static LLVMValueRef load_elem(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValueRef pred, LLVMValueRef other,
                               bool vol)
@@ -64,7 +68,7 @@ static LLVMValueRef load_elem(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValu
     if (!is_true(pred))
         p = LLVMBuildSelect(cg->b, pred, p, cg_guard_ptr(cg), "");
     load_raw(cg, ac, p, 1, vol, &v);
-    return is_true(pred) ? v : LLVMBuildSelect(cg->b, pred, v, other, "");
+    return is_true(pred) || guard_value(other) ? v : LLVMBuildSelect(cg->b, pred, v, other, "");
 }
 
 /* Element by element (no vector access applies). */
@@ -335,7 +339,8 @@ static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec,
 }
 
 /* Vectors whose last dim is not masked: a group of a row out of the
- * tensor reads the guard address and takes `other`. */
+ * tensor reads the guard address and takes `other` (which the guard's
+ * zero bytes already are when `other` is zero: no select). */
 static void load_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMValueRef *other, LLVMValueRef *out)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
@@ -346,7 +351,8 @@ static void load_vecs(Cg *cg, const Access *ac, const Layout *L, int vec, LLVMVa
             p = LLVMBuildSelect(cg->b, pred, p, cg_guard_ptr(cg), "");
         load_raw(cg, ac, p, vec, false, &out[r]);
         for (int e = 0; e < vec && !is_true(pred); e++)
-            out[r + e] = LLVMBuildSelect(cg->b, pred, out[r + e], other[r + e], "");
+            if (!guard_value(other[r + e]))
+                out[r + e] = LLVMBuildSelect(cg->b, pred, out[r + e], other[r + e], "");
     }
 }
 

@@ -361,6 +361,61 @@ static LLVMValueRef *reduce_in_thread(Cg *cg, const CgRed *rc, const Layout *L, 
     return acc;
 }
 
+/* The scratch word of output register r of Lr (times nw: its first
+ * partial) when every thread holds the same outputs, else -1. */
+static int64_t red_const_slot(const Layout *Lr, int r)
+{
+    int rank = layout_rank(Lr);
+    int64_t shape[TILE_MAXRANK], c[TILE_MAXRANK] = { 0 }, o = 0;
+    logical_shape(Lr, shape);
+    layout_coord(Lr, 0, r, c);
+    for (int k = 0; k < rank; k++)
+        o = o * shape[k] + c[k];
+    return o;
+}
+
+/* The partials are read spread over the lanes, then combined by a
+ * butterfly (below), when the nw warps' partials are 8 to 32 words and
+ * every thread of the block needs the same outputs (the threads differ
+ * along p alone: a row sum of whole rows held by every thread). */
+static bool red_spread(const Layout *L, int p)
+{
+    int nw = L->wpc[p];
+    if (nw < 8 || nw > 32 || (nw & (nw - 1)))
+        return false;
+    for (int d = 0; d < L->prank; d++)
+        if (d != p && (L->tpw[d] != 1 || L->wpc[d] != 1))
+            return false;
+    return true;
+}
+
+/* Step 3, spread: lane l reads partial l mod nw of output r0 + l / nw
+ * (32 / nw outputs a load; a lane past the last output reads the last),
+ * log2(nw) butterfly steps combine each nw-lane group's partials (every
+ * lane of a group gets the same bits: the combinations commute), and each
+ * output is taken from its group's first lane. Per output of a 16-warp
+ * row sum: half a load, two shuffles and two combinations against four
+ * 16-byte loads and 15 combinations in every thread. */
+static void reduce_spread(Cg *cg, const CgRed *rc, const Layout *Lr, LLVMValueRef sm, int nw, LLVMValueRef *acc)
+{
+    int nout = layout_nregs(Lr), k = 32 / nw;
+    LLVMValueRef grp = LLVMBuildUDiv(cg->b, cg->lane, cg_i32(cg, nw), "");
+    LLVMValueRef part = LLVMBuildURem(cg->b, cg->lane, cg_i32(cg, nw), "");
+    for (int r0 = 0; r0 < nout; r0 += k) {
+        int n = nout - r0 < k ? nout - r0 : k;
+        LLVMValueRef o = cg_i32(cg, (int)(red_const_slot(Lr, r0 + n - 1) * nw));
+        for (int j = n - 2; j >= 0; j--)
+            o = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, grp, cg_i32(cg, j), ""),
+                                cg_i32(cg, (int)(red_const_slot(Lr, r0 + j) * nw)), o, "");
+        o = LLVMBuildAdd(cg->b, o, part, "");
+        LLVMValueRef x = LLVMBuildLoad2(cg->b, rc->ty, LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""), "");
+        for (int m = 1; m < nw; m *= 2)
+            x = cg_red_combine(cg, rc, x, cg_shfl(cg, "bfly", x, cg_i32(cg, m), 31));
+        for (int j = 0; j < n; j++)
+            acc[r0 + j] = n == 1 ? x : cg_shfl(cg, "idx", x, cg_i32(cg, j * nw), 31);
+    }
+}
+
 /* Step 3: partials of the wpc[p] warps along p meet in shared memory. */
 static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const Layout *Lr,
                                 LLVMValueRef *acc, int p)
@@ -377,6 +432,10 @@ static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const 
         LLVMBuildStore(cg->b, acc[r], LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""));
     }
     cg_xfer_barrier(cg);
+    if (red_spread(L, p)) {
+        reduce_spread(cg, rc, Lr, sm, nw, acc);
+        return;
+    }
     for (int r = 0; r < nout; r++) {
         LLVMValueRef v = NULL;
         for (int w = 0; w < nw; w++) {
@@ -392,13 +451,34 @@ static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const 
  * (another warp's slots are warp 0's moved by its position along p, a
  * whole word: the same pattern of banks): every lane stores register r's
  * partial at word (logical offset of its element) x nw + 0, then loads the
- * nw words from (logical offset) x nw, one load a warp, per register. */
-static void red_cost(const Layout *Lr, int nw, int eb, SmemCost *w, SmemCost *rd)
+ * nw words from (logical offset) x nw, one load a warp, per register; or,
+ * spread (red_spread), lane t loads word t mod nw of output r0 + t / nw. */
+static void red_cost(const Layout *L, int p, const Layout *Lr, int nw, int eb, SmemCost *w, SmemCost *rd)
 {
     int rank = layout_rank(Lr);
     int64_t shape[TILE_MAXRANK], addr[32], off[32];
     logical_shape(Lr, shape);
     *w = *rd = (SmemCost){ 0, 0 };
+    if (red_spread(L, p)) {   /* the stores as below; the reads spread over the lanes (reduce_spread) */
+        int nout = layout_nregs(Lr), k = 32 / nw;
+        for (int r = 0; r < nout; r++) {
+            for (int t = 0; t < 32; t++)
+                addr[t] = red_const_slot(Lr, r) * nw * eb;
+            SmemCost one = pass_smem_bank_cost(addr, 32, eb);
+            w->wavefronts += one.wavefronts;
+            w->ideal += one.ideal;
+        }
+        for (int r0 = 0; r0 < nout; r0 += k) {
+            for (int t = 0; t < 32; t++) {
+                int r = r0 + t / nw < nout ? r0 + t / nw : nout - 1;
+                addr[t] = (red_const_slot(Lr, r) * nw + t % nw) * eb;
+            }
+            SmemCost one = pass_smem_bank_cost(addr, 32, eb);
+            rd->wavefronts += one.wavefronts;
+            rd->ideal += one.ideal;
+        }
+        return;
+    }
     for (int r = 0, n = layout_nregs(Lr); r < n; r++) {
         for (int t = 0; t < 32; t++) {
             int64_t c[TILE_MAXRANK] = { 0 }, o = 0;
@@ -461,7 +541,7 @@ int cg_lower_reduce(Cg *cg, Op *op)
         layout_print(Lr, cg->report);
         if (L->wpc[p] > 1) {
             SmemCost w, rd;
-            red_cost(Lr, L->wpc[p], elem_bytes(rc.acc), &w, &rd);
+            red_cost(L, p, Lr, L->wpc[p], elem_bytes(rc.acc), &w, &rd);
             sb_printf(cg->report, "; bank model, warp 0: st.shared %lld wavefronts (ideal %lld), ld.shared %lld "
                       "(ideal %lld)", (long long)w.wavefronts, (long long)w.ideal, (long long)rd.wavefronts,
                       (long long)rd.ideal);
