@@ -467,7 +467,7 @@ def parse_source_csv(text):
             for key, i in zip(("wavefronts", "ideal"), col):
                 v = to_number(r[i])
                 cur[key] += v or 0.0
-    return [b for b in out if b is not None]
+    return out
 
 
 def attach_source(profiled, sources):

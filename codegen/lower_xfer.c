@@ -361,14 +361,14 @@ static LLVMValueRef *reduce_in_thread(Cg *cg, const CgRed *rc, const Layout *L, 
     return acc;
 }
 
-/* The scratch word of output register r of Lr (times nw: its first
- * partial) when every thread holds the same outputs, else -1. */
-static int64_t red_const_slot(const Layout *Lr, int r)
+/* The logical (row-major) offset of thread t's output register r of Lr:
+ * its partials' scratch words start at this times nw. */
+static int64_t red_slot(const Layout *Lr, int t, int r)
 {
     int rank = layout_rank(Lr);
     int64_t shape[TILE_MAXRANK], c[TILE_MAXRANK] = { 0 }, o = 0;
     logical_shape(Lr, shape);
-    layout_coord(Lr, 0, r, c);
+    layout_coord(Lr, t, r, c);
     for (int k = 0; k < rank; k++)
         o = o * shape[k] + c[k];
     return o;
@@ -403,10 +403,10 @@ static void reduce_spread(Cg *cg, const CgRed *rc, const Layout *Lr, LLVMValueRe
     LLVMValueRef part = LLVMBuildURem(cg->b, cg->lane, cg_i32(cg, nw), "");
     for (int r0 = 0; r0 < nout; r0 += k) {
         int n = nout - r0 < k ? nout - r0 : k;
-        LLVMValueRef o = cg_i32(cg, (int)(red_const_slot(Lr, r0 + n - 1) * nw));
+        LLVMValueRef o = cg_i32(cg, (int)(red_slot(Lr, 0, r0 + n - 1) * nw));
         for (int j = n - 2; j >= 0; j--)
             o = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, grp, cg_i32(cg, j), ""),
-                                cg_i32(cg, (int)(red_const_slot(Lr, r0 + j) * nw)), o, "");
+                                cg_i32(cg, (int)(red_slot(Lr, 0, r0 + j) * nw)), o, "");
         o = LLVMBuildAdd(cg->b, o, part, "");
         LLVMValueRef x = LLVMBuildLoad2(cg->b, rc->ty, LLVMBuildGEP2(cg->b, rc->ty, sm, &o, 1, ""), "");
         for (int m = 1; m < nw; m *= 2)
@@ -447,6 +447,13 @@ static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const 
     }
 }
 
+static void cost_add(SmemCost *sum, const int64_t *addr, int eb)
+{
+    SmemCost one = pass_smem_bank_cost(addr, 32, eb);
+    sum->wavefronts += one.wavefronts;
+    sum->ideal += one.ideal;
+}
+
 /* The bank-conflict model of reduce_across_warps' scratch for warp 0
  * (another warp's slots are warp 0's moved by its position along p, a
  * whole word: the same pattern of banks): every lane stores register r's
@@ -455,49 +462,28 @@ static void reduce_across_warps(Cg *cg, const CgRed *rc, const Layout *L, const 
  * spread (red_spread), lane t loads word t mod nw of output r0 + t / nw. */
 static void red_cost(const Layout *L, int p, const Layout *Lr, int nw, int eb, SmemCost *w, SmemCost *rd)
 {
-    int rank = layout_rank(Lr);
-    int64_t shape[TILE_MAXRANK], addr[32], off[32];
-    logical_shape(Lr, shape);
+    int64_t addr[32], off[32];
+    int nout = layout_nregs(Lr);
+    bool spread = red_spread(L, p);
     *w = *rd = (SmemCost){ 0, 0 };
-    if (red_spread(L, p)) {   /* the stores as below; the reads spread over the lanes (reduce_spread) */
-        int nout = layout_nregs(Lr), k = 32 / nw;
-        for (int r = 0; r < nout; r++) {
-            for (int t = 0; t < 32; t++)
-                addr[t] = red_const_slot(Lr, r) * nw * eb;
-            SmemCost one = pass_smem_bank_cost(addr, 32, eb);
-            w->wavefronts += one.wavefronts;
-            w->ideal += one.ideal;
-        }
-        for (int r0 = 0; r0 < nout; r0 += k) {
-            for (int t = 0; t < 32; t++) {
-                int r = r0 + t / nw < nout ? r0 + t / nw : nout - 1;
-                addr[t] = (red_const_slot(Lr, r) * nw + t % nw) * eb;
-            }
-            SmemCost one = pass_smem_bank_cost(addr, 32, eb);
-            rd->wavefronts += one.wavefronts;
-            rd->ideal += one.ideal;
-        }
-        return;
-    }
-    for (int r = 0, n = layout_nregs(Lr); r < n; r++) {
+    for (int r = 0; r < nout; r++) {
         for (int t = 0; t < 32; t++) {
-            int64_t c[TILE_MAXRANK] = { 0 }, o = 0;
-            layout_coord(Lr, t, r, c);
-            for (int k = 0; k < rank; k++)
-                o = o * shape[k] + c[k];
-            off[t] = o * nw;
+            off[t] = red_slot(Lr, t, r) * nw;
             addr[t] = off[t] * eb;
         }
-        SmemCost one = pass_smem_bank_cost(addr, 32, eb);
-        w->wavefronts += one.wavefronts;
-        w->ideal += one.ideal;
-        for (int k = 0; k < nw; k++) {
+        cost_add(w, addr, eb);
+        for (int k = 0; k < nw && !spread; k++) {
             for (int t = 0; t < 32; t++)
                 addr[t] = (off[t] + k) * eb;
-            one = pass_smem_bank_cost(addr, 32, eb);
-            rd->wavefronts += one.wavefronts;
-            rd->ideal += one.ideal;
+            cost_add(rd, addr, eb);
         }
+    }
+    for (int r0 = 0; r0 < nout && spread; r0 += 32 / nw) {   /* the reads of reduce_spread */
+        for (int t = 0; t < 32; t++) {
+            int r = r0 + t / nw < nout ? r0 + t / nw : nout - 1;
+            addr[t] = (red_slot(Lr, 0, r) * nw + t % nw) * eb;
+        }
+        cost_add(rd, addr, eb);
     }
 }
 
