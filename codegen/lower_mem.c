@@ -178,7 +178,7 @@ static void load_group_exact(Cg *cg, const Access *ac, LLVMValueRef p, LLVMValue
                              LLVMValueRef aligned, LLVMValueRef *out)
 {
     int bits = dtype_bits(ac->dt), bytes = bits / 8, nw = vec * bits / 32;
-    bool other = uother && !LLVMIsNull(uother);
+    bool other = uother && !guard_value(uother);
     if (aligned && is_true(aligned))
         aligned = NULL;
     /* Operands: the nw words out, then p, k, [other], [aligned]. */
@@ -320,7 +320,7 @@ static void load_vecs_masked(Cg *cg, const Access *ac, const Layout *L, int vec,
                              LLVMValueRef *other, bool exact, LLVMValueRef aligned, LLVMValueRef *out)
 {
     LLVMValueRef idx[TENSOR_MAXRANK];
-    bool zero = (uother && LLVMIsNull(uother)) || ac->dead_tail;
+    bool zero = guard_value(uother) || ac->dead_tail;
     for (int r = 0, n = layout_nregs(L); r < n; r += vec) {
         reg_index(cg, ac, L, r, idx);
         LLVMValueRef p = elem_addr(cg, ac, idx), k = row_room(cg, ac, idx, in_bounds_upto(cg, ac, idx, ac->rank - 1));
