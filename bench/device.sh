@@ -206,7 +206,7 @@ fi
 # racecheck and synccheck (one case a kernel for the last two: they are
 # the slow tools). The tools' work is mostly the host's (instrumenting
 # each kernel's code), so the processes run side by side, SAN_JOBS at a
-# time (default 12; bench/sanitize.py's files in 6 shards a tool). API
+# time (default 12; bench/sanitize.py's files in 6 shards for memcheck). API
 # errors are not reported: the launch checks' refusals call the driver on
 # host memory on purpose. Any finding fails the run.
 if part 4; then
@@ -237,8 +237,12 @@ if part 4; then
   for tool in $tools; do
     quick=(); [ "$tool" = memcheck ] || quick=(--quick)
     if [ -z "${SKIP_TC:-}" ]; then
-      for i in 0 1 2 3 4 5; do
-        throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/6" &
+      # racecheck and synccheck (one case a file) in one process: side by
+      # side the processes share the GPU and take as long (the 61 files of
+      # 2026-12-04 in 154 s); memcheck's cases in 6 shards
+      nsh=6; [ "$tool" = memcheck ] || nsh=1
+      for ((i = 0; i < nsh; i++)); do
+        throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/$nsh" &
       done
     fi
     # SAN_ONLY: the attention and GEMM files alone (a pass split over calls)

@@ -26,6 +26,7 @@ import glob
 import hashlib
 import os
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -209,6 +210,7 @@ def main():
     bad = ran = skipped = 0
     distinct, same = select(a.only)
     for path in distinct[shard::nshards]:
+        t0 = time.monotonic()
         name = os.path.relpath(path, CARRY)
         mod = tilec.load_files(path)
         k = mod.kernels[0]
@@ -241,8 +243,8 @@ def main():
         ran += 1
         ok = all(r[2] for r in res)
         bad += not ok
-        print("%-60s %-7s %s  %s" % (name, kd, "  ".join("%s %.1e" % (c, e) for c, e, _ in res),
-                                     "ok" if ok else "FAIL"), flush=True)
+        print("%-60s %-7s %s  %s  (%.1f s)" % (name, kd, "  ".join("%s %.1e" % (c, e) for c, e, _ in res),
+                                              "ok" if ok else "FAIL", time.monotonic() - t0), flush=True)
     print("sanitize.py%s: %d files run, %d failed, %d byte-identical to one run, %d of another arch left out"
           % (" shard %s" % a.shard if nshards > 1 else "", ran, bad, same, skipped))
     return 1 if bad else 0

@@ -86,6 +86,7 @@ typedef struct Cg {
     int nwarps;
     LLVMValueRef tid, lane, warp;         /* i32, computed at entry (fresh ones inside an outer loop: lower_for) */
     int loops;                            /* loops around the op being lowered */
+    const Op *cur_for;                    /* the innermost FOR being lowered (NULL: none) */
     LLVMValueRef smem;                    /* placeholder global, resized at the end */
     int64_t smem_bytes;
     /* Dynamic shared memory (kernels with shared buffers or tensor-core
@@ -136,6 +137,7 @@ typedef struct Cg {
     struct CgWs *ws;
     int role_bar, role_threads;
     LLVMValueRef role_leader;
+    bool role_lone;   /* only the role's leader waits on rings (lower_ws.c role_leader_only) */
     /* Tensor memory (sm100/tcgen05.c): the shared word holding its address
      * and the columns allocated (0: none). */
     LLVMValueRef tmem_word;
@@ -383,6 +385,9 @@ void report_access(Cg *cg, Op *op, const char *what, const Layout *L, int vec, i
 bool dead_tail(Cg *cg, const Op *op);
 bool prefetch_wanted(Cg *cg, const Access *ac, const Type *rt);
 void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems);
+/* L2 prefetch of the rows the next trip of the enclosing loop loads
+ * (mem_prefetch.c): true (and done) when the load qualifies. */
+bool prefetch_next_trip(Cg *cg, const Access *ac, const Type *rt);
 
 /* ---- lower_xfer.c ---- */
 int cg_lower_reduce(Cg *cg, Op *op);
@@ -437,6 +442,9 @@ int cg_lower_smem_alloc(Cg *cg, Op *op);
 int cg_lower_async_copy(Cg *cg, Op *op);
 int cg_lower_async_sync(Cg *cg, Op *op);       /* ASYNC_COMMIT, ASYNC_WAIT, BARRIER */
 int cg_lower_smem_load(Cg *cg, Op *op);
+/* Is this SMEM_LOAD only a view of its slot for products (no thread reads
+ * shared memory for it)? */
+bool cg_smem_load_is_view(Func *f, const Op *op);
 int cg_lower_smem_store(Cg *cg, Op *op);
 /* i32 byte offset of (row, byte b of the row) in a shared tile: row-major,
  * padded, or the CUTLASS Swizzle<B,4,3> on [rows x W] column panels. */

@@ -643,13 +643,19 @@ static bool dot_only(Func *f, ValId v)
     return u.ok;
 }
 
+bool cg_smem_load_is_view(Func *f, const Op *op)
+{
+    const Type *t = ir_type(f, op->res[0]);
+    return t->kind == TY_TILE && t->rank == 2 && dot_only(f, op->res[0]);
+}
+
 int cg_lower_smem_load(Cg *cg, Op *op)
 {
     const SmemView *sv = slot_view(cg, op, op->args[0], op->args[1]);
     const Type *t = ir_type(cg->f, op->res[0]);
     if (!sv)
         return 1;
-    if (t->kind == TY_TILE && t->rank == 2 && dot_only(cg->f, op->res[0])) {
+    if (cg_smem_load_is_view(cg->f, op)) {
         cg->vals[op->res[0]] = (TileVal){ .kind = TV_SMEM, .sv = sv };
         return 0;
     }

@@ -615,6 +615,8 @@ int cg_lower_load(Cg *cg, Op *op)
     LLVMValueRef *regs = load_tile(cg, &ac, L, other, uother, &tail);
     if (pf)
         prefetch_next_wave(cg, &ac, rt->shape[0]);
+    else
+        prefetch_next_trip(cg, &ac, rt);
     cg->vals[op->res[0]] = (TileVal){ .kind = TV_REGS, .L = L, .r = regs, .leaf = ac.dt == DT_BF16,
                                       .lazy = access_vec(&ac, L) > 1 && dtype_bits(ac.dt) < 32 };
     report_access(cg, op, "load", L, access_vec(&ac, L), tail, ac.dead_tail);

@@ -20,7 +20,8 @@
  * (lane 0, after the warp has passed the ops before it: a wgmma.wait_group
  * retires the warp's part of the products), so a ring's count is the IR
  * count times the arriving role's warps. MBAR_EXPECT and TMA_LOAD are
- * issued by the role's leader (its thread 0): one arrival.
+ * issued by the role's leader (its thread 0): one arrival. In a role that
+ * needs only its leader, only the leader waits (role_leader_only).
  *
  * Tensor maps: every distinct (tensor param, box, swizzle) of the
  * kernel's TMA_LOADs is one hidden kernel param after the dims: a
@@ -413,10 +414,15 @@ int cg_lower_ws_op(Cg *cg, Op *op)
         cg_lead_end(cg, after);
         return 0;
     }
-    case OP_MBAR_WAIT:
-        cg->tg->mbar_wait(cg, cg_ring_slot(cg, op->args[0], op->args[1]),
-                          LLVMBuildAnd(cg->b, cg->vals[op->args[2]].s, cg_i32(cg, 1), ""));
+    case OP_MBAR_WAIT: {
+        LLVMValueRef bar = cg_ring_slot(cg, op->args[0], op->args[1]);
+        LLVMValueRef parity = LLVMBuildAnd(cg->b, cg->vals[op->args[2]].s, cg_i32(cg, 1), "");
+        LLVMBasicBlockRef after = cg->role_lone ? cg_lead_begin(cg, cg->role_leader) : NULL;
+        cg->tg->mbar_wait(cg, bar, parity);
+        if (after)
+            cg_lead_end(cg, after);
         return 0;
+    }
     case OP_TMA_LOAD:
         return lower_tma_load(cg, op);
     case OP_NAMED_BAR:
@@ -430,6 +436,41 @@ int cg_lower_ws_op(Cg *cg, Op *op)
 }
 
 /* ---- roles ---- */
+
+/* Does every op of the role only need its leader (thread 0)? Waits,
+ * the leader's expects, TMA copies, tcgen05 products and commits, pure
+ * ops, loops and branches; a slot read only as a product's operand view.
+ * In such a role (a producer; sm_100a's product issuer) only the leader
+ * waits on the rings, and the other threads run its loops without
+ * waiting, issuing nothing. Were they to wait, nothing would keep them
+ * up with the rings: a thread two phases behind waits on a parity that
+ * has come round again, for a phase that never completes, and the block
+ * never ends (compute-sanitizer racecheck, which serializes threads,
+ * caught lanes 1-31 of a producer warp so: bench/RESULTS.md 2026-12-04
+ * 16:25). */
+static bool leader_only_visit(Func *f, Op *op, void *ctx)
+{
+    bool *ok = ctx;
+    switch ((OpCode)op->code) {
+    case OP_FOR: case OP_IF: case OP_YIELD: case OP_MBAR_WAIT: case OP_MBAR_EXPECT: case OP_TMA_LOAD:
+    case OP_TC_MMA: case OP_TC_COMMIT:
+        break;
+    case OP_SMEM_LOAD:
+        *ok = cg_smem_load_is_view(f, op);
+        break;
+    default:
+        *ok = (op_info[op->code].flags & OPF_PURE) != 0;
+        break;
+    }
+    return *ok;
+}
+
+static bool role_leader_only(Func *f, Block *body)
+{
+    bool ok = true;
+    ir_walk(f, body, leader_only_visit, &ok);
+    return ok;
+}
 
 /* Registers per thread at entry: 65536 / threads, rounded down to 8. */
 static int entry_regs(int threads)
@@ -471,13 +512,16 @@ int cg_lower_ws(Cg *cg, Op *op)
         cg->role_threads = wgs * 128;
         cg->role_bar = ws->first_bar + k;
         cg->role_leader = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
+        bool lone = role_leader_only(cg->f, &op->regions[k]);
         if (cg->report)
-            sb_printf(cg->report, "  role %d (%s): threads %d-%d, %d registers%s, barrier %d\n", k,
+            sb_printf(cg->report, "  role %d (%s): threads %d-%d, %d registers%s, barrier %d%s\n", k,
                       role_names[op->list[3 * k] < ROLE_COUNT ? op->list[3 * k] : 0], 128 * base,
                       128 * (base + wgs) - 1, regs, regs == entry ? "" : regs > entry ? " (setmaxnreg.inc)"
                                                                                  : " (setmaxnreg.dec)",
-                      cg->role_bar);
+                      cg->role_bar, lone ? "; only its leader (thread 0) waits on the rings: every op needs only the leader" : "");
+        cg->role_lone = lone;
         e = cg_lower_block(cg, &op->regions[k]);
+        cg->role_lone = false;
         if (!e) {
             cg_tmem_release(cg, ws->nwarps * 32, base == 0);   /* warp 0 (role 0's) frees tensor memory */
             LLVMBuildBr(cg->b, done);

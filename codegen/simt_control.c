@@ -149,7 +149,10 @@ static int lower_for(Cg *cg, Op *op)
                       op->loc.col);
     }
     cg->loops++;
+    const Op *outer_for = cg->cur_for;
+    cg->cur_for = op;
     int e = cg_lower_block(cg, body);
+    cg->cur_for = outer_for;
     cg->loops--;
     if (e)
         return 1;
