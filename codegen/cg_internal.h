@@ -137,7 +137,7 @@ typedef struct Cg {
     struct CgWs *ws;
     int role_bar, role_threads;
     LLVMValueRef role_leader;
-    bool role_lone;   /* only the role's leader waits on rings (lower_ws.c role_leader_only) */
+    bool role_lone;   /* the role runs on its first warp, synced after each wait (lower_ws.c role_leader_only) */
     /* Tensor memory (sm100/tcgen05.c): the shared word holding its address
      * and the columns allocated (0: none). */
     LLVMValueRef tmem_word;

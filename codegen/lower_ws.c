@@ -20,8 +20,8 @@
  * (lane 0, after the warp has passed the ops before it: a wgmma.wait_group
  * retires the warp's part of the products), so a ring's count is the IR
  * count times the arriving role's warps. MBAR_EXPECT and TMA_LOAD are
- * issued by the role's leader (its thread 0): one arrival. In a role that
- * needs only its leader, only the leader waits (role_leader_only).
+ * issued by the role's leader (its thread 0): one arrival. A role that
+ * needs only its leader runs on its first warp (role_leader_only).
  *
  * Tensor maps: every distinct (tensor param, box, swizzle) of the
  * kernel's TMA_LOADs is one hidden kernel param after the dims: a
@@ -417,10 +417,9 @@ int cg_lower_ws_op(Cg *cg, Op *op)
     case OP_MBAR_WAIT: {
         LLVMValueRef bar = cg_ring_slot(cg, op->args[0], op->args[1]);
         LLVMValueRef parity = LLVMBuildAnd(cg->b, cg->vals[op->args[2]].s, cg_i32(cg, 1), "");
-        LLVMBasicBlockRef after = cg->role_lone ? cg_lead_begin(cg, cg->role_leader) : NULL;
         cg->tg->mbar_wait(cg, bar, parity);
-        if (after)
-            cg_lead_end(cg, after);
+        if (cg->role_lone)   /* the warp's lanes leave the wait together: none falls behind */
+            cg_call(cg, "llvm.nvvm.bar.warp.sync", cg->t_void, (LLVMValueRef[]){ cg_i32(cg, -1) }, 1);
         return 0;
     }
     case OP_TMA_LOAD:
@@ -440,14 +439,18 @@ int cg_lower_ws_op(Cg *cg, Op *op)
 /* Does every op of the role only need its leader (thread 0)? Waits,
  * the leader's expects, TMA copies, tcgen05 products and commits, pure
  * ops, loops and branches; a slot read only as a product's operand view.
- * In such a role (a producer; sm_100a's product issuer) only the leader
- * waits on the rings, and the other threads run its loops without
- * waiting, issuing nothing. Were they to wait, nothing would keep them
- * up with the rings: a thread two phases behind waits on a parity that
- * has come round again, for a phase that never completes, and the block
- * never ends (compute-sanitizer racecheck, which serializes threads,
- * caught lanes 1-31 of a producer warp so: bench/RESULTS.md 2026-12-04
- * 16:25). */
+ * Such a role (a producer; sm_100a's product issuer) runs on its first
+ * warp alone (the other warps of its warp groups leave at once), and the
+ * warp's lanes leave each wait together (bar.warp.sync). Before, every
+ * thread of the role ran its waits and nothing kept the threads that
+ * issue nothing up with the rings: a thread two phases behind waits on a
+ * parity that has come round again, for a phase that never completes,
+ * and the block never ends (compute-sanitizer racecheck, which
+ * serializes threads, caught lanes 1-31 of a producer warp so). Only the
+ * leader waiting, the rest running the loops without waits, was as safe
+ * but 5% slower (GEMM 4096^3 0.927x cuBLAS against 0.974-0.982x); the
+ * first warp alone runs at the old speed (bench/RESULTS.md 2026-12-04
+ * 16:21 and 17:32-17:46). */
 static bool leader_only_visit(Func *f, Op *op, void *ctx)
 {
     bool *ok = ctx;
@@ -518,10 +521,14 @@ int cg_lower_ws(Cg *cg, Op *op)
                       role_names[op->list[3 * k] < ROLE_COUNT ? op->list[3 * k] : 0], 128 * base,
                       128 * (base + wgs) - 1, regs, regs == entry ? "" : regs > entry ? " (setmaxnreg.inc)"
                                                                                  : " (setmaxnreg.dec)",
-                      cg->role_bar, lone ? "; only its leader (thread 0) waits on the rings: every op needs only the leader" : "");
+                      cg->role_bar, lone ? "; its first warp alone runs it (every op needs only the leader, thread 0)" : "");
+        LLVMBasicBlockRef lone_end =
+            lone ? cg_lead_begin(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->warp, cg_i32(cg, 0), "")) : NULL;
         cg->role_lone = lone;
         e = cg_lower_block(cg, &op->regions[k]);
         cg->role_lone = false;
+        if (!e && lone)
+            cg_lead_end(cg, lone_end);
         if (!e) {
             cg_tmem_release(cg, ws->nwarps * 32, base == 0);   /* warp 0 (role 0's) frees tensor memory */
             LLVMBuildBr(cg->b, done);

@@ -130,7 +130,7 @@ void prefetch_next_wave(Cg *cg, const Access *ac, int64_t elems)
  * window), one `prefetch.global.L2` per 128-byte line spread over the
  * threads, only inside the tensor: DRAM works through the trip, and the
  * next trip's loads meet L2. Measured on an H200 (bench/RESULTS.md
- * 2026-12-04 18:05): bf16 layernorm_bwd [32768 x 4096] 54.9% -> 68.1% of
+ * 2026-12-04 17:06): bf16 layernorm_bwd [32768 x 4096] 54.9% -> 68.1% of
  * copy bandwidth (G 32), 57.4% -> 72.7% (G 64). */
 
 /* How much v grows per unit of the loop's trip variable (body arg 0):
