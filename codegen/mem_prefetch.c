@@ -152,10 +152,6 @@ static bool trip_delta(const Func *f, const Block *body, ValId v, int64_t *d, in
     }
     if (depth > 8)
         return false;
-    if (def->code == OP_CONST) {
-        *d = 0;
-        return true;
-    }
     int64_t a = 0, b = 0;
     if (def->nargs == 2 && (def->code == OP_ADD || def->code == OP_SUB || def->code == OP_MUL)) {
         if (!trip_delta(f, body, def->args[0], &a, depth + 1) || !trip_delta(f, body, def->args[1], &b, depth + 1))
