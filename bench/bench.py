@@ -686,21 +686,35 @@ def main():
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--sanitize", action="store_true",
                     help="the checks, then every benchmark kernel on 5 rows, untimed (for compute-sanitizer)")
+    ap.add_argument("--shard", default="0/1", metavar="I/K",
+                    help="with --sanitize: run the I-th of K equal parts of its work (processes side by side)")
     args = ap.parse_args()
+    shard, nshards = (int(v) for v in args.shard.split("/"))
+    if not 0 <= shard < nshards or (nshards > 1 and not args.sanitize):
+        ap.error("--shard I/K needs 0 <= I < K, and K > 1 only with --sanitize")
     arches = args.arches.split(",")
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  cudnn {torch.backends.cudnn.version()}")
 
-    for arch in arches:
-        print(f"== correctness [{arch}]")
-        for fn in (check_vector_add, check_softmax, check_layernorm, check_strided, check_reduction,
-                   check_transpose, check_rmsnorm, check_cross_entropy, check_layernorm_bwd, check_decode_attention,
-                   check_bad_launches):
-            guarded(f"{fn.__name__} {arch}", lambda: fn(arch))
+    checks = [(arch, fn) for arch in arches
+              for fn in (check_vector_add, check_softmax, check_layernorm, check_strided, check_reduction,
+                         check_transpose, check_rmsnorm, check_cross_entropy, check_layernorm_bwd,
+                         check_decode_attention, check_bad_launches)]
+    variants = perf_variants() if args.sanitize else []
+    if nshards > 1:  # one list of work, dealt round-robin
+        work = [("check", c) for c in checks] + [("small", v) for v in variants]
+        mine = work[shard::nshards]
+        checks = [c for kind, c in mine if kind == "check"]
+        variants = [v for kind, v in mine if kind == "small"]
+        print(f"shard {shard}/{nshards}: {len(checks)} checks, {len(variants)} benchmark kernels of {len(work)} items")
+    for i, (arch, fn) in enumerate(checks):
+        if i == 0 or checks[i - 1][0] != arch:
+            print(f"== correctness [{arch}]")
+        guarded(f"{fn.__name__} {arch}", lambda: fn(arch))
 
     table = []
     if args.sanitize:
         print("== benchmark kernels on 5 rows of their widths (not timed)")
-        for name, envs, defs, regs in perf_variants():
+        for name, envs, defs, regs in variants:
             guarded(f"small {name}", lambda: bench_variant(name, envs, defs, regs, 0, {}, [], small=True))
     elif not args.skip_bench:
         copy_gbs = copy_bandwidth()

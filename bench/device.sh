@@ -206,7 +206,7 @@ fi
 # racecheck and synccheck (one case a kernel for the last two: they are
 # the slow tools). The tools' work is mostly the host's (instrumenting
 # each kernel's code), so the processes run side by side, SAN_JOBS at a
-# time (default 12; bench/sanitize.py's files in 6 shards for memcheck). API
+# time (default 14 of the host's 16 cores, the longest first). API
 # errors are not reported: the launch checks' refusals call the driver on
 # host memory on purpose. Any finding fails the run.
 if part 4; then
@@ -229,24 +229,42 @@ if part 4; then
     fi
     echo "$v" > "${f%.txt}.sum"
   }
-  jobs_max=${SAN_JOBS:-12}
+  jobs_max=${SAN_JOBS:-14}
   throttle() { while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done; }
   rm -f "$out"/san_*.sum
   tools=${SAN_TOOLS:-memcheck racecheck synccheck}
   only=(); [ -n "${SAN_ONLY:-}" ] && only=(--only "$SAN_ONLY")
-  for tool in $tools; do
+  has() { case " $tools " in *" $1 "*) return 0 ;; esac; return 1; }
+  # The longest processes start first (racecheck and synccheck of the
+  # attention and GEMM files, then of the memory-bound kernels), so the
+  # short ones fill in beside them and the pass ends with its longest.
+  # racecheck and synccheck: one case a file, all the files in one process
+  # (side by side the processes share the GPU and take as long: the 61
+  # files of 2026-12-04 in 154 s); memcheck's cases in 6 shards; the
+  # memory-bound kernels (bench.py --sanitize) in 3 shards for the two
+  # slow tools.
+  for tool in racecheck synccheck memcheck; do
+    has $tool || continue
+    [ -n "${SKIP_TC:-}" ] && continue
     quick=(); [ "$tool" = memcheck ] || quick=(--quick)
-    if [ -z "${SKIP_TC:-}" ]; then
-      # racecheck and synccheck (one case a file) in one process: side by
-      # side the processes share the GPU and take as long (the 61 files of
-      # 2026-12-04 in 154 s); memcheck's cases in 6 shards
-      nsh=6; [ "$tool" = memcheck ] || nsh=1
-      for ((i = 0; i < nsh; i++)); do
-        throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/$nsh" &
-      done
-    fi
+    nsh=6; [ "$tool" = memcheck ] || nsh=1
+    for ((i = 0; i < nsh; i++)); do
+      throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/$nsh" &
+    done
     # SAN_ONLY: the attention and GEMM files alone (a pass split over calls)
     [ -n "${SAN_ONLY:-}" ] && continue
+    [ "$tool" = memcheck ] && continue
+    for ((i = 0; i < 3; i++)); do
+      mkdir -p "$out/san_membound${i}_$tool"
+      throttle; san "$tool" "membound$i" python3 "$root/bench/bench.py" --sanitize --shard "$i/3" --out "$out/san_membound${i}_$tool" &
+    done
+  done
+  for tool in $tools; do
+    [ -n "${SAN_ONLY:-}" ] && break
+    if [ "$tool" = memcheck ]; then
+      mkdir -p "$out/san_membound_$tool"
+      throttle; san "$tool" membound python3 "$root/bench/bench.py" --sanitize --out "$out/san_membound_$tool" &
+    fi
     if [ -d "$root/.devcarry/gputest" ]; then
       for t in $c_tests gpu_tune:c_tune; do
         [ -x "$rt/tests/gpu/${t%%:*}" ] || continue
@@ -255,8 +273,6 @@ if part 4; then
         throttle; san "$tool" "${t##*:}" "$rt/tests/gpu/${t%%:*}" "$dir" &
       done
     fi
-    mkdir -p "$out/san_membound_$tool"
-    throttle; san "$tool" membound python3 "$root/bench/bench.py" --sanitize --out "$out/san_membound_$tool" &
     if [ -f "$root/.devcarry/interp/manifest.json" ]; then
       throttle; san "$tool" examples python3 "$root/bench/interp_check.py" &
     fi

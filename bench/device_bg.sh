@@ -7,10 +7,10 @@
 #   bench/device_bg.sh start            start `bench/device.sh` (environment
 #                                       passed on: PROFILE, SKIP_TC, ...)
 #   bench/device_bg.sh wait SECONDS     print the log's new lines for up to
-#                                       SECONDS; once the run has ended, its
-#                                       exit status, and every output file
-#                                       packed in $OUT/run.tgz (disassemblies
-#                                       in $OUT/sass.tgz)
+#                                       SECONDS (or until the run ends: its
+#                                       exit status); every output file so
+#                                       far packed in $OUT/run.tgz
+#                                       (disassemblies in $OUT/sass.tgz)
 #
 # The outputs go to $DEVRUN (default /tmp/devrun), not $OUT: the device
 # tool empties $OUT before each command. Issue the `wait` commands back to
@@ -37,12 +37,18 @@ case "${1:-}" in
       [ "$n" -gt "$shown" ] && sed -n "$((shown + 1)),${n}p" "$run/log.txt" && shown=$n
       echo "$shown" > "$run/shown"
       [ -f "$run/rc" ] && break
-      [ $(( $(date +%s) - t0 )) -ge "$limit" ] && { echo "(still running after ${limit} s)"; exit 0; }
+      [ $(( $(date +%s) - t0 )) -ge "$limit" ] && break
       sleep 5
     done
-    echo "bench/device.sh ended: exit status $(cat "$run/rc")"
+    if [ -f "$run/rc" ]; then
+      echo "bench/device.sh ended: exit status $(cat "$run/rc")"
+    else
+      echo "(still running after ${limit} s; the outputs so far:)"
+    fi
+    # every wait returns what the run has written so far, should the
+    # machine go before the next one; the device tool returns files up to
+    # 16 MiB: the disassemblies apart
     if [ -n "${OUT:-}" ]; then
-      # the device tool returns files up to 16 MiB: the disassemblies apart
       (cd "$run" && tar czf "$OUT/run.tgz" --exclude='*.sass' log.txt out &&
         tar czf "$OUT/sass.tgz" --files-from <(cd "$run" && find out -name '*.sass')) &&
         echo "outputs: \$OUT/run.tgz, \$OUT/sass.tgz ($(du -h "$OUT/run.tgz" | cut -f1), $(du -h "$OUT/sass.tgz" | cut -f1))"
