@@ -245,12 +245,13 @@ if part 4; then
   # slow tools.
   for tool in racecheck synccheck memcheck; do
     has $tool || continue
-    [ -n "${SKIP_TC:-}" ] && continue
-    quick=(); [ "$tool" = memcheck ] || quick=(--quick)
-    nsh=6; [ "$tool" = memcheck ] || nsh=1
-    for ((i = 0; i < nsh; i++)); do
-      throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/$nsh" &
-    done
+    if [ -z "${SKIP_TC:-}" ]; then
+      quick=(); [ "$tool" = memcheck ] || quick=(--quick)
+      nsh=6; [ "$tool" = memcheck ] || nsh=1
+      for ((i = 0; i < nsh; i++)); do
+        throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/$nsh" &
+      done
+    fi
     # SAN_ONLY: the attention and GEMM files alone (a pass split over calls)
     [ -n "${SAN_ONLY:-}" ] && continue
     [ "$tool" = memcheck ] && continue
