@@ -29,6 +29,11 @@ case "${1:-}" in
     ;;
   wait)
     limit="${2:-540}"
+    if [ ! -f "$run/log.txt" ]; then
+      # a fresh machine: the one that ran `start` was given back (idle)
+      echo "no run on this machine ($run/log.txt missing): the machine that ran 'start' was given back; start again" >&2
+      exit 3
+    fi
     t0=$(date +%s)
     shown=0
     [ -f "$run/shown" ] && shown=$(cat "$run/shown")

@@ -307,6 +307,20 @@ static void turn_bar(Cg *cg, int g, bool sync, int id)
     group_bar(cg, g, sync, id, cg->nwarps * 32);
 }
 
+/* A turn barrier both groups wait on, each at its own instruction: the
+ * non-aligned `barrier.sync`. The aligned form (`bar.sync`) promises that
+ * every participating thread executes the same instruction; two groups
+ * waiting at two instructions break that promise (compute-sanitizer
+ * synccheck: "divergent threads in block"). One group syncing while the
+ * other arrives keeps the aligned forms (the cost of the non-aligned one:
+ * bench/RESULTS.md, 2026-12-05). */
+static void turn_wait_apart(Cg *cg, int g, int id)
+{
+    char instr[64];
+    snprintf(instr, sizeof instr, "barrier.sync %d, %d;", id, cg->nwarps * 32);
+    convergent(cg, group_asm(cg, g, instr, "r,~{memory}"));
+}
+
 void cg_chain_group_sync(Cg *cg)
 {
     for (int g = 0; g < 2; g++)
@@ -538,11 +552,17 @@ void cg_chain_turn(Cg *cg, const Op *dot, bool after)
                group 1 syncs there rather than arrives: compute-sanitizer
                racecheck orders the sync before that copy, the arrival
                not (bench/RESULTS.md, 2026-12-03 20:40-21:05). */
-            turn_bar(cg, 1, split_dot(cg, dot, 0), 2);
+            if (split_dot(cg, dot, 0))
+                turn_wait_apart(cg, 1, 2);
+            else
+                turn_bar(cg, 1, false, 2);
         } else if (which == 1 && !after) {
-            if (split_dot(cg, dot, 1))
+            if (split_dot(cg, dot, 1)) {
                 group_asm(cg, 0, "cp.async.wait_group 0;", "r,~{memory}");   /* group 0's K(j+1) in, before its warps meet at 2 */
-            turn_bar(cg, 0, true, 2);
+                turn_wait_apart(cg, 0, 2);   /* group 1 waits at 2 too (above) */
+            } else {
+                turn_bar(cg, 0, true, 2);
+            }
             turn_bar(cg, 1, true, 3);        /* group 1 waits for group 0's second product */
         } else if (which == 1) {
             turn_bar(cg, 0, false, 3);
