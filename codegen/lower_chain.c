@@ -312,13 +312,36 @@ static void turn_bar(Cg *cg, int g, bool sync, int id)
  * every participating thread executes the same instruction; two groups
  * waiting at two instructions break that promise (compute-sanitizer
  * synccheck: "divergent threads in block"). One group syncing while the
- * other arrives keeps the aligned forms (the cost of the non-aligned one:
- * bench/RESULTS.md, 2026-12-05). */
+ * other arrives keeps the aligned forms.
+ *
+ * Group 0's wait is one predicated instruction. Group 1's comes right after
+ * its first product, where the registers are fullest, and there a
+ * predicated non-aligned barrier makes ptxas spill (sm_90: 24 bytes, about
+ * 3% at D = 128; bench/RESULTS.md, 2026-12-05 and 12-06). So every warp
+ * executes that one unpredicated: group 1's on barrier `id` with the block
+ * counted, each warp of group 0 on a barrier of its own counting one warp
+ * (ids TURN_WARP_BAR + warp), which lets it through at once. */
+#define TURN_WARP_BAR 7
 static void turn_wait_apart(Cg *cg, int g, int id)
 {
-    char instr[64];
-    snprintf(instr, sizeof instr, "barrier.sync %d, %d;", id, cg->nwarps * 32);
-    convergent(cg, group_asm(cg, g, instr, "r,~{memory}"));
+    if (g == 0 || TURN_WARP_BAR + cg->nwarps / 2 > 16) {   /* 16 named barriers */
+        char instr[64];
+        snprintf(instr, sizeof instr, "barrier.sync %d, %d;", id, cg->nwarps * 32);
+        convergent(cg, group_asm(cg, g, instr, "r,~{memory}"));
+        return;
+    }
+    LLVMValueRef in1 = cg_chain_in_group(cg, 1);
+    LLVMValueRef own = LLVMBuildAdd(cg->b, cg->warp, cg_i32(cg, TURN_WARP_BAR), "");
+    LLVMValueRef a[2] = {
+        LLVMBuildSelect(cg->b, in1, cg_i32(cg, id), own, ""),
+        LLVMBuildSelect(cg->b, in1, cg_i32(cg, cg->nwarps * 32), cg_i32(cg, 32), ""),
+    };
+    LLVMTypeRef ps[2] = { cg->t_i32, cg->t_i32 };
+    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, ps, 2, 0);
+    static const char code[] = "barrier.sync $0, $1;", cons[] = "r,r,~{memory}";
+    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1,
+                                       1, 0, LLVMInlineAsmDialectATT, 0);
+    convergent(cg, LLVMBuildCall2(cg->b, fty, as, a, 2, ""));
 }
 
 void cg_chain_group_sync(Cg *cg)
