@@ -84,9 +84,13 @@ which are also printed as PROBLEM lines just above the verdicts):
                multipliers (`bound: memory bandwidth` or `bound: integer
                multiplies` in `== roofline ==`): the predicted time within
                25% of gpu__time_duration.sum (|predicted / measured - 1| <=
-               0.25). The DRAM bytes predicted and measured
-               (dram__bytes_{read,write}.sum) and the SM clock are printed
-               beside it.
+               0.25). A memory-bound prediction is first rescaled from
+               the report's DRAM peak (its `peaks:` line: the target's
+               device) to the profiled device's (dram__bytes.sum.
+               peak_sustained x dram__cycles_elapsed.avg.per_second,
+               where ncu gives them). The DRAM bytes predicted and
+               measured (dram__bytes_{read,write}.sum) and the SM clock
+               are printed beside it.
 """
 import argparse
 import csv
@@ -366,6 +370,10 @@ METRICS_OPTIONAL = [
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",
     "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum",
     "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal.sum",
+    # the profiled device's DRAM peak (bytes a DRAM cycle x DRAM cycles a
+    # second): a memory-bound prediction made with another device's peak
+    # (the report's `peaks:` line) is rescaled to it
+    "dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second",
 ]
 SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 TIME_US = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6, "ns": 1e-3, "us": 1.0, "ms": 1e3,
@@ -503,6 +511,15 @@ HW = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_%s.sum"
 HW_WF = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_%s.sum"
 SASS_WF = "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum"
 SASS_IDEAL = "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal.sum"
+
+
+def device_gbs(m):
+    """The profiled device's DRAM peak in GB/s from ncu's peak bytes a DRAM
+    cycle and its DRAM clock, or None when ncu gave neither."""
+    per_clk, hz = m.get("dram__bytes.sum.peak_sustained"), m.get("dram__cycles_elapsed.avg.per_second")
+    if not per_clk or not hz:
+        return None
+    return per_clk * hz / 1e9
 
 
 def measured_occupancy(m):
@@ -673,8 +690,16 @@ def compare(reports, profiled, launches=None, cases=None):
              "predicted_dram": roof.get("dram"), "measured_dram": dram, "flops": all_flops(roof) if roof else None,
              "intensity": roof.get("intensity"), "sm_hz": m.get("sm__cycles_elapsed.avg.per_second"),
              "peaks": roof.get("peaks"), "note": roof.get("note", "") if "us" not in roof else ""}
-        if roof.get("us") and meas_us:
-            t["ratio"] = roof["us"] / meas_us
+        dev_gbs = device_gbs(m)
+        pred_us = roof.get("us")
+        if pred_us and roof.get("bound") == "memory bandwidth" and dev_gbs and (roof.get("peaks") or {}).get("gbs"):
+            # the report's bandwidth is its target's; the profiled device may have another
+            t["device_gbs"] = dev_gbs
+            t["report_us"] = pred_us
+            pred_us = pred_us * roof["peaks"]["gbs"] / dev_gbs
+            t["predicted_us"] = pred_us
+        if pred_us and meas_us:
+            t["ratio"] = pred_us / meas_us
             if roof.get("bound") in TIME_BOUNDS and "time" in checks:
                 t["ok"] = abs(t["ratio"] - 1.0) <= TIME_TOL
         r["time"] = t

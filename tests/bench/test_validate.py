@@ -154,6 +154,20 @@ def test_compare():
     check("compare: conflicts over 1% fail", not v["bank"]["ok"] and v["bank"]["failed"] == ["gemm_sm86"], v["bank"])
     check("compare: predicted above measured within 25% passes", [r for r in res if r["case"] == "vector_add"][0]
           ["time"]["ok"] is True)
+    # profiled on a device with 0.7 of the report's DRAM peak: the
+    # memory-bound prediction is rescaled to it, the tensor-bound one not
+    slow = copy.deepcopy(rows)
+    gbs = {r["case"]: r["time"]["peaks"]["gbs"] for r in compare(rows)[0] if r["time"].get("peaks")}
+    for row in slow:
+        row["metrics"]["dram__bytes.sum.peak_sustained"] = 64.0
+        row["metrics"]["dram__cycles_elapsed.avg.per_second"] = 0.7 * gbs["softmax"] * 1e9 / 64.0
+    res, verdict, problems = compare(slow)
+    by = {r["case"]: r for r in res}
+    t = by["softmax"]["time"]
+    check("compare: memory-bound prediction rescaled to the profiled device's DRAM peak",
+          abs(t["device_gbs"] - 0.7 * gbs["softmax"]) < 1e-6 and abs(t["predicted_us"] - 111.8 / 0.7) < 0.2
+          and t["report_us"] == 111.8 and t["ok"] is True, t)
+    check("compare: tensor-bound prediction not rescaled", "device_gbs" not in by["gemm"]["time"], by["gemm"]["time"])
     # the launches ncu saw do not match what the driver ran
     res, verdict, problems = compare(rows[:4])
     check("compare: a missing launch is a problem and fails every criterion",
