@@ -290,14 +290,21 @@ static void convergent(Cg *cg, LLVMValueRef call)
     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, k, 0));
 }
 
-/* `@p bar.sync|bar.arrive id, threads` for group g, convergent, keeping
- * memory accesses on their side of it (the decoupled turns' barriers order
- * the groups' copies and reads of shared slots). */
-static void group_bar(Cg *cg, int g, bool sync, int id, int threads)
+/* `@p OP id, threads` (OP a barrier instruction: bar.sync, bar.arrive,
+ * barrier.sync) for group g, convergent, keeping memory accesses on their
+ * side of it (the decoupled turns' barriers order the groups' copies and
+ * reads of shared slots). */
+static void group_bar_op(Cg *cg, int g, const char *op, int id, int threads)
 {
     char instr[64];
-    snprintf(instr, sizeof instr, "bar.%s %d, %d;", sync ? "sync" : "arrive", id, threads);
+    snprintf(instr, sizeof instr, "%s %d, %d;", op, id, threads);
     convergent(cg, group_asm(cg, g, instr, "r,~{memory}"));
+}
+
+/* `@p bar.sync|bar.arrive id, threads` for group g. */
+static void group_bar(Cg *cg, int g, bool sync, int id, int threads)
+{
+    group_bar_op(cg, g, sync ? "bar.sync" : "bar.arrive", id, threads);
 }
 
 /* A turn barrier: group g syncs on or arrives at barrier id with the whole
@@ -324,10 +331,8 @@ static void turn_bar(Cg *cg, int g, bool sync, int id)
 #define TURN_WARP_BAR 7
 static void turn_wait_apart(Cg *cg, int g, int id)
 {
-    if (g == 0 || TURN_WARP_BAR + cg->nwarps / 2 > 16) {   /* 16 named barriers */
-        char instr[64];
-        snprintf(instr, sizeof instr, "barrier.sync %d, %d;", id, cg->nwarps * 32);
-        convergent(cg, group_asm(cg, g, instr, "r,~{memory}"));
+    if (g == 0 || TURN_WARP_BAR + cg->nwarps / 2 > NAMED_BAR_IDS) {
+        group_bar_op(cg, g, "barrier.sync", id, cg->nwarps * 32);
         return;
     }
     LLVMValueRef in1 = cg_chain_in_group(cg, 1);
@@ -336,12 +341,7 @@ static void turn_wait_apart(Cg *cg, int g, int id)
         LLVMBuildSelect(cg->b, in1, cg_i32(cg, id), own, ""),
         LLVMBuildSelect(cg->b, in1, cg_i32(cg, cg->nwarps * 32), cg_i32(cg, 32), ""),
     };
-    LLVMTypeRef ps[2] = { cg->t_i32, cg->t_i32 };
-    LLVMTypeRef fty = LLVMFunctionType(cg->t_void, ps, 2, 0);
-    static const char code[] = "barrier.sync $0, $1;", cons[] = "r,r,~{memory}";
-    LLVMValueRef as = LLVMGetInlineAsm(fty, (char *)code, sizeof code - 1, (char *)cons, sizeof cons - 1,
-                                       1, 0, LLVMInlineAsmDialectATT, 0);
-    convergent(cg, LLVMBuildCall2(cg->b, fty, as, a, 2, ""));
+    convergent(cg, cg_asm_call(cg, NULL, "barrier.sync $0, $1;", "r,r,~{memory}", a, 2));
 }
 
 void cg_chain_group_sync(Cg *cg)
