@@ -200,8 +200,10 @@ static void set_cache_dir(Cli *c)
  * time, serve every block below 64 MB from it, never give it back, and ask
  * for transparent huge pages on all of it: the break first moved to a 2 MB
  * boundary (glibc steps over a break moved by someone else), the first
- * 2 MB collapsed after the advice, and one arena for every thread (the
- * target machine's would fault in an arena of its own 4 KB at a time).
+ * 2 MB collapsed after the advice. The threads keep glibc's arenas of their
+ * own: the second module of a split compilation allocates as much as the
+ * first, and one arena shared by both cost more in lock waits (~450 context
+ * switches a compile) than the second arena's 4 KB faults.
  * docs/codegen.md, "Compile time of tensor-core kernels" and "Page faults,
  * and the two kernels of sm_90a", has the measurements. */
 #ifndef MADV_COLLAPSE
@@ -216,7 +218,6 @@ static void cli_heap(void)
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
     mallopt(M_TOP_PAD, 64 << 20);
-    mallopt(M_ARENA_MAX, 1);
 #if defined(MADV_HUGEPAGE)
     const uintptr_t huge = (uintptr_t)2 << 20;
     char *lo = sbrk(0);
