@@ -230,7 +230,10 @@ if part 4; then
     echo "$v" > "${f%.txt}.sum"
   }
   jobs_max=${SAN_JOBS:-14}
-  throttle() { while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done; }
+  # the clock sampler (nvidia-smi, started above) is a job of this shell
+  # too: neither counted here nor waited for below (it runs until killed)
+  throttle() { while [ "$(jobs -rp | grep -cvx "$clocks_pid")" -ge "$jobs_max" ]; do wait -n; done; }
+  san_pids=()
   rm -f "$out"/san_*.sum
   tools=${SAN_TOOLS:-memcheck racecheck synccheck}
   only=(); [ -n "${SAN_ONLY:-}" ] && only=(--only "$SAN_ONLY")
@@ -250,6 +253,7 @@ if part 4; then
       nsh=6; [ "$tool" = memcheck ] || nsh=1
       for ((i = 0; i < nsh; i++)); do
         throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/$nsh" &
+        san_pids+=($!)
       done
     fi
     # SAN_ONLY: the attention and GEMM files alone (a pass split over calls)
@@ -258,6 +262,7 @@ if part 4; then
     for ((i = 0; i < 3; i++)); do
       mkdir -p "$out/san_membound${i}_$tool"
       throttle; san "$tool" "membound$i" python3 "$root/bench/bench.py" --sanitize --shard "$i/3" --out "$out/san_membound${i}_$tool" &
+      san_pids+=($!)
     done
   done
   for tool in $tools; do
@@ -265,6 +270,7 @@ if part 4; then
     if [ "$tool" = memcheck ]; then
       mkdir -p "$out/san_membound_$tool"
       throttle; san "$tool" membound python3 "$root/bench/bench.py" --sanitize --out "$out/san_membound_$tool" &
+      san_pids+=($!)
     fi
     if [ -d "$root/.devcarry/gputest" ]; then
       for t in $c_tests gpu_tune:c_tune; do
@@ -272,13 +278,15 @@ if part 4; then
         dir="$root/.devcarry/gputest"; [ "${t%%:*}" = gpu_tune ] && dir="$root/.devcarry/tune/gputest"
         [ -d "$dir" ] || continue
         throttle; san "$tool" "${t##*:}" "$rt/tests/gpu/${t%%:*}" "$dir" &
+        san_pids+=($!)
       done
     fi
     if [ -f "$root/.devcarry/interp/manifest.json" ]; then
       throttle; san "$tool" examples python3 "$root/bench/interp_check.py" &
+      san_pids+=($!)
     fi
   done
-  wait
+  [ ${#san_pids[@]} -gt 0 ] && wait "${san_pids[@]}"
   for tool in $tools; do cat "$out"/san_*_"$tool".sum; done
   grep -l "^FAIL" "$out"/san_*.sum > /dev/null 2>&1 && status=1
 fi
