@@ -95,9 +95,12 @@ def main():
                 scale = d ** -0.5
                 mod(q, k, v, o, lse, scale)
                 tsync()
+                # float32 reference on the first batch's first two heads: the math backend holds
+                # every score (N = 16384: 1 GiB a head), beside JAX's pool in this process
                 with sdpa_kernel(SDPBackend.MATH):
-                    ref = F.scaled_dot_product_attention(q[:1].float(), k[:1].float(), v[:1].float(), is_causal=causal)
-                err = ((o[:1].float() - ref).norm() / ref.norm()).item()
+                    ref = F.scaled_dot_product_attention(q[:1, :2].float(), k[:1, :2].float(), v[:1, :2].float(),
+                                                         is_causal=causal)
+                err = ((o[:1, :2].float() - ref).norm() / ref.norm()).item()
                 ok = err <= 1e-2 and not torch.isnan(o).any().item()
                 bad += not ok
                 entries = [("tilec", lambda: mod(q, k, v, o, lse, scale), tsync)]
