@@ -291,7 +291,7 @@ def timing(names):
         hdr = "%-4s %-6s %-6s %-3s %8s %8s" % ("D", "N", "causal", "Z", "flash", "cuDNN")
         for lb in labels:
             hdr += " %13s" % lb
-        print(hdr + "   best/flash  best/cuDNN  best  sm86-default/flash", flush=True)
+        print(hdr + "   best/flash  best/cuDNN  best" + ("  sm86-default/flash" if LIB in labels else ""), flush=True)
         h = 2048 // d
         for n in NS:
             z = 16384 // n
@@ -351,8 +351,10 @@ def timing(names):
                 SM86.append((d, n, causal, p86, res["flash"], res["cudnn"],
                              spread.get("flash", (float("nan"),) * 2), spread.get(dl, (float("nan"),) * 2),
                              round_ratios(runs.get(dl, []), flash_runs)))
-                print(line + "   %9.2fx  %9.2fx  %s  %s %.2fx" % (best / res["flash"], best / res["cudnn"], blb,
-                                                               dl, p86 / res["flash"]), flush=True)
+                line += "   %9.2fx  %9.2fx  %s" % (best / res["flash"], best / res["cudnn"], blb)
+                if dl in labels:   # a folder of variants alone has no portable pick
+                    line += "  %s %.2fx" % (dl, p86 / res["flash"])
+                print(line, flush=True)
     if not os.path.isdir(os.path.join(PTX_DIR, "lib")):
         return   # a folder of variants alone: no portable pick to report
     print("\nportable path: sm_86 PTX, tilec.attention's tiles, TFLOP/s")
