@@ -672,11 +672,29 @@ def bench_decode_attention(copy_gbs, name="decode_attention", chunk=1024, page=N
     return r
 
 
-def bench_memory_bound(copy_gbs):
+def bench_memory_bound(copy_gbs, only=None):
     rows, peers = [], {}
     for name, envs, defs, regs in perf_variants():
+        if only and not name.startswith(only):
+            continue
         guarded(f"bench {name}", lambda: bench_variant(name, envs, defs, regs, copy_gbs, peers, rows))
     return rows
+
+
+def bench_rounds(rounds, only):
+    """--only / --rounds: the variants named ONLY..., timed in ROUNDS rounds
+    (the copy bandwidth measured again before each), % of copy per round
+    and their mean; for comparing variants of one kernel (a TILEC_CARRY
+    folder of hand-made PTX included)."""
+    pct = {}
+    for r in range(rounds):
+        copy_gbs = copy_bandwidth()
+        print(f"== round {r + 1} of {rounds} (copy bandwidth {copy_gbs:.0f} GB/s)", flush=True)
+        for row_ in bench_memory_bound(copy_gbs, tuple(only)):
+            pct.setdefault(row_["name"], []).append(row_["pct_copy"])
+    print(f"\n| variant | % of copy per round | mean |\n|---|---|---|")
+    for name, p in pct.items():
+        print(f"| {name} | {' '.join(f'{x:.1f}' for x in p)} | {sum(p) / len(p):.1f} |")
 
 
 def main():
@@ -688,7 +706,20 @@ def main():
                     help="the checks, then every benchmark kernel on 5 rows, untimed (for compute-sanitizer)")
     ap.add_argument("--shard", default="0/1", metavar="I/K",
                     help="with --sanitize: run the I-th of K equal parts of its work (processes side by side)")
+    ap.add_argument("--only", default="", metavar="PREFIX[,PREFIX...]",
+                    help="time only the benchmark variants whose names start so (no checks of their own "
+                         "beyond each variant's at its shape, no decode attention)")
+    ap.add_argument("--rounds", type=int, default=1, help="with --only: timed rounds, interleaved")
     args = ap.parse_args()
+    if args.rounds < 1 or (args.rounds > 1 and not args.only):
+        ap.error("--rounds N needs N >= 1, and N > 1 only with --only")
+    if args.only:
+        if args.sanitize or args.skip_bench:
+            ap.error("--only times variants: not with --sanitize or --skip-bench")
+        print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
+        bench_rounds(args.rounds, [x for x in args.only.split(",") if x])
+        print(f"\n{sum(c['ok'] for c in results['checks'])} passed, {failures} failed")
+        sys.exit(1 if failures else 0)
     shard, nshards = (int(v) for v in args.shard.split("/"))
     if not 0 <= shard < nshards or (nshards > 1 and not args.sanitize):
         ap.error("--shard I/K needs 0 <= I < K, and K > 1 only with --sanitize")
