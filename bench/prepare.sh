@@ -105,7 +105,9 @@ VARIANTS
 # Compile time per example (best of 15 --time-passes totals: the 2-core
 # build machine's wall clock swings with its neighbours; vector_add first
 # as the calibration).
-: > "$out/compile_times.txt"
+# The load average before and after goes with them: figures taken beside
+# other work (a test suite on both cores) are not the compiler's.
+echo "build machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) before" > "$out/compile_times.txt"
 for spec in "vector_add" "reduction" "transpose" "softmax -DBLOCK=4096" "softmax -DBLOCK=16384" \
             "layernorm -DBLOCK=4096" "layernorm -DBLOCK=16384" "rmsnorm -DBLOCK=4096" "cross_entropy" \
             "layernorm_bwd -DBLOCK=4096" "attention -arch=sm_100a"; do
@@ -117,6 +119,7 @@ for spec in "vector_add" "reduction" "transpose" "softmax -DBLOCK=4096" "softmax
   done
   echo "$spec: $best ms" >> "$out/compile_times.txt"
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/compile_times.txt"
 cat "$out/compile_times.txt"
 cat "$p/variants.txt"
 
