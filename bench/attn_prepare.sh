@@ -43,6 +43,7 @@ for c in false true; do
   one bf16 sm_86 128 128 64 $c
   [ $c = false ] && one bf16 sm_90a 64 128 64 false
   one bf16 sm_90a 64 64 64 $c
+  one bf16 sm_90a 64 192 128 $c   # three consumer warp groups (FlashAttention 3's D = 64 tile)
   one bf16 sm_90a 128 128 32 $c
   # head dims 96 and 256 on the fast path (checked, not timed)
   for dt in bf16 f16; do

@@ -186,7 +186,7 @@ bool pass_lone_roles_fit(DType dt, int64_t m, int64_t n);
 /* How chained products (attention's s = q @ k^T, o += p @ v) split over
  * consumer warp groups, and what that leaves each consumer thread. */
 typedef struct ChainRoles {
-    int consumers;             /* consumer warp groups: 2 from 128 rows (64 each), else 1 */
+    int consumers;             /* consumer warp groups: 3 for 192 rows, 2 from 128 rows (64 each), else 1 */
     int prod_regs, cons_regs;  /* setmaxnreg budgets */
     int64_t s_regs, o_regs, p_regs;  /* f32 registers of S and O, and of P in bf16 pairs, a consumer thread */
     bool pipelined;            /* the second product of trip j - 1 flies during trip j's softmax (P kept a

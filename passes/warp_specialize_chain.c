@@ -25,9 +25,13 @@
  * the report says why.
  *
  * Decisions (each reported with its reason):
- *  - consumer warp groups C: 2 from 128 rows (64 each), else 1;
- *  - registers: C = 2: 24 / 240, FlashAttention 3's split for two consumer
- *    warp groups with TMA for K and V; C = 1: 56 / 256, its split for one;
+ *  - consumer warp groups C: 3 for 192 rows, 2 for 128 rows or more (64
+ *    each), else 1 (192 rows only where BM = 192 is pinned: the tile choice
+ *    asks for 128);
+ *  - registers: C = 3: 32 / 160, FlashAttention 3's split for its 192-row
+ *    D = 64 tile (S 64 + O 32 + P 32 leave 32 for the softmax, the
+ *    headroom asked of three groups); C = 2: 24 / 240, its split for two
+ *    consumer warp groups with TMA for K and V; C = 1: 56 / 256, for one;
  *  - stages S for the K and V rings: the driver's rule (the pipeline hint,
  *    fewer only when it cannot fit; without one as many as fit up to 4),
  *    each stage being both slots and four mbarriers.
@@ -66,10 +70,11 @@ bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d,
     ChainRoles r;
     memset(&r, 0, sizeof r);
     const char *no = NULL;
-    r.consumers = rows >= WS_TWO_GROUPS_ROWS ? 2 : 1;
+    r.consumers = rows == 3 * WGMMA_M ? 3 : rows >= WS_TWO_GROUPS_ROWS ? 2 : 1;
     int64_t per = rows / r.consumers;
-    r.prod_regs = r.consumers == 2 ? 24 : 56;
-    r.cons_regs = r.consumers == 2 ? 240 : 256;
+    r.prod_regs = r.consumers == 3 ? 32 : r.consumers == 2 ? 24 : 56;
+    r.cons_regs = r.consumers == 3 ? 160 : r.consumers == 2 ? 240 : 256;
+    int headroom = r.consumers == 3 ? WS_CHAIN_HEADROOM_3 : WS_CHAIN_HEADROOM;
     r.s_regs = per * cols / WG_THREADS;
     r.o_regs = per * d / WG_THREADS;
     r.p_regs = per * cols / (2 * WG_THREADS);
@@ -80,10 +85,10 @@ bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d,
     else if (rows <= 0 || per % WGMMA_M)
         no = a ? arena_printf(a, "its %lld accumulator rows do not split into %d warp groups of a multiple of 64",
                               (long long)rows, r.consumers) : "";
-    else if (regs + WS_CHAIN_HEADROOM > r.cons_regs)
+    else if (regs + headroom > r.cons_regs)
         no = a ? arena_printf(a, "S, O and P take %lld registers a consumer thread (%lld + %lld + %lld), leaving "
                               "fewer than %d of the %d a consumer has for the softmax", (long long)regs,
-                              (long long)r.s_regs, (long long)r.o_regs, (long long)r.p_regs, WS_CHAIN_HEADROOM,
+                              (long long)r.s_regs, (long long)r.o_regs, (long long)r.p_regs, headroom,
                               r.cons_regs) : "";
     if (out)
         *out = r;
@@ -343,8 +348,8 @@ void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *
               W->consumers > 1 ? "s" : "", (long long)(s->shape[0] / W->consumers), (long long)s->shape[0]);
     pass_note(ctx, "@%s: loop at %s: registers %d / %d (FlashAttention 3's split for %s; S %lld + O %lld + P %lld = "
               "%lld a consumer thread, %lld left for the softmax; %lld of %d a block)", f->name, at, W->prod_regs,
-              W->cons_regs, W->consumers == 2 ? "two consumer warp groups with TMA for K and V" :
-              "one consumer warp group", (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
+              W->cons_regs, W->consumers == 3 ? "three consumer warp groups, its 192-row tile at D = 64" :
+              W->consumers == 2 ? "two consumer warp groups with TMA for K and V" : "one consumer warp group", (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
               (long long)used, (long long)(W->cons_regs - used), (long long)regs, BLOCK_REGS);
     if (W->pipe)
         pass_note(ctx, "@%s: loop at %s: the second product pipelined across trips (FlashAttention 3's overlap in a "

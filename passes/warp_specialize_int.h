@@ -23,6 +23,8 @@ enum {
     WS_MBAR_BYTES = 8,
     WS_CHAIN_HEADROOM = 64,    /* consumer registers beyond S, O and P (the softmax's temporaries and row
                                   statistics, addresses, descriptors) */
+    WS_CHAIN_HEADROOM_3 = 32,  /* the same for three consumer warp groups at 160 registers (FlashAttention 3's
+                                  192-row D = 64 tile: S 64 + O 32 + P 32 = 128) */
     WS_PIPE_HEADROOM = 48,     /* the same with a second P in flight: the softmax of D = 128 (192 + 48 = 240)
                                   measured without spills and 13-17% faster (bench/RESULTS.md 2026-12-02) */
 };

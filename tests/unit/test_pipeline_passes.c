@@ -814,9 +814,9 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
         const Op *ws = find_ws(p.f);
         ck_assert_msg(ws != NULL, "%s: no roles", what);
         ck_assert_int_eq(ws->nlist, 6);
-        ck_assert_int_eq(ws->list[2], consumers == 2 ? 24 : 56);
+        ck_assert_int_eq(ws->list[2], consumers == 3 ? 32 : consumers == 2 ? 24 : 56);
         ck_assert_int_eq(ws->list[4], consumers);
-        ck_assert_int_eq(ws->list[5], consumers == 2 ? 240 : 256);
+        ck_assert_int_eq(ws->list[5], consumers == 3 ? 160 : consumers == 2 ? 240 : 256);
         ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
         ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_ASYNC_WAIT) && !has_op(p.f, OP_DOT));
         ck_assert(has_op(p.f, OP_TMA_LOAD) && has_op(p.f, OP_DOT_ASYNC));
@@ -885,6 +885,18 @@ END_TEST
 
 /* 64 rows: one consumer warp group at 56 / 256 registers. */
 START_TEST(attention_roles_one_group) { attention_roles_case("true", "64", 1, attn_nks + 2, 2, true, "16", "16", 0); }
+END_TEST
+
+/* 192 rows: three consumer warp groups at 32 / 160 registers (FlashAttention
+ * 3's D = 64 tile when BM = 192 is pinned), small and at D = 64 x 128 keys,
+ * one tile a block and persistent. */
+START_TEST(attention_roles_three_groups)
+{
+    attention_roles_case("false", "192", 3, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16", 0);
+    attention_roles_case("true", "192", 3, attn_nks + 2, 2, true, "16", "16", 0);
+    static const int64_t nks[] = { 0, 200 };
+    attention_roles_case("false", "192", 3, nks, 2, false, "64", "128", 3);
+}
 END_TEST
 
 /* The tile the compiler takes for D = 64 (128 x 128, 128B swizzles): no
@@ -1139,6 +1151,7 @@ static Suite *suite(void)
     tcase_add_test(roles, attention_roles_causal);
     tcase_add_test(roles, attention_roles_one_group);
     tcase_add_test(roles, attention_roles_d64);
+    tcase_add_test(roles, attention_roles_three_groups);
     tcase_add_test(roles, attention_roles_persistent);
     tcase_add_test(roles, attention_roles_causal_sms);
     tcase_add_test(roles, attention_roles_persistent_d64);
