@@ -11,14 +11,16 @@ out="$root/.devcarry/attn"
 rm -rf "$out"; mkdir -p "$out"
 sed 's/bf16/f16/g' "$root/examples/attention.tile" > "$out/attention_f16.tile"
 : > "$out/variants.txt"
-one() {  # dt arch d bm bn causal [tag NAME=VALUE... -DNAME=VALUE... | SRC=file]  (a tag names a variant;
-         # NAME=VALUE: a pass option, `tilec --help`; the name keeps the old tile-file layout)
+one() {  # dt arch d bm bn causal [tag NAME=VALUE... -DNAME=VALUE... --dim=N=V,... | SRC=file]  (a tag names a
+         # variant; NAME=VALUE: a pass option, `tilec --help`; --dim=: sizes the compiler is told, as
+         # tilec.attention tells them; the name keeps the old tile-file layout)
   local dt=$1 arch=$2 d=$3 bm=$4 bn=$5 c=$6 tag=${7:-} src="$root/examples/attention.tile"
   shift 6; [ $# -gt 0 ] && shift
   [ "$dt" = f16 ] && src="$out/attention_f16.tile"
   case "${1:-}" in SRC=*) src="${1#SRC=}"; shift ;; esac
   local popts=() defs=() a
-  for a in "$@"; do case "$a" in -D*) defs+=("$a") ;; *) popts+=(--pass-option "$a") ;; esac; done
+  for a in "$@"; do case "$a" in -D*) defs+=("$a") ;; --dim=*) defs+=(--dim "${a#--dim=}") ;;
+                                  *) popts+=(--pass-option "$a") ;; esac; done
   local name="attn_${dt}_${arch}_d${d}_m${bm}_n${bn}_$([ "$c" = true ] && echo c || echo f)${tag:+_$tag}"
   local t0=$(date +%s%N)
   "$tilec" "$src" -arch="$arch" -DD="$d" -DBM="$bm" -DBN="$bn" -DCAUSAL="$c" "${defs[@]}" "${popts[@]}" \
@@ -56,6 +58,14 @@ for c in false true; do
     one $dt sm_100a 128 128 64 $c
   done
 done
+# D = 128 at 1024 tokens without the mask, the portable path's slowest row
+# against flash: tilec.attention's pick there (256 x 64, two warp groups in
+# turns, persistent) beside its neighbours, told the same sizes and device
+# facts: 32 key columns a block, one tile a block (no SM count), 128 rows.
+h200=(target.sms=132 target.smem-per-block=232448)
+one bf16 sm_86 128 256 32 false n1k --dim=N=1024,NK=1024 "${h200[@]}"
+one bf16 sm_86 128 256 64 false n1knp --dim=N=1024,NK=1024 target.smem-per-block=232448
+one bf16 sm_86 128 128 64 false n1k --dim=N=1024,NK=1024 "${h200[@]}"
 mkdir -p "$out/lib"
 lib() {  # dt arch d causal n [bm bn: pins]
   local name args
