@@ -349,7 +349,8 @@ void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *
     pass_note(ctx, "@%s: loop at %s: registers %d / %d (FlashAttention 3's split for %s; S %lld + O %lld + P %lld = "
               "%lld a consumer thread, %lld left for the softmax; %lld of %d a block)", f->name, at, W->prod_regs,
               W->cons_regs, W->consumers == 3 ? "three consumer warp groups, its 192-row tile at D = 64" :
-              W->consumers == 2 ? "two consumer warp groups with TMA for K and V" : "one consumer warp group", (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
+              W->consumers == 2 ? "two consumer warp groups with TMA for K and V" : "one consumer warp group",
+              (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
               (long long)used, (long long)(W->cons_regs - used), (long long)regs, BLOCK_REGS);
     if (W->pipe)
         pass_note(ctx, "@%s: loop at %s: the second product pipelined across trips (FlashAttention 3's overlap in a "
