@@ -95,6 +95,16 @@ def CASES():
                         T("Rstd", "f32", [13], lambda rng, k: [rng.uniform(0.5, 1.5) for _ in range(k)]),
                         T("DX", "bf16", [13, 500], "nan", True), T("DW", "f32", [500], [0.0] * 500, True),
                         T("DB", "f32", [500], [0.0] * 500, True)]))
+    # the same with each trip's rows loaded a trip ahead (tests/perf): one row a trip, groups of 5
+    # and 3 (the last trips load rows of the next group, or past M), and two rows a trip
+    for r_, g_ in ((1, 5), (1, 3), (2, 3)):
+        c.append(dict(name="layernorm_bwd_ahead_r%dg%d" % (r_, g_), file="tests/perf/layernorm_bwd_ahead",
+                      kernel="layernorm_bwd", defines={"BLOCK": 512, "R": r_, "G": g_, "T": "bf16"},
+                      args=[T("X", "bf16", [13, 500]), T("DY", "bf16", [13, 500]), T("W", "bf16", [500]),
+                            T("Mean", "f32", [13], scale=0.1),
+                            T("Rstd", "f32", [13], lambda rng, k: [rng.uniform(0.5, 1.5) for _ in range(k)]),
+                            T("DX", "bf16", [13, 500], "nan", True), T("DW", "f32", [500], [0.0] * 500, True),
+                            T("DB", "f32", [500], [0.0] * 500, True)]))
     c.append(dict(name="row_sum", file="reduction", kernel="row_sum",
                   args=[T("X", "f32", [70, 300]), T("S", "f32", [70], "nan", True)]))
     c.append(dict(name="partial_sum", file="reduction", kernel="partial_sum",
@@ -178,6 +188,13 @@ def initial(arg, rng):
     return array("H", struct.unpack("<%dH" % n, struct.pack("<%de" % n, *vals)))
 
 
+def case_file(case):
+    """The case's source, relative to the checkout: an example by its name,
+    else the path given (tests/perf/...)."""
+    f = case["file"]
+    return f + ".tile" if "/" in f else "examples/%s.tile" % f
+
+
 def prepare(out_dir=DIR, seed=20261204):
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import tilec
@@ -187,7 +204,7 @@ def prepare(out_dir=DIR, seed=20261204):
     manifest = []
     rng = random.Random(seed)
     for case in CASES():
-        path = os.path.join(ROOT, "examples", case["file"] + ".tile")
+        path = os.path.join(ROOT, case_file(case))
         kw = dict(case.get("defines", {}))
         common = dict(arch=ARCH, pass_options=case.get("options"), dims=case.get("dims"), cache="off")
         mod = tilec.compile(path, **common, **kw)
@@ -217,7 +234,7 @@ def prepare(out_dir=DIR, seed=20261204):
                 r["exact"] = a["exact"]
                 with open(os.path.join(out_dir, r["interp"]), "wb") as f:
                     f.write(buf.tobytes())
-        manifest.append({"name": name, "file": "examples/%s.tile" % case["file"], "kernel": case["kernel"],
+        manifest.append({"name": name, "file": case_file(case), "kernel": case["kernel"],
                          "defines": {k: str(v) for k, v in case.get("defines", {}).items()},
                          "dims": case.get("dims"), "options": case.get("options"), "ptx": name + ".ptx",
                          "args": rec, "zeros_exact": case.get("zeros_exact", False), "lse": case.get("lse")})

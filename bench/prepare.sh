@@ -92,6 +92,8 @@ layernorm_bwd_4096_g16||$ex/layernorm_bwd.tile -DBLOCK=4096 -DG=16
 layernorm_bwd_4096_g64||$ex/layernorm_bwd.tile -DBLOCK=4096 -DG=64
 layernorm_bwd_4096_r2g64||$ex/layernorm_bwd.tile -DBLOCK=4096 -DR=2 -DG=64
 layernorm_bwd_4096_r1g128||$ex/layernorm_bwd.tile -DBLOCK=4096 -DR=1 -DG=128
+layernorm_bwd_4096_ahead_r1g128||$root/tests/perf/layernorm_bwd_ahead.tile -DBLOCK=4096 -DR=1 -DG=128
+layernorm_bwd_4096_ahead_r2g64||$root/tests/perf/layernorm_bwd_ahead.tile -DBLOCK=4096 -DR=2 -DG=64
 cumsum||$ex/cumsum.tile
 dropout_f32||$ex/dropout.tile -DT=f32
 dropout_bf16||$ex/dropout.tile -DT=bf16
