@@ -54,7 +54,7 @@ echo "== build libtilert (runtime only: no LLVM on this host)"
 # shellcheck source=bench/runtime.sh
 . "$root/bench/runtime.sh"     # libtilert in $rt; TILEC_LIB_DIR, PYTHONPATH
 ls "$root/.devcarry/kernels" > /dev/null 2>&1 || echo "note: no .devcarry/kernels (run bench/prepare.sh first); compiling with libtilec"
-[ -f "$root/.devcarry/compile_times.txt" ] && { echo "== compile times (build machine, --time-passes)"; cat "$root/.devcarry/compile_times.txt"; }
+[ -f "$root/.devcarry/compile_times.txt" ] && { echo "== compile times to PTX (build machine, --time-passes totals, best of 15)"; cat "$root/.devcarry/compile_times.txt"; }
 status=0
 
 mark c-host-tests
