@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """interp_check.py - the interpreter mode gives the GPU's results: every
-example on small shapes (tails in every dim), the same kernel source,
-defines and inputs on both sides.
+example on small shapes (tails in every dim), and kernels of tests/perf
+that bench/bench.py times beside them, the same kernel source, defines
+and inputs on both sides.
 
 Build machine (bench/prepare.sh runs it; needs libtilec and libtilert
 built, no GPU):
