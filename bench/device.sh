@@ -234,6 +234,7 @@ if part 4; then
   # too: neither counted here nor waited for below (it runs until killed)
   throttle() { while [ "$(jobs -rp | grep -cvx "$clocks_pid")" -ge "$jobs_max" ]; do wait -n; done; }
   san_pids=()
+  spawn() { throttle; san "$@" & san_pids+=($!); }   # TOOL NAME COMMAND...: san in the background
   rm -f "$out"/san_*.sum
   tools=${SAN_TOOLS:-memcheck racecheck synccheck}
   only=(); [ -n "${SAN_ONLY:-}" ] && only=(--only "$SAN_ONLY")
@@ -252,8 +253,7 @@ if part 4; then
       quick=(); [ "$tool" = memcheck ] || quick=(--quick)
       nsh=6; [ "$tool" = memcheck ] || nsh=1
       for ((i = 0; i < nsh; i++)); do
-        throttle; san "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/$nsh" &
-        san_pids+=($!)
+        spawn "$tool" "tc$i" python3 "$root/bench/sanitize.py" "${quick[@]}" "${only[@]}" --shard "$i/$nsh"
       done
     fi
     # SAN_ONLY: the attention and GEMM files alone (a pass split over calls)
@@ -261,29 +261,25 @@ if part 4; then
     [ "$tool" = memcheck ] && continue
     for ((i = 0; i < 3; i++)); do
       mkdir -p "$out/san_membound${i}_$tool"
-      throttle; san "$tool" "membound$i" python3 "$root/bench/bench.py" --sanitize --shard "$i/3" --out "$out/san_membound${i}_$tool" &
-      san_pids+=($!)
+      spawn "$tool" "membound$i" python3 "$root/bench/bench.py" --sanitize --shard "$i/3" --out "$out/san_membound${i}_$tool"
     done
   done
   for tool in $tools; do
     [ -n "${SAN_ONLY:-}" ] && break
     if [ "$tool" = memcheck ]; then
       mkdir -p "$out/san_membound_$tool"
-      throttle; san "$tool" membound python3 "$root/bench/bench.py" --sanitize --out "$out/san_membound_$tool" &
-      san_pids+=($!)
+      spawn "$tool" membound python3 "$root/bench/bench.py" --sanitize --out "$out/san_membound_$tool"
     fi
     if [ -d "$root/.devcarry/gputest" ]; then
       for t in $c_tests gpu_tune:c_tune; do
         [ -x "$rt/tests/gpu/${t%%:*}" ] || continue
         dir="$root/.devcarry/gputest"; [ "${t%%:*}" = gpu_tune ] && dir="$root/.devcarry/tune/gputest"
         [ -d "$dir" ] || continue
-        throttle; san "$tool" "${t##*:}" "$rt/tests/gpu/${t%%:*}" "$dir" &
-        san_pids+=($!)
+        spawn "$tool" "${t##*:}" "$rt/tests/gpu/${t%%:*}" "$dir"
       done
     fi
     if [ -f "$root/.devcarry/interp/manifest.json" ]; then
-      throttle; san "$tool" examples python3 "$root/bench/interp_check.py" &
-      san_pids+=($!)
+      spawn "$tool" examples python3 "$root/bench/interp_check.py"
     fi
   done
   [ ${#san_pids[@]} -gt 0 ] && wait "${san_pids[@]}"

@@ -89,23 +89,20 @@ def CASES():
                   args=[T("X", "bf16", [6, 3000], scale=3.0),
                         T("Tgt", "i32", [6], lambda rng, k: [rng.randrange(0, 3000) for _ in range(k - 1)] + [-100]),
                         T("L", "f32", [6], "nan", True)]))
+    def lnb_args():
+        return [T("X", "bf16", [13, 500]), T("DY", "bf16", [13, 500]), T("W", "bf16", [500]),
+                T("Mean", "f32", [13], scale=0.1),
+                T("Rstd", "f32", [13], lambda rng, k: [rng.uniform(0.5, 1.5) for _ in range(k)]),
+                T("DX", "bf16", [13, 500], "nan", True), T("DW", "f32", [500], [0.0] * 500, True),
+                T("DB", "f32", [500], [0.0] * 500, True)]
     c.append(dict(name="layernorm_bwd", file="layernorm_bwd", kernel="layernorm_bwd",
-                  defines={"BLOCK": 512, "R": 2, "G": 3, "T": "bf16"},
-                  args=[T("X", "bf16", [13, 500]), T("DY", "bf16", [13, 500]), T("W", "bf16", [500]),
-                        T("Mean", "f32", [13], scale=0.1),
-                        T("Rstd", "f32", [13], lambda rng, k: [rng.uniform(0.5, 1.5) for _ in range(k)]),
-                        T("DX", "bf16", [13, 500], "nan", True), T("DW", "f32", [500], [0.0] * 500, True),
-                        T("DB", "f32", [500], [0.0] * 500, True)]))
+                  defines={"BLOCK": 512, "R": 2, "G": 3, "T": "bf16"}, args=lnb_args()))
     # the same with each trip's rows loaded a trip ahead (tests/perf): one row a trip, groups of 5
     # and 3 (the last trips load rows of the next group, or past M), and two rows a trip
     for r_, g_ in ((1, 5), (1, 3), (2, 3)):
         c.append(dict(name="layernorm_bwd_ahead_r%dg%d" % (r_, g_), file="tests/perf/layernorm_bwd_ahead",
                       kernel="layernorm_bwd", defines={"BLOCK": 512, "R": r_, "G": g_, "T": "bf16"},
-                      args=[T("X", "bf16", [13, 500]), T("DY", "bf16", [13, 500]), T("W", "bf16", [500]),
-                            T("Mean", "f32", [13], scale=0.1),
-                            T("Rstd", "f32", [13], lambda rng, k: [rng.uniform(0.5, 1.5) for _ in range(k)]),
-                            T("DX", "bf16", [13, 500], "nan", True), T("DW", "f32", [500], [0.0] * 500, True),
-                            T("DB", "f32", [500], [0.0] * 500, True)]))
+                      args=lnb_args()))
     c.append(dict(name="row_sum", file="reduction", kernel="row_sum",
                   args=[T("X", "f32", [70, 300]), T("S", "f32", [70], "nan", True)]))
     c.append(dict(name="partial_sum", file="reduction", kernel="partial_sum",

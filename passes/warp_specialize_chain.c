@@ -64,6 +64,18 @@
 
 /* ---- the rule the tile choice, launch and the pass share ---- */
 
+/* By consumer warp groups (1-3): the setmaxnreg budgets (producer /
+ * consumers), the registers S, O and P must leave the softmax, and the
+ * split's name in the report. */
+static const struct {
+    int prod, cons, headroom;
+    const char *what;
+} chain_split[4] = {
+    [1] = { 56, 256, WS_CHAIN_HEADROOM, "one consumer warp group" },
+    [2] = { 24, 240, WS_CHAIN_HEADROOM, "two consumer warp groups with TMA for K and V" },
+    [3] = { 32, 160, WS_CHAIN_HEADROOM_3, "three consumer warp groups, its 192-row tile at D = 64" },
+};
+
 bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d, ChainRoles *out, Arena *a,
                       const char **why)
 {
@@ -72,9 +84,9 @@ bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d,
     const char *no = NULL;
     r.consumers = rows == 3 * WGMMA_M ? 3 : rows >= WS_TWO_GROUPS_ROWS ? 2 : 1;
     int64_t per = rows / r.consumers;
-    r.prod_regs = r.consumers == 3 ? 32 : r.consumers == 2 ? 24 : 56;
-    r.cons_regs = r.consumers == 3 ? 160 : r.consumers == 2 ? 240 : 256;
-    int headroom = r.consumers == 3 ? WS_CHAIN_HEADROOM_3 : WS_CHAIN_HEADROOM;
+    r.prod_regs = chain_split[r.consumers].prod;
+    r.cons_regs = chain_split[r.consumers].cons;
+    int headroom = chain_split[r.consumers].headroom;
     r.s_regs = per * cols / WG_THREADS;
     r.o_regs = per * d / WG_THREADS;
     r.p_regs = per * cols / (2 * WG_THREADS);
@@ -348,9 +360,7 @@ void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *
               W->consumers > 1 ? "s" : "", (long long)(s->shape[0] / W->consumers), (long long)s->shape[0]);
     pass_note(ctx, "@%s: loop at %s: registers %d / %d (FlashAttention 3's split for %s; S %lld + O %lld + P %lld = "
               "%lld a consumer thread, %lld left for the softmax; %lld of %d a block)", f->name, at, W->prod_regs,
-              W->cons_regs, W->consumers == 3 ? "three consumer warp groups, its 192-row tile at D = 64" :
-              W->consumers == 2 ? "two consumer warp groups with TMA for K and V" : "one consumer warp group",
-              (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
+              W->cons_regs, chain_split[W->consumers].what, (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
               (long long)used, (long long)(W->cons_regs - used), (long long)regs, BLOCK_REGS);
     if (W->pipe)
         pass_note(ctx, "@%s: loop at %s: the second product pipelined across trips (FlashAttention 3's overlap in a "
