@@ -72,19 +72,56 @@ bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, i
            nk >= 1024 && pass_chain_smem(256, ci->first_n, 128, true) <= pass_smem_limit(ctx->target, ctx->smem_per_block);
 }
 
+/* Three consumer warp groups (192 rows) over two (128): a block's rows
+ * as the 192-row tile pads them, against the 128-row tile's at 1.1x the
+ * speed. Measured on the H200 (bench/RESULTS.md, 2026-12-06 20:24), D =
+ * 64, 128 key columns, no mask: 192 rows 1.06x-1.12x of 128 at N 4k-16k
+ * (padding under 4%), 1.03x at 2k, 0.95x at 1k (12.5% padding); with the
+ * causal mask 0.77x-0.86x (the diagonal's masked work grows with the
+ * rows), so not a candidate there (choose_roles). N unknown: the long
+ * rows the tile is for. */
+static bool three_groups_pay(int64_t n)
+{
+    if (n <= 0)
+        return true;
+    return (n + 191) / 192 * 192 * 10 < n * 11;
+}
+
 /* Attention-like kernels on a target that takes warp-specialized roles:
- * 128 rows (two consumer warp groups of 64) and the widest key block of
- * 128 or 64 whose S, O and P leave the consumers room for the softmax
- * (pass_chain_roles, the rule warp_specialize applies) and whose Q and two
- * stages of K and V fit the block's shared memory. False when none does
- * (the portable rules below choose). */
-static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, ShapeList *l, StrBuf *why)
+ * 128 rows (two consumer warp groups of 64), or 192 (three) where they
+ * keep the widest key block and pay (three_groups_pay), and the widest key
+ * block of 128 or 64 whose S, O and P leave the consumers room for the
+ * softmax (pass_chain_roles, the rule warp_specialize applies) and whose Q
+ * and two stages of K and V fit the block's shared memory. False when none
+ * does (the portable rules below choose). */
+static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t n, ShapeList *l, StrBuf *why)
 {
     int64_t d = ci->first_k, dout = ci->nchain ? ci->nchain : d;
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
     Arena *a = arena_new();
     const char *wide = NULL;
     bool ok = false;
+    /* 192 rows only with the 128-column key block that 128 rows take too:
+     * the choice when they pay, else a candidate after 128 x 128. */
+    ChainRoles r3;
+    bool three = !ci->row_mask && pass_chain_roles(ctx, 192, 128, dout, &r3, NULL, NULL) &&
+                 pass_chain_smem(192, 128, d, false) <= limit &&
+                 pass_chain_roles(ctx, 128, 128, dout, NULL, NULL, NULL) &&
+                 pass_chain_smem(128, 128, d, false) <= limit;
+    if (three && three_groups_pay(n)) {
+        add_shape(l, 192, 128, 0);
+        ok = true;
+        sb_printf(why, "head dim %lld, warp-specialized roles on %s: 192 x 128 (%d consumer warp groups of 64 rows; "
+                  "S, O and P take %lld of the %d registers a consumer thread has; no mask and ", (long long)d,
+                  pass_target_name(ctx), r3.consumers, (long long)(r3.s_regs + r3.o_regs + r3.p_regs), r3.cons_regs);
+        if (n > 0)
+            sb_printf(why, "%lld rows padded to %lld: three groups pay)", (long long)n, (long long)((n + 191) / 192 * 192));
+        else
+            sb_printf(why, "the rows' count unknown: three groups pay on long rows)");
+    } else if (three) {
+        add_shape(l, 128, 128, 0);
+        add_shape(l, 192, 128, 0);
+    }
     for (int64_t cols = 128; cols >= 64; cols /= 2) {
         ChainRoles r;
         const char *no = NULL;
@@ -166,10 +203,10 @@ static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f,
 {
     if (pass_target_tc_roles(ctx) && choose_tc(ci, ctx, l, why))
         return;
-    if (pass_target_roles(ctx) && choose_roles(ci, ctx, l, why))
+    int64_t n = pass_dim_size(ctx->dims, f, ci->rows_dim), nk = pass_dim_size(ctx->dims, f, ci->keys_dim);
+    if (pass_target_roles(ctx) && choose_roles(ci, ctx, n, l, why))
         return;
     int64_t d = ci->first_k;
-    int64_t n = pass_dim_size(ctx->dims, f, ci->rows_dim), nk = pass_dim_size(ctx->dims, f, ci->keys_dim);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
     /* 32 rows a warp keep the score tile and the accumulator in registers
      * while D + BN <= 192 (schedule's warp rule): BN = 128 at D <= 64, else 64. */

@@ -105,8 +105,29 @@ END_TEST
 START_TEST(test_attention_candidates)
 {
     tilec_status st;
-    /* sm_90a: the warp-specialized roles' 128 rows, 128 or 64 key columns */
+    /* sm_90a: the warp-specialized roles' 192 rows (three consumer warp
+     * groups: D = 64, no mask, long rows), then 128 rows with 128 or 64
+     * key columns */
     tilec_result *r = cands(ATTN, "sm_90a", (const char *const[]){ "D=64", NULL }, NULL, NULL, &st);
+    ck_assert_int_eq(st, TILEC_OK);
+    expect_cands(r, (const char *const[]){ "BM=192,BN=128", "BM=128,BN=128", "BM=128,BN=64", NULL });
+    tilec_result_free(r);
+    /* 1024 rows: 192 pads them by 12.5%, so 128 x 128 first */
+    r = cands(ATTN, "sm_90a", (const char *const[]){ "D=64", NULL }, "N=1024,NK=1024", NULL, &st);
+    ck_assert_int_eq(st, TILEC_OK);
+    expect_cands(r, (const char *const[]){ "BM=128,BN=128", "BM=192,BN=128", "BM=128,BN=64", NULL });
+    tilec_result_free(r);
+    /* 2048 rows: 3% padding, 192 rows */
+    r = cands(ATTN, "sm_90a", (const char *const[]){ "D=64", NULL }, "N=2048,NK=2048", NULL, &st);
+    ck_assert_int_eq(st, TILEC_OK);
+    expect_cands(r, (const char *const[]){ "BM=192,BN=128", "BM=128,BN=128", "BM=128,BN=64", NULL });
+    tilec_result_free(r);
+    /* causal: never three groups; D = 128: 192 rows would halve the key block */
+    r = cands(ATTN, "sm_90a", (const char *const[]){ "D=64", "CAUSAL=true", NULL }, NULL, NULL, &st);
+    ck_assert_int_eq(st, TILEC_OK);
+    expect_cands(r, (const char *const[]){ "BM=128,BN=128", "BM=128,BN=64", NULL });
+    tilec_result_free(r);
+    r = cands(ATTN, "sm_90a", (const char *const[]){ "D=128", NULL }, NULL, NULL, &st);
     ck_assert_int_eq(st, TILEC_OK);
     expect_cands(r, (const char *const[]){ "BM=128,BN=128", "BM=128,BN=64", NULL });
     tilec_result_free(r);
@@ -217,7 +238,7 @@ START_TEST(test_candidate_compiles_its_defines)
     ck_assert_str_eq(opt, def);
     free(opt);
     free(def);
-    opt = ptx_of(ATTN, "sm_90a", "tiles.candidate=1,target.sms=132", "D=64");
+    opt = ptx_of(ATTN, "sm_90a", "tiles.candidate=2,target.sms=132", "D=64");
     def = ptx_of(ATTN, "sm_90a", "target.sms=132", "D=64,BM=128,BN=64");
     ck_assert_ptr_nonnull(opt);
     ck_assert_ptr_nonnull(def);
