@@ -80,11 +80,19 @@ bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, i
  * causal mask 0.77x-0.86x (the diagonal's masked work grows with the
  * rows), so not a candidate there (choose_roles). N unknown: the long
  * rows the tile is for. */
+static int64_t rows_padded_192(int64_t n) { return (n + 191) / 192 * 192; }
+
 static bool three_groups_pay(int64_t n)
 {
-    if (n <= 0)
-        return true;
-    return (n + 191) / 192 * 192 * 10 < n * 11;
+    return n <= 0 || rows_padded_192(n) * 10 < n * 11;
+}
+
+/* Do `rows` x `cols` tiles take the roles (pass_chain_roles) with Q and
+ * two stages of K and V in the block's shared memory? */
+static bool roles_fit(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d, int64_t dout, int64_t limit,
+                      ChainRoles *r)
+{
+    return pass_chain_roles(ctx, rows, cols, dout, r, NULL, NULL) && pass_chain_smem(rows, cols, d, false) <= limit;
 }
 
 /* Attention-like kernels on a target that takes warp-specialized roles:
@@ -104,10 +112,8 @@ static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t n, Sha
     /* 192 rows only with the 128-column key block that 128 rows take too:
      * the choice when they pay, else a candidate after 128 x 128. */
     ChainRoles r3;
-    bool three = !ci->row_mask && pass_chain_roles(ctx, 192, 128, dout, &r3, NULL, NULL) &&
-                 pass_chain_smem(192, 128, d, false) <= limit &&
-                 pass_chain_roles(ctx, 128, 128, dout, NULL, NULL, NULL) &&
-                 pass_chain_smem(128, 128, d, false) <= limit;
+    bool three = !ci->row_mask && roles_fit(ctx, 192, 128, d, dout, limit, &r3) &&
+                 roles_fit(ctx, 128, 128, d, dout, limit, NULL);
     if (three && three_groups_pay(n)) {
         add_shape(l, 192, 128, 0);
         ok = true;
@@ -115,7 +121,7 @@ static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t n, Sha
                   "S, O and P take %lld of the %d registers a consumer thread has; no mask and ", (long long)d,
                   pass_target_name(ctx), r3.consumers, (long long)(r3.s_regs + r3.o_regs + r3.p_regs), r3.cons_regs);
         if (n > 0)
-            sb_printf(why, "%lld rows padded to %lld: three groups pay)", (long long)n, (long long)((n + 191) / 192 * 192));
+            sb_printf(why, "%lld rows padded to %lld: three groups pay)", (long long)n, (long long)rows_padded_192(n));
         else
             sb_printf(why, "the rows' count unknown: three groups pay on long rows)");
     } else if (three) {
