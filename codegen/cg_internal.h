@@ -155,6 +155,7 @@ static inline int cg_swz_width(int swz)
  * (Cg.ws; NULL without roles). Returns errors. */
 int cg_ws_plan(Cg *cg, Func *f);
 int cg_ws_nwarps(const Cg *cg);           /* every role's warps (0: no roles) */
+int cg_ws_blocks(const Cg *cg);           /* the roles' blocks an SM (0: no roles) */
 int cg_ws_nparams(const Cg *cg);          /* hidden tensor-map params after the dims */
 LLVMTypeRef cg_ws_param_type(Cg *cg);
 void cg_ws_bind(Cg *cg, unsigned first);  /* the hidden params start at param index `first` */

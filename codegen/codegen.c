@@ -473,7 +473,7 @@ int cg_gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     cg->nwarps = sc->warps;
     if (cg_ws_plan(cg, f))
         return 1;
-    if (cg->ws) {   /* the roles' warps; .minnctapersm 1 so that ptxas knows the registers at entry */
+    if (cg->ws) {   /* the roles' warps; .minnctapersm (the roles' blocks an SM) so that ptxas knows the registers at entry */
         cg->nwarps = cg_ws_nwarps(cg);
         cg->mma_rows_only = false;
     }
@@ -488,7 +488,7 @@ int cg_gen_kernel(Cg *cg, Func *f, StrBuf *meta)
     snprintf(nt, sizeof nt, "%d", cg->nwarps * 32);
     LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
                             LLVMCreateStringAttribute(cg->ctx, "nvvm.maxntid", 12, nt, (unsigned)strlen(nt)));
-    cg->minct = cg->ws ? 1 : sc->min_blocks;
+    cg->minct = cg->ws ? cg_ws_blocks(cg) : sc->min_blocks;
     if (cg->minct > 0) {
         char mc[16];
         snprintf(mc, sizeof mc, "%d", cg->minct);

@@ -9,9 +9,10 @@
  * that role's threads on its own named barrier. The warp group index is
  * read through a shuffle from lane 0, so the branch to the roles and each
  * role's setmaxnreg are warp-uniform. Registers: the kernel declares
- * .maxntid (all roles' threads) and .minnctapersm 1, so every thread
- * starts with 65536 / threads registers (rounded down to 8); each role
- * raises or lowers its own to the budget the WS op gives it.
+ * .maxntid (all roles' threads) and .minnctapersm B, the blocks an SM of
+ * the WS op (`blocks`, 1 unless given), so every thread starts with
+ * 65536 / (threads x B) registers (rounded down to 8, ir_ws_entry_regs);
+ * each role raises or lowers its own to the budget the WS op gives it.
  *
  * Rings (MBAR_ALLOC): 8 bytes per slot in dynamic shared memory after the
  * buffers, initialised by thread 0 before the roles start (then a fence
@@ -47,6 +48,7 @@ typedef struct CgTmap {
 
 typedef struct CgWs {
     int nwarps;                    /* every role's warps */
+    int blocks;                    /* blocks an SM the register budgets are for (.minnctapersm) */
     int first_bar;                 /* named barrier ids from here on are the roles' own */
     CgTmap tmap[WS_MAXTMAPS];
     int ntmap;
@@ -203,6 +205,7 @@ int cg_ws_plan(Cg *cg, Func *f)
         ir_walk(f, &ws_op->regions[k], plan_visit, &p);
     }
     ws->first_bar = p.max_bar + 1;
+    ws->blocks = ir_ws_blocks(ws_op);
     if (ws->first_bar + ws_op->nregions > NAMED_BAR_IDS) {
         diag_error(cg->d, ws_op->loc, "the roles need %d named barriers of their own above id %d; there are %d",
                    ws_op->nregions, p.max_bar, NAMED_BAR_IDS);
@@ -218,6 +221,7 @@ int cg_ws_plan(Cg *cg, Func *f)
 }
 
 int cg_ws_nwarps(const Cg *cg) { return cg->ws ? cg->ws->nwarps : 0; }
+int cg_ws_blocks(const Cg *cg) { return cg->ws ? cg->ws->blocks : 0; }
 
 int cg_ws_nparams(const Cg *cg) { return cg->ws ? cg->ws->ntmap : 0; }
 
@@ -475,13 +479,6 @@ static bool role_leader_only(Func *f, Block *body)
     return ok;
 }
 
-/* Registers per thread at entry: 65536 / threads, rounded down to 8. */
-static int entry_regs(int threads)
-{
-    int r = BLOCK_REGS / threads / 8 * 8;
-    return r > 255 ? 248 : r;
-}
-
 int cg_lower_ws(Cg *cg, Op *op)
 {
     CgWs *ws = cg->ws;
@@ -498,7 +495,7 @@ int cg_lower_ws(Cg *cg, Op *op)
     LLVMValueRef wg = cg_call(cg, "llvm.nvvm.shfl.sync.idx.i32", cg->t_i32, sh, 4);
     LLVMBasicBlockRef done = cg_new_block(cg, "ws.end");
     LLVMValueRef tid = cg->tid, lane = cg->lane, warp = cg->warp;
-    int nwarps = cg->nwarps, entry = entry_regs(ws->nwarps * 32), base = 0, e = 0;
+    int nwarps = cg->nwarps, entry = ir_ws_entry_regs(ws->nwarps * 32, ws->blocks), base = 0, e = 0;
     for (int k = 0; k < op->nregions && !e; k++) {
         int wgs = (int)op->list[3 * k + 1], regs = (int)op->list[3 * k + 2];
         LLVMBasicBlockRef in = cg_new_block(cg, "role"), next = cg_new_block(cg, "role.next");

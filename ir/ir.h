@@ -93,7 +93,16 @@ extern const char *const reduce_names[RED_COUNT];   /* "sum" ... */
 /* WS roles: list = (RoleKind, warp groups, registers) per region. */
 typedef enum RoleKind { ROLE_PRODUCER, ROLE_CONSUMER, ROLE_MMA, ROLE_EPILOGUE, ROLE_COUNT } RoleKind;
 extern const char *const role_names[ROLE_COUNT];    /* "producer" "consumer" "mma" "epilogue" */
-enum { WS_MAXROLES = 8, WG_THREADS = 128, BLOCK_REGS = 65536, NAMED_BAR_IDS = 16 };
+enum { WS_MAXROLES = 8, WG_THREADS = 128, BLOCK_REGS = 65536, NAMED_BAR_IDS = 16, WS_MAXBLOCKS = 4 };
+/* WS iattr[0]: the blocks an SM its register budgets are for (`blocks`;
+ * 0 or 1: one). The registers a thread has at the kernel's entry: the
+ * SM's 65536 over the block's threads times those blocks, rounded down to
+ * 8, at most 248; the budgets of the roles share that block's pool. */
+static inline int ir_ws_entry_regs(int threads, int blocks)
+{
+    int r = BLOCK_REGS / (threads * (blocks > 1 ? blocks : 1)) / 8 * 8;
+    return r > 255 ? 248 : r;
+}
 typedef enum NamedBarMode { NBAR_SYNC, NBAR_ARRIVE, NBAR_COUNT } NamedBarMode;
 extern const char *const named_bar_modes[NBAR_COUNT]; /* "sync" "arrive" */
 /* DOT / DOT_ASYNC iattr[0]: the matrix instruction family the mma_select
@@ -160,6 +169,7 @@ typedef struct Op {
     Loc loc;
     struct Block *parent;   /* block that holds this op (maintained by builders) */
 } Op;
+static inline int ir_ws_blocks(const Op *ws) { return ws->iattr[0] > 1 ? (int)ws->iattr[0] : 1; }
 
 /* ---- kernels ---- */
 typedef enum ParamKind { PK_TENSOR = 0, PK_SCALAR } ParamKind;

@@ -76,7 +76,7 @@ static bool attr_allowed(OpCode code, const char *key)
     if (!strcmp(key, "count")) return code == OP_MBAR_ALLOC;
     if (!strcmp(key, "bytes")) return code == OP_MBAR_EXPECT;
     if (!strcmp(key, "id") || !strcmp(key, "threads") || !strcmp(key, "mode")) return code == OP_NAMED_BAR;
-    if (!strcmp(key, "roles")) return code == OP_WS;
+    if (!strcmp(key, "roles") || !strcmp(key, "blocks")) return code == OP_WS;
     if (!strcmp(key, "other")) return code == OP_LOAD || code == OP_GATHER;
     if (!strcmp(key, "pipeline")) return code == OP_FOR;
     if (!strcmp(key, "emu")) return code == OP_EXP2;
@@ -159,7 +159,7 @@ static bool parse_attr(Parser *p, OpCode code, Attrs *at)
     if (!strcmp(key, "mode")) return parse_named(p, named_bar_modes, NBAR_COUNT, "barrier mode", &at->iattr[2]);
     if (!strcmp(key, "roles")) return parse_roles(p, at);
     if (!strcmp(key, "mma")) return parse_named(p, mma_names, MMA_COUNT, "matrix instruction family", &at->iattr[0]);
-    return tp_int(p, &at->iattr[0]);   /* axis, mask, pipeline, pending, count, bytes, id, column, emu */
+    return tp_int(p, &at->iattr[0]);   /* axis, mask, pipeline, pending, count, bytes, id, column, emu, blocks */
 }
 
 bool tp_attrs(Parser *p, OpCode code, Attrs *at)

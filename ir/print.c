@@ -200,7 +200,10 @@ static void put_roles(Printer *p, const Op *op)
         put_name_or_int(p->out, op->list[i], role_names, ROLE_COUNT);
         sb_printf(p->out, ", %lld, %lld)", (long long)op->list[i + 1], (long long)op->list[i + 2]);
     }
-    sb_puts(p->out, "]}");
+    sb_puts(p->out, "]");
+    if (op->iattr[0])
+        sb_printf(p->out, ", blocks = %lld", (long long)op->iattr[0]);
+    sb_putc(p->out, '}');
 }
 
 static void put_attrs(Printer *p, const Op *op)

@@ -57,6 +57,17 @@ static void check_ws(Verifier *V, const Op *op)
     if (regs > BLOCK_REGS)
         vfy_err(V, op, "register budgets need %lld registers per block (sum of registers x %d threads x "
                 "warp groups), above %d", (long long)regs, WG_THREADS, BLOCK_REGS);
+    int64_t blocks = op->iattr[0], threads = 0;
+    for (int r = 0; r < n; r++)
+        threads += op->list[3 * r + 1] * WG_THREADS;
+    if (blocks < 0 || blocks > WS_MAXBLOCKS)
+        vfy_err(V, op, "blocks %lld out of range 0..%d", (long long)blocks, WS_MAXBLOCKS);
+    else if (blocks > 1 && threads > 0 && threads <= 1024 &&
+             regs > (int64_t)ir_ws_entry_regs((int)threads, (int)blocks) * threads)
+        vfy_err(V, op, "register budgets need %lld registers per block; %lld blocks an SM leave a block of %lld "
+                "threads %lld (%d a thread at entry)", (long long)regs, (long long)blocks, (long long)threads,
+                (long long)ir_ws_entry_regs((int)threads, (int)blocks) * threads,
+                ir_ws_entry_regs((int)threads, (int)blocks));
 }
 
 static void check_named_bar(Verifier *V, const Op *op)

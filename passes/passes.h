@@ -154,6 +154,10 @@ int pass_choose_tiles(const Func *probe, const PassCtx *ctx, TileChoice *tc, Str
 /* Shared memory of an attention block: rows x d query, two stages of
  * cols x d keys and values, O's scratch with `scratch`. */
 int64_t pass_chain_smem(int64_t rows, int64_t cols, int64_t d, bool scratch);
+/* Shared memory an SM of ctx's device has (bytes): target.smem-per-block
+ * plus the driver's reservation a block when that option is set, else the
+ * target's own. */
+int64_t pass_sm_smem(const PassCtx *ctx);
 /* Whether the launch pass makes a kernel with chained products persistent
  * (one block per SM looping over the tiles) for n query and nk key rows. */
 bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, int64_t nk);
@@ -188,6 +192,8 @@ bool pass_lone_roles_fit(DType dt, int64_t m, int64_t n);
 typedef struct ChainRoles {
     int consumers;             /* consumer warp groups: 3 for 192 rows, 2 from 128 rows (64 each), else 1 */
     int prod_regs, cons_regs;  /* setmaxnreg budgets */
+    int blocks;                /* blocks an SM the budgets are for: 2 or 3 for one consumer warp group where
+                                  its registers and the SM's shared memory allow, else 1 */
     int64_t s_regs, o_regs, p_regs;  /* f32 registers of S and O, and of P in bf16 pairs, a consumer thread */
     bool pipelined;            /* the second product of trip j - 1 flies during trip j's softmax (P kept a
                                   trip longer: S + O + 2 P leave WS_PIPE_HEADROOM registers; O at least

@@ -24,7 +24,8 @@
  *             use, so an epilogue such as gelu(acc + bias) is computed
  *             element by element (codegen's simt_sched.c).
  * A kernel with warp-specialized roles (ws) takes its warps from them: 4 per
- * warp group, and min_blocks 1 (the registers setmaxnreg divides).
+ * warp group, and min_blocks the blocks an SM of its WS op (1 unless it says
+ * more: the registers setmaxnreg divides).
  * A kernel whose schedule clause was given (a .tir file) keeps it: this pass
  * fills in only what is undecided. The rules were measured on an H200
  * (docs/codegen.md, bench/RESULTS.md); where a rule needs the target's
@@ -244,9 +245,10 @@ static bool product_visit(Func *f, Op *op, void *ctx)
 }
 
 /* A kernel with ws roles runs 4 warps per warp group of its roles, and asks
- * for one block an SM (.minnctapersm 1): ptxas then knows the registers a
- * thread has at entry, which setmaxnreg moves between the roles. True when
- * f has roles (the decision in *s). */
+ * for the blocks an SM its WS op's budgets are for (.minnctapersm, 1
+ * unless the op says more): ptxas then knows the registers a thread has at
+ * entry, which setmaxnreg moves between the roles. True when f has roles
+ * (the decision in *s). */
 static bool ws_schedule(const Func *f, Schedule *s, StrBuf *why)
 {
     const Op *ws = NULL;
@@ -259,9 +261,9 @@ static bool ws_schedule(const Func *f, Schedule *s, StrBuf *why)
     memset(s, 0, sizeof *s);
     s->kind = SCHED_MMA;
     s->warps = (uint8_t)(wgs * (WG_THREADS / 32));
-    s->min_blocks = 1;
-    sb_printf(why, "warp-specialized: %d warps (%d warp groups of roles); registers set for 1 block an SM, which "
-              "setmaxnreg divides between the roles", s->warps, wgs);
+    s->min_blocks = (uint8_t)ir_ws_blocks(ws);
+    sb_printf(why, "warp-specialized: %d warps (%d warp groups of roles); registers set for %d block%s an SM, which "
+              "setmaxnreg divides between the roles", s->warps, wgs, s->min_blocks, s->min_blocks > 1 ? "s" : "");
     ProductLocs pl = { 0 };
     ir_walk((Func *)f, (Block *)&f->body, product_visit, &pl);
     s->epilogue_order = pl.n > 0 && !pl.several;

@@ -58,7 +58,7 @@ int64_t pass_chain_smem(int64_t rows, int64_t cols, int64_t d, bool scratch)
 /* Shared memory an SM of the device has: the block's opt-in maximum plus
  * the driver's reservation when target.smem-per-block names the device,
  * else the target's own. */
-static int64_t sm_smem(const PassCtx *ctx)
+int64_t pass_sm_smem(const PassCtx *ctx)
 {
     const TargetInfo *t = ctx->target ? ctx->target : tc_target("sm_86");
     if (ctx->smem_per_block)
@@ -87,6 +87,22 @@ static bool three_groups_pay(int64_t n)
     return n <= 0 || rows_padded_192(n) * 10 < n * 11;
 }
 
+/* 64 x 64 tiles, one consumer warp group at three blocks an SM
+ * (pass_chain_roles), over 128 x 128 for causal attention of few keys:
+ * the blocks of an SM overlap each other's loads of Q, first trips and
+ * epilogues, which the short rows of a causal grid cannot hide. Measured
+ * on an H100 (bench/RESULTS.md, 2026-12-06 22:20), D = 64, bf16, x cuDNN:
+ * 0.925 against 0.751 at 1k keys, 0.946 against 0.855 at 2k, 0.927
+ * against 0.909 at 4k; without the mask 0.89 / 0.91 against 0.88 / 1.00
+ * (192 rows), so causal only. Keys unknown: the long rows 128 rows are
+ * for. */
+enum { FEW_CAUSAL_KEYS = 4096 };
+
+static bool three_blocks_pay(const ChainInfo *ci, int64_t nk)
+{
+    return ci->row_mask && nk > 0 && nk <= FEW_CAUSAL_KEYS;
+}
+
 /* Do `rows` x `cols` tiles take the roles (pass_chain_roles) with Q and
  * two stages of K and V in the block's shared memory? */
 static bool roles_fit(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d, int64_t dout, int64_t limit,
@@ -102,13 +118,26 @@ static bool roles_fit(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d,
  * softmax (pass_chain_roles, the rule warp_specialize applies) and whose Q
  * and two stages of K and V fit the block's shared memory. False when none
  * does (the portable rules below choose). */
-static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t n, ShapeList *l, StrBuf *why)
+static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t n, int64_t nk, ShapeList *l,
+                         StrBuf *why)
 {
     int64_t d = ci->first_k, dout = ci->nchain ? ci->nchain : d;
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
     Arena *a = arena_new();
     const char *wide = NULL;
     bool ok = false;
+    /* 64 rows at three blocks an SM: the choice for causal rows of few
+     * keys, else a candidate after the others where the mask is causal. */
+    ChainRoles r1;
+    bool small = ci->row_mask && roles_fit(ctx, 64, 64, d, dout, limit, &r1) && r1.blocks == 3;
+    if (small && three_blocks_pay(ci, nk)) {
+        add_shape(l, 64, 64, 0);
+        ok = true;
+        sb_printf(why, "head dim %lld, warp-specialized roles on %s: 64 x 64 (1 consumer warp group, %d blocks an "
+                  "SM; S, O and P take %lld of the %d registers a consumer thread has; causal, %lld keys: the "
+                  "blocks of an SM overlap each other's short rows)", (long long)d, pass_target_name(ctx), r1.blocks,
+                  (long long)(r1.s_regs + r1.o_regs + r1.p_regs), r1.cons_regs, (long long)nk);
+    }
     /* 192 rows only with the 128-column key block that 128 rows take too:
      * the choice when they pay, else a candidate after 128 x 128. */
     ChainRoles r3;
@@ -154,6 +183,8 @@ static bool choose_roles(const ChainInfo *ci, const PassCtx *ctx, int64_t n, Sha
         if (wide)
             sb_printf(why, "; not %s", wide);
     }
+    if (small && !three_blocks_pay(ci, nk))
+        add_shape(l, 64, 64, 0);
     if (!ok)
         sb_printf(why, "head dim %lld: no warp-specialized roles (%s); ", (long long)d, wide ? wide : "?");
     arena_free(a);
@@ -210,7 +241,7 @@ static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f,
     if (pass_target_tc_roles(ctx) && choose_tc(ci, ctx, l, why))
         return;
     int64_t n = pass_dim_size(ctx->dims, f, ci->rows_dim), nk = pass_dim_size(ctx->dims, f, ci->keys_dim);
-    if (pass_target_roles(ctx) && choose_roles(ci, ctx, n, l, why))
+    if (pass_target_roles(ctx) && choose_roles(ci, ctx, n, nk, l, why))
         return;
     int64_t d = ci->first_k;
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
@@ -219,9 +250,9 @@ static void choose_chain(const ChainInfo *ci, const PassCtx *ctx, const Func *f,
     int64_t bm = 128, bn = d + 128 <= 192 ? 128 : 64;
     sb_printf(why, "head dim %lld: %lld x %lld (32 rows a warp, score and output tiles in registers)", (long long)d,
               (long long)bm, (long long)bn);
-    if (bn == 128 && 2 * pass_chain_smem(bm, bn, d, false) > sm_smem(ctx)) {
+    if (bn == 128 && 2 * pass_chain_smem(bm, bn, d, false) > pass_sm_smem(ctx)) {
         bn = 64;   /* two blocks an SM, whose barriers overlap each other's products */
-        sb_printf(why, "; BN = 64 so that two blocks fit the SM's %lld bytes", (long long)sm_smem(ctx));
+        sb_printf(why, "; BN = 64 so that two blocks fit the SM's %lld bytes", (long long)pass_sm_smem(ctx));
     }
     /* The portable variant a module carries on a tensor-memory target
      * (sm_100a: the fallback for views TMA cannot take): ptxas 13.0 for

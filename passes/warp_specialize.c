@@ -499,6 +499,10 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
     Other other = { W, W->chain ? WS_MBAR_BYTES : 0 };   /* chains: the once-loaded operand's barrier */
     ir_walk(f, &f->body, other_visit, &other);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+    if (W->chain && W->roles.blocks > 1) {   /* several blocks an SM (pass_chain_roles): each its share */
+        int64_t share = pass_sm_smem(ctx) / W->roles.blocks - (ctx->target ? ctx->target->lim.smem_reserved : 0);
+        limit = share < limit ? share : limit;
+    }
     /* a full and an empty ring: one for both operands, or one per operand; tcgen05 chains three more */
     int bars = W->chain ? (W->dots[0]->iattr[0] == MMA_TCGEN05 ? 7 : 4) : 2;
     int64_t budget = limit - staging - other.bytes, stage = W->stage_bytes + bars * WS_MBAR_BYTES;

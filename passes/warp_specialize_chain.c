@@ -91,6 +91,23 @@ bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d,
     r.o_regs = per * d / WG_THREADS;
     r.p_regs = per * cols / (2 * WG_THREADS);
     int64_t regs = r.s_regs + r.o_regs + r.p_regs;
+    r.blocks = 1;
+    /* One consumer warp group leaves most of an SM's tensor cores idle:
+     * as many blocks an SM as the registers (the producer at its floor,
+     * the consumer at the rest of the block's pool) and shared memory (Q,
+     * two stages of K and V, O's scratch) allow. */
+    int64_t reserved = ctx->target ? ctx->target->lim.smem_reserved : 0;
+    for (int b = WS_CHAIN_BLOCKS; r.consumers == 1 && b > 1; b--) {
+        int cons = 2 * ir_ws_entry_regs(2 * WG_THREADS, b) - WS_SHARED_PROD_REGS;
+        if (regs + WS_CHAIN_HEADROOM_3 <= cons &&
+            b * (pass_chain_smem(rows, cols, d, true) + reserved) <= pass_sm_smem(ctx)) {
+            r.blocks = b;
+            r.prod_regs = WS_SHARED_PROD_REGS;
+            r.cons_regs = cons;
+            headroom = WS_CHAIN_HEADROOM_3;
+            break;
+        }
+    }
     r.pipelined = regs + r.p_regs + WS_PIPE_HEADROOM <= r.cons_regs && r.o_regs >= r.s_regs;
     if (!pass_target_roles(ctx))
         no = "the target takes no warp-specialized roles";
@@ -358,10 +375,19 @@ void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *
               "each trip), %d consumer warp group%s (%lld of the %lld rows each; the first product SS wgmma, the "
               "second RS wgmma with its A operand in registers)", f->name, at, q, k, v, W->consumers,
               W->consumers > 1 ? "s" : "", (long long)(s->shape[0] / W->consumers), (long long)s->shape[0]);
-    pass_note(ctx, "@%s: loop at %s: registers %d / %d (FlashAttention 3's split for %s; S %lld + O %lld + P %lld = "
-              "%lld a consumer thread, %lld left for the softmax; %lld of %d a block)", f->name, at, W->prod_regs,
-              W->cons_regs, chain_split[W->consumers].what, (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
-              (long long)used, (long long)(W->cons_regs - used), (long long)regs, BLOCK_REGS);
+    if (r->blocks > 1)
+        pass_note(ctx, "@%s: loop at %s: registers %d / %d for %d blocks an SM (one consumer warp group leaves most "
+                  "of an SM's tensor cores idle: each block takes %d of the %d registers, and its producer's floor "
+                  "leaves its consumer the rest; S %lld + O %lld + P %lld = %lld a consumer thread, %lld left for the "
+                  "softmax; Q, two stages of K and V and O's scratch fit %d blocks in the SM's %lld B)", f->name, at,
+                  W->prod_regs, W->cons_regs, r->blocks, (int)regs, BLOCK_REGS, (long long)r->s_regs,
+                  (long long)r->o_regs, (long long)r->p_regs, (long long)used, (long long)(W->cons_regs - used),
+                  r->blocks, (long long)pass_sm_smem(ctx));
+    else
+        pass_note(ctx, "@%s: loop at %s: registers %d / %d (FlashAttention 3's split for %s; S %lld + O %lld + P %lld = "
+                  "%lld a consumer thread, %lld left for the softmax; %lld of %d a block)", f->name, at, W->prod_regs,
+                  W->cons_regs, chain_split[W->consumers].what, (long long)r->s_regs, (long long)r->o_regs,
+                  (long long)r->p_regs, (long long)used, (long long)(W->cons_regs - used), (long long)regs, BLOCK_REGS);
     if (W->pipe)
         pass_note(ctx, "@%s: loop at %s: the second product pipelined across trips (FlashAttention 3's overlap in a "
                   "warp group): trip j issues the product with %s of trip j, then the one with %s of trip j - 1, waits "
@@ -680,6 +706,8 @@ void ws_chain_rewrite(PassCtx *ctx, WsLoop *W, const char *at)
     Op *ws = build0(&b, OP_WS, NULL, 0);
     ir_ws_add_role(f, ws, ROLE_PRODUCER, 1, W->prod_regs);
     ir_ws_add_role(f, ws, ROLE_CONSUMER, W->consumers, W->cons_regs);
+    if (W->roles.blocks > 1)
+        ws->iattr[0] = W->roles.blocks;
     ws_chain_producer(W, &ws->regions[0], bounds, cs, qfull);
     ValId *out = arena_alloc(f->mod->arena, sizeof(ValId) * (size_t)(W->loop->nres + 1));
     chain_consumer(W, &ws->regions[1], bounds, cs, qfull, out);

@@ -278,7 +278,7 @@ static void persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId 
     Builder g = ir_builder_before(f, gy);
     g.loc = gy->loc;
     ValId gt = bin(&g, OP_MUL, bin(&g, OP_MUL, gy->args[0], gy->args[1]), gy->args[2]);
-    gy->args[0] = bin(&g, OP_MIN, ir_const_int(&g, i32, ctx->sms), gt);
+    gy->args[0] = bin(&g, OP_MIN, ir_const_int(&g, i32, ctx->sms * ir_ws_blocks(ws)), gt);
     gy->args[1] = gy->args[2] = ir_const_int(&g, i32, 1);
 }
 
@@ -290,9 +290,11 @@ void ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, Va
         return;
     }
     persist(ctx, f, ws, cs, trips, qfull);
-    pass_note(ctx, "@%s: loop at %s: persistent: min(%lld, tiles) blocks, each role looping over the block's tiles "
+    int per_sm = ir_ws_blocks(ws);
+    pass_note(ctx, "@%s: loop at %s: persistent: min(%lld, tiles) blocks%s, each role looping over the block's tiles "
               "(t = block.x + n * num_blocks.x); the rings run on across tiles (slots and phases of the trips "
-              "before this tile's plus the trip's)%s", f->name, at, (long long)ctx->sms,
+              "before this tile's plus the trip's)%s", f->name, at, (long long)ctx->sms * per_sm,
+              per_sm > 1 ? arena_printf(f->mod->arena, " (%d an SM)", per_sm) : "",
               qfull ? ", Q on a ring of one slot per tile that the consumers release after their last product "
                       "reading it, so the producer loads the next tile's Q, K and V under this tile's last products "
                       "and epilogue"

@@ -781,7 +781,7 @@ static void attention_case_with(const char *causal, bool big)
  * takes the longest tiles first (causal), the launch pass stages O through
  * shared memory (the epilogue's named barrier in the consumers); elsewhere
  * it is stored from registers. Told of `sms` SMs (> 0), the roles loop over the tiles of a persistent
- * grid of min(sms, tiles) blocks: with 3 SMs and 4 tiles (4 heads, one
+ * grid of min(sms x its blocks an SM, tiles) blocks: with 3 SMs and 4 tiles (4 heads, one
  * query tile each), block 0 takes two, and the rings run on from its
  * first tile's trips into its second's; the causal kernel keeps one tile
  * a block (its grid takes the longest loops first). */
@@ -814,9 +814,13 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
         const Op *ws = find_ws(p.f);
         ck_assert_msg(ws != NULL, "%s: no roles", what);
         ck_assert_int_eq(ws->nlist, 6);
-        ck_assert_int_eq(ws->list[2], consumers == 3 ? 32 : consumers == 2 ? 24 : 56);
+        /* one consumer group of these small tiles: three blocks an SM (24 / 136) */
+        int blocks = ir_ws_blocks(ws);
+        ck_assert_int_eq(blocks, consumers == 1 ? 3 : 1);
+        ck_assert_int_eq(p.f->sched.min_blocks, blocks);
+        ck_assert_int_eq(ws->list[2], consumers == 3 ? 32 : 24);
         ck_assert_int_eq(ws->list[4], consumers);
-        ck_assert_int_eq(ws->list[5], consumers == 3 ? 160 : consumers == 2 ? 240 : 256);
+        ck_assert_int_eq(ws->list[5], consumers == 3 ? 160 : consumers == 2 ? 240 : 136);
         ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
         ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_ASYNC_WAIT) && !has_op(p.f, OP_DOT));
         ck_assert(has_op(p.f, OP_TMA_LOAD) && has_op(p.f, OP_DOT_ASYNC));
@@ -834,7 +838,7 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
                 args[k] = ten_arg(&t[k]);
             args[5] = scale;
             ck_assert_int_eq(interp_grid(p.f, args, 6, grid, &p.d), 0);
-            ck_assert(grid[0] == sms && grid[1] == 1 && grid[2] == 1);
+            ck_assert(grid[0] == sms * blocks && grid[1] == 1 && grid[2] == 1);
         }
         check_interleavings(&p, &r, ref, what);
         free_snapshot(&r, ref);
@@ -883,8 +887,16 @@ START_TEST(attention_roles_persistent_d64)
 }
 END_TEST
 
-/* 64 rows: one consumer warp group at 56 / 256 registers. */
-START_TEST(attention_roles_one_group) { attention_roles_case("true", "64", 1, attn_nks + 2, 2, true, "16", "16", 0); }
+/* 64 rows: one consumer warp group, at three blocks an SM (24 / 136
+ * registers) for these small tiles; causal (one tile a block) and
+ * persistent over 2 SMs: 6 blocks for the 8 tiles (2 query tiles of 4
+ * heads), blocks 0 and 1 taking two. */
+START_TEST(attention_roles_one_group)
+{
+    attention_roles_case("true", "64", 1, attn_nks + 2, 2, true, "16", "16", 0);
+    static const int64_t nks[] = { 0, 200 };
+    attention_roles_case("false", "64", 1, nks, 2, false, "16", "16", 2);
+}
 END_TEST
 
 /* 192 rows: three consumer warp groups at 32 / 160 registers (FlashAttention

@@ -122,10 +122,21 @@ START_TEST(test_attention_candidates)
     ck_assert_int_eq(st, TILEC_OK);
     expect_cands(r, (const char *const[]){ "BM=192,BN=128", "BM=128,BN=128", "BM=128,BN=64", NULL });
     tilec_result_free(r);
-    /* causal: never three groups; D = 128: 192 rows would halve the key block */
+    /* causal: never three groups, 64 x 64 at three blocks an SM a candidate
+     * (keys unknown: the long rows of 128 x 128) and the choice for up to
+     * 4k keys; D = 128: 192 rows would halve the key block */
     r = cands(ATTN, "sm_90a", (const char *const[]){ "D=64", "CAUSAL=true", NULL }, NULL, NULL, &st);
     ck_assert_int_eq(st, TILEC_OK);
-    expect_cands(r, (const char *const[]){ "BM=128,BN=128", "BM=128,BN=64", NULL });
+    expect_cands(r, (const char *const[]){ "BM=128,BN=128", "BM=128,BN=64", "BM=64,BN=64", NULL });
+    tilec_result_free(r);
+    r = cands(ATTN, "sm_90a", (const char *const[]){ "D=64", "CAUSAL=true", NULL }, "N=4096,NK=4096", NULL, &st);
+    ck_assert_int_eq(st, TILEC_OK);
+    expect_cands(r, (const char *const[]){ "BM=64,BN=64", "BM=128,BN=128", "BM=128,BN=64", NULL });
+    ck_assert_ptr_nonnull(strstr(tilec_result_text(r, TILEC_OUT_REPORT), "64 x 64 (1 consumer warp group, 3 blocks an SM"));
+    tilec_result_free(r);
+    r = cands(ATTN, "sm_90a", (const char *const[]){ "D=64", "CAUSAL=true", NULL }, "N=8192,NK=8192", NULL, &st);
+    ck_assert_int_eq(st, TILEC_OK);
+    expect_cands(r, (const char *const[]){ "BM=128,BN=128", "BM=128,BN=64", "BM=64,BN=64", NULL });
     tilec_result_free(r);
     r = cands(ATTN, "sm_90a", (const char *const[]){ "D=128", NULL }, NULL, NULL, &st);
     ck_assert_int_eq(st, TILEC_OK);
