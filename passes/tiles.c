@@ -91,7 +91,7 @@ static bool three_groups_pay(int64_t n)
  * (pass_chain_roles), over 128 x 128 for causal attention of few keys:
  * the blocks of an SM overlap each other's loads of Q, first trips and
  * epilogues, which the short rows of a causal grid cannot hide. Measured
- * on an H100 (bench/RESULTS.md, 2026-12-06 22:20), D = 64, bf16, x cuDNN:
+ * on an H100 (bench/RESULTS.md, 2026-12-06 22:14), D = 64, bf16, x cuDNN:
  * 0.925 against 0.751 at 1k keys, 0.946 against 0.855 at 2k, 0.927
  * against 0.909 at 4k; without the mask 0.89 / 0.91 against 0.88 / 1.00
  * (192 rows), so causal only. Keys unknown: the long rows 128 rows are

@@ -29,7 +29,7 @@ enum {
     WS_CHAIN_BLOCKS = 3,       /* the most blocks an SM of one consumer warp group (64 rows): 3 at D = 64 with
                                   64 key columns (consumer 136 registers) measured 1.23x / 1.11x the 128-row
                                   tile's speed on causal attention at 1k / 2k tokens (bench/RESULTS.md
-                                  2026-12-06 22:20) */
+                                  2026-12-06 22:14) */
     WS_SHARED_PROD_REGS = 24,  /* the producer's budget in a block of several an SM */
     WS_PIPE_HEADROOM = 48,     /* the same with a second P in flight: the softmax of D = 128 (192 + 48 = 240)
                                   measured without spills and 13-17% faster (bench/RESULTS.md 2026-12-02) */
