@@ -108,7 +108,12 @@ bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d,
             break;
         }
     }
-    r.pipelined = regs + r.p_regs + WS_PIPE_HEADROOM <= r.cons_regs && r.o_regs >= r.s_regs;
+    /* several blocks an SM: the same 32 registers of headroom with a second
+     * P in flight (D = 64 x 64 keys: S 32 + O 32 + 2 P 32 of 136, assembled
+     * without spills and timed in this form, bench/RESULTS.md 2026-12-06
+     * 22:14) */
+    int pipe_headroom = r.blocks > 1 ? WS_CHAIN_HEADROOM_3 : WS_PIPE_HEADROOM;
+    r.pipelined = regs + r.p_regs + pipe_headroom <= r.cons_regs && r.o_regs >= r.s_regs;
     if (!pass_target_roles(ctx))
         no = "the target takes no warp-specialized roles";
     else if (rows <= 0 || per % WGMMA_M)
@@ -401,7 +406,8 @@ void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *
                       ? "the second product is shorter than the first (D below the key columns): too short to hide the "
                         "softmax, and the pipelined form measured 15% slower at D = 64 on the H200"
                       : arena_printf(f->mod->arena, "a second P in flight would leave fewer than %d of the %d registers "
-                                     "for the softmax", WS_PIPE_HEADROOM, W->cons_regs));
+                                     "for the softmax", r->blocks > 1 ? WS_CHAIN_HEADROOM_3 : WS_PIPE_HEADROOM,
+                                     W->cons_regs));
     pass_note(ctx, "@%s: loop at %s: %d stage%s (%s); %s %lld B and %s %lld B a stage, each on its own full and "
               "empty ring of %d mbarriers (count 1: the producer's expect, one release by the consumers after the "
               "product that reads it); %s %lld B in one slot on a one-shot ring, filled once before the loop and "
