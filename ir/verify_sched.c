@@ -38,7 +38,7 @@ static void check_ws(Verifier *V, const Op *op)
                 op->nlist / 3, WS_MAXROLES);
         return;
     }
-    int64_t regs = 0;
+    int64_t regs = 0, threads = 0;
     for (int r = 0; r < n; r++) {
         int64_t kind = op->list[3 * r], wgs = op->list[3 * r + 1], nreg = op->list[3 * r + 2];
         if (kind < 0 || kind >= ROLE_COUNT)
@@ -49,6 +49,7 @@ static void check_ws(Verifier *V, const Op *op)
             vfy_err(V, op, "role %d: register budget %lld is not a multiple of 8 in %d..%d", r,
                     (long long)nreg, REG_MIN, REG_MAX);
         regs += wgs * WG_THREADS * nreg;
+        threads += wgs * WG_THREADS;
         const Block *b = &op->regions[r];
         const Op *y = ir_block_yield(b);
         if (b->nargs || (y && y->nargs))
@@ -57,17 +58,16 @@ static void check_ws(Verifier *V, const Op *op)
     if (regs > BLOCK_REGS)
         vfy_err(V, op, "register budgets need %lld registers per block (sum of registers x %d threads x "
                 "warp groups), above %d", (long long)regs, WG_THREADS, BLOCK_REGS);
-    int64_t blocks = op->iattr[0], threads = 0;
-    for (int r = 0; r < n; r++)
-        threads += op->list[3 * r + 1] * WG_THREADS;
-    if (blocks < 0 || blocks > WS_MAXBLOCKS)
+    int64_t blocks = op->iattr[0];
+    if (blocks < 0 || blocks > WS_MAXBLOCKS) {
         vfy_err(V, op, "blocks %lld out of range 0..%d", (long long)blocks, WS_MAXBLOCKS);
-    else if (blocks > 1 && threads > 0 && threads <= 1024 &&
-             regs > (int64_t)ir_ws_entry_regs((int)threads, (int)blocks) * threads)
+        return;
+    }
+    int entry = blocks > 1 && threads > 0 && threads <= 1024 ? ir_ws_entry_regs((int)threads, (int)blocks) : 0;
+    if (entry && regs > entry * threads)
         vfy_err(V, op, "register budgets need %lld registers per block; %lld blocks an SM leave a block of %lld "
                 "threads %lld (%d a thread at entry)", (long long)regs, (long long)blocks, (long long)threads,
-                (long long)ir_ws_entry_regs((int)threads, (int)blocks) * threads,
-                ir_ws_entry_regs((int)threads, (int)blocks));
+                (long long)entry * threads, entry);
 }
 
 static void check_named_bar(Verifier *V, const Op *op)

@@ -158,6 +158,9 @@ int64_t pass_chain_smem(int64_t rows, int64_t cols, int64_t d, bool scratch);
  * plus the driver's reservation a block when that option is set, else the
  * target's own. */
 int64_t pass_sm_smem(const PassCtx *ctx);
+/* A block's share of it when `blocks` run on an SM: pass_sm_smem / blocks
+ * less the driver's reservation a block. */
+int64_t pass_sm_smem_share(const PassCtx *ctx, int blocks);
 /* Whether the launch pass makes a kernel with chained products persistent
  * (one block per SM looping over the tiles) for n query and nk key rows. */
 bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, int64_t nk);

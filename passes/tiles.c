@@ -66,6 +66,12 @@ int64_t pass_sm_smem(const PassCtx *ctx)
     return t->lim.smem_per_sm;
 }
 
+int64_t pass_sm_smem_share(const PassCtx *ctx, int blocks)
+{
+    const TargetInfo *t = ctx->target ? ctx->target : tc_target("sm_86");
+    return pass_sm_smem(ctx) / (blocks > 1 ? blocks : 1) - t->lim.smem_reserved;
+}
+
 bool pass_chain_persistent(const ChainInfo *ci, const PassCtx *ctx, int64_t n, int64_t nk)
 {
     return ci->chained && ci->rows == 256 && ci->first_k == 128 && !ci->row_mask && ctx->sms > 0 && n >= 1024 &&

@@ -500,7 +500,7 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
     ir_walk(f, &f->body, other_visit, &other);
     int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
     if (W->chain && W->roles.blocks > 1) {   /* several blocks an SM (pass_chain_roles): each its share */
-        int64_t share = pass_sm_smem(ctx) / W->roles.blocks - (ctx->target ? ctx->target->lim.smem_reserved : 0);
+        int64_t share = pass_sm_smem_share(ctx, W->roles.blocks);
         limit = share < limit ? share : limit;
     }
     /* a full and an empty ring: one for both operands, or one per operand; tcgen05 chains three more */

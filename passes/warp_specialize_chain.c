@@ -76,6 +76,12 @@ static const struct {
     [3] = { 32, 160, WS_CHAIN_HEADROOM_3, "three consumer warp groups, its 192-row tile at D = 64" },
 };
 
+/* Registers a second P in flight must leave the softmax: 48 (D = 128's
+ * softmax at 240), 32 in a block of several an SM (D = 64 x 64 keys: S 32
+ * + O 32 + 2 P 32 of 136, assembled without spills and timed in this form,
+ * bench/RESULTS.md 2026-12-06 22:14). */
+static int pipe_headroom(const ChainRoles *r) { return r->blocks > 1 ? WS_CHAIN_HEADROOM_3 : WS_PIPE_HEADROOM; }
+
 bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d, ChainRoles *out, Arena *a,
                       const char **why)
 {
@@ -96,11 +102,9 @@ bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d,
      * as many blocks an SM as the registers (the producer at its floor,
      * the consumer at the rest of the block's pool) and shared memory (Q,
      * two stages of K and V, O's scratch) allow. */
-    int64_t reserved = ctx->target ? ctx->target->lim.smem_reserved : 0;
     for (int b = WS_CHAIN_BLOCKS; r.consumers == 1 && b > 1; b--) {
         int cons = 2 * ir_ws_entry_regs(2 * WG_THREADS, b) - WS_SHARED_PROD_REGS;
-        if (regs + WS_CHAIN_HEADROOM_3 <= cons &&
-            b * (pass_chain_smem(rows, cols, d, true) + reserved) <= pass_sm_smem(ctx)) {
+        if (regs + WS_CHAIN_HEADROOM_3 <= cons && pass_chain_smem(rows, cols, d, true) <= pass_sm_smem_share(ctx, b)) {
             r.blocks = b;
             r.prod_regs = WS_SHARED_PROD_REGS;
             r.cons_regs = cons;
@@ -108,12 +112,7 @@ bool pass_chain_roles(const PassCtx *ctx, int64_t rows, int64_t cols, int64_t d,
             break;
         }
     }
-    /* several blocks an SM: the same 32 registers of headroom with a second
-     * P in flight (D = 64 x 64 keys: S 32 + O 32 + 2 P 32 of 136, assembled
-     * without spills and timed in this form, bench/RESULTS.md 2026-12-06
-     * 22:14) */
-    int pipe_headroom = r.blocks > 1 ? WS_CHAIN_HEADROOM_3 : WS_PIPE_HEADROOM;
-    r.pipelined = regs + r.p_regs + pipe_headroom <= r.cons_regs && r.o_regs >= r.s_regs;
+    r.pipelined = regs + r.p_regs + pipe_headroom(&r) <= r.cons_regs && r.o_regs >= r.s_regs;
     if (!pass_target_roles(ctx))
         no = "the target takes no warp-specialized roles";
     else if (rows <= 0 || per % WGMMA_M)
@@ -406,8 +405,7 @@ void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *
                       ? "the second product is shorter than the first (D below the key columns): too short to hide the "
                         "softmax, and the pipelined form measured 15% slower at D = 64 on the H200"
                       : arena_printf(f->mod->arena, "a second P in flight would leave fewer than %d of the %d registers "
-                                     "for the softmax", r->blocks > 1 ? WS_CHAIN_HEADROOM_3 : WS_PIPE_HEADROOM,
-                                     W->cons_regs));
+                                     "for the softmax", pipe_headroom(r), W->cons_regs));
     pass_note(ctx, "@%s: loop at %s: %d stage%s (%s); %s %lld B and %s %lld B a stage, each on its own full and "
               "empty ring of %d mbarriers (count 1: the producer's expect, one release by the consumers after the "
               "product that reads it); %s %lld B in one slot on a one-shot ring, filled once before the loop and "
