@@ -285,6 +285,16 @@ if part 4; then
   [ ${#san_pids[@]} -gt 0 ] && wait "${san_pids[@]}"
   for tool in $tools; do cat "$out"/san_*_"$tool".sum; done
   grep -l "^FAIL" "$out"/san_*.sum > /dev/null 2>&1 && status=1
+  # A finding in an attention or GEMM file, located: the PTX line (and
+  # .tile line) of each PC the tool printed, by bench/sass_pc.py (PTX of
+  # an older target runs here as this GPU's own arch)
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
+  for f in "$out"/san_tc*_*.txt; do
+    grep -qsE "ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]" "$f" || continue
+    echo "== where: $(basename "$f") (bench/sass_pc.py)"
+    python3 "$root/bench/sass_pc.py" --log "$f" --arch "sm_$cc" > "${f%.txt}.where" 2>&1
+    head -n 40 "${f%.txt}.where"
+  done
 fi
 
 mark end

@@ -6,7 +6,9 @@ recorded reports tests/bench/data/*.report), bench/lineinfo_check.py (its
 verdicts on memcheck's report layout; the seeded kernel's .loc line from
 the tilec command), bench/interp_check.py (the output comparison; with
 libtilec built, --prepare into a temporary folder and --dry-run against
-plain-Python references) and bench/charts.py's parsers on the recorded
+plain-Python references), bench/sass_pc.py (SASS offsets to PTX and .tile
+lines, checked against the PTX's own .loc lines; the log's findings per
+file) and bench/charts.py's parsers on the recorded
 outputs bench/attn_results_h200.txt and bench/gemm_results_h200.txt.
 
     python3 tests/bench/test_validate.py [TILEC]     (TILEC: the tilec command; ctest passes it)
@@ -31,6 +33,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import charts  # noqa: E402
 import interp_check as IC  # noqa: E402
 import lineinfo_check as LC  # noqa: E402
+import sass_pc as SP  # noqa: E402
 import validate_report as V  # noqa: E402
 
 passed, failed = 0, 0
@@ -606,6 +609,84 @@ def test_sanitize_selection(tilec):
         shutil.rmtree(d)
 
 
+def ptxas_path():
+    for p in (os.environ.get("PTXAS"), shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def test_sass_pc_log():
+    log = ["=========     Error: Race reported between Read access at attention+0xd440",
+           "=========         and Write access at attention+0xcee0 [96 hazards]",
+           "=========         and Write access at attention+0xcee0 [96 hazards]",
+           "attn/a.ptx    attn4   N=130 H/HK=2 2.3e-03  ok  (1.7 s)",
+           "attn/b.ptx    attn4   N=130 H/HK=2 2.3e-03  ok  (1.7 s)",
+           "========= Barrier error detected. Divergent thread(s) in block",
+           "=========     at tilec_portable_gemm+0x7770",
+           "gemm/c.ptx    gemm   ok"]
+    got = SP.findings(log)
+    check("sass_pc: each finding goes to the file line after it, each PC once",
+          got == [("attn/a.ptx", [("attention", 0xd440), ("attention", 0xcee0)]),
+                  ("gemm/c.ptx", [("tilec_portable_gemm", 0x7770)])], got)
+
+
+def test_sass_pc(tilec):
+    """bench/sass_pc.py on a module of two kernels (the sm_90a GEMM and its
+    portable fallback) compiled with -lineinfo: every SASS row of each
+    kernel lands on a PTX statement inside that kernel's body, and the
+    .tile line the cubin gives for an offset is the line of the last `.loc`
+    before the PTX line it gives (two tables ptxas writes apart)."""
+    ptxas = ptxas_path()
+    if not ptxas:
+        print("skip: no ptxas (the SASS offset checks)")
+        return
+    d = tempfile.mkdtemp()
+    try:
+        ptx = os.path.join(d, "g.ptx")
+        subprocess.run([tilec, os.path.join(ROOT, "examples", "gemm.tile"), "-arch=sm_90a", "-lineinfo",
+                        "--no-ptxas", "-o", ptx], check=True)
+        os.environ["PTXAS"] = ptxas
+        loc = SP.Locator(ptx, "sm_90")
+        text = loc.text
+        entries = [i + 1 for i, ln in enumerate(text) if ".entry " in ln]
+        body = {}
+        for k, start in enumerate(entries):
+            name = re.search(r"\.entry\s+(\w+)", text[start - 1]).group(1)
+            body[name] = (start, entries[k + 1] if k + 1 < len(entries) else len(text) + 1)
+        check("sass_pc: both kernels have SASS rows", sorted(loc.ptx_rows) == sorted(body) == sorted(loc.kernels),
+              (sorted(loc.ptx_rows), sorted(body)))
+        stray, agree, disagree = [], 0, []
+        for k, rows in loc.ptx_rows.items():
+            lo, hi = body.get(k, (0, 0))
+            for addr, line in rows:
+                t = text[line - 1].strip()
+                if not lo < line < hi or not t or t.startswith(("//", ".loc", ".file", "$L")):
+                    stray.append((k, hex(addr), line, t))
+                src = SP.lookup(loc.src_rows.get(k, []), addr)
+                locs = [int(m.group(1)) for m in (re.match(r"\s*\.loc\s+\d+\s+(\d+)", x) for x in text[lo:line])
+                        if m]
+                if src is not None and locs:
+                    if locs[-1] == src:
+                        agree += 1
+                    else:
+                        disagree.append((k, hex(addr), line, src, locs[-1]))
+        check("sass_pc: every row on a statement of its own kernel", not stray and sum(map(len, loc.ptx_rows.values()))
+              > 100, stray[:5])
+        check("sass_pc: the .tile line of an offset is the .loc before its PTX line",
+              agree > 100 and len(disagree) <= agree // 50, (agree, disagree[:5]))
+        k, (addr, line) = "gemm", loc.ptx_rows["gemm"][len(loc.ptx_rows["gemm"]) // 2]
+        w = loc.where(k, addr)
+        check("sass_pc: where() names the PTX line", w and w.startswith("PTX line %d: " % line), w)
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "sass_pc.py"), ptx, "sm_90",
+                              "gemm+0x%x" % addr, "nokernel+0x10"], capture_output=True, text=True)
+        check("sass_pc: the command prints each PC, exit 1 for a PC without a line",
+              out.returncode == 1 and "PTX line %d:" % line in out.stdout and "nokernel+0x10: no line" in out.stdout,
+              out.stdout + out.stderr)
+    finally:
+        shutil.rmtree(d)
+
+
 def test_charts_parsers():
     rows = charts.parse_attn(open(os.path.join(ROOT, "bench", "attn_results_h200.txt")).read())
     ks = {r["kernel"] for r in rows}
@@ -696,7 +777,9 @@ def main():
     test_interp_compare()
     test_charts_parsers()
     test_make_args()
+    test_sass_pc_log()
     if os.access(tilec, os.X_OK):
+        test_sass_pc(tilec)
         test_lineinfo_ptx(tilec)
         test_prepare_commands(tilec)
     else:
