@@ -35,7 +35,8 @@ PC_RE = re.compile(r"\b([A-Za-z_$][\w$.]*)\+0x([0-9a-fA-F]+)\b")
 FILE_RE = re.compile(r"^(\S+\.ptx)\s")
 
 
-def uleb(b, i):
+def leb(b, i, signed=False):
+    """The LEB128 number at b[i] and the offset after it."""
     r = s = 0
     while True:
         x = b[i]
@@ -43,18 +44,7 @@ def uleb(b, i):
         r |= (x & 0x7F) << s
         s += 7
         if x < 0x80:
-            return r, i
-
-
-def sleb(b, i):
-    r = s = 0
-    while True:
-        x = b[i]
-        i += 1
-        r |= (x & 0x7F) << s
-        s += 7
-        if x < 0x80:
-            if x & 0x40:
+            if signed and x & 0x40:
                 r -= 1 << s
             return r, i
 
@@ -89,7 +79,7 @@ def line_program(b):
                 line += line_base + adj % line_range
                 rows.append((addr, line, seq))
             elif op == 0:
-                n, i = uleb(b, i)
+                n, i = leb(b, i)
                 sub = b[i]
                 if sub == 1:                         # end_sequence
                     addr, line, seq = 0, 1, -1
@@ -100,10 +90,10 @@ def line_program(b):
             elif op == 1:                            # copy
                 rows.append((addr, line, seq))
             elif op == 2:
-                n, i = uleb(b, i)
+                n, i = leb(b, i)
                 addr += n * min_inst
             elif op == 3:
-                n, i = sleb(b, i)
+                n, i = leb(b, i, True)
                 line += n
             elif op == 8:                            # const_add_pc
                 addr += ((255 - opcode_base) // line_range) * min_inst
@@ -112,7 +102,7 @@ def line_program(b):
                 i += 2
             else:                                    # set_file, set_column, flags, ...: skip the operands
                 for _ in range(lengths[op - 1]):
-                    _, i = uleb(b, i)
+                    _, i = leb(b, i)
         i = end
     return rows
 
