@@ -241,12 +241,14 @@ def main(argv=None):
     if a.log:
         with open(a.log) as f:
             jobs = [(os.path.join(a.carry, p), a.arch, pcs) for p, pcs in findings(f.read().split("\n"))]
+        log = True
     elif len(a.args) >= 3:
         pcs = []
         for s in a.args[2:]:
             k, _, off = s.rpartition("+")
             pcs.append((k or None, int(off, 16)))
         jobs = [(a.args[0], a.args[1], pcs)]
+        log = False
     else:
         ap.error("give FILE.ptx ARCH PC... or --log LOG")
     bad = 0
@@ -258,6 +260,8 @@ def main(argv=None):
             bad += 1
             continue
         for k, pc in pcs:
+            if log and k not in loc.kernels:
+                continue                             # a host frame (libcuda.so.1+0x...), not a kernel of the file
             w = loc.where(k, pc)
             bad += w is None
             print("%s: %s+0x%x: %s" % (os.path.relpath(ptx), k or "", pc, w or "no line"))

@@ -624,11 +624,12 @@ def test_sass_pc_log():
            "attn/b.ptx    attn4   N=130 H/HK=2 2.3e-03  ok  (1.7 s)",
            "========= Barrier error detected. Divergent thread(s) in block",
            "=========     at tilec_portable_gemm+0x7770",
+           "=========     Host Frame: cuLaunchKernel in libcuda.so.1+0x2d5f0",
            "gemm/c.ptx    gemm   ok"]
     got = SP.findings(log)
     check("sass_pc: each finding goes to the file line after it, each PC once",
           got == [("attn/a.ptx", [("attention", 0xd440), ("attention", 0xcee0)]),
-                  ("gemm/c.ptx", [("tilec_portable_gemm", 0x7770)])], got)
+                  ("gemm/c.ptx", [("tilec_portable_gemm", 0x7770), ("libcuda.so.1", 0x2d5f0)])], got)
 
 
 def test_sass_pc(tilec):
@@ -683,6 +684,15 @@ def test_sass_pc(tilec):
         check("sass_pc: the command prints each PC, exit 1 for a PC without a line",
               out.returncode == 1 and "PTX line %d:" % line in out.stdout and "nokernel+0x10: no line" in out.stdout,
               out.stdout + out.stderr)
+        with open(os.path.join(d, "san.txt"), "w") as f:
+            f.write("========= Error: Race reported between Read access at gemm+0x%x\n"
+                    "=========     Host Frame: cuLaunchKernel in libcuda.so.1+0x2d5f0\n"
+                    "g.ptx    gemm   ok\n" % addr)
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "sass_pc.py"), "--log",
+                              os.path.join(d, "san.txt"), "--carry", d], capture_output=True, text=True)
+        check("sass_pc: --log locates the kernel's PCs of each file, host frames left out",
+              out.returncode == 0 and out.stdout.count("\n") == 1 and "gemm+0x%x: PTX line %d:" % (addr, line)
+              in out.stdout, out.stdout + out.stderr)
     finally:
         shutil.rmtree(d)
 
