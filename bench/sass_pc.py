@@ -140,7 +140,7 @@ class Cubin:
         rows = line_program(b)
         kernels = self.kernels()
         owner = {}                                   # set_address operand offset -> kernel
-        for rk, (_, typ, off, size, link, info) in enumerate(self.secs):
+        for _, typ, off, size, link, info in self.secs:
             if typ != 4 or info != k:                # SHT_RELA applying to this section
                 continue
             symtab = self.secs[link]
@@ -180,14 +180,13 @@ def assemble(ptx, arch):
             return Cubin(f.read())
 
 
-def run_arch(ptx, arch):
-    """The arch a PTX file ran as: its own for sm_90a / sm_100a (arch-
-    specific targets run only there), else ARCH."""
-    with open(ptx) as f:
-        for ln in f:
-            m = re.match(r"\s*\.target\s+(sm_\w+)", ln)
-            if m:
-                return m.group(1) if m.group(1).endswith("a") else arch
+def run_arch(lines, arch):
+    """The arch PTX (its lines) ran as: its own for sm_90a / sm_100a
+    (arch-specific targets run only there), else ARCH."""
+    for ln in lines:
+        m = re.match(r"\s*\.target\s+(sm_\w+)", ln)
+        if m:
+            return m.group(1) if m.group(1).endswith("a") else arch
     return arch
 
 
@@ -196,7 +195,7 @@ class Locator:
         self.ptx = ptx
         with open(ptx) as f:
             self.text = f.read().split("\n")
-        cub = assemble(ptx, run_arch(ptx, arch))
+        cub = assemble(ptx, run_arch(self.text, arch))
         self.kernels = cub.kernels()
         self.ptx_rows = cub.rows(".nv_debug_line_sass")
         self.src_rows = cub.rows(".debug_line")

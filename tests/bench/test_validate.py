@@ -643,6 +643,7 @@ def test_sass_pc(tilec):
         print("skip: no ptxas (the SASS offset checks)")
         return
     d = tempfile.mkdtemp()
+    old = os.environ.get("PTXAS")
     try:
         ptx = os.path.join(d, "g.ptx")
         subprocess.run([tilec, os.path.join(ROOT, "examples", "gemm.tile"), "-arch=sm_90a", "-lineinfo",
@@ -694,6 +695,10 @@ def test_sass_pc(tilec):
               out.returncode == 0 and out.stdout.count("\n") == 1 and "gemm+0x%x: PTX line %d:" % (addr, line)
               in out.stdout, out.stdout + out.stderr)
     finally:
+        if old is None:
+            os.environ.pop("PTXAS", None)
+        else:
+            os.environ["PTXAS"] = old
         shutil.rmtree(d)
 
 
