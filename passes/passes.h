@@ -247,6 +247,9 @@ const char *pass_loc_str(Arena *a, const Func *f, Loc l);
  * when set (at most the largest any target has), else the target's own
  * (sm_86 99 KB, sm_90a / sm_100a 227 KB); a NULL target gets sm_86's. */
 int64_t pass_smem_limit(const TargetInfo *t, int64_t smem_per_block);
+/* The target the passes plan for: t, or sm_86 (the portable default) when
+ * none is set. */
+const TargetInfo *pass_target(const TargetInfo *t);
 /* The target's name for messages ("sm_86" when none is set). */
 const char *pass_target_name(const PassCtx *ctx);
 

@@ -274,8 +274,7 @@ static bool ws_schedule(const Func *f, Schedule *s, StrBuf *why)
 
 void pass_schedule_kernel(const Func *f, const TargetInfo *t, Schedule *s, StrBuf *why)
 {
-    if (!t)
-        t = tc_target("sm_86");
+    t = pass_target(t);
     if (ws_schedule(f, s, why))
         return;
     int max = t->lim.simt_warps;

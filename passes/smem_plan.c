@@ -28,12 +28,12 @@ int64_t pass_smem_limit(const TargetInfo *t, int64_t smem_per_block)
     int64_t most = tc_target_max_smem_per_block();
     if (smem_per_block > 0)     /* the device the PTX is meant for (sm_86 PTX on an sm_90 GPU) */
         return smem_per_block < most ? smem_per_block : most;
-    if (!t)
-        t = tc_target("sm_86");
-    return t->lim.smem_per_block;
+    return pass_target(t)->lim.smem_per_block;
 }
 
-const char *pass_target_name(const PassCtx *ctx) { return ctx->target ? ctx->target->name : "sm_86"; }
+const TargetInfo *pass_target(const TargetInfo *t) { return t ? t : tc_target("sm_86"); }
+
+const char *pass_target_name(const PassCtx *ctx) { return pass_target(ctx->target)->name; }
 
 static int64_t round_up(int64_t x, int64_t a) { return a > 1 ? (x + a - 1) / a * a : x; }
 

@@ -60,7 +60,7 @@ int64_t pass_chain_smem(int64_t rows, int64_t cols, int64_t d, bool scratch)
  * else the target's own. */
 int64_t pass_sm_smem(const PassCtx *ctx)
 {
-    const TargetInfo *t = ctx->target ? ctx->target : tc_target("sm_86");
+    const TargetInfo *t = pass_target(ctx->target);
     if (ctx->smem_per_block)
         return ctx->smem_per_block + t->lim.smem_reserved;
     return t->lim.smem_per_sm;
@@ -68,7 +68,7 @@ int64_t pass_sm_smem(const PassCtx *ctx)
 
 int64_t pass_sm_smem_share(const PassCtx *ctx, int blocks)
 {
-    const TargetInfo *t = ctx->target ? ctx->target : tc_target("sm_86");
+    const TargetInfo *t = pass_target(ctx->target);
     return pass_sm_smem(ctx) / (blocks > 1 ? blocks : 1) - t->lim.smem_reserved;
 }
 

@@ -379,19 +379,19 @@ void ws_chain_report(PassCtx *ctx, const WsLoop *W, const char *at, const char *
               "each trip), %d consumer warp group%s (%lld of the %lld rows each; the first product SS wgmma, the "
               "second RS wgmma with its A operand in registers)", f->name, at, q, k, v, W->consumers,
               W->consumers > 1 ? "s" : "", (long long)(s->shape[0] / W->consumers), (long long)s->shape[0]);
+    const char *split = arena_printf(f->mod->arena, "S %lld + O %lld + P %lld = %lld a consumer thread, %lld left for "
+                                     "the softmax", (long long)r->s_regs, (long long)r->o_regs, (long long)r->p_regs,
+                                     (long long)used, (long long)(W->cons_regs - used));
     if (r->blocks > 1)
         pass_note(ctx, "@%s: loop at %s: registers %d / %d for %d blocks an SM (one consumer warp group leaves most "
                   "of an SM's tensor cores idle: each block takes %d of the %d registers, and its producer's floor "
-                  "leaves its consumer the rest; S %lld + O %lld + P %lld = %lld a consumer thread, %lld left for the "
-                  "softmax; Q, two stages of K and V and O's scratch fit %d blocks in the SM's %lld B)", f->name, at,
-                  W->prod_regs, W->cons_regs, r->blocks, (int)regs, BLOCK_REGS, (long long)r->s_regs,
-                  (long long)r->o_regs, (long long)r->p_regs, (long long)used, (long long)(W->cons_regs - used),
+                  "leaves its consumer the rest; %s; Q, two stages of K and V and O's scratch fit %d blocks in the "
+                  "SM's %lld B)", f->name, at, W->prod_regs, W->cons_regs, r->blocks, (int)regs, BLOCK_REGS, split,
                   r->blocks, (long long)pass_sm_smem(ctx));
     else
-        pass_note(ctx, "@%s: loop at %s: registers %d / %d (FlashAttention 3's split for %s; S %lld + O %lld + P %lld = "
-                  "%lld a consumer thread, %lld left for the softmax; %lld of %d a block)", f->name, at, W->prod_regs,
-                  W->cons_regs, chain_split[W->consumers].what, (long long)r->s_regs, (long long)r->o_regs,
-                  (long long)r->p_regs, (long long)used, (long long)(W->cons_regs - used), (long long)regs, BLOCK_REGS);
+        pass_note(ctx, "@%s: loop at %s: registers %d / %d (FlashAttention 3's split for %s; %s; %lld of %d a block)",
+                  f->name, at, W->prod_regs, W->cons_regs, chain_split[W->consumers].what, split, (long long)regs,
+                  BLOCK_REGS);
     if (W->pipe)
         pass_note(ctx, "@%s: loop at %s: the second product pipelined across trips (FlashAttention 3's overlap in a "
                   "warp group): trip j issues the product with %s of trip j, then the one with %s of trip j - 1, waits "
