@@ -19,6 +19,7 @@
 #if defined(__GLIBC__) || defined(__linux__)
 #include <link.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
@@ -201,15 +202,46 @@ static void set_cache_dir(Cli *c)
  * for transparent huge pages on all of it: the break first moved to a 2 MB
  * boundary (glibc steps over a break moved by someone else), the first
  * 2 MB collapsed after the advice. The threads keep glibc's arenas of their
- * own: the second module of a split compilation allocates as much as the
- * first, and one arena shared by both cost more in lock waits (~450 context
- * switches a compile) than the second arena's 4 KB faults.
+ * own (one arena shared by both modules of a split compilation cost more in
+ * lock waits than a second arena's faults), and the second module's arena
+ * gets the same advice (cli_thread_heap).
  * docs/codegen.md, "Compile time of tensor-core kernels" and "Page faults,
  * and the two kernels of sm_90a", has the measurements. */
 #ifndef MADV_COLLAPSE
 #define TC_MADV_COLLAPSE 25     /* Linux 6.1; older kernels refuse it, harmlessly */
 #else
 #define TC_MADV_COLLAPSE MADV_COLLAPSE
+#endif
+
+#if defined(__GLIBC__) && defined(M_TOP_PAD) && defined(MADV_HUGEPAGE)
+/* A thread's malloc arena: glibc maps each in a region of its own aligned
+ * to the region's size (64 MB on 64-bit hosts), made writable at once up to
+ * the top pad (64 MB above: the whole region). The one made here goes back
+ * to glibc's free list when its thread ends, and the next thread that
+ * allocates, the second module's, takes it over with the huge-page advice
+ * on it: ~1200 fewer 4 KB faults a split compilation (attention sm_90a
+ * 2090 -> 870). Advice only: on another allocator the address is not a
+ * heap's and madvise refuses it, harmlessly. */
+#define TC_ARENA_BYTES ((uintptr_t)64 << 20)
+static void *arena_advise(void *arg)
+{
+    (void)arg;
+    char *volatile p = malloc(64);      /* volatile: a pair of malloc and free may be elided */
+    if (p) {
+        uintptr_t a = (uintptr_t)p & ~(TC_ARENA_BYTES - 1);
+        if (madvise((void *)a, TC_ARENA_BYTES, MADV_HUGEPAGE) == 0)
+            madvise((void *)a, (uintptr_t)2 << 20, TC_MADV_COLLAPSE);
+    }
+    free(p);
+    return NULL;
+}
+
+static void cli_thread_heap(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, arena_advise, NULL) == 0)
+        pthread_join(t, NULL);
+}
 #endif
 
 static void cli_heap(void)
@@ -237,6 +269,7 @@ static void cli_heap(void)
             madvise((void *)a, huge, TC_MADV_COLLAPSE);
     }
     free(p);
+    cli_thread_heap();
 #endif
 #endif
 }
