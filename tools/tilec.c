@@ -203,8 +203,8 @@ static void set_cache_dir(Cli *c)
  * boundary (glibc steps over a break moved by someone else), the first
  * 2 MB collapsed after the advice. The threads keep glibc's arenas of their
  * own (one arena shared by both modules of a split compilation cost more in
- * lock waits than a second arena's faults), and the second module's arena
- * gets the same advice (cli_thread_heap).
+ * lock waits than a second arena's faults), and theirs gets the same
+ * advice (cli_thread_heap).
  * docs/codegen.md, "Compile time of tensor-core kernels" and "Page faults,
  * and the two kernels of sm_90a", has the measurements. */
 #ifndef MADV_COLLAPSE
@@ -217,11 +217,12 @@ static void set_cache_dir(Cli *c)
 /* A thread's malloc arena: glibc maps each in a region of its own aligned
  * to the region's size (64 MB on 64-bit hosts), made writable at once up to
  * the top pad (64 MB above: the whole region). The one made here goes back
- * to glibc's free list when its thread ends, and the next thread that
- * allocates, the second module's, takes it over with the huge-page advice
- * on it: ~1200 fewer 4 KB faults a split compilation (attention sm_90a
- * 2090 -> 870). Advice only: on another allocator the address is not a
- * heap's and madvise refuses it, harmlessly. */
+ * to glibc's free list when its thread ends, and the library's next
+ * thread that allocates (the target machine's, then the second module's
+ * of a split compilation) takes it over with the huge-page advice on it:
+ * attention sm_90a 2090 -> 870 faults, and even one-module compilations
+ * gain (vector_add ~10 -> ~7.7 ms). Advice only: on another allocator the
+ * address is not a heap's and madvise refuses it, harmlessly. */
 #define TC_ARENA_BYTES ((uintptr_t)64 << 20)
 static void *arena_advise(void *arg)
 {
