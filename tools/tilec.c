@@ -214,6 +214,17 @@ static void set_cache_dir(Cli *c)
 #endif
 
 #if defined(__GLIBC__) && defined(M_TOP_PAD) && defined(MADV_HUGEPAGE)
+#define TC_HUGE_PAGE ((uintptr_t)2 << 20)
+
+/* Huge pages for len bytes at a (2 MB aligned); the first 2 MB, where
+ * malloc wrote its headers before the advice, made one huge page now, or
+ * it stays 512 small ones. */
+static void advise_huge(uintptr_t a, uintptr_t len)
+{
+    if (madvise((void *)a, len, MADV_HUGEPAGE) == 0 && len >= TC_HUGE_PAGE)
+        madvise((void *)a, TC_HUGE_PAGE, TC_MADV_COLLAPSE);
+}
+
 /* A thread's malloc arena: glibc maps each in a region of its own aligned
  * to the region's size (64 MB on 64-bit hosts), made writable at once up to
  * the top pad (64 MB above: the whole region). The one made here goes back
@@ -221,18 +232,16 @@ static void set_cache_dir(Cli *c)
  * thread that allocates (the target machine's, then the second module's
  * of a split compilation) takes it over with the huge-page advice on it:
  * attention sm_90a 2090 -> 870 faults, and even one-module compilations
- * gain (vector_add ~10 -> ~7.7 ms). Advice only: on another allocator the
- * address is not a heap's and madvise refuses it, harmlessly. */
+ * gain (vector_add ~10 -> ~7.7 ms). Advice only: under another allocator
+ * (a sanitizer's) the region may not be an arena, and the advice changes
+ * no memory's contents wherever it lands. */
 #define TC_ARENA_BYTES ((uintptr_t)64 << 20)
 static void *arena_advise(void *arg)
 {
     (void)arg;
     char *volatile p = malloc(64);      /* volatile: a pair of malloc and free may be elided */
-    if (p) {
-        uintptr_t a = (uintptr_t)p & ~(TC_ARENA_BYTES - 1);
-        if (madvise((void *)a, TC_ARENA_BYTES, MADV_HUGEPAGE) == 0)
-            madvise((void *)a, (uintptr_t)2 << 20, TC_MADV_COLLAPSE);
-    }
+    if (p)
+        advise_huge((uintptr_t)p & ~(TC_ARENA_BYTES - 1), TC_ARENA_BYTES);
     free(p);
     return NULL;
 }
@@ -252,7 +261,7 @@ static void cli_heap(void)
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
     mallopt(M_TOP_PAD, 64 << 20);
 #if defined(MADV_HUGEPAGE)
-    const uintptr_t huge = (uintptr_t)2 << 20;
+    const uintptr_t huge = TC_HUGE_PAGE;
     char *lo = sbrk(0);
     if (lo != (char *)-1) {
         uintptr_t a = ((uintptr_t)lo + huge - 1) & ~(huge - 1);
@@ -263,11 +272,8 @@ static void cli_heap(void)
     char *hi = sbrk(0);
     if (p && lo != (char *)-1 && hi != (char *)-1 && hi > lo) {
         uintptr_t a = ((uintptr_t)lo + huge - 1) & ~(huge - 1);
-        if ((uintptr_t)hi > a && madvise((void *)a, (uintptr_t)hi - a, MADV_HUGEPAGE) == 0 &&
-            (uintptr_t)hi >= a + huge)
-            /* malloc wrote its headers into the first 2 MB before the
-             * advice: made one huge page now, or it stays 512 small ones */
-            madvise((void *)a, huge, TC_MADV_COLLAPSE);
+        if ((uintptr_t)hi > a)
+            advise_huge(a, (uintptr_t)hi - a);
     }
     free(p);
     cli_thread_heap();
