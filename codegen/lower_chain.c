@@ -326,20 +326,23 @@ static void turn_bar(Cg *cg, int g, bool sync, int id)
  * predicated non-aligned barrier makes ptxas spill (sm_90: 24 bytes, about
  * 3% at D = 128; bench/RESULTS.md, 2026-12-05 and 12-06). So every warp
  * executes that one unpredicated: group 1's on barrier `id` with the block
- * counted, each warp of group 0 on a barrier of its own counting one warp
- * (ids TURN_WARP_BAR + warp), which lets it through at once. */
+ * counted, group 0's four warps on a barrier of their own (TURN_WARP_BAR,
+ * the group's threads counted), where they meet each other. (One barrier
+ * of each warp's own, counting one warp, lets group 0 through at once but
+ * loses compute-sanitizer racecheck the warps' barrier intervals: a
+ * reported race across a later block-wide bar.sync; bench/RESULTS.md,
+ * 2026-12-07.) */
 #define TURN_WARP_BAR 7
 static void turn_wait_apart(Cg *cg, int g, int id)
 {
-    if (g == 0 || TURN_WARP_BAR + cg->nwarps / 2 > NAMED_BAR_IDS) {
+    if (g == 0) {
         group_bar_op(cg, g, "barrier.sync", id, cg->nwarps * 32);
         return;
     }
     LLVMValueRef in1 = cg_chain_in_group(cg, 1);
-    LLVMValueRef own = LLVMBuildAdd(cg->b, cg->warp, cg_i32(cg, TURN_WARP_BAR), "");
     LLVMValueRef a[2] = {
-        LLVMBuildSelect(cg->b, in1, cg_i32(cg, id), own, ""),
-        LLVMBuildSelect(cg->b, in1, cg_i32(cg, cg->nwarps * 32), cg_i32(cg, 32), ""),
+        LLVMBuildSelect(cg->b, in1, cg_i32(cg, id), cg_i32(cg, TURN_WARP_BAR), ""),
+        LLVMBuildSelect(cg->b, in1, cg_i32(cg, cg->nwarps * 32), cg_i32(cg, cg->nwarps * 16), ""),
     };
     convergent(cg, cg_asm_call(cg, NULL, "barrier.sync $0, $1;", "r,r,~{memory}", a, 2));
 }
