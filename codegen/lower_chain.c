@@ -326,7 +326,7 @@ static void turn_bar(Cg *cg, int g, bool sync, int id)
  * predicated non-aligned barrier makes ptxas spill (sm_90: 24 bytes, about
  * 3% at D = 128; bench/RESULTS.md, 2026-12-05 and 12-06). So every warp
  * executes that one unpredicated: group 1's on barrier `id` with the block
- * counted, group 0's four warps on a barrier of their own (TURN_WARP_BAR,
+ * counted, group 0's warps on a barrier of their own (TURN_WARP_BAR,
  * the group's threads counted), where they meet each other. (One barrier
  * of each warp's own, counting one warp, lets group 0 through at once but
  * loses compute-sanitizer racecheck the warps' barrier intervals: a
