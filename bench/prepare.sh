@@ -96,10 +96,10 @@ layernorm_bwd_4096_ahead_r1g128||$root/tests/perf/layernorm_bwd_ahead.tile -DBLO
 layernorm_bwd_4096_ahead_r2g64||$root/tests/perf/layernorm_bwd_ahead.tile -DBLOCK=4096 -DR=2 -DG=64
 layernorm_bwd_4096_staged_r2g64s4||$root/tests/perf/layernorm_bwd_staged.tile -DBLOCK=4096 -DR=2 -DG=64 -DS=4
 layernorm_bwd_4096_staged_r2g125s4||$root/tests/perf/layernorm_bwd_staged.tile -DBLOCK=4096 -DR=2 -DG=125 -DS=4
-layernorm_bwd_4096_staged_r1g248s6||$root/tests/perf/layernorm_bwd_staged.tile -DBLOCK=4096 -DR=1 -DG=248 -DS=6
-layernorm_bwd_4096_staged_r1g248s8||$root/tests/perf/layernorm_bwd_staged.tile -DBLOCK=4096 -DR=1 -DG=248 -DS=8
-layernorm_bwd_4096_staged_r4g62s3||$root/tests/perf/layernorm_bwd_staged.tile -DBLOCK=4096 -DR=4 -DG=62 -DS=3
-layernorm_bwd_4096_staged_r2g125s6||$root/tests/perf/layernorm_bwd_staged.tile -DBLOCK=4096 -DR=2 -DG=125 -DS=6
+layernorm_bwd_4096_staged_r2g125s3||$root/tests/perf/layernorm_bwd_staged.tile -DBLOCK=4096 -DR=2 -DG=125 -DS=3
+layernorm_bwd_4096_staged_r4g63s2||$root/tests/perf/layernorm_bwd_staged.tile -DBLOCK=4096 -DR=4 -DG=63 -DS=2
+layernorm_bwd_4096_persistent_r2s3||$root/tests/perf/layernorm_bwd_persistent.tile -DBLOCK=4096 -DR=2 -DS=3
+layernorm_bwd_4096_persistent_r4s2||$root/tests/perf/layernorm_bwd_persistent.tile -DBLOCK=4096 -DR=4 -DS=2
 cumsum||$ex/cumsum.tile
 dropout_f32||$ex/dropout.tile -DT=f32
 dropout_bf16||$ex/dropout.tile -DT=bf16

@@ -359,6 +359,10 @@ static int grid_rpn(Cg *cg, Func *f, ValId v, StrBuf *out, int depth)
         sb_printf(out, " %lld", (long long)op->iattr[0]);
         return 0;
     }
+    if (op->code == OP_NUMSMS) {
+        sb_puts(out, " num_sms()");
+        return 0;
+    }
     if (op->code == OP_CAST && dtype_is_int((DType)ir_type(f, op->args[0])->dtype))
         return grid_rpn(cg, f, op->args[0], out, depth + 1);
     for (size_t i = 0; i < TC_COUNTOF(bin); i++)
@@ -369,7 +373,7 @@ static int grid_rpn(Cg *cg, Func *f, ValId v, StrBuf *out, int depth)
             return e;
         }
     diag_error(cg->d, op->loc, "the grid expression uses '%s', which the launch rule cannot express; "
-               "use + - * / %% min max cdiv divisor of named dims and constants", op_info[op->code].name);
+               "use + - * / %% min max cdiv divisor num_sms() of named dims and constants", op_info[op->code].name);
     return 1;
 }
 

@@ -267,8 +267,8 @@ static int lower_op(Cg *cg, Op *op)
     case OP_ERF: case OP_SIGMOID: case OP_SIN: case OP_COS: case OP_FLOOR: case OP_CEIL: case OP_ROUND:
     case OP_POW: case OP_SHL: case OP_SHR: case OP_SELECT: case OP_CAST:
         return lower_elem(cg, op);
-    case OP_DIVISOR:   /* the front end folds it or keeps it to the grid, which is evaluated at launch */
-        diag_internal(cg->d, op->loc, "divisor() outside the grid reached the code generator");
+    case OP_DIVISOR: case OP_NUMSMS:   /* grid only: the runtime evaluates the grid at launch */
+        diag_internal(cg->d, op->loc, "%s outside the grid reached the code generator", op_info[op->code].name);
         return 1;
     case OP_SPLAT: return lower_splat(cg, op);
     case OP_EXPAND: return lower_expand(cg, op);

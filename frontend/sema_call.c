@@ -14,7 +14,7 @@
 #include <string.h>
 
 typedef enum { B_MATH, B_POW, B_MINMAX, B_WHERE, B_ROWRED, B_COLRED, B_REDUCE, B_CUM, B_SCAN, B_RAND,
-               B_IOTA, B_ROWS, B_COLS, B_CDIV, B_DIVISOR, B_LOAD, B_CONCAT, B_RESHAPE, B_TRANSPOSE } BKind;
+               B_IOTA, B_ROWS, B_COLS, B_CDIV, B_DIVISOR, B_NUMSMS, B_LOAD, B_CONCAT, B_RESHAPE, B_TRANSPOSE } BKind;
 
 typedef struct Builtin {
     const char *name;
@@ -33,6 +33,7 @@ static const Builtin builtin_tab[] = {
     { "colsum", B_COLRED, 1, RED_SUM }, { "colmin", B_COLRED, 1, RED_MIN },
     { "reduce", B_REDUCE, 3, 0 }, { "iota", B_IOTA, 1, OP_IOTA }, { "rows", B_ROWS, 1, OP_IOTA },
     { "cols", B_COLS, 1, OP_IOTA }, { "cdiv", B_CDIV, 2, 0 }, { "divisor", B_DIVISOR, 2, OP_DIVISOR },
+    { "num_sms", B_NUMSMS, 0, OP_NUMSMS },
     { "load", B_LOAD, 2, OP_LOAD }, { "erf", B_MATH, 1, OP_ERF }, { "sigmoid", B_MATH, 1, OP_SIGMOID },
     { "sin", B_MATH, 1, OP_SIN }, { "cos", B_MATH, 1, OP_COS }, { "floor", B_MATH, 1, OP_FLOOR },
     { "ceil", B_MATH, 1, OP_CEIL }, { "round", B_MATH, 1, OP_ROUND }, { "pow", B_POW, 2, OP_POW },
@@ -511,6 +512,21 @@ static bool check_args(Lower *l, const Expr *e, const Builtin *b)
     return true;
 }
 
+/* num_sms(): the SM count of the device the kernel is launched on, known
+ * at launch only: grid rules such as grid(min(cdiv(M, R), num_sms())) give
+ * a persistent grid of one block an SM whatever the device. */
+static EVal lower_num_sms(Lower *l, const Expr *e)
+{
+    if (!l->in_grid) {
+        diag_error(l->d, e->loc, "num_sms() is only available in the grid (the runtime evaluates it at "
+                   "launch); in the body use num_blocks.x, the grid size it gave");
+        return err();
+    }
+    Type t = type_scalar(DT_I32);
+    t.space = SP_ANY;
+    return fe_val(fe_emit(l, e->loc, OP_NUMSMS, NULL, 0, t), t);
+}
+
 /* Inlined into fe_call: one frame per nested call (the nesting limits). */
 static TC_ALWAYS_INLINE EVal lower_builtin(Lower *l, const Expr *e, const Builtin *b)
 {
@@ -533,6 +549,7 @@ static TC_ALWAYS_INLINE EVal lower_builtin(Lower *l, const Expr *e, const Builti
     case B_IOTA: case B_ROWS: case B_COLS: return lower_iota(l, e, b->kind);
     case B_CDIV: return lower_cdiv(l, e);
     case B_DIVISOR: return lower_divisor(l, e);
+    case B_NUMSMS: return lower_num_sms(l, e);
     case B_CONCAT: return lower_concat(l, e);
     case B_RESHAPE: return lower_reshape(l, e);
     case B_TRANSPOSE: return lower_transpose_call(l, e);
@@ -547,7 +564,7 @@ EVal fe_call(Lower *l, const Expr *e)
         return lower_cast(l, e, dt);
     const Builtin *b = find_builtin(e->name);
     if (b) {
-        if (l->in_grid && b->kind != B_CDIV && b->kind != B_DIVISOR && b->kind != B_MINMAX) {
+        if (l->in_grid && b->kind != B_CDIV && b->kind != B_DIVISOR && b->kind != B_MINMAX && b->kind != B_NUMSMS) {
             diag_error(l->d, e->loc, "'%s' cannot be used in the grid", e->name);
             return err();
         }

@@ -638,6 +638,9 @@ int ip_exec_op(Interp *I, const Op *op)
     switch ((OpCode)op->code) {
     case OP_CONST: return exec_const(I, op);
     case OP_BLOCKID: case OP_NBLOCKS: return exec_launch(I, op);
+    case OP_NUMSMS:   /* the interpreter runs as a device of TC_INTERP_SMS SMs */
+        ip_out(I, op->res[0])[0].i = TC_INTERP_SMS;
+        return 0;
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_REM:
     case OP_MIN: case OP_MAX: case OP_DIVISOR: case OP_AND: case OP_OR: case OP_XOR: case OP_CMP:
     case OP_NEG: case OP_NOT: case OP_ABS: case OP_EXP: case OP_EXP2: case OP_LOG:

@@ -339,6 +339,9 @@ typedef struct InterpOpts {
     bool eager;
 } InterpOpts;
 int interp_run_opts(const Func *f, const InterpArg *args, int nargs, const InterpOpts *o, Diag *d);
+/* The SM count `num_sms()` takes in the interpreter's grid: it runs the
+ * kernel as a device of this many SMs would launch it. */
+#define TC_INTERP_SMS 4
 /* Evaluate the grid rule only. */
 int interp_grid(const Func *f, const InterpArg *args, int nargs, int64_t grid[3], Diag *d);
 

@@ -17,6 +17,7 @@
 OP(CONST,     "const",     0,  1, 0, OPF_PURE)          /* ival / fval -> scalar or tile splat */
 OP(BLOCKID,   "block_id",  0,  1, 0, OPF_PURE)          /* iattr[0] = axis 0..2 -> i32 */
 OP(NBLOCKS,   "num_blocks",0,  1, 0, OPF_PURE)          /* iattr[0] = axis 0..2 -> i32 */
+OP(NUMSMS,    "num_sms",   0,  1, 0, OPF_PURE)          /* the SM count of the device launched on -> i32; grid only */
 /* elementwise arithmetic: operands of identical type (scalar or tile) */
 OP(ADD,       "add",       2,  1, 0, OPF_PURE | OPF_ELEM)
 OP(SUB,       "sub",       2,  1, 0, OPF_PURE | OPF_ELEM)

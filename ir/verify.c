@@ -212,8 +212,9 @@ static void verify_op(Verifier *V, const Op *op, const Block *b, int idx, BlockK
         vfy_err(V, op, "'yield' may only be the last op of a region or of the grid block");
     if (op->code == OP_WS && (kind == BK_GRID || V->ws_depth))
         vfy_err(V, op, "'ws' may not be nested in another 'ws' or placed in the grid block");
-    if (op->code == OP_DIVISOR && kind != BK_GRID)
-        vfy_err(V, op, "'divisor' may only be in the grid block (the runtime evaluates it at launch)");
+    if ((op->code == OP_DIVISOR || op->code == OP_NUMSMS) && kind != BK_GRID)
+        vfy_err(V, op, "'%s' may only be in the grid block (the runtime evaluates it at launch)",
+                op_info[op->code].name);
     bool ok = check_operands(V, op);
     ok = check_arity(V, op) && ok;
     for (int i = 0; i < op->nres; i++)

@@ -241,8 +241,8 @@ static bool grid_plain(const Func *f, Op **gy)
     *gy = ir_block_yield(&f->grid);
     if (!*gy || (*gy)->nargs != 3 || const_of(f, (*gy)->args[2]) != 1)
         return false;
-    for (int i = 0; i < f->grid.nops; i++)
-        if (f->grid.ops[i]->code == OP_DIVISOR)
+    for (int i = 0; i < f->grid.nops; i++)   /* an order already chosen, a grid sized by the device */
+        if (f->grid.ops[i]->code == OP_DIVISOR || f->grid.ops[i]->code == OP_NUMSMS)
             return false;
     return true;
 }

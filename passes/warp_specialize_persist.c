@@ -69,6 +69,9 @@ static const char *persist_problem(const PassCtx *ctx, Func *f, const Op *ws, Va
     if (!gy || gy->nargs != 3)
         return "the grid is not (X, Y, Z)";
     for (int i = 0; i < f->grid.nops; i++)
+        if (f->grid.ops[i]->code == OP_NUMSMS)
+            return "the grid uses num_sms(): the kernel sizes its own grid by the device";
+    for (int i = 0; i < f->grid.nops; i++)
         if (f->grid.ops[i]->code == OP_DIVISOR)   /* the launch pass's longest loops first, in groups */
             return "the tiles' loops differ in length (the launch pass orders them longest first): the hardware's "
                    "block scheduler balances them better (a persistent grid measured 5-8% slower on causal "

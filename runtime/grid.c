@@ -50,19 +50,23 @@ overflow:
     return false;
 }
 
-bool tilert_rpn_eval(const RpnTok *prog, size_t n, const int64_t *dims, int64_t *out,
+bool tilert_rpn_eval(const RpnTok *prog, size_t n, const int64_t *dims, int64_t sms, int64_t *out,
                      char *err, size_t errlen)
 {
     int64_t st[STACK];
     size_t sp = 0;
     for (size_t i = 0; i < n; i++) {
         const RpnTok *t = &prog[i];
-        if (t->op == RPN_NUM || t->op == RPN_DIM) {
+        if (t->op == RPN_NUM || t->op == RPN_DIM || t->op == RPN_SMS) {
             if (sp == STACK) {
                 snprintf(err, errlen, "grid rule too deep");
                 return false;
             }
-            st[sp++] = t->op == RPN_NUM ? t->v : dims[t->v];
+            if (t->op == RPN_SMS && sms < 0) {
+                snprintf(err, errlen, "num_sms() needs a device (the module was read without a driver)");
+                return false;
+            }
+            st[sp++] = t->op == RPN_NUM ? t->v : t->op == RPN_SMS ? sms : dims[t->v];
             continue;
         }
         if (sp < 2) {
@@ -81,6 +85,30 @@ bool tilert_rpn_eval(const RpnTok *prog, size_t n, const int64_t *dims, int64_t 
     return true;
 }
 
+/* The value of num_sms() for k's grid: the SM count of the current
+ * context's device (else device 0's, the device a launch without a current
+ * context takes); -1 when the rule does not use it or the module has no
+ * driver. Two driver queries, only for rules that use it. */
+static tilert_status kernel_sms(const tilert_kernel *k, int64_t *sms)
+{
+    bool uses = false;
+    for (int a = 0; a < 3 && !uses; a++)
+        for (size_t i = 0; i < k->nrpn[a] && !uses; i++)
+            uses = k->rpn[a][i].op == RPN_SMS;
+    tilert_driver *drv = k->mod ? k->mod->drv : NULL;
+    if (!uses || !drv)
+        return TILERT_OK;
+    CUdevice dev;
+    int n = 0;
+    CUresult r = drv->CtxGetDevice(&dev);
+    if (r && (r = drv->DeviceGet(&dev, 0)))
+        return tilert_cuda_fail(drv, r, "cuDeviceGet", "num_sms() in the grid");
+    if ((r = drv->DeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)))
+        return tilert_cuda_fail(drv, r, "cuDeviceGetAttribute", "num_sms() in the grid");
+    *sms = n;
+    return TILERT_OK;
+}
+
 TILERT_API tilert_status tilert_kernel_grid(const tilert_kernel *k, const int64_t *dims,
                                             size_t ndims, unsigned grid[3])
 {
@@ -90,10 +118,14 @@ TILERT_API tilert_status tilert_kernel_grid(const tilert_kernel *k, const int64_
     if (ndims != k->ndims)
         return tilert_fail(TILERT_ERR_USAGE, "kernel %s: grid needs %zu dim values, got %zu",
                            k->name, k->ndims, ndims);
+    int64_t sms = -1;
+    tilert_status st = kernel_sms(k, &sms);
+    if (st)
+        return st;
     for (int a = 0; a < 3; a++) {
         char err[128];
         int64_t v;
-        if (!tilert_rpn_eval(k->rpn[a], k->nrpn[a], dims, &v, err, sizeof err))
+        if (!tilert_rpn_eval(k->rpn[a], k->nrpn[a], dims, sms, &v, err, sizeof err))
             return tilert_fail(TILERT_ERR_ARGS, "kernel %s: grid %c (%s): %s", k->name,
                                "xyz"[a], k->grid_text, err);
         if (v < 0 || v > limit[a])

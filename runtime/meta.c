@@ -438,12 +438,15 @@ static tilert_status grid_prog(Parser *ps, int axis, int b, int e)
         } else if (tok_int(t, 0, INT64_MAX, &r->v)) {
             r->op = RPN_NUM;
             depth++;
+        } else if (tok_is(t, "num_sms()")) {   /* the launch device's SM count */
+            r->op = RPN_SMS;
+            depth++;
         } else if (is_ident(t) && find_dim(ps, t) >= 0) {
             r->op = RPN_DIM;
             r->v = find_dim(ps, t);
             depth++;
         } else {
-            return bad(ps, "grid %c: '%.*s' is not a number, a declared dim or an operator",
+            return bad(ps, "grid %c: '%.*s' is not a number, a declared dim, num_sms() or an operator",
                        xyz[axis], (int)t->n, t->s);
         }
     }

@@ -51,7 +51,7 @@ int tilert_dtype_bits(int dt);
 /* Grid rules are stored as RPN programs. */
 typedef enum RpnOp {
     RPN_NUM, RPN_DIM, RPN_ADD, RPN_SUB, RPN_MUL, RPN_DIV, RPN_MOD, RPN_CDIV, RPN_MIN, RPN_MAX,
-    RPN_DIVISOR
+    RPN_DIVISOR, RPN_SMS
 } RpnOp;
 typedef struct RpnTok {
     RpnOp op;
@@ -154,8 +154,9 @@ void tilert_sig_free(tilert_kernel *k);
 
 /* ---- grid.c ------------------------------------------------------------- */
 
-/* Evaluate one RPN program; false + message in err on failure. */
-bool tilert_rpn_eval(const RpnTok *prog, size_t n, const int64_t *dims, int64_t *out,
+/* Evaluate one RPN program; false + message in err on failure. sms: the
+ * value of `num_sms()` (RPN_SMS), or -1 where no device is known. */
+bool tilert_rpn_eval(const RpnTok *prog, size_t n, const int64_t *dims, int64_t sms, int64_t *out,
                      char *err, size_t errlen);
 
 /* ---- driver.c: the dlopen'ed CUDA Driver API ---------------------------- */
@@ -174,6 +175,7 @@ enum {
     CUDA_SUCCESS = 0,
     CUDA_ERROR_INVALID_VALUE = 1,
     CUDA_ERROR_NO_DEVICE = 100,
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,

@@ -373,13 +373,13 @@ END_TEST
 
 /* ---- layernorm_bwd: dx, and dw / db added into DW / DB ---- */
 
-static void run_layernorm_bwd(int64_t rows, int64_t cols, const char *tname)
+static void run_layernorm_bwd(int64_t rows, int64_t cols, const char *tname, const char *file)
 {
     char blk[32];
     snprintf(blk, sizeof blk, "%lld", (long long)pow2_at_least(cols, 16));
-    FeDefine defs[] = { { "BLOCK", blk }, { "R", "4" }, { "G", "2" }, { "T", tname } };
+    FeDefine defs[] = { { "BLOCK", blk }, { "R", "4" }, { "G", "2" }, { "T", tname }, { "S", "2" } };
     Prog p;
-    ck_assert(prog_load(&p, "layernorm_bwd.tile", "layernorm_bwd", defs, 4));
+    ck_assert(prog_load(&p, file, "layernorm_bwd", defs, 5));
     DType dt = param_dtype(&p, "X");
     int64_t shape[2] = { rows, cols };
     uint64_t rng = 1789 + (uint64_t)(cols * 3 + rows);
@@ -440,7 +440,30 @@ START_TEST(layernorm_bwd_shapes)
     /* rows: one, not a multiple of R, not a multiple of a block's R * G = 8 */
     static const int64_t sh[][2] = { { 1, 1 }, { 6, 127 }, { 37, 100 } };
     for (int t = 0; t < 3; t++)
-        run_layernorm_bwd(sh[_i][0], sh[_i][1], dtype_names[t]);
+        run_layernorm_bwd(sh[_i][0], sh[_i][1], dtype_names[t], "layernorm_bwd.tile");
+}
+END_TEST
+
+/* The persistent form (num_sms() in the grid: the interpreter's
+ * TC_INTERP_SMS blocks, each striding over the groups of R rows; 37 rows
+ * make 10 groups, 3, 3, 2 and 2 a block) through its shared-memory ring. */
+START_TEST(layernorm_bwd_persistent)
+{
+    static const int64_t sh[][2] = { { 1, 1 }, { 6, 127 }, { 37, 100 } };
+    for (int t = 0; t < 3; t++)
+        run_layernorm_bwd(sh[_i][0], sh[_i][1], dtype_names[t], "../tests/perf/layernorm_bwd_persistent.tile");
+    Prog p;
+    FeDefine defs[] = { { "BLOCK", "128" }, { "R", "4" } };
+    ck_assert(prog_load(&p, "../tests/perf/layernorm_bwd_persistent.tile", "layernorm_bwd", defs, 2));
+    int64_t shape[2] = { 37, 100 }, cols = 100, rows = 37, grid[3];
+    Ten x = ten_new(DT_BF16, 2, shape), w = ten_new(DT_BF16, 1, &cols), v = ten_new(DT_F32, 1, &rows);
+    Ten f = ten_new(DT_F32, 1, &cols);   /* X, DY, W, Mean, Rstd, DX, DW, DB */
+    InterpArg args[8] = { ten_arg(&x), ten_arg(&x), ten_arg(&w), ten_arg(&v), ten_arg(&v), ten_arg(&x),
+                          ten_arg(&f), ten_arg(&f) };
+    ck_assert_int_eq(interp_grid(p.f, args, 8, grid, &p.d), 0);
+    ck_assert(grid[0] == TC_INTERP_SMS && grid[1] == 1 && grid[2] == 1);   /* min(cdiv(37, 4), 4) */
+    ten_free(&x), ten_free(&w), ten_free(&v), ten_free(&f);
+    prog_free(&p);
 }
 END_TEST
 
@@ -832,6 +855,7 @@ static Suite *examples_suite(void)
     tcase_add_loop_test(tc, rmsnorm_shapes, 0, 3);
     tcase_add_loop_test(tc, cross_entropy_shapes, 0, 4);
     tcase_add_loop_test(tc, layernorm_bwd_shapes, 0, 3);
+    tcase_add_loop_test(tc, layernorm_bwd_persistent, 0, 3);
     tcase_add_loop_test(tc, gemm_shapes, 0, 4);
     tcase_add_loop_test(tc, attention_cases, 0, 16);
     tcase_add_test(tc, reduction_kernels);

@@ -181,7 +181,7 @@ static const struct { const char *body; const char *want; } bad_meta[] = {
     {"dim N\nparam X tensor f32 1 N align 4\ngrid N +\n", "metadata line 7: grid x: '+' needs two operands"},
     {"dim N\nparam X tensor f32 1 N align 4\ngrid N 1 ; 1\n",
      "metadata line 7: grid x: the rule leaves 2 values (need exactly 1)"},
-    {"grid Q\n", "metadata line 5: grid x: 'Q' is not a number, a declared dim or an operator"},
+    {"grid Q\n", "metadata line 5: grid x: 'Q' is not a number, a declared dim, num_sms() or an operator"},
     {"grid 1 ; ; 1\n", "metadata line 5: grid: empty rule for y"},
     {"grid 1 ; 1 ; 1 ; 1\n", "metadata line 5: grid: more than three rules"},
     {"grid 1\ngrid 1\n", "metadata line 6: kernel k: second 'grid' record"},
@@ -471,6 +471,30 @@ START_TEST(grid_rules)
     ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){(int64_t)1 << 33, 2}, 2, g), TILERT_ERR_ARGS);
     ck_assert_ptr_nonnull(strstr(tilert_last_error(), "divisor of 8589934592: over 2^32"));
     tilert_module_free(m);
+
+    /* num_sms(): the launch device's SM count; a module read without a
+     * driver has no device, and the grid says so (a rule without it works) */
+    ck_assert_int_eq(tilert_module_from_meta(
+        "tilec-meta 1\nkernel s\narch sm_86\nthreads 32\ndim A\n"
+        "param X tensor f32 1 A align 4\ngrid A 2 cdiv num_sms() min ; 1 ; 1\nend\n"
+        "kernel p\narch sm_86\nthreads 32\ndim A\nparam X tensor f32 1 A align 4\ngrid A ; 1 ; 1\nend\n",
+        &m), TILERT_OK);
+    k = tilert_module_kernel_at(m, 0);
+    ck_assert_str_eq(tilert_kernel_grid_rule(k), "A 2 cdiv num_sms() min ; 1 ; 1");
+    ck_assert_int_eq(tilert_kernel_grid(k, (int64_t[]){100}, 1, g), TILERT_ERR_ARGS);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "kernel s: grid x (A 2 cdiv num_sms() min ; 1 ; 1): "
+                                                      "num_sms() needs a device"));
+    ck_assert_int_eq(tilert_kernel_grid(tilert_module_kernel_at(m, 1), (int64_t[]){100}, 1, g), TILERT_OK);
+    ck_assert_uint_eq(g[0], 100);
+    tilert_module_free(m);
+    /* num_sms is an operand, not an operator or a dim */
+    ck_assert_int_ne(tilert_module_from_meta(
+        "tilec-meta 1\nkernel s\narch sm_86\nthreads 32\ndim A\n"
+        "param X tensor f32 1 A align 4\ngrid A num_sms\nend\n", &m), TILERT_OK);
+    ck_assert_ptr_nonnull(strstr(tilert_last_error(), "'num_sms' is not a number, a declared dim, num_sms() or an operator"));
+    ck_assert_int_ne(tilert_module_from_meta(
+        "tilec-meta 1\nkernel s\narch sm_86\nthreads 32\ndim A\n"
+        "param X tensor f32 1 A align 4\ngrid num_sms() min\nend\n", &m), TILERT_OK);
 }
 END_TEST
 
