@@ -17,7 +17,7 @@ static const char *const builtins[] = {
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "max", "min",
     "where", "rowmax", "rowsum", "rowmin", "colmax", "colsum", "colmin", "reduce",
     "iota", "rows", "cols", "cdiv", "divisor", "load", "erf", "sigmoid", "sin", "cos", "floor",
-    "ceil", "round", "pow",
+    "ceil", "round", "pow", "num_sms",
 };
 
 static uint32_t name_hash(const char *s)
@@ -146,6 +146,7 @@ void fe_suggest(Lower *l, Loc loc, const char *name, bool calls)
     } else {
         consider(name, "block", &best, &bestd);
         consider(name, "num_blocks", &best, &bestd);
+        consider(name, "num_sms()", &best, &bestd);   /* a call: `grid(num_sms)` */
     }
     if (best)
         diag_note(l->d, loc, "did you mean '%s'?", best);
