@@ -98,6 +98,7 @@ typedef struct Roof {
     RVal *vals;
     int64_t *dimv;            /* per f->dims index */
     int64_t block[3], grid[3];
+    int64_t sms;              /* num_sms() in the grid; 0: unknown */
     RoofCounts c;             /* this walk's counts */
     int64_t *tread, *twrite;  /* per param: bytes read from / written to the tensor */
     int64_t limit;            /* ops this walk may evaluate */
@@ -397,6 +398,9 @@ static void exec_op(Roof *R, const Op *op)
         if (is_int_scalar(f, op->res[0]))
             set(R, op->res[0], ip_wrap_int((DType)ir_type(f, op->res[0])->dtype, op->iattr[0]), true, false);
         return;
+    case OP_NUMSMS:
+        set(R, op->res[0], R->sms, R->sms > 0, false);
+        return;
     case OP_BLOCKID:
     case OP_NBLOCKS: {
         int ax = (int)op->iattr[0];
@@ -504,13 +508,15 @@ static void add_counts(RoofCounts *to, const RoofCounts *from, int64_t times)
     to->bounded |= from->bounded;
 }
 
-int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts *out, const char **missing)
+int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, int64_t sms, RoofCounts *out,
+                      const char **missing)
 {
     memset(out, 0, sizeof *out);
     *missing = NULL;
     Roof R;
     memset(&R, 0, sizeof R);
     R.f = f;
+    R.sms = sms;
     R.vals = arena_alloc(a, sizeof(RVal) * (f->nvals + 1));
     R.dimv = arena_alloc(a, sizeof(int64_t) * (size_t)(f->ndims + 1));
     R.tread = arena_alloc(a, sizeof(int64_t) * (size_t)(f->nparams + 1));
@@ -686,7 +692,7 @@ static void put_kernel(Arena *a, StrBuf *out, const Func *f, const PassDims *dim
     RoofCounts c;
     const char *why;
     sb_printf(out, "kernel %s (%s)", f->name, t->name);
-    int rc = tc_roofline_count(a, f, dims, &c, &why);
+    int rc = tc_roofline_count(a, f, dims, sms > 0 ? sms : t->peak.sms, &c, &why);
     if (rc != 0) {
         if (rc == -1)
             sb_printf(out, ": dims missing: %s (give them with --dim NAME=VALUE or tilec_options.dims)\n", why);

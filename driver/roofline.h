@@ -39,10 +39,12 @@ typedef struct RoofCounts {
 } RoofCounts;
 
 /* Count kernel f for the dim sizes in dims (its own named dims: every one
- * must be given). Returns 0; -1 with *missing set to the missing dims'
- * names, comma-separated (in arena a); or -2 with *missing a one-line
- * reason. */
-int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, RoofCounts *out, const char **missing);
+ * must be given) on a device of sms SMs (the value of num_sms() in the
+ * grid; 0: unknown, and such a grid is not counted). Returns 0; -1 with
+ * *missing set to the missing dims' names, comma-separated (in arena a);
+ * or -2 with *missing a one-line reason. */
+int tc_roofline_count(Arena *a, const Func *f, const PassDims *dims, int64_t sms, RoofCounts *out,
+                      const char **missing);
 
 /* IMAD slots of one element of philox (a quarter of Philox4x32-10's rounds), roofline.c. */
 enum { TC_PHILOX_IMUL = 9 };

@@ -79,7 +79,7 @@ static RoofCounts count(const Compiled *c)
 {
     RoofCounts rc;
     const char *why = NULL;
-    int st = tc_roofline_count(c->r->arena, c->f, &c->dims, &rc, &why);
+    int st = tc_roofline_count(c->r->arena, c->f, &c->dims, 0, &rc, &why);
     if (st != 0)
         fprintf(stderr, "not counted: %s\n", why);
     ck_assert_int_eq(st, 0);
@@ -314,7 +314,7 @@ START_TEST(missing_dims_and_text)
     ck_assert_int_eq(pass_dims_parse("N=4096", &some, &err), 0);
     RoofCounts rc;
     const char *why = NULL;
-    ck_assert_int_eq(tc_roofline_count(c.r->arena, c.f, &some, &rc, &why), -1);
+    ck_assert_int_eq(tc_roofline_count(c.r->arena, c.f, &some, 0, &rc, &why), -1);
     ck_assert_str_eq(why, "M, K");
     StrBuf sb = { 0 };
     tc_report_roofline(c.r->arena, &sb, c.r->module, &some, tc_target("sm_90a"), 0);
