@@ -446,6 +446,9 @@ int cg_lower_smem_load(Cg *cg, Op *op);
 /* Is this SMEM_LOAD only a view of its slot for products (no thread reads
  * shared memory for it)? */
 bool cg_smem_load_is_view(Func *f, const Op *op);
+/* Is op an SMEM_LOAD whose threads read their slot into registers (not a
+ * view)? Such a read takes and anchors layouts as a global load does. */
+bool cg_smem_load_to_regs(Func *f, const Op *op);
 int cg_lower_smem_store(Cg *cg, Op *op);
 /* i32 byte offset of (row, byte b of the row) in a shared tile: row-major,
  * padded, or the CUTLASS Swizzle<B,4,3> on [rows x W] column panels. */

@@ -179,8 +179,7 @@ static bool anchor_visit(Func *f, Op *op, void *ctx)
     const Type *t = op->nres ? ir_type(f, op->res[0]) : NULL;
     if (!t || t->kind != TY_TILE)
         return true;
-    if (op->code == OP_LOAD || op->code == OP_GATHER ||
-        (op->code == OP_SMEM_LOAD && !cg_smem_load_is_view(f, op))) {
+    if (op->code == OP_LOAD || op->code == OP_GATHER || cg_smem_load_to_regs(f, op)) {
         int bytes = dtype_bits((DType)t->dtype) / 8;
         bool contig = op->code == OP_SMEM_LOAD || (op->nlist > 0 && op->list[op->nlist - 1] > 0);
         put_anchor(w, t->rank, t->shape,

@@ -649,6 +649,11 @@ bool cg_smem_load_is_view(Func *f, const Op *op)
     return t->kind == TY_TILE && t->rank == 2 && dot_only(f, op->res[0]);
 }
 
+bool cg_smem_load_to_regs(Func *f, const Op *op)
+{
+    return op->code == OP_SMEM_LOAD && !cg_smem_load_is_view(f, op);
+}
+
 int cg_lower_smem_load(Cg *cg, Op *op)
 {
     const SmemView *sv = slot_view(cg, op, op->args[0], op->args[1]);

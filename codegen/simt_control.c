@@ -7,7 +7,7 @@
 
 /* The layout a loop-carried tile keeps: the init's, or that of a load of
  * the same shape in the body (a global load, or a read of a pipeline's
- * shared slot into registers) (so the carried value needs no conversion),
+ * shared slot into registers; so the carried value needs no conversion),
  * else that of a load of the same rank whose extents are the carried
  * tile's where these are not 1, with those dims at 1: the layout of the
  * load's reductions expanded back (`acc += colsum(x)[*, :]` over x =
@@ -16,8 +16,7 @@ static bool find_load_layout(Func *f, Op *op, void *ctx)
 {
     const Type **want = ctx;
     const Type *t = op->nres ? ir_type(f, op->res[0]) : NULL;
-    bool staged = op->code == OP_SMEM_LOAD && !cg_smem_load_is_view(f, op);
-    if ((op->code != OP_LOAD && !staged) || !t || t->kind != TY_TILE)
+    if ((op->code != OP_LOAD && !cg_smem_load_to_regs(f, op)) || !t || t->kind != TY_TILE)
         return true;
     if (type_same_shape(t, want[0])) {
         want[1] = t;
