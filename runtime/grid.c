@@ -87,16 +87,13 @@ bool tilert_rpn_eval(const RpnTok *prog, size_t n, const int64_t *dims, int64_t 
 
 /* The value of num_sms() for k's grid: the SM count of the current
  * context's device (else device 0's, the device a launch without a current
- * context takes); -1 when the rule does not use it or the module has no
- * driver. Two driver queries, only for rules that use it. */
+ * context takes); -1 when the rule does not use it (k->uses_sms, set by
+ * the parser) or the module has no driver. Two driver queries, only for
+ * rules that use it. */
 static tilert_status kernel_sms(const tilert_kernel *k, int64_t *sms)
 {
-    bool uses = false;
-    for (int a = 0; a < 3 && !uses; a++)
-        for (size_t i = 0; i < k->nrpn[a] && !uses; i++)
-            uses = k->rpn[a][i].op == RPN_SMS;
     tilert_driver *drv = k->mod ? k->mod->drv : NULL;
-    if (!uses || !drv)
+    if (!k->uses_sms || !drv)
         return TILERT_OK;
     CUdevice dev;
     int n = 0;

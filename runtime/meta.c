@@ -440,6 +440,7 @@ static tilert_status grid_prog(Parser *ps, int axis, int b, int e)
             depth++;
         } else if (tok_is(t, "num_sms()")) {   /* the launch device's SM count */
             r->op = RPN_SMS;
+            ps->k->uses_sms = true;
             depth++;
         } else if (is_ident(t) && find_dim(ps, t) >= 0) {
             r->op = RPN_DIM;

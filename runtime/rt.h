@@ -98,6 +98,7 @@ struct tilert_kernel {
     const char *grid_text;
     RpnTok *rpn[3];
     size_t nrpn[3];
+    bool uses_sms;           /* a rule reads num_sms() (RPN_SMS) */
     int line;                /* the `kernel` line */
     /* launch state, guarded by the module's state_lock */
     RtTmapCache *cache;      /* encoded maps of recent launches, one per tmap; NULL without tmaps */
