@@ -12,14 +12,6 @@
 
 #include <string.h>
 
-/* Builtin names offered as suggestions (ORDER: builtin_tab in sema_call.c). */
-static const char *const builtins[] = {
-    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "max", "min",
-    "where", "rowmax", "rowsum", "rowmin", "colmax", "colsum", "colmin", "reduce",
-    "iota", "rows", "cols", "cdiv", "divisor", "load", "erf", "sigmoid", "sin", "cos", "floor",
-    "ceil", "round", "pow", "num_sms",
-};
-
 static uint32_t name_hash(const char *s)
 {
     return (uint32_t)tc_hash64(s, strlen(s), 0);
@@ -139,8 +131,8 @@ void fe_suggest(Lower *l, Loc loc, const char *name, bool calls)
     for (int i = l->nsyms - 1; i >= 0; i--)
         consider(name, l->syms[i]->name, &best, &bestd);
     if (calls) {
-        for (size_t i = 0; i < TC_COUNTOF(builtins); i++)
-            consider(name, builtins[i], &best, &bestd);
+        for (size_t i = 0; fe_builtin_name(i); i++)
+            consider(name, fe_builtin_name(i), &best, &bestd);
         for (int t = 1; t < DT_COUNT; t++)
             consider(name, dtype_name((DType)t), &best, &bestd);
     } else {

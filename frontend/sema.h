@@ -71,6 +71,8 @@ void fe_scope_truncate(Lower *l, int mark);     /* pop symbols down to mark */
 Sym *fe_scope_lookup(Lower *l, const char *name);
 Sym *fe_declare(Lower *l, const char *name, Loc loc, SymKind kind);
 void fe_suggest(Lower *l, Loc loc, const char *name, bool calls);
+/* The i-th builtin function's name (sema_call.c's table), NULL past the last. */
+const char *fe_builtin_name(size_t i);
 
 /* consts.c */
 void fe_specialise(Lower *l, const AstKernel *k, const FeDefine *defs, int ndefs);

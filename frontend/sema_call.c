@@ -51,6 +51,11 @@ static const Builtin *find_builtin(const char *name)
     return NULL;
 }
 
+const char *fe_builtin_name(size_t i)
+{
+    return i < TC_COUNTOF(builtin_tab) ? builtin_tab[i].name : NULL;
+}
+
 static EVal err(void) { return (EVal){ 0 }; }
 
 static EVal lower_cast(Lower *l, const Expr *e, DType to)
