@@ -21,6 +21,7 @@ enum {
     WS_REG_HEADROOM = 16,      /* consumer registers beyond the accumulator (addresses, descriptors, the loop) */
     WS_NAMED_BAR = 1,          /* the id of a barrier the consumer role keeps (0 is the block's) */
     WS_MBAR_BYTES = 8,
+    WS_ALIGN_SLACK = 1024,     /* bytes the placement of 128-byte swizzled buffers (1024-byte aligned) may add */
     WS_CHAIN_HEADROOM = 64,    /* consumer registers beyond S, O and P (the softmax's temporaries and row
                                   statistics, addresses, descriptors) */
     WS_CHAIN_HEADROOM_3 = 32,  /* the same for three consumer warp groups at 160 registers (FlashAttention 3's

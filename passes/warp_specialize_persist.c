@@ -133,12 +133,36 @@ static bool holds_rings(Func *f, Op *op)
     return any;
 }
 
+/* Does v read Q's buffer (its smem_load, or a trans of it)? */
+static bool reads_q(const Func *f, ValId v, ValId qbuf)
+{
+    const Op *d = ir_val(f, v)->def;
+    if (d && d->code == OP_TRANS)
+        d = ir_val(f, d->args[0])->def;
+    return d && d->code == OP_SMEM_LOAD && d->args[0] == qbuf;
+}
+
+typedef struct QWait { ValId qbuf; bool found; } QWait;
+
+/* A dot_wait of a product that reads Q's buffer. */
+static bool qwait_visit(Func *f, Op *op, void *ctx)
+{
+    QWait *q = ctx;
+    if (op->code == OP_DOT_WAIT) {
+        const Op *d = ir_val(f, op->args[0])->def;
+        if (d && d->code == OP_DOT_ASYNC && (reads_q(f, d->args[0], q->qbuf) || reads_q(f, d->args[1], q->qbuf)))
+            q->found = true;
+    }
+    return !q->found;
+}
+
 /* What a role's tile loop needs. */
 typedef struct Tiles {
     const Block *pre;          /* the ops before the roles (allocations moved out) */
     ValId ntiles, g[3], bx, nb;
     ValId cs, trips;           /* the stage count and the trip count, as the ops before the roles made them */
     ValId qfull, qempty, qbuf; /* Q's ring, its new empty ring, its buffer */
+    int qslots;                /* Q's slots: 2 where shared memory holds a second (the next tile's Q) */
     Loc loc;
 } Tiles;
 
@@ -164,7 +188,7 @@ static void tile_loop(Func *f, Block *role, int r, const Tiles *T)
     ValId t = bin(&b, OP_ADD, T->bx, bin(&b, OP_MUL, nt, T->nb));
     ValId id[3] = { bin(&b, OP_REM, t, T->g[0]), bin(&b, OP_REM, bin(&b, OP_DIV, t, T->g[0]), T->g[1]),
                     bin(&b, OP_DIV, t, bin(&b, OP_MUL, T->g[0], T->g[1])) };
-    WsTrip q = ws_trip_of(&b, nt, c1, c1);
+    WsTrip q = ws_trip_of(&b, nt, T->qslots > 1 ? cst(&b, T->qslots) : c1, c1);
     ValMap m = pass_valmap_new(f, f->mod->arena);
     for (int i = 0; i < T->pre->nops; i++) {
         const Op *op = T->pre->ops[i];
@@ -186,10 +210,14 @@ static void tile_loop(Func *f, Block *role, int r, const Tiles *T)
         bs.ops[i]->args[0] = bin(&a, OP_ADD, base, bs.ops[i]->args[0]);
     }
     int last = -1;   /* the last op holding ring traffic: the trip loop, or the drain after it */
+    int qlast = -1;  /* the last op waiting for a product that reads Q */
     for (int i = 0; i < body->nops; i++) {
         Op *op = body->ops[i];
         if (holds_rings(f, op))
             last = i;
+        QWait qw = { T->qbuf, false };
+        if (T->qbuf && (ir_walk_op(f, op, qwait_visit, &qw), qw.found))
+            qlast = i;
         if (!T->qfull)
             continue;
         if (op->code == OP_MBAR_EXPECT && op->args[0] == T->qfull) {
@@ -208,7 +236,8 @@ static void tile_loop(Func *f, Block *role, int r, const Tiles *T)
         }
     }
     if (r > 0 && T->qfull) {   /* the consumers release Q's slot after their last product that reads it */
-        Builder a = last + 1 < body->nops ? ir_builder_before(f, body->ops[last + 1]) : ir_builder_at_end(f, body);
+        int at = qlast >= 0 ? qlast : last;
+        Builder a = at + 1 < body->nops ? ir_builder_before(f, body->ops[at + 1]) : ir_builder_at_end(f, body);
         a.loc = T->loc;
         ws_ring_op(&a, OP_MBAR_ARRIVE, T->qempty, q.slot, 0);
     }
@@ -228,7 +257,40 @@ static ValId q_buffer(const Op *ws, ValId qfull)
     return 0;
 }
 
-static void persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull)
+typedef struct Bytes { int64_t alloc, staging; const Op *ws; } Bytes;
+
+static bool bytes_visit(Func *f, Op *op, void *ctx)
+{
+    Bytes *b = ctx;
+    if (op->code == OP_SMEM_ALLOC || op->code == OP_MBAR_ALLOC)
+        b->alloc += tile_bytes(ir_type(f, op->res[0]));
+    if (op->code == OP_STORE) {   /* an epilogue staged through shared memory */
+        const Type *t = ir_type(f, op->args[op->nargs - 1]);
+        if (t->kind == TY_TILE && t->space == SP_SHARED && tile_bytes(t) > b->staging)
+            b->staging = tile_bytes(t);
+    }
+    return true;
+}
+
+/* Q's slots: a second where the block's shared memory (its share of the
+ * SM's, several blocks an SM) holds it beside every other buffer, so that
+ * the producer loads the next tile's Q while this tile's trips run. */
+static int q_slots(const PassCtx *ctx, Func *f, const Op *ws, ValId qbuf)
+{
+    if (!qbuf)
+        return 1;
+    Bytes b = { 0, 0, ws };
+    ir_walk(f, &f->body, bytes_visit, &b);
+    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+    if (ir_ws_blocks(ws) > 1) {
+        int64_t share = pass_sm_smem_share(ctx, ir_ws_blocks(ws));
+        limit = share < limit ? share : limit;
+    }
+    int64_t slot = tile_bytes(ir_type(f, qbuf)) + 2 * WS_MBAR_BYTES;
+    return b.alloc + b.staging + slot + WS_ALIGN_SLACK <= limit ? 2 : 1;
+}
+
+static int persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull)
 {
     Block *top = &f->body;
     Op *gy = ir_block_yield(&f->grid);
@@ -236,6 +298,11 @@ static void persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId 
     memset(&T, 0, sizeof T);
     T.cs = cs, T.trips = trips, T.qfull = qfull, T.loc = ws->loc;
     T.qbuf = qfull ? q_buffer(ws, qfull) : 0;
+    T.qslots = q_slots(ctx, f, ws, T.qbuf);
+    if (T.qslots > 1) {
+        ir_type(f, T.qbuf)->shape[0] = T.qslots;
+        ir_type(f, qfull)->shape[0] = T.qslots;
+    }
     /* The allocations first; the other ops before the roles become each
      * tile's (cloned into each role's tile loop, then removed). */
     int nalloc = 0;
@@ -256,7 +323,7 @@ static void persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId 
     /* Before the roles: Q's empty ring, the grid's sizes, the block's tiles. */
     Builder b = ir_builder_before(f, ws);
     b.loc = ws->loc;
-    T.qempty = qfull ? ws_new_ring(&b, 1, "empty") : 0;
+    T.qempty = qfull ? ws_new_ring(&b, T.qslots, "empty") : 0;
     ValMap gm = pass_valmap_new(f, f->mod->arena);
     Block gb = { 0 };
     for (int i = 0; i + 1 < f->grid.nops; i++)
@@ -283,6 +350,7 @@ static void persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId 
     ValId gt = bin(&g, OP_MUL, bin(&g, OP_MUL, gy->args[0], gy->args[1]), gy->args[2]);
     gy->args[0] = bin(&g, OP_MIN, ir_const_int(&g, i32, ctx->sms * ir_ws_blocks(ws)), gt);
     gy->args[1] = gy->args[2] = ir_const_int(&g, i32, 1);
+    return T.qslots;
 }
 
 void ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull, const char *at)
@@ -292,14 +360,18 @@ void ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, Va
         pass_note(ctx, "@%s: loop at %s: one tile a block (not persistent: %s)", f->name, at, why);
         return;
     }
-    persist(ctx, f, ws, cs, trips, qfull);
+    int qslots = persist(ctx, f, ws, cs, trips, qfull);
     int per_sm = ir_ws_blocks(ws);
     pass_note(ctx, "@%s: loop at %s: persistent: min(%lld, tiles) blocks%s, each role looping over the block's tiles "
               "(t = block.x + n * num_blocks.x); the rings run on across tiles (slots and phases of the trips "
               "before this tile's plus the trip's)%s", f->name, at, (long long)ctx->sms * per_sm,
               per_sm > 1 ? arena_printf(f->mod->arena, " (%d an SM)", per_sm) : "",
-              qfull ? ", Q on a ring of one slot per tile that the consumers release after their last product "
-                      "reading it, so the producer loads the next tile's Q, K and V under this tile's last products "
-                      "and epilogue"
-                    : ", so the producer fills the next tile's stages under this tile's epilogue");
+              !qfull ? ", so the producer fills the next tile's stages under this tile's epilogue"
+              : qslots > 1 ? ", Q on a ring of two slots indexed by the tile that the consumers release after the "
+                             "wait of their last product reading it, so the producer loads the next tile's Q while "
+                             "this tile's trips run, and its first K and V under this tile's last products"
+                           : ", Q on a ring of one slot per tile that the consumers release after the wait of their "
+                             "last product reading it, so the producer loads the next tile's Q, K and V under this "
+                             "tile's last products and epilogue (a second slot does not fit the shared memory)"
+);
 }

@@ -831,7 +831,14 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
             ck_assert_int_eq(count_fors(&ws->regions[k], &tl), 1);
             ck_assert_int_eq(count_fors(&tl->regions[0], &trips), persist ? 1 : 0);
         }
-        if (persist) {
+        if (persist) {   /* Q's ring: two slots (the next tile's Q loads under this tile's trips) */
+            const Op *tl = NULL;
+            count_fors(&ws->regions[0], &tl);
+            int qslots = 0;
+            for (int k = 0; k < tl->regions[0].nops; k++)
+                if (tl->regions[0].ops[k]->code == OP_TMA_LOAD)
+                    qslots = (int)ir_type(p.f, tl->regions[0].ops[k]->args[0])->shape[0];
+            ck_assert_int_eq(qslots, 2);
             int64_t grid[3];
             InterpArg args[6];
             for (int k = 0; k < 5; k++)
@@ -865,10 +872,12 @@ START_TEST(attention_roles_causal)
 }
 END_TEST
 
-/* The persistent grid: 3 blocks over 4 tiles. */
+/* The persistent grid: 3 blocks over 4 tiles; then one block over all 4,
+ * Q's ring of two slots taken twice round. */
 START_TEST(attention_roles_persistent)
 {
     attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16", 3);
+    attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16", 1);
 }
 END_TEST
 

@@ -486,6 +486,21 @@ START_TEST(grid_rules)
                                                       "num_sms() needs a device"));
     ck_assert_int_eq(tilert_kernel_grid(tilert_module_kernel_at(m, 1), (int64_t[]){100}, 1, g), TILERT_OK);
     ck_assert_uint_eq(g[0], 100);
+    /* checking arguments needs no device: the grid stays unknown (zeros),
+     * the arguments are checked all the same */
+    {
+        T x;
+        mk(&x, kDLFloat, 32, 1, (int64_t[]){100});
+        tilert_arg xa = {TILERT_ARG_TENSOR, {.tensor = &x.t}};
+        tilert_launch_plan pl;
+        char err[256];
+        ck_assert_int_eq(tilert_check_args(k, &xa, 1, err, sizeof err, &pl), TILERT_OK);
+        ck_assert(pl.grid[0] == 0 && pl.grid[1] == 0 && pl.grid[2] == 0);
+        ck_assert_uint_eq(pl.block[0], 32);
+        mk(&x, kDLFloat, 16, 1, (int64_t[]){100});
+        ck_assert_int_eq(tilert_check_args(k, &xa, 1, err, sizeof err, &pl), TILERT_ERR_ARGS);
+        ck_assert_ptr_nonnull(strstr(err, "param X"));
+    }
     tilert_module_free(m);
     /* num_sms is an operand, not an operator or a dim */
     ck_assert_int_ne(tilert_module_from_meta(
