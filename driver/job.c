@@ -54,6 +54,7 @@ static void job_pass_ctx(Job *j, PassCtx *ctx)
     ctx->lazy_rescale = j->popts.lazy_rescale < 0 ? 0 : j->popts.lazy_rescale == 0 ? -1 : j->popts.lazy_rescale;
     ctx->exp2_emu = j->popts.exp2_emu < 0 ? 0 : j->popts.exp2_emu == 0 ? -1 : j->popts.exp2_emu;
     ctx->tf32 = j->popts.tf32 == 1;
+    ctx->one_tile = j->popts.persistent == 0;
     ctx->dims = &j->dims;
     ctx->opt_level = j->o.opt_level;
     ctx->remarks = &j->remarks;

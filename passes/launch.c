@@ -274,7 +274,8 @@ static void launch_kernel(Func *f, PassCtx *ctx)
                   f->name);
     } else if (roles) {
         pass_note(ctx, "@%s: the key loop takes warp-specialized roles on %s: the grid as written (warp_specialize "
-                  "makes it persistent where the device's SM count is known)", f->name, pass_target_name(ctx));
+                  "makes it persistent, of the SM count target.sms gives or, without it, of num_sms(), unless "
+                  "warp_specialize.persistent=0)", f->name, pass_target_name(ctx));
     } else if (pass_chain_persistent(&ci, ctx, n, nk) && plain && few_ids) {
         make_persistent(f, gy, ctx->sms, &ids);
         pass_note(ctx, "@%s: persistent: min(%lld, tiles) blocks loop over the tiles (256 rows, %lld x %lld)",
@@ -326,8 +327,9 @@ static void launch_kernel(Func *f, PassCtx *ctx)
                                    : "a short key loop");
     } else if (roles && !stage) {
         pass_note(ctx, "@%s: the output tile is stored from registers: %s", f->name,
-                  ctx->sms > 0 ? "the roles' persistent grid loads the next tile under this one's stores"
-                               : "staged only where the grid takes the longest tiles first");
+                  ctx->one_tile ? "one tile a block (warp_specialize.persistent=0), staged only where the grid "
+                                  "takes the longest tiles first"
+                                : "the roles' persistent grid loads the next tile under this one's stores");
     }
 }
 

@@ -22,7 +22,8 @@ const PassOptionInfo tc_pass_options[] = {
       "smem_alloc (the limit) and the code generator (epilogue scratch)" },
     { "target.sms", "int", 0, 1024, 0, offsetof(PassOptions, sms),
       "streaming multiprocessors of the device the PTX will run on; 0 = not known. Read by launch "
-      "(a persistent grid takes one block per SM)" },
+      "(a persistent grid takes one block per SM) and warp_specialize (its persistent grids: without it, "
+      "num_sms(), the launch device's count)" },
     { "lazy_rescale.threshold", "log2 units", 0, 32, -1, offsetof(PassOptions, lazy_rescale),
       "an online softmax's running maximum moves only when a row's maximum grows by more than this, so the "
       "output is rescaled only then (exact after the final division; p reaches 2^T); 0 = off. "
@@ -40,6 +41,10 @@ const PassOptionInfo tc_pass_options[] = {
       "1: f32 products run on the tensor cores as mma.sync m16n8k8 .tf32 (operands rounded to 10 mantissa "
       "bits, f32 accumulation; about 2^-10 relative to the sum of |a b|); 0 (the default): exact f32 fma on "
       "the FMA units" },
+    { "warp_specialize.persistent", "int", 0, 1, -1, offsetof(PassOptions, persistent),
+      "0: warp-specialized roles keep one tile a block (the grid as written), leaving SMs to kernels that "
+      "run beside them; 1 (the default): the roles loop over the tiles of a persistent grid of one block per "
+      "SM where the kernel can take that form" },
 };
 
 const int tc_npass_options = (int)(sizeof tc_pass_options / sizeof tc_pass_options[0]);

@@ -21,6 +21,7 @@ typedef struct PassOptions {
     int64_t tile_candidate;    /* tiles.candidate: which of the tile choice's candidates `= auto` params
                                   take (autotuning), -1 (unset) = its pick, candidate 0 */
     int64_t tf32;              /* mma_select.tf32: 1 = f32 products on tf32 tensor cores, 0 (unset) = exact */
+    int64_t persistent;        /* warp_specialize.persistent: 0 = one tile a block, 1 / -1 (unset) = persistent */
 } PassOptions;
 
 /* Sizes of named dims the kernel will be launched with (tilec_options.dims,
@@ -62,6 +63,7 @@ typedef struct PassCtx {
     int64_t lazy_rescale;      /* option lazy_rescale.threshold: 0 = the pass decides, -1 = off, T > 0 */
     int64_t exp2_emu;          /* option exp2_emu.every: 0 = the pass decides, -1 = off, K > 0 */
     bool tf32;                 /* option mma_select.tf32: f32 products on mma.sync m16n8k8 .tf32 */
+    bool one_tile;             /* option warp_specialize.persistent = 0: roles keep one tile a block */
     const PassDims *dims;      /* sizes given for named dims (NULL: none) */
     int opt_level;
     bool portable;             /* no warp specialization: the fallback variant of a module whose kernels

@@ -8,32 +8,35 @@
  * Needs: the kernel just rewritten by ws_rewrite or ws_chain_rewrite: its
  * body the ops before the loop (pure ops and allocations), then the WS
  * (the epilogue moved into the consumer role); a grid (X, Y, Z); the
- * device's SM count (target.sms). Without a once-loaded operand (GEMM)
- * the Q ring below is left out.
+ * device's SM count (target.sms; where it is not given, the grid reads
+ * num_sms(), which the runtime evaluates on the launch device). Without
+ * a once-loaded operand (GEMM) the Q ring below is left out.
  *
  * The form (n the block's tile count so far, base the trips before this
- * tile's, t = block.x + n * num_blocks.x its tile):
- *   %qe = mbar_alloc {count = 1} : tile<1 x mbar>      (Q's slot is free)
+ * tile's, t = block.x + n * num_blocks.x its tile, QS Q's slots: 2 where
+ * shared memory holds a second, else 1):
+ *   %qe = mbar_alloc {count = 1} : tile<QS x mbar>     (Q's slot is free)
  *   NT = (X * Y * Z - block.x + num_blocks.x - 1) / num_blocks.x
  *   ws {
  *     for n in 0 .. NT carrying base = 0 {
  *       the ops before the loop again, block ids from t (x = t mod X,
  *       y = t / X mod Y, z = t / (X * Y)), grid sizes (X, Y, Z)
- *       mbar_wait %qe, n mod 1, ((n div 1) & 1) ^ 1    (Q's slot released)
+ *       mbar_wait %qe, n mod QS, ((n div QS) & 1) ^ 1  (Q's slot released)
  *       Q's expect and copy; the trip loop
  *       yield base + T
  *     }
  *   } {
  *     for n in 0 .. NT carrying base = 0 {
- *       the ops before the loop again; mbar_wait Q's ring, n mod 1, (n div 1) & 1
- *       the trip loop and its drain; mbar_arrive %qe, n mod 1
- *       the epilogue; yield base + T
+ *       the ops before the loop again; mbar_wait Q's ring, n mod QS, (n div QS) & 1
+ *       the trip loop; mbar_arrive %qe, n mod QS (after the last wait of a
+ *       product reading Q); the drain; the epilogue; yield base + T
  *     }
  *   }
- * and the grid (min(SMs, X * Y * Z), 1, 1). Every ring slot and phase
- * of the trips is taken of base + (the trip's index), so each ring's
- * phases run on across tiles as one trip loop of all the tiles' trips
- * would take them; Q's ring becomes a ring of one slot indexed by n.
+ * and the grid (min(SMs x the blocks an SM, X * Y * Z), 1, 1). Every
+ * ring slot and phase of the trips is taken of base + (the trip's index),
+ * so each ring's phases run on across tiles as one trip loop of all the
+ * tiles' trips would take them; Q's ring becomes a ring of QS slots
+ * indexed by n.
  * The static checker proves both levels (ir/protocol.c).
  */
 #include "warp_specialize_int.h"
@@ -64,8 +67,8 @@ static const char *persist_problem(const PassCtx *ctx, Func *f, const Op *ws, Va
 {
     Block *top = &f->body;
     const Op *gy = ir_block_yield(&f->grid);
-    if (ctx->sms <= 0)
-        return "the device's SM count is not known (target.sms)";
+    if (ctx->one_tile)
+        return "the option warp_specialize.persistent=0";
     if (!gy || gy->nargs != 3)
         return "the grid is not (X, Y, Z)";
     for (int i = 0; i < f->grid.nops; i++)
@@ -156,6 +159,23 @@ static bool qwait_visit(Func *f, Op *op, void *ctx)
     return !q->found;
 }
 
+/* Block ids and grid sizes read inside the role's ops (a loop body's
+ * offsets, the epilogue's): those of tile t instead (id, g), the ops
+ * removed. */
+static void retile_ids(Func *f, Block *b, const ValId id[3], const ValId g[3])
+{
+    for (int i = 0; i < b->nops; i++) {
+        Op *op = b->ops[i];
+        if ((op->code == OP_BLOCKID || op->code == OP_NBLOCKS) && op->iattr[0] >= 0 && op->iattr[0] < 3) {
+            ir_replace_all_uses(f, op->res[0], op->code == OP_BLOCKID ? id[op->iattr[0]] : g[op->iattr[0]]);
+            ir_block_remove(b, i--);
+            continue;
+        }
+        for (int r = 0; r < op->nregions; r++)
+            retile_ids(f, &op->regions[r], id, g);
+    }
+}
+
 /* What a role's tile loop needs. */
 typedef struct Tiles {
     const Block *pre;          /* the ops before the roles (allocations moved out) */
@@ -199,11 +219,17 @@ static void tile_loop(Func *f, Block *role, int r, const Tiles *T)
     }
     Remap rm = { &m };
     Based bs = { pass_valmap_get(&m, T->cs), NULL, 0, 0, f->mod->arena };
+    int first = body->nops;
     for (int i = 0; i < n; i++) {
         ir_walk_op(f, ops[i], remap_visit, &rm);
         ir_walk_op(f, ops[i], based_visit, &bs);
         ir_block_append(f, body, ops[i]);
     }
+    Block moved = { 0 };   /* the role's ops, now in the tile loop's body */
+    moved.ops = body->ops + first;
+    moved.nops = body->nops - first;
+    retile_ids(f, &moved, id, T->g);
+    body->nops = first + moved.nops;
     for (int i = 0; i < bs.n; i++) {   /* rem x, S / div x, S -> of base + x */
         Builder a = ir_builder_before(f, bs.ops[i]);
         a.loc = bs.ops[i]->loc;
@@ -348,7 +374,15 @@ static int persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId q
     Builder g = ir_builder_before(f, gy);
     g.loc = gy->loc;
     ValId gt = bin(&g, OP_MUL, bin(&g, OP_MUL, gy->args[0], gy->args[1]), gy->args[2]);
-    gy->args[0] = bin(&g, OP_MIN, ir_const_int(&g, i32, ctx->sms * ir_ws_blocks(ws)), gt);
+    ValId sms;
+    if (ctx->sms > 0) {
+        sms = ir_const_int(&g, i32, ctx->sms * ir_ws_blocks(ws));
+    } else {   /* the device's SM count, asked by the runtime at launch */
+        sms = ir_build(&g, OP_NUMSMS, NULL, 0, &i32, 1)->res[0];
+        if (ir_ws_blocks(ws) > 1)
+            sms = bin(&g, OP_MUL, sms, ir_const_int(&g, i32, ir_ws_blocks(ws)));
+    }
+    gy->args[0] = bin(&g, OP_MIN, sms, gt);
     gy->args[1] = gy->args[2] = ir_const_int(&g, i32, 1);
     return T.qslots;
 }
@@ -362,9 +396,12 @@ void ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, Va
     }
     int qslots = persist(ctx, f, ws, cs, trips, qfull);
     int per_sm = ir_ws_blocks(ws);
-    pass_note(ctx, "@%s: loop at %s: persistent: min(%lld, tiles) blocks%s, each role looping over the block's tiles "
+    const char *count = ctx->sms > 0 ? arena_printf(f->mod->arena, "%lld", (long long)ctx->sms * per_sm)
+                      : per_sm > 1      ? arena_printf(f->mod->arena, "num_sms() x %d", per_sm)
+                                        : "num_sms()";
+    pass_note(ctx, "@%s: loop at %s: persistent: min(%s, tiles) blocks%s, each role looping over the block's tiles "
               "(t = block.x + n * num_blocks.x); the rings run on across tiles (slots and phases of the trips "
-              "before this tile's plus the trip's)%s", f->name, at, (long long)ctx->sms * per_sm,
+              "before this tile's plus the trip's)%s", f->name, at, count,
               per_sm > 1 ? arena_printf(f->mod->arena, " (%d an SM)", per_sm) : "",
               !qfull ? ", so the producer fills the next tile's stages under this tile's epilogue"
               : qslots > 1 ? ", Q on a ring of two slots indexed by the tile that the consumers release after the "

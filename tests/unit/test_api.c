@@ -193,7 +193,7 @@ START_TEST(test_pass_options)
     ck_assert_int_eq(big_attention("target.smem-per-block=232448"), TILEC_OK);
     ck_assert_int_eq(big_attention("target.smem-per-block=100000"), TILEC_ERR_INPUT);
     ck_assert_int_eq(big_attention(NULL), TILEC_ERR_INPUT);   /* nothing left over from the last compile */
-    ck_assert_int_eq(tilec_num_pass_options(), 6);
+    ck_assert_int_eq(tilec_num_pass_options(), 7);
     ck_assert_str_eq(tilec_pass_option_name(0), "target.smem-per-block");
     ck_assert_str_eq(tilec_pass_option_type(0), "bytes");
     ck_assert_str_eq(tilec_pass_option_name(1), "target.sms");
@@ -202,7 +202,8 @@ START_TEST(test_pass_options)
     ck_assert_str_eq(tilec_pass_option_name(3), "exp2_emu.every");
     ck_assert_str_eq(tilec_pass_option_name(4), "tiles.candidate");
     ck_assert_str_eq(tilec_pass_option_name(5), "mma_select.tf32");
-    ck_assert_ptr_null(tilec_pass_option_name(6));
+    ck_assert_str_eq(tilec_pass_option_name(6), "warp_specialize.persistent");
+    ck_assert_ptr_null(tilec_pass_option_name(7));
 }
 END_TEST
 
@@ -289,7 +290,8 @@ START_TEST(test_bad_pass_options)
                           "target.smem-per-block=232449", "target.smem-per-block=-1", "TILEC_PV_ROWS=1",
                           "lazy_rescale.threshold=-1", "lazy_rescale.threshold=33", "exp2_emu.every=-1",
                           "exp2_emu.every=1025", "exp2_emu.every=0.5", "exp2_emu=4", "mma_select.tf32=2",
-                          "mma_select.tf32=-1", "mma_select.tf32=tf32" };
+                          "mma_select.tf32=-1", "mma_select.tf32=tf32", "warp_specialize.persistent=2",
+                          "warp_specialize.persistent=-1", "warp_specialize.persistent=yes" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tilec_options o;
         tilec_options_init(&o);

@@ -126,7 +126,10 @@ typedef struct Prog {
 } Prog;
 
 /* The device facts and dim sizes the next run_passes gives the launch pass
- * (tilec_options.dims, target.sms); reset by each attention case. */
+ * (tilec_options.dims, target.sms); reset by each attention case. g_sms:
+ * > 0 the SM count told (target.sms), 0 one tile a block
+ * (warp_specialize.persistent=0), -1 not told (the persistent grids read
+ * num_sms(), TC_INTERP_SMS in the interpreter). */
 static PassDims g_dims;
 static int64_t g_sms, g_smem;
 
@@ -137,7 +140,8 @@ static int run_passes(Prog *p, const char *only, const char *arch)
     PassCtx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.dims = &g_dims;
-    ctx.sms = g_sms;
+    ctx.sms = g_sms > 0 ? g_sms : 0;
+    ctx.one_tile = g_sms == 0;
     ctx.smem_per_block = g_smem;
     ctx.exp2_emu = g_exp2_emu;
     ctx.diag = &p->d;
@@ -398,7 +402,7 @@ static void check_interleavings(Prog *p, Run *r, unsigned char **ref, const char
  * BM/BN/BK and pipeline(S): its loop becomes roles (`consumers` warp
  * groups at `regs` registers), bit-identical after every pass for each K,
  * then under seeded interleavings of the roles (and with copies landing at
- * once). Told of `sms` SMs (> 0), the roles loop over the tiles of a
+ * once). `sms` as g_sms: told of sms SMs (> 0) or not told (-1: num_sms()), the roles loop over the tiles of a
  * persistent grid of min(sms, tiles) blocks, the ring running on across a
  * block's tiles. */
 /* A GEMM source for roles_case: its file name, text, operand dtype (the
@@ -458,7 +462,8 @@ static void roles_case(const RolesSrc *rs, const char *tiles[3], int stages, int
         InterpArg ga[3] = { ten_arg(&t[0]), ten_arg(&t[1]), ten_arg(&t[2]) };
         ck_assert_int_eq(interp_grid(p.f, ga, 3, grid, &p.d), 0);
         int64_t tiles_mn = (m + atoi(tiles[0]) - 1) / atoi(tiles[0]) * ((n + atoi(tiles[1]) - 1) / atoi(tiles[1]));
-        ck_assert_int_eq(grid[0], sms && sms < tiles_mn ? sms : tiles_mn);
+        int64_t smc = sms > 0 ? sms : TC_INTERP_SMS;   /* not told: num_sms() */
+        ck_assert_int_eq(grid[0], sms && smc < tiles_mn ? smc : tiles_mn);
         check_interleavings(&p, &r, ref, what);
         free_snapshot(&r, ref);
         for (int k = 0; k < 3; k++)
@@ -485,12 +490,14 @@ START_TEST(gemm_roles_example)
 }
 END_TEST
 
-/* A persistent grid: 2 blocks over 3 x 3 tiles (the first takes five). */
+/* A persistent grid: 2 blocks over 3 x 3 tiles (the first takes five);
+ * then the SM count not told: num_sms(), the interpreter's 4 blocks. */
 START_TEST(gemm_roles_persistent)
 {
     const char *tiles[3] = { "128", "64", "32" };
     static const int64_t ks[] = { 0, 32, 50, 330 };
     gemm_roles_case(tiles, 3, 2, 232, ks, (int)TC_COUNTOF(ks), 300, 150, 2);
+    gemm_roles_case(tiles, 3, 2, 232, ks + 1, 2, 300, 150, -1);
 }
 END_TEST
 
@@ -780,7 +787,7 @@ static void attention_case_with(const char *causal, bool big)
  * tail); with `dims` the launch pass is told the sizes. Where the grid
  * takes the longest tiles first (causal), the launch pass stages O through
  * shared memory (the epilogue's named barrier in the consumers); elsewhere
- * it is stored from registers. Told of `sms` SMs (> 0), the roles loop over the tiles of a persistent
+ * it is stored from registers. `sms` as g_sms: told of sms SMs (> 0) or not told (-1: num_sms()), the roles loop over the tiles of a persistent
  * grid of min(sms x its blocks an SM, tiles) blocks: with 3 SMs and 4 tiles (4 heads, one
  * query tile each), block 0 takes two, and the rings run on from its
  * first tile's trips into its second's; the causal kernel keeps one tile
@@ -845,7 +852,9 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
                 args[k] = ten_arg(&t[k]);
             args[5] = scale;
             ck_assert_int_eq(interp_grid(p.f, args, 6, grid, &p.d), 0);
-            ck_assert(grid[0] == sms * blocks && grid[1] == 1 && grid[2] == 1);
+            int64_t smc = sms > 0 ? sms : TC_INTERP_SMS;   /* not told: num_sms() */
+            ck_assert(grid[0] == (smc * blocks < 4 * ((N + atoi(bm) - 1) / atoi(bm)) ? smc * blocks
+                                  : 4 * ((N + atoi(bm) - 1) / atoi(bm))) && grid[1] == 1 && grid[2] == 1);
         }
         check_interleavings(&p, &r, ref, what);
         free_snapshot(&r, ref);
@@ -878,6 +887,7 @@ START_TEST(attention_roles_persistent)
 {
     attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16", 3);
     attention_roles_case("false", "128", 2, attn_nks, (int)TC_COUNTOF(attn_nks), true, "16", "16", 1);
+    attention_roles_case("false", "128", 2, attn_nks + 2, 2, true, "16", "16", -1);   /* num_sms() */
 }
 END_TEST
 
