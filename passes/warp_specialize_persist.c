@@ -159,21 +159,23 @@ static bool qwait_visit(Func *f, Op *op, void *ctx)
     return !q->found;
 }
 
-/* Block ids and grid sizes read inside the role's ops (a loop body's
- * offsets, the epilogue's): those of tile t instead (id, g), the ops
- * removed. */
-static void retile_ids(Func *f, Block *b, const ValId id[3], const ValId g[3])
+/* A block id or grid size read inside the role's ops (a loop body's
+ * offsets, the epilogue's): that of tile t (id, g) in its place; true when
+ * op is one (its uses moved, the op to drop), else the same for its
+ * regions. */
+static bool retile_id(Func *f, Op *op, const ValId id[3], const ValId g[3])
 {
-    for (int i = 0; i < b->nops; i++) {
-        Op *op = b->ops[i];
-        if ((op->code == OP_BLOCKID || op->code == OP_NBLOCKS) && op->iattr[0] >= 0 && op->iattr[0] < 3) {
-            ir_replace_all_uses(f, op->res[0], op->code == OP_BLOCKID ? id[op->iattr[0]] : g[op->iattr[0]]);
-            ir_block_remove(b, i--);
-            continue;
-        }
-        for (int r = 0; r < op->nregions; r++)
-            retile_ids(f, &op->regions[r], id, g);
+    if ((op->code == OP_BLOCKID || op->code == OP_NBLOCKS) && op->iattr[0] >= 0 && op->iattr[0] < 3) {
+        ir_replace_all_uses(f, op->res[0], op->code == OP_BLOCKID ? id[op->iattr[0]] : g[op->iattr[0]]);
+        return true;
     }
+    for (int r = 0; r < op->nregions; r++) {
+        Block *b = &op->regions[r];
+        for (int i = 0; i < b->nops; i++)
+            if (retile_id(f, b->ops[i], id, g))
+                ir_block_remove(b, i--);
+    }
+    return false;
 }
 
 /* What a role's tile loop needs. */
@@ -225,11 +227,9 @@ static void tile_loop(Func *f, Block *role, int r, const Tiles *T)
         ir_walk_op(f, ops[i], based_visit, &bs);
         ir_block_append(f, body, ops[i]);
     }
-    Block moved = { 0 };   /* the role's ops, now in the tile loop's body */
-    moved.ops = body->ops + first;
-    moved.nops = body->nops - first;
-    retile_ids(f, &moved, id, T->g);
-    body->nops = first + moved.nops;
+    for (int i = first; i < body->nops; i++)   /* placed first: the uses are found from the kernel's body */
+        if (retile_id(f, body->ops[i], id, T->g))
+            ir_block_remove(body, i--);
     for (int i = 0; i < bs.n; i++) {   /* rem x, S / div x, S -> of base + x */
         Builder a = ir_builder_before(f, bs.ops[i]);
         a.loc = bs.ops[i]->loc;
