@@ -466,7 +466,7 @@ static const char *decide_roles(WsLoop *W, Arena *a)
     return NULL;
 }
 
-static bool staging_visit(Func *f, Op *op, void *ctx)
+bool ws_staging_visit(Func *f, Op *op, void *ctx)
 {
     int64_t *most = ctx;
     if (op->code != OP_STORE)
@@ -487,6 +487,16 @@ static bool other_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
+int64_t ws_block_smem(const PassCtx *ctx, int blocks)
+{
+    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
+    if (blocks > 1) {
+        int64_t share = pass_sm_smem_share(ctx, blocks);
+        limit = share < limit ? share : limit;
+    }
+    return limit;
+}
+
 /* The stages (W->stages) and why, into why. */
 static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
 {
@@ -494,15 +504,11 @@ static void decide_stages(PassCtx *ctx, WsLoop *W, StrBuf *why)
     int64_t staging = 0;
     int at = ir_block_index_of(&f->body, W->loop);
     for (int i = at + 1; i < f->body.nops; i++) {
-        ir_walk_op(f, f->body.ops[i], staging_visit, &staging);
+        ir_walk_op(f, f->body.ops[i], ws_staging_visit, &staging);
     }
     Other other = { W, W->chain ? WS_MBAR_BYTES : 0 };   /* chains: the once-loaded operand's barrier */
     ir_walk(f, &f->body, other_visit, &other);
-    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
-    if (W->chain && W->roles.blocks > 1) {   /* several blocks an SM (pass_chain_roles): each its share */
-        int64_t share = pass_sm_smem_share(ctx, W->roles.blocks);
-        limit = share < limit ? share : limit;
-    }
+    int64_t limit = ws_block_smem(ctx, W->chain ? W->roles.blocks : 1);   /* several an SM: pass_chain_roles */
     /* a full and an empty ring: one for both operands, or one per operand; tcgen05 chains three more */
     int bars = W->chain ? (W->dots[0]->iattr[0] == MMA_TCGEN05 ? 7 : 4) : 2;
     int64_t budget = limit - staging - other.bytes, stage = W->stage_bytes + bars * WS_MBAR_BYTES;

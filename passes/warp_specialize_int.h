@@ -101,6 +101,13 @@ const char *ws_copied(const Func *f, const Op *copy);
 /* The drain (async_wait {0}, barrier) right after the loop; why not, or NULL. */
 const char *ws_find_drain(WsLoop *W);
 
+/* The most bytes of one shared-memory store (an epilogue staged through
+ * shared memory) under the walked ops, into *(int64_t *)ctx (ir_walk). */
+bool ws_staging_visit(Func *f, Op *op, void *ctx);
+/* The shared memory one block may use: the target's (or
+ * target.smem-per-block), with several blocks an SM each its share. */
+int64_t ws_block_smem(const PassCtx *ctx, int blocks);
+
 /* warp_specialize_chain.c */
 /* A loop of two chained products; why not, or NULL (W->chain set). */
 const char *ws_chain_match(WsLoop *W, Arena *a);

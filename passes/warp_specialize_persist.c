@@ -71,14 +71,14 @@ static const char *persist_problem(const PassCtx *ctx, Func *f, const Op *ws, Va
         return "the option warp_specialize.persistent=0";
     if (!gy || gy->nargs != 3)
         return "the grid is not (X, Y, Z)";
-    for (int i = 0; i < f->grid.nops; i++)
+    for (int i = 0; i < f->grid.nops; i++) {
         if (f->grid.ops[i]->code == OP_NUMSMS)
             return "the grid uses num_sms(): the kernel sizes its own grid by the device";
-    for (int i = 0; i < f->grid.nops; i++)
         if (f->grid.ops[i]->code == OP_DIVISOR)   /* the launch pass's longest loops first, in groups */
             return "the tiles' loops differ in length (the launch pass orders them longest first): the hardware's "
                    "block scheduler balances them better (a persistent grid measured 5-8% slower on causal "
                    "attention, H200)";
+    }
     if (!top->nops || top->ops[top->nops - 1] != ws)
         return "ops follow the roles";
     for (int i = 0; i + 1 < top->nops; i++) {
@@ -283,37 +283,26 @@ static ValId q_buffer(const Op *ws, ValId qfull)
     return 0;
 }
 
-typedef struct Bytes { int64_t alloc, staging; const Op *ws; } Bytes;
-
-static bool bytes_visit(Func *f, Op *op, void *ctx)
+static bool alloc_visit(Func *f, Op *op, void *ctx)
 {
-    Bytes *b = ctx;
     if (op->code == OP_SMEM_ALLOC || op->code == OP_MBAR_ALLOC)
-        b->alloc += tile_bytes(ir_type(f, op->res[0]));
-    if (op->code == OP_STORE) {   /* an epilogue staged through shared memory */
-        const Type *t = ir_type(f, op->args[op->nargs - 1]);
-        if (t->kind == TY_TILE && t->space == SP_SHARED && tile_bytes(t) > b->staging)
-            b->staging = tile_bytes(t);
-    }
+        *(int64_t *)ctx += tile_bytes(ir_type(f, op->res[0]));
     return true;
 }
 
 /* Q's slots: a second where the block's shared memory (its share of the
- * SM's, several blocks an SM) holds it beside every other buffer, so that
- * the producer loads the next tile's Q while this tile's trips run. */
+ * SM's, several blocks an SM) holds it beside every other buffer and the
+ * epilogue's staging, so that the producer loads the next tile's Q while
+ * this tile's trips run. */
 static int q_slots(const PassCtx *ctx, Func *f, const Op *ws, ValId qbuf)
 {
     if (!qbuf)
         return 1;
-    Bytes b = { 0, 0, ws };
-    ir_walk(f, &f->body, bytes_visit, &b);
-    int64_t limit = pass_smem_limit(ctx->target, ctx->smem_per_block);
-    if (ir_ws_blocks(ws) > 1) {
-        int64_t share = pass_sm_smem_share(ctx, ir_ws_blocks(ws));
-        limit = share < limit ? share : limit;
-    }
+    int64_t alloc = 0, staging = 0;
+    ir_walk(f, &f->body, alloc_visit, &alloc);
+    ir_walk(f, &f->body, ws_staging_visit, &staging);
     int64_t slot = tile_bytes(ir_type(f, qbuf)) + 2 * WS_MBAR_BYTES;
-    return b.alloc + b.staging + slot + WS_ALIGN_SLACK <= limit ? 2 : 1;
+    return alloc + staging + slot + WS_ALIGN_SLACK <= ws_block_smem(ctx, ir_ws_blocks(ws)) ? 2 : 1;
 }
 
 static int persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull)
