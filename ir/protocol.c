@@ -68,7 +68,16 @@
  * base the tile loop's one carried value, 0 at first and grown each tile
  * by the role's trip count, the roles' trip counts the same pure
  * expression of the tile: the trips of all the tiles then take each ring
- * as one trip loop would.
+ * as one trip loop would. The tile loop may carry more values after base
+ * (registers from one tile into the next). A role may instead take a
+ * pipelined ring one trip late over all the block's trips (the seam
+ * between tiles): slot and phase of max(g - 1, 0) with g = base + it, its
+ * waits under `if g != 1`, its arrivals under `if g > 0`, and one drain
+ * after the tile loop, at the role's top level, `if total > 0` repeating
+ * the accesses for max(total - 1, 0), total the tile loop's first result
+ * (the block's trip count): over g this is the one-level pipelined form
+ * above. A role takes every such ring one way, and each guard names the
+ * trip its ring's slot is of.
  * A ring access it cannot put in this form is reported as unproven.
  *
  * Files (protocol_int.h): this one walks the WS regions, takes a
@@ -149,10 +158,12 @@ static const Op *ring_loop_in(const Checker *C, const Block *b)
 }
 
 /* A role's loop over tiles: its one op holding ring traffic, a FOR whose
- * body holds a FOR with ring traffic; NULL when the role has none. */
-static const Op *tile_loop_of(const Checker *C, const Block *role)
+ * body holds a FOR with ring traffic, or that FOR and one IF after it (a
+ * drain after the tiles, *after); NULL when the role has none. */
+static const Op *tile_loop_of(const Checker *C, const Block *role, const Op **after)
 {
     const Op *found = NULL;
+    *after = NULL;
     for (int i = 0; i < role->nops; i++) {
         const Op *op = role->ops[i];
         bool any = ring_op(op->code);
@@ -160,6 +171,10 @@ static const Op *tile_loop_of(const Checker *C, const Block *role)
             ir_walk((Func *)C->f, &op->regions[g], prot_has_ring_op, &any);
         if (!any)
             continue;
+        if (found && !*after && op->code == OP_IF) {
+            *after = op;
+            continue;
+        }
         if (found || op->code != OP_FOR)
             return NULL;
         found = op;
@@ -193,10 +208,10 @@ static ValId tile_base(Checker *C, const Op *tl, const Op *trips)
     const Block *b = &tl->regions[0];
     const Op *y = b->nops ? b->ops[b->nops - 1] : NULL;
     int64_t k;
-    if (tl->nargs != 4 || b->nargs != 2 || !y || y->code != OP_YIELD || y->nargs != 1 ||
+    if (tl->nargs < 4 || b->nargs != tl->nargs - 2 || !y || y->code != OP_YIELD || y->nargs != b->nargs - 1 ||
         !is_const(C, tl->args[3], &k) || k != 0) {
-        prot_err(C, tl, "cannot prove the protocol: the loop over tiles carries other than the trips before the tile "
-                 "(one value, from 0)");
+        prot_err(C, tl, "cannot prove the protocol: the loop over tiles does not carry the trips before the tile "
+                 "first (from 0)");
         return 0;
     }
     ValId base = b->args[1];
@@ -215,7 +230,7 @@ static ValId tile_base(Checker *C, const Op *tl, const Op *trips)
  * base + the trip, base the same in every role (the trip counts the same
  * expression of the tile), so that the trips of all tiles take them as
  * one trip loop would. */
-static void check_levels(Checker *C, const Op *ws, const Op **tl)
+static void check_levels(Checker *C, const Op *ws, const Op **tl, const Op **after)
 {
     int n = ws->nregions;
     C->level = 1;
@@ -244,6 +259,11 @@ static void check_levels(Checker *C, const Op *ws, const Op **tl)
             return;
         C->role[r].threads = ws->list[3 * r + 1] * WG_THREADS;
         prot_scan_role(C, r, tb);
+        if (C->lagkind == 2)
+            prot_scan_tiles_drain(C, &C->role[r], after[r], tl[r]->res[0]);
+        else if (after[r])
+            prot_err(C, after[r], "cannot prove the protocol: ring operations after the loop over tiles, which "
+                     "takes no ring one trip late across tiles");
         if (r > 0 && C->role[0].loop &&
             !same_expr(C, trips->args[1], C->role[0].loop->args[1], tb->args[0], tl[0]->regions[0].args[0], 0))
             prot_err(C, trips, "cannot prove the protocol: the roles' trip loops run to bounds not shown equal (the "
@@ -264,12 +284,12 @@ static void check_ws(Checker *C, const Op *ws)
     C->stages = 0;
     C->level = 0;   /* check_levels may have stopped at an error mid-way on an earlier ws */
     C->base = 0;
-    const Op *tl[WS_MAXROLES] = { 0 };
+    const Op *tl[WS_MAXROLES] = { 0 }, *after[WS_MAXROLES] = { 0 };
     int ntl = 0;
     for (int r = 0; r < n && r < WS_MAXROLES; r++)
-        ntl += (tl[r] = tile_loop_of(C, &ws->regions[r])) != NULL;
+        ntl += (tl[r] = tile_loop_of(C, &ws->regions[r], &after[r])) != NULL;
     if (ntl == n && n <= WS_MAXROLES) {
-        check_levels(C, ws, tl);
+        check_levels(C, ws, tl, after);
         check_named_bars(C, ws);
         return;
     }

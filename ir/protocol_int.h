@@ -43,6 +43,11 @@ typedef struct Checker {
     /* A persistent grid (each role's ring loop inside its loop over tiles): */
     int level;             /* 0: one level; 1: the tile loops' rings; 2: the trip loops' rings */
     ValId base;            /* level 2: the scanned role's trips before this tile (its tile loop's carried value) */
+    int lagkind;           /* level 2, the role being scanned: its accesses one trip late are of base + max(it - 1,
+                              0) (1: each tile drains its own) or of max(base + it - 1, 0) (2: one trip late over
+                              all the block's trips, drained once after the tiles); 0 none yet */
+    bool lagmix;           /* a role mixes the two */
+    bool gdrain;           /* scanning that drain after the tiles (its operands of max(total - 1, 0)) */
 } Checker;
 
 /* ---- reports (protocol.c) ---- */
@@ -91,6 +96,11 @@ void prot_scan_trip(Checker *C, RoleScan *R, const Op *loop);
 /* Role r's region b: its one-shot operations, its trip loop's events and
  * its drain, into C->role[r]; every access it cannot place is reported. */
 void prot_scan_role(Checker *C, int r, const Block *b);
+/* Level 2, a role whose accesses one trip late run over all the block's
+ * trips (C->lagkind 2): the drain after its tile loop (op, at the role's
+ * top level, `if total > 0` with total the tile loop's trip count), then
+ * the checks prot_scan_role left for it. */
+void prot_scan_tiles_drain(Checker *C, RoleScan *R, const Op *op, ValId total);
 
 /* ---- protocol_rings.c ---- */
 

@@ -32,20 +32,62 @@ static bool is_before(const Checker *C, ValId v, ValId iv)
     return false;
 }
 
+/* v = base + iv (level 2: the trip's index among all the block's trips)? */
+static bool block_trip(const Checker *C, ValId v, ValId iv)
+{
+    const Op *g = def(C, v);
+    return C->level == 2 && g && g->code == OP_ADD && g->nargs == 2 &&
+           ((g->args[0] == C->base && g->args[1] == iv) || (g->args[1] == C->base && g->args[0] == iv));
+}
+
+/* v = max(base + iv - 1, 0): the block's trip before, across tiles. */
+static bool of_block(const Checker *C, ValId v, ValId iv)
+{
+    const Op *d = def(C, v);
+    int64_t k;
+    if (!d || d->code != OP_MAX || d->nargs != 2)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const Op *s = def(C, d->args[i]);
+        if (is_const(C, d->args[1 - i], &k) && k == 0 && s && s->code == OP_SUB && s->nargs == 2 &&
+            block_trip(C, s->args[0], iv) && is_const(C, s->args[1], &k) && k == 1)
+            return true;
+    }
+    return false;
+}
+
 /* v = op(iv, S) with S constant (either order for commutative ops), or
  * op(max(iv - 1, 0), S) with *lag = 1. */
-static bool of_iv(const Checker *C, const Op *d, OpCode code, ValId iv, int64_t *k, int *lag)
+static bool of_iv(Checker *C, const Op *d, OpCode code, ValId iv, int64_t *k, int *lag)
 {
     if (!d || d->code != code || d->nargs != 2)
         return false;
     ValId x = d->args[0];
     const Op *a = def(C, x);
-    if (C->level == 2 && a && a->code == OP_ADD && a->nargs == 2 && (a->args[0] == C->base || a->args[1] == C->base))
+    int kind = 0;
+    if (C->level == 2 && C->gdrain) {   /* the drain after the tiles: of max(total - 1, 0) */
+        if (!is_before(C, x, iv))
+            return false;
+    } else if (C->level == 2 && a && a->code == OP_ADD && a->nargs == 2 &&
+               (a->args[0] == C->base || a->args[1] == C->base)) {
         x = a->args[a->args[0] == C->base];   /* base + x: trip x of this tile, after the tiles before */
-    else if (C->level == 2)
+        kind = 1;
+    } else if (C->level == 2 && of_block(C, x, iv)) {
+        *lag = 1;   /* max(base + it - 1, 0): the block's trip before, across tiles */
+        if (C->lagkind && C->lagkind != 2)
+            C->lagmix = true;
+        C->lagkind = 2;
+        return is_const(C, d->args[1], k);
+    } else if (C->level == 2) {
         return false;
+    }
     if ((x == iv || is_before(C, x, iv)) && is_const(C, d->args[1], k)) {
         *lag = x != iv;
+        if (*lag && kind) {
+            if (C->lagkind && C->lagkind != 1)
+                C->lagmix = true;
+            C->lagkind = 1;
+        }
         return true;
     }
     return false;
@@ -249,22 +291,23 @@ static bool add_ev(Checker *C, RoleScan *R, const Ev *e)
     return true;
 }
 
+/* cond is `x pred k` with x = v (*kind 1) or, at level 2, x = base + v
+ * (*kind 2: the block's trip)? */
+static bool guard(const Checker *C, ValId cond, ValId v, CmpPred pred, int64_t want, int *kind)
+{
+    const Op *d = def(C, cond);
+    int64_t k;
+    if (!d || d->code != OP_CMP || d->nargs != 2 || d->iattr[0] != pred || !is_const(C, d->args[1], &k) || k != want)
+        return false;
+    if (kind)
+        *kind = d->args[0] == v ? 1 : 2;
+    return d->args[0] == v || (kind && block_trip(C, d->args[0], v));
+}
+
 /* cond is `v > 0` (cmp gt v, 0)? */
 static bool positive(const Checker *C, ValId cond, ValId v)
 {
-    const Op *d = def(C, cond);
-    int64_t k;
-    return d && d->code == OP_CMP && d->nargs == 2 && d->iattr[0] == CMP_GT && d->args[0] == v &&
-           is_const(C, d->args[1], &k) && k == 0;
-}
-
-/* cond is `v != 1` (cmp ne v, 1)? */
-static bool not_one(const Checker *C, ValId cond, ValId v)
-{
-    const Op *d = def(C, cond);
-    int64_t k;
-    return d && d->code == OP_CMP && d->nargs == 2 && d->iattr[0] == CMP_NE && d->args[0] == v &&
-           is_const(C, d->args[1], &k) && k == 1;
+    return guard(C, cond, v, CMP_GT, 0, NULL);
 }
 
 /* An IF of the trip (iv: the trip; the loop's hi in the drain) holding
@@ -273,7 +316,9 @@ static bool not_one(const Checker *C, ValId cond, ValId v)
 static void scan_guarded(Checker *C, RoleScan *R, const Op *op, int at, ValId iv)
 {
     const Block *t = &op->regions[0], *e = &op->regions[1];
-    bool gt = op->code == OP_IF && positive(C, op->args[0], iv), ne = op->code == OP_IF && not_one(C, op->args[0], iv);
+    int gk = 0;   /* 1: a guard of the trip, 2: of the block's trip (base + it) */
+    bool gt = op->code == OP_IF && guard(C, op->args[0], iv, CMP_GT, 0, &gk);
+    bool ne = op->code == OP_IF && !gt && guard(C, op->args[0], iv, CMP_NE, 1, &gk);
     bool ok = (gt || ne) && !op->nres && e->nops <= 1;
     for (int j = 0; ok && j < t->nops; j++)   /* not a wait under `it > 0`: trip 0 reads its slot unwaited */
         ok = t->ops[j]->code == OP_YIELD || (ne && t->ops[j]->code == OP_MBAR_WAIT) ||
@@ -292,6 +337,12 @@ static void scan_guarded(Checker *C, RoleScan *R, const Op *op, int at, ValId iv
         if (ev.lag != 1) {
             prot_err(C, t->ops[j], "cannot prove the protocol: under `if it > 0` a ring operation names the slot of "
                      "trip it, not of trip it - 1");
+            continue;
+        }
+        if (!C->gdrain && (gk == 2) != (C->lagkind == 2)) {
+            prot_err(C, op, "cannot prove the protocol: the guard is of %s but the slot of %s", gk == 2 ?
+                     "the block's trip (base + it)" : "the tile's trip", C->lagkind == 2 ?
+                     "the block's trip before (max(base + it - 1, 0))" : "the tile's trip before");
             continue;
         }
         if (!add_ev(C, R, &ev))
@@ -337,10 +388,9 @@ void prot_scan_trip(Checker *C, RoleScan *R, const Op *loop)
  * whose then-arm repeats, for p = max(hi - 1, 0), the accesses the trip
  * makes of those rings one trip late, in order (so the last trip's slot
  * is read and released as every other's). */
-static void scan_drain(Checker *C, RoleScan *R, const Op *op)
+static void scan_drain(Checker *C, RoleScan *R, const Op *op, ValId hi)
 {
     const Block *t = &op->regions[0];
-    ValId hi = R->loop->args[1];
     bool any = false;
     ir_walk((Func *)C->f, (Block *)&op->regions[1], prot_has_ring_op, &any);
     if (R->drain || any || !positive(C, op->args[0], hi)) {
@@ -451,6 +501,8 @@ static void scan_once(Checker *C, RoleScan *R, const Op *op, int at)
 void prot_scan_role(Checker *C, int r, const Block *b)
 {
     RoleScan *R = &C->role[r];
+    C->lagkind = 0;
+    C->lagmix = false;
     for (int i = 0; i < b->nops; i++) {
         Op *op = b->ops[i];
         bool any = false;
@@ -464,7 +516,7 @@ void prot_scan_role(Checker *C, int r, const Block *b)
         if (once_read(C, op) && R->nonce < MAX_EV)
             R->once[R->nonce++] = (Ev){ op, 0, NULL, i, 0 };
         if (any && op->code == OP_IF && R->loop) {
-            scan_drain(C, R, op);
+            scan_drain(C, R, op, R->loop->args[1]);
             continue;
         }
         if (any && op->code != OP_FOR) {
@@ -482,5 +534,21 @@ void prot_scan_role(Checker *C, int r, const Block *b)
         R->loop = op;
         prot_scan_trip(C, R, op);
     }
+    if (C->lagmix)
+        prot_err(C, R->loop, "cannot prove the protocol: the trip loop takes rings one trip late both within the "
+                 "tile and across tiles");
+    if (C->lagkind != 2)   /* else after the drain that follows the tiles */
+        check_lags(C, R);
+}
+
+void prot_scan_tiles_drain(Checker *C, RoleScan *R, const Op *op, ValId total)
+{
+    if (!op) {
+        check_lags(C, R);
+        return;
+    }
+    C->gdrain = true;
+    scan_drain(C, R, op, total);
+    C->gdrain = false;
     check_lags(C, R);
 }

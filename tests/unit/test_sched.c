@@ -768,6 +768,42 @@ START_TEST(chain_persist_static_check)
 }
 END_TEST
 
+/* ---- the seam between a persistent chain's tiles (chain_seam.tir) ---- */
+
+/* A tile's last second product issued in the next tile's first trip, its
+ * store there, one drain after the tiles: the plain chain's results bit
+ * for bit for 0, 1, 2, 3 and 10 trips a tile, under every schedule. */
+START_TEST(chain_seam_matches_plain) { check_matches_plain("chain_plain.tir", "chain_seam.tir", run_chain, M * 16); }
+END_TEST
+
+/* The seam's guards, drain and lag broken one at a time: the interpreter
+ * reports each under every schedule (msg NULL: the run is correct, the
+ * last release having no waiter), and the static checker rejects each. */
+static const Bug seam_bugs[] = {
+    { "wait guarded by the tile's trip", "%not1 = cmp %jg, %c1 {pred = ne}", "%not1 = cmp %jt, %c1 {pred = ne}",
+      "smem_load reads slot 0 before its full phase completed", NULL, NULL, NULL,
+      "protocol: 'if': cannot prove the protocol: the guard is of the tile's trip but the slot of the block's trip before" },
+    { "release guarded by the tile's trip", "%pos = cmp %jg, %c0 {pred = gt}", "%pos = cmp %jt, %c0 {pred = gt}",
+      "deadlock: every role is blocked", NULL, NULL, NULL,
+      "protocol: 'if': cannot prove the protocol: the guard is of the tile's trip but the slot of the block's trip before" },
+    { "no release after the tiles", "      mbar_arrive %ev, %lt\n", "", NULL, NULL, NULL, NULL,
+      "protocol: 'mbar_arrive': cannot prove the protocol: the drain after the loop does not repeat this access" },
+    { "drain of the last tile's trips", "%lb = sub %cb, %c1 : i32", "%lb = sub %nt, %c1 : i32", "deadlock: every role is blocked", NULL, NULL, NULL,
+      "protocol: 'mbar_wait': cannot prove the protocol: operand #1 is not the slot" },
+    { "lag within the tile", "%jb = sub %jg, %c1 : i32", "%jb = sub %jt, %c1 : i32", "parity aliasing", NULL, NULL,
+      "deadlock: every role is blocked",
+      "protocol: 'mbar_wait': cannot prove the protocol: operand #1 is not the slot" },
+};
+
+START_TEST(chain_seam_seeded_bug) { check_seeded(&seam_bugs[_i], "chain_seam.tir", run_chain, 8 * 10); }
+END_TEST
+
+START_TEST(chain_seam_static_check)
+{
+    check_static_all("chain_seam.tir", seam_bugs, sizeof seam_bugs / sizeof *seam_bugs);
+}
+END_TEST
+
 START_TEST(products_outside_ws)
 {
     init_inputs();
@@ -824,6 +860,9 @@ static Suite *suite(void)
     tcase_add_test(tc, chain_persist_matches_plain);
     tcase_add_test(tc, chain_persist_static_check);
     tcase_add_loop_test(tc, chain_persist_seeded_bug, 0, (int)(sizeof persist_bugs / sizeof *persist_bugs));
+    tcase_add_test(tc, chain_seam_matches_plain);
+    tcase_add_test(tc, chain_seam_static_check);
+    tcase_add_loop_test(tc, chain_seam_seeded_bug, 0, (int)(sizeof seam_bugs / sizeof *seam_bugs));
     suite_add_tcase(s, tc);
     return s;
 }
