@@ -721,6 +721,5 @@ void ws_chain_rewrite(PassCtx *ctx, WsLoop *W, const char *at)
     ws_remove_ring(W);
     for (int i = 0; i < WS_OPERANDS; i++)   /* the rings' slots: S stages */
         ir_type(f, W->opnd[i].buf)->shape[0] = W->stages;
-    if (ws_make_persistent(ctx, f, ws, cs, bounds[1], qfull, at) && W->pipe)
-        ws_seam(ctx, f, ws, &W->roles, at);
+    ws_make_persistent(ctx, f, ws, cs, bounds[1], qfull, at);
 }

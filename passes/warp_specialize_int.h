@@ -133,12 +133,8 @@ const WsOperand *ws_chain_ring_read(const WsLoop *W, const Op *op);
 /* The kernel just rewritten into ws (stage count cs, trip count trips,
  * the once-loaded operand's ring qfull or 0): each role loops over the
  * block's tiles and the grid becomes min(SMs, tiles) where it can take
- * that form (true); the report says which, and why not. */
-bool ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull, const char *at);
-/* warp_specialize_seam.c: a persistent pipelined chain's consumers issue
- * a tile's last second product in the next tile's first trip (its header
- * has the form); false (reported) where the form does not hold. */
-bool ws_seam(PassCtx *ctx, Func *f, Op *ws, const ChainRoles *r, const char *at);
+ * that form; the report says which, and why not. */
+void ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull, const char *at);
 
 /* warp_specialize_chain_tc.c: chained products on tcgen05 (its header has
  * the form) */

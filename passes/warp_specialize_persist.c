@@ -376,12 +376,12 @@ static int persist(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId q
     return T.qslots;
 }
 
-bool ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull, const char *at)
+void ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, ValId qfull, const char *at)
 {
     const char *why = persist_problem(ctx, f, ws, cs);
     if (why) {
         pass_note(ctx, "@%s: loop at %s: one tile a block (not persistent: %s)", f->name, at, why);
-        return false;
+        return;
     }
     int qslots = persist(ctx, f, ws, cs, trips, qfull);
     int per_sm = ir_ws_blocks(ws);
@@ -400,5 +400,4 @@ bool ws_make_persistent(PassCtx *ctx, Func *f, Op *ws, ValId cs, ValId trips, Va
                              "last product reading it, so the producer loads the next tile's Q, K and V under this "
                              "tile's last products and epilogue (a second slot does not fit the shared memory)"
 );
-    return true;
 }

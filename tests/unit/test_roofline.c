@@ -215,11 +215,9 @@ typedef struct AttnWant {
  * the BN score columns compute exp2 on the FMA units (the exp2_emu pass:
  * on sm_100a at D = 128, one 8-column group in 8, so 8 of 64). pipelined
  * (sm_90a: warp_specialize's second product a trip late): a block with a
- * trip also runs trip 0's second product of zeros; seam_blocks > 0: persistent
- * blocks of that many, whose tiles hand their last second product to the
- * next tile's first trip, so that only a block's first trip has one). */
+ * trip also runs trip 0's second product of zeros. */
 static AttnWant attention_by_hand(int64_t Z, int64_t H, int64_t HK, int64_t N, int64_t NK, bool causal,
-                                  int64_t emu_cols, bool pipelined, int64_t seam_blocks)
+                                  int64_t emu_cols, bool pipelined)
 {
     const int64_t D = 128, BM = 128, BN = 64;
     AttnWant w = { 0 };
@@ -231,15 +229,13 @@ static AttnWant attention_by_hand(int64_t Z, int64_t H, int64_t HK, int64_t N, i
         for (int64_t t = 0; t < trips; t++)
             keys += NK - t * BN < BN ? NK - t * BN : BN;
         w.flops += trips * 2 * (2 * BM * BN * D);
-        if (pipelined && trips && !seam_blocks)   /* trip 0's second product, of zeros (P of "trip -1") */
+        if (pipelined && trips)   /* trip 0's second product, of zeros (P of "trip -1") */
             w.flops += 2 * BM * BN * D;
         w.loads += rows * D * 2 + 2 * keys * D * 2;
         w.stores += rows * D * 2 + rows * 4;
         w.mufu += trips * (BM * (BN - emu_cols) + BM) + BM * D + BM;
     }
     w.flops *= Z * H;
-    if (pipelined && seam_blocks && NK > 0)   /* the seam: only a block's first trip has a product of zeros */
-        w.flops += seam_blocks * 2 * BM * BN * D;
     w.loads *= Z * H;
     w.stores *= Z * H;
     w.mufu *= Z * H;
@@ -255,9 +251,8 @@ static void check_attention(const char *arch, int64_t Z, int64_t H, int64_t HK, 
              (long long)N, (long long)NK);
     Compiled c = compile("attention", arch, dims, causal ? "BM=128,BN=64,CAUSAL=true" : "BM=128,BN=64");
     RoofCounts rc = count(&c);
-    bool sm90 = strcmp(arch, "sm_90a") == 0;
-    AttnWant w = attention_by_hand(Z, H, HK, N, NK, causal, strcmp(arch, "sm_100a") == 0 ? 8 : 0, sm90,
-                                   sm90 && !causal ? grid_blocks(arch, cdiv(N, 128) * Z * H, true) : 0);
+    AttnWant w = attention_by_hand(Z, H, HK, N, NK, causal, strcmp(arch, "sm_100a") == 0 ? 8 : 0,
+                                   strcmp(arch, "sm_90a") == 0);
     ck_assert_int_eq(rc.blocks, grid_blocks(arch, cdiv(N, 128) * Z * H, !causal));
     ck_assert_int_eq(rc.tc_flops, w.flops);
     ck_assert_int_eq(rc.load_bytes, w.loads);
@@ -277,7 +272,7 @@ START_TEST(attention_noncausal)
     /* the same counts on mma.sync (sm_86) and on tcgen05 (sm_100a: tc_mma, tensor memory) */
     check_attention("sm_86", 1, 4, 4, 2048, 2048, false);
     check_attention("sm_100a", 1, 4, 4, 2048, 2048, false);
-    ck_assert_int_eq(attention_by_hand(1, 32, 32, 4096, 4096, false, 0, false, 0).flops, 4LL * 32 * 4096 * 4096 * 128);
+    ck_assert_int_eq(attention_by_hand(1, 32, 32, 4096, 4096, false, 0, false).flops, 4LL * 32 * 4096 * 4096 * 128);
 }
 END_TEST
 
@@ -288,10 +283,10 @@ START_TEST(attention_causal)
     check_attention("sm_86", 1, 4, 2, 1000, 1000, true);
     check_attention("sm_100a", 1, 4, 4, 2048, 2048, true);
     /* causal at N = NK: sum over m of (m + 1) BM / BN trips: about half the work */
-    AttnWant w = attention_by_hand(1, 32, 32, 4096, 4096, true, 0, false, 0);
+    AttnWant w = attention_by_hand(1, 32, 32, 4096, 4096, true, 0, false);
     /* 32 heads x 32 query blocks, block m running 2 (m + 1) trips of 64 keys */
     ck_assert_int_eq(w.flops, 32LL * (2 * (32 * 33 / 2)) * 4 * 128 * 64 * 128);
-    ck_assert_int_eq(w.flops, attention_by_hand(1, 32, 32, 4096, 4096, false, 0, false, 0).flops * 33 / 64);
+    ck_assert_int_eq(w.flops, attention_by_hand(1, 32, 32, 4096, 4096, false, 0, false).flops * 33 / 64);
 }
 END_TEST
 
@@ -302,7 +297,7 @@ START_TEST(attention_causal_sampled)
 {
     Compiled c = compile("attention", "sm_90a", "Z=1,H=16,HK=16,N=32768,NK=32768", "BM=128,BN=64,CAUSAL=true");
     RoofCounts rc = count(&c);
-    AttnWant w = attention_by_hand(1, 16, 16, 32768, 32768, true, 0, true, 0);
+    AttnWant w = attention_by_hand(1, 16, 16, 32768, 32768, true, 0, true);
     ck_assert_int_eq(rc.blocks, 256 * 16);
     ck_assert(rc.block_dependent);
     ck_assert_int_lt(rc.sampled, rc.blocks);
