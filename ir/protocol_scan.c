@@ -16,22 +16,6 @@
 
 /* ---- affine forms ---- */
 
-/* v = max(iv - 1, 0): the trip before iv's, clamped at 0. */
-static bool is_before(const Checker *C, ValId v, ValId iv)
-{
-    const Op *d = def(C, v);
-    int64_t k;
-    if (!d || d->code != OP_MAX || d->nargs != 2)
-        return false;
-    for (int i = 0; i < 2; i++) {
-        const Op *s = def(C, d->args[i]);
-        if (is_const(C, d->args[1 - i], &k) && k == 0 && s && s->code == OP_SUB && s->nargs == 2 &&
-            s->args[0] == iv && is_const(C, s->args[1], &k) && k == 1)
-            return true;
-    }
-    return false;
-}
-
 /* v = base + iv (level 2: the trip's index among all the block's trips)? */
 static bool block_trip(const Checker *C, ValId v, ValId iv)
 {
@@ -40,8 +24,9 @@ static bool block_trip(const Checker *C, ValId v, ValId iv)
            ((g->args[0] == C->base && g->args[1] == iv) || (g->args[1] == C->base && g->args[0] == iv));
 }
 
-/* v = max(base + iv - 1, 0): the block's trip before, across tiles. */
-static bool of_block(const Checker *C, ValId v, ValId iv)
+/* v = max(x - 1, 0) with x = iv (the trip before iv's, clamped at 0) or,
+ * with `block`, x = base + iv (the block's trip before, across tiles). */
+static bool before_of(const Checker *C, ValId v, ValId iv, bool block)
 {
     const Op *d = def(C, v);
     int64_t k;
@@ -50,11 +35,14 @@ static bool of_block(const Checker *C, ValId v, ValId iv)
     for (int i = 0; i < 2; i++) {
         const Op *s = def(C, d->args[i]);
         if (is_const(C, d->args[1 - i], &k) && k == 0 && s && s->code == OP_SUB && s->nargs == 2 &&
-            block_trip(C, s->args[0], iv) && is_const(C, s->args[1], &k) && k == 1)
+            (block ? block_trip(C, s->args[0], iv) : s->args[0] == iv) && is_const(C, s->args[1], &k) && k == 1)
             return true;
     }
     return false;
 }
+
+static bool is_before(const Checker *C, ValId v, ValId iv) { return before_of(C, v, iv, false); }
+static bool of_block(const Checker *C, ValId v, ValId iv) { return before_of(C, v, iv, true); }
 
 /* v = op(iv, S) with S constant (either order for commutative ops), or
  * op(max(iv - 1, 0), S) with *lag = 1. */
