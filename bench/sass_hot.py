@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """sass_hot.py - a summary of Nsight Compute's source page (CSV of
 `ncu --import R --page source --csv --print-source sass`): the columns,
-warp-stall samples by opcode, and the hottest instructions with their
-neighbours, so that a kernel's waits can be read without the GUI.
+warp-stall samples by how often the instructions ran (a trip's code
+against a tile's) and by opcode, and the hottest instructions, so that a
+kernel's waits can be read without the GUI.
     python3 bench/sass_hot.py FILE.csv [TOP]"""
 import csv
 import sys
@@ -44,6 +45,15 @@ def main():
         if op.startswith("@"):
             op = r[src].strip().split(" ")[1].split(".")[0]
         by_op[op] += num(r[allc])
+    if exe is not None:   # code run once a trip, once a tile, ...: its share of the samples
+        by_count = defaultdict(float)
+        for r in body:
+            if len(r) > max(allc, exe):
+                by_count[int(num(r[exe]))] += num(r[allc])
+        print("samples by how often the instruction ran (warp-level executions: the trip loop's count, the "
+              "tile's, ...):")
+        for c, v in sorted(by_count.items(), key=lambda x: -x[1])[:6]:
+            print(f"  {c:10d} {v:9.0f} {100 * v / max(total, 1):5.1f}%")
     print("samples by opcode:")
     for op, s in sorted(by_op.items(), key=lambda x: -x[1])[:25]:
         print(f"  {op:16s} {s:9.0f} {100 * s / max(total, 1):5.1f}%")
