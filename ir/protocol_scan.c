@@ -44,6 +44,15 @@ static bool before_of(const Checker *C, ValId v, ValId iv, bool block)
 static bool is_before(const Checker *C, ValId v, ValId iv) { return before_of(C, v, iv, false); }
 static bool of_block(const Checker *C, ValId v, ValId iv) { return before_of(C, v, iv, true); }
 
+/* A level-2 access one trip late of this kind (C->lagkind); a role that
+ * takes both kinds is marked (C->lagmix). */
+static void note_lag(Checker *C, int kind)
+{
+    if (C->lagkind && C->lagkind != kind)
+        C->lagmix = true;
+    C->lagkind = kind;
+}
+
 /* v = op(iv, S) with S constant (either order for commutative ops), or
  * op(max(iv - 1, 0), S) with *lag = 1. */
 static bool of_iv(Checker *C, const Op *d, OpCode code, ValId iv, int64_t *k, int *lag)
@@ -62,20 +71,15 @@ static bool of_iv(Checker *C, const Op *d, OpCode code, ValId iv, int64_t *k, in
         kind = 1;
     } else if (C->level == 2 && of_block(C, x, iv)) {
         *lag = 1;   /* max(base + it - 1, 0): the block's trip before, across tiles */
-        if (C->lagkind && C->lagkind != 2)
-            C->lagmix = true;
-        C->lagkind = 2;
+        note_lag(C, 2);
         return is_const(C, d->args[1], k);
     } else if (C->level == 2) {
         return false;
     }
     if ((x == iv || is_before(C, x, iv)) && is_const(C, d->args[1], k)) {
         *lag = x != iv;
-        if (*lag && kind) {
-            if (C->lagkind && C->lagkind != 1)
-                C->lagmix = true;
-            C->lagkind = 1;
-        }
+        if (*lag && kind)
+            note_lag(C, 1);
         return true;
     }
     return false;
