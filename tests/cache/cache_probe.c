@@ -13,11 +13,12 @@
  *       one) would (lib/cache.h):
  *       prints "version VERSION: hit|miss KEY"
  * Exit status 0, or 1 when a check fails. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE   /* RUSAGE_THREAD */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 
 #include "lib/cache.h"
 #include "tilec.h"
@@ -32,6 +33,14 @@ static double clock_us(clockid_t id)
 static double now_us(void) { return clock_us(CLOCK_MONOTONIC); }
 
 static double cpu_us;   /* the thread CPU time of the last compile */
+static long faults;     /* the page faults (minor and major) of the last compile */
+
+static long thread_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_minflt + ru.ru_majflt;
+}
 
 static unsigned long long fnv(const char *s)
 {
@@ -65,10 +74,12 @@ static tilec_result *compile(const char *dir, int argc, char **argv, double *us)
     tilec_options o;
     options(&o, dir, argc, argv);
     tilec_result *r = NULL;
+    long f0 = thread_faults();
     double t0 = now_us(), c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
     tilec_status st = tilec_compile_file(argv[3], &o, &r);
     *us = now_us() - t0;
     cpu_us = clock_us(CLOCK_THREAD_CPUTIME_ID) - c0;
+    faults = thread_faults() - f0;
     if (st != TILEC_OK) {
         fprintf(stderr, "cache_probe: %s:\n%s", tilec_status_string(st), r ? tilec_result_diag_text(r) : "");
         tilec_result_free(r);
@@ -80,8 +91,8 @@ static tilec_result *compile(const char *dir, int argc, char **argv, double *us)
 static int report(const tilec_result *r, double us)
 {
     static const char *const from[] = { "miss", "memory", "disk" };
-    printf("compile: %s %.1f ptx %016llx cpu %.1f\n", from[tilec_result_cache(r)], us,
-           fnv(tilec_result_text(r, TILEC_OUT_PTX)), cpu_us);
+    printf("compile: %s %.1f ptx %016llx cpu %.1f faults %ld\n", from[tilec_result_cache(r)], us,
+           fnv(tilec_result_text(r, TILEC_OUT_PTX)), cpu_us, faults);
     return 0;
 }
 

@@ -5,15 +5,15 @@
 #     cache folder: afterwards it holds exactly one entry and no temporary
 #     file, and that entry equals a fresh compilation (a disk hit);
 #  2. a new process gets a disk hit, then a memory hit, each timed (wall
-#     and thread CPU time) and printed; the best CPU time of 5 processes
-#     must be under MAX_HIT_US microseconds (default 1000) (the first call
-#     in a process pays for faulting in libtilec's code; CPU time leaves out
-#     the waits for a CPU that a loaded machine adds to the wall time);
+#     and thread CPU time, page faults) and printed; with MAX_HIT_US the
+#     best CPU time of 5 processes must be under it (bench/cache_hit.sh
+#     passes 1000; the ctest prints the times and asserts no bound: a time
+#     is a benchmark's result, and a loaded machine moves it);
 #  3. a changed define, a changed arch and a changed compiler version miss;
 #  4. a torn entry (truncated) is a miss and is replaced by a whole one;
 #  5. tilec --clear-cache empties the folder.
 set -euo pipefail
-probe=$1 tilec=$2 src=$3 max_us=${4:-1000}
+probe=$1 tilec=$2 src=$3 max_us=${4:-}
 kernel=$src/examples/attention.tile
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-cache.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -34,7 +34,7 @@ cat "$tmp"/p*.out
 [ "$(count '.tmp-*')" = 0 ] || fail "temporary files left behind"
 "$probe" verify "$dir" "$kernel"
 
-echo "== hits in new processes (limit ${max_us} us, best of 5 processes)"
+echo "== hits in new processes (best of 5 processes${max_us:+, limit $max_us us})"
 : > "$tmp/hits"
 for i in 1 2 3 4 5; do
   out=$("$probe" twice "$dir" "$kernel")
@@ -46,7 +46,7 @@ for kind in disk memory; do
   wall=$(awk -v k=$kind '$2 == k { if (b == "" || $3 < b) b = $3 } END { print b }' "$tmp/hits")
   cpu=$(awk -v k=$kind '$2 == k { if (b == "" || $7 < b) b = $7 } END { print b }' "$tmp/hits")
   echo "best $kind hit: $wall us wall, $cpu us CPU (tilec_compile_file, reading the source included)"
-  awk -v t="$cpu" -v m="$max_us" 'BEGIN { exit !(t < m) }' || fail "a $kind hit took $cpu us of CPU"
+  [ -z "$max_us" ] || awk -v t="$cpu" -v m="$max_us" 'BEGIN { exit !(t < m) }' || fail "a $kind hit took $cpu us of CPU"
 done
 
 echo "== changed inputs miss"
