@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
 """ptx_split.py - an experiment on ptxas' scheduling: a copy of a PTX file
-with a basic-block boundary that ptxas cannot remove (a branch on a kernel
-parameter that never holds, around a `bar.warp.sync`) inserted before
-chosen lines, so that ptxas' scheduler cannot move instructions across
-that point within the block (bench/RESULTS.md 2026-12-07 19:40: ptxas
-moved the next trip's P conversion, and with it the second product's
-wait, to the top of the softmax). The result assembles as the original
-and computes the same; time it beside the original with bench/attn_xp.sh
-and read its SASS (cuobjdump) on the device.
+in which chosen lines each sit alone in a loop that runs once (a backward
+branch on a kernel parameter that never holds), so that ptxas' scheduler
+cannot move other instructions across them (bench/RESULTS.md 2026-12-07
+19:40: ptxas moved the second product's wait to the top of the softmax).
+A forward branch is not enough: ptxas if-converts it (the first version
+of this script branched around a `bar.warp.sync`, which ptxas turned
+into a predicated NOP and scheduled across; bench/sass_ops.py shows it).
+The result computes the same as the original; time it beside the original
+with bench/attn_xp.sh and read its SASS with bench/sass_ops.py.
 
-    python3 bench/ptx_split.py IN.ptx OUT.ptx --before REGEX[@N] ... [--kernel NAME]
+    python3 bench/ptx_split.py IN.ptx OUT.ptx --fence REGEX[@N] ... [--kernel NAME]
 
-REGEX@N: before the N-th line (1-based, default 1) of kernel NAME
-(default: the first .entry) that matches REGEX. The .meta beside IN is
-copied beside OUT. The boundary branches on the first .b32 parameter the
-kernel loads (never -7: no size is negative, and as f32 bits it is a
-NaN)."""
+REGEX@N: the N-th line (1-based, default 1; * for every one) of kernel
+NAME (default: the first .entry) that matches REGEX; it must be one whole instruction. The
+.meta beside IN is copied beside OUT. The loop branches back while the
+first .b32 parameter the kernel loads is -7 (no size is negative, and as
+f32 bits it is a NaN): it never does."""
 import argparse
 import re
 import shutil
@@ -26,7 +27,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("src")
     ap.add_argument("dst")
-    ap.add_argument("--before", action="append", required=True)
+    ap.add_argument("--fence", action="append", required=True)
     ap.add_argument("--kernel", default=None)
     a = ap.parse_args()
     lines = open(a.src).read().split("\n")
@@ -46,17 +47,18 @@ def main():
     if not param:
         sys.exit("no .b32 parameter load in " + name)
     where = []
-    for spec in a.before:
-        rx, _, nth = spec.rpartition("@") if re.search(r"@\d+$", spec) else (spec, "", "1")
+    for spec in a.fence:
+        rx, _, nth = spec.rpartition("@") if re.search(r"@(\d+|\*)$", spec) else (spec, "", "1")
         hits = [i for i in range(k, end) if re.search(rx, lines[i])]
-        if len(hits) < int(nth):
+        if not hits or (nth != "*" and len(hits) < int(nth)):
             sys.exit("%r: %d matching lines in %s" % (rx, len(hits), name))
-        where.append(hits[int(nth) - 1])
+        where += hits if nth == "*" else [hits[int(nth) - 1]]
     for n, i in enumerate(sorted(where, reverse=True)):
         tag = "SPLIT%d" % n
-        lines[i:i] = ["\t{", "\t.reg .pred %%p%s;" % tag, "\t.reg .b32 %%r%s;" % tag,
-                      "\tld.param.b32 %%r%s, [%s];" % (tag, param), "\tsetp.eq.s32 %%p%s, %%r%s, -7;" % (tag, tag),
-                      "\t@%%p%s bra $L__%s;" % (tag, tag), "\tbar.warp.sync -1;", "$L__%s:" % tag, "\t}"]
+        lines[i:i + 1] = ["\t{", "\t.reg .pred %%p%s;" % tag, "\t.reg .b32 %%r%s;" % tag,
+                          "\tld.param.b32 %%r%s, [%s];" % (tag, param),
+                          "\tsetp.eq.s32 %%p%s, %%r%s, -7;" % (tag, tag), "$L__%s:" % tag, lines[i],
+                          "\t@%%p%s bra $L__%s;" % (tag, tag), "\t}"]
     open(a.dst, "w").write("\n".join(lines))
     meta = re.sub(r"\.ptx$", ".meta", a.src)
     if meta != a.src:
@@ -64,7 +66,7 @@ def main():
             shutil.copyfile(meta, re.sub(r"\.ptx$", ".meta", a.dst))
         except FileNotFoundError:
             pass
-    print("%s: %d boundaries in %s (on %s)" % (a.dst, len(where), name, param))
+    print("%s: %d fenced lines in %s (on %s)" % (a.dst, len(where), name, param))
 
 
 if __name__ == "__main__":
