@@ -8,7 +8,9 @@ the tilec command), bench/interp_check.py (the output comparison; with
 libtilec built, --prepare into a temporary folder and --dry-run against
 plain-Python references), bench/sass_pc.py (SASS offsets to PTX and .tile
 lines, checked against the PTX's own .loc lines; the log's findings per
-file) and bench/charts.py's parsers on the recorded
+file), bench/sass_ops.py (instruction words of the D = 128 sm_90a attention
+as the device's disassembly printed them, decoded; its learning from a
+listing) and bench/charts.py's parsers on the recorded
 outputs bench/attn_results_h200.txt and bench/gemm_results_h200.txt.
 
     python3 tests/bench/test_validate.py [TILEC]     (TILEC: the tilec command; ctest passes it)
@@ -33,6 +35,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import charts  # noqa: E402
 import interp_check as IC  # noqa: E402
 import lineinfo_check as LC  # noqa: E402
+import sass_ops as SO  # noqa: E402
 import sass_pc as SP  # noqa: E402
 import validate_report as V  # noqa: E402
 
@@ -779,6 +782,57 @@ def test_make_args():
           [getattr(t, "shape", t) for t in g])
 
 
+def test_sass_ops():
+    """Words of the D = 128 sm_90a attention's cubin (ptxas 13.0) beside what
+    the device's Nsight Compute listing printed for them."""
+    table = SO.load_table()
+    cases = [  # offset, lo, hi, expected name, predicate, fields
+        (0x0, 0x00000018000d7308, 0x000fe20000000800, "MUFU.EX2", "", "R13, R24"),
+        (0x0, 0x0000000000007308, 0x004e260000001000, "MUFU.RCP", "", "R0, R0"),
+        (0x0, 0x00000004000b0308, 0x005e220000000c00, "MUFU.LG2", "@P0", "R11, R4"),
+        (0x0, 0x00000000000079c5, 0x000fe20000000000, "WARPGROUP.ARRIVE", "", ""),
+        (0x0, 0x00008000000079c5, 0x000fe40000010100, "WARPGROUP.DEPBAR", "", "gsb0, 1"),
+        (0x0, 0x00008000000079c5, 0x000fe40000010000, "WARPGROUP.DEPBAR", "", "gsb0, 0"),
+        (0x0, 0x0000000f189a723e, 0x001fe400000010ff, "F2FP", "", "R154, R24, R15"),
+        (0x0, 0x41e0001098587df0, 0x000fe20008701858, "HGMMA", "", "R88, R152, R16"),
+        (0x0, 0x000000ffffff89a7, 0x000fe2000810001e, "SYNCS", "@!P0", "RZ, RZ, RZ"),
+        (0x70, 0x0000000000681947, 0x000fea0003800000, "BRA", "@P1", "0x220"),
+        (0x530, 0x0000005800b88947, 0x000ff60003800000, "BRA", "@!P0", "0x6020"),
+        (0x590, 0xfffffffc00f08947, 0x000fea000383ffff, "BRA", "@!P0", "0x560"),
+    ]
+    for at, lo, hi, name, pred, fields in cases:
+        got = SO.decode(table, at, lo, hi)[:3]
+        check("sass_ops decodes %s at 0x%x" % (name, at), got == (name, pred, fields), got)
+    check("sass_ops: an opcode not in the table is named by its code",
+          SO.decode({}, 0, 0x7308, 0)[0] == "?0x308")
+    ins = [(0x10, "HGMMA", "", "", None), (0x20, "MUFU.EX2", "", "", None), (0x30, "BRA", "@P0", "0x10", 0x10),
+           (0x40, "BRA", "@P1", "0x00", 0x0), (0x50, "EXIT", "", "", None)]
+    check("sass_ops: the innermost loop of two nested ones", SO.innermost_loops(ins) == [(0x10, 0x30)],
+          SO.innermost_loops(ins))
+    key = SO.key_view(ins, 0x10, 0x30)
+    check("sass_ops: key view of the loop", [k.split()[1] for k in key] == ["HGMMA", "MUFU.EX2", "@P0"], key)
+    tmp = tempfile.mkdtemp()
+    try:
+        listing = os.path.join(tmp, "k.sass")
+        with open(listing, "w") as f:
+            f.write("        /*0000*/                   MUFU.EX2 R13, R24 ;   /* 0x00000018000d7308 */\n"
+                    "                                                         /* 0x000fe20000000800 */\n"
+                    "        /*0010*/                   FMUL R1, R2, R3 ;     /* 0x0000000302017308 */\n"
+                    "                                                         /* 0x000fe20000000000 */\n")
+        saved = SO.TABLE
+        SO.TABLE = os.path.join(tmp, "t.ops")
+        try:
+            with open(SO.TABLE, "w") as f:
+                f.write("0x308 MUFU\n")
+            rc = SO.learn("-", "-", listing)
+            check("sass_ops learn: a listing naming a known opcode otherwise is a clash", rc == 1, rc)
+            check("sass_ops learn: the table keeps its entry", SO.load_table() == {0x308: "MUFU"}, SO.load_table())
+        finally:
+            SO.TABLE = saved
+    finally:
+        shutil.rmtree(tmp)
+
+
 def main():
     tilec = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "bin", "tilec")
     test_parse_report()
@@ -793,6 +847,7 @@ def main():
     test_charts_parsers()
     test_make_args()
     test_sass_pc_log()
+    test_sass_ops()
     if os.access(tilec, os.X_OK):
         test_sass_pc(tilec)
         test_lineinfo_ptx(tilec)
