@@ -19,7 +19,7 @@ fallback (TMA kernels) also gets a view TMA cannot take, so that the
 fallback runs under the tools too. Files of an arch the device cannot run
 (sm_100a on an H200) are counted and left out.
 
-usage: python3 sanitize.py [--only SUBSTRING] [--list]
+usage: python3 sanitize.py [--only SUBSTRING] [--dir FOLDER ...] [--list]
 (TILEC_LIB_DIR: the folder with libtilert.so; PYTHONPATH: python/)."""
 import argparse
 import glob
@@ -36,19 +36,21 @@ GLOBS = ("attn/*.ptx", "attn/lib/*.ptx", "wsa/*.ptx", "fa4/*.ptx", "plain/*.ptx"
 ARCH_CC = {"sm_86": (8, 0), "sm_90a": (9, 0), "sm_100a": (10, 0)}
 
 
-def files():
+def files(dirs=None):
+    """The prepared files (GLOBS under .devcarry), or every .ptx in dirs
+    (an experiment's folders)."""
     out = []
-    for g in GLOBS:
-        out.extend(sorted(glob.glob(os.path.join(CARRY, g))))
+    for g in ([os.path.join(d, "*.ptx") for d in dirs] if dirs else [os.path.join(CARRY, g) for g in GLOBS]):
+        out.extend(sorted(glob.glob(g)))
     return out
 
 
-def select(only=""):
+def select(only="", dirs=None):
     """(the distinct files whose path contains `only`, how many others were
     byte-identical to one of them): PTX and metadata (but its compiler
     line) the same make the same kernel, launched alike."""
     seen, distinct, same = set(), [], 0
-    for path in files():
+    for path in files(dirs):
         if only not in path:
             continue
         with open(path, "rb") as f, open(path[:-4] + ".meta", "rb") as g:
@@ -195,6 +197,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", default="", help="files whose path contains this text")
     ap.add_argument("--list", action="store_true", help="list the files and their kinds (no GPU)")
+    ap.add_argument("--dir", action="append", default=[],
+                    help="every .ptx of this folder instead of the prepared ones (repeatable; experiments)")
     ap.add_argument("--shard", default="0/1", metavar="I/K",
                     help="the I-th of K equal parts of the distinct files (processes side by side)")
     ap.add_argument("--quick", action="store_true",
@@ -208,7 +212,7 @@ def main():
         cc = torch.cuda.get_device_capability()
     shard, nshards = (int(v) for v in a.shard.split("/"))
     bad = ran = skipped = 0
-    distinct, same = select(a.only)
+    distinct, same = select(a.only, a.dir)
     for path in distinct[shard::nshards]:
         t0 = time.monotonic()
         name = os.path.relpath(path, CARRY)
