@@ -510,7 +510,8 @@ char *tc_read_file(const char *path, size_t *len)
     TcCleanup cl;
     tc_cleanup_push(&cl, close_fd, (void *)(intptr_t)fd);
     struct stat st;
-    size_t cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    /* the size, a byte for the read that finds the end, the NUL */
+    size_t cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 2 : 4096;
     char *buf = tc_malloc(cap);
     size_t n = 0;
     int err = 0;
