@@ -127,7 +127,6 @@ def key_view(ins, lo=0, hi=None):
 
 def learn(cubin, func, path):
     table = load_table()
-    names = []
     with open(path, newline="") as f:
         head = f.read(4096)
         f.seek(0)

@@ -32,7 +32,6 @@ void tc_fatal(const char *file, int line, const char *fmt, ...)
 typedef struct Chunk {
     struct Chunk *next;
     size_t used, size;
-    size_t zeroed;          /* data[0 .. zeroed) is zero or handed out */
     bool own;               /* holds one block over ARENA_CHUNK / 2 bytes, alone */
     _Alignas(16) unsigned char data[];
 } Chunk;
@@ -42,6 +41,15 @@ struct Arena {
 };
 
 enum { ARENA_CHUNK = 64 * 1024, ARENA_ZERO_STEP = 4096 };
+
+/* How far a shared chunk is zero or handed out: arena_alloc keeps it
+ * zeroed up to its bump pointer rounded up to a page (a chunk of its own
+ * comes zeroed whole). */
+static size_t zeroed_to(const Chunk *c)
+{
+    size_t z = (c->used + ARENA_ZERO_STEP - 1) / ARENA_ZERO_STEP * ARENA_ZERO_STEP;
+    return z < c->size ? z : c->size;
+}
 
 Arena *arena_new(void)
 {
@@ -69,7 +77,6 @@ void *arena_alloc(Arena *a, size_t n)
         c = own ? tc_zalloc(sizeof(Chunk) + sz) : tc_malloc(sizeof(Chunk) + sz);
         c->size = sz;
         c->used = 0;
-        c->zeroed = own ? sz : 0;
         c->own = own;
         /* A large block gets its own chunk behind the head so the head's
          * free space is not wasted. */
@@ -82,14 +89,10 @@ void *arena_alloc(Arena *a, size_t n)
         }
     }
     void *p = c->data + c->used;
+    size_t z = zeroed_to(c);
     c->used += n;
-    if (c->used > c->zeroed) {
-        size_t z = (c->used + ARENA_ZERO_STEP - 1) / ARENA_ZERO_STEP * ARENA_ZERO_STEP;
-        if (z > c->size)
-            z = c->size;
-        memset(c->data + c->zeroed, 0, z - c->zeroed);
-        c->zeroed = z;
-    }
+    if (!c->own && zeroed_to(c) > z)
+        memset(c->data + z, 0, zeroed_to(c) - z);
     return p;
 }
 
@@ -109,7 +112,7 @@ static void *grow_own_chunk(Arena *a, void *old, size_t oldsz, size_t newsz)
     Chunk *n = tc_realloc(c, sizeof(Chunk) + sz);
     *link = n;
     memset(n->data + oldsz, 0, sz - oldsz);
-    n->size = n->used = n->zeroed = sz;
+    n->size = n->used = sz;
     return n->data;
 }
 
