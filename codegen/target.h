@@ -69,6 +69,10 @@ typedef struct Target {
     void (*wgmma_fence)(struct Cg *cg);
     void (*wgmma_commit)(struct Cg *cg);
     void (*wgmma_wait)(struct Cg *cg, int pending);
+    /* The same wait alone in a loop that runs once or twice (iv: an i32
+     * the loop's first trip tests), so that ptxas' scheduler moves no code
+     * across it: see cg_lower_dot_wait. */
+    void (*wgmma_wait_fenced)(struct Cg *cg, int pending, LLVMValueRef iv);
     /* One asynchronous product's wgmma.mma_async instructions (m64nNk16
      * for f16 / bf16 dt, m64nNk32 for f8e4m3 / f8e5m2, whose operands are
      * both K-major descriptors), in order, as one asm: instruction t reads A from shared memory

@@ -111,6 +111,24 @@ static void wgmma_wait(Cg *cg, int pending)
     cg_asm_call(cg, NULL, code, "~{memory}", NULL, 0);
 }
 
+/* ptxas issues a wgmma.wait_group (it has no inputs) at the top of its
+ * basic block, above code that does not depend on it, and it if-converts
+ * forward branches: a wait placed after a softmax in the PTX lands before
+ * it in SASS (bench/RESULTS.md 2026-12-07 21:10). A backward branch it
+ * cannot remove: the wait sits alone in a loop whose first trip repeats
+ * when iv is INT_MIN and whose second never does, so it runs once or twice
+ * (twice waits for nothing more) and always ends. */
+static void wgmma_wait_fenced(Cg *cg, int pending, LLVMValueRef iv)
+{
+    char code[256];
+    snprintf(code, sizeof code,
+             "{\n\t.reg .pred q;\n\t.reg .b32 c;\n\tmov.b32 c, $0;\n\tTILEC_FENCE:\n\t"
+             "wgmma.wait_group.sync.aligned %d;\n\tsetp.eq.s32 q, c, -2147483648;\n\tmov.b32 c, 0;\n\t"
+             "@q bra TILEC_FENCE;\n\t}",
+             pending);
+    cg_asm_call(cg, NULL, code, "r,~{memory}", &iv, 1);
+}
+
 /* Ties a register to the asm stream (CUTLASS's warpgroup_fence_operand):
  * its def stays above, and its uses below, the wgmma ops around. */
 static LLVMValueRef fence_reg(Cg *cg, LLVMTypeRef t, const char *cons, LLVMValueRef x)
@@ -212,7 +230,7 @@ const Target cg_family_sm90 = {
     CG_SM80_HOOKS,
     CG_SM90_SHARED_HOOKS,
     .wgmma_fence = wgmma_fence, .wgmma_commit = wgmma_commit, .wgmma_wait = wgmma_wait,
-    .wgmma = wgmma, .fence_f32 = fence_f32, .fence_b32 = fence_b32,
+    .wgmma_wait_fenced = wgmma_wait_fenced, .wgmma = wgmma, .fence_f32 = fence_f32, .fence_b32 = fence_b32,
 };
 
 /* Blackwell keeps Hopper's barriers, TMA, named barriers and setmaxnreg;

@@ -238,6 +238,27 @@ int cg_lower_dot_async(Cg *cg, Op *op)
     return 0;
 }
 
+/* Whether a loop body overlaps this wait's product with other work: the
+ * wait (pending 0) and its product's issue are ops of the innermost loop's
+ * body with a wait for another product between them (attention's second
+ * product, issued before the first product's wait and the softmax). ptxas
+ * would issue such a wait at the top of its block, before the softmax it
+ * is meant to run under; it gets the fenced form. */
+static bool overlaps_in_loop(const Cg *cg, const Op *op)
+{
+    const Op *issue = cg->f->vals[op->args[0]].def;
+    if (op->iattr[0] != 0 || !cg->cur_for || !issue)
+        return false;
+    const Block *b = &cg->cur_for->regions[0];
+    int i = ir_block_index_of(b, issue), w = ir_block_index_of(b, op);
+    if (i < 0 || w < 0)
+        return false;
+    for (int k = i + 1; k < w; k++)
+        if (b->ops[k]->code == OP_DOT_WAIT)
+            return true;
+    return false;
+}
+
 int cg_lower_dot_wait(Cg *cg, Op *op)
 {
     const TileVal *t = &cg->vals[op->args[0]];
@@ -245,7 +266,14 @@ int cg_lower_dot_wait(Cg *cg, Op *op)
         diag_internal(cg->d, op->loc, "dot_wait of something that is not an asynchronous product");
         return 1;
     }
-    cg->tg->wgmma_wait(cg, (int)op->iattr[0]);
+    if (cg->tg->wgmma_wait_fenced && overlaps_in_loop(cg, op)) {
+        cg->tg->wgmma_wait_fenced(cg, (int)op->iattr[0], cg->vals[cg->cur_for->regions[0].args[0]].s);
+        if (cg->report)
+            sb_printf(cg->report, "  dot_wait at %d:%d: alone in a one-trip loop, so that ptxas keeps it below "
+                      "the work it overlaps\n", op->loc.line, op->loc.col);
+    } else {
+        cg->tg->wgmma_wait(cg, (int)op->iattr[0]);
+    }
     int nr = layout_nregs(t->L);
     LLVMValueRef *r = arena_alloc(cg->a, sizeof(LLVMValueRef) * (size_t)nr);
     for (int i = 0; i < nr; i++)
