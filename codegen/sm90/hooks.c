@@ -88,6 +88,38 @@ static void tma_load(Cg *cg, int rank, LLVMValueRef dst, LLVMValueRef tmap, LLVM
     sb_free(&code);
 }
 
+static void tma_store(Cg *cg, int rank, LLVMValueRef src, LLVMValueRef tmap, LLVMValueRef *coords)
+{
+    StrBuf code = { 0 };
+    sb_printf(&code, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [$0, {", rank);
+    for (int i = 0; i < rank; i++)
+        sb_printf(&code, "%s$%d", i ? ", " : "", 2 + i);
+    sb_puts(&code, "}], [$1];");
+    LLVMValueRef a[7] = { tmap, cg_saddr(cg, src) };
+    char cons[64] = "l,r";
+    for (int i = 0; i < rank; i++) {
+        a[2 + i] = coords[i];
+        strcat(cons, ",r");
+    }
+    strcat(cons, ",~{memory}");
+    cg_asm_call(cg, NULL, code.buf, cons, a, 2 + rank);
+    sb_free(&code);
+}
+
+static void bulk_commit(Cg *cg) { cg_asm_call(cg, NULL, "cp.async.bulk.commit_group;", "~{memory}", NULL, 0); }
+
+static void bulk_wait(Cg *cg, int n, bool read)
+{
+    char code[64];
+    snprintf(code, sizeof code, "cp.async.bulk.wait_group%s %d;", read ? ".read" : "", n);
+    cg_asm_call(cg, NULL, code, "~{memory}", NULL, 0);
+}
+
+static void fence_async_smem(Cg *cg)
+{
+    cg_asm_call(cg, NULL, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
+}
+
 static void named_bar(Cg *cg, int id, int threads, bool arrive)
 {
     LLVMValueRef a[2] = { cg_i32(cg, id), cg_i32(cg, threads) };
@@ -211,6 +243,9 @@ const Target cg_family_sm90 = {
     .family = TF_SM90,
     CG_SM80_HOOKS,
     CG_SM90_SHARED_HOOKS,
+    /* TMA stores of a role's staged tile (lower_ws.c cg_ws_tma_store): sm90 only so far (the sm100
+     * epilogue keeps its stores until it is measured on the hardware) */
+    .tma_store = tma_store, .bulk_commit = bulk_commit, .bulk_wait = bulk_wait, .fence_async_smem = fence_async_smem,
     .wgmma_fence = wgmma_fence, .wgmma_commit = wgmma_commit, .wgmma_wait = wgmma_wait,
     .wgmma = wgmma, .fence_f32 = fence_f32, .fence_b32 = fence_b32,
 };
