@@ -303,7 +303,8 @@ static void launch_kernel(Func *f, PassCtx *ctx)
     /* On sm_90 the roles' staged tile leaves in one TMA store that the
      * consumers do not wait for (codegen's cg_ws_tma_store; FlashAttention
      * 3's epilogue), so a persistent grid stages it too. */
-    bool tma_store = roles && ctx->target && ctx->target->family == TF_SM90 && !ctx->one_tile;
+    bool tma_store = roles && ctx->target && ctx->target->family == TF_SM90 && !ctx->one_tile &&
+                     ci.rows <= 256 && (ci.first_k * 2) % 128 == 0;   /* whole 128-byte panels of 16-bit rows */
     if (roles)   /* one tile a block of uneven lengths: warp_specialize keeps a grid ordered longest first */
         stage = ordered || tma_store;
     else if (ci.rows == 256)
