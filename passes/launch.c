@@ -295,7 +295,8 @@ static void launch_kernel(Func *f, PassCtx *ctx)
         if (st) {
             ir_type(f, st->args[st->nargs - 1])->space = SP_SHARED;
             pass_note(ctx, "@%s: the output tile leaves through shared memory as 16-byte rows (a product's "
-                      "fragments)", f->name);
+                      "fragments)%s", f->name, ctx->target && ctx->target->family == TF_SM90
+                      ? "; from warp-specialized roles in one TMA store" : "");
         }
         return;
     }
