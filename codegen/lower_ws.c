@@ -471,7 +471,12 @@ int cg_ws_tma_store(Cg *cg, Op *op)
     int g = v->kind == TV_REGS ? layout_vec(v->L) : 0, eb = 2;
     int64_t rows = t->shape[0], cols = t->shape[1], bytes = rows * cols * eb;
     int64_t limit = pass_smem_limit(cg->ti, cg->smem_per_block);
-    if (v->kind != TV_REGS || g < 1 || 16 % (g * eb) || cg->dsmem_base + bytes + 1024 > limit) {
+    /* a region of its own, 1024-byte aligned (the swizzle's period; the
+     * dynamic array is), before the shared scratch (finish_smem places
+     * that at dsmem_base): the TMA store may still read it while a later
+     * op of the role (the next tile's) uses the shared scratch */
+    int64_t at = (cg->dsmem_base + 1023) / 1024 * 1024;
+    if (v->kind != TV_REGS || g < 1 || 16 % (g * eb) || !cg->dsmem || at + bytes + cg->smem_bytes > limit) {
         if (cg->report)
             sb_printf(cg->report, "  store at %d:%d: no TMA store (%s)\n", op->loc.line, op->loc.col,
                       v->kind != TV_REGS || g < 1 || 16 % (g * eb) ? "the fragments are not whole 16-byte chunks"
@@ -479,12 +484,9 @@ int cg_ws_tma_store(Cg *cg, Op *op)
         return -1;
     }
     const CgTmap *tm = &cg->ws->tmap[cg->ws->store[k].tmap];
-    /* the scratch, 1024-byte aligned (the swizzle's period) */
-    LLVMValueRef sm = cg_smem(cg, bytes + 1024);
-    LLVMValueRef a32 = cg_saddr(cg, sm);
-    LLVMValueRef up = LLVMBuildAnd(cg->b, LLVMBuildAdd(cg->b, a32, cg_i32(cg, 1023), ""), cg_i32(cg, ~1023), "");
-    LLVMValueRef shift = LLVMBuildZExt(cg->b, LLVMBuildSub(cg->b, up, a32, ""), cg->t_i64, "");
-    LLVMValueRef base = LLVMBuildGEP2(cg->b, cg->t_i8, sm, &shift, 1, "");
+    cg->dsmem_base = (at + bytes + 127) / 128 * 128;
+    LLVMValueRef ao = cg_i64(cg, at);
+    LLVMValueRef base = LLVMBuildGEP2(cg->b, cg->t_i8, cg->dsmem, &ao, 1, "");
     /* the previous store has read the scratch */
     LLVMBasicBlockRef after = cg_lead_begin(cg, cg_role_lead(cg));
     cg->tg->bulk_wait(cg, 0, true);
@@ -529,10 +531,11 @@ int cg_ws_tma_store(Cg *cg, Op *op)
     cg->ws->role_stored = true;
     cg->epoch++;
     if (cg->report)
-        sb_printf(cg->report, "  store at %d:%d: through %lld bytes of shared memory (128-byte swizzle) and one TMA "
-                  "store of %lld box%s of %lld x %lld (tensor map %d), issued by the role's leader; the next such "
-                  "store waits for it to be read\n", op->loc.line, op->loc.col, (long long)bytes, (long long)npanel,
-                  npanel == 1 ? "" : "es", (long long)rows, (long long)(128 / eb), cg->ws->store[k].tmap);
+        sb_printf(cg->report, "  store at %d:%d: through %lld bytes of shared memory at offset %lld (128-byte swizzle) "
+                  "and one TMA store of %lld box%s of %lld x %lld (tensor map %d), issued by the role's leader; the "
+                  "next such store waits for it to be read\n", op->loc.line, op->loc.col, (long long)bytes,
+                  (long long)at, (long long)npanel, npanel == 1 ? "" : "es", (long long)rows, (long long)(128 / eb),
+                  cg->ws->store[k].tmap);
     return 0;
 }
 
