@@ -165,6 +165,7 @@ int cg_lower_ws(Cg *cg, Op *op);
  * default to its accumulator layout and its row slice. */
 void cg_ws_anchors(Cg *cg, Func *f);
 int cg_lower_ws_op(Cg *cg, Op *op);       /* NAMED_BAR, MBAR_*, TMA_LOAD */
+int cg_ws_tma_store(Cg *cg, Op *op);      /* a role's staged STORE as one TMA store: -1 not one, 0 done, 1 error */
 /* The 8-byte mbarrier ring[slot] (ptr addrspace(3)). */
 LLVMValueRef cg_ring_slot(Cg *cg, ValId ring, ValId slot);
 /* The role's leader as an i1 (its thread 0; the block's outside roles). */

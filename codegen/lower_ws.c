@@ -33,6 +33,7 @@
  * window wider than W is copied as one box per panel.
  */
 #include "cg_internal.h"
+#include "passes/passes.h"
 
 #include <string.h>
 
@@ -46,6 +47,8 @@ typedef struct CgTmap {
     LLVMValueRef param;            /* the hidden param: ptr to the 128-byte map */
 } CgTmap;
 
+enum { WS_MAXSTORES = 8 };
+
 typedef struct CgWs {
     int nwarps;                    /* every role's warps */
     int blocks;                    /* blocks an SM the register budgets are for (.minnctapersm) */
@@ -54,6 +57,11 @@ typedef struct CgWs {
     int ntmap;
     struct { ValId ring; int mult; } ring[WS_MAXRINGS];
     int nring;
+    /* Stores of a tile declared shared that leave through one TMA store
+     * (cg_ws_tma_store): the op and its tensor map. */
+    struct { const Op *op; int tmap; } store[WS_MAXSTORES];
+    int nstore;
+    bool role_stored;              /* the role being lowered issued TMA stores: it waits for them at its end */
 } CgWs;
 
 /* ---- the plan: roles' warps, rings' multiplicities, tensor maps ---- */
@@ -133,6 +141,35 @@ static int tma_box(Cg *cg, const Op *op, CgTmap *tm)
     return 0;
 }
 
+/* The box of a STORE that can leave through TMA (a 2-D tile of 16-bit
+ * elements declared shared, its rows whole 128-byte panels, the window's
+ * other dims single elements) into tm, with the 128-byte swizzle: one box
+ * per 64-column panel. False when the store keeps the other forms. */
+static bool tma_store_box(Cg *cg, const Op *op, CgTmap *tm)
+{
+    Func *f = cg->f;
+    const Type *tt = ir_type(f, op->args[0]), *vt = ir_type(f, op->args[op->nargs - 1]);
+    int eb = dtype_bits((DType)vt->dtype) / 8, r = tt->rank;
+    if (!cg->tg->tma_store || vt->kind != TY_TILE || vt->space != SP_SHARED || vt->rank != 2 || eb != 2 ||
+        tt->dtype != vt->dtype || r < 2 || r > 5 || op->nlist != r || op->nargs != r + 2)
+        return false;
+    int64_t rows = vt->shape[0], cols = vt->shape[1];
+    if (op->list[r - 1] != cols || op->list[r - 2] != rows || rows > 256 || (cols * eb) % 128)
+        return false;
+    memset(tm, 0, sizeof *tm);
+    tm->tensor = op->args[0];
+    tm->rank = r;
+    tm->swz = SWZ_128B;
+    for (int d = 0; d < r - 2; d++) {
+        if (op->list[d] > 1)
+            return false;
+        tm->box[d] = 1;
+    }
+    tm->box[r - 2] = rows;
+    tm->box[r - 1] = 128 / eb;
+    return true;
+}
+
 static int tmap_index(const CgWs *ws, const CgTmap *tm)
 {
     for (int i = 0; i < ws->ntmap; i++) {
@@ -172,6 +209,21 @@ static bool plan_visit(Func *f, Op *op, void *ctx)
             break;
         }
         p->ws->tmap[p->ws->ntmap++] = tm;
+        break;
+    }
+    case OP_STORE: {   /* a staged tile in a role: one TMA store when the map fits (else the other forms) */
+        CgTmap tm;
+        if (!p->role_warps || p->ws->nstore == WS_MAXSTORES || !tma_store_box(p->cg, op, &tm))
+            break;
+        int ti = tmap_index(p->ws, &tm);
+        if (ti < 0) {
+            if (p->ws->ntmap == WS_MAXTMAPS)
+                break;
+            ti = p->ws->ntmap++;
+            p->ws->tmap[ti] = tm;
+        }
+        p->ws->store[p->ws->nstore].op = op;
+        p->ws->store[p->ws->nstore++].tmap = ti;
         break;
     }
     default:
@@ -395,6 +447,98 @@ static int lower_tma_load(Cg *cg, Op *op)
     return 0;
 }
 
+/* A tile declared shared that a role stores (the epilogue of a product,
+ * as FlashAttention 3 writes O): its fragments go to a scratch in the
+ * tensor map's layout (64-column panels of 128-byte rows, the 16-byte
+ * chunks of row i XORed with i mod 8, the 128-byte swizzle; conflict-free
+ * for the accumulator's 4-byte pairs), and the role's leader hands each
+ * panel to TMA in one bulk group; the threads go on at once. Rows outside
+ * the tensor are not written (TMA clips the box: the store's mask). The
+ * scratch is reused by the next such store after the leader has waited
+ * for the previous group's reads and the role has met; the role waits for
+ * its groups at its end. -1: not such a store (the other forms); 0 done;
+ * 1 error. */
+int cg_ws_tma_store(Cg *cg, Op *op)
+{
+    int k = 0;
+    while (cg->ws && cg->role_threads && k < cg->ws->nstore && cg->ws->store[k].op != op)
+        k++;
+    if (!cg->ws || !cg->role_threads || k == cg->ws->nstore)
+        return -1;
+    ValId vv = op->args[op->nargs - 1];
+    const TileVal *v = &cg->vals[vv];
+    const Type *t = ir_type(cg->f, vv);
+    int g = v->kind == TV_REGS ? layout_vec(v->L) : 0, eb = 2;
+    int64_t rows = t->shape[0], cols = t->shape[1], bytes = rows * cols * eb;
+    int64_t limit = pass_smem_limit(cg->ti, cg->smem_per_block);
+    /* a region of its own, 1024-byte aligned (the swizzle's period; the
+     * dynamic array is), before the shared scratch (finish_smem places
+     * that at dsmem_base): the TMA store may still read it while a later
+     * op of the role (the next tile's) uses the shared scratch */
+    int64_t at = (cg->dsmem_base + 1023) / 1024 * 1024;
+    if (v->kind != TV_REGS || g < 1 || 16 % (g * eb) || !cg->dsmem || at + bytes + cg->smem_bytes > limit) {
+        if (cg->report)
+            sb_printf(cg->report, "  store at %d:%d: no TMA store (%s)\n", op->loc.line, op->loc.col,
+                      v->kind != TV_REGS || g < 1 || 16 % (g * eb) ? "the fragments are not whole 16-byte chunks"
+                                                                  : "its scratch exceeds the shared memory limit");
+        return -1;
+    }
+    const CgTmap *tm = &cg->ws->tmap[cg->ws->store[k].tmap];
+    cg->dsmem_base = (at + bytes + 127) / 128 * 128;
+    LLVMValueRef ao = cg_i64(cg, at);
+    LLVMValueRef base = LLVMBuildGEP2(cg->b, cg->t_i8, cg->dsmem, &ao, 1, "");
+    /* the previous store has read the scratch */
+    LLVMBasicBlockRef after = cg_lead_begin(cg, cg_role_lead(cg));
+    cg->tg->bulk_wait(cg, 0, true);
+    cg_lead_end(cg, after);
+    cg->tg->barrier(cg);   /* the role's named barrier */
+    LLVMTypeRef mty = cg_mem_type(cg, (DType)t->dtype);
+    for (int r = 0, n = layout_nregs(v->L); r < n; r += g) {
+        LLVMValueRef row = cg_coord(cg, v->L, r, 0), col = cg_coord(cg, v->L, r, 1);
+        /* byte offset in the panels, then the 16-byte chunk XOR (row mod 8) */
+        LLVMValueRef panel = LLVMBuildUDiv(cg->b, col, cg_i32(cg, 128 / eb), "");
+        LLVMValueRef inner = LLVMBuildURem(cg->b, col, cg_i32(cg, 128 / eb), "");
+        LLVMValueRef off = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, panel, cg_i32(cg, rows * 128), ""),
+                                        LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, row, cg_i32(cg, 128), ""),
+                                                     LLVMBuildMul(cg->b, inner, cg_i32(cg, eb), ""), ""), "");
+        LLVMValueRef x = LLVMBuildShl(cg->b, LLVMBuildAnd(cg->b, row, cg_i32(cg, 7), ""), cg_i32(cg, 4), "");
+        off = LLVMBuildXor(cg->b, off, x, "");
+        LLVMValueRef o64 = LLVMBuildZExt(cg->b, off, cg->t_i64, "");
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, base, &o64, 1, "");
+        LLVMValueRef val = v->r[r];
+        if (g > 1) {
+            val = LLVMGetUndef(LLVMVectorType(mty, (unsigned)g));
+            for (int e = 0; e < g; e++)
+                val = LLVMBuildInsertElement(cg->b, val, v->r[r + e], cg_i32(cg, e), "");
+        }
+        LLVMSetAlignment(LLVMBuildStore(cg->b, val, p), (unsigned)(g * eb));
+    }
+    cg->tg->fence_async_smem(cg);
+    cg->tg->barrier(cg);   /* the role's named barrier */
+    int rank = tm->rank;
+    int64_t npanel = cols * eb / 128;
+    after = cg_lead_begin(cg, cg_role_lead(cg));
+    for (int64_t pn = 0; pn < npanel; pn++) {
+        LLVMValueRef c[TENSOR_MAXRANK];
+        for (int i = 0; i < rank; i++)
+            c[i] = cg->vals[op->args[1 + (rank - 1 - i)]].s;
+        c[0] = LLVMBuildAdd(cg->b, c[0], cg_i32(cg, pn * (128 / eb)), "");
+        LLVMValueRef po = cg_i64(cg, pn * rows * 128);
+        cg->tg->tma_store(cg, rank, LLVMBuildGEP2(cg->b, cg->t_i8, base, &po, 1, ""), tm->param, c);
+    }
+    cg->tg->bulk_commit(cg);
+    cg_lead_end(cg, after);
+    cg->ws->role_stored = true;
+    cg->epoch++;
+    if (cg->report)
+        sb_printf(cg->report, "  store at %d:%d: through %lld bytes of shared memory at offset %lld (128-byte swizzle) "
+                  "and one TMA store of %lld box%s of %lld x %lld (tensor map %d), issued by the role's leader; the "
+                  "next such store waits for it to be read\n", op->loc.line, op->loc.col, (long long)bytes,
+                  (long long)at, (long long)npanel, npanel == 1 ? "" : "es", (long long)rows, (long long)(128 / eb),
+                  cg->ws->store[k].tmap);
+    return 0;
+}
+
 int cg_lower_ws_op(Cg *cg, Op *op)
 {
     if (!cg->ws) {
@@ -522,8 +666,14 @@ int cg_lower_ws(Cg *cg, Op *op)
         LLVMBasicBlockRef lone_end =
             lone ? cg_lead_begin(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->warp, cg_i32(cg, 0), "")) : NULL;
         cg->role_lone = lone;
+        ws->role_stored = false;
         e = cg_lower_block(cg, &op->regions[k]);
         cg->role_lone = false;
+        if (!e && ws->role_stored) {   /* its TMA stores have read their scratch before the block ends */
+            LLVMBasicBlockRef after = cg_lead_begin(cg, cg_role_lead(cg));
+            cg->tg->bulk_wait(cg, 0, false);
+            cg_lead_end(cg, after);
+        }
         if (!e && lone)
             cg_lead_end(cg, lone_end);
         if (!e) {

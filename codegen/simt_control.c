@@ -283,9 +283,13 @@ static int lower_op(Cg *cg, Op *op)
         return cg->vals[op->args[0]].kind == TV_SMEM ? cg_lower_trans_view(cg, op) : lower_trans(cg, op);
     case OP_DOT: return cg_lower_dot(cg, op);
     case OP_LOAD: return cg_lower_load(cg, op);
-    case OP_STORE:
+    case OP_STORE: {
+        int tma = cg_ws_tma_store(cg, op);
+        if (tma >= 0)
+            return tma;
         cg_mma_prepare_store(cg, op);
         return cg_lower_store(cg, op);
+    }
     case OP_ATOMIC_ADD: return cg_lower_atomic_add(cg, op);
     case OP_SMEM_ALLOC: return cg_lower_smem_alloc(cg, op);
     case OP_ASYNC_COPY: return cg_lower_async_copy(cg, op);

@@ -63,6 +63,16 @@ typedef struct Target {
      * first; tmap: the generic address of the tensor map). */
     void (*tma_load)(struct Cg *cg, int rank, LLVMValueRef dst, LLVMValueRef tmap, LLVMValueRef *coords,
                      LLVMValueRef bar);
+    /* TMA tile store of one box from shared memory (src: a 1024-byte
+     * aligned box in the tensor map's swizzle) to the tensor (coords i32,
+     * innermost first), in the thread's current bulk group; then the
+     * group's commit, and the waits until at most n of the thread's groups
+     * are pending (read: only their reads of shared memory); the fence
+     * that makes this thread's writes to shared memory visible to TMA. */
+    void (*tma_store)(struct Cg *cg, int rank, LLVMValueRef src, LLVMValueRef tmap, LLVMValueRef *coords);
+    void (*bulk_commit)(struct Cg *cg);
+    void (*bulk_wait)(struct Cg *cg, int n, bool read);
+    void (*fence_async_smem)(struct Cg *cg);
     void (*named_bar)(struct Cg *cg, int id, int threads, bool arrive);
     void (*setmaxnreg)(struct Cg *cg, int regs, bool inc);
     /* wgmma: fence, commit_group, wait_group, and the products. */

@@ -295,13 +295,19 @@ static void launch_kernel(Func *f, PassCtx *ctx)
         if (st) {
             ir_type(f, st->args[st->nargs - 1])->space = SP_SHARED;
             pass_note(ctx, "@%s: the output tile leaves through shared memory as 16-byte rows (a product's "
-                      "fragments)", f->name);
+                      "fragments)%s", f->name, ctx->target && ctx->target->family == TF_SM90
+                      ? "; from warp-specialized roles in one TMA store" : "");
         }
         return;
     }
     bool stage;
+    /* On sm_90 the roles' staged tile leaves in one TMA store that the
+     * consumers do not wait for (codegen's cg_ws_tma_store; FlashAttention
+     * 3's epilogue), so a persistent grid stages it too. */
+    bool tma_store = roles && ctx->target && ctx->target->family == TF_SM90 && !ctx->one_tile &&
+                     ci.rows <= 256 && (ci.first_k * 2) % 128 == 0;   /* whole 128-byte panels of 16-bit rows */
     if (roles)   /* one tile a block of uneven lengths: warp_specialize keeps a grid ordered longest first */
-        stage = ordered;
+        stage = ordered || tma_store;
     else if (ci.rows == 256)
         stage = true;
     else if (!nk)
@@ -321,10 +327,14 @@ static void launch_kernel(Func *f, PassCtx *ctx)
     Op *st = stage ? output_store(f) : NULL;
     if (st) {
         ir_type(f, st->args[st->nargs - 1])->space = SP_SHARED;
-        pass_note(ctx, "@%s: the output tile leaves through shared memory as 16-byte rows (%s)", f->name,
-                  roles       ? "warp-specialized roles, one tile a block, longest first: the block ends with its stores"
-                  : ci.rows == 256 ? "256-row tile"
-                                   : "a short key loop");
+        if (tma_store)
+            pass_note(ctx, "@%s: the output tile leaves through shared memory in one TMA store (warp-specialized "
+                      "roles on %s: the consumers go on to the next tile under it)", f->name, pass_target_name(ctx));
+        else
+            pass_note(ctx, "@%s: the output tile leaves through shared memory as 16-byte rows (%s)", f->name,
+                      roles       ? "warp-specialized roles, one tile a block, longest first: the block ends with its stores"
+                      : ci.rows == 256 ? "256-row tile"
+                                       : "a short key loop");
     } else if (roles && !stage) {
         pass_note(ctx, "@%s: the output tile is stored from registers: %s", f->name,
                   ctx->one_tile ? "one tile a block (warp_specialize.persistent=0), staged only where the grid "

@@ -67,25 +67,60 @@ static void mbar_wait(Cg *cg, LLVMValueRef bar, LLVMValueRef parity)
              "r,r,~{memory}", a, 2);
 }
 
+/* One cp.async.bulk.tensor of a rank-`rank` box: the asm text is `head`
+ * (rank substituted), the coordinates $nfix.. (innermost first), `tail`;
+ * the operands are the nfix fixed ones (constraints `cons`), then the
+ * coordinates. */
+static void bulk_tensor(Cg *cg, const char *head, const char *tail, LLVMValueRef *fix, const char *cons, int nfix,
+                        int rank, LLVMValueRef *coords)
+{
+    StrBuf code = { 0 };
+    sb_printf(&code, head, rank);
+    for (int i = 0; i < rank; i++)
+        sb_printf(&code, "%s$%d", i ? ", " : "", nfix + i);
+    sb_puts(&code, tail);
+    LLVMValueRef a[3 + TENSOR_MAXRANK];
+    char c[64];
+    snprintf(c, sizeof c, "%s", cons);
+    for (int i = 0; i < nfix; i++)
+        a[i] = fix[i];
+    for (int i = 0; i < rank; i++) {
+        a[nfix + i] = coords[i];
+        strcat(c, ",r");
+    }
+    strcat(c, ",~{memory}");
+    cg_asm_call(cg, NULL, code.buf, c, a, nfix + rank);
+    sb_free(&code);
+}
+
 /* One TMA tile copy global -> shared of a box of a rank-`rank` tensor map
  * (coords innermost first), completing its bytes on mbarrier `bar`. */
 static void tma_load(Cg *cg, int rank, LLVMValueRef dst, LLVMValueRef tmap, LLVMValueRef *coords, LLVMValueRef bar)
 {
-    StrBuf code = { 0 };
-    sb_printf(&code, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {",
-              rank);
-    for (int i = 0; i < rank; i++)
-        sb_printf(&code, "%s$%d", i ? ", " : "", 3 + i);
-    sb_puts(&code, "}], [$2];");
-    LLVMValueRef a[8] = { cg_saddr(cg, dst), tmap, cg_saddr(cg, bar) };
-    char cons[64] = "r,l,r";
-    for (int i = 0; i < rank; i++) {
-        a[3 + i] = coords[i];
-        strcat(cons, ",r");
-    }
-    strcat(cons, ",~{memory}");
-    cg_asm_call(cg, NULL, code.buf, cons, a, 3 + rank);
-    sb_free(&code);
+    LLVMValueRef fix[3] = { cg_saddr(cg, dst), tmap, cg_saddr(cg, bar) };
+    bulk_tensor(cg, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {",
+                "}], [$2];", fix, "r,l,r", 3, rank, coords);
+}
+
+static void tma_store(Cg *cg, int rank, LLVMValueRef src, LLVMValueRef tmap, LLVMValueRef *coords)
+{
+    LLVMValueRef fix[2] = { tmap, cg_saddr(cg, src) };
+    bulk_tensor(cg, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [$0, {", "}], [$1];", fix, "l,r", 2, rank,
+                coords);
+}
+
+static void bulk_commit(Cg *cg) { cg_asm_call(cg, NULL, "cp.async.bulk.commit_group;", "~{memory}", NULL, 0); }
+
+static void bulk_wait(Cg *cg, int n, bool read)
+{
+    char code[64];
+    snprintf(code, sizeof code, "cp.async.bulk.wait_group%s %d;", read ? ".read" : "", n);
+    cg_asm_call(cg, NULL, code, "~{memory}", NULL, 0);
+}
+
+static void fence_async_smem(Cg *cg)
+{
+    cg_asm_call(cg, NULL, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
 }
 
 static void named_bar(Cg *cg, int id, int threads, bool arrive)
@@ -229,6 +264,9 @@ const Target cg_family_sm90 = {
     .family = TF_SM90,
     CG_SM80_HOOKS,
     CG_SM90_SHARED_HOOKS,
+    /* TMA stores of a role's staged tile (lower_ws.c cg_ws_tma_store): sm90 only so far (the sm100
+     * epilogue keeps its stores until it is measured on the hardware) */
+    .tma_store = tma_store, .bulk_commit = bulk_commit, .bulk_wait = bulk_wait, .fence_async_smem = fence_async_smem,
     .wgmma_fence = wgmma_fence, .wgmma_commit = wgmma_commit, .wgmma_wait = wgmma_wait,
     .wgmma_wait_fenced = wgmma_wait_fenced, .wgmma = wgmma, .fence_f32 = fence_f32, .fence_b32 = fence_b32,
 };
