@@ -211,9 +211,9 @@ static bool plan_visit(Func *f, Op *op, void *ctx)
         p->ws->tmap[p->ws->ntmap++] = tm;
         break;
     }
-    case OP_STORE: {   /* a staged tile in a role: one TMA store when the map fits (else the other forms) */
+    case OP_STORE: {   /* a `tma` store in a role: one TMA store when the map fits (else the other forms) */
         CgTmap tm;
-        if (!p->role_warps || p->ws->nstore == WS_MAXSTORES || !tma_store_box(p->cg, op, &tm))
+        if (!op->iattr[1] || !p->role_warps || p->ws->nstore == WS_MAXSTORES || !tma_store_box(p->cg, op, &tm))
             break;
         int ti = tmap_index(p->ws, &tm);
         if (ti < 0) {

@@ -86,7 +86,9 @@ OP(DOT,       "dot",       3,  1, 0, OPF_PURE)   /* a[M,K] @ b[K,N] + acc[M,N]; 
  *   list[0..rank-1] = window extent per tensor dim (0 = a scalar index: the dim is dropped)
  *   iattr[0] = mask bits: bit d set = dim d may run past the tensor's bounds (needs a mask);
  *              set conservatively by the front end, cleared by the bounds pass
- *   iattr[1] = 1 if an `other` operand is present (LOAD)
+ *   iattr[1] = 1 if an `other` operand is present (LOAD); STORE: 1 (printed `tma`) if the
+ *              tile, declared shared, leaves in one TMA store (the launch pass decides it for
+ *              warp-specialized roles on sm_90; a store TMA cannot take keeps the other forms)
  *   ATOMIC_ADD args, list and iattr[0] as STORE; the tensor (and the value)
  *   f32, i32 or u32: adds each element of the value to its element of the
  *   window, atomically per element (relaxed, device scope: what many blocks

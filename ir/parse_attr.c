@@ -78,6 +78,7 @@ static bool attr_allowed(OpCode code, const char *key)
     if (!strcmp(key, "id") || !strcmp(key, "threads") || !strcmp(key, "mode")) return code == OP_NAMED_BAR;
     if (!strcmp(key, "roles") || !strcmp(key, "blocks")) return code == OP_WS;
     if (!strcmp(key, "other")) return code == OP_LOAD || code == OP_GATHER;
+    if (!strcmp(key, "tma")) return code == OP_STORE;
     if (!strcmp(key, "pipeline")) return code == OP_FOR;
     if (!strcmp(key, "emu")) return code == OP_EXP2;
     return false;
@@ -138,7 +139,7 @@ static bool parse_attr(Parser *p, OpCode code, Attrs *at)
         return false;
     }
     next(p);
-    if (!strcmp(key, "other") && !tok_punct(peek(p), '=')) {
+    if ((!strcmp(key, "other") || !strcmp(key, "tma")) && !tok_punct(peek(p), '=')) {
         at->iattr[1] = 1;
         return true;
     }
@@ -149,7 +150,7 @@ static bool parse_attr(Parser *p, OpCode code, Attrs *at)
     if (!strcmp(key, "kind")) return parse_named(p, reduce_names, RED_COUNT, "reduction", &at->iattr[1]);
     if (!strcmp(key, "extents") || !strcmp(key, "starts")) return parse_list(p, at);
     if (!strcmp(key, "dim")) return tp_int_range(p, 0, TENSOR_MAXRANK - 1, "dim", &at->iattr[2]);
-    if (!strcmp(key, "other")) return tp_int(p, &at->iattr[1]);
+    if (!strcmp(key, "other") || !strcmp(key, "tma")) return tp_int_range(p, 0, 1, key, &at->iattr[1]);
     if (!strcmp(key, "exclusive")) return tp_int_range(p, 0, 1, "exclusive", &at->iattr[2]);
     if (!strcmp(key, "swizzle")) return parse_swizzle(p, &at->iattr[0]);
     if (!strcmp(key, "offset")) return tp_int(p, &at->iattr[1]);

@@ -177,6 +177,8 @@ static void put_mem_attrs(Printer *p, const Op *op)
         sb_printf(p->out, ", dim = %lld", (long long)op->iattr[2]);
     if ((op->code == OP_LOAD || op->code == OP_GATHER) && op->iattr[1])
         sb_puts(p->out, ", other");
+    if (op->code == OP_STORE && op->iattr[1])
+        sb_puts(p->out, ", tma");
     sb_putc(p->out, '}');
 }
 

@@ -314,6 +314,9 @@ static void check_store(Verifier *V, const Op *op)
     if (op->code == OP_ATOMIC_ADD && tt->kind == TY_TENSOR && tt->dtype != DT_F32 && tt->dtype != DT_I32 &&
         tt->dtype != DT_U32)
         vfy_err(V, op, "needs an f32, i32 or u32 tensor, got %s", vfy_tstr(V, tt));
+    if (op->code == OP_STORE && op->iattr[1] &&
+        (!is_tile(v) || v->rank != 2 || v->space != SP_SHARED || dtype_bits((DType)v->dtype) != 16))
+        vfy_err(V, op, "a TMA store (`tma`) takes a 2-D 16-bit tile declared shared, got %s", vfy_tstr(V, v));
 }
 
 /* ---- shared buffers ---- */

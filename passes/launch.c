@@ -207,6 +207,18 @@ static void make_persistent(Func *f, Op *gy, int64_t sms, const IdOps *ids)
 
 /* ---- the output tile ---- */
 
+/* A staged rows x cols tile of `bits`-bit elements leaves in one TMA store
+ * (STORE `tma`; codegen's cg_ws_tma_store, where warp-specialized roles
+ * compute it): on sm_90, rows of whole 128-byte panels, at most 256 rows
+ * (a box), at least 128 columns (measured: D = 64 attention 2-6% slower
+ * than from registers or as 16-byte rows, D = 128 up to 5% faster; bench/
+ * RESULTS.md 2026-12-07 23:06). */
+static bool tma_tile(const PassCtx *ctx, int64_t rows, int64_t cols, int bits)
+{
+    return ctx->target && ctx->target->family == TF_SM90 && bits == 16 && rows <= 256 && cols >= 128 &&
+           cols * bits / 8 % 128 == 0;
+}
+
 typedef struct StoreScan { Op *store; int n; } StoreScan;
 
 static bool store_visit(Func *f, Op *op, void *ctx)
@@ -219,21 +231,28 @@ static bool store_visit(Func *f, Op *op, void *ctx)
     return true;
 }
 
+/* The store of the one 2-D tile a kernel stores; else NULL. */
+static Op *one_store(Func *f)
+{
+    StoreScan ss = { NULL, 0 };
+    ir_walk(f, &f->body, store_visit, &ss);
+    return ss.n == 1 ? ss.store : NULL;
+}
+
 /* The one 2-D tile a kernel stores, when its value comes from an op of
  * its own (placement open) used only there; else NULL. */
 static Op *output_store(Func *f)
 {
-    StoreScan ss = { NULL, 0 };
-    ir_walk(f, &f->body, store_visit, &ss);
-    if (ss.n != 1)
+    Op *st = one_store(f);
+    if (!st)
         return NULL;
-    ValId v = ss.store->args[ss.store->nargs - 1];
+    ValId v = st->args[st->nargs - 1];
     const Type *t = ir_type(f, v);
     if (!ir_val(f, v)->def || t->space != SP_ANY)
         return NULL;
     UseInfo u;
     ir_count_uses(f, &u, f->mod->arena);
-    return u.count[v] == 1 ? ss.store : NULL;
+    return u.count[v] == 1 ? st : NULL;
 }
 
 static bool grid_plain(const Func *f, Op **gy)
@@ -285,29 +304,39 @@ static void launch_kernel(Func *f, PassCtx *ctx)
         /* A lone product in a loop (a GEMM's K loop, whose ring buffers
          * are dead after it): its 16-bit output tile (C, its epilogue
          * applied) leaves through shared memory as 16-byte rows, as
-         * examples/gemm.tile writes it, instead of 4-byte fragment pairs. */
+         * examples/gemm.tile writes it, instead of 4-byte fragment pairs;
+         * on sm_90 in one TMA store (tma_tile), the kernel's own shared
+         * tile too. */
         bool top = false;
         for (int i = 0; ci.first && i < f->body.nops; i++)
             top = top || f->body.ops[i] == ci.first;
-        Op *st = ci.first && !top ? output_store(f) : NULL;
-        if (st && dtype_bits((DType)ir_type(f, st->args[st->nargs - 1])->dtype) != 16)
-            st = NULL;
-        if (st) {
-            ir_type(f, st->args[st->nargs - 1])->space = SP_SHARED;
-            pass_note(ctx, "@%s: the output tile leaves through shared memory as 16-byte rows (a product's "
-                      "fragments)%s", f->name, ctx->target && ctx->target->family == TF_SM90
-                      ? "; from warp-specialized roles in one TMA store" : "");
-        }
+        Op *st = ci.first && !top ? one_store(f) : NULL;
+        Type *ct = st ? ir_type(f, st->args[st->nargs - 1]) : NULL;
+        bool own = ct && ct->space == SP_SHARED;   /* declared shared by the kernel */
+        if (!ct || dtype_bits((DType)ct->dtype) != 16 || (!own && st != output_store(f)))
+            return;
+        ct->space = SP_SHARED;
+        st->iattr[1] = tma_tile(ctx, ct->shape[0], ct->shape[1], 16);
+        if (!own || st->iattr[1])
+            pass_note(ctx, "@%s: the output tile leaves through shared memory %s", f->name, st->iattr[1]
+                      ? "in one TMA store where warp-specialized roles compute it (else as 16-byte rows)"
+                      : "as 16-byte rows (a product's fragments)");
         return;
     }
     bool stage;
     /* On sm_90 the roles' staged tile leaves in one TMA store that the
      * consumers do not wait for (codegen's cg_ws_tma_store; FlashAttention
-     * 3's epilogue), so a persistent grid stages it too. */
-    bool tma_store = roles && ctx->target && ctx->target->family == TF_SM90 && !ctx->one_tile &&
-                     ci.rows <= 256 && (ci.first_k * 2) % 128 == 0;   /* whole 128-byte panels of 16-bit rows */
+     * 3's epilogue), so a persistent grid stages it too: where its rows are
+     * whole 128-byte panels of 16-bit elements, at most 256 rows, and at
+     * least 128 columns. A narrower tile (D = 64: 32 accumulator registers a
+     * consumer thread) leaves faster from registers, or as 16-byte rows
+     * where the grid is ordered, than through the TMA store's two meetings
+     * of the role (docs/internals.md, "launch"). */
+    Op *out = roles ? output_store(f) : NULL;
+    const Type *ot = out ? ir_type(f, out->args[out->nargs - 1]) : NULL;
+    bool tma = ot && tma_tile(ctx, ot->shape[0], ot->shape[1], dtype_bits((DType)ot->dtype));
     if (roles)   /* one tile a block of uneven lengths: warp_specialize keeps a grid ordered longest first */
-        stage = ordered || tma_store;
+        stage = ordered || (tma && !ctx->one_tile);
     else if (ci.rows == 256)
         stage = true;
     else if (!nk)
@@ -327,9 +356,11 @@ static void launch_kernel(Func *f, PassCtx *ctx)
     Op *st = stage ? output_store(f) : NULL;
     if (st) {
         ir_type(f, st->args[st->nargs - 1])->space = SP_SHARED;
-        if (tma_store)
+        st->iattr[1] = tma;
+        if (tma)
             pass_note(ctx, "@%s: the output tile leaves through shared memory in one TMA store (warp-specialized "
-                      "roles on %s: the consumers go on to the next tile under it)", f->name, pass_target_name(ctx));
+                      "roles on %s: %s)", f->name, pass_target_name(ctx),
+                      ordered ? "one tile a block, longest first" : "the consumers go on to the next tile under it");
         else
             pass_note(ctx, "@%s: the output tile leaves through shared memory as 16-byte rows (%s)", f->name,
                       roles       ? "warp-specialized roles, one tile a block, longest first: the block ends with its stores"

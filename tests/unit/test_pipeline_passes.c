@@ -705,19 +705,32 @@ static bool copies_after_inner(const Op *outer)
     return false;
 }
 
+typedef struct Staged { bool staged, tma; } Staged;
+
 static bool staged_visit(Func *f, Op *op, void *ctx)
 {
-    if (op->code == OP_STORE && ir_type(f, op->args[op->nargs - 1])->space == SP_SHARED)
-        *(bool *)ctx = true;
+    Staged *s = ctx;
+    if (op->code == OP_STORE && ir_type(f, op->args[op->nargs - 1])->space == SP_SHARED) {
+        s->staged = true;
+        s->tma = s->tma || op->iattr[1];
+    }
     return true;
 }
 
 /* Does f store a tile declared (or made) shared to a tensor? */
 static bool has_staged_store(Func *f)
 {
-    bool yes = false;
-    ir_walk(f, &f->body, staged_visit, &yes);
-    return yes;
+    Staged s = { false, false };
+    ir_walk(f, &f->body, staged_visit, &s);
+    return s.staged;
+}
+
+/* Does f store such a tile in one TMA store (the store's `tma`)? */
+static bool has_tma_store(Func *f)
+{
+    Staged s = { false, false };
+    ir_walk(f, &f->body, staged_visit, &s);
+    return s.tma;
 }
 
 /* The example with D = BM = BN = 16, or (big) the 256-row tile of D = 128
@@ -832,10 +845,12 @@ static void attention_roles_case(const char *causal, const char *bm, int consume
         ck_assert_int_eq(p.f->sched.warps, 4 * (1 + consumers));
         ck_assert(!has_op(p.f, OP_ASYNC_COPY) && !has_op(p.f, OP_ASYNC_WAIT) && !has_op(p.f, OP_DOT));
         ck_assert(has_op(p.f, OP_TMA_LOAD) && has_op(p.f, OP_DOT_ASYNC));
-        /* staged: the causal grid (longest first), or rows of whole 128-byte panels on a persistent
-         * grid (one TMA store; sms 0 here is warp_specialize.persistent=0) */
-        ck_assert_int_eq(has_staged_store(p.f),
-                         causal[0] == 't' || (sms != 0 && (d * 2) % 128 == 0 && atoi(bm) <= 256));
+        /* staged: the causal grid (longest first), or on a persistent grid rows of whole 128-byte
+         * panels and at least 128 columns (sms 0 here is warp_specialize.persistent=0); through
+         * one TMA store (`tma`) on either grid where the rows are such */
+        bool tma_rows = (d * 2) % 128 == 0 && d >= 128 && atoi(bm) <= 256;
+        ck_assert_int_eq(has_staged_store(p.f), causal[0] == 't' || (sms != 0 && tma_rows));
+        ck_assert_int_eq(has_tma_store(p.f), has_staged_store(p.f) && tma_rows);
         /* persistent: each role one loop over tiles holding its trip loop */
         for (int k = 0; k < ws->nregions; k++) {
             const Op *tl = NULL, *trips = NULL;
