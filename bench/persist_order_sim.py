@@ -5,7 +5,10 @@ is free), on the 16k-token grid (hidden 2048, 128 x 128 tiles): a tile of
 query block x costs x + 1 key trips plus a per-tile overhead (in trips).
 Tile order: groups of G heads, each group's query blocks longest first (the
 launch pass's order, G = 256 / X), then the tiles dealt round robin
-(block b takes b, b + P, ...) or in a snake (odd rounds reversed).
+(block b takes b, b + P, ...), in a snake (odd rounds reversed), or
+dynamically (a persistent block takes the next tile when it is free: an
+atomic tile counter, the hardware's greedy order at the persistent
+overhead).
 Prints, per row and G, the longest block's work over the mean (1.0 =
 perfect): a model, not a measurement; bench/RESULTS.md 2026-12-08 00:20.
 
@@ -45,14 +48,15 @@ def main():
     po = float(sys.argv[2]) if len(sys.argv) > 2 else 0.3
     oo = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
     print("P %d, overhead a tile: persistent %.1f trips, one tile a block %.1f" % (P, po, oo))
-    print("%6s %5s %12s %8s %18s" % ("N", "G", "round robin", "snake", "hardware, one tile"))
+    print("%6s %5s %12s %8s %8s %18s" % ("N", "G", "round robin", "snake", "dynamic", "hardware, one tile"))
     for N in (1024, 2048, 4096, 8192, 16384):
         X, Y = N // 128, 16384 // N * 16
         for G in sorted({min(Y, max(1, 256 // X)), min(Y, max(1, 1024 // X)), Y}):
             L = tiles(X, Y, G)
             ideal = sum(L) / P
-            print("%6d %5d %12.3f %8.3f %18.3f" % (N, G, static(L, P, False, po) / ideal,
-                                                    static(L, P, True, po) / ideal, greedy(L, P, oo) / ideal))
+            print("%6d %5d %12.3f %8.3f %8.3f %18.3f" % (N, G, static(L, P, False, po) / ideal,
+                                                          static(L, P, True, po) / ideal, greedy(L, P, po) / ideal,
+                                                          greedy(L, P, oo) / ideal))
 
 
 if __name__ == "__main__":
