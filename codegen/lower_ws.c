@@ -150,11 +150,11 @@ static bool tma_store_box(Cg *cg, const Op *op, CgTmap *tm)
     Func *f = cg->f;
     const Type *tt = ir_type(f, op->args[0]), *vt = ir_type(f, op->args[op->nargs - 1]);
     int eb = dtype_bits((DType)vt->dtype) / 8, r = tt->rank;
-    if (!cg->tg->tma_store || vt->kind != TY_TILE || vt->space != SP_SHARED || vt->rank != 2 || eb != 2 ||
+    if (!cg->tg->tma_store || vt->kind != TY_TILE || vt->space != SP_SHARED || vt->rank != 2 ||
         tt->dtype != vt->dtype || r < 2 || r > 5 || op->nlist != r || op->nargs != r + 2)
         return false;
     int64_t rows = vt->shape[0], cols = vt->shape[1];
-    if (op->list[r - 1] != cols || op->list[r - 2] != rows || rows > 256 || (cols * eb) % 128)
+    if (op->list[r - 1] != cols || op->list[r - 2] != rows || !pass_tma_store_tile(rows, cols, eb * 8))
         return false;
     memset(tm, 0, sizeof *tm);
     tm->tensor = op->args[0];

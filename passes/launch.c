@@ -207,16 +207,20 @@ static void make_persistent(Func *f, Op *gy, int64_t sms, const IdOps *ids)
 
 /* ---- the output tile ---- */
 
+bool pass_tma_store_tile(int64_t rows, int64_t cols, int bits)
+{
+    return bits == 16 && rows <= 256 && cols * bits / 8 % 128 == 0;
+}
+
 /* A staged rows x cols tile of `bits`-bit elements leaves in one TMA store
  * (STORE `tma`; codegen's cg_ws_tma_store, where warp-specialized roles
- * compute it): on sm_90, rows of whole 128-byte panels, at most 256 rows
- * (a box), at least 128 columns (measured: D = 64 attention 2-6% slower
- * than from registers or as 16-byte rows, D = 128 up to 5% faster; bench/
- * RESULTS.md 2026-12-07 23:06). */
+ * compute it): on sm_90, a tile TMA can take (pass_tma_store_tile) of at
+ * least 128 columns (measured: D = 64 attention 2-6% slower than from
+ * registers or as 16-byte rows, D = 128 up to 5% faster; bench/RESULTS.md
+ * 2026-12-07 23:06). */
 static bool tma_tile(const PassCtx *ctx, int64_t rows, int64_t cols, int bits)
 {
-    return ctx->target && ctx->target->family == TF_SM90 && bits == 16 && rows <= 256 && cols >= 128 &&
-           cols * bits / 8 % 128 == 0;
+    return ctx->target && ctx->target->family == TF_SM90 && cols >= 128 && pass_tma_store_tile(rows, cols, bits);
 }
 
 typedef struct StoreScan { Op *store; int n; } StoreScan;
@@ -239,20 +243,23 @@ static Op *one_store(Func *f)
     return ss.n == 1 ? ss.store : NULL;
 }
 
-/* The one 2-D tile a kernel stores, when its value comes from an op of
- * its own (placement open) used only there; else NULL. */
+/* Does st store a value that comes from an op of its own (placement open)
+ * used only there? */
+static bool placement_open(Func *f, const Op *st)
+{
+    ValId v = st->args[st->nargs - 1];
+    if (!ir_val(f, v)->def || ir_type(f, v)->space != SP_ANY)
+        return false;
+    UseInfo u;
+    ir_count_uses(f, &u, f->mod->arena);
+    return u.count[v] == 1;
+}
+
+/* The one 2-D tile a kernel stores, when its placement is open; else NULL. */
 static Op *output_store(Func *f)
 {
     Op *st = one_store(f);
-    if (!st)
-        return NULL;
-    ValId v = st->args[st->nargs - 1];
-    const Type *t = ir_type(f, v);
-    if (!ir_val(f, v)->def || t->space != SP_ANY)
-        return NULL;
-    UseInfo u;
-    ir_count_uses(f, &u, f->mod->arena);
-    return u.count[v] == 1 ? st : NULL;
+    return st && placement_open(f, st) ? st : NULL;
 }
 
 static bool grid_plain(const Func *f, Op **gy)
@@ -313,7 +320,7 @@ static void launch_kernel(Func *f, PassCtx *ctx)
         Op *st = ci.first && !top ? one_store(f) : NULL;
         Type *ct = st ? ir_type(f, st->args[st->nargs - 1]) : NULL;
         bool own = ct && ct->space == SP_SHARED;   /* declared shared by the kernel */
-        if (!ct || dtype_bits((DType)ct->dtype) != 16 || (!own && st != output_store(f)))
+        if (!ct || dtype_bits((DType)ct->dtype) != 16 || (!own && !placement_open(f, st)))
             return;
         ct->space = SP_SHARED;
         st->iattr[1] = tma_tile(ctx, ct->shape[0], ct->shape[1], 16);
@@ -332,8 +339,8 @@ static void launch_kernel(Func *f, PassCtx *ctx)
      * consumer thread) leaves faster from registers, or as 16-byte rows
      * where the grid is ordered, than through the TMA store's two meetings
      * of the role (docs/internals.md, "launch"). */
-    Op *out = roles ? output_store(f) : NULL;
-    const Type *ot = out ? ir_type(f, out->args[out->nargs - 1]) : NULL;
+    Op *out = output_store(f);
+    const Type *ot = roles && out ? ir_type(f, out->args[out->nargs - 1]) : NULL;
     bool tma = ot && tma_tile(ctx, ot->shape[0], ot->shape[1], dtype_bits((DType)ot->dtype));
     if (roles)   /* one tile a block of uneven lengths: warp_specialize keeps a grid ordered longest first */
         stage = ordered || (tma && !ctx->one_tile);
@@ -353,7 +360,7 @@ static void launch_kernel(Func *f, PassCtx *ctx)
                   "of K and V it would take %lld B of the %lld B a block has", f->name, (long long)need,
                   (long long)limit);
     }
-    Op *st = stage ? output_store(f) : NULL;
+    Op *st = stage ? out : NULL;
     if (st) {
         ir_type(f, st->args[st->nargs - 1])->space = SP_SHARED;
         st->iattr[1] = tma;

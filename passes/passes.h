@@ -248,6 +248,10 @@ const char *pass_loc_str(Arena *a, const Func *f, Loc l);
 /* Shared memory one block may use (bytes): the option target.smem-per-block
  * when set (at most the largest any target has), else the target's own
  * (sm_86 99 KB, sm_90a / sm_100a 227 KB); a NULL target gets sm_86's. */
+/* Can one TMA store take a rows x cols tile of `bits`-bit elements: 16-bit
+ * rows of whole 128-byte panels (one box of the 128-byte swizzle each), at
+ * most 256 rows (passes/launch.c; codegen's cg_ws_tma_store)? */
+bool pass_tma_store_tile(int64_t rows, int64_t cols, int bits);
 int64_t pass_smem_limit(const TargetInfo *t, int64_t smem_per_block);
 /* The target the passes plan for: t, or sm_86 (the portable default) when
  * none is set. */
